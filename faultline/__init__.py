@@ -1,0 +1,1 @@
+"""kafka-faultline: Jepsen-style fault injection against real Apache Kafka."""

@@ -1,0 +1,250 @@
+"""The test spec: one frozen value built from CLI options and an optional YAML file.
+
+Every part of a run receives the spec; nothing reads globals. Variants are made with
+``dataclasses.replace``. ``TestSpec.to_json()`` is what ``test.json`` holds (HISTORY.md),
+and ``TestSpec.from_mapping`` reads it (or a YAML spec) back, rejecting unknown keys
+with a message that names them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from faultline.errors import SpecError
+
+Acks = Literal["0", "1", "all"]
+ACKS: tuple[str, ...] = ("0", "1", "all")
+
+#: Fault families a nemesis can mix; see DESIGN.md's nemesis table.
+FAULTS: tuple[str, ...] = (
+    "kill",
+    "pause",
+    "stop",
+    "partition",
+    "toxics",
+    "wipe",
+    "lose-unflushed",
+)
+
+DEFAULT_KAFKA_VERSION = "4.3.1"
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSpec:
+    """The cluster: Kafka version, node count and the broker settings a test turns.
+
+    Timeouts are short by default so that faults show within a minute-long run.
+    ``broker_config`` adds or overrides any ``server.properties`` key.
+    """
+
+    version: str = DEFAULT_KAFKA_VERSION
+    nodes: int = 3
+    home: str | None = None
+    heap_mb: int = 512
+    replica_lag_time_max_ms: int = 5000
+    broker_session_timeout_ms: int = 6000
+    broker_heartbeat_interval_ms: int = 1000
+    log_flush_interval_messages: int | None = None
+    broker_config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """The topic under test."""
+
+    name: str = "fl-queue"
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    unclean_leader_election_enable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerSpec:
+    """Producer settings, named as in HISTORY.md's ``test.json``."""
+
+    acks: Acks = "all"
+    enable_idempotence: bool = True
+    retries: int = 2147483647
+    max_in_flight: int = 5
+    delivery_timeout_ms: int = 10000
+    request_timeout_ms: int = 3000
+    linger_ms: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    """Consumer settings; ``mode`` is ``assign`` (every partition, no group)."""
+
+    isolation_level: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+    mode: Literal["assign"] = "assign"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    """How hard the clients drive the cluster; ``rate`` 0 means as fast as it goes."""
+
+    producers: int = 2
+    consumers: int = 1
+    rate: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class NemesisSpec:
+    """Which faults the schedule mixes, and how often."""
+
+    faults: tuple[str, ...] = ()
+    interval_s: float = 10.0
+    max_concurrent: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TestSpec:
+    """A whole test. ``start_wall_ms`` is set when the run starts (0 before)."""
+
+    name: str = "queue"
+    seed: int = 0
+    time_limit_s: float = 60.0
+    start_wall_ms: int = 0
+    backend: Literal["local", "docker"] = "local"
+    kafka: KafkaSpec = field(default_factory=KafkaSpec)
+    topic: TopicSpec = field(default_factory=TopicSpec)
+    producer: ProducerSpec = field(default_factory=ProducerSpec)
+    consumer: ConsumerSpec = field(default_factory=ConsumerSpec)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    nemesis: NemesisSpec = field(default_factory=NemesisSpec)
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``test.json`` form: plain JSON types, every field present."""
+        out: dict[str, Any] = _to_json(self)
+        return out
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str = "spec") -> TestSpec:
+        """Build a spec from ``test.json`` or YAML data; raises SpecError naming ``source``."""
+        spec: TestSpec = _from_mapping(cls, data, source)
+        return spec
+
+
+def _to_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _from_mapping(cls: type[Any], data: Any, where: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise SpecError(f"{where}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+    kwargs = {name: _coerce(hints[name], data[name], f"{where}.{name}") for name in data}
+    try:
+        return cls(**kwargs)
+    except TypeError as e:  # pragma: no cover - all fields have defaults
+        raise SpecError(f"{where}: {e}") from None
+
+
+def _coerce(hint: Any, value: Any, where: str) -> Any:
+    """Check ``value`` against a field's type hint, converting YAML/JSON forms."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return _from_mapping(hint, value, where)  # type: ignore[arg-type]
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _coerce(inner, value, where)
+    if origin is Literal:
+        text = str(value) if hint is Acks else value
+        if text not in args:
+            raise SpecError(f"{where}: {value!r} is not one of {', '.join(map(str, args))}")
+        return text
+    if origin is tuple:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            raise SpecError(f"{where}: expected a list, got {value!r}")
+        return tuple(str(i).strip() for i in items if str(i).strip())
+    if origin is Mapping or hint is Mapping:
+        if not isinstance(value, Mapping):
+            raise SpecError(f"{where}: expected a mapping, got {value!r}")
+        return {str(k): str(v) for k, v in value.items()}
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise SpecError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SpecError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        return str(value)
+    raise SpecError(f"{where}: cannot read a value of type {hint}")  # pragma: no cover
+
+
+def _validate(spec: TestSpec) -> None:
+    """Reject specs that cannot run, one clear message each."""
+    k, t, p, w, n = spec.kafka, spec.topic, spec.producer, spec.workload, spec.nemesis
+    checks: list[tuple[bool, str]] = [
+        (k.nodes in (1, 3, 5), f"--nodes must be 1, 3 or 5, not {k.nodes}"),
+        (k.heap_mb >= 256, f"kafka.heap_mb must be at least 256, not {k.heap_mb}"),
+        (t.partitions >= 1, f"--partitions must be at least 1, not {t.partitions}"),
+        (
+            1 <= t.replication_factor <= k.nodes,
+            f"--replication-factor must be between 1 and the node count {k.nodes}, "
+            f"not {t.replication_factor}",
+        ),
+        (
+            1 <= t.min_insync_replicas <= t.replication_factor,
+            f"--min-insync must be between 1 and the replication factor "
+            f"{t.replication_factor}, not {t.min_insync_replicas}",
+        ),
+        (p.acks in ACKS, f"--acks must be one of 0, 1, all, not {p.acks!r}"),
+        (
+            not p.enable_idempotence or (p.acks == "all" and p.retries > 0 and 1 <= p.max_in_flight <= 5),
+            "idempotence needs acks=all, retries > 0 and max_in_flight between 1 and 5; "
+            "pass --no-idempotence for other producer settings",
+        ),
+        (p.max_in_flight >= 1, f"producer.max_in_flight must be at least 1, not {p.max_in_flight}"),
+        (p.retries >= 0, f"producer.retries must be >= 0, not {p.retries}"),
+        (spec.time_limit_s > 0, f"--time-limit must be positive, not {spec.time_limit_s}"),
+        (w.producers >= 1, f"--producers must be at least 1, not {w.producers}"),
+        (w.consumers >= 0, f"--consumers must be >= 0, not {w.consumers}"),
+        (w.rate >= 0, f"--rate must be >= 0 (0: as fast as it goes), not {w.rate}"),
+        (n.interval_s > 0, f"--interval must be positive, not {n.interval_s}"),
+        (n.max_concurrent >= 1, f"nemesis.max_concurrent must be at least 1, not {n.max_concurrent}"),
+        (spec.seed >= 0, f"--seed must be >= 0, not {spec.seed}"),
+        (bool(t.name) and all(c.isalnum() or c in "._-" for c in t.name),
+         f"topic name {t.name!r} may hold only letters, digits, '.', '_' and '-'"),
+        (bool(spec.name) and all(c.isalnum() or c in "._-" for c in spec.name),
+         f"test name {spec.name!r} may hold only letters, digits, '.', '_' and '-'"),
+    ]
+    unknown_faults = [f for f in n.faults if f not in FAULTS]
+    checks.append(
+        (not unknown_faults,
+         f"unknown fault(s) {', '.join(unknown_faults)}; known: {', '.join(FAULTS)}")
+    )
+    for ok, message in checks:
+        if not ok:
+            raise SpecError(message)
