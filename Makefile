@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 	$(BIN)/faultline setup
 
+# The default test: 3 nodes, acks=all, min.insync=2, idempotence on, a minute of
+# kills and partitions; it ends by printing the run directory and the report's path.
 run: setup
-	$(BIN)/faultline run
+	$(BIN)/faultline run --nemesis kill,partition --time-limit 60
 
 lint: $(STAMP)
 	$(BIN)/ruff check faultline tests benchmarks

@@ -1,13 +1,15 @@
 """The ``faultline`` command line.
 
-Each command lives next to what it drives and is registered here. A
-:class:`~faultline.errors.FaultlineError` becomes one line on stderr and exit code 2
-(``run`` and ``check`` use 1 for an invalid verdict); anything else is a bug and keeps
-its traceback.
+Each command lives next to what it drives and is listed in ``_COMMANDS``; its module
+is imported only when the command runs, so ``faultline doctor`` does not pay for
+bokeh. A :class:`~faultline.errors.FaultlineError` becomes one line on stderr and exit
+code 2 (``run`` and ``check`` use 1 for an invalid verdict); anything else is a bug
+and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -15,9 +17,31 @@ import click
 
 from faultline.errors import FaultlineError
 
+#: command name -> "module:attribute" of its click command.
+_COMMANDS: dict[str, str] = {
+    "run": "faultline.harness.run_cli:run",
+    "check": "faultline.checkers.cli:check",
+    "report": "faultline.harness.report_cli:report",
+    "model": "faultline.checkers.model.cli:model",
+    "setup": "faultline.harness.cli:setup",
+    "doctor": "faultline.harness.cli:doctor",
+    "cluster": "faultline.harness.cli:cluster",
+}
+
 
 class _Group(click.Group):
-    """A click group that turns FaultlineError into one line and exit code 2."""
+    """Loads commands lazily and turns FaultlineError into one line and exit code 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

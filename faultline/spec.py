@@ -130,9 +130,15 @@ class TestSpec:
         return out
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, source: str = "spec") -> TestSpec:
-        """Build a spec from ``test.json`` or YAML data; raises SpecError naming ``source``."""
-        spec: TestSpec = _from_mapping(cls, data, source)
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str = "spec",
+                     strict: bool = True) -> TestSpec:
+        """Build a spec from ``test.json`` or YAML data; raises SpecError naming ``source``.
+
+        ``strict`` rejects unknown keys (a typo in a user's YAML must not pass
+        silently); ``strict=False`` ignores them, for reading a ``test.json`` that a
+        later version or another tool wrote with more keys, as HISTORY.md allows.
+        """
+        spec: TestSpec = _from_mapping(cls, data, source, strict)
         return spec
 
 
@@ -146,32 +152,33 @@ def _to_json(value: Any) -> Any:
     return value
 
 
-def _from_mapping(cls: type[Any], data: Any, where: str) -> Any:
+def _from_mapping(cls: type[Any], data: Any, where: str, strict: bool) -> Any:
     if not isinstance(data, Mapping):
         raise SpecError(f"{where}: expected a mapping, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
-    if unknown:
+    if unknown and strict:
         raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
-    kwargs = {name: _coerce(hints[name], data[name], f"{where}.{name}") for name in data}
+    kwargs = {name: _coerce(hints[name], data[name], f"{where}.{name}", strict)
+              for name in data if name in names}
     try:
         return cls(**kwargs)
     except TypeError as e:  # pragma: no cover - all fields have defaults
         raise SpecError(f"{where}: {e}") from None
 
 
-def _coerce(hint: Any, value: Any, where: str) -> Any:
+def _coerce(hint: Any, value: Any, where: str, strict: bool) -> Any:
     """Check ``value`` against a field's type hint, converting YAML/JSON forms."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if dataclasses.is_dataclass(hint):
-        return _from_mapping(hint, value, where)  # type: ignore[arg-type]
+        return _from_mapping(hint, value, where, strict)  # type: ignore[arg-type]
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]
-        return _coerce(inner, value, where)
+        return _coerce(inner, value, where, strict)
     if origin is Literal:
         text = str(value) if hint is Acks else value
         if text not in args:
@@ -181,7 +188,8 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, list | tuple):
             raise SpecError(f"{where}: expected a list, got {value!r}")
-        return tuple(str(i).strip() for i in items if str(i).strip())
+        out = tuple(str(i).strip() for i in items if str(i).strip())
+        return () if out == ("none",) else out  # "none": the explicit empty list
     if origin is Mapping or hint is Mapping:
         if not isinstance(value, Mapping):
             raise SpecError(f"{where}: expected a mapping, got {value!r}")

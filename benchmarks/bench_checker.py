@@ -1,0 +1,120 @@
+"""Benchmark the queue checker end to end (parsing included) on generated histories.
+
+    .venv/bin/python benchmarks/bench_checker.py            # 1M and 10M lines
+    .venv/bin/python benchmarks/bench_checker.py --lines 200000 --lines 2000000
+
+Each history comes from :mod:`faultline.checkers.synthetic` (a correct log: 2 to 3
+lines per distinct value, polls of up to 10 records, one consumer), written to a
+temporary run directory. ``faultline check``'s own function, ``check_run``, then
+runs in a fresh child process, so its peak RSS (``ru_maxrss``) is the checker's
+alone. Prints lines/s by wall clock and by CPU time (the machine may be shared),
+records/s, and peak RSS per distinct value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from itertools import islice
+from pathlib import Path
+
+import orjson
+
+from faultline.checkers.synthetic import Shape, generate
+from faultline.spec import TestSpec
+
+
+def shape_for(lines: int, seed: int) -> Shape:
+    """A Shape giving about ``lines`` history lines."""
+    probe = Shape(seed=seed, values=20_000, producers=4, consumers=1, poll_batch=10,
+                  fail=0.01, info=0.01, faults=10, drain_batch=2000)
+    per_value = sum(1 for _ in generate(probe)) / probe.values
+    return Shape(seed=seed, values=int(lines / per_value), producers=4, consumers=1,
+                 poll_batch=10, fail=0.01, info=0.01, faults=10, drain_batch=2000)
+
+
+def write_run(run_dir: Path, shape: Shape) -> int:
+    """Write test.json and history.jsonl; return the number of lines."""
+    (run_dir / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
+    n = 0
+    rows = generate(shape)
+    with open(run_dir / "history.jsonl", "wb") as fh:
+        while chunk := list(islice(rows, 50_000)):
+            fh.write(b"".join(orjson.dumps(r) + b"\n" for r in chunk))
+            n += len(chunk)
+    return n
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS. VmHWM, not ru_maxrss: Linux carries ru_maxrss over
+    fork + exec, so a child would report its parent's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(run_dir: Path) -> None:
+    """Run check_run and print its figures as JSON (called in a fresh process)."""
+    from faultline.checkers.cli import check_run
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = check_run(run_dir)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(json.dumps({
+        "valid": result.valid, "lines": result.stats["ops"],
+        "records": result.stats["records_polled"] + result.stats["records_drained"],
+        "values": sum(result.stats["send"].values()) + result.stats["send_open"],
+        "wall_s": wall, "cpu_s": cpu,
+        "maxrss_mb": peak_rss_mb()}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", type=int, action="append",
+                    help="history size in lines (repeatable; default 1M and 10M)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.baseline:
+        import faultline.checkers.cli  # noqa: F401 - what the child imports
+
+        print(peak_rss_mb())
+        return
+    if args.child:
+        child(args.child)
+        return
+    baseline = subprocess.run([sys.executable, __file__, "--baseline"], check=True,
+                              capture_output=True, text=True)
+    base_mb = float(baseline.stdout)
+    print(f"baseline RSS of the interpreter with the checker imported: {base_mb:.0f} MB")
+    print(f"{'lines':>11} {'values':>10} {'wall s':>7} {'cpu s':>7} {'lines/s wall':>13} "
+          f"{'lines/s cpu':>12} {'records/s cpu':>13} {'peak RSS MB':>11} {'B/value':>8}")
+    for lines in args.lines or [1_000_000, 10_000_000]:
+        with tempfile.TemporaryDirectory(prefix="fl-bench-") as tmp:
+            run_dir = Path(tmp)
+            t = time.perf_counter()
+            n = write_run(run_dir, shape_for(lines, args.seed))
+            gen_s = time.perf_counter() - t
+            out = subprocess.run([sys.executable, __file__, "--child", str(run_dir)],
+                                 check=True, capture_output=True, text=True)
+            r = json.loads(out.stdout)
+            assert r["valid"] is True, r
+            per_value = (r["maxrss_mb"] - base_mb) * 2**20 / max(1, r["values"])
+            print(f"{n:>11,} {r['values']:>10,} {r['wall_s']:>7.1f} {r['cpu_s']:>7.1f} "
+                  f"{n / r['wall_s']:>13,.0f} {n / r['cpu_s']:>12,.0f} "
+                  f"{r['records'] / r['cpu_s']:>13,.0f} {r['maxrss_mb']:>11,.0f} "
+                  f"{per_value:>8,.0f}   (generated in {gen_s:.0f}s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""What journaling costs: the same producers, once journaling every send and once not.
+
+Same cluster, same settings, same duration; rounds alternate the order (journaled
+first, then raw first) so that a cluster warming up or filling up does not favour
+one side. Acknowledged throughput is the number of ``ok`` sends completed within
+the window divided by its length. Target: journaled >= 80% of raw.
+
+Memory: the resident set size of this process is sampled every second while
+journaling; a ``--memory-s`` run journals for that long and compares the first and
+last quarter, which stay level when the history streams to disk.
+
+    .venv/bin/python benchmarks/bench_journal.py                  # starts a local cluster (root)
+    .venv/bin/python benchmarks/bench_journal.py --bootstrap 127.0.0.1:9092 --nodes 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faultline.history import HistoryWriter
+from faultline.spec import KafkaSpec, TestSpec, TopicSpec, WorkloadSpec
+from faultline.workloads.queue import QueueWorkload, Values
+
+
+def rss_mb() -> float:
+    """This process's resident set size in MiB (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@dataclass
+class Sample:
+    journaled: bool
+    seconds: float
+    ok: int
+    lines: int = 0
+    rss: list[float] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.ok / self.seconds
+
+
+def measure(spec: TestSpec, bootstrap: str, seconds: float, journaled: bool, values: Values,
+            workdir: Path) -> Sample:
+    """Run the producers for ``seconds``; count the acks that arrived within the window."""
+    path = workdir / f"history-{time.monotonic_ns()}.jsonl"
+    history = HistoryWriter(path) if journaled else None
+    workload = QueueWorkload(spec, bootstrap, history, values=values)
+    sample = Sample(journaled, seconds, 0)
+    stop = threading.Event()
+
+    def sampler() -> None:
+        while not stop.wait(1.0):
+            sample.rss.append(rss_mb())
+
+    t = threading.Thread(target=sampler, daemon=True)
+    try:
+        t.start()
+        workload.start()
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        sample.ok = workload.stats().ok
+        sample.seconds = time.monotonic() - t0
+        workload.stop()
+    finally:
+        stop.set()
+        t.join()
+        if history is not None:
+            history.close()
+            with path.open("rb") as f:
+                sample.lines = sum(1 for _ in f)
+            path.unlink()
+    return sample
+
+
+@contextlib.contextmanager
+def cluster_bootstrap(args: argparse.Namespace, spec: TestSpec) -> Iterator[str]:
+    """The bootstrap servers of the cluster to measure against, with the topic created."""
+    if args.bootstrap:
+        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.cimpl import NewTopic
+
+        admin = AdminClient({"bootstrap.servers": args.bootstrap})
+        t = spec.topic
+        futures = admin.create_topics([NewTopic(t.name, t.partitions, t.replication_factor,
+                                                config={"min.insync.replicas":
+                                                        str(t.min_insync_replicas)})])
+        for f in futures.values():
+            with contextlib.suppress(Exception):  # it may exist from an earlier run
+                f.result()
+        time.sleep(2)
+        yield args.bootstrap
+        return
+    from faultline.harness.local import LocalCluster
+
+    with LocalCluster(spec) as cluster:
+        cluster.create_topic(spec.topic)
+        yield cluster.bootstrap_servers()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=20.0, help="length of each window")
+    ap.add_argument("--rounds", type=int, default=2, help="journaled/raw pairs")
+    ap.add_argument("--producers", type=int, default=2)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--nodes", type=int, default=3)
+    ap.add_argument("--heap-mb", type=int, default=384)
+    ap.add_argument("--memory-s", type=float, default=0.0,
+                    help="then journal this long and report RSS drift (0: skip)")
+    ap.add_argument("--bootstrap", help="use this running cluster instead of starting one")
+    args = ap.parse_args()
+    # librdkafka's routine warnings (PID retries while a cluster warms up) are noise here.
+    logging.getLogger("faultline.rdkafka").setLevel(logging.ERROR)
+
+    rf = min(3, args.nodes)
+    spec = TestSpec(
+        name="bench-journal",
+        kafka=KafkaSpec(nodes=args.nodes, heap_mb=args.heap_mb),
+        topic=TopicSpec(name=f"fl-bench-{int(time.time())}", partitions=args.partitions,
+                        replication_factor=rf, min_insync_replicas=min(2, rf)),
+        workload=WorkloadSpec(producers=args.producers, consumers=0, rate=0.0),
+    )
+    p = spec.producer
+    print(f"config: {args.nodes} node(s), {args.partitions} partitions, rf {rf}, "
+          f"acks={p.acks}, idempotence={p.enable_idempotence}, max.in.flight={p.max_in_flight}, "
+          f"linger.ms={p.linger_ms}, {args.producers} producers, "
+          f"{args.seconds:.0f} s windows x {args.rounds} rounds", flush=True)
+    values = Values()
+    samples: list[Sample] = []
+    with tempfile.TemporaryDirectory(prefix="fl-bench-") as tmp, \
+            cluster_bootstrap(args, spec) as bootstrap:
+        work = Path(tmp)
+        measure(spec, bootstrap, 5.0, False, values, work)  # warm-up, discarded
+        for r in range(args.rounds):
+            order = (True, False) if r % 2 == 0 else (False, True)
+            for journaled in order:
+                s = measure(spec, bootstrap, args.seconds, journaled, values, work)
+                samples.append(s)
+                print(f"  round {r + 1} {'journaled' if journaled else 'raw      '}: "
+                      f"{s.rate:9.0f} acked sends/s"
+                      + (f"  ({s.lines} history lines, RSS max {max(s.rss):.0f} MiB)"
+                         if journaled and s.rss else ""), flush=True)
+        long: Sample | None = None
+        if args.memory_s > 0:
+            long = measure(spec, bootstrap, args.memory_s, True, values, work)
+
+    journaled_rate = statistics.mean(s.rate for s in samples if s.journaled)
+    raw_rate = statistics.mean(s.rate for s in samples if not s.journaled)
+    ratio = journaled_rate / raw_rate
+    print(f"acknowledged throughput: journaled {journaled_rate:.0f}/s, raw {raw_rate:.0f}/s, "
+          f"ratio {ratio:.1%} (target >= 80%)")
+    if long is not None and len(long.rss) >= 8:
+        q = len(long.rss) // 4
+        first, last = statistics.mean(long.rss[:q]), statistics.mean(long.rss[-q:])
+        print(f"memory over {long.seconds:.0f} s journaling ({long.ok} acked sends, "
+              f"{long.lines} lines): RSS first quarter {first:.1f} MiB, last quarter "
+              f"{last:.1f} MiB, max {max(long.rss):.1f} MiB, drift {last - first:+.1f} MiB")
+    return 0 if ratio >= 0.8 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

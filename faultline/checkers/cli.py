@@ -1,0 +1,123 @@
+"""``faultline check RUN_DIR``: re-check a stored run from its files alone.
+
+:func:`check_run` is what ``faultline run`` calls at the end: it reads ``test.json``
+and ``history.jsonl``, runs the queue checker, and writes ``results.json``
+atomically (a temporary file renamed over it), so a crash mid-write never leaves a
+half-written verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from faultline.checkers.queue import check_rows
+from faultline.checkers.result import UNKNOWN, Result, unknown_result
+from faultline.errors import FaultlineError, HistoryError, SpecError
+from faultline.history import ReadResult, iter_rows
+from faultline.spec import TestSpec
+
+#: Exit codes of ``faultline check`` (and ``faultline run``), by verdict.
+EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
+
+
+def read_spec(run_dir: Path) -> TestSpec:
+    """The run's ``test.json`` as a TestSpec; SpecError naming the file if it is unusable."""
+    path = run_dir / "test.json"
+    try:
+        data = orjson.loads(path.read_bytes())
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    except orjson.JSONDecodeError as e:
+        raise SpecError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a JSON object")
+    return TestSpec.from_mapping(data, source=str(path))
+
+
+def check_run(run_dir: Path) -> Result:
+    """Check a run directory and write its ``results.json``; return the Result.
+
+    A cut last history line is tolerated (the verdict is then at most unknown).
+    On an unreadable ``test.json`` or history it writes a ``results.json`` saying
+    ``valid: "unknown"`` and why, then raises the SpecError / HistoryError.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise HistoryError(str(run_dir), None, "not a run directory")
+    try:
+        spec = read_spec(run_dir)
+        history = run_dir / "history.jsonl"
+        read = ReadResult()
+        result = check_rows(spec, iter_rows(history, read), truncated=False, source=str(history))
+        if read.truncated:
+            # The reader only learns of a cut last line at the end: re-derive the verdict.
+            result = _truncated(result)
+    except FaultlineError as e:
+        write_results(run_dir, unknown_result("unreadable-input", str(e)))
+        raise
+    write_results(run_dir, result)
+    return result
+
+
+def _truncated(result: Result) -> Result:
+    """The same result for a history cut short: valid at most unknown."""
+    entry = {"kind": "truncated-history", "affects_verdict": True,
+             "why": "the history's last line was cut mid-write (the run died): what happened "
+                    "after it is not known"}
+    valid = result.valid if result.valid is False else UNKNOWN
+    return replace(result, valid=valid, unknown=[entry, *result.unknown])
+
+
+def write_results(run_dir: Path, result: Result) -> Path:
+    """Write ``results.json`` atomically (temp file, fsync, rename); return its path."""
+    path = Path(run_dir) / "results.json"
+    data = orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
+    fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def summary(result: Result) -> str:
+    """A few lines for a terminal: verdict, counts seen, violations, unknowns."""
+    verdict = "VALID" if result.valid is True else "INVALID" if result.valid is False else "UNKNOWN"
+    send = result.stats.get("send", {})
+    lines = [f"{verdict}: {send.get('ok', 0)} ok, {send.get('fail', 0)} fail, "
+             f"{send.get('info', 0)} info sends"]
+    seen = [f"{k} {n}" for k, n in result.anomaly_counts.items() if n]
+    lines.append("anomalies: " + (", ".join(seen) if seen else "none"))
+    if result.violations:
+        lines.append("violations (not permitted): " + ", ".join(result.violations))
+    for u in result.unknown:
+        if u.get("affects_verdict"):
+            where = f" {u['topic']}/{u['partition']}" if "topic" in u else ""
+            lines.append(f"unknown: {u.get('kind')}{where}")
+    return "\n".join(lines)
+
+
+@click.command("check")
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+def check(run_dir: Path) -> None:
+    """Check a stored run: read RUN_DIR's test.json and history.jsonl, write results.json.
+
+    Exit 0 if valid, 1 if invalid, 2 if unknown or the input is unreadable.
+    """
+    result = check_run(run_dir)
+    click.echo(summary(result))
+    click.echo(f"wrote {run_dir / 'results.json'}")
+    sys.exit(EXIT_CODES[result.valid])

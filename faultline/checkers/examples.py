@@ -1,0 +1,142 @@
+"""The example objects of results.json, one function per anomaly type.
+
+Each takes the engine (for what the history said) and the Collected (for the fault
+windows and what is permitted), and returns the example's fields plus ``story`` and
+``explanation``; see ``faultline/schemas/results.schema.json`` for the keys. The
+engine builds them lazily, only for the first MAX_EXAMPLES of each type.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from faultline.checkers import explain
+from faultline.checkers.columns import NONE
+
+if TYPE_CHECKING:
+    from faultline.checkers.queue import Engine
+    from faultline.checkers.verdict import Collected
+
+
+def lost(e: Engine, c: Collected, s: int) -> dict[str, Any]:
+    f = e.send_facts(s)
+    tp = e.c_tp[s]
+    story = explain.lost_write(f, e.drain_facts(tp, f.offset, f.value), c.faults,
+                               e.parts[tp].drain_time, c.reason("lost-write"))
+    return {**e.where(tp), "value": f.value, "offset": f.offset, "time": f.end_time,
+            "invoke_time": f.invoke_time, "process": f.process, **c.tell(story)}
+
+
+def reorder(e: Engine, c: Collected, prev: tuple[int, int], s: int) -> dict[str, Any]:
+    first, second = e.send_facts(prev[1]), e.send_facts(s)
+    second_at = e.c_drain[s]
+    story = explain.nonmonotonic_send(first, second, prev[0], second_at,
+                                      c.reason("nonmonotonic-send"))
+    return {**e.where(e.c_tp[s]), "process": first.process,
+            "values": [first.value, second.value], "offsets": [prev[0], second_at],
+            "time": second.invoke_time, **c.tell(story)}
+
+
+def aborted(e: Engine, c: Collected, s: int) -> dict[str, Any]:
+    f = e.send_facts(s)
+    by = e.c_read_by[s]
+    reader = "the drain" if by == -1 else f"consumer {by}"
+    off = e.c_read_off[s]
+    story = explain.aborted_read(f, e.c_read_t[s], off, reader)
+    return {**e.where(e.c_tp[s]), "value": f.value, "offset": off,
+            "time": e.c_read_t[s], "process": f.process, "error": f.error,
+            "reader": reader, **c.tell(story)}
+
+
+def duplicate(e: Engine, c: Collected, s: int, more: set[int]) -> dict[str, Any]:
+    offsets = sorted({e.c_drain[s], *more})
+    f = e.send_facts(s)
+    story = explain.duplicate(f, f.value, offsets, f.topic, f.partition,
+                              c.reason("duplicate"))
+    return {**e.where(e.c_tp[s]), "value": f.value, "offsets": offsets,
+            "time": f.end_time if f.end_time is not None else f.invoke_time, **c.tell(story)}
+
+
+def unexpected(e: Engine, c: Collected, tp: int, val: int, off: int, t: int, by: int,
+                n: int) -> dict[str, Any]:
+    s = e.vslot.get(val)
+    reader = "the drain" if by == -1 else f"consumer {by}"
+    story = explain.unexpected_value(e.parts[tp].topic, e.parts[tp].partition, val,
+                                     off, t, reader, None if s is None else
+                                     e.send_facts(s))
+    return {**e.where(tp), "value": val, "offset": off, "time": t, "reader": reader,
+            "reads": n, **c.tell(story)}
+
+
+def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, Any]:
+    s = e.vslot.get(val)
+    t = by = None
+    if s is not None and e.c_read_off[s] == off and e.c_read_by[s] != -1:
+        t, by = e.c_read_t[s], e.c_read_by[s]
+    part = e.parts[tp]
+    story = explain.phantom_read(part.topic, part.partition, val, off, t or 0, by or 0,
+                                 None if s is None else e.send_facts(s),
+                                 e.drain_facts(tp, off, val), c.faults, part.drain_time,
+                                 c.reason("phantom-read"))
+    return {**e.where(tp), "value": val, "offset": off, "time": t, "process": by,
+            **c.tell(story)}
+
+
+def sighting(e: Engine, tp: int, source: str, off: int, val: int) -> dict[str, Any]:
+    s = e.vslot.get(val)
+    t: Any = None
+    p: Any = None
+    if source == "ack" and s is not None:
+        t, p = e.c_done[s], e.c_proc[s]
+    elif source == "poll" and s is not None and e.c_read_off[s] == off:
+        t, p = e.c_read_t[s], e.c_read_by[s]
+        p = None if p == -1 else p
+    elif source == "drain":
+        t = e.parts[tp].drain_time
+    return {"source": source, "value": val, "offset": off, "time": t, "process": p}
+
+
+def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
+         extra: dict[int, list[tuple[str, Any, Any]]], involves_ack: bool) -> dict[str, Any]:
+    sightings = [sighting(e, tp, k, off, x)
+                 for k, x in (("ack", a), ("poll", p), ("drain", dv)) if x != NONE]
+    for x, seen in extra.items():
+        for source, t, proc in seen:
+            sightings.append({"source": source, "value": x, "offset": off, "time": t,
+                              "process": proc})
+    story = explain.inconsistent_offsets(
+        e.parts[tp].topic, e.parts[tp].partition, off, sightings,
+        e.drain_facts(tp, off, None), e.parts[tp].drain_time,
+        c.iso_reason(involves_ack))
+    times = [x["time"] for x in sightings if x["time"] is not None]
+    return {**e.where(tp), "offset": off,
+            "values": sorted({x["value"] for x in sightings}), "involves_ack": involves_ack,
+            "sightings": sightings, "time": min(times) if times else None,
+            **c.tell(story)}
+
+
+def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
+    tp, val, ack, drained = e.c_tp[s], e.c_val[s], e.c_ack[s], e.c_drain[s]
+    sightings = [sighting(e, tp, "ack", ack, val), sighting(e, tp, "drain", drained, val)]
+    part = e.parts[tp]
+    story = explain.inconsistent_offsets(part.topic, part.partition, ack, sightings,
+                                         e.drain_facts(tp, ack, val), part.drain_time,
+                                         c.iso_reason(True))
+    return {**e.where(tp), "offset": ack, "values": [val], "value": val,
+            "offsets": [ack, drained], "involves_ack": True, "sightings": sightings,
+            "time": e.c_done[s], **c.tell(story)}
+
+
+def backwards(e: Engine, c: Collected, tp: int, p: int, prev: int, off: int,
+               t: int) -> dict[str, Any]:
+    story = explain.nonmonotonic_poll(p, off, prev, t, c.faults,
+                                      c.reason("nonmonotonic-poll"))
+    return {**e.where(tp), "process": p, "offset": off, "previous": prev, "time": t,
+            **c.tell(story)}
+
+
+def skip(e: Engine, c: Collected, tp: int, p: int, prev: int, off: int, t: int,
+          skipped: list[int]) -> dict[str, Any]:
+    story = explain.poll_skip(p, prev, off, t, skipped, c.reason("poll-skip"))
+    return {**e.where(tp), "process": p, "previous": prev, "offset": off, "time": t,
+            "skipped": skipped[:10], "skipped_count": len(skipped), **c.tell(story)}

@@ -1,0 +1,233 @@
+"""Stories a person can follow, one per anomaly example.
+
+Each function returns ``(story, explanation)``: ``story`` is a list of events
+``{"time": ns or None, "text": str}`` in time order (what happened to the record:
+sent when, acknowledged at which offset, which faults came after, what the partition
+holds now), ``explanation`` one paragraph saying what the anomaly is and whether the
+guarantees permit it. Pure: plain facts in, plain data out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Event = dict[str, Any]
+Story = tuple[list[Event], str]
+
+#: Faults listed after the moment that matters; more are summarised in one line.
+STORY_FAULTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class SendFacts:
+    """What the history says about one send; ``outcome`` is ok, fail, info or open."""
+
+    value: int
+    topic: str
+    partition: int
+    process: int
+    invoke_time: int
+    end_time: int | None
+    outcome: str
+    offset: int | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DrainFacts:
+    """What the final drain says about one offset and one value of a partition."""
+
+    complete: bool
+    high_watermark: int | None
+    log_start_offset: int | None
+    holds: int | None  # the value the drain has at the offset in question, if any
+    offsets_of_value: Sequence[int]  # where the drain has the value in question
+
+
+def secs(t: int | None) -> str:
+    """A history time (ns) as seconds since the run started, for a person."""
+    return "?" if t is None else f"{t / 1e9:.3f}s"
+
+
+def send_events(s: SendFacts) -> list[Event]:
+    """The send's invoke and completion."""
+    out = [{"time": s.invoke_time,
+            "text": f"process {s.process} sent value {s.value} to {s.topic}/{s.partition}"}]
+    if s.outcome == "ok":
+        at = "" if s.offset is None else f" at offset {s.offset}"
+        out.append({"time": s.end_time, "text": f"acknowledged{at}"})
+    elif s.outcome == "open":
+        out.append({"time": None, "text": "the send never completed"})
+    else:
+        what = "failed (certainly not written)" if s.outcome == "fail" else "ended unknown (info)"
+        err = f": {s.error}" if s.error else ""
+        out.append({"time": s.end_time, "text": f"{what}{err}"})
+    return out
+
+
+def fault_events(after: int, faults: Sequence[Mapping[str, Any]]) -> list[Event]:
+    """Faults in force at ``after`` or begun later, at most STORY_FAULTS of them."""
+    relevant = [f for f in faults if f["end"] is None or f["end"] >= after]
+    out: list[Event] = []
+    for f in relevant[:STORY_FAULTS]:
+        nodes = f" of node(s) {', '.join(map(str, f['nodes']))}" if f["nodes"] else ""
+        end = "never healed" if f["end"] is None else f"until {secs(f['end'])}"
+        when = "already in force: " if f["start"] < after else ""
+        out.append({"time": f["start"], "text": f"{when}{f['f']}{nodes}, {end}"})
+    if len(relevant) > STORY_FAULTS:
+        out.append({"time": None, "text": f"... and {len(relevant) - STORY_FAULTS} more faults"})
+    if not relevant:
+        out.append({"time": None, "text": "no fault was in force or began after that"})
+    return out
+
+
+def drain_text(d: DrainFacts, offset: int | None, value: int | None) -> str:
+    """What the partition holds now at ``offset``, and where ``value`` is."""
+    if not d.complete:
+        return "the drain of this partition never completed, so its contents are not known"
+    parts = []
+    if offset is not None:
+        if d.holds is not None:
+            same = " (this value)" if d.holds == value else ""
+            parts.append(f"offset {offset} holds value {d.holds}{same}")
+        elif d.log_start_offset is not None and offset < d.log_start_offset:
+            parts.append(f"offset {offset} is below the log start {d.log_start_offset}")
+        elif d.high_watermark is not None and offset >= d.high_watermark:
+            parts.append(f"offset {offset} is at or past the high watermark "
+                         f"{d.high_watermark}: the log was truncated below it")
+        else:
+            parts.append(f"offset {offset} holds nothing")
+    if value is not None:
+        if d.offsets_of_value:
+            where = ", ".join(map(str, d.offsets_of_value))
+            parts.append(f"value {value} is at offset(s) {where}")
+        else:
+            parts.append(f"value {value} is nowhere in the partition")
+    return "the drain shows " + "; ".join(parts)
+
+
+def _finish(events: list[Event], d: DrainFacts, offset: int | None, value: int | None,
+            end_time: int | None) -> list[Event]:
+    events.append({"time": end_time, "text": drain_text(d, offset, value)})
+    return events
+
+
+def _verdict(permitted: str | None) -> str:
+    return (f"Permitted: {permitted}." if permitted
+            else "Not permitted by the guarantees for this config and these faults.")
+
+
+def lost_write(s: SendFacts, d: DrainFacts, faults: Sequence[Mapping[str, Any]],
+               drain_time: int | None, permitted: str | None) -> Story:
+    """A value acknowledged but absent from the completed drain."""
+    ev = send_events(s) + fault_events(s.end_time or s.invoke_time, faults)
+    _finish(ev, d, s.offset, s.value, drain_time)
+    at = f" at offset {s.offset}" if s.offset is not None else ""
+    return ev, (f"Value {s.value} was acknowledged{at} at {secs(s.end_time)} but is not in "
+                f"{s.topic}/{s.partition} after the run: {drain_text(d, s.offset, s.value)}. "
+                + _verdict(permitted))
+
+
+def phantom_read(topic: str, partition: int, value: int, offset: int, time: int,
+                 process: int, send: SendFacts | None, d: DrainFacts,
+                 faults: Sequence[Mapping[str, Any]], drain_time: int | None,
+                 permitted: str | None) -> Story:
+    """A polled record (offset, value) that the completed drain does not hold."""
+    ev = send_events(send) if send else []
+    ev.append({"time": time, "text": f"consumer {process} polled value {value} at offset {offset}"})
+    ev += fault_events(time, faults)
+    _finish(ev, d, offset, value, drain_time)
+    return ev, (f"A consumer read value {value} at offset {offset} of {topic}/{partition}, "
+                f"a record the partition no longer holds: {drain_text(d, offset, value)}. "
+                "Consumers only see records below the high watermark, which are committed. "
+                + _verdict(permitted))
+
+
+def inconsistent_offsets(topic: str, partition: int, offset: int | None,
+                         sightings: Sequence[Mapping[str, Any]], d: DrainFacts,
+                         drain_time: int | None, permitted: str | None) -> Story:
+    """An offset with two values (or a value acked at an offset the drain disagrees with)."""
+    ev: list[Event] = []
+    for s in sightings:
+        who = f" by process {s['process']}" if s.get("process") is not None else ""
+        ev.append({"time": s.get("time"),
+                   "text": f"{s['source']}{who}: value {s['value']} at offset {s['offset']}"})
+    ev.sort(key=lambda e: (e["time"] is None, e["time"] or 0))
+    values = sorted({s["value"] for s in sightings})
+    _finish(ev, d, offset, None, drain_time)
+    what = (f"Offset {offset} of {topic}/{partition} was associated with values "
+            f"{', '.join(map(str, values))}" if len(values) > 1 else
+            f"Value {values[0]} was acknowledged at an offset where the drain does not hold it")
+    return ev, f"{what} ({', '.join(sorted({s['source'] for s in sightings}))}). " + _verdict(
+        permitted)
+
+
+def duplicate(s: SendFacts | None, value: int, offsets: Sequence[int], topic: str,
+              partition: int, permitted: str | None) -> Story:
+    """One value stored at more than one offset in the drain."""
+    ev = send_events(s) if s else []
+    ev.append({"time": None, "text": f"the drain has value {value} at offsets "
+                                      f"{', '.join(map(str, offsets))}"})
+    return ev, (f"Value {value} is stored {len(offsets)} times in {topic}/{partition} (offsets "
+                f"{', '.join(map(str, offsets))}): a retry wrote it again. " + _verdict(permitted))
+
+
+def aborted_read(s: SendFacts, read_time: int | None, read_offset: int | None,
+                 reader: str) -> Story:
+    """A value whose send failed (certainly not written) that was read."""
+    ev = send_events(s)
+    ev.append({"time": read_time, "text": f"{reader} read value {s.value} at offset {read_offset}"})
+    ev.sort(key=lambda e: (e["time"] is None, e["time"] or 0))
+    return ev, (f"The send of value {s.value} failed ({s.error or 'no error named'}), which "
+                f"means it was certainly not written, yet {reader} read it. Never permitted: "
+                "either the client reported a failure for a write that happened, or the "
+                "harness classified an indeterminate error as a failure.")
+
+
+def unexpected_value(topic: str, partition: int, value: int, offset: int, time: int,
+                     reader: str, send: SendFacts | None) -> Story:
+    """A value read that no send to this partition carried (before it was read)."""
+    ev: list[Event] = send_events(send) if send else []
+    ev.append({"time": time, "text": f"{reader} read value {value} at offset {offset} "
+                                     f"of {topic}/{partition}"})
+    ev.sort(key=lambda e: (e["time"] is None, e["time"] or 0))
+    if send is None:
+        why = "no send in the history carried it (stale data on the topic, or corruption)"
+    elif (send.topic, send.partition) != (topic, partition):
+        why = f"its send went to {send.topic}/{send.partition}"
+    else:
+        why = f"it was read before its send was invoked at {secs(send.invoke_time)}"
+    return ev, f"Value {value} was read from {topic}/{partition} but {why}. Never permitted."
+
+
+def nonmonotonic_send(first: SendFacts, second: SendFacts, first_at: int, second_at: int,
+                      permitted: str | None) -> Story:
+    """Two ok sends of one producer to one partition stored in the opposite order."""
+    ev = send_events(first) + send_events(second)
+    ev.sort(key=lambda e: (e["time"] is None, e["time"] or 0))
+    return ev, (f"Process {first.process} sent value {first.value} before value "
+                f"{second.value}, but they are stored at offsets {first_at} and {second_at}. "
+                + _verdict(permitted))
+
+
+def nonmonotonic_poll(process: int, offset: int, previous: int, time: int,
+                      faults: Sequence[Mapping[str, Any]], permitted: str | None) -> Story:
+    """A consumer got an offset at or below one it already got."""
+    ev = [{"time": time, "text": f"consumer {process} got offset {offset} after offset "
+                                 f"{previous}"}]
+    return ev + fault_events(time, faults)[:2], (
+        f"Consumer {process} went back from offset {previous} to {offset} without being "
+        "reassigned. " + _verdict(permitted))
+
+
+def poll_skip(process: int, previous: int, offset: int, time: int, skipped: Sequence[int],
+              permitted: str | None) -> Story:
+    """A consumer's successive records skipped offsets the drain holds."""
+    shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
+    ev: list[Event] = [{"time": time, "text": f"consumer {process} got offset {offset} right after "
+                                 f"offset {previous}"},
+          {"time": None, "text": f"the drain holds records at {shown}"}]
+    return ev, (f"Consumer {process} skipped {len(skipped)} offset(s) that hold records. "
+                + _verdict(permitted))

@@ -1,0 +1,271 @@
+"""Which anomalies Kafka's guarantees permit, for a test's config and the faults it saw.
+
+The table is DESIGN.md's "Guarantees" table, written once, in :func:`rules`, each row
+with the reason a person reads in the report. It is a hypothesis: the reference model
+(``faultline/checkers/model/``) explores fault schedules per config and cross-checks
+:func:`permitted`; keep that signature stable.
+
+Faults come from the history's nemesis ops (:func:`faults_of`), not from the spec:
+a fault that was configured but never fired permits nothing. ``faults`` holds:
+
+- the fault kinds that happened: ``kill``, ``pause``, ``stop``, ``partition``,
+  ``toxics``, ``wipe``, ``lose-unflushed``, ``clock``;
+- ``leader-fault`` when a node fault (kill, pause, stop, partition, wipe,
+  lose-unflushed) touched a node that led a partition at the time. The nemesis may
+  record ``{"nodes": [...], "leaders": {"<topic>/<partition>": node}}`` in its op's
+  value (invoke or completion); without ``leaders`` every node fault is assumed to
+  have hit a leader (the permissive reading: it cannot be proven it did not);
+- ``data-loss>=N`` for N = 1 .. the number of distinct nodes whose data a ``wipe``
+  or ``lose-unflushed`` touched over the run (all of N = 1 .. 5 when the op names
+  no nodes);
+- ``producer-restart`` when a nemesis op of that name says a producer was
+  restarted and may have re-sent values (no workload does this yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from faultline.history import NEMESIS, Op
+from faultline.spec import TestSpec
+
+#: Nemesis ``f`` -> fault kind. Heals (start, resume, heal, clear-toxics) are not faults.
+FAULT_KINDS: Mapping[str, str] = {
+    "kill": "kill",
+    "pause": "pause",
+    "stop": "stop",
+    "partition": "partition",
+    "toxic": "toxics",
+    "toxics": "toxics",
+    "wipe": "wipe",
+    "lose-unflushed": "lose-unflushed",
+    "clock": "clock",
+    "producer-restart": "producer-restart",
+}
+#: Faults on a node (not on a client link) that can move leadership or take an ISR
+#: member away.
+NODE_FAULTS: frozenset[str] = frozenset(
+    ("kill", "pause", "stop", "partition", "wipe", "lose-unflushed"))
+#: Faults that destroy data a broker had written (not only its process).
+DATA_LOSS_FAULTS: frozenset[str] = frozenset(("wipe", "lose-unflushed"))
+#: Assumed node count when a data-loss op names no nodes (the largest cluster).
+_MAX_NODES = 5
+
+#: Rule keys beyond the anomaly names: inconsistent-offsets has two rows in DESIGN.md.
+ISO_ACK = "inconsistent-offsets:ack"
+ISO_READS = "inconsistent-offsets:reads"
+
+
+@dataclass(frozen=True, slots=True)
+class GuaranteeConfig:
+    """The settings the guarantees depend on (topic and producer), nothing else."""
+
+    acks: Literal["0", "1", "all"] = "all"
+    min_insync_replicas: int = 2
+    replication_factor: int = 3
+    unclean_leader_election_enable: bool = False
+    enable_idempotence: bool = True
+    max_in_flight: int = 5
+    retries: int = 2147483647
+    eligible_leader_replicas: bool = True
+
+    @classmethod
+    def from_spec(cls, spec: TestSpec) -> GuaranteeConfig:
+        """Read the topic's and producer's settings, and the Kafka version, from a spec.
+
+        ``eligible_leader_replicas`` (KIP-966) is on for Kafka 4.1 and later, which
+        enable it on every new cluster, as the harness's clusters are.
+        """
+        t, p = spec.topic, spec.producer
+        return cls(acks=p.acks, min_insync_replicas=t.min_insync_replicas,
+                   replication_factor=t.replication_factor,
+                   unclean_leader_election_enable=t.unclean_leader_election_enable,
+                   enable_idempotence=p.enable_idempotence, max_in_flight=p.max_in_flight,
+                   retries=p.retries, eligible_leader_replicas=elr_enabled(spec.kafka.version))
+
+
+def elr_enabled(version: str) -> bool:
+    """Whether a new cluster of this Kafka version runs with eligible leader replicas."""
+    parts = [int(p) if p.isdigit() else 0 for p in version.split(".")[:2]]
+    major, minor = [*parts, 0, 0][:2]
+    return (major, minor) >= (4, 1)
+
+
+def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
+    """Every rule that permits something, rule key -> reason; absent keys forbid.
+
+    Keys are the anomaly names, except that inconsistent-offsets has two rows, as
+    in DESIGN.md: :data:`ISO_ACK` (one of the disagreeing associations is an ack)
+    and :data:`ISO_READS` (only reads disagree).
+    """
+    c = config
+    out: dict[str, str] = {}
+    node_faults = faults & NODE_FAULTS
+    # How many replicas must lose their data before committed data (acknowledged with
+    # acks=all, or below the HW where consumers read) can be gone. With eligible leader
+    # replicas (KIP-966, Kafka >= 4.1) the HW cannot advance while the ISR is smaller
+    # than min.insync.replicas, and a replica that shut down uncleanly is not elected,
+    # so committed data is on at least min.insync replicas. Without it the ISR may
+    # shrink to the leader alone, the HW still advances, and KRaft re-elects that last
+    # ISR member even when it comes back empty: one replica suffices (the reference
+    # model's schedule: produce, followers fetch, produce, followers fall behind, wipe
+    # the leader).
+    copies = c.min_insync_replicas if c.eligible_leader_replicas else 1
+    data_lost = f"data-loss>={copies}" in faults
+    unclean = c.unclean_leader_election_enable and bool(node_faults)
+
+    committed_loss: str | None = None
+    if unclean:
+        committed_loss = ("unclean.leader.election.enable=true and a node fault "
+                          f"({', '.join(sorted(node_faults))}) could leave no in-sync replica "
+                          "available, so an out-of-sync replica may become leader")
+    elif data_lost:
+        committed_loss = (f"data was destroyed (wipe / lose-unflushed) on at least {copies} "
+                          "node(s), as many as a committed record may have been on ("
+                          + ("min.insync.replicas, with eligible leader replicas"
+                             if c.eligible_leader_replicas
+                             else "no eligible leader replicas: the ISR can shrink to one") + ")")
+
+    # lost-write: an acknowledged value is not in the drain.
+    if c.acks == "0":
+        out["lost-write"] = "acks=0: the producer never hears whether a record was written"
+    elif c.acks == "1" and "leader-fault" in faults:
+        out["lost-write"] = ("acks=1 and a fault hit a partition leader: a record only the "
+                             "leader had is truncated when another replica takes over")
+    elif committed_loss is not None:
+        out["lost-write"] = committed_loss
+
+    # inconsistent-offsets: an ack's offset disagrees -> as lost-write; reads disagree
+    # -> only when committed data (below the HW, which consumers see) can be lost.
+    if "lost-write" in out:
+        out[ISO_ACK] = "as lost-write: " + out["lost-write"]
+    if committed_loss is not None:
+        out[ISO_READS] = committed_loss
+        for name in ("phantom-read", "nonmonotonic-poll", "poll-skip"):
+            out[name] = committed_loss
+    if ISO_READS in out:
+        out["inconsistent-offsets"] = out[ISO_READS]
+    elif ISO_ACK in out:
+        out["inconsistent-offsets"] = "only where an ack is involved, " + out[ISO_ACK]
+
+    # duplicate: a retry of a batch whose first attempt was written writes it again.
+    if not c.enable_idempotence and c.retries > 0 and c.acks != "0":
+        out["duplicate"] = ("enable.idempotence=false with retries: a retried batch whose "
+                            "first attempt was written is written again")
+    elif "producer-restart" in faults:
+        out["duplicate"] = "a producer was restarted and may have re-sent values"
+
+    # nonmonotonic-send: a later batch overtakes a retried earlier one.
+    if not c.enable_idempotence and c.max_in_flight > 1 and c.retries > 0:
+        out["nonmonotonic-send"] = (
+            f"enable.idempotence=false, max.in.flight={c.max_in_flight} and retries: a "
+            "retried batch can land after one sent later")
+
+    # aborted-read and unexpected-value: never. A failed send was certainly not
+    # written, and every value read must have been sent.
+    return out
+
+
+def permitted(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
+    """Anomaly name -> reason, for each anomaly type the guarantees permit.
+
+    ``inconsistent-offsets`` is present when either of its rows permits it; its reason
+    says whether only instances involving an ack are permitted (see :func:`rules`).
+    """
+    r = rules(config, faults)
+    return {k: v for k, v in r.items() if k not in (ISO_ACK, ISO_READS)}
+
+
+@dataclass(frozen=True, slots=True)
+class NemesisAction:
+    """One nemesis action: its two ``info`` ops paired by ``f`` (begin, then what was done).
+
+    ``end`` is None when the completion never came (the run died); ``value`` merges
+    the begin's value with the completion's (the completion wins on shared keys).
+    """
+
+    f: str
+    start: int
+    end: int | None
+    value: Mapping[str, Any]
+    error: str | None = None
+
+
+def nemesis_actions(ops: Iterable[Op]) -> list[NemesisAction]:
+    """Pair a history's nemesis ops into actions, sorted by start.
+
+    Both ends of an action are ``info`` ops with the same ``f``; the first is its
+    begin, the next one with that ``f`` its completion. Pairing is by ``f`` so that
+    actions of different kinds may interleave.
+    """
+    begun: dict[str, Op] = {}
+    out: list[NemesisAction] = []
+    for op in ops:
+        if op.process != NEMESIS:
+            continue
+        first = begun.pop(op.f, None)
+        if first is None:
+            begun[op.f] = op
+            continue
+        value = {**_as_dict(first.value), **_as_dict(op.value)}
+        out.append(NemesisAction(op.f, first.time, op.time, value, op.error or first.error))
+    out.extend(NemesisAction(op.f, op.time, None, _as_dict(op.value), op.error)
+               for op in begun.values())
+    out.sort(key=lambda a: a.start)
+    return out
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def faults_of(ops: Iterable[Op]) -> frozenset[str]:
+    """The fault kinds that happened, from a history's nemesis ops (see module doc).
+
+    A fault whose completion carries an error, or that never completed, still
+    counts: it may have happened.
+    """
+    return faults_of_actions(nemesis_actions(ops))
+
+
+def faults_of_actions(actions: Iterable[NemesisAction]) -> frozenset[str]:
+    """:func:`faults_of` over actions already paired by :func:`nemesis_actions`."""
+    out: set[str] = set()
+    lost_nodes: set[str] = set()
+    lost_unknown = False
+    for action in actions:
+        kind = FAULT_KINDS.get(action.f)
+        if kind is None:
+            continue
+        out.add(kind)
+        nodes = {str(n) for n in nodes_of(action.value)}
+        if kind in NODE_FAULTS:
+            leaders = action.value.get("leaders")
+            if not nodes or not isinstance(leaders, dict) or nodes & {
+                    str(n) for n in leaders.values()}:
+                out.add("leader-fault")
+        if kind in DATA_LOSS_FAULTS:
+            lost_nodes |= nodes
+            lost_unknown = lost_unknown or not nodes
+    count = _MAX_NODES if lost_unknown else len(lost_nodes)
+    out.update(f"data-loss>={n}" for n in range(1, count + 1))
+    return frozenset(out)
+
+
+def nodes_of(value: Mapping[str, Any]) -> list[Any]:
+    """Node ids a nemesis op's value names: ``nodes``, else every node in a ``grudge``."""
+    nodes = value.get("nodes")
+    if isinstance(nodes, list):
+        return list(nodes)
+    grudge = value.get("grudge")
+    if isinstance(grudge, dict):
+        found: dict[str, None] = {}
+        for k, dropped in grudge.items():
+            if dropped:
+                found[str(k)] = None
+                if isinstance(dropped, list):
+                    found.update((str(d), None) for d in dropped)
+        return [int(n) if n.lstrip("-").isdigit() else n for n in found]
+    return []

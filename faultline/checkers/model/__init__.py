@@ -1,0 +1,32 @@
+"""The reference model: one partition's replication protocol, executable (issue 6).
+
+Public surface::
+
+    ModelConfig, Step, State, initial_state, apply          # core: state and steps
+    settle, judge, outcome, Verdict, MODEL_ANOMALIES         # outcome: heal, drain, anomalies
+    invariant_violations
+    Scenario, SCENARIOS, run_scenario                        # the seeds' scenarios
+    Bound, Exploration, explore, enabled_steps, replay       # searching fault schedules
+    Cell, default_matrix, guarantee_table, expected_outcome  # the guarantee table
+    model                                                    # the click command
+"""
+
+from faultline.checkers.model.core import ModelConfig, State, Step, apply, initial_state
+from faultline.checkers.model.explore import Bound, Exploration, enabled_steps, explore, replay
+from faultline.checkers.model.outcome import (
+    MODEL_ANOMALIES,
+    Verdict,
+    invariant_violations,
+    judge,
+    outcome,
+    settle,
+)
+from faultline.checkers.model.scenarios import SCENARIOS, Scenario, run_scenario
+from faultline.checkers.model.table import Cell, default_matrix, expected_outcome, guarantee_table
+
+__all__ = [
+    "MODEL_ANOMALIES", "SCENARIOS", "Bound", "Cell", "Exploration", "ModelConfig", "Scenario", "State",
+    "Step", "Verdict", "apply", "default_matrix", "enabled_steps", "expected_outcome", "explore",
+    "guarantee_table", "initial_state", "invariant_violations", "judge", "outcome", "replay",
+    "run_scenario", "settle",
+]

@@ -1,0 +1,224 @@
+"""Search fault schedules: which anomalies can a config show under which faults.
+
+A schedule is a list of steps: the environment's (``produce``, ``fetch``, ``tick``)
+and the faults' (one family per fault kind, see ``FAULT_STEPS``). ``explore``
+searches schedules breadth-first, exhaustively up to ``depth`` steps (states seen
+before are not expanded again), then by seeded random walks up to
+``walk_length`` steps, each walk that shows an anomaly shrunk greedily. Every
+schedule ends with the harness's heal (``outcome.settle``) and is judged.
+
+An anomaly found is certain (the schedule replays it); one not found is absent
+up to the bound. The shortest schedule for each anomaly is kept: exact from the
+breadth-first part, best effort from the walks.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from faultline.checkers.model.core import CONTROLLER, ModelConfig, State, Step, apply, initial_state
+from faultline.checkers.model.outcome import outcome
+
+FAULT_KINDS: tuple[str, ...] = ("kill", "pause", "stop", "partition", "toxics", "wipe", "lose-unflushed")
+LEADER_FAULT = "leader-fault"
+# fault kind -> the step kinds it may use
+FAULT_STEPS: dict[str, tuple[str, ...]] = {
+    "kill": ("crash", "restart"),
+    "pause": ("pause", "resume"),
+    "stop": ("stop", "restart"),
+    "partition": ("isolate", "cut", "cut-ctrl", "heal"),
+    "toxics": ("toxic-request", "toxic-reply"),
+    "wipe": ("wipe",),
+    "lose-unflushed": ("lose-unflushed", "flush"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """How far to search: exhaustive depth, then ``walks`` random walks of ``walk_length``."""
+
+    depth: int = 5
+    walks: int = 300
+    walk_length: int = 14
+    seed: int = 0
+    max_data_loss: int | None = None  # at most this many distinct replicas wiped / lose-unflushed
+
+
+@dataclass(slots=True)
+class Exploration:
+    """What a search found: each anomaly with the shortest schedule that shows it."""
+
+    config: ModelConfig
+    faults: frozenset[str]
+    bound: Bound
+    found: dict[str, tuple[Step, ...]] = field(default_factory=dict)
+    exact: set[str] = field(default_factory=set)  # found breadth-first: no shorter schedule exists
+    schedules: int = 0  # schedules judged (each one healed and drained)
+    states: int = 0  # distinct states reached
+
+    @property
+    def anomalies(self) -> frozenset[str]:
+        return frozenset(self.found)
+
+
+def replay(config: ModelConfig, schedule: Iterable[Step]) -> State:
+    """The state after ``schedule`` from the initial state."""
+    st = initial_state(config)
+    for step in schedule:
+        apply(st, step)
+    return st
+
+
+def _leaderish(st: State, rid: int) -> bool:
+    r = st.replicas[rid]
+    return st.c_leader == rid or r.leader == rid
+
+
+def enabled_steps(st: State, faults: frozenset[str], max_data_loss: int | None = None) -> list[Step]:
+    """Steps that may change ``st``: environment steps plus the given fault kinds' steps.
+
+    Without ``leader-fault`` in ``faults`` no fault step touches a replica that is,
+    or believes it is, the leader. With ``max_data_loss``, wipe and lose-unflushed
+    reach at most that many distinct replicas.
+    """
+    steps: list[Step] = []
+    ids = sorted(st.replicas)
+    if st.c_leader is not None:
+        steps.append(Step("produce"))
+    for rid in ids:
+        r = st.replicas[rid]
+        if rid != st.c_leader and r.leader == rid and r.up and not r.paused:
+            steps.append(Step("produce-to", rid))
+    for rid in ids:
+        r = st.replicas[rid]
+        if r.up and not r.paused and r.leader not in (None, rid):
+            steps.append(Step("fetch", rid))
+    steps.append(Step("tick"))
+    kinds = {k for f in faults for k in FAULT_STEPS.get(f, ())}
+    if not kinds:
+        return steps
+    free = LEADER_FAULT in faults
+    for rid in ids:
+        r = st.replicas[rid]
+        if not free and _leaderish(st, rid):
+            continue
+        if r.up:
+            may_lose = max_data_loss is None or rid in st.data_lost or len(st.data_lost) < max_data_loss
+            steps += [Step(k, rid) for k in ("crash", "stop") if k in kinds]
+            if "wipe" in kinds and may_lose:
+                steps.append(Step("wipe", rid))
+            if "pause" in kinds and not r.paused:
+                steps.append(Step("pause", rid))
+            if r.flushed < r.leo:
+                if "lose-unflushed" in kinds and may_lose:
+                    steps.append(Step("lose-unflushed", rid))
+                if "flush" in kinds:
+                    steps.append(Step("flush", rid))
+        elif "restart" in kinds:
+            steps.append(Step("restart", rid))
+        if r.paused and "resume" in kinds:
+            steps.append(Step("resume", rid))
+        if "isolate" in kinds:
+            if any(frozenset((rid, o)) not in st.cuts for o in (*ids, CONTROLLER) if o != rid):
+                steps.append(Step("isolate", rid))
+            if frozenset((rid, CONTROLLER)) not in st.cuts:
+                steps.append(Step("cut-ctrl", rid))
+            steps += [Step("cut", rid, o) for o in ids if o > rid and frozenset((rid, o)) not in st.cuts
+                      and (free or not _leaderish(st, o))]
+    if "heal" in kinds and st.cuts:
+        steps.append(Step("heal"))
+    if st.c_leader is not None:
+        steps += [Step(k) for k in ("toxic-request", "toxic-reply") if k in kinds]
+    return steps
+
+
+def _judge(st: State) -> frozenset[str]:
+    if not st.acked and not st.exposed and not st.failed:
+        return frozenset()  # clients saw nothing: nothing to contradict
+    return outcome(st).names
+
+
+def _bfs(ex: Exploration) -> None:
+    start = initial_state(ex.config)
+    seen = {start.key()}
+    frontier: list[tuple[State, tuple[Step, ...]]] = [(start, ())]
+    for _ in range(ex.bound.depth):
+        nxt: list[tuple[State, tuple[Step, ...]]] = []
+        for st, sched in frontier:
+            for step in enabled_steps(st, ex.faults, ex.bound.max_data_loss):
+                s2 = st.clone()
+                apply(s2, step)
+                k = s2.key()
+                if k in seen:
+                    continue
+                seen.add(k)
+                path = (*sched, step)
+                ex.schedules += 1
+                for name in _judge(s2):
+                    if name not in ex.found:
+                        ex.found[name] = path
+                        ex.exact.add(name)
+                nxt.append((s2, path))
+        frontier = nxt
+    ex.states += len(seen)
+
+
+def _shrink(config: ModelConfig, schedule: tuple[Step, ...], name: str) -> tuple[Step, ...]:
+    """Greedily drop steps while the schedule still shows ``name``."""
+    best = schedule
+    i = 0
+    while i < len(best):
+        cand = best[:i] + best[i + 1:]
+        if name in _judge(replay(config, cand)):
+            best = cand
+        else:
+            i += 1
+    return best
+
+
+def _walks(ex: Exploration) -> None:
+    rng = random.Random(ex.bound.seed)
+    for _ in range(ex.bound.walks):
+        st = initial_state(ex.config)
+        sched: list[Step] = []
+        for _ in range(ex.bound.walk_length):
+            step = rng.choice(enabled_steps(st, ex.faults, ex.bound.max_data_loss))
+            apply(st, step)
+            sched.append(step)
+        ex.schedules += 1
+        for name in _judge(st) - ex.exact:
+            short = _shrink(ex.config, tuple(sched), name)
+            old = ex.found.get(name)
+            if old is None or len(short) < len(old):
+                ex.found[name] = short
+
+
+def explore(config: ModelConfig, faults: Iterable[str], bound: Bound = Bound()) -> Exploration:
+    """Search schedules of ``faults`` (fault kinds, plus ``leader-fault``) on ``config``.
+
+    Unknown fault kinds raise ValueError. Deterministic for a given ``bound.seed``.
+    """
+    kinds = frozenset(faults)
+    unknown = kinds - set(FAULT_KINDS) - {LEADER_FAULT}
+    if unknown:
+        raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(FAULT_KINDS)}, "
+                         f"{LEADER_FAULT}")
+    ex = Exploration(config, kinds, bound)
+    _bfs(ex)
+    _walks(ex)
+    return ex
+
+
+def schedules_of(config: ModelConfig, faults: frozenset[str], length: int) -> Iterator[tuple[Step, ...]]:
+    """Every schedule of exactly ``length`` enabled steps, without deduplication (for tests)."""
+    def go(st: State, sched: tuple[Step, ...]) -> Iterator[tuple[Step, ...]]:
+        if len(sched) == length:
+            yield sched
+            return
+        for step in enabled_steps(st, faults):
+            s2 = st.clone()
+            apply(s2, step)
+            yield from go(s2, (*sched, step))
+    yield from go(initial_state(config), ())

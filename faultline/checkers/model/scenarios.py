@@ -1,0 +1,161 @@
+"""The seeds' scenarios as replayable step lists, and their step tables.
+
+Each scenario is a config and a list of steps; ``run_scenario`` replays it, then
+heals the way the harness does (``outcome.settle``), and returns one row per step
+(every replica's log, LEO, HW, role; the controller's leader, epoch and ISR; what
+happened) plus the verdict. The KIP-101 cases are one schedule each, replayed
+under both truncation modes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from faultline.checkers.model.core import ModelConfig, State, Step, apply, initial_state
+from faultline.checkers.model.outcome import Verdict, invariant_violations, judge, settle
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A named, replayable schedule with the outcome the seeds predict for it."""
+
+    name: str
+    title: str
+    description: str
+    config: ModelConfig
+    steps: tuple[Step, ...]
+    expect: frozenset[str]  # anomaly names the replay must produce, exactly
+    expect_invariants: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of a step table: the state after ``step`` (``None`` for the start)."""
+
+    index: int
+    phase: str  # "start", "run" or "heal"
+    step: Step | None
+    note: str
+    snapshot: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioResult:
+    scenario: Scenario
+    rows: tuple[Row, ...]
+    verdict: Verdict
+    invariants_during: tuple[str, ...]  # invariant violations seen at any step of the run
+
+
+def _s(text: str) -> tuple[Step, ...]:
+    return tuple(Step.parse(t) for t in text.split())
+
+
+_KIP101_1 = _s("produce fetch(2) fetch(2) fetch(2) produce fetch(2) fetch(2) tick "
+               "crash(2) restart(2) crash(1) tick restart(1) fetch(1)")
+_KIP101_2 = _s("produce fetch(2) fetch(2) fetch(2) tick crash(2) tick produce tick "
+               "crash(1) restart(2) tick produce restart(1) fetch(1) fetch(1)")
+_C1 = ModelConfig(replication_factor=2, acks="all", min_insync=1, truncation="hw", fence_on_restart=False)
+_C2 = ModelConfig(replication_factor=2, acks="all", min_insync=1, unclean=True, truncation="hw")
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario(
+        "kip101-loss-hw", "KIP-101 case 1: an acknowledged message lost under HW truncation",
+        "Follower 2 has m1,m2 but its HW (1) trails the leader's (2) by a fetch round; m2 is acked. "
+        "2 restarts quickly (still in the ISR, as KIP-101 assumes) and truncates to its checkpointed "
+        "HW, dropping m2. Leader 1 dies, 2 is elected; when 1 returns as follower it truncates to the "
+        "new leader's LEO. m2 is gone.",
+        _C1, _KIP101_1, frozenset({"lost-write", "phantom-read"})),
+    Scenario(
+        "kip101-loss-epoch", "KIP-101 case 1 under leader-epoch truncation: nothing lost",
+        "The same schedule with KIP-101 on: a restarted follower does not truncate to its HW; it asks "
+        "the leader for the end offset of its latest epoch (OffsetsForLeaderEpoch) on its first fetch, "
+        "so 2 keeps m2 and, once elected, keeps it for everyone.",
+        replace(_C1, truncation="leader-epoch"), _KIP101_1, frozenset()),
+    Scenario(
+        "kip101-divergence-hw", "KIP-101 case 2: divergent logs after an unclean election, HW truncation",
+        "2 dies; the ISR shrinks to {1}; 1 acks m2 alone (HW 2, checkpointed). 1 dies, 2 returns and is "
+        "elected uncleanly, writes m3 at offset 1. 1 returns with HW 2 so it truncates nothing: offset 1 "
+        "is m2 on 1 and m3 on 2, both below the HW.",
+        _C2, _KIP101_2, frozenset({"lost-write", "phantom-read", "inconsistent-offsets"}),
+        frozenset({"replicas-diverge"})),
+    Scenario(
+        "kip101-divergence-epoch", "KIP-101 case 2 under leader-epoch truncation: no divergence",
+        "The same schedule with KIP-101 on: 1 asks for the end of epoch 0 on the new leader (offset 1), "
+        "truncates m2 and copies m3, so the replicas agree. m2 itself stays lost: only 1 had it, and the "
+        "unclean election gave up on it; leader epochs cannot bring it back.",
+        replace(_C2, truncation="leader-epoch"), _KIP101_2,
+        frozenset({"lost-write", "phantom-read", "inconsistent-offsets"})),
+    Scenario(
+        "follower-hw-round", "The extra fetch round before a follower's HW moves",
+        "After m1 is produced: the first fetch copies m1 (follower LEO 1, both HWs 0); the second tells "
+        "the leader the follower's LEO, so the leader's HW moves to 1 and m1 is acked, but its response "
+        "carried the old HW; only the third fetch moves the follower's HW to 1.",
+        ModelConfig(replication_factor=2, acks="all", min_insync=2), _s("produce fetch(2) fetch(2) fetch(2)"),
+        frozenset()),
+    Scenario(
+        "isr-shrink-expand", "ISR shrink of a lagging follower and its return",
+        "3 is paused: the acks=all write waits until the expiration check drops 3 (not caught up for "
+        "longer than the lag time), then HW moves and the write is acked. After resuming, 3's first "
+        "fetch copies the records (fetch offset below the HW: not in sync yet), the second puts it back "
+        "in the ISR (fetch offset >= HW and >= the epoch's start offset).",
+        ModelConfig(replication_factor=3, acks="all", min_insync=2),
+        _s("pause(3) produce fetch(2) fetch(2) tick tick tick resume(3) fetch(3) fetch(3) fetch(3)"),
+        frozenset()),
+    Scenario(
+        "not-enough-replicas", "NOT_ENOUGH_REPLICAS when the ISR is below min.insync",
+        "m1 is appended while the ISR is full, then 2 and 3 die and are fenced: the ISR drops to {1}, "
+        "the HW passes m1 but the ISR is below min.insync.replicas, so m1 ends with "
+        "NOT_ENOUGH_REPLICAS_AFTER_APPEND (written, outcome unknown to the client). m2 is refused before "
+        "the append (NOT_ENOUGH_REPLICAS: certainly not written).",
+        ModelConfig(replication_factor=3, acks="all", min_insync=2),
+        _s("produce crash(2) crash(3) tick produce"), frozenset()),
+    Scenario(
+        "acks1-failover-loss", "Loss of an acks=1 write on leader failover",
+        "With acks=1 the leader acks m1 once it is in its own log. It dies before any follower fetched "
+        "it; 2 is elected (a clean election: the ISR was full) and the old leader truncates m1 away when "
+        "it returns as a follower.",
+        ModelConfig(replication_factor=3, acks="1", min_insync=2),
+        _s("produce crash(1) tick restart(1) fetch(1)"), frozenset({"lost-write"})),
+    Scenario(
+        "unclean-election-loss", "Loss under unclean leader election",
+        "Followers 2 and 3 are paused and fenced, so the ISR is {1}; with min.insync.replicas=1, 1 acks "
+        "m1 alone once 2 and 3 are no longer recently caught up. 1 dies; 2 and 3 return; the only ISR "
+        "member is down, so the controller elects 2 uncleanly and m1 is gone.",
+        ModelConfig(replication_factor=3, acks="all", min_insync=1, unclean=True),
+        _s("pause(2) pause(3) produce tick tick tick crash(1) resume(2) resume(3) tick restart(1) fetch(1)"),
+        frozenset({"lost-write", "phantom-read"})),
+)}
+
+
+def snapshot(st: State) -> dict[str, Any]:
+    """Plain-data picture of a state: per replica log, LEO, HW, role; the controller."""
+    reps: dict[str, Any] = {}
+    for rid, r in st.replicas.items():
+        role = ("down" if not r.up else "paused" if r.paused
+                else "leader" if r.leader == rid else "follower")
+        reps[str(rid)] = {"role": role, "log": [[o, e, v] for o, (e, v) in enumerate(r.log)],
+                          "leo": r.leo, "hw": r.hw, "epoch": r.epoch}
+    return {"replicas": reps,
+            "controller": {"leader": st.c_leader, "epoch": st.c_epoch, "isr": sorted(st.c_isr),
+                           "fenced": sorted(st.fenced)},
+            "acked": sorted(st.acked), "time": st.now}
+
+
+def run_scenario(sc: Scenario) -> ScenarioResult:
+    """Replay ``sc`` from the initial state, heal, and judge."""
+    st = initial_state(sc.config)
+    rows = [Row(0, "start", None, "initial state", snapshot(st))]
+    seen: list[str] = []
+    for step in sc.steps:
+        note = apply(st, step)
+        rows.append(Row(len(rows), "run", step, note, snapshot(st)))
+        seen += [v for v in invariant_violations(st) if v not in seen]
+
+    def healed(step: Step, note: str, state: State) -> None:
+        rows.append(Row(len(rows), "heal", step, note, snapshot(state)))
+
+    settled = settle(st, healed)
+    verdict = judge(st, settled)
+    return ScenarioResult(sc, tuple(rows), verdict, tuple(seen))

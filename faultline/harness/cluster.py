@@ -1,0 +1,221 @@
+"""What every cluster backend offers: a small ``Cluster`` protocol plus optional capabilities.
+
+A nemesis asks for what it needs with ``isinstance``::
+
+    if isinstance(cluster, Killable):
+        cluster.kill(node_id)
+
+Nodes are named by their Kafka ``node.id`` (1, 2, 3, ...) everywhere: in capability
+calls, in grudges and in :meth:`Cluster.leaders`. The local backend
+(:class:`faultline.harness.local.LocalCluster`) implements every capability.
+
+Contracts shared by all backends:
+
+- ``start()`` returns only once the cluster is *ready*: every broker registered and
+  unfenced, and a produce/consume round trip through the client path (the proxies)
+  worked. ``stop()`` removes everything the cluster created and never raises for
+  something already gone; both are idempotent. A cluster is a context manager that
+  starts on enter and always stops on exit.
+- Client traffic (``bootstrap_servers()``) goes through Toxiproxy, never straight to
+  a broker, so a toxic affects every client including the harness's own admin calls.
+- Capability calls take node ids; a fault applied to a node that is already in that
+  state (kill a dead node, resume a running one) is a no-op, not an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import NamedTuple, Protocol, Self, runtime_checkable
+
+from faultline.spec import TestSpec, TopicSpec
+
+#: A grudge: node id -> the node ids whose traffic it drops (Jepsen's term).
+#: ``{1: {2, 3}, 2: {1}, 3: {1}}`` isolates node 1 in both directions.
+Grudge = Mapping[int, Collection[int]]
+
+
+class PartitionState(NamedTuple):
+    """One partition as the controller reports it; ``leader`` is None while leaderless."""
+
+    leader: int | None
+    isr: tuple[int, ...]
+
+
+@runtime_checkable
+class Node(Protocol):
+    """One Kafka process (broker and controller) and the files it owns."""
+
+    @property
+    def id(self) -> int:
+        """The Kafka ``node.id``."""
+        ...
+
+    @property
+    def address(self) -> str:
+        """The node's own IP address, as other nodes reach it."""
+        ...
+
+    @property
+    def data_dir(self) -> Path:
+        """The partition log directory (``log.dirs``)."""
+        ...
+
+    @property
+    def log_dir(self) -> Path:
+        """Where the broker writes ``server.log`` and friends."""
+        ...
+
+    def is_alive(self) -> bool:
+        """True while the process exists (a paused process is alive)."""
+        ...
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """A running Kafka cluster that a test drives; see the module docstring for contracts."""
+
+    @property
+    def spec(self) -> TestSpec: ...
+
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    def node(self, node_id: int) -> Node:
+        """The node with this id; KeyError if there is none."""
+        ...
+
+    def bootstrap_servers(self) -> str:
+        """``host:port,...`` for clients; every address is a proxy."""
+        ...
+
+    def start(self) -> None:
+        """Bring the cluster up and return once it is ready (or raise ClusterError)."""
+        ...
+
+    def stop(self) -> None:
+        """Tear everything down; idempotent, never leaves a process or a link behind."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        """Wait until every broker is registered and unfenced and a round trip works."""
+        ...
+
+    def create_topic(self, topic: TopicSpec | None = None, timeout: float = 60.0) -> None:
+        """Create ``topic`` (default: ``spec.topic``) and wait until every partition has a
+        leader and a full ISR. Creating a topic that exists with the same layout is a no-op."""
+        ...
+
+    def wait_full_isr(self, topic: str, timeout: float = 60.0) -> None:
+        """Wait until every partition of ``topic`` has a leader and all replicas in its ISR."""
+        ...
+
+    def leaders(self, topic: str) -> dict[int, PartitionState]:
+        """partition -> (leader, isr), as the cluster reports it now."""
+        ...
+
+    def active_controller(self) -> int | None:
+        """The node id of the active KRaft controller, or None if there is none known."""
+        ...
+
+    def collect(self, dest: Path) -> None:
+        """Copy each node's configs and logs to ``dest/<node-id>/`` (HISTORY.md ``nodes/``)."""
+        ...
+
+
+@runtime_checkable
+class Killable(Protocol):
+    """SIGKILL a node, and start it again with its data intact."""
+
+    def kill(self, node: int) -> None:
+        """SIGKILL the node's process and wait until it is gone."""
+        ...
+
+    def start_node(self, node: int) -> None:
+        """Start a node that is down; returns once its process runs (not once it has
+        rejoined: use ``wait_healthy``)."""
+        ...
+
+
+@runtime_checkable
+class Stoppable(Protocol):
+    """Graceful stop (SIGTERM: controlled shutdown moves leadership away first)."""
+
+    def stop_node(self, node: int, timeout: float = 30.0) -> None:
+        """SIGTERM the node and wait for it to exit; SIGKILL after ``timeout`` seconds.
+        Start it again with ``Killable.start_node``."""
+        ...
+
+
+@runtime_checkable
+class Pausable(Protocol):
+    """SIGSTOP / SIGCONT: a process that is alive but does nothing."""
+
+    def pause(self, node: int) -> None:
+        """SIGSTOP the node's process; returns once it is stopped."""
+        ...
+
+    def resume(self, node: int) -> None:
+        """SIGCONT it; returns once it runs again."""
+        ...
+
+
+@runtime_checkable
+class Partitionable(Protocol):
+    """Network partitions between nodes; client traffic (the proxies) is not affected."""
+
+    def partition(self, grudge: Grudge) -> None:
+        """Make the network exactly ``grudge``: node ``a`` drops every packet from each node
+        in ``grudge[a]``. Replaces any earlier grudge."""
+        ...
+
+    def heal_network(self) -> None:
+        """Drop every partition rule; idempotent."""
+        ...
+
+
+@runtime_checkable
+class Toxifiable(Protocol):
+    """Toxiproxy toxics on the client link of a node."""
+
+    def add_toxic(
+        self,
+        node: int,
+        kind: str,
+        attributes: Mapping[str, int | float],
+        stream: str = "downstream",
+        toxicity: float = 1.0,
+    ) -> str:
+        """Add a toxic (``latency``, ``bandwidth``, ``timeout``, ``reset_peer``, ``slicer``,
+        ``slow_close``, ``limit_data``) to the node's proxy; returns the toxic's name."""
+        ...
+
+    def remove_toxic(self, node: int, name: str) -> None: ...
+
+    def clear_toxics(self) -> None:
+        """Remove every toxic from every proxy; idempotent."""
+        ...
+
+
+@runtime_checkable
+class Wipeable(Protocol):
+    """Access to a node's partition data on disk (wipe, lose-unflushed)."""
+
+    def data_dir(self, node: int) -> Path:
+        """The node's ``log.dirs``; only touch it while the node is down."""
+        ...
+
+    def wipe(self, node: int) -> None:
+        """Delete every partition replica of a node that is down (its KRaft metadata stays,
+        so it rejoins as the same node with empty logs). ClusterError if it is running."""
+        ...

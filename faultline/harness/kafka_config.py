@@ -1,0 +1,114 @@
+"""A node's ``server.properties`` and JVM options, as pure functions of the spec.
+
+Listeners of node ``i`` (address ``A``, its proxy on loopback port ``P``)::
+
+    BROKER://A:9092      inter-broker replication
+    CONTROLLER://A:9093  KRaft quorum (static voters: every node is a voter)
+    CLIENT://A:9094      clients, advertised as CLIENT://127.0.0.1:P, i.e. the proxy
+
+so the metadata a client gets back names proxies only, and no client can bypass them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from faultline.spec import KafkaSpec
+
+BROKER_PORT = 9092
+CONTROLLER_PORT = 9093
+CLIENT_PORT = 9094
+#: Where clients reach the proxies.
+PROXY_HOST = "127.0.0.1"
+
+
+def server_properties(
+    kafka: KafkaSpec,
+    node_id: int,
+    addresses: Mapping[int, str],
+    proxy_port: int,
+    data_dir: Path,
+    metadata_dir: Path,
+) -> dict[str, str]:
+    """The broker+controller config of ``node_id``; ``addresses`` maps every node id to
+    its address. ``kafka.broker_config`` is applied last and wins."""
+    address = addresses[node_id]
+    n = len(addresses)
+    voters = ",".join(f"{i}@{a}:{CONTROLLER_PORT}" for i, a in sorted(addresses.items()))
+    props: dict[str, str] = {
+        "process.roles": "broker,controller",
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters,
+        "listeners": (
+            f"BROKER://{address}:{BROKER_PORT},CONTROLLER://{address}:{CONTROLLER_PORT},"
+            f"CLIENT://{address}:{CLIENT_PORT}"
+        ),
+        "advertised.listeners": f"BROKER://{address}:{BROKER_PORT},CLIENT://{PROXY_HOST}:{proxy_port}",
+        "listener.security.protocol.map": "BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT",
+        "inter.broker.listener.name": "BROKER",
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": str(data_dir),
+        "metadata.log.dir": str(metadata_dir),
+        "auto.create.topics.enable": "false",
+        "num.partitions": "1",
+        # 50 offsets partitions (the default) cost a small cluster seconds of start-up
+        # CPU the first time any client names a group; the tests need few.
+        "offsets.topic.num.partitions": "5",
+        "offsets.topic.replication.factor": str(min(3, n)),
+        "transaction.state.log.replication.factor": str(min(3, n)),
+        "transaction.state.log.min.isr": str(min(2, n)),
+        "share.coordinator.state.topic.replication.factor": str(min(3, n)),
+        "share.coordinator.state.topic.min.isr": str(min(2, n)),
+        "group.initial.rebalance.delay.ms": "0",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        "replica.lag.time.max.ms": str(kafka.replica_lag_time_max_ms),
+        "broker.session.timeout.ms": str(kafka.broker_session_timeout_ms),
+        "broker.heartbeat.interval.ms": str(kafka.broker_heartbeat_interval_ms),
+    }
+    if kafka.log_flush_interval_messages is not None:
+        props["log.flush.interval.messages"] = str(kafka.log_flush_interval_messages)
+    props.update({str(k): str(v) for k, v in kafka.broker_config.items()})
+    return props
+
+
+def render_properties(props: Mapping[str, str]) -> str:
+    """``key=value`` lines, sorted, with ``\\``, ``=``, ``:`` and newlines escaped."""
+
+    def esc(text: str) -> str:
+        return (
+            text.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")
+        )
+
+    return "".join(f"{esc(k)}={esc(v)}\n" for k, v in sorted(props.items()))
+
+
+def jvm_options(heap_mb: int, log_dir: Path, log4j_config: Path, run_id: str) -> list[str]:
+    """JVM flags for a broker: a fixed small heap, G1 as Kafka's own scripts use it, and
+    C1-only JIT, which starts a JVM markedly faster on a busy 2-core machine.
+
+    ``-Dfaultline.run`` marks the process as the run's, for ``ps`` and leftovers.
+    """
+    return [
+        f"-Xms{heap_mb}m",
+        f"-Xmx{heap_mb}m",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:InitiatingHeapOccupancyPercent=35",
+        "-XX:+ExplicitGCInvokesConcurrent",
+        "-XX:TieredStopAtLevel=1",
+        "-Xshare:auto",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        "-Djava.net.preferIPv4Stack=true",
+        f"-Dkafka.logs.dir={log_dir}",
+        f"-Dlog4j2.configurationFile={log4j_config}",
+        f"-Dfaultline.run={run_id}",
+    ]
+
+
+def tool_options() -> list[str]:
+    """JVM flags for short-lived tools (StorageTool): start fast, stay small."""
+    return ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+            "-Djava.awt.headless=true", "-Dlog4j2.level=WARN"]  # fmt: skip

@@ -1,0 +1,298 @@
+"""The real components a local cluster runs on, located or installed into a cache.
+
+- Kafka: the server jars resolved by ``mvn`` from Maven Central (a pom template in the
+  package, the version a property), cached in ``<cache>/kafka-<version>/libs`` with a
+  completion marker; or an existing distribution named by ``KAFKA_HOME``.
+- Toxiproxy: ``go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0`` into
+  ``<cache>/bin``.
+- iptables, iproute2, chromium: Debian packages installed with apt-get when missing.
+
+``<cache>`` is ``$FAULTLINE_CACHE``, else ``$XDG_CACHE_HOME/kafka-faultline``, else
+``~/.cache/kafka-faultline``. Every ``ensure_*`` is idempotent: once its result is
+cached it downloads nothing. Failures raise :class:`SetupError` naming the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from faultline.errors import SetupError
+from faultline.spec import DEFAULT_KAFKA_VERSION
+
+TOXIPROXY_VERSION = "2.12.0"
+TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
+_MARKER = ".complete"
+_VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-.][A-Za-z0-9.]+)?$")
+
+#: Called with one line per thing done (a download, an install); silent when all is cached.
+Report = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaDist:
+    """A Kafka server that can be launched: ``java -cp classpath kafka.Kafka props``."""
+
+    version: str
+    libs: Path
+    java: Path
+
+    @property
+    def classpath(self) -> str:
+        """The JVM class path (a wildcard over ``libs``: short command lines)."""
+        return str(self.libs / "*")
+
+    def command(self, main_class: str, *args: str, jvm_opts: tuple[str, ...] = ()) -> list[str]:
+        """A java command line running ``main_class`` on this distribution."""
+        return [str(self.java), *jvm_opts, "-cp", self.classpath, main_class, *args]
+
+
+def cache_dir() -> Path:
+    """The cache root (see module docstring)."""
+    if env := os.environ.get("FAULTLINE_CACHE"):
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "kafka-faultline"
+
+
+def log4j_config() -> Path:
+    """The packaged log4j2 config (server.log, state-change.log, controller.log)."""
+    return Path(str(resources.files("faultline.harness") / "data" / "log4j2.properties"))
+
+
+def find_java() -> Path:
+    """The java binary: ``$JAVA_HOME/bin/java`` or ``java`` on PATH; must be 17 or newer."""
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home) / "bin" / "java" if home else None
+    if java is None or not java.exists():
+        found = shutil.which("java")
+        if not found:
+            raise SetupError("java not found; install Java 17+: apt-get install -y openjdk-17-jre-headless")
+        java = Path(found)
+    return java
+
+
+def java_major(java: Path) -> int:
+    """The Java feature version of a java binary (17 for 17.0.15)."""
+    out = subprocess.run([str(java), "-version"], capture_output=True, text=True, check=False)
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not m:
+        raise SetupError(f"cannot tell the version of {java}")
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def kafka_libs(version: str) -> Path:
+    """Where the jars of ``version`` are cached (complete or not)."""
+    return cache_dir() / f"kafka-{version}" / "libs"
+
+
+def kafka_cached(version: str) -> bool:
+    """True when ``version``'s jars are cached completely."""
+    return (kafka_libs(version).parent / _MARKER).exists()
+
+
+def ensure_kafka(
+    version: str = DEFAULT_KAFKA_VERSION, home: str | None = None, report: Report = _quiet
+) -> KafkaDist:
+    """Locate Kafka ``version``, resolving it with Maven on first use.
+
+    ``home`` (or ``$KAFKA_HOME`` when ``home`` is None) names an existing distribution
+    instead: its ``libs/`` is used as it is and ``version`` is read from its jars.
+    """
+    java = find_java()
+    home = home if home is not None else os.environ.get("KAFKA_HOME")
+    if home:
+        return _from_home(Path(home), java)
+    if not _VERSION.match(version):
+        raise SetupError(f"Kafka version {version!r} does not look like 4.3.1")
+    libs = kafka_libs(version)
+    if kafka_cached(version):
+        return KafkaDist(version, libs, java)
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise SetupError("mvn not found; install it: apt-get install -y maven")
+    report(f"resolving Kafka {version} from Maven Central into {libs}")
+    libs.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=libs.parent, prefix=".mvn-") as tmp:
+        pom = Path(tmp) / "pom.xml"
+        pom.write_bytes(
+            (resources.files("faultline.harness") / "data" / "kafka-dist.pom.xml").read_bytes()
+        )
+        out = Path(tmp) / "libs"
+        cmd = [
+            mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+            "-DincludeScope=runtime", f"-DoutputDirectory={out}", f"-Dkafka.version={version}",
+        ]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not any(out.glob(f"kafka_2.13-{version}.jar")):
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+            raise SetupError(f"mvn could not resolve org.apache.kafka:kafka_2.13:{version}: {tail}")
+        if libs.exists():  # a half-finished earlier attempt
+            shutil.rmtree(libs)
+        out.rename(libs)
+    (libs.parent / _MARKER).write_text(version + "\n")
+    report(f"Kafka {version}: {len(list(libs.glob('*.jar')))} jars cached")
+    return KafkaDist(version, libs, java)
+
+
+def _from_home(home: Path, java: Path) -> KafkaDist:
+    libs = home / "libs"
+    jars = sorted(libs.glob("kafka_2.13-*.jar")) if libs.is_dir() else []
+    server = [j for j in jars if re.fullmatch(r"kafka_2\.13-[\d.]+(?:-[A-Za-z0-9.]+)?\.jar", j.name)]
+    if not server:
+        raise SetupError(f"KAFKA_HOME={home} has no libs/kafka_2.13-<version>.jar")
+    version = server[0].name.removeprefix("kafka_2.13-").removesuffix(".jar")
+    return KafkaDist(version, libs, java)
+
+
+def toxiproxy_path() -> Path:
+    """Where the Toxiproxy server binary is cached."""
+    return cache_dir() / "bin" / f"toxiproxy-server-{TOXIPROXY_VERSION}"
+
+
+def ensure_toxiproxy(report: Report = _quiet) -> Path:
+    """The Toxiproxy server binary, built with ``go install`` on first use."""
+    target = toxiproxy_path()
+    if target.exists():
+        return target
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    if not go:
+        raise SetupError("go not found; install Go (apt-get install -y golang-go) to build Toxiproxy")
+    report(f"building Toxiproxy v{TOXIPROXY_VERSION} with go install")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".go-") as tmp:
+        env = {**os.environ, "GOBIN": tmp, "CGO_ENABLED": "0"}
+        done = subprocess.run(
+            [go, "install", f"{TOXIPROXY_MODULE}@v{TOXIPROXY_VERSION}"],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        built = Path(tmp) / "server"
+        if done.returncode != 0 or not built.exists():
+            raise SetupError(f"go install {TOXIPROXY_MODULE}@v{TOXIPROXY_VERSION} failed: "
+                             f"{done.stderr.strip()[-300:]}")
+        built.rename(target)
+    return target
+
+
+def cds_archive(dist: KafkaDist) -> Path:
+    """Where the AppCDS archive of ``dist`` lives (it may not exist yet).
+
+    A class-data-sharing archive of the classes a broker loads roughly halves the CPU a
+    broker needs to start. It is only valid for one class path and one JVM, hence the key.
+    """
+    java = Path(os.path.realpath(dist.java))
+    key = f"{dist.libs.resolve()}|{java}|{java.stat().st_mtime_ns if java.exists() else 0}"
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
+    return cache_dir() / "cds" / f"kafka-{dist.version}-{digest}.jsa"
+
+
+def cds_options(dist: KafkaDist) -> list[str]:
+    """``-XX:SharedArchiveFile=...`` when ``dist``'s archive exists, else nothing
+    (and nothing when ``FAULTLINE_CDS=0``, to measure what the archive buys)."""
+    if os.environ.get("FAULTLINE_CDS") == "0":
+        return []
+    archive = cds_archive(dist)
+    return [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
+
+
+def build_cds_archive(dist: KafkaDist, classlist: Path) -> Path:
+    """Dump the archive of the classes named in ``classlist`` (from a broker run with
+    ``-XX:DumpLoadedClassList``); an existing archive is replaced atomically."""
+    archive = cds_archive(dist)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tmp = archive.with_suffix(f".tmp{os.getpid()}")
+    cmd = [str(dist.java), "-Xshare:dump", f"-XX:SharedClassListFile={classlist}",
+           f"-XX:SharedArchiveFile={tmp}", "-cp", dist.classpath]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not tmp.exists():
+        tmp.unlink(missing_ok=True)
+        raise SetupError(f"building the class-data archive failed: {done.stderr.strip()[-300:]}")
+    tmp.replace(archive)
+    return archive
+
+
+#: Runs Kafka's own StorageTool once per config in one JVM: a JVM start is most of what
+#: formatting costs, and a cluster needs one format per node.
+FORMAT_ALL_JAVA = """\
+public class FormatAll {
+    // usage: FormatAll CLUSTER_ID CONFIG...
+    public static void main(String[] args) {
+        int rc = 0;
+        for (int i = 1; i < args.length && rc == 0; i++) {
+            rc = kafka.tools.StorageTool.execute(
+                new String[] {"format", "--config=" + args[i], "--cluster-id=" + args[0]}, System.out);
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(rc);
+    }
+}
+"""
+
+
+def format_all_dir(dist: KafkaDist) -> Path | None:
+    """The directory holding ``FormatAll.class`` for ``dist``, compiled with ``javac`` on
+    first use; None without a JDK (then each node is formatted by its own JVM)."""
+    javac = dist.java.parent / "javac"
+    javac_path = str(javac) if javac.exists() else which("javac")
+    key = hashlib.sha1(f"{dist.libs.resolve()}|{FORMAT_ALL_JAVA}".encode()).hexdigest()[:12]
+    out = cache_dir() / "tools" / key
+    if (out / "FormatAll.class").exists():
+        return out
+    if javac_path is None:
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".javac-") as tmp:
+        src = Path(tmp) / "FormatAll.java"
+        src.write_text(FORMAT_ALL_JAVA)
+        done = subprocess.run([javac_path, "-cp", dist.classpath, "-d", tmp, str(src)],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        if done.returncode != 0:
+            return None
+        src.unlink()
+        with contextlib.suppress(OSError):  # another process won the race: fine
+            Path(tmp).rename(out)
+    return out if (out / "FormatAll.class").exists() else None
+
+
+#: command -> the Debian package that provides it.
+DEBIAN_PACKAGES: dict[str, str] = {"ip": "iproute2", "iptables": "iptables", "chromium": "chromium"}
+
+
+def ensure_debian_commands(commands: tuple[str, ...], report: Report = _quiet) -> None:
+    """apt-get install the packages providing ``commands`` that are not on PATH."""
+    missing = [DEBIAN_PACKAGES[c] for c in commands if not which(c)]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise SetupError(f"missing {', '.join(missing)}; run as root: apt-get install -y {' '.join(missing)}")
+    report(f"installing {', '.join(missing)} with apt-get")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *missing]):
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        if done.returncode != 0:
+            raise SetupError(f"{' '.join(cmd)} failed: {done.stderr.strip()[-300:]}")
+
+
+def ensure_iptables(report: Report = _quiet) -> None:
+    """iptables and iproute2 (``ip``), installed with apt-get if missing."""
+    ensure_debian_commands(("ip", "iptables"), report)
+
+
+def which(command: str) -> str | None:
+    """``shutil.which``, also looking in /usr/sbin and /sbin."""
+    # root's PATH has /usr/sbin; a user's may not, and `ip`/`iptables` live there.
+    return shutil.which(command) or shutil.which(command, path="/usr/sbin:/sbin")

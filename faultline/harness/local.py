@@ -1,0 +1,868 @@
+"""The local backend: a real Kafka cluster on this machine, each node in its own netns.
+
+::
+
+    with LocalCluster(spec) as cluster:       # ready when the block starts
+        cluster.create_topic()
+        cluster.kill(cluster.leaders(spec.topic.name)[0].leader)
+    # everything is gone here: JVMs, Toxiproxy, namespaces, links, rules, state
+
+See :mod:`faultline.harness.netns` for the network, :mod:`~faultline.harness.kafka_config`
+for each node's config and :mod:`~faultline.harness.runstate` for how leftovers of a
+crashed run are found. Needs root (namespaces, iptables).
+
+Files of node ``i`` live in ``<workdir>/n<i>/``: ``server.properties``, ``data/``
+(``log.dirs``), ``metadata/`` (``metadata.log.dir``), ``logs/`` (server.log, ...). With
+no ``workdir`` they live in the run's state directory and are removed at teardown;
+a caller's ``workdir`` is left in place.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import contextlib
+import ipaddress
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, Self
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from faultline.errors import ClusterError, SetupError
+from faultline.harness import kafka_config, kafka_dist, netns, runstate
+from faultline.harness.cluster import Grudge, PartitionState
+from faultline.harness.runstate import ENV_RUN, ProcId, RunState
+from faultline.harness.toxiproxy import ToxiproxyClient, start_server
+from faultline.spec import TestSpec, TopicSpec
+
+HEALTH_TOPIC = "faultline-health"
+# librdkafka's own log lines of the harness's clients (connection refused while a node
+# starts, ...) go to Python logging, not straight to stderr.
+_CLIENT_LOG = logging.getLogger("faultline.harness.kafka_client")
+_CLIENT_LOG.addHandler(logging.NullHandler())
+
+
+class LocalNode:
+    """One node of a :class:`LocalCluster` (the :class:`~faultline.harness.cluster.Node`
+    protocol). Its process is managed by the cluster; this is a view."""
+
+    def __init__(self, cluster: LocalCluster, node_id: int) -> None:
+        self._cluster = cluster
+        self._id = node_id
+
+    @property
+    def id(self) -> int:
+        return self._id
+
+    @property
+    def address(self) -> str:
+        return self._cluster.layout.address(self._id)
+
+    @property
+    def namespace(self) -> str:
+        return self._cluster.layout.namespace(self._id)
+
+    @property
+    def home(self) -> Path:
+        """The node's directory: config, data, metadata, logs."""
+        return self._cluster.workdir / f"n{self._id}"
+
+    @property
+    def config_file(self) -> Path:
+        return self.home / "server.properties"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def metadata_dir(self) -> Path:
+        return self.home / "metadata"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def log_files(self) -> list[Path]:
+        return sorted(self.log_dir.glob("*.log")) if self.log_dir.exists() else []
+
+    @property
+    def proxy(self) -> str:
+        """``host:port`` of the proxy in front of this node's client listener."""
+        return f"{kafka_config.PROXY_HOST}:{self._cluster.state.proxy_ports[self._id]}"
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._cluster.state.nodes.get(self._id)
+        return proc.pid if proc is not None and proc.alive() else None
+
+    def is_alive(self) -> bool:
+        return self.pid is not None
+
+    @property
+    def paused(self) -> bool:
+        return self._id in self._cluster.state.paused
+
+    def __repr__(self) -> str:
+        return f"LocalNode({self._id}, {self.address}, pid={self.pid})"
+
+
+class LocalCluster:
+    """A Kafka cluster of ``spec.kafka.nodes`` nodes in network namespaces.
+
+    Implements :class:`~faultline.harness.cluster.Cluster` and every capability
+    (Killable, Stoppable, Pausable, Partitionable, Toxifiable, Wipeable). The
+    constructor does nothing; :meth:`start` (or ``with``) brings the cluster up. Methods
+    are safe to call from several threads.
+    """
+
+    def __init__(
+        self, spec: TestSpec, workdir: Path | str | None = None, *, jvm_extra: Sequence[str] = ()
+    ) -> None:
+        """``jvm_extra``: more broker JVM flags (e.g. a ``-javaagent``), appended last."""
+        self._spec = spec
+        self._jvm_extra = tuple(jvm_extra)
+        self._workdir = Path(workdir).resolve() if workdir is not None else None
+        self._state: RunState | None = None
+        self._dist: kafka_dist.KafkaDist | None = None
+        self._toxiproxy: ToxiproxyClient | None = None
+        self._popen: dict[str, subprocess.Popen[bytes]] = {}
+        self._lock = threading.RLock()
+        self._admin: AdminClient | None = None
+        self._toxic_seq = 0
+        self._old_handlers: dict[int, Any] = {}
+        self._last_seen: set[int] = set()  # brokers registered at the last look
+        self._replicas: dict[int, tuple[int, ...]] = {}  # per partition, from leaders()
+        #: Seconds each step of the last start() took (network, toxiproxy, format, ready, ...).
+        self.startup_timings: dict[str, float] = {}
+
+    # -- identity -------------------------------------------------------------------
+
+    @property
+    def spec(self) -> TestSpec:
+        return self._spec
+
+    @property
+    def state(self) -> RunState:
+        if self._state is None:
+            raise ClusterError("the cluster is not running: call start() first")
+        return self._state
+
+    @property
+    def run_id(self) -> str:
+        return self.state.run_id
+
+    @property
+    def layout(self) -> netns.Layout:
+        return self.state.layout
+
+    @property
+    def workdir(self) -> Path:
+        return Path(self.state.workdir)
+
+    @property
+    def node_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self._spec.kafka.nodes + 1))
+
+    @property
+    def nodes(self) -> Sequence[LocalNode]:
+        return [LocalNode(self, i) for i in self.node_ids]
+
+    def node(self, node_id: int) -> LocalNode:
+        if node_id not in self.node_ids:
+            raise KeyError(f"no node {node_id}; nodes are {list(self.node_ids)}")
+        return LocalNode(self, node_id)
+
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.node(i).proxy for i in self.node_ids)
+
+    @property
+    def toxiproxy(self) -> ToxiproxyClient:
+        if self._toxiproxy is None:
+            self._toxiproxy = ToxiproxyClient("127.0.0.1", self.state.toxiproxy_port)
+        return self._toxiproxy
+
+    # -- attaching to a run of another process (faultline cluster status/down) ---------
+
+    @classmethod
+    def attach(cls, run_id: str) -> LocalCluster:
+        """A handle on a running cluster recorded in the state directory (e.g. one left
+        by ``faultline cluster up``). ClusterError if there is no such run."""
+        try:
+            state = RunState.load(run_id)
+        except (OSError, ValueError, KeyError) as e:
+            raise ClusterError(f"no local cluster run {run_id!r} ({e})") from None
+        cluster = cls(TestSpec.from_mapping(state.spec, source=f"run {run_id}"), state.workdir)
+        cluster._state = state
+        return cluster
+
+    def detach(self) -> None:
+        """Leave the cluster running after this process exits; ``faultline cluster down``
+        (or :meth:`stop` on an attached handle) removes it."""
+        with self._lock:
+            self.state.detached = True
+            self.state.owner = None
+            self.state.save()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        self._install_signal_handlers()
+        try:
+            self.start()
+        except BaseException:
+            self._restore_signal_handlers()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self.stop()
+        finally:
+            self._restore_signal_handlers()
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Bring the cluster up: namespaces, Toxiproxy and proxies, formatted storage, one
+        JVM per node; return once ready (see :meth:`wait_healthy`). On any failure,
+        everything created so far is removed before the error propagates."""
+        if self._state is not None:
+            raise ClusterError(f"cluster {self._state.run_id} is already started")
+        if os.geteuid() != 0:
+            raise SetupError("the local backend needs root (network namespaces, iptables)")
+        self._dist = kafka_dist.ensure_kafka(self._spec.kafka.version, self._spec.kafka.home)
+        toxiproxy_bin = kafka_dist.ensure_toxiproxy()
+        kafka_dist.ensure_iptables()
+        with runstate.locked():
+            runstate.cleanup_stale()
+            self._state = self._claim()
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("network", self._build_network),
+            ("toxiproxy", lambda: self._start_toxiproxy(toxiproxy_bin)),
+            ("configs", self._write_configs),
+            ("format", self._format_storage),
+            ("launch", self._launch_all),
+            ("ready", lambda: self.wait_healthy(timeout)),
+        ]
+        try:
+            for name, step in steps:
+                t0 = time.monotonic()
+                step()
+                self.startup_timings[name] = time.monotonic() - t0
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Remove the JVMs, Toxiproxy, namespaces, bridge, veths, rules and state of this
+        run. Idempotent; Ctrl-C and SIGTERM are ignored while it runs (it takes < 5 s)."""
+        with self._lock, _signals_ignored():
+            state, self._state = self._state, None
+            if state is None:
+                return
+            if self._toxiproxy is not None:
+                self._toxiproxy.close()
+                self._toxiproxy = None
+            self._admin = None
+            runstate.destroy(state.run_id, state)
+            for proc in self._popen.values():
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=1)
+            self._popen.clear()
+
+    def _claim(self) -> RunState:
+        """Pick a run id and a free /24 and record them; called with the lock held."""
+        states = runstate.load_all()
+        claimed = [ipaddress.IPv4Network(s.subnet) for s in states.values() if s is not None]
+        free = netns.free_subnets([*netns.used_networks(), *claimed])
+        if not free:
+            raise ClusterError(f"no free /24 left in {netns.SUPERNET}")
+        run_id = runstate.new_run_id(set(states) | runstate.run_ids_of_processes())
+        owns = self._workdir is None
+        workdir = runstate.runs_dir() / run_id / "nodes" if owns else self._workdir
+        assert workdir is not None
+        state = RunState(
+            run_id=run_id,
+            subnet=str(random.SystemRandom().choice(free)),
+            node_ids=list(self.node_ids),
+            workdir=str(workdir),
+            owns_workdir=owns,
+            spec=self._spec.to_json(),
+            owner=ProcId.of(os.getpid()),
+            cluster_id=base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
+        )
+        state.save()
+        return state
+
+    def _build_network(self) -> None:
+        layout = self.layout
+        for cmd in netns.setup_commands(layout):
+            netns.run(cmd)
+        for i in self.node_ids:
+            for cmd in netns.chain_commands(layout.namespace(i)):
+                netns.run(cmd)
+
+    def _start_toxiproxy(self, binary: Path) -> None:
+        state = self.state
+        proc, port = start_server(binary, state.dir / "toxiproxy.log", {ENV_RUN: state.run_id})
+        self._popen["toxiproxy"] = proc
+        state.toxiproxy, state.toxiproxy_port = ProcId.of(proc.pid), port
+        state.save()
+        for i in self.node_ids:
+            info = self.toxiproxy.create_proxy(
+                f"n{i}", f"{kafka_config.PROXY_HOST}:0",
+                f"{self.layout.address(i)}:{kafka_config.CLIENT_PORT}",
+            )  # fmt: skip
+            state.proxy_ports[i] = info.port
+        state.save()
+
+    def _write_configs(self) -> None:
+        addresses = {i: self.layout.address(i) for i in self.node_ids}
+        for node in self.nodes:
+            for d in (node.data_dir, node.metadata_dir, node.log_dir):
+                d.mkdir(parents=True, exist_ok=True)
+            props = kafka_config.server_properties(
+                self._spec.kafka, node.id, addresses, self.state.proxy_ports[node.id],
+                node.data_dir, node.metadata_dir,
+            )  # fmt: skip
+            node.config_file.write_text(kafka_config.render_properties(props))
+
+    def _format_storage(self) -> None:
+        """Kafka's own StorageTool for every node: in one JVM when the ``FormatAll``
+        helper could be compiled, else one JVM per node in parallel."""
+        dist = self._require_dist()
+        opts = (*kafka_config.tool_options(), *self._cds_options())
+        env = {**os.environ, ENV_RUN: self.run_id}
+        helper = kafka_dist.format_all_dir(dist)
+        if helper is not None:
+            configs = [str(n.config_file) for n in self.nodes]
+            cmd = [str(dist.java), *opts, "-cp", f"{dist.classpath}:{helper}", "FormatAll",
+                   self.state.cluster_id, *configs]  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=120)
+            if done.returncode != 0:
+                raise ClusterError(f"formatting storage failed: {_tail(done.stdout + done.stderr)}")
+            return
+
+        def fmt(node: LocalNode) -> None:
+            cmd = dist.command(
+                "kafka.tools.StorageTool", "format", f"--config={node.config_file}",
+                f"--cluster-id={self.state.cluster_id}", jvm_opts=opts,
+            )  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=120)
+            if done.returncode != 0:
+                raise ClusterError(f"formatting node {node.id} failed: {_tail(done.stdout + done.stderr)}")
+
+        with concurrent.futures.ThreadPoolExecutor(len(self.node_ids)) as pool:
+            for future in [pool.submit(fmt, n) for n in self.nodes]:
+                future.result()
+
+    def _cds_options(self) -> list[str]:
+        if any(o.startswith("-XX:DumpLoadedClassList") for o in self._jvm_extra):
+            return []
+        return kafka_dist.cds_options(self._require_dist())
+
+    def _require_dist(self) -> kafka_dist.KafkaDist:
+        if self._dist is None:
+            self._dist = kafka_dist.ensure_kafka(self._spec.kafka.version, self._spec.kafka.home)
+        return self._dist
+
+    def _launch_all(self) -> None:
+        for i in self.node_ids:
+            self._launch(i)
+
+    def _launch(self, node_id: int) -> None:
+        node = self.node(node_id)
+        dist = self._require_dist()
+        opts = [
+            *kafka_config.jvm_options(
+                self._spec.kafka.heap_mb, node.log_dir, kafka_dist.log4j_config(), self.run_id
+            ),
+            *self._cds_options(),
+            *self._jvm_extra,
+        ]
+        cmd = ["ip", "netns", "exec", node.namespace,
+               *dist.command("kafka.Kafka", str(node.config_file), jvm_opts=tuple(opts))]  # fmt: skip
+        node.log_dir.mkdir(parents=True, exist_ok=True)
+        with (node.log_dir / "stdout.log").open("ab") as out:
+            # `ip netns exec` execs: the pid is the JVM's, so signals reach Kafka itself.
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=node.home, env={**os.environ, ENV_RUN: self.run_id}, start_new_session=True,
+            )  # fmt: skip
+        self._popen[f"n{node_id}"] = proc
+        self.state.nodes[node_id] = ProcId.of(proc.pid)
+        if node_id in self.state.paused:
+            self.state.paused.remove(node_id)
+        self.state.save()
+
+    # -- readiness ------------------------------------------------------------------
+
+    def _client_config(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap_servers(), "logger": _CLIENT_LOG}
+
+    def admin(self) -> AdminClient:
+        """The harness's admin client (through the proxies, like every client)."""
+        with self._lock:
+            if self._admin is None:
+                self._admin = AdminClient(
+                    {**self._client_config(), "socket.timeout.ms": 5000,
+                     "socket.connection.setup.timeout.ms": 3000, "reconnect.backoff.max.ms": 500,
+                     # librdkafka waits for the controller named by the last metadata; when a
+                     # fault takes that broker out, only a refresh names another (nemeses).
+                     "topic.metadata.refresh.interval.ms": 1000}
+                )  # fmt: skip
+            return self._admin
+
+    def registered_brokers(self, timeout: float = 5.0) -> set[int]:
+        """Ids of the brokers the cluster metadata lists: registered and unfenced."""
+        result = self.admin().describe_cluster(request_timeout=timeout).result(timeout=timeout + 1)
+        return {int(n.id) for n in result.nodes}
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        """Every broker registered and unfenced, then a produce/consume round trip through
+        every node's proxy. ClusterError naming what never happened, or a node that died."""
+        deadline = time.monotonic() + timeout
+        want = set(self.node_ids)
+        _poll_until(
+            lambda: self._dead_check() or self._registered_or_none(want),
+            deadline,
+            lambda: f"brokers {sorted(want)} never all registered and unfenced within {timeout:.0f} s "
+            f"(last seen: {sorted(self._last_seen)})",
+        )
+        self._ensure_health_topic(deadline)
+        last: list[str] = [""]
+
+        def round_trip() -> bool:
+            try:
+                self._round_trip(min(10.0, max(1.0, deadline - time.monotonic())))
+                return True
+            except (ClusterError, KafkaException) as e:
+                last[0] = str(e)
+                return False
+
+        _poll_until(
+            lambda: self._dead_check() or round_trip(), deadline,
+            lambda: f"no produce/consume round trip through the proxies within {timeout:.0f} s: {last[0]}",
+        )  # fmt: skip
+
+    def _registered_or_none(self, want: set[int]) -> bool:
+        try:
+            self._last_seen = self.registered_brokers(timeout=2.0)
+        except KafkaException:
+            return False
+        return self._last_seen >= want
+
+    def _dead_check(self) -> bool:
+        """Raise if a node that should run has died (a config error shows here at once)."""
+        for i in self.node_ids:
+            proc = self.state.nodes.get(i)
+            if proc is not None and not proc.alive():
+                popen = self._popen.get(f"n{i}")
+                if popen is not None:
+                    popen.poll()
+                out = self.node(i).log_dir / "stdout.log"
+                raise ClusterError(
+                    f"node {i} exited while waiting for the cluster; {out}: {_tail_file(out)}"
+                )
+        return False
+
+    def _ensure_health_topic(self, deadline: float) -> None:
+        # One partition per node, led by that node: a round trip crosses every proxy.
+        assignment = [[i] for i in self.node_ids]
+        topic = NewTopic(HEALTH_TOPIC, num_partitions=len(assignment), replica_assignment=assignment)
+        futures = self.admin().create_topics([topic], request_timeout=10)
+        try:
+            futures[HEALTH_TOPIC].result(timeout=15)
+        except KafkaException as e:
+            if "TOPIC_ALREADY_EXISTS" not in str(e):
+                raise ClusterError(f"cannot create {HEALTH_TOPIC}: {e}") from None
+        _poll_until(
+            lambda: self._all_led(HEALTH_TOPIC, len(assignment)), deadline,
+            lambda: f"{HEALTH_TOPIC} never had a leader on every partition",
+        )  # fmt: skip
+
+    def _all_led(self, topic: str, partitions: int) -> bool:
+        try:
+            state = self.leaders(topic)
+        except (ClusterError, KafkaException):
+            return False
+        return len(state) == partitions and all(s.leader is not None for s in state.values())
+
+    def _round_trip(self, timeout: float) -> None:
+        nonce = uuid.uuid4().hex
+        producer = Producer(
+            {**self._client_config(), "acks": "all",
+             "message.timeout.ms": int(timeout * 1000), "enable.idempotence": False}
+        )  # fmt: skip
+        acked: dict[int, int] = {}
+        errors: list[str] = []
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(str(err))
+            else:
+                acked[msg.partition()] = msg.offset()
+
+        for p in range(len(self.node_ids)):
+            producer.produce(HEALTH_TOPIC, value=nonce.encode(), partition=p, on_delivery=delivered)
+        producer.flush(timeout)
+        if errors or len(acked) != len(self.node_ids):
+            raise ClusterError(f"health produce failed: {errors or 'no acknowledgement'}")
+        consumer = Consumer(
+            {**self._client_config(), "group.id": f"faultline-health-{nonce}",
+             "enable.auto.commit": False, "socket.timeout.ms": 5000}
+        )  # fmt: skip
+        try:
+            consumer.assign([TopicPartition(HEALTH_TOPIC, p, off) for p, off in acked.items()])
+            seen: set[int] = set()
+            end = time.monotonic() + timeout
+            while seen != set(acked) and time.monotonic() < end:
+                msg = consumer.poll(0.2)
+                if msg is not None and msg.error() is None and msg.value() == nonce.encode():
+                    seen.add(int(msg.partition() or 0))
+            if seen != set(acked):
+                raise ClusterError(f"health consume read back partitions {sorted(seen)} of {sorted(acked)}")
+        finally:
+            consumer.close()
+
+    # -- topics and metadata ----------------------------------------------------------
+
+    def create_topic(self, topic: TopicSpec | None = None, timeout: float = 60.0) -> None:
+        topic = topic or self._spec.topic
+        config = {
+            "min.insync.replicas": str(topic.min_insync_replicas),
+            "unclean.leader.election.enable": str(topic.unclean_leader_election_enable).lower(),
+        }
+        new = NewTopic(topic.name, num_partitions=topic.partitions,
+                       replication_factor=topic.replication_factor, config=config)  # fmt: skip
+        try:
+            self.admin().create_topics([new], request_timeout=timeout)[topic.name].result(timeout=timeout)
+        except KafkaException as e:
+            if "TOPIC_ALREADY_EXISTS" not in str(e):
+                raise ClusterError(f"cannot create topic {topic.name}: {e}") from None
+        self.wait_full_isr(topic.name, timeout, replication_factor=topic.replication_factor)
+
+    def wait_full_isr(
+        self, topic: str, timeout: float = 60.0, replication_factor: int | None = None
+    ) -> None:
+        """Every partition of ``topic`` led and with all its replicas in the ISR."""
+        last: list[dict[int, PartitionState]] = [{}]
+
+        def full() -> bool:
+            try:
+                last[0] = self.leaders(topic)
+            except (ClusterError, KafkaException):
+                return False
+            replicas = self._replicas
+            return bool(last[0]) and all(
+                s.leader is not None
+                and len(s.isr) == (replication_factor or len(replicas.get(p, s.isr)))
+                and set(s.isr) == set(replicas.get(p, s.isr))
+                for p, s in last[0].items()
+            )
+
+        _poll_until(
+            full, time.monotonic() + timeout,
+            lambda: f"{topic} never had a leader and a full ISR on every partition within "
+            f"{timeout:.0f} s (last: {_fmt_leaders(last[0])})",
+        )  # fmt: skip
+
+    def leaders(self, topic: str) -> dict[int, PartitionState]:
+        """partition -> (leader, isr) from the cluster metadata, via the proxies."""
+        futures = self.admin().describe_topics(TopicCollection([topic]), request_timeout=5)
+        try:
+            desc = futures[topic].result(timeout=6)
+        except KafkaException as e:
+            # librdkafka sends DescribeTopics only to the broker the last metadata named as
+            # controller, and waits for it; after a fault took that broker out this times
+            # out until the broker is fenced. A Metadata request, answered by any broker,
+            # carries the same leader and ISR.
+            return self._leaders_from_metadata(topic, e)
+        out: dict[int, PartitionState] = {}
+        replicas: dict[int, tuple[int, ...]] = {}
+        for p in desc.partitions:
+            leader = int(p.leader.id) if p.leader is not None and p.leader.id >= 0 else None
+            out[int(p.id)] = PartitionState(leader, tuple(sorted(int(n.id) for n in p.isr)))
+            replicas[int(p.id)] = tuple(int(n.id) for n in p.replicas)
+        self._replicas = replicas
+        return out
+
+    def _leaders_from_metadata(self, topic: str, cause: Exception) -> dict[int, PartitionState]:
+        try:
+            md = self.admin().list_topics(topic, timeout=5)
+        except KafkaException:
+            raise ClusterError(f"cannot describe {topic}: {cause}") from None
+        tmd = md.topics.get(topic)
+        if tmd is None or tmd.error is not None or not tmd.partitions:
+            raise ClusterError(f"cannot describe {topic}: {cause}") from None
+        out: dict[int, PartitionState] = {}
+        replicas: dict[int, tuple[int, ...]] = {}
+        for pid, p in tmd.partitions.items():
+            leader = int(p.leader) if p.leader is not None and p.leader >= 0 else None
+            out[int(pid)] = PartitionState(leader, tuple(sorted(int(n) for n in p.isrs)))
+            replicas[int(pid)] = tuple(int(n) for n in p.replicas)
+        self._replicas = replicas
+        return out
+
+    def active_controller(self) -> int | None:
+        """The KRaft leader with the highest epoch among the nodes' ``quorum-state`` files.
+
+        Read from disk, so it works during partitions; it can lag an election by the
+        quorum's election timeout.
+        """
+        best: tuple[int, int | None] = (-1, None)
+        for node in self.nodes:
+            path = node.metadata_dir / "__cluster_metadata-0" / "quorum-state"
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            epoch, leader = int(data.get("leaderEpoch", -1)), int(data.get("leaderId", -1))
+            if epoch > best[0]:
+                best = (epoch, leader if leader >= 0 else None)
+        return best[1]
+
+    # -- Killable, Stoppable, Pausable ------------------------------------------------
+
+    def kill(self, node: int) -> None:
+        with self._lock:
+            proc = self.state.nodes.get(self.node(node).id)
+            if proc is not None and proc.alive():
+                runstate.kill_and_wait([proc.pid], timeout=10)
+                self._reap(node)
+            if node in self.state.paused:
+                self.state.paused.remove(node)
+            self.state.save()
+
+    def start_node(self, node: int) -> None:
+        with self._lock:
+            if not self.node(node).is_alive():
+                self._launch(node)
+
+    def stop_node(self, node: int, timeout: float = 30.0) -> None:
+        with self._lock:
+            proc = self.state.nodes.get(self.node(node).id)
+            if proc is None or not proc.alive():
+                return
+            os.kill(proc.pid, signal.SIGTERM)
+            if node in self.state.paused:
+                os.kill(proc.pid, signal.SIGCONT)  # a stopped process cannot shut down
+                self.state.paused.remove(node)
+            deadline = time.monotonic() + timeout
+            while proc.alive() and time.monotonic() < deadline:
+                self._reap(node)
+                time.sleep(0.05)
+            if proc.alive():
+                runstate.kill_and_wait([proc.pid])
+            self._reap(node)
+            self.state.save()
+
+    def pause(self, node: int) -> None:
+        with self._lock:
+            proc = self.state.nodes.get(self.node(node).id)
+            if proc is not None and proc.alive() and node not in self.state.paused:
+                os.kill(proc.pid, signal.SIGSTOP)
+                if not runstate.wait_state(proc.pid, stopped=True):
+                    raise ClusterError(f"node {node} (pid {proc.pid}) did not stop on SIGSTOP")
+                self.state.paused.append(node)
+                self.state.save()
+
+    def resume(self, node: int) -> None:
+        with self._lock:
+            proc = self.state.nodes.get(self.node(node).id)
+            if proc is not None and proc.alive():
+                os.kill(proc.pid, signal.SIGCONT)
+                runstate.wait_state(proc.pid, stopped=False)
+            if node in self.state.paused:
+                self.state.paused.remove(node)
+                self.state.save()
+
+    def _reap(self, node: int) -> None:
+        popen = self._popen.get(f"n{node}")
+        if popen is not None:
+            popen.poll()
+
+    # -- Partitionable ----------------------------------------------------------------
+
+    def partition(self, grudge: Grudge) -> None:
+        with self._lock:
+            plan = netns.grudge_commands(self.layout, grudge)
+            for cmds in plan.values():
+                for cmd in cmds:
+                    netns.run(cmd)
+
+    def heal_network(self) -> None:
+        with self._lock:
+            for cmd in netns.heal_commands(self.layout):
+                netns.run(cmd)
+
+    # -- Toxifiable -----------------------------------------------------------------
+
+    def add_toxic(
+        self,
+        node: int,
+        kind: str,
+        attributes: Mapping[str, int | float],
+        stream: str = "downstream",
+        toxicity: float = 1.0,
+    ) -> str:
+        with self._lock:
+            self._toxic_seq += 1
+            name = f"{kind}_{stream}_{self._toxic_seq}"
+        self.toxiproxy.add_toxic(
+            f"n{self.node(node).id}", kind, attributes, stream=stream, toxicity=toxicity, name=name
+        )
+        return name
+
+    def remove_toxic(self, node: int, name: str) -> None:
+        self.toxiproxy.remove_toxic(f"n{self.node(node).id}", name)
+
+    def clear_toxics(self) -> None:
+        self.toxiproxy.reset()
+
+    # -- Wipeable -------------------------------------------------------------------
+
+    def data_dir(self, node: int) -> Path:
+        return self.node(node).data_dir
+
+    def wipe(self, node: int) -> None:
+        n = self.node(node)
+        if n.is_alive():
+            raise ClusterError(f"node {node} is running; kill or stop it before wiping")
+        # The formatted storage stays (meta.properties, bootstrap.checkpoint): without it the
+        # broker refuses to start. Partition logs and the offset checkpoints go.
+        n.data_dir.mkdir(parents=True, exist_ok=True)
+        for p in n.data_dir.iterdir():
+            if p.name in ("meta.properties", "bootstrap.checkpoint"):
+                continue
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+
+    # -- files ----------------------------------------------------------------------
+
+    def collect(self, dest: Path) -> None:
+        dest = Path(dest)
+        for node in self.nodes:
+            target = dest / str(node.id)
+            target.mkdir(parents=True, exist_ok=True)
+            if node.config_file.exists():
+                shutil.copy2(node.config_file, target / node.config_file.name)
+            for f in node.log_files:
+                shutil.copy2(f, target / f.name)
+        proxy_log = self.state.dir / "toxiproxy.log"
+        if proxy_log.exists():
+            shutil.copy2(proxy_log, dest / "toxiproxy.log")
+
+    def describe(self) -> dict[str, Any]:
+        """A plain summary for ``faultline cluster status``: run, nodes, proxies, topics."""
+        state = self.state
+        nodes = [
+            {"id": n.id, "pid": n.pid, "alive": n.is_alive(), "paused": n.paused,
+             "address": n.address, "namespace": n.namespace, "proxy": n.proxy}
+            for n in self.nodes
+        ]  # fmt: skip
+        return {
+            "run_id": state.run_id, "detached": state.detached, "subnet": state.subnet,
+            "bridge": self.layout.bridge, "workdir": state.workdir,
+            "toxiproxy": f"127.0.0.1:{state.toxiproxy_port}",
+            "bootstrap_servers": self.bootstrap_servers(), "nodes": nodes,
+            "kafka_version": self._spec.kafka.version,
+        }  # fmt: skip
+
+    def topics(self) -> list[str]:
+        md = self.admin().list_topics(timeout=5)
+        return sorted(t for t in md.topics if not t.startswith("__"))
+
+    # -- signals --------------------------------------------------------------------
+
+    def _install_signal_handlers(self) -> None:
+        """Turn SIGTERM into SystemExit so ``with`` still tears down (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_term(signum: int, frame: FrameType | None) -> None:
+            raise SystemExit(128 + signum)
+
+        self._old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_term)
+
+    def _restore_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum, handler in self._old_handlers.items():
+            signal.signal(signum, handler)
+        self._old_handlers.clear()
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _poll_until(condition: Callable[[], bool], deadline: float, message: Callable[[], str]) -> None:
+    """Poll ``condition`` every 50-250 ms until true, or raise ClusterError(message())."""
+    delay = 0.05
+    while True:
+        if condition():
+            return
+        if time.monotonic() >= deadline:
+            raise ClusterError(message())
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.25)
+
+
+def _fmt_leaders(state: Mapping[int, PartitionState]) -> str:
+    return ", ".join(f"p{p}: leader {s.leader} isr {list(s.isr)}" for p, s in sorted(state.items())) or "none"
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    return " | ".join(text.strip().splitlines()[-lines:])
+
+
+def _tail_file(path: Path, lines: int = 3) -> str:
+    try:
+        return _tail(path.read_text(errors="replace"), lines)
+    except OSError:
+        return "(no output)"
+
+
+def list_runs() -> dict[str, RunState | None]:
+    """Every local run with state on this machine (``faultline cluster status``)."""
+    return runstate.load_all()
+
+
+def cleanup_stale() -> list[str]:
+    """Remove leftovers of crashed runs (never a live run); returns their run ids."""
+    with runstate.locked():
+        return runstate.cleanup_stale()
+
+
+__all__ = ["HEALTH_TOPIC", "LocalCluster", "LocalNode", "cleanup_stale", "list_runs"]

@@ -1,0 +1,456 @@
+"""``report.html``: one self-contained page per run that says whether Kafka lost data
+under the config tested, and why.
+
+:func:`build_report` reads a stored run directory (HISTORY.md): ``test.json``,
+``history.jsonl``, ``results.json`` (the checker's verdict, if the run was checked)
+and ``observations.jsonl`` (optional white-box samples), and writes
+``report.html`` beside them. A run without ``results.json`` (or with one that lacks
+the checker's ``measures`` or ``partitions``) is checked in memory, by the same
+checker ``faultline check`` runs, and nothing but ``report.html`` is written. The
+page embeds everything it shows (bokeh's JavaScript inline, CSS in the page, no
+fonts, no file fetched from a network); its only links point at the run's own files
+beside it.
+
+What comes from where: the verdict, the anomalies and their examples, what the
+guarantees permit and why, the fault windows, total throughput, latency percentiles,
+unavailability and each partition's drain come from the checker (``results.json``,
+or the in-memory check), never recomputed here. The history gives only what the
+checker does not measure (:mod:`report_measures`): per-partition throughput, the
+latency scatter, errors by kind, the span of the sends, and the story of each anomaly
+example without a checker story (sent, acknowledged, faults that followed, what the
+partition holds at that offset now).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import orjson
+
+from faultline.checkers.queue import check_rows
+from faultline.checkers.result import unknown_result
+from faultline.errors import HistoryError
+from faultline.harness import report_measures as m
+from faultline.harness import report_plots as plots
+from faultline.harness.report_stories import Storyteller, cell, secs, text
+from faultline.history import ReadResult, iter_rows
+from faultline.spec import TestSpec
+
+#: DESIGN.md's anomaly types, in the order the report lists them.
+ANOMALIES: tuple[str, ...] = (
+    "lost-write", "phantom-read", "inconsistent-offsets", "duplicate", "aborted-read",
+    "unexpected-value", "nonmonotonic-send", "nonmonotonic-poll", "poll-skip",
+)
+#: Examples rendered per anomaly type; results.json holds at most 1000 anyway.
+MAX_EXAMPLES = 1000
+#: How many later faults a story names.
+STORY_FAULTS = 3
+#: Files of a run directory the report links to, with what each holds.
+RUN_FILES: tuple[tuple[str, str], ...] = (
+    ("test.json", "the test spec as it ran"),
+    ("history.jsonl", "every client and nemesis operation"),
+    ("results.json", "the checker's verdict and anomalies"),
+    ("observations.jsonl", "white-box samples: leader, ISR, HW"),
+    ("metadata.jsonl", "the decoded KRaft metadata log"),
+    ("nodes/", "broker configs and logs"),
+)
+
+
+@dataclass(slots=True)
+class RunData:
+    """A stored run as read from disk, with the checker's results.json object.
+
+    ``stored`` is False when the run had no ``results.json`` and ``results`` is the
+    checker's, run in memory by :func:`load_run`.
+    """
+
+    run_dir: Path
+    spec: TestSpec
+    results: dict[str, Any]
+    history: m.HistorySummary
+    truncated: bool
+    observations: dict[m.Partition, list[dict[str, Any]]] = field(default_factory=dict)
+    stored: bool = True
+
+
+def build_report(run_dir: Path) -> Path:
+    """Write ``run_dir/report.html`` from the stored run and return its path.
+
+    Contract: reads only files inside ``run_dir`` and writes only ``report.html``
+    (atomically, through a temporary file beside it). Raises HistoryError for a
+    directory that is not a readable run (missing ``test.json`` or ``history.jsonl``,
+    malformed JSON, a history that breaks HISTORY.md) and SpecError for a
+    ``test.json`` that is not a valid spec; each message is one line naming the file.
+    """
+    run_dir = Path(run_dir)
+    run = load_run(run_dir)
+    html = render_report(run)
+    out = run_dir / "report.html"
+    tmp = run_dir / f".report.html.{os.getpid()}.tmp"
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read a run directory into a :class:`RunData` (errors as in :func:`build_report`)."""
+    if not run_dir.is_dir():
+        raise HistoryError(str(run_dir), None, "not a run directory (no such directory)")
+    spec_path = run_dir / "test.json"
+    if not spec_path.is_file():
+        raise HistoryError(str(spec_path), None, "missing: is this a run directory?")
+    spec = TestSpec.from_mapping(_read_json(spec_path), source=str(spec_path))
+    hist_path = run_dir / "history.jsonl"
+    if not hist_path.is_file():
+        raise HistoryError(str(hist_path), None, "missing: is this a run directory?")
+    rr = ReadResult()
+    history = m.summarize(iter_rows(hist_path, rr))
+    results_path = run_dir / "results.json"
+    stored = _read_json(results_path) if results_path.is_file() else None
+    if stored is not None and not isinstance(stored, dict):
+        raise HistoryError(str(results_path), None, "expected a JSON object")
+    results = stored
+    missing = [k for k, kind in _CHECKED.items() if not isinstance((stored or {}).get(k), kind)]
+    if results is None or missing:
+        checked = _check(spec, hist_path, rr.truncated)
+        results = checked if stored is None else {
+            **stored, **{k: checked[k] for k in missing if k in checked}}
+    return RunData(run_dir, spec, results, history, rr.truncated,
+                   _read_observations(run_dir / "observations.jsonl"), stored is not None)
+
+
+#: results.json extras the page needs from the checker (facts, not a verdict): a stored
+#: results.json without them (hand-written, or from an older checker) gets them from
+#: an in-memory check, its verdict kept.
+_CHECKED: Mapping[str, type] = {"measures": dict, "partitions": list}
+
+
+def _check(spec: TestSpec, history: Path, truncated: bool) -> dict[str, Any]:
+    """The results.json object ``faultline check`` would write, computed in memory.
+
+    Not :func:`faultline.checkers.cli.check_run`: the report must write nothing but
+    report.html (a stored verdict is the user's to make). A history the checker finds
+    malformed gives an ``unknown`` verdict saying why, as ``faultline check`` records.
+    """
+    try:
+        result = check_rows(spec, iter_rows(history, ReadResult()), truncated=truncated,
+                            source=str(history))
+    except HistoryError as e:
+        result = unknown_result("unreadable-input", str(e))
+    return result.to_json()
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as e:
+        raise HistoryError(str(path), None, f"not valid JSON ({e})") from None
+    except OSError as e:
+        raise HistoryError(str(path), None, f"cannot read: {e.strerror}") from None
+
+
+def _read_observations(path: Path) -> dict[m.Partition, list[dict[str, Any]]]:
+    """observations.jsonl lines with topic, partition and time, grouped and sorted by time."""
+    out: dict[m.Partition, list[dict[str, Any]]] = {}
+    if not path.is_file():
+        return out
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                d = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise HistoryError(str(path), lineno, f"not valid JSON ({e})") from None
+            if not isinstance(d, dict) or not isinstance(d.get("time"), int) or "partition" not in d:
+                raise HistoryError(str(path), lineno, "expected an object with time, topic, partition")
+            out.setdefault((str(d.get("topic", "")), int(d["partition"])), []).append(d)
+    for samples in out.values():
+        samples.sort(key=lambda d: d["time"])
+    return out
+
+
+# --- what the page says --------------------------------------------------------------
+
+
+def config_line(spec: TestSpec) -> str:
+    """The config under test in one line: what decides which anomalies are permitted."""
+    t, p, k, n = spec.topic, spec.producer, spec.kafka, spec.nemesis
+    faults = f"{', '.join(n.faults)} every {n.interval_s:g} s" if n.faults else "none"
+    return " · ".join([
+        f"acks={p.acks}", f"idempotence {'on' if p.enable_idempotence else 'off'}",
+        f"max.in.flight={p.max_in_flight}", f"min.insync.replicas={t.min_insync_replicas}",
+        f"RF={t.replication_factor}", f"{t.partitions} partitions",
+        f"unclean election {'on' if t.unclean_leader_election_enable else 'off'}",
+        f"Kafka {k.version} × {k.nodes} nodes", f"faults: {faults}",
+        f"{spec.time_limit_s:g} s", f"seed {spec.seed}",
+    ])
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The headline: ``kind`` is valid / invalid / unknown (the page's color)."""
+
+    kind: str
+    word: str
+    loss: str
+    why: str
+
+
+def verdict(run: RunData) -> Verdict:
+    """Whether data was lost, and why, from the checker's results only."""
+    r = run.results
+    counts = _counts(r)
+    lost = counts.get("lost-write", 0)
+    permitted = set(r.get("permitted") or ())
+    reasons = r.get("permitted_reasons") or {}
+    loss = (f"{lost} acknowledged write{'s' if lost != 1 else ''} lost" if lost
+            else "no acknowledged write lost")
+    seen = [f"{a} ×{counts[a]}" for a in _types(r) if counts.get(a)]
+    violations = list(r.get("violations") or ())
+    valid = r.get("valid")
+    if valid is False:
+        what = ", ".join(f"{a} ×{counts.get(a, 0)}" for a in violations) or "a forbidden anomaly"
+        return Verdict("invalid", "INVALID", loss,
+                       f"{what}: forbidden by Kafka's guarantees for {_under(run)}")
+    if valid is True:
+        if seen:
+            allowed = [f"{a}: {reasons[a]}" if a in reasons else a for a in _types(r)
+                       if counts.get(a) and a in permitted]
+            return Verdict("valid", "VALID", loss, "seen but permitted: " + "; ".join(allowed or seen))
+        return Verdict("valid", "VALID", loss, f"no anomaly seen; the guarantees held for {_under(run)}")
+    unknown = [_unknown_text(u) for u in r.get("unknown") or ()
+               if not isinstance(u, dict) or u.get("affects_verdict", True)]
+    return Verdict("unknown", "UNKNOWN", loss if lost else "data loss undecided",
+                   "; ".join(unknown) or "the checker could not decide")
+
+
+def _under(run: RunData) -> str:
+    """The config and faults the guarantees were judged against, in a phrase."""
+    t, p = run.spec.topic, run.spec.producer
+    seen = (run.results).get("faults_seen")
+    faults = ", ".join(f for f in seen if isinstance(f, str)) if isinstance(seen, list) else ", ".join(
+        run.spec.nemesis.faults)
+    return (f"acks={p.acks}, min.insync.replicas={t.min_insync_replicas}, "
+            f"{'unclean' if t.unclean_leader_election_enable else 'clean'} elections"
+            + (f" under {faults}" if faults else ", no faults"))
+
+
+def _unknown_text(u: Any) -> str:
+    """An ``unknown`` entry ({kind, why, topic?, partition?, count?}) as one line."""
+    if not isinstance(u, dict):
+        return text(u)
+    where = f" {u['topic']}/{u['partition']}" if "topic" in u and "partition" in u else ""
+    count = f" ×{u['count']}" if isinstance(u.get("count"), int) else ""
+    return f"{u.get('kind', 'unknown')}{where}{count}: {u.get('why', '')}".rstrip(": ")
+
+
+def _counts(r: Mapping[str, Any]) -> dict[str, int]:
+    counts = r.get("anomaly_counts") or {}
+    return {str(k): int(v) for k, v in counts.items() if isinstance(v, int)}
+
+
+def _types(r: Mapping[str, Any]) -> list[str]:
+    """Every anomaly type results.json names, DESIGN's first, then any others."""
+    named = set(_counts(r)) | set(r.get("anomalies") or {}) | set(r.get("permitted") or ())
+    return [a for a in ANOMALIES if a in named] + sorted(named - set(ANOMALIES))
+
+
+def expectations(run: RunData) -> list[dict[str, Any]]:
+    """Per anomaly type: expected (permitted or forbidden, and why) beside what happened."""
+    r = run.results
+    counts, permitted = _counts(r), set(r.get("permitted") or ())
+    violations, reasons = set(r.get("violations") or ()), r.get("permitted_reasons") or {}
+    rows = []
+    for a in _types(r):
+        n = counts.get(a, 0)
+        allowed = a in permitted
+        status = "violation" if a in violations or (n and not allowed) else (
+            "permitted" if n else "none")
+        rows.append({"name": a, "count": n, "permitted": allowed,
+                     "reason": text(reasons[a]) if a in reasons else (
+                         "" if allowed or not n else f"forbidden for {_under(run)}"),
+                     "status": status})
+    return rows
+
+
+# --- anomaly examples, measures, tables, page -----------------------------------------
+
+_LEAD_KEYS = ("topic", "partition", "value", "offset", "offsets", "values", "process", "time")
+#: Keys shown elsewhere than in a column: the story, the explanation, the row's badge.
+_STORY_KEYS = frozenset(("story", "explanation", "sightings", "permitted"))
+
+
+def anomaly_sections(run: RunData, faults: Sequence[m.FaultWindow]) -> list[dict[str, Any]]:
+    """Per anomaly type seen: every example results.json holds (up to MAX_EXAMPLES) as a
+    table row with its story; never downsampled."""
+    r = run.results
+    counts = _counts(r)
+    teller = Storyteller(run.history, faults, run.observations)
+    expected = {e["name"]: e for e in expectations(run)}
+    out = []
+    for a in _types(r):
+        examples = [e for e in (r.get("anomalies") or {}).get(a) or () if isinstance(e, dict)]
+        total = max(counts.get(a, 0), len(examples))
+        if not total:
+            continue
+        shown = examples[:MAX_EXAMPLES]
+        keys = [k for k in _LEAD_KEYS if any(k in e for e in shown)]
+        keys += sorted({k for e in shown for k in e} - set(keys) - _STORY_KEYS)
+        rows = [{"cells": [cell(k, e[k]) if k in e else "" for k in keys],
+                 "value": e.get("value") if isinstance(e.get("value"), int) else "",
+                 "permitted": e.get("permitted") if isinstance(e.get("permitted"), bool) else None,
+                 "story": teller.lines(e),
+                 "explanation": text(e["explanation"]) if e.get("explanation") else ""} for e in shown]
+        out.append({"name": a, "count": total, "columns": keys, "rows": rows, "shown": len(rows),
+                    **{k: expected[a][k] for k in ("status", "reason")}})
+    return out
+
+
+def _partitions(run: RunData) -> list[m.Partition]:
+    t = run.spec.topic
+    return sorted({(t.name, i) for i in range(t.partitions)} | set(_summaries(run.results)))
+
+
+def _measures(r: Mapping[str, Any]) -> dict[str, Any]:
+    ms = r.get("measures")
+    return ms if isinstance(ms, dict) else {}
+
+
+def _summaries(r: Mapping[str, Any]) -> dict[m.Partition, dict[str, Any]]:
+    """results.json's ``partitions`` entries, by partition."""
+    return {(str(x.get("topic", "")), x["partition"]): x for x in r.get("partitions") or ()
+            if isinstance(x, dict) and isinstance(x.get("partition"), int)}
+
+
+def availability(run: RunData) -> dict[m.Partition, m.Availability]:
+    """Per partition: the checker's unavailability windows and ok sends; the fraction
+    available is over the span of the sends."""
+    summary = _summaries(run.results)
+    acked = {p: int((summary.get(p, {}).get("sends") or {}).get("ok", 0)) for p in _partitions(run)}
+    h = run.history
+    return m.availability(_measures(run.results), acked, h.first_send or 0, h.last_send)
+
+
+def plot_data(run: RunData, faults: Sequence[m.FaultWindow],
+              avail: Mapping[m.Partition, m.Availability]) -> plots.PlotData:
+    """Bounded series for the plots: buckets and a downsampled scatter.
+
+    Total throughput and latency percentiles are the checker's measures (in its
+    buckets); per-partition throughput, the raw latency scatter and errors by kind
+    come from the history, in the same buckets.
+    """
+    h, ms = run.history, _measures(run.results)
+    end = max(h.end_time, 1)
+    b = m.Buckets.over(end, ms)
+    thr = {"all": m.total_throughput(ms, b), **m.throughput(h.sends.values(), b)}
+    pts = m.latency_points(h.sends.values())
+    bands = [plots.Band(w.f, w.start / 1e9, (w.end if w.end is not None else end) / 1e9,
+                        w.f + (f" n{','.join(map(str, w.nodes))}" if w.nodes else ""), w.end is None)
+             for w in faults]
+    traces = {f"{p[0]}/{p[1]}": plots.Trace(
+        [s["time"] / 1e9 for s in ss], [float(s.get("leader", -1) or -1) for s in ss],
+        [float(len(s.get("isr") or ())) for s in ss], [float(s.get("hw", 0) or 0) for s in ss])
+        for p, ss in sorted(run.observations.items())}
+    return plots.PlotData(
+        duration=end / 1e9, bucket_width=b.width / 1e9, bucket_starts=[s / 1e9 for s in b.starts],
+        bands=bands, throughput=thr, scatter_t=pts.invoke_s, scatter_ms=pts.latency_ms,
+        scatter_outcome=pts.outcome, scatter_total=pts.total, percentiles=m.percentiles(ms, b),
+        errors=m.errors_by_kind(h.errors, b),
+        unavailable={f"{p[0]}/{p[1]}": [(a / 1e9, z / 1e9) for a, z in v.windows] for p, v in avail.items()},
+        traces=traces)
+
+
+def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) -> list[dict[str, Any]]:
+    """Per partition: acks, availability, longest outage and what the drain found
+    (the checker's ``partitions``)."""
+    r = run.results
+    summary = _summaries(r)
+    lost: dict[m.Partition, int] = {}
+    for e in (r.get("anomalies") or {}).get("lost-write") or ():
+        if isinstance(e, dict) and isinstance(e.get("partition"), int):
+            key = (str(e.get("topic", run.spec.topic.name)), e["partition"])
+            lost[key] = lost.get(key, 0) + 1
+    rows = []
+    for p in _partitions(run):
+        a, x = avail.get(p), summary.get(p, {})
+        longest = max((z - s for s, z in a.windows), default=0) if a else 0
+        drained, hw, lso = x.get("drained", 0), x.get("high_watermark"), x.get("log_start_offset")
+        complete = bool(x.get("complete"))
+        rows.append({
+            "name": f"{p[0]}/{p[1]}", "acked": a.acked if a else 0,
+            "availability": f"{100 * a.fraction:.1f}%" if a else "-",
+            "outages": len(a.windows) if a else 0, "longest": f"{longest / 1e9:.2f} s" if longest else "-",
+            "drained": drained, "hw": "-" if hw is None else hw, "log_start": "-" if lso is None else lso,
+            "complete": complete, "lost": lost.get(p, 0),
+        })
+    return rows
+
+
+def _files(run_dir: Path) -> list[dict[str, str]]:
+    out = []
+    for name, what in RUN_FILES:
+        path = run_dir / name.rstrip("/")
+        if path.exists():
+            size = "" if path.is_dir() else _size(path.stat().st_size)
+            out.append({"href": name, "name": name, "what": what, "size": size})
+    return out
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.PackageLoader("faultline.harness", "templates"),
+                              autoescape=jinja2.select_autoescape(("html", "j2")),
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def render_report(run: RunData) -> str:
+    """The page's HTML for ``run`` (what :func:`build_report` writes)."""
+    started = time.perf_counter()
+    h, r = run.history, run.results
+    faults = m.fault_windows(_measures(r))
+    avail = availability(run)
+    rendered = plots.render(plot_data(run, faults, avail))
+    spec = run.spec
+    wall = (datetime.fromtimestamp(spec.start_wall_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            if spec.start_wall_ms else "start time not recorded")
+    sends = (r.get("stats") or {}).get("send") or {}
+    seen = r.get("faults_seen")
+    threshold = _measures(r).get("unavailable_after_ns")
+    html = _env().get_template("report.html.j2").render(
+        spec=spec, run_name=run.run_dir.name, wall=wall, duration=secs(h.end_time),
+        verdict=verdict(run), config=config_line(spec), ops=h.ops, truncated=run.truncated,
+        sends={k: sends.get(k, 0) for k in ("ok", "fail", "info")},
+        expectations=expectations(run), unknown=[_unknown_text(u) for u in r.get("unknown") or ()],
+        faults_seen=", ".join(map(str, seen)) if isinstance(seen, list) else "",
+        threshold=f"{(threshold if isinstance(threshold, int) else 1_000_000_000) / 1e9:g} s",
+        stored=run.stored, anomalies=anomaly_sections(run, faults),
+        partitions=partition_rows(run, avail), faults=[
+            {"f": w.f, "nodes": ", ".join(map(str, w.nodes)), "start": secs(w.start),
+             "end": secs(w.end) if w.end is not None else "never healed", "detail": w.detail,
+             "color": plots.fault_color(w.f)} for w in faults],
+        has_observations=bool(run.observations), plots=rendered, files=_files(run.run_dir),
+        version=_version(), generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+    return html.replace("<!--render-ms-->", f"{(time.perf_counter() - started) * 1000:.0f} ms", 1)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("kafka-faultline")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
+        return "dev"

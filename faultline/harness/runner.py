@@ -1,0 +1,381 @@
+"""One test run, start to finish (DESIGN.md, "The run").
+
+::
+
+    spec -> results/<name>/<UTC timestamp>/test.json      (before anything starts)
+    cluster up, topic created with a full ISR
+    main phase: workload + nemesis schedule for time_limit, journaled to history.jsonl
+    stop issuing ops; heal every fault; let outstanding sends complete
+    wait for a leader and a full ISR on every partition (bounded)
+    drain every partition from log start to the high watermark
+    collect node configs and logs into nodes/
+    teardown (always: also on errors and Ctrl-C)
+    check -> results.json; report -> report.html
+
+``results/latest`` points at the newest run directory as soon as it exists. The
+verdict decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
+
+Seams for the parts written elsewhere: the cluster comes from ``cluster_factory``
+(default :class:`~faultline.harness.local.LocalCluster`), the nemesis from
+``nemesis_factory`` (default :meth:`~faultline.nemeses.package.NemesisPackage.from_spec`,
+which does nothing for a spec without faults), the verdict from
+:func:`faultline.checkers.cli.check_run` and the report from :func:`_report`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import orjson
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from faultline.errors import ClusterError, FaultlineError
+from faultline.harness.cluster import Cluster
+from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
+from faultline.nemeses.schedule import Step
+from faultline.spec import TestSpec
+from faultline.workloads.queue import PartitionDrain, QueueWorkload, WorkloadStats, drain
+
+Verdict = bool | Literal["unknown"] | None
+
+#: How long, after the heal, every partition gets to regain a leader and a full ISR.
+RECOVERY_TIMEOUT_S = 60.0
+#: How long the drain may spend on one partition.
+DRAIN_TIMEOUT_S = 60.0
+
+_log = logging.getLogger(__name__)
+
+
+class NemesisSchedule(Protocol):
+    """What the runner needs of a nemesis (:class:`faultline.nemeses.package.NemesisPackage`).
+
+    ``run`` applies faults until the ``time.monotonic()`` deadline ``until``,
+    journaling each as ``nemesis`` ops; ``heal_all`` stops ``run`` and undoes every
+    fault, also when called from another thread; ``active`` lists the faults held now.
+    """
+
+    def setup(self) -> None: ...
+
+    def run(self, until: float, history: HistoryWriter) -> None: ...
+
+    def heal_all(self, history: HistoryWriter | None = None) -> None: ...
+
+    @property
+    def active(self) -> Sequence[Step]: ...
+
+
+ClusterFactory = Callable[[TestSpec], Cluster]
+NemesisFactory = Callable[[TestSpec, Cluster], NemesisSchedule]
+
+
+@dataclass(slots=True)
+class RunOutcome:
+    """What a finished run left: where, the verdict, and the numbers worth printing."""
+
+    run_dir: Path
+    valid: Verdict
+    stats: WorkloadStats
+    recovered: bool = False
+    drains: list[PartitionDrain] = field(default_factory=list)
+    report: Path | None = None
+    error: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 valid, 1 invalid, 2 unknown, not checked, or failed."""
+        if self.error is not None or self.valid is None or self.valid == "unknown":
+            return 2
+        return 0 if self.valid is True else 1
+
+
+def _local_cluster(spec: TestSpec) -> Cluster:
+    from faultline.harness.local import LocalCluster
+
+    return LocalCluster(spec)
+
+
+def _nemesis_package(spec: TestSpec, cluster: Cluster) -> NemesisSchedule:
+    from faultline.nemeses.package import NemesisPackage
+
+    return NemesisPackage.from_spec(spec, cluster)
+
+
+def new_run_dir(results: Path, name: str, now: datetime | None = None) -> Path:
+    """Create ``results/<name>/<UTC timestamp>/`` (a suffix keeps two runs of one
+    second apart) and point ``results/latest`` at it; returns the directory."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    base = results / name
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir = base / stamp
+    n = 1
+    while True:
+        try:
+            run_dir.mkdir()
+            break
+        except FileExistsError:
+            run_dir = base / f"{stamp}-{n}"
+            n += 1
+    _point_latest(results, run_dir)
+    return run_dir
+
+
+def _point_latest(results: Path, run_dir: Path) -> None:
+    """Atomically replace ``results/latest`` with a relative symlink to ``run_dir``."""
+    link = results / "latest"
+    tmp = results / f".latest.{os.getpid()}"
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    tmp.symlink_to(run_dir.relative_to(results))
+    tmp.replace(link)
+
+
+def run_test(spec: TestSpec, *, results: Path = Path("results"),
+             console: Console | None = None,
+             cluster_factory: ClusterFactory = _local_cluster,
+             nemesis_factory: NemesisFactory = _nemesis_package) -> RunOutcome:
+    """Run ``spec`` once, as the module docstring describes, and return the outcome.
+
+    Contract: ``test.json`` is on disk before the cluster starts; the cluster is torn
+    down before this returns, whatever happened; a :class:`FaultlineError` on the way
+    (cluster did not start, a fault could not be healed) ends the run early, is kept
+    in ``outcome.error`` and gives exit code 2, with whatever was journaled left in
+    the run directory. KeyboardInterrupt tears down and propagates.
+    """
+    console = console or Console(stderr=True)
+    run_dir = new_run_dir(results, spec.name)
+    spec = replace(spec, start_wall_ms=time.time_ns() // 1_000_000)
+    (run_dir / "test.json").write_bytes(orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))
+    outcome = RunOutcome(run_dir, None, WorkloadStats())
+    progress = _Progress(console, spec)
+    with _client_log(run_dir / "faultline.log"), progress:
+        history = _TrackingHistory(run_dir / "history.jsonl")
+        try:
+            _lifecycle(spec, run_dir, history, progress, outcome, cluster_factory,
+                       nemesis_factory)
+        except FaultlineError as e:
+            outcome.error = str(e)
+            _log.error("run failed: %s", e)
+        finally:
+            history.close()
+        if outcome.error is None:
+            progress.phase("checking")
+            outcome.valid = _check(run_dir)
+            progress.phase("report")
+            outcome.report = _report(run_dir)
+        progress.phase("done")
+    return outcome
+
+
+def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progress: _Progress,
+               outcome: RunOutcome, cluster_factory: ClusterFactory,
+               nemesis_factory: NemesisFactory) -> None:
+    topic = spec.topic.name
+    progress.phase("starting cluster")
+    with cluster_factory(spec) as cluster:
+        progress.phase("creating topic")
+        cluster.create_topic(spec.topic)
+        bootstrap = cluster.bootstrap_servers()
+        nemesis = nemesis_factory(spec, cluster)
+        nemesis.setup()
+        workload = QueueWorkload(spec, bootstrap, history)
+        progress.attach(workload, nemesis, history)
+        healed = False
+        try:
+            deadline = time.monotonic() + spec.time_limit_s
+            nemesis_thread = threading.Thread(target=nemesis.run, args=(deadline, history),
+                                              name="faultline-nemesis", daemon=True)
+            progress.main_phase(deadline)
+            workload.start()
+            nemesis_thread.start()
+            while time.monotonic() < deadline and workload.running:
+                time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+            workload.request_stop()
+            progress.phase("healing")
+            nemesis.heal_all(history)
+            healed = True
+            nemesis_thread.join(timeout=30)
+            progress.phase("completing sends")
+            workload.stop()
+        finally:
+            if not healed:  # an error or Ctrl-C: heal, give the clients a moment, go on
+                workload.request_stop()
+                with contextlib.suppress(FaultlineError):
+                    nemesis.heal_all(history)
+                with contextlib.suppress(Exception):
+                    workload.stop(timeout=5.0)
+        outcome.stats = workload.stats()
+        progress.detach()
+
+        progress.phase("waiting for full ISR")
+        try:
+            cluster.wait_full_isr(topic, RECOVERY_TIMEOUT_S)
+            outcome.recovered = True
+        except ClusterError as e:
+            _log.warning("cluster did not recover: %s", e)
+        trusted = _full_isr_partitions(cluster, spec)
+
+        progress.phase("draining")
+        outcome.drains = drain(spec, bootstrap, history, workload.processes,
+                               timeout_s=DRAIN_TIMEOUT_S, trusted=trusted)
+
+        progress.phase("collecting node logs")
+        try:
+            cluster.collect(run_dir / "nodes")
+        except (OSError, FaultlineError) as e:
+            _log.warning("collecting node logs failed: %s", e)
+        progress.phase("teardown")
+
+
+def _full_isr_partitions(cluster: Cluster, spec: TestSpec) -> list[int]:
+    """Partitions that have a leader and every replica in sync now."""
+    try:
+        state = cluster.leaders(spec.topic.name)
+    except Exception as e:  # ClusterError, KafkaException...: the drain then trusts nothing
+        _log.warning("cannot read partition state: %s", e)
+        return []
+    return [p for p, s in state.items()
+            if s.leader is not None and len(s.isr) >= spec.topic.replication_factor]
+
+
+def _check(run_dir: Path) -> Verdict:
+    """The checker's verdict; the checker writes ``results.json`` (also when it fails)."""
+    from faultline.checkers.cli import check_run
+
+    try:
+        result = check_run(run_dir)
+    except FaultlineError as e:
+        _log.error("checking %s failed: %s", run_dir, e)
+        return "unknown"
+    return result.valid
+
+
+def _report(run_dir: Path) -> Path | None:
+    """THE single call site of the HTML report (report.html). A report that cannot be
+    built is logged and does not change the verdict."""
+    try:
+        from faultline.harness.report import build_report
+
+        return build_report(run_dir)
+    except (FaultlineError, OSError) as e:
+        _log.error("building the report failed: %s", e)
+        return None
+
+
+@contextlib.contextmanager
+def _client_log(path: Path) -> Iterator[None]:
+    """Send the ``faultline`` loggers (client libraries, cluster, nemesis) to ``path``
+    for the run, instead of the terminal the progress line lives on."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("faultline")
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        handler.close()
+
+
+class _TrackingHistory(HistoryWriter):
+    """The run's HistoryWriter, remembering the last nemesis op for the progress line."""
+
+    __slots__ = ("last_fault",)
+
+    def __init__(self, path: Path) -> None:
+        HistoryWriter.__init__(self, path)
+        self.last_fault = "none"
+
+    def append(self, process: Process, type: OpType, f: str, value: Any = None,
+               error: str | None = None) -> Op:
+        op = HistoryWriter.append(self, process, type, f, value, error)
+        if process == NEMESIS:
+            nodes = value.get("nodes") if isinstance(value, dict) else None
+            self.last_fault = f + (f" {nodes}" if nodes else "") + (" (failed)" if error else "")
+        return op
+
+
+class _Progress:
+    """The live status line: phase, elapsed, sends ok/fail/info, polls, current fault.
+
+    On a terminal it is one rich live line; elsewhere each phase is printed once.
+    """
+
+    def __init__(self, console: Console, spec: TestSpec) -> None:
+        self._console = console
+        self._spec = spec
+        self._phase = "starting"
+        self._t0 = time.monotonic()
+        self._deadline: float | None = None
+        self._workload: QueueWorkload | None = None
+        self._nemesis: NemesisSchedule | None = None
+        self._history: _TrackingHistory | None = None
+        self._stats = WorkloadStats()
+        self._live: Live | None = None
+
+    def __enter__(self) -> _Progress:
+        if self._console.is_terminal:
+            self._live = Live(get_renderable=self._render, console=self._console,
+                              refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+    def phase(self, name: str) -> None:
+        self._phase = name
+        if self._live is None:
+            self._console.print(f"[{time.monotonic() - self._t0:6.1f}s] {name}",
+                                highlight=False)
+
+    def main_phase(self, deadline: float) -> None:
+        self._deadline = deadline
+        self.phase(f"main phase ({self._spec.time_limit_s:.0f} s)")
+
+    def attach(self, workload: QueueWorkload, nemesis: NemesisSchedule,
+               history: _TrackingHistory) -> None:
+        self._workload, self._nemesis, self._history = workload, nemesis, history
+
+    def detach(self) -> None:
+        if self._workload is not None:
+            self._stats = self._workload.stats()
+        self._workload = None
+
+    def _render(self) -> Text:
+        s = self._workload.stats() if self._workload is not None else self._stats
+        fault = "none"
+        if self._nemesis is not None and self._history is not None:
+            active = self._nemesis.active
+            fault = ", ".join(a.kind for a in active) if active else "none"
+            fault += f"  (last: {self._history.last_fault})"
+        now = time.monotonic()
+        t = Text()
+        t.append(f"{self._phase:<22}", style="bold")
+        t.append(f" {now - self._t0:6.1f}s ")
+        if self._deadline is not None and self._workload is not None:
+            main_s = self._spec.time_limit_s - max(0.0, self._deadline - now)
+            t.append(f"(main {main_s:4.0f}/{self._spec.time_limit_s:.0f}s) ")
+        t.append("sends ")
+        t.append(f"ok {s.ok}", style="green")
+        t.append(" ")
+        t.append(f"fail {s.fail}", style="red" if s.fail else "")
+        t.append(" ")
+        t.append(f"info {s.info}", style="yellow" if s.info else "")
+        t.append(f"  polls {s.polls} ({s.polled_records} records)  fault: {fault}")
+        return t

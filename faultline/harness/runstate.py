@@ -1,0 +1,306 @@
+"""Per-run state on disk, so that a run's leftovers can always be found and removed.
+
+Each local cluster keeps ``<root>/runs/<run-id>/state.json`` (``<root>`` is
+``$FAULTLINE_STATE`` or ``/tmp/kafka-faultline``): its owner process, network layout,
+the pids of its JVMs and Toxiproxy and its proxies' ports. It is written before the
+first namespace is created and removed after the last one is gone.
+
+Other engineers' runs share the machine, so a run is only ever removed when it is
+*stale*: its owner process is dead (pid and start time, so a reused pid does not count),
+or, for a detached run (``faultline cluster up``), when none of its processes is left.
+Names and processes of a run are recognised by the run id: every namespace and link is
+``fl<run-id>...`` and every process started for a run carries ``FAULTLINE_RUN=<run-id>``
+in its environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import random
+import shutil
+import signal
+import string
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from faultline.harness import netns
+
+ENV_RUN = "FAULTLINE_RUN"
+
+
+def state_root() -> Path:
+    return Path(os.environ.get("FAULTLINE_STATE", "/tmp/kafka-faultline"))
+
+
+def runs_dir() -> Path:
+    return state_root() / "runs"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcId:
+    """A process by pid and kernel start time (clock ticks since boot): pids get reused."""
+
+    pid: int
+    start: int
+
+    @classmethod
+    def of(cls, pid: int) -> ProcId | None:
+        start = _start_time(pid)
+        return None if start is None else cls(pid, start)
+
+    def alive(self) -> bool:
+        """True while this very process exists and is not a zombie."""
+        return _start_time(self.pid) == self.start and _state(self.pid) not in ("Z", "X", None)
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def _start_time(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def _state(pid: int) -> str | None:
+    fields = _stat(pid)
+    return fields[0] if fields else None
+
+
+def wait_state(pid: int, stopped: bool, timeout: float = 5.0) -> bool:
+    """Wait until ``pid`` is stopped (SIGSTOP took effect) or running again; signals are
+    delivered asynchronously. False if it did not happen (or the process is gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = _state(pid)
+        if state is None:
+            return False
+        if (state in ("T", "t")) == stopped:
+            return True
+        time.sleep(0.005)
+    return False
+
+
+@dataclass(slots=True)
+class RunState:
+    """What ``state.json`` holds; see the module docstring."""
+
+    run_id: str
+    subnet: str
+    node_ids: list[int]
+    workdir: str
+    owns_workdir: bool
+    spec: dict[str, Any]
+    owner: ProcId | None
+    detached: bool = False
+    created_wall_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    cluster_id: str = ""
+    toxiproxy: ProcId | None = None
+    toxiproxy_port: int = 0
+    proxy_ports: dict[int, int] = field(default_factory=dict)
+    nodes: dict[int, ProcId | None] = field(default_factory=dict)
+    paused: list[int] = field(default_factory=list)
+
+    @property
+    def dir(self) -> Path:
+        return runs_dir() / self.run_id
+
+    @property
+    def layout(self) -> netns.Layout:
+        import ipaddress
+
+        return netns.Layout(self.run_id, ipaddress.IPv4Network(self.subnet), tuple(self.node_ids))
+
+    def save(self) -> None:
+        """Write atomically (a reader never sees half a file)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / "state.json.tmp"
+        tmp.write_text(json.dumps(asdict(self), indent=1, sort_keys=True))
+        tmp.replace(self.dir / "state.json")
+
+    @classmethod
+    def load(cls, run_id: str) -> RunState:
+        """FileNotFoundError or ValueError if the run has no readable state."""
+        data = json.loads((runs_dir() / run_id / "state.json").read_text())
+
+        def proc(value: Any) -> ProcId | None:
+            return ProcId(int(value["pid"]), int(value["start"])) if value else None
+
+        return cls(
+            run_id=data["run_id"],
+            subnet=data["subnet"],
+            node_ids=[int(i) for i in data["node_ids"]],
+            workdir=data["workdir"],
+            owns_workdir=bool(data["owns_workdir"]),
+            spec=data["spec"],
+            owner=proc(data["owner"]),
+            detached=bool(data["detached"]),
+            created_wall_ms=int(data["created_wall_ms"]),
+            cluster_id=data["cluster_id"],
+            toxiproxy=proc(data["toxiproxy"]),
+            toxiproxy_port=int(data["toxiproxy_port"]),
+            proxy_ports={int(k): int(v) for k, v in data["proxy_ports"].items()},
+            nodes={int(k): proc(v) for k, v in data["nodes"].items()},
+            paused=[int(i) for i in data["paused"]],
+        )
+
+    def processes(self) -> list[ProcId]:
+        return [p for p in [self.toxiproxy, *self.nodes.values()] if p is not None]
+
+    def is_stale(self) -> bool:
+        """True when nobody owns this run any more (module docstring)."""
+        if self.detached:
+            return not any(p.alive() for p in self.processes())
+        return self.owner is None or not self.owner.alive()
+
+
+@contextlib.contextmanager
+def locked() -> Iterator[None]:
+    """The machine-wide lock held while runs are created or cleaned up."""
+    root = state_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / "lock").open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def new_run_id(taken: set[str]) -> str:
+    """Six characters, a letter first: names like ``flk3x9q2-n1`` stay within 15."""
+    rng = random.SystemRandom()
+    while True:
+        rid = rng.choice(string.ascii_lowercase) + "".join(
+            rng.choice(string.ascii_lowercase + string.digits) for _ in range(5)
+        )
+        if rid not in taken:
+            return rid
+
+
+def run_ids() -> list[str]:
+    """Every run with a state directory (live or not)."""
+    root = runs_dir()
+    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []
+
+
+def load_all() -> dict[str, RunState | None]:
+    """run id -> its state, or None where the state file is missing or unreadable."""
+    out: dict[str, RunState | None] = {}
+    for rid in run_ids():
+        try:
+            out[rid] = RunState.load(rid)
+        except (OSError, ValueError, KeyError, TypeError):
+            out[rid] = None
+    return out
+
+
+def processes_of(run_id: str) -> list[int]:
+    """Pids of every process whose environment says it belongs to ``run_id``."""
+    needle = f"{ENV_RUN}={run_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def run_ids_of_processes() -> set[str]:
+    """Run ids named by any process's ``FAULTLINE_RUN``."""
+    prefix = f"{ENV_RUN}=".encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        for item in env.split(b"\0"):
+            if item.startswith(prefix):
+                found.add(item[len(prefix) :].decode(errors="replace"))
+    return found
+
+
+def kill_and_wait(pids: list[int], timeout: float = 5.0) -> None:
+    """SIGKILL ``pids`` (their process groups are left alone) and wait until they are gone."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    pending = list(pids)
+    while pending and time.monotonic() < deadline:
+        for pid in list(pending):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # reap our own children
+            if _state(pid) in (None, "Z", "X"):
+                pending.remove(pid)
+        if pending:
+            time.sleep(0.01)
+
+
+def destroy(run_id: str, state: RunState | None) -> None:
+    """Remove everything of one run: processes, namespaces, links, its files.
+
+    Never raises for something already gone; safe to call twice or concurrently.
+    """
+    pids = {p.pid for p in (state.processes() if state else []) if p.alive()}
+    pids.update(processes_of(run_id))
+    kill_and_wait(sorted(pids))
+    namespaces = [ns for ns in netns.list_namespaces() if netns.owner_run_id(ns) == run_id]
+    for cmd in netns.teardown_commands(namespaces, []):
+        netns.run(cmd, check=False)
+    links = [link for link in netns.list_links() if netns.owner_run_id(link) == run_id]
+    for cmd in netns.teardown_commands([], links):
+        netns.run(cmd, check=False)
+    if state is not None and state.owns_workdir:
+        shutil.rmtree(state.workdir, ignore_errors=True)
+    shutil.rmtree(runs_dir() / run_id, ignore_errors=True)
+
+
+def cleanup_stale() -> list[str]:
+    """Remove every stale run and every orphan (a name or process of a run without state).
+
+    Returns the run ids removed. Live runs of other processes are never touched.
+    Call with :func:`locked` held.
+    """
+    removed = []
+    states = load_all()
+    now = time.time()
+    live: set[str] = set()
+    for rid, state in states.items():
+        if state is None:
+            # No readable state: a run that crashed while being created, or one being
+            # created right now (its state appears within milliseconds, under the lock
+            # we hold, so an old directory is the only case).
+            if now - (runs_dir() / rid).stat().st_mtime < 60:
+                live.add(rid)
+                continue
+        elif not state.is_stale():
+            live.add(rid)
+            continue
+        destroy(rid, state)
+        removed.append(rid)
+    orphans = {netns.owner_run_id(n) for n in netns.list_namespaces() + netns.list_links()}
+    orphans |= run_ids_of_processes()
+    for rid in sorted(r for r in orphans if r and r not in live and r not in removed):
+        destroy(rid, None)
+        removed.append(rid)
+    return removed

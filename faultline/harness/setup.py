@@ -1,0 +1,145 @@
+"""``faultline setup`` installs what a local cluster needs; ``faultline doctor`` checks it.
+
+Set-up is idempotent: once everything is cached it downloads nothing and prints only
+that all is in place. Steps: iproute2 / iptables / chromium (apt-get, if missing), the
+Kafka jars (mvn), Toxiproxy (go install), and a class-data-sharing archive of the broker
+(built from one single-node cluster start; it halves broker start-up CPU).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from faultline.errors import FaultlineError, SetupError
+from faultline.harness import kafka_dist, netns
+from faultline.harness.kafka_dist import Report
+from faultline.spec import DEFAULT_KAFKA_VERSION, KafkaSpec, TestSpec, TopicSpec
+
+
+def run_setup(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
+              report: Report = print) -> list[str]:  # fmt: skip
+    """Install every prerequisite; returns what was done (empty: all was in place)."""
+    done: list[str] = []
+
+    def note(line: str) -> None:
+        done.append(line)
+        report(line)
+
+    kafka_dist.ensure_debian_commands(("ip", "iptables", "chromium"), note)
+    dist = kafka_dist.ensure_kafka(version, home, note)
+    if kafka_dist.java_major(dist.java) < 17:
+        raise SetupError(f"{dist.java} is older than Java 17; apt-get install -y openjdk-17-jre-headless")
+    kafka_dist.ensure_toxiproxy(note)
+    kafka_dist.format_all_dir(dist)  # compiled once; no download
+    ensure_cds(dist, note, home)
+    return done
+
+
+def ensure_cds(dist: kafka_dist.KafkaDist, report: Report, home: str | None = None) -> Path | None:
+    """The broker's class-data archive, built once from a real single-node start.
+
+    Needs root (the start uses a network namespace); without it, nothing is built and
+    clusters simply start slower.
+    """
+    archive = kafka_dist.cds_archive(dist)
+    if archive.exists():
+        return archive
+    if os.geteuid() != 0:
+        report("skipped the class-data archive (needs root); clusters start slower")
+        return None
+    from faultline.harness.local import LocalCluster  # local imports setup's modules
+
+    report(f"building the class-data archive for Kafka {dist.version} (one single-node start)")
+    spec = TestSpec(
+        name="cds",
+        kafka=KafkaSpec(version=dist.version, nodes=1, home=home),
+        topic=TopicSpec(name="cds", partitions=1, replication_factor=1, min_insync_replicas=1),
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="faultline-cds-") as tmp:
+        classlist = Path(tmp) / "classes.lst"
+        with LocalCluster(spec, Path(tmp) / "cluster",
+                          jvm_extra=[f"-XX:DumpLoadedClassList={classlist}"]) as cluster:  # fmt: skip
+            cluster.create_topic()
+            cluster.stop_node(1)  # a clean exit flushes the class list
+        return kafka_dist.build_cds_archive(dist, classlist)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One prerequisite: ``ok``, or what is wrong and the command that fixes it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None) -> list[Check]:
+    """Check every prerequisite without changing anything."""
+    checks: list[Check] = []
+    root = os.geteuid() == 0
+    checks.append(Check("root", root, "running as root" if root else "not root",
+                        "run as root: namespaces and iptables need it"))  # fmt: skip
+    try:
+        java = kafka_dist.find_java()
+        major = kafka_dist.java_major(java)
+        checks.append(Check("java", major >= 17, f"{java} (Java {major})",
+                            "apt-get install -y openjdk-17-jre-headless"))  # fmt: skip
+    except FaultlineError as e:
+        checks.append(Check("java", False, str(e), "apt-get install -y openjdk-17-jre-headless"))
+    for command, package in (("ip", "iproute2"), ("iptables", "iptables"), ("chromium", "chromium")):
+        path = kafka_dist.which(command)
+        checks.append(Check(command, bool(path), path or "not found", f"apt-get install -y {package}"))
+    home = home if home is not None else os.environ.get("KAFKA_HOME")
+    if home:
+        try:
+            dist = kafka_dist.ensure_kafka(version, home)
+            checks.append(Check("kafka", True, f"KAFKA_HOME={home} (Kafka {dist.version})"))
+        except FaultlineError as e:
+            checks.append(Check("kafka", False, str(e), "unset KAFKA_HOME or point it at a Kafka 4.x"))
+    else:
+        cached = kafka_dist.kafka_cached(version)
+        mvn = shutil.which("mvn")
+        checks.append(Check(
+            "kafka", cached,
+            f"Kafka {version} jars in {kafka_dist.kafka_libs(version)}" if cached
+            else f"Kafka {version} not cached" + ("" if mvn else "; mvn not found"),
+            "faultline setup" if mvn else "apt-get install -y maven && faultline setup",
+        ))  # fmt: skip
+    tp = kafka_dist.toxiproxy_path()
+    go = shutil.which("go") or Path("/usr/local/go/bin/go").exists()
+    checks.append(Check("toxiproxy", tp.exists(), str(tp) if tp.exists() else "not built",
+                        "faultline setup" if go else "install Go, then faultline setup"))  # fmt: skip
+    if not home and kafka_dist.kafka_cached(version):
+        dist = kafka_dist.KafkaDist(version, kafka_dist.kafka_libs(version), kafka_dist.find_java())
+        archive = kafka_dist.cds_archive(dist)
+        checks.append(Check("cds archive", archive.exists(),
+                            str(archive) if archive.exists() else "not built (clusters start slower)",
+                            "faultline setup"))  # fmt: skip
+    checks.append(_forward_check())
+    if root and kafka_dist.which("ip"):
+        free = netns.free_subnets(netns.used_networks())
+        checks.append(Check("subnets", bool(free), f"{len(free)} free /24s in {netns.SUPERNET}",
+                            "faultline cluster down --all (or free addresses in 10.241.0.0/16)"))  # fmt: skip
+    return checks
+
+
+def _forward_check() -> Check:
+    """Bridged traffic between nodes passes the host's FORWARD chain when br_netfilter is
+    loaded; a DROP policy there (Docker sets one) silently cuts nodes apart. Read only."""
+    nf = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")
+    if not nf.exists() or nf.read_text().strip() != "1" or not kafka_dist.which("iptables"):
+        return Check("bridge forwarding", True, "bridged traffic bypasses iptables")
+    out = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True, check=False)
+    drop = "-P FORWARD DROP" in out.stdout
+    return Check(
+        "bridge forwarding", not drop,
+        "host FORWARD policy is DROP and bridged traffic passes iptables" if drop
+        else "host FORWARD policy accepts bridged traffic",
+        "sysctl -w net.bridge.bridge-nf-call-iptables=0 (the harness never edits host rules)",
+    )  # fmt: skip

@@ -1,0 +1,268 @@
+"""The Nemesis protocol, and the shared machinery of faults aimed at whole nodes.
+
+A nemesis owns one fault family. The package (:mod:`faultline.nemeses.package`)
+drives it in three steps per scheduled fault:
+
+1. ``plan(step, busy)`` reads live state (leaders, the active controller) and
+   chooses targets; its result is the ``value`` of the journaled invoke op
+   (``nodes``, ``grudge``, ``leaders`` ...);
+2. ``invoke(op)`` applies the fault (``op.f`` is the family's fault action, e.g.
+   ``kill``) or heals it (the heal action, e.g. ``start``); it returns the op with
+   the completion value (what was done), which the package journals;
+3. ``teardown()`` undoes whatever this nemesis may still have in effect. It must
+   heal even when a graceful heal failed or was never attempted, must not raise
+   for something already healed, and may be called more than once.
+
+Every nemesis op is ``type: "info"`` with ``process: "nemesis"`` (HISTORY.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from faultline.errors import NemesisError
+from faultline.harness.cluster import (
+    Cluster,
+    Killable,
+    Partitionable,
+    Pausable,
+    Stoppable,
+    Toxifiable,
+    Wipeable,
+)
+from faultline.history import Op
+from faultline.nemeses.schedule import Step, fault_action, heal_action
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: How long ``plan`` waits for live state a fault needs (a partition's leader, the controller).
+LIVE_STATE_TIMEOUT_S = 10.0
+#: How long ``plan`` waits for the courtesy leader snapshot before going without it.
+SNAPSHOT_TIMEOUT_S = 3.0
+
+
+@runtime_checkable
+class Nemesis(Protocol):
+    """One fault family; see the module docstring for the contract of each method."""
+
+    family: str
+
+    def setup(self, cluster: Cluster) -> None:
+        """Bind to ``cluster``; raises NemesisError if the cluster lacks a capability."""
+        ...
+
+    def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:
+        """Choose targets for ``step`` from live state; ``busy`` nodes are already faulted
+        by a node-level fault and must not be chosen. Raises NemesisError when there is
+        no target (e.g. every node busy, no active controller)."""
+        ...
+
+    def invoke(self, op: Op) -> Op:
+        """Apply (``op.f`` is the fault action) or heal (the heal action) what ``op.value``
+        names; returns ``op`` with the completion value. Raises NemesisError on failure,
+        after which the fault counts as possibly applied."""
+        ...
+
+    def teardown(self) -> None:
+        """Heal everything this nemesis may have in effect; idempotent, never skipped."""
+        ...
+
+
+def _missing(cluster: Cluster, family: str, what: str) -> NemesisError:
+    return NemesisError(f"the {type(cluster).__name__} backend cannot {what}, "
+                        f"which the {family!r} nemesis needs")
+
+
+def killable(cluster: Cluster, family: str) -> Killable:
+    """``cluster`` as :class:`Killable`, or NemesisError naming ``family``."""
+    if isinstance(cluster, Killable):
+        return cluster
+    raise _missing(cluster, family, "kill and start nodes")
+
+
+def pausable(cluster: Cluster, family: str) -> Pausable:
+    """``cluster`` as :class:`Pausable`, or NemesisError naming ``family``."""
+    if isinstance(cluster, Pausable):
+        return cluster
+    raise _missing(cluster, family, "pause and resume nodes")
+
+
+def stoppable(cluster: Cluster, family: str) -> Stoppable:
+    """``cluster`` as :class:`Stoppable`, or NemesisError naming ``family``."""
+    if isinstance(cluster, Stoppable):
+        return cluster
+    raise _missing(cluster, family, "stop nodes gracefully")
+
+
+def partitionable(cluster: Cluster, family: str) -> Partitionable:
+    """``cluster`` as :class:`Partitionable`, or NemesisError naming ``family``."""
+    if isinstance(cluster, Partitionable):
+        return cluster
+    raise _missing(cluster, family, "partition the network")
+
+
+def toxifiable(cluster: Cluster, family: str) -> Toxifiable:
+    """``cluster`` as :class:`Toxifiable`, or NemesisError naming ``family``."""
+    if isinstance(cluster, Toxifiable):
+        return cluster
+    raise _missing(cluster, family, "add toxics to client links")
+
+
+def wipeable(cluster: Cluster, family: str) -> Wipeable:
+    """``cluster`` as :class:`Wipeable`, or NemesisError naming ``family``."""
+    if isinstance(cluster, Wipeable):
+        return cluster
+    raise _missing(cluster, family, "delete a node's data")
+
+
+def with_timeout(fn: Callable[[], T], timeout: float, what: str) -> T:
+    """Call ``fn`` until it answers, for at most ``timeout`` seconds.
+
+    Live-state reads go through the client proxies, where a toxic can hold a request
+    indefinitely, and any broker may answer with metadata it has not caught up on yet
+    (``UNKNOWN_TOPIC_OR_PART``); the schedule must neither stall nor give up on the
+    first such answer. ``fn`` runs in a daemon thread and is retried on error every
+    0.2 s. Raises NemesisError with the last error when the time is up.
+    """
+    box: list[T] = []
+    err: list[BaseException] = []
+    deadline = time.monotonic() + timeout
+
+    def target() -> None:
+        while True:
+            try:
+                box.append(fn())
+                return
+            except Exception as e:  # retried, then handed to the caller below
+                err[:] = [e]
+            if time.monotonic() + 0.2 >= deadline:
+                return
+            time.sleep(0.2)
+
+    t = threading.Thread(target=target, name=f"nemesis-{what}", daemon=True)
+    t.start()
+    t.join(timeout)
+    if box:
+        return box[0]
+    if err:
+        raise NemesisError(f"{what} failed: {err[0]}") from err[0]
+    raise NemesisError(f"{what} did not answer within {timeout:.0f} s")
+
+
+def leaders_snapshot(cluster: Cluster, timeout: float = SNAPSHOT_TIMEOUT_S) -> dict[str, int]:
+    """``{"<topic>/<partition>": leader}`` for the test topic now, leaderless partitions
+    left out; empty when the cluster does not answer in time (it is a courtesy for the
+    checker, never a reason to skip a fault)."""
+    topic = cluster.spec.topic.name
+    try:
+        states = with_timeout(lambda: cluster.leaders(topic), timeout, "leaders")
+    except NemesisError as e:
+        log.info("no leader snapshot for the nemesis op: %s", e)
+        return {}
+    return {f"{topic}/{p}": s.leader for p, s in sorted(states.items()) if s.leader is not None}
+
+
+def choose(candidates: Collection[int], pick: int) -> int:
+    """A reproducible choice among ``candidates`` (sorted first, so order does not matter)."""
+    if not candidates:
+        raise NemesisError("no candidate node to choose from")
+    ordered = sorted(candidates)
+    return ordered[pick % len(ordered)]
+
+
+def completed(op: Op, **extra: Any) -> Op:
+    """``op`` with ``extra`` merged into its value: the completion of a nemesis op."""
+    value = dict(op.value or {})
+    value.update(extra)
+    return dataclasses.replace(op, value=value)
+
+
+class NodeFault:
+    """A fault that takes one node out (kill, pause, stop, wipe, lose-unflushed).
+
+    Subclasses set ``family`` and implement ``_capabilities``, ``_fault`` and ``_heal``.
+    The target is drawn with ``step.pick`` from the nodes not ``busy``; nodes are
+    remembered *before* the fault is applied, so ``teardown`` heals a fault that failed
+    half-way as well as one whose graceful heal failed.
+    """
+
+    family: str = ""
+
+    def __init__(self) -> None:
+        self._cluster: Cluster | None = None
+        self._faulted: set[int] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def cluster(self) -> Cluster:
+        if self._cluster is None:
+            raise NemesisError(f"the {self.family!r} nemesis was used before setup()")
+        return self._cluster
+
+    def setup(self, cluster: Cluster) -> None:
+        self._capabilities(cluster)
+        self._cluster = cluster
+
+    def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:
+        free = [n.id for n in self.cluster.nodes if n.id not in busy]
+        if not free:
+            raise NemesisError(f"no node left to {self.family}: all of {sorted(busy)} are faulted")
+        node = choose(free, step.pick)
+        return {"nodes": [node], "leaders": leaders_snapshot(self.cluster)}
+
+    def invoke(self, op: Op) -> Op:
+        nodes = [int(n) for n in (op.value or {}).get("nodes", [])]
+        if op.f == fault_action(self.family):
+            results = []
+            for node in nodes:
+                with self._lock:
+                    self._faulted.add(node)
+                results.append(self._fault(node))
+            return completed(op, result="; ".join(r for r in results if r))
+        if op.f == heal_action(self.family):
+            for node in nodes:
+                self._heal(node)
+                with self._lock:
+                    self._faulted.discard(node)
+            return completed(op, result="started" if op.f == "start" else op.f + "d")
+        raise NemesisError(f"the {self.family!r} nemesis cannot {op.f!r}")
+
+    def teardown(self) -> None:
+        if self._cluster is None:
+            return
+        with self._lock:
+            nodes = sorted(self._faulted)
+        errors = []
+        for node in nodes:
+            try:
+                self._heal(node)
+                with self._lock:
+                    self._faulted.discard(node)
+            except Exception as e:  # try every node, report all
+                errors.append(f"node {node}: {e}")
+        if errors:
+            raise NemesisError(f"{self.family} teardown could not heal {'; '.join(errors)}")
+
+    @property
+    def faulted(self) -> frozenset[int]:
+        """Nodes this nemesis may still have faulted (for tests and leftovers checks)."""
+        with self._lock:
+            return frozenset(self._faulted)
+
+    def _capabilities(self, cluster: Cluster) -> None:
+        raise NotImplementedError
+
+    def _fault(self, node: int) -> str:
+        """Apply the fault to ``node``; returns a short description for ``result``."""
+        raise NotImplementedError
+
+    def _heal(self, node: int) -> None:
+        """Undo the fault on ``node``; must be a no-op when it is already undone."""
+        raise NotImplementedError

@@ -1,0 +1,330 @@
+"""lose-unflushed: what a power loss without fsync does to a Kafka replica.
+
+Kafka writes to the page cache and fsyncs only on a flush (``log.flush.interval.*``
+or a segment roll). Each flush advances the partition's *recovery point*, which the
+broker writes to ``<log.dirs>/recovery-point-offset-checkpoint`` every
+``log.flush.offset.checkpoint.interval.ms``. A process kill loses nothing (the page
+cache survives), but a power loss may lose every byte written after the last flush.
+
+The fault: SIGKILL the node, then for every partition cut each log back to its
+recovery point as recorded in the checkpoint, then (at heal time) start the node.
+This is the worst case the disk allows: everything not known to be flushed is gone.
+A partition directory missing from the checkpoint (created since the last
+checkpoint write) has no recorded flush and is cut back to its first segment's
+base offset; so is every partition when the checkpoint cannot be read, which is
+what Kafka's ``LogManager`` does with such a file ("resetting the recovery
+checkpoint to 0"). The KRaft metadata log (``__cluster_metadata``) is left alone: Raft
+fsyncs it before acknowledging.
+
+How a log is cut, per partition directory:
+
+1. segments (``<20-digit base offset>.log``) are ordered by base offset; the one
+   holding the recovery point is the last whose base offset is below it (or the
+   first segment, if none is);
+2. its record batches are walked from byte 0 (v2 header: ``baseOffset`` int64,
+   ``batchLength`` int32, ..., ``lastOffsetDelta`` int32 at byte 23; a batch spans
+   ``12 + batchLength`` bytes) and the file is truncated at the first batch that is
+   not wholly below the recovery point (``last offset >= recovery point``), or at a
+   batch torn by the end of the file;
+3. every later segment is deleted with its index files (``.index``, ``.timeindex``,
+   ``.txnindex``), and the cut segment's index files are deleted too.
+
+Why deleting index files is safe (Kafka's ``LogLoader``, storage module): a ``.log``
+file without its offset index raises ``NoSuchFileException`` in ``sanityCheck``,
+which makes the loader *recover the segment and rebuild its index files*; and
+without a clean-shutdown marker every segment from the recovery point on is
+recovered anyway (indexes rebuilt from the batches). Producer snapshots beyond the
+new log end are dropped by the loader, and the leader-epoch cache is truncated to
+the new log end (``truncateFromEndAsyncFlush``).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from faultline.errors import NemesisError
+from faultline.harness.cluster import Cluster
+from faultline.history import Op
+from faultline.nemeses.base import NodeFault, completed, killable
+
+CHECKPOINT = "recovery-point-offset-checkpoint"
+_LOG_OVERHEAD = 12  # baseOffset int64 + batchLength int32
+_V2_HEADER = 27  # through lastOffsetDelta
+_MAGIC_AT = 16
+_LAST_OFFSET_DELTA_AT = 23
+_INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+
+
+def parse_checkpoint(text: str, *, source: str = CHECKPOINT) -> dict[tuple[str, int], int]:
+    """Parse an offset checkpoint: version ``0``, an entry count, then ``topic partition offset``.
+
+    An empty file, or one with only the version, has no entries (as Kafka's
+    ``CheckpointFile`` reads it: the broker creates the file empty). Raises NemesisError
+    naming ``source`` on an unknown version, a count that does not match the entries,
+    or a malformed line.
+    """
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if lines and lines[0].strip() != "0":
+        raise NemesisError(f"{source}: unknown checkpoint version {lines[0].strip()!r}")
+    if len(lines) < 2:
+        # Kafka creates the file empty and reads an empty (or version-only) file as no entries
+        return {}
+    try:
+        count = int(lines[1])
+    except ValueError:
+        raise NemesisError(f"{source}: bad entry count {lines[1]!r}") from None
+    entries = lines[2:]
+    if len(entries) != count:
+        raise NemesisError(f"{source}: header says {count} entries, found {len(entries)}")
+    out: dict[tuple[str, int], int] = {}
+    for ln in entries:
+        parts = ln.split()
+        if len(parts) != 3:
+            raise NemesisError(f"{source}: malformed entry {ln!r}")
+        topic, partition, offset = parts
+        try:
+            out[(topic, int(partition))] = int(offset)
+        except ValueError:
+            raise NemesisError(f"{source}: malformed entry {ln!r}") from None
+    return out
+
+
+def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    """Read a checkpoint file; an absent file means no flush was ever recorded (empty)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    return parse_checkpoint(text, source=str(path))
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One record batch in a segment file: where it starts, its offsets, its size in bytes."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    size: int
+
+
+def iter_batches(f: BinaryIO) -> Iterator[Batch]:
+    """Walk the record batches of a segment file from byte 0.
+
+    Stops quietly at a torn tail (a header or a batch cut short by the end of the
+    file). For the legacy formats (magic 0/1) the wrapper's offset is its last offset.
+    Raises NemesisError on a length that cannot be a batch.
+    """
+    f.seek(0, os.SEEK_END)
+    end = f.tell()
+    pos = 0
+    while pos + _LOG_OVERHEAD <= end:
+        f.seek(pos)
+        head = f.read(_V2_HEADER)
+        base_offset, length = struct.unpack_from(">qi", head, 0)
+        size = _LOG_OVERHEAD + length
+        if length < 0:
+            raise NemesisError(f"batch at byte {pos} has negative length {length}")
+        if pos + size > end or len(head) <= _MAGIC_AT:
+            return
+        magic = head[_MAGIC_AT]
+        if magic >= 2:
+            if len(head) < _V2_HEADER:
+                return
+            (delta,) = struct.unpack_from(">i", head, _LAST_OFFSET_DELTA_AT)
+            last = base_offset + delta
+        else:
+            last = base_offset
+        yield Batch(pos, base_offset, last, size)
+        pos += size
+
+
+def cut_point(f: BinaryIO, recovery_point: int) -> tuple[int, int | None]:
+    """Where to truncate a segment so that only offsets below ``recovery_point`` remain.
+
+    Returns ``(byte position, next offset)``: the position of the first batch not wholly
+    below the recovery point (or of a torn tail, or the end of the file), and the
+    offset after the last batch kept (None when no batch is kept).
+    """
+    next_offset: int | None = None
+    pos = 0
+    for batch in iter_batches(f):
+        if batch.last_offset >= recovery_point:
+            return batch.position, next_offset
+        next_offset = batch.last_offset + 1
+        pos = batch.position + batch.size
+    return pos, next_offset
+
+
+def segments(partition_dir: Path) -> list[tuple[int, Path]]:
+    """The ``.log`` segments of a partition directory as (base offset, path), in order."""
+    out: list[tuple[int, Path]] = []
+    for p in partition_dir.iterdir():
+        if p.suffix == ".log" and p.stem.isdigit():
+            out.append((int(p.stem), p))
+    return sorted(out)
+
+
+def end_offset(partition_dir: Path) -> int:
+    """The log end offset as the files show it (Kafka's ``readNextOffset`` of the last
+    segment): after its last whole batch, or its base offset when it has none."""
+    segs = segments(partition_dir)
+    if not segs:
+        return 0
+    base, path = segs[-1]
+    with path.open("rb") as f:
+        _, next_offset = cut_point(f, 2**63 - 1)
+    return base if next_offset is None else next_offset
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """What cutting one partition did: log end offsets before and after, bytes removed."""
+
+    recovery_point: int
+    old_end: int
+    new_end: int
+    bytes_removed: int
+
+    def to_json(self) -> dict[str, int]:
+        """The history form."""
+        return {"recovery_point": self.recovery_point, "old_end": self.old_end,
+                "new_end": self.new_end, "bytes_removed": self.bytes_removed}
+
+
+def truncate_partition(partition_dir: Path, recovery_point: int) -> Truncation:
+    """Cut one partition's log back to ``recovery_point`` on disk; see the module docstring.
+
+    Contract: only call while the broker is down. Afterwards the directory holds only
+    whole batches with offsets below the recovery point; index files of the cut and
+    deleted segments are gone, so Kafka rebuilds them when it loads the log.
+    """
+    segs = segments(partition_dir)
+    if not segs:
+        return Truncation(recovery_point, 0, 0, 0)
+    old_end = end_offset(partition_dir)
+    holder = 0
+    for i, (base, _) in enumerate(segs):
+        if base < recovery_point:
+            holder = i
+    removed = 0
+    base, path = segs[holder]
+    with path.open("r+b") as f:
+        pos, _ = cut_point(f, recovery_point)
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        if pos < size:
+            f.truncate(pos)
+            removed += size - pos
+    _delete_indexes(partition_dir, base)
+    for later_base, later in segs[holder + 1:]:
+        removed += later.stat().st_size
+        later.unlink()
+        _delete_indexes(partition_dir, later_base)
+    return Truncation(recovery_point, old_end, end_offset(partition_dir), removed)
+
+
+def _delete_indexes(partition_dir: Path, base: int) -> None:
+    for suffix in _INDEX_SUFFIXES:
+        (partition_dir / f"{base:020d}{suffix}").unlink(missing_ok=True)
+
+
+def partition_dirs(data_dir: Path) -> dict[tuple[str, int], Path]:
+    """Partition directories (``<topic>-<partition>``) of a log dir, without the KRaft
+    metadata log and without directories being deleted or moved (``-delete``, ``-future``)."""
+    out: dict[tuple[str, int], Path] = {}
+    if not data_dir.is_dir():
+        return out
+    for p in data_dir.iterdir():
+        if not p.is_dir():
+            continue
+        topic, _, part = p.name.rpartition("-")
+        if not topic or not part.isdigit() or topic.startswith("__cluster_metadata"):
+            continue
+        out[(topic, int(part))] = p
+    return out
+
+
+def recovery_points(data_dir: Path) -> tuple[dict[tuple[str, int], int], str | None]:
+    """The recovery points of a log dir, as the broker will read them on restart.
+
+    Kafka's ``LogManager`` treats an unreadable checkpoint as empty ("resetting the
+    recovery checkpoint to 0") and recovers every log from its start; so does this.
+    Returns the points and, for an unreadable file, why it could not be read.
+    """
+    try:
+        return read_checkpoint(data_dir / CHECKPOINT), None
+    except (NemesisError, OSError, UnicodeDecodeError) as e:
+        return {}, str(e)
+
+
+def lose_unflushed(data_dir: Path, topics: Collection[str] | None = None) -> dict[str, Truncation]:
+    """Cut every partition log under ``data_dir`` back to its recorded recovery point.
+
+    ``topics`` limits the cut to those topic names (None: every topic). Returns
+    ``"<topic>/<partition>" -> Truncation`` for each partition cut. Only call while the
+    broker is down.
+    """
+    checkpoint, _ = recovery_points(data_dir)
+    out: dict[str, Truncation] = {}
+    for (topic, partition), pdir in sorted(partition_dirs(data_dir).items()):
+        if topics is not None and topic not in topics:
+            continue
+        segs = segments(pdir)
+        if not segs:
+            continue
+        rp = checkpoint.get((topic, partition), segs[0][0])
+        out[f"{topic}/{partition}"] = truncate_partition(pdir, rp)
+    return out
+
+
+class LoseUnflushedNemesis(NodeFault):
+    """``lose-unflushed`` kills one node (``value.nodes``) and cuts each of its partition
+    logs back to the recovery point; the node stays down until ``start``.
+
+    The completion value's ``truncated`` maps ``"<topic>/<partition>"`` to the log end
+    offsets before and after the cut (``old_end``, ``new_end``), the recovery point
+    and the bytes removed: every partition of the test topic on the node, and those of
+    other topics that lost records. ``checkpoint_unreadable`` says why the checkpoint
+    could not be read, when it could not (everything was then cut, as Kafka recovers).
+    """
+
+    family = "lose-unflushed"
+
+    def __init__(self, topics: Collection[str] | None = None) -> None:
+        super().__init__()
+        self._topics = topics
+        self.last_truncation: dict[str, Truncation] = {}
+        self.last_checkpoint_error: str | None = None
+
+    def _capabilities(self, cluster: Cluster) -> None:
+        killable(cluster, self.family)
+
+    def invoke(self, op: Op) -> Op:
+        done = super().invoke(op)
+        if op.f == self.family:
+            # every partition of the test topic; others (internal topics) only if cut
+            topic = self.cluster.spec.topic.name
+            kept = {k: t.to_json() for k, t in self.last_truncation.items()
+                    if k.rsplit("/", 1)[0] == topic or t.new_end != t.old_end}
+            done = completed(done, truncated=kept)
+            if self.last_checkpoint_error is not None:
+                done = completed(done, checkpoint_unreadable=self.last_checkpoint_error)
+        return done
+
+    def _fault(self, node: int) -> str:
+        killable(self.cluster, self.family).kill(node)
+        data_dir = self.cluster.node(node).data_dir
+        self.last_checkpoint_error = recovery_points(data_dir)[1]
+        self.last_truncation = lose_unflushed(data_dir, self._topics)
+        lost = sum(t.old_end - t.new_end for t in self.last_truncation.values())
+        return (f"killed node {node}; cut {len(self.last_truncation)} partition logs back to their "
+                f"recovery points, {lost} records gone")
+
+    def _heal(self, node: int) -> None:
+        killable(self.cluster, self.family).start_node(node)

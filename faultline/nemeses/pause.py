@@ -1,0 +1,28 @@
+"""pause / resume: SIGSTOP a node's JVM, later SIGCONT it.
+
+A paused broker keeps its sockets and its leadership claims but answers nothing: its
+followers' fetches stall (it drops out of other leaders' ISRs after
+``replica.lag.time.max.ms``), and a paused leader is a zombie until the controller
+fences it (``broker.session.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+from faultline.harness.cluster import Cluster
+from faultline.nemeses.base import NodeFault, pausable
+
+
+class PauseNemesis(NodeFault):
+    """``pause`` SIGSTOPs one node (``value.nodes``); ``resume`` SIGCONTs it."""
+
+    family = "pause"
+
+    def _capabilities(self, cluster: Cluster) -> None:
+        pausable(cluster, self.family)
+
+    def _fault(self, node: int) -> str:
+        pausable(self.cluster, self.family).pause(node)
+        return f"paused node {node}"
+
+    def _heal(self, node: int) -> None:
+        pausable(self.cluster, self.family).resume(node)

@@ -1,0 +1,31 @@
+"""stop / start: a graceful stop (SIGTERM, controlled shutdown), later a start.
+
+Controlled shutdown asks the controller to move leadership off the node before it
+exits, so a graceful stop should move leaders cleanly with no unavailability beyond
+the move itself; it is the control case against ``kill``.
+"""
+
+from __future__ import annotations
+
+from faultline.harness.cluster import Cluster
+from faultline.nemeses.base import NodeFault, killable, stoppable
+
+#: Seconds a controlled shutdown may take before the backend escalates to SIGKILL.
+STOP_TIMEOUT_S = 30.0
+
+
+class StopNemesis(NodeFault):
+    """``stop`` stops one node gracefully (``value.nodes``); ``start`` starts it again."""
+
+    family = "stop"
+
+    def _capabilities(self, cluster: Cluster) -> None:
+        stoppable(cluster, self.family)
+        killable(cluster, self.family)
+
+    def _fault(self, node: int) -> str:
+        stoppable(self.cluster, self.family).stop_node(node, STOP_TIMEOUT_S)
+        return f"stopped node {node}"
+
+    def _heal(self, node: int) -> None:
+        killable(self.cluster, self.family).start_node(node)

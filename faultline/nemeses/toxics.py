@@ -1,0 +1,101 @@
+"""toxics: Toxiproxy toxics on the client links (clients <-> brokers), then clear them.
+
+Only client traffic passes the proxies (DESIGN.md), so these faults never touch
+replication: they provoke client timeouts, indeterminate sends (``info``), retries and
+duplicates. Kinds and what each does to a proxied connection:
+
+============  ==========================  ==================================================
+kind          streams                     attributes (drawn from ``pick``)
+============  ==========================  ==================================================
+latency       downstream                  ``latency`` 50-1000 ms, ``jitter`` half of it
+bandwidth     downstream                  ``rate`` 1-64 KB/s
+timeout       upstream and downstream     ``timeout`` 0: no data passes, connections hang
+reset_peer    upstream                    ``timeout`` 0-2000 ms, then TCP RST
+slicer        downstream                  ``average_size`` 16-128 bytes, ``size_variation``
+                                          half, ``delay`` 100-2000 us between slices
+============  ==========================  ==================================================
+
+The toxic goes on one node's proxy or on every proxy (drawn from ``pick``, half the
+time each). The value records ``toxic`` (kind, streams, attributes) and ``nodes``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection
+from typing import Any
+
+from faultline.errors import NemesisError
+from faultline.harness.cluster import Cluster
+from faultline.history import Op
+from faultline.nemeses.base import choose, completed, leaders_snapshot, toxifiable
+from faultline.nemeses.schedule import TOXIC_KINDS, Step
+
+
+def toxic_for(kind: str, pick: int) -> tuple[tuple[str, ...], dict[str, int]]:
+    """The streams and attributes of toxic ``kind``, drawn reproducibly from ``pick``."""
+    rng = random.Random(f"toxic:{kind}:{pick}")
+    if kind == "latency":
+        latency = rng.choice([50, 100, 250, 500, 1000])
+        return ("downstream",), {"latency": latency, "jitter": latency // 2}
+    if kind == "bandwidth":
+        return ("downstream",), {"rate": rng.choice([1, 4, 16, 64])}
+    if kind == "timeout":
+        return ("upstream", "downstream"), {"timeout": 0}
+    if kind == "reset_peer":
+        return ("upstream",), {"timeout": rng.choice([0, 500, 2000])}
+    if kind == "slicer":
+        size = rng.choice([16, 64, 128])
+        return ("downstream",), {"average_size": size, "size_variation": size // 2,
+                                 "delay": rng.choice([100, 500, 2000])}
+    raise NemesisError(f"unknown toxic {kind!r}; known: {', '.join(TOXIC_KINDS)}")
+
+
+class ToxicsNemesis:
+    """``toxic`` adds one toxic to one or every client proxy; ``clear-toxics`` removes all."""
+
+    family = "toxics"
+
+    def __init__(self) -> None:
+        self._cluster: Cluster | None = None
+
+    @property
+    def cluster(self) -> Cluster:
+        if self._cluster is None:
+            raise NemesisError("the 'toxics' nemesis was used before setup()")
+        return self._cluster
+
+    def setup(self, cluster: Cluster) -> None:
+        toxifiable(cluster, self.family)
+        self._cluster = cluster
+
+    def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:
+        nodes = sorted(n.id for n in self.cluster.nodes)
+        if (step.pick >> 16) % 2 == 1:
+            nodes = [choose(nodes, step.pick)]
+        streams, attributes = toxic_for(step.kind, step.pick)
+        # leaders first: once the toxic is on, admin calls through the proxies suffer too
+        return {"nodes": nodes,
+                "toxic": {"kind": step.kind, "streams": list(streams), "attributes": attributes},
+                "leaders": leaders_snapshot(self.cluster)}
+
+    def invoke(self, op: Op) -> Op:
+        tox = toxifiable(self.cluster, self.family)
+        value = op.value or {}
+        if op.f == "toxic":
+            spec = value["toxic"]
+            names = []
+            for node in value["nodes"]:
+                for stream in spec["streams"]:
+                    names.append(tox.add_toxic(int(node), spec["kind"], spec["attributes"], stream=stream))
+            return completed(op, result=f"added {len(names)} toxic(s)", names=names)
+        if op.f == "clear-toxics":
+            tox.clear_toxics()
+            return completed(op, result="toxics cleared")
+        raise NemesisError(f"the 'toxics' nemesis cannot {op.f!r}")
+
+    def teardown(self) -> None:
+        """Remove every toxic from every proxy."""
+        if self._cluster is None:
+            return
+        toxifiable(self._cluster, self.family).clear_toxics()

@@ -1,0 +1,226 @@
+"""How a send ends: the error -> ``ok`` / ``fail`` / ``info`` table, with the reason for each.
+
+A ``fail`` is a claim that the message was certainly *not* written. The checker holds
+the cluster to it (a ``fail`` whose value is later read is an ``aborted-read``, which
+no configuration permits), so a wrong ``fail`` is how a harness invents anomalies. The
+rule here is therefore: ``fail`` only when the message cannot be in the log, ``info``
+whenever it may be.
+
+The reference is librdkafka's own per-message persistence status
+(``rd_kafka_message_status``: ``NOT_PERSISTED``, ``POSSIBLY_PERSISTED``,
+``PERSISTED``), which it derives from the error of each Produce attempt
+(``rd_kafka_err_action`` and ``rd_kafka_handle_Produce_error`` in
+``rdkafka_request.c``). Two facts shape the table:
+
+1. confluent-kafka (2.16) does not expose that status on ``Message``, only the final
+   error, so the status is re-derived here from the error name, the way librdkafka
+   derives it for a single attempt.
+2. librdkafka never *downgrades* a status: a message whose first attempt timed out in
+   flight stays ``POSSIBLY_PERSISTED`` even if a retry then fails with an error that by
+   itself means "not written" (``rd_kafka_msgq_set_metadata``,
+   ``rd_kafka_retry_msgq``). The final error only speaks for the final attempt. So
+   with retries on, a "not written" error proves nothing about the earlier attempts
+   and the send is ``info``. Only with ``retries=0`` (one counted attempt) does a
+   definite rejection make a ``fail``.
+
+Where this table deliberately disagrees with librdkafka, it is more cautious:
+``NOT_LEADER_FOR_PARTITION`` (Kafka's ``NOT_LEADER_OR_FOLLOWER``) is indeterminate, as
+in Jepsen, because a leader can append a batch, lose leadership while waiting for the
+ISR, answer ``NOT_LEADER_OR_FOLLOWER``, and the new leader can still hold and commit
+the batch (KAFKA-13574). ``KAFKA_STORAGE_ERROR`` likewise: the append may have reached
+the log before the log directory failed.
+
+One residual risk stays even at ``retries=0``: librdkafka re-sends after
+``NOT_LEADER_FOR_PARTITION`` without counting a retry (it believes nothing was
+written), so a KAFKA-13574 write followed by a definite rejection from the new leader
+reads as ``fail``. Runs that want no ``fail`` at all keep retries on.
+
+This module is pure: it names errors by librdkafka's ``KafkaError.name()`` strings
+and imports no Kafka client, so it can be tested and reused anywhere.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+SendOutcome = Literal["ok", "fail", "info"]
+
+
+class Persisted(enum.IntEnum):
+    """librdkafka's ``rd_kafka_msg_status_t``, in its order (a status only goes up)."""
+
+    NOT_PERSISTED = 0
+    POSSIBLY_PERSISTED = 1
+    PERSISTED = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRule:
+    """What one error says about the attempt that produced it, and why."""
+
+    status: Persisted
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """The outcome of one send: its history ``type``, ``error`` name and the reason."""
+
+    type: SendOutcome
+    error: str | None
+    reason: str
+
+
+_NOT = Persisted.NOT_PERSISTED
+_MAYBE = Persisted.POSSIBLY_PERSISTED
+
+#: Delivery-report errors, keyed by ``KafkaError.name()``. ``status`` is what the error
+#: says about the attempt that returned it; :func:`classify_delivery` then accounts for
+#: earlier attempts.
+DELIVERY_ERRORS: Mapping[str, ErrorRule] = {
+    # -- broker rejections before the append: the log is untouched ----------------------
+    "NOT_ENOUGH_REPLICAS": ErrorRule(
+        _NOT, "the leader checks ISR size >= min.insync.replicas before appending and "
+              "rejected the batch (librdkafka: RETRY | MSG_NOT_PERSISTED)"),
+    "UNKNOWN_TOPIC_OR_PART": ErrorRule(
+        _NOT, "the broker does not host the partition, nothing was appended "
+              "(librdkafka: REFRESH | MSG_NOT_PERSISTED)"),
+    "LEADER_NOT_AVAILABLE": ErrorRule(
+        _NOT, "no leader to append to (librdkafka: REFRESH | MSG_NOT_PERSISTED)"),
+    "BROKER_NOT_AVAILABLE": ErrorRule(
+        _NOT, "the broker refused the request (librdkafka: REFRESH | MSG_NOT_PERSISTED)"),
+    "REPLICA_NOT_AVAILABLE": ErrorRule(
+        _NOT, "the replica is not available to append (librdkafka: REFRESH | "
+              "MSG_NOT_PERSISTED)"),
+    "TOPIC_AUTHORIZATION_FAILED": ErrorRule(
+        _NOT, "authorization is checked before the append (librdkafka: PERMANENT | "
+              "MSG_NOT_PERSISTED)"),
+    "MSG_SIZE_TOO_LARGE": ErrorRule(
+        _NOT, "the batch fails validation before the append (librdkafka default: "
+              "PERMANENT | MSG_NOT_PERSISTED)"),
+    "RECORD_LIST_TOO_LARGE": ErrorRule(
+        _NOT, "the batch fails validation before the append (librdkafka default: "
+              "PERMANENT | MSG_NOT_PERSISTED)"),
+    "INVALID_MSG": ErrorRule(
+        _NOT, "CORRUPT_MESSAGE: the batch fails its CRC check before the append "
+              "(librdkafka: RETRY | MSG_NOT_PERSISTED)"),
+    "INVALID_RECORD": ErrorRule(
+        _NOT, "the batch fails validation before the append (librdkafka default: "
+              "PERMANENT | MSG_NOT_PERSISTED)"),
+    "INVALID_REQUIRED_ACKS": ErrorRule(
+        _NOT, "the request is rejected as a whole (librdkafka default: PERMANENT | "
+              "MSG_NOT_PERSISTED)"),
+    "UNKNOWN_PRODUCER_ID": ErrorRule(
+        _NOT, "the broker has no state for this producer id and rejects the batch "
+              "(librdkafka: PERMANENT | MSG_NOT_PERSISTED)"),
+    "INVALID_PRODUCER_EPOCH": ErrorRule(
+        _NOT, "a fenced epoch is rejected before the append (librdkafka: PERMANENT | "
+              "MSG_NOT_PERSISTED)"),
+    "_PURGE_QUEUE": ErrorRule(
+        _NOT, "purged from the client's queue; this attempt was never sent (an earlier "
+              "one may have been)"),
+    "_UNKNOWN_PARTITION": ErrorRule(
+        _NOT, "the partition vanished from metadata while the message was queued; this "
+              "attempt was never sent"),
+    "_UNKNOWN_TOPIC": ErrorRule(
+        _NOT, "the topic vanished from metadata while the message was queued; this "
+              "attempt was never sent"),
+    # -- the request may have been appended: indeterminate ----------------------------------
+    "_MSG_TIMED_OUT": ErrorRule(
+        _MAYBE, "delivery.timeout.ms expired; librdkafka reports POSSIBLY_PERSISTED when "
+                "the message was in flight and NOT_PERSISTED when it never left the "
+                "queue, and the Python client does not say which"),
+    "_TIMED_OUT": ErrorRule(
+        _MAYBE, "the request timed out in flight (librdkafka: RETRY | "
+                "MSG_POSSIBLY_PERSISTED)"),
+    "_TRANSPORT": ErrorRule(
+        _MAYBE, "the connection broke with the request possibly sent (librdkafka: "
+                "REFRESH | MSG_POSSIBLY_PERSISTED)"),
+    "REQUEST_TIMED_OUT": ErrorRule(
+        _MAYBE, "the leader appended and gave up waiting for the ISR; followers may "
+                "still replicate it (librdkafka: RETRY | MSG_POSSIBLY_PERSISTED)"),
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": ErrorRule(
+        _MAYBE, "the leader appended, then the ISR shrank below min.insync.replicas "
+                "(librdkafka: RETRY | MSG_POSSIBLY_PERSISTED)"),
+    "NOT_LEADER_FOR_PARTITION": ErrorRule(
+        _MAYBE, "NOT_LEADER_OR_FOLLOWER can answer a batch that was appended and is later "
+                "committed by the new leader (KAFKA-13574; Jepsen treats it as "
+                "indeterminate). librdkafka says NOT_PERSISTED; we do not trust that"),
+    "KAFKA_STORAGE_ERROR": ErrorRule(
+        _MAYBE, "the log directory failed, possibly after the append reached the log "
+                "(librdkafka says NOT_PERSISTED; we are more cautious)"),
+    "OUT_OF_ORDER_SEQUENCE_NUMBER": ErrorRule(
+        _MAYBE, "idempotence lost track of which batches landed (librdkafka: PERMANENT | "
+                "MSG_POSSIBLY_PERSISTED)"),
+    "DUPLICATE_SEQUENCE_NUMBER": ErrorRule(
+        _MAYBE, "the broker already holds a batch with this sequence, but gives no offset "
+                "(librdkafka: PERMANENT | MSG_POSSIBLY_PERSISTED)"),
+    "_PURGE_INFLIGHT": ErrorRule(
+        _MAYBE, "purged while in flight (librdkafka: PERMANENT | MSG_POSSIBLY_PERSISTED)"),
+    "_BAD_MSG": ErrorRule(
+        _MAYBE, "the response could not be parsed; the request may have been applied "
+                "(librdkafka: PERMANENT | MSG_POSSIBLY_PERSISTED)"),
+    "_FATAL": ErrorRule(
+        _MAYBE, "an idempotent-producer fatal error fails every queued and in-flight "
+                "message, some of which may have been written"),
+    "_GAPLESS_GUARANTEE": ErrorRule(
+        _MAYBE, "raised after a batch in the sequence failed; later batches may have "
+                "been sent"),
+    "_DESTROY": ErrorRule(
+        _MAYBE, "the client was closed with the message outstanding, possibly in flight"),
+}
+
+#: Errors raised by ``produce()`` itself: the message never entered the client's queue.
+PRODUCE_CALL_ERRORS: Mapping[str, str] = {
+    "_QUEUE_FULL": "queue.buffering.max.messages reached; produce() refused the message",
+    "MSG_SIZE_TOO_LARGE": "larger than message.max.bytes; produce() refused the message",
+    "_UNKNOWN_PARTITION": "the partition is not in the client's metadata; produce() "
+                          "refused the message",
+    "_UNKNOWN_TOPIC": "the topic is not in the client's metadata; produce() refused it",
+    "_INVALID_ARG": "produce() rejected its arguments",
+    "_STATE": "the producer is in a state (fatal error, closing) that refuses produce()",
+    "_FATAL": "the producer had a fatal error; produce() refused the message",
+}
+
+_UNKNOWN_ERROR = ErrorRule(
+    _MAYBE, "an error this table does not know: assumed possibly written, since a wrong "
+            "fail would invent an aborted-read")
+
+_EARLIER_ATTEMPT = (
+    "; with retries on, an earlier attempt of this message may have been sent and be "
+    "POSSIBLY_PERSISTED, a status librdkafka never downgrades")
+
+
+def delivery_rule(error: str) -> ErrorRule:
+    """The table's rule for a delivery-report error name (unknown names: possibly written)."""
+    return DELIVERY_ERRORS.get(error, _UNKNOWN_ERROR)
+
+
+def classify_delivery(error: str | None, *, retries: int) -> Classification:
+    """Classify a send from its delivery report.
+
+    ``error`` is ``KafkaError.name()`` or None for success; ``retries`` is the
+    producer's ``retries`` setting. Contract: the result is ``fail`` only when no
+    attempt of the message can have been written; ``ok`` only for ``error is None``.
+    """
+    if error is None:
+        return Classification("ok", None, "acknowledged by the broker (PERSISTED)")
+    rule = delivery_rule(error)
+    if rule.status is Persisted.NOT_PERSISTED:
+        if retries == 0:
+            return Classification("fail", error, rule.reason)
+        return Classification("info", error, rule.reason + _EARLIER_ATTEMPT)
+    return Classification("info", error, rule.reason)
+
+
+def classify_produce_call(error: str) -> Classification:
+    """Classify a send whose ``produce()`` call raised: it never entered the queue.
+
+    ``error`` is the KafkaError name (``_QUEUE_FULL`` for ``BufferError``). Every such
+    send is ``fail``: librdkafka did not accept the message, so nothing can send it.
+    """
+    reason = PRODUCE_CALL_ERRORS.get(error, "produce() raised; the message was not accepted")
+    return Classification("fail", error, reason)

@@ -1,0 +1,710 @@
+"""The queue workload: producers send unique integers, consumers read every partition.
+
+Clients and processes. Each client thread drives one Kafka client instance at a time
+and journals its ops under a *process* number (HISTORY.md). Producers start as
+processes ``0..N-1``, consumers as ``N..N+M-1``; every later number (a retired
+client's successor, the drain's readers) comes from one :class:`ProcessIds` counter,
+so no number is ever used twice.
+
+Sends. A send's ``invoke`` is journaled *before* ``produce()`` is called and its
+completion from the delivery callback, which confluent-kafka runs inside
+``poll()``/``flush()`` on the producer's own thread. Sends are pipelined: up to
+:data:`MAX_OUTSTANDING` messages per producer are queued or in flight, which is how
+"as fast as it goes" stays bounded. Each send carries a value unique within the run
+(:class:`Values`), written as decimal ASCII, to an explicit partition (round robin).
+The outcome of each send is decided by :mod:`faultline.workloads.outcomes`.
+
+Retirement. A producer whose send ended ``info`` is retired: its next sends use a
+new process number *and a fresh producer instance*. Why a fresh instance rather than
+a new number on the old one: a process stands for one client session, and for an
+idempotent producer the session is its (producer id, epoch, sequence) state, which is
+what orders and de-duplicates its sends. After an indeterminate send librdkafka may
+already have bumped the epoch or drained and renumbered the partition queue, and a
+fatal idempotence error leaves the instance unusable, so the honest session boundary
+is a new instance, as Jepsen reopens its client. The retired instance sends nothing
+new; it is flushed in the background and its outstanding sends complete under the
+old process number. A consumer whose poll ended ``info`` is replaced the same way
+(a fresh consumer, a new number, reading again from the start).
+
+Polls. Consumers ``assign`` every partition from ``OFFSET_BEGINNING`` (no group, no
+commits) and journal each ``consume()`` as one ``poll`` op with ``records`` as
+``[topic, partition, offset, value]``. A value that is not a canonical decimal
+integer is kept as a string so that the checker can flag it.
+
+Drain. :func:`drain` reads each partition with a fresh consumer from log start to
+the high watermark and journals ``drain`` ops in chunks, the last with
+``"last": true``; a drain that cannot finish in time never writes ``last``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from faultline.history import HistoryWriter, OpType, Process
+from faultline.spec import TestSpec
+from faultline.workloads.outcomes import classify_delivery, classify_produce_call
+
+#: Messages one producer may have queued or in flight before it waits.
+MAX_OUTSTANDING = 5000
+#: Sends one producer journals (one write) and then produces, at most.
+SEND_BATCH = 256
+#: As fast as it goes, a producer waits until it has room for this many sends.
+MIN_BATCH = 64
+#: Records one ``consume()`` call may return.
+POLL_MAX_RECORDS = 1000
+#: Seconds one ``consume()`` call may wait for records.
+POLL_TIMEOUT_S = 0.1
+#: Records per ``drain`` op.
+DRAIN_CHUNK = 10_000
+
+_log = logging.getLogger(__name__)
+_rdkafka_log = logging.getLogger("faultline.rdkafka")
+
+
+class ProcessIds:
+    """Hands out process numbers, each once; thread-safe."""
+
+    def __init__(self, first: int) -> None:
+        self._next = first
+        self._lock = threading.Lock()
+
+    def take(self) -> int:
+        """A process number never handed out before."""
+        with self._lock:
+            n = self._next
+            self._next += 1
+            return n
+
+
+class Values:
+    """The run's unique send values 0, 1, 2, ...; thread-safe."""
+
+    def __init__(self) -> None:
+        self._count = itertools.count()
+        self._lock = threading.Lock()
+
+    def take(self) -> int:
+        """A value no send has carried before."""
+        with self._lock:
+            return next(self._count)
+
+    def take_many(self, n: int) -> list[int]:
+        """``n`` values no send has carried before."""
+        with self._lock:
+            return list(itertools.islice(self._count, n))
+
+
+#: An op waiting to be journaled: (process, type, f, value, error).
+PendingOp = tuple[Process, OpType, str, Any, str | None]
+
+
+class Journal:
+    """Where a client writes its ops: a HistoryWriter, or nowhere (for benchmarks).
+
+    ``enabled`` False makes every ``append`` a no-op, so the same client code can be
+    measured with and without journaling.
+    """
+
+    __slots__ = ("_history",)
+
+    def __init__(self, history: HistoryWriter | None) -> None:
+        self._history = history
+
+    @property
+    def enabled(self) -> bool:
+        return self._history is not None
+
+    def append(self, process: Process, type: OpType, f: str, value: Any = None,
+               error: str | None = None) -> None:
+        if self._history is not None:
+            self._history.append(process, type, f, value, error)
+
+    def append_many(self, ops: list[PendingOp]) -> None:
+        """Journal ``ops`` in order with one write (see ``HistoryWriter.append_many``)."""
+        if self._history is not None and ops:
+            self._history.append_many(ops)
+
+
+@dataclass(slots=True)
+class SendCounts:
+    """Completed sends by outcome; written only by the owning client's thread."""
+
+    ok: int = 0
+    fail: int = 0
+    info: int = 0
+
+
+@dataclass(slots=True)
+class WorkloadStats:
+    """A snapshot of the workload's progress, for the terminal and the benchmark."""
+
+    invoked: int = 0
+    ok: int = 0
+    fail: int = 0
+    info: int = 0
+    polls: int = 0
+    polled_records: int = 0
+    retired: int = 0
+
+
+def producer_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str, Any]:
+    """librdkafka settings for a workload producer, from the spec's producer section."""
+    p = spec.producer
+    return {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "acks": p.acks,
+        "enable.idempotence": p.enable_idempotence,
+        "retries": p.retries,
+        "max.in.flight.requests.per.connection": p.max_in_flight,
+        "delivery.timeout.ms": p.delivery_timeout_ms,
+        "request.timeout.ms": p.request_timeout_ms,
+        "linger.ms": p.linger_ms,
+        # Room above MAX_OUTSTANDING, so produce() never refuses with _QUEUE_FULL.
+        "queue.buffering.max.messages": max(100_000, 4 * MAX_OUTSTANDING),
+        # Faults come and go within seconds; the 10 s default backoff would hide recovery.
+        "reconnect.backoff.max.ms": 1000,
+        "topic.metadata.refresh.interval.ms": 5000,
+        "logger": _rdkafka_log,
+    }
+
+
+def consumer_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str, Any]:
+    """librdkafka settings for a workload or drain consumer (assign mode, no commits)."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        # Required by the client, unused: assign() joins no group and nothing commits.
+        "group.id": f"faultline-{spec.name}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": False,
+        "isolation.level": spec.consumer.isolation_level,
+        "fetch.wait.max.ms": 100,
+        # Bound the prefetch buffer (default 64 MB per consumer): memory stays flat.
+        "queued.max.messages.kbytes": 16384,
+        "reconnect.backoff.max.ms": 1000,
+        "topic.metadata.refresh.interval.ms": 5000,
+        "logger": _rdkafka_log,
+    }
+
+
+def decode_value(raw: bytes | None) -> int | str | None:
+    """A record value as the history holds it: an int for canonical decimal ASCII,
+    else the text as it is (undecodable bytes escaped), None for a null value."""
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", "backslashreplace")
+    if text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0")):
+        return int(text)
+    return text
+
+
+def _error_name(e: BaseException) -> str:
+    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
+        return str(e.args[0].name())
+    return type(e).__name__
+
+
+# -- producers -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class _ProducerSession:
+    """One producer instance and the process number its sends are journaled under."""
+
+    process: int
+    producer: Producer
+    retired: bool = False
+    on_delivery: Callable[[KafkaError | None, Message], None] | None = None
+
+
+@dataclass(slots=True, eq=False)
+class QueueProducer:
+    """One producer client (one thread). See the module docstring for its contract.
+
+    ``rate`` is this producer's target sends per second, 0 for as fast as it goes.
+    Call :meth:`run` on the client's thread; it returns after ``stop`` is set and every
+    outstanding send has completed (or been purged after the delivery timeout).
+
+    Journaling is batched without weakening the contract: a batch of invokes is
+    handed to the OS in one write *before* any of its messages is produced, and the
+    completions served by one ``poll()`` are written before any further invoke: in
+    the same write as the next batch of invokes, or right after a waiting poll. A
+    crash in between can only leave a send open (indeterminate), never a completion
+    without its invoke.
+    """
+
+    spec: TestSpec
+    bootstrap: str
+    journal: Journal
+    first_process: int
+    processes: ProcessIds
+    values: Values
+    rate: float = 0.0
+    index: int = 0
+    counts: SendCounts = field(default_factory=SendCounts)
+    invoked: int = 0
+    retired: int = 0
+    _session: _ProducerSession | None = field(default=None, init=False)
+    _old: list[_ProducerSession] = field(default_factory=list, init=False)
+    _done: list[PendingOp] = field(default_factory=list, init=False)
+
+    def run(self, stop: threading.Event) -> None:
+        """Send until ``stop`` is set, then complete every outstanding send."""
+        topic = self.spec.topic.name
+        partitions = self.spec.topic.partitions
+        journal = self.journal
+        session = self._open(self.first_process)
+        next_partition = self.index % partitions
+        interval = 1.0 / self.rate if self.rate > 0 else 0.0
+        due = time.monotonic()
+        try:
+            while not stop.is_set():
+                if session.retired:
+                    session = self._replace(session)
+                producer = session.producer
+                if self._old:
+                    self._reap()
+                room = MAX_OUTSTANDING - len(producer)
+                if interval:
+                    now = time.monotonic()
+                    if due > now:
+                        self._poll(producer, min(due - now, 0.05))
+                        continue
+                    n = min(room, SEND_BATCH, int((now - due) / interval) + 1)
+                    due = max(due + max(n, 0) * interval, now - 1.0)
+                else:
+                    # Wait for room for a real batch: fewer, larger writes and loops.
+                    n = min(room, SEND_BATCH) if room >= MIN_BATCH else 0
+                if n <= 0:
+                    self._poll(producer, 0.005)
+                    continue
+                process = session.process
+                batch: list[tuple[int, int]] = []
+                # Completions served by the last poll(0) go first, in the same write.
+                ops, self._done = self._done, []
+                for value in self.values.take_many(n):
+                    partition = next_partition
+                    next_partition = (next_partition + 1) % partitions
+                    batch.append((partition, value))
+                    ops.append((process, "invoke", "send",
+                                {"topic": topic, "partition": partition, "value": value}, None))
+                journal.append_many(ops)  # on disk before any of them is produced
+                self.invoked += n
+                on_delivery = session.on_delivery
+                for partition, value in batch:
+                    try:
+                        producer.produce(topic, str(value).encode("ascii"), partition=partition,
+                                         on_delivery=on_delivery)
+                    except BufferError:
+                        self._refused(session, partition, value, "_QUEUE_FULL")
+                    except KafkaException as e:
+                        self._refused(session, partition, value, _error_name(e))
+                # Serve callbacks; their completions are journaled with the next batch of
+                # invokes (or by the next wait), microseconds from now.
+                producer.poll(0)
+        finally:
+            self._finish(self._flush_timeout_s())
+
+    def _poll(self, producer: Producer, timeout: float) -> None:
+        """Serve delivery callbacks, then journal the completions they produced."""
+        producer.poll(timeout)
+        self._journal_done()
+
+    def _journal_done(self) -> None:
+        if self._done:
+            done, self._done = self._done, []
+            self.journal.append_many(done)
+
+    def _flush_timeout_s(self) -> float:
+        p = self.spec.producer
+        return (p.delivery_timeout_ms + p.request_timeout_ms) / 1000 + 5.0
+
+    def _open(self, process: int) -> _ProducerSession:
+        session: _ProducerSession | None = None
+
+        def on_error(err: KafkaError) -> None:
+            # A fatal (idempotence) error leaves the instance unusable: replace it. Its
+            # outstanding sends complete with _FATAL, which classifies as info.
+            if err.fatal() and session is not None:
+                session.retired = True
+            _rdkafka_log.warning("producer p%s: %s", process, err)
+
+        conf = producer_config(self.spec, self.bootstrap, f"faultline-p{process}")
+        conf["error_cb"] = on_error
+        session = _ProducerSession(process, Producer(conf))
+        s = session  # one callback per instance, not one closure per send
+        session.on_delivery = lambda err, msg: self._delivered(s, err, msg)
+        self._session = session
+        return session
+
+    def _replace(self, session: _ProducerSession) -> _ProducerSession:
+        self._old.append(session)
+        self.retired += 1
+        return self._open(self.processes.take())
+
+    def _reap(self) -> None:
+        """Serve retired instances' callbacks; drop those with nothing outstanding."""
+        keep: list[_ProducerSession] = []
+        for s in self._old:
+            self._poll(s.producer, 0)
+            if len(s.producer) > 0:
+                keep.append(s)
+        self._old = keep
+
+    def _delivered(self, session: _ProducerSession, err: KafkaError | None, msg: Message) -> None:
+        value = decode_value(msg.value())
+        c = classify_delivery(None if err is None else str(err.name()),
+                              retries=self.spec.producer.retries)
+        v: dict[str, Any] = {"topic": self.spec.topic.name, "partition": msg.partition(),
+                             "value": value}
+        if c.type == "ok":
+            offset = msg.offset()
+            v["offset"] = offset if offset is not None and offset >= 0 else -1
+            self.counts.ok += 1
+        elif c.type == "fail":
+            self.counts.fail += 1
+        else:
+            self.counts.info += 1
+            session.retired = True
+        self._done.append((session.process, c.type, "send", v, c.error))
+
+    def _refused(self, session: _ProducerSession, partition: int, value: int, error: str) -> None:
+        c = classify_produce_call(error)
+        self.counts.fail += 1
+        self._done.append((session.process, c.type, "send",
+                           {"topic": self.spec.topic.name, "partition": partition,
+                            "value": value}, c.error))
+        if error in ("_FATAL", "_STATE"):
+            session.retired = True
+
+    def _finish(self, timeout_s: float) -> None:
+        """Complete every outstanding send of every instance, purging what is left."""
+        sessions = ([self._session] if self._session else []) + self._old
+        deadline = time.monotonic() + timeout_s
+        self._journal_done()
+        for s in sessions:
+            while len(s.producer) > 0 and time.monotonic() < deadline:
+                self._poll(s.producer, min(0.1, max(0.0, deadline - time.monotonic())))
+        for s in sessions:
+            if len(s.producer) > 0:
+                # Purged sends report _PURGE_QUEUE / _PURGE_INFLIGHT, classified as usual.
+                s.producer.purge()
+                s.producer.flush(5.0)
+                self._journal_done()
+            if len(s.producer) > 0:
+                _log.warning("producer p%s closed with %d sends unresolved",
+                             s.process, len(s.producer))
+        self._old = []
+        self._session = None
+
+    @property
+    def process(self) -> int | None:
+        """The process number new sends use now (None before start and after finish)."""
+        s = self._session
+        return s.process if s is not None else None
+
+
+# -- consumers -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class QueueConsumer:
+    """One consumer client (one thread): assigns every partition from the start and
+    journals each ``consume()`` as a ``poll`` op.
+
+    Poll outcomes: ``ok`` with the records returned (if the batch also held error
+    events, ``error`` names the first); ``fail`` when the batch held only errors (a
+    read that returned nothing changed nothing); ``info`` when ``consume()`` raised,
+    after which the consumer is replaced by a fresh one under a new process number.
+    """
+
+    spec: TestSpec
+    bootstrap: str
+    journal: Journal
+    first_process: int
+    processes: ProcessIds
+    polls: int = 0
+    records: int = 0
+    retired: int = 0
+
+    def run(self, stop: threading.Event) -> None:
+        """Poll until ``stop`` is set; closes its consumer before returning."""
+        process = self.first_process
+        consumer = self._open(process)
+        journal = self.journal
+        try:
+            while not stop.is_set():
+                journal.append(process, "invoke", "poll", None)
+                try:
+                    msgs = consumer.consume(POLL_MAX_RECORDS, POLL_TIMEOUT_S)
+                except (KafkaException, RuntimeError) as e:
+                    journal.append(process, "info", "poll", None, _error_name(e))
+                    self.polls += 1
+                    self.retired += 1
+                    _close_quietly(consumer)
+                    process = self.processes.take()
+                    consumer = self._open(process)
+                    continue
+                records: list[list[Any]] = []
+                error: str | None = None
+                for m in msgs:
+                    err = m.error()
+                    if err is not None:
+                        error = error or str(err.name())
+                        continue
+                    records.append([m.topic(), m.partition(), m.offset(), decode_value(m.value())])
+                self.polls += 1
+                self.records += len(records)
+                if error is not None and not records:
+                    journal.append(process, "fail", "poll", {"records": []}, error)
+                else:
+                    journal.append(process, "ok", "poll", {"records": records}, error)
+        finally:
+            _close_quietly(consumer)
+
+    def _open(self, process: int) -> Consumer:
+        conf = consumer_config(self.spec, self.bootstrap, f"faultline-c{process}")
+        conf["error_cb"] = lambda err: _rdkafka_log.warning("consumer c%s: %s", process, err)
+        consumer = Consumer(conf)
+        topic = self.spec.topic.name
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING)
+                         for p in range(self.spec.topic.partitions)])
+        return consumer
+
+
+def _close_quietly(consumer: Consumer) -> None:
+    try:
+        consumer.close()
+    except (KafkaException, RuntimeError) as e:
+        _log.warning("closing a consumer failed: %s", e)
+
+
+# -- the workload as a whole -----------------------------------------------------------------
+
+
+class QueueWorkload:
+    """N producers and M consumers on their own threads, sharing one history.
+
+    Contract: :meth:`start` launches every client; :meth:`stop` asks them to stop,
+    waits until each producer's outstanding sends have completed (bounded by the
+    delivery timeout plus a margin) and every consumer is closed, then returns. No
+    client thread is left running after ``stop`` returns, except one stuck in the
+    client library past the bound, which is a daemon and logged.
+    """
+
+    def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter | None,
+                 processes: ProcessIds | None = None, values: Values | None = None) -> None:
+        w = spec.workload
+        self.spec = spec
+        self.journal = Journal(history)
+        self.processes = processes or ProcessIds(w.producers + w.consumers)
+        self.values = values or Values()
+        per_producer_rate = w.rate / w.producers if w.rate > 0 else 0.0
+        self.producers = [
+            QueueProducer(spec, bootstrap, self.journal, i, self.processes, self.values,
+                          rate=per_producer_rate, index=i)
+            for i in range(w.producers)
+        ]
+        self.consumers = [
+            QueueConsumer(spec, bootstrap, self.journal, w.producers + j, self.processes)
+            for j in range(w.consumers)
+        ]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._errors: list[BaseException] = []
+
+    def start(self) -> None:
+        """Start every client thread."""
+        for i, p in enumerate(self.producers):
+            self._spawn(f"faultline-producer-{i}", p.run)
+        for j, c in enumerate(self.consumers):
+            self._spawn(f"faultline-consumer-{j}", c.run)
+
+    def _spawn(self, name: str, target: Callable[[threading.Event], None]) -> None:
+        def body() -> None:
+            try:
+                target(self._stop)
+            except BaseException as e:  # a client bug must not vanish with its thread
+                _log.exception("%s crashed", name)
+                self._errors.append(e)
+
+        t = threading.Thread(target=body, name=name, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def request_stop(self) -> None:
+        """Ask every client to stop issuing ops; returns at once (see :meth:`stop`)."""
+        self._stop.set()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop issuing ops, complete outstanding sends, close every client; see class doc.
+
+        ``timeout`` shortens the wait (on an error path); by default it is the delivery
+        timeout plus a margin. Re-raises the first exception a client thread died of.
+        """
+        self._stop.set()
+        p = self.spec.producer
+        bound = (p.delivery_timeout_ms + p.request_timeout_ms) / 1000 + 15.0
+        if timeout is not None:
+            bound = min(bound, timeout)
+        deadline = time.monotonic() + bound
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                _log.warning("%s did not stop within %.0f s", t.name, bound)
+        if self._errors:
+            raise self._errors[0]
+
+    @property
+    def running(self) -> bool:
+        """True while any client thread is alive."""
+        return any(t.is_alive() for t in self._threads)
+
+    def stats(self) -> WorkloadStats:
+        """Totals so far (read without locks: exact once :meth:`stop` has returned)."""
+        s = WorkloadStats()
+        for p in self.producers:
+            s.invoked += p.invoked
+            s.ok += p.counts.ok
+            s.fail += p.counts.fail
+            s.info += p.counts.info
+            s.retired += p.retired
+        for c in self.consumers:
+            s.polls += c.polls
+            s.polled_records += c.records
+            s.retired += c.retired
+        return s
+
+
+# -- the drain -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDrain:
+    """What the drain learnt of one partition; ``complete`` iff ``last: true`` was written."""
+
+    partition: int
+    process: int
+    log_start_offset: int | None
+    high_watermark: int | None
+    records: int
+    complete: bool
+    error: str | None = None
+
+
+def drain(spec: TestSpec, bootstrap: str, history: HistoryWriter, processes: ProcessIds,
+          *, timeout_s: float = 60.0, partitions: Iterable[int] | None = None,
+          trusted: Iterable[int] | None = None) -> list[PartitionDrain]:
+    """Read each partition from log start to its high watermark and journal it.
+
+    Per partition: a fresh consumer and process number; one ``drain`` invoke/ok pair
+    per chunk of up to :data:`DRAIN_CHUNK` records, each ok carrying the chunk's
+    ``records`` as ``[offset, value]``, ``log_start_offset`` and ``high_watermark``
+    (both read once, before reading). The final chunk has ``"last": true`` only if
+    every offset below the high watermark was read within ``timeout_s`` *and* the
+    partition is in ``trusted`` (default: all), the partitions whose ISR was
+    confirmed full; otherwise the partition stays "not fully known". If the
+    watermarks cannot be read the op ends ``fail`` with the error (a read changes
+    nothing).
+    """
+    topic = spec.topic.name
+    parts = list(range(spec.topic.partitions)) if partitions is None else list(partitions)
+    trusted_set = set(parts if trusted is None else trusted)
+    return [_drain_partition(spec, bootstrap, history, processes.take(), topic, p,
+                             timeout_s, p in trusted_set)
+            for p in parts]
+
+
+def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, process: int,
+                     topic: str, partition: int, timeout_s: float,
+                     trusted: bool) -> PartitionDrain:
+    deadline = time.monotonic() + timeout_s
+    key = {"topic": topic, "partition": partition}
+    conf = consumer_config(spec, bootstrap, f"faultline-drain{process}")
+    conf["error_cb"] = lambda err: _rdkafka_log.warning("drain d%s: %s", process, err)
+    consumer = Consumer(conf)
+    history.append(process, "invoke", "drain", dict(key))
+    try:
+        tp = TopicPartition(topic, partition)
+        try:
+            low, high = _watermarks(consumer, tp, deadline)
+        except KafkaException as e:
+            name = _error_name(e)
+            history.append(process, "fail", "drain", dict(key), name)
+            return PartitionDrain(partition, process, None, None, 0, False, name)
+        head = {**key, "log_start_offset": low, "high_watermark": high}
+        if high <= low:
+            history.append(process, "ok", "drain",
+                           {**head, "records": [], **({"last": True} if trusted else {})})
+            return PartitionDrain(partition, process, low, high, 0, trusted)
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        chunk: list[list[Any]] = []
+        total = 0
+        done = False
+        error: str | None = None
+        while not done and time.monotonic() < deadline:
+            try:
+                msgs = consumer.consume(POLL_MAX_RECORDS, 0.5)
+            except KafkaException as e:
+                error = _error_name(e)
+                break
+            for m in msgs:
+                if m.error() is not None:
+                    continue
+                offset = m.offset()
+                if offset is None or offset >= high:
+                    done = True
+                    continue
+                chunk.append([offset, decode_value(m.value())])
+                if offset == high - 1:
+                    done = True
+            if not msgs and not done:
+                pos = consumer.position([TopicPartition(topic, partition)])[0].offset
+                done = pos >= high
+            if len(chunk) >= DRAIN_CHUNK and not done:
+                history.append(process, "ok", "drain", {**head, "records": chunk})
+                total += len(chunk)
+                chunk = []
+                history.append(process, "invoke", "drain", dict(key))
+        total += len(chunk)
+        complete = done and trusted
+        final: dict[str, Any] = {**head, "records": chunk}
+        if complete:
+            final["last"] = True
+        elif error is None:
+            error = "_TIMED_OUT" if not done else None
+        history.append(process, "ok", "drain", final, error)
+        return PartitionDrain(partition, process, low, high, total, complete, error)
+    finally:
+        _close_quietly(consumer)
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int]:
+    """(log start offset, high watermark) from the leader, retried until ``deadline``."""
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=5.0, cached=False)
+            return int(low), int(high)
+        except KafkaException:
+            if time.monotonic() + 1.0 >= deadline:
+                raise
+            time.sleep(0.5)  # the leader is being elected: try again shortly

@@ -1,0 +1,54 @@
+"""Real clusters for integration tests.
+
+``cluster``: one 3-node local cluster shared by every test that does not destroy state
+(started on first use, torn down at the end of the session); a test that faults it must
+heal it before it returns. ``fresh_cluster``: a cluster of its own for a test that kills,
+partitions or wipes. Both have the spec's topic created. Both need root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from faultline.errors import SetupError
+from faultline.harness.local import LocalCluster
+from faultline.spec import KafkaSpec, TestSpec, TopicSpec
+
+#: Modest heaps: other test suites run clusters on the same machine.
+INTEGRATION_SPEC = TestSpec(
+    name="integration",
+    kafka=KafkaSpec(heap_mb=384, replica_lag_time_max_ms=4000, broker_session_timeout_ms=6000),
+    topic=TopicSpec(name="it-topic", partitions=3, replication_factor=3, min_insync_replicas=2),
+)
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the local backend needs root (network namespaces, iptables)")
+
+
+def _started(spec: TestSpec) -> Iterator[LocalCluster]:
+    require_root()
+    try:
+        cluster = LocalCluster(spec)
+        cluster.__enter__()
+    except SetupError as e:
+        pytest.skip(f"no local cluster: {e}")
+    try:
+        cluster.create_topic()
+        yield cluster
+    finally:
+        cluster.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    yield from _started(INTEGRATION_SPEC)
+
+
+@pytest.fixture
+def fresh_cluster() -> Iterator[LocalCluster]:
+    yield from _started(INTEGRATION_SPEC)

@@ -1,0 +1,67 @@
+"""The Toxiproxy client against a real server (no root needed): two servers at once,
+proxies on port 0, toxics, and the library's errors."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from toxiproxy.exceptions import NotFound, ProxyExists
+
+from faultline.errors import ClusterError
+from faultline.harness import kafka_dist
+from faultline.harness.toxiproxy import ToxiproxyClient, start_server
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[list[ToxiproxyClient]]:
+    binary = kafka_dist.toxiproxy_path()
+    if not binary.exists():
+        pytest.skip("Toxiproxy is not built; run faultline setup")
+    procs, clients = [], []
+    try:
+        for i in range(2):
+            proc, port = start_server(binary, tmp_path / f"tp{i}.log", {"FAULTLINE_TEST": "1"})
+            procs.append(proc)
+            clients.append(ToxiproxyClient("127.0.0.1", port, timeout=2))
+        yield clients
+    finally:
+        for c in clients:
+            c.close()
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_two_servers_proxies_and_toxics(servers: list[ToxiproxyClient]) -> None:
+    a, b = servers
+    assert a.base != b.base and a.version() and b.version()
+    info = a.create_proxy("n1", "127.0.0.1:0", "127.0.0.1:9")
+    assert info.port > 0 and a.proxies()["n1"].listen == info.listen
+    assert b.proxies() == {}  # the servers are independent: no class-global host/port
+    with pytest.raises(ProxyExists):
+        a.create_proxy("n1", "127.0.0.1:0", "127.0.0.1:9")
+    toxic = a.add_toxic("n1", "latency", {"latency": 100}, name="slow")
+    assert (toxic.name, toxic.type, toxic.attributes["latency"]) == ("slow", "latency", 100)
+    assert [t.name for t in a.toxics("n1")] == ["slow"]
+    a.remove_toxic("n1", "slow")
+    with pytest.raises(NotFound):
+        a.remove_toxic("n1", "slow")
+    a.add_toxic("n1", "reset_peer", {"timeout": 0}, stream="upstream")
+    a.reset()
+    assert a.toxics("n1") == []
+    with pytest.raises(ValueError):
+        a.add_toxic("n1", "no-such-toxic", {})
+
+
+def test_a_server_that_does_not_answer_times_out_with_a_clear_error() -> None:
+    with socket.socket() as s:  # listens, never answers
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        client = ToxiproxyClient("127.0.0.1", s.getsockname()[1], timeout=0.3)
+        with pytest.raises(ClusterError, match="did not answer"):
+            client.version()

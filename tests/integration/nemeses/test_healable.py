@@ -1,0 +1,193 @@
+"""kill, pause, stop, partition and toxics on one real cluster: each fault's effect as
+Kafka reports it, and its heal.
+
+These faults heal fully, so the module shares one cluster; every test starts from and
+returns to a full ISR.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from faultline.harness.local import LocalCluster
+from faultline.history import HistoryWriter, read_history
+from faultline.nemeses.base import NodeFault
+from faultline.nemeses.kill import KillNemesis
+from faultline.nemeses.partition import PartitionNemesis
+from faultline.nemeses.pause import PauseNemesis
+from faultline.nemeses.schedule import Step
+from faultline.nemeses.stop import StopNemesis
+from faultline.nemeses.toxics import ToxicsNemesis
+from faultline.spec import KafkaSpec, ProducerSpec, TestSpec, TopicSpec, WorkloadSpec
+from faultline.workloads.queue import QueueWorkload
+from tests.integration.nemeses.nemesis_helpers import nemesis_op, partition_state, report, running, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+LAG_MS = 3000
+SESSION_MS = 6000
+SPEC = TestSpec(
+    name="nemesis-healable",
+    kafka=KafkaSpec(heap_mb=384, replica_lag_time_max_ms=LAG_MS, broker_session_timeout_ms=SESSION_MS),
+    topic=TopicSpec(partitions=1, replication_factor=3, min_insync_replicas=2),
+    producer=ProducerSpec(delivery_timeout_ms=4000, request_timeout_ms=1500),
+    workload=WorkloadSpec(producers=1, consumers=0, rate=50.0),
+)
+TOPIC = SPEC.topic.name
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    with running(SPEC) as c:
+        yield c
+
+
+@pytest.fixture(autouse=True)
+def _full_isr_around(cluster: LocalCluster) -> Iterator[None]:
+    cluster.wait_full_isr(TOPIC, 90)
+    yield
+    cluster.wait_full_isr(TOPIC, 120)
+
+
+def _isr(cluster: LocalCluster) -> tuple[int, ...]:
+    return partition_state(cluster, TOPIC).isr
+
+
+def _leader(cluster: LocalCluster) -> int | None:
+    return partition_state(cluster, TOPIC).leader
+
+
+def _follower(cluster: LocalCluster) -> int:
+    state = partition_state(cluster, TOPIC)
+    return next(n for n in sorted(state.isr) if n != state.leader)
+
+
+def _isr_out_and_back(cluster: LocalCluster, nemesis: NodeFault, fault: str, heal: str) -> None:
+    nemesis.setup(cluster)
+    follower = _follower(cluster)
+    try:
+        nemesis.invoke(nemesis_op(fault, {"nodes": [follower]}))
+        out = wait_until(lambda: follower not in _isr(cluster), 60,
+                         f"{fault}ed follower {follower} leaving the ISR")
+        report(f"{fault}: follower {follower} left the ISR {out:.1f} s after the fault "
+               f"(replica.lag.time.max.ms={LAG_MS}, broker.session.timeout.ms={SESSION_MS})")
+        assert out >= LAG_MS / 1000 * 0.5, "the ISR shrank before the lag time could pass"
+        nemesis.invoke(nemesis_op(heal, {"nodes": [follower]}))
+        back = wait_until(lambda: follower in _isr(cluster), 120, f"follower {follower} rejoining the ISR")
+        report(f"{heal}: follower {follower} back in the ISR {back:.1f} s after the heal")
+    finally:
+        nemesis.teardown()
+    assert not nemesis.faulted
+
+
+def test_killed_follower_drops_out_of_isr_and_rejoins(cluster: LocalCluster) -> None:
+    _isr_out_and_back(cluster, KillNemesis(), "kill", "start")
+
+
+def test_paused_follower_drops_out_of_isr_and_rejoins(cluster: LocalCluster) -> None:
+    _isr_out_and_back(cluster, PauseNemesis(), "pause", "resume")
+
+
+def test_graceful_stop_moves_leadership_cleanly(cluster: LocalCluster) -> None:
+    nemesis = StopNemesis()
+    nemesis.setup(cluster)
+    leader = _leader(cluster)
+    assert leader is not None
+    try:
+        t0 = time.monotonic()
+        done = nemesis.invoke(nemesis_op("stop", {"nodes": [leader]}))
+        stopped = time.monotonic() - t0
+        assert done.value["result"] == f"stopped node {leader}"
+        assert not cluster.node(leader).is_alive()
+        # controlled shutdown moved leadership before the process exited
+        moved = wait_until(lambda: _leader(cluster) not in (None, leader), 10, "leadership moving off")
+        report(f"stop: node {leader} shut down in {stopped:.1f} s; new leader {_leader(cluster)} "
+               f"seen {moved:.1f} s after exit")
+        nemesis.invoke(nemesis_op("start", {"nodes": [leader]}))
+        back = wait_until(lambda: leader in _isr(cluster), 120, f"node {leader} rejoining the ISR")
+        report(f"stop: node {leader} back in the ISR {back:.1f} s after start")
+    finally:
+        nemesis.teardown()
+
+
+def test_isolating_the_leader_moves_leadership(cluster: LocalCluster) -> None:
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)
+    leader = _leader(cluster)
+    value = nemesis.plan(Step(0.0, "partition", "isolate-leader", 10.0, 0), busy=())
+    assert value["target"] == leader and value["partition"] == f"{TOPIC}/0"
+    others = sorted(n for n in (1, 2, 3) if n != leader)
+    assert value["grudge"] == {str(leader): others, **{str(o): [leader] for o in others}}
+    assert value["leaders"] == {f"{TOPIC}/0": leader}
+    try:
+        nemesis.invoke(nemesis_op("partition", value))
+        moved = wait_until(lambda: _leader(cluster) not in (None, leader), 60,
+                           f"leadership of {TOPIC}/0 moving off isolated node {leader}")
+        new = _leader(cluster)
+        report(f"partition isolate-leader: leader {leader} -> {new} after {moved:.1f} s")
+        nemesis.invoke(nemesis_op("heal", {"nodes": value["nodes"]}))
+        back = wait_until(lambda: leader in _isr(cluster), 120, f"node {leader} rejoining the ISR")
+        report(f"heal: node {leader} back in the ISR {back:.1f} s after the heal")
+    finally:
+        nemesis.teardown()
+
+
+def test_isolating_the_controller_moves_the_controller(cluster: LocalCluster) -> None:
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)
+    controller = cluster.active_controller()
+    assert controller is not None
+    value = nemesis.plan(Step(0.0, "partition", "isolate-controller", 10.0, 0), busy=())
+    assert value["target"] == controller
+    try:
+        nemesis.invoke(nemesis_op("partition", value))
+        moved = wait_until(lambda: cluster.active_controller() not in (None, controller), 60,
+                           f"the active controller moving off isolated node {controller}")
+        report(f"partition isolate-controller: controller {controller} -> "
+               f"{cluster.active_controller()} after {moved:.1f} s")
+    finally:
+        nemesis.invoke(nemesis_op("heal", {"nodes": value["nodes"]}))
+        nemesis.teardown()
+    cluster.wait_healthy(120)
+
+
+def test_timeout_toxic_turns_sends_into_info(cluster: LocalCluster, tmp_path: Path) -> None:
+    nemesis = ToxicsNemesis()
+    nemesis.setup(cluster)
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as history:
+        workload = QueueWorkload(SPEC, cluster.bootstrap_servers(), history)
+        workload.start()
+        try:
+            time.sleep(3)  # some sends go through first
+            value = nemesis.plan(Step(0.0, "toxics", "timeout", 10.0, 0), busy=())
+            value["nodes"] = [n.id for n in cluster.nodes]  # every client link
+            on = history.now()
+            done = nemesis.invoke(nemesis_op("toxic", value))
+            assert len(done.value["names"]) == 6
+            names = {t.name for n in cluster.nodes for t in cluster.toxiproxy.toxics(f"n{n.id}")}
+            assert names == set(done.value["names"])
+            # hold past delivery.timeout.ms so sends in flight must give up
+            time.sleep(SPEC.producer.delivery_timeout_ms / 1000 + 4)
+            off = history.now()
+            nemesis.invoke(nemesis_op("clear-toxics", {"nodes": value["nodes"]}))
+            assert not [t for n in cluster.nodes for t in cluster.toxiproxy.toxics(f"n{n.id}")]
+            time.sleep(3)
+        finally:
+            workload.stop()
+            nemesis.teardown()
+    ops = list(read_history(path))
+    invoked = {(o.process, o.value["value"]): o.time for o in ops if o.f == "send" and o.type == "invoke"}
+    done_sends = [o for o in ops if o.f == "send" and o.type != "invoke"]
+    before = [o for o in done_sends if invoked[(o.process, o.value["value"])] < on and o.time < on]
+    during = [o for o in done_sends if on <= invoked[(o.process, o.value["value"])] and o.time <= off]
+    assert any(o.type == "ok" for o in before), "no send succeeded before the toxic"
+    assert during, "no send was invoked and completed while the toxic was on"
+    assert {o.type for o in during} == {"info"}, [(o.type, o.error) for o in during if o.type != "info"]
+    errors = sorted({o.error or "" for o in during})
+    report(f"toxic timeout: {len(before)} sends ok before; {len(during)} sends during the toxic all "
+           f"ended info ({', '.join(errors)})")

@@ -1,0 +1,42 @@
+"""The `faultline model` command."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from faultline.checkers.model.cli import model
+
+
+def test_list_names_every_scenario() -> None:
+    res = CliRunner().invoke(model, ["--list"])
+    assert res.exit_code == 0
+    assert "kip101-loss-hw" in res.output and "unclean-election-loss" in res.output
+
+
+def test_scenario_table_and_json() -> None:
+    res = CliRunner().invoke(model, ["kip101-loss-hw"])
+    assert res.exit_code == 0
+    assert "lost-write" in res.output and "restart(2)" in res.output
+    data = json.loads(CliRunner().invoke(model, ["kip101-loss-epoch", "--json"]).output)
+    assert data["anomalies"] == {}
+    assert data["steps"][0]["phase"] == "start"
+    assert set(data["steps"][1]["replicas"]["1"]) >= {"log", "leo", "hw", "role"}
+
+
+def test_explore_one_cell() -> None:
+    res = CliRunner().invoke(model, ["--explore", "--acks", "1", "--faults", "kill,leader-fault",
+                                     "--depth", "3", "--walks", "0", "--json"])
+    assert res.exit_code == 0, res.output
+    cells = json.loads(res.output)["cells"]
+    (found,) = cells.values()
+    assert found["lost-write"] == "produce crash(1)"
+
+
+def test_bad_input_is_one_line_and_nonzero() -> None:
+    for args in (["nope"], [], ["--explore", "--acks", "1", "--faults", "meteor"], ["--list", "--explore"]):
+        res = CliRunner().invoke(model, args)
+        assert res.exit_code == 2, args
+        assert "Traceback" not in res.output
+        assert res.exception is None or isinstance(res.exception, SystemExit)

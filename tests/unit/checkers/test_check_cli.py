@@ -1,0 +1,116 @@
+"""``faultline check RUN_DIR`` and check_run: exit codes, results.json, one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from faultline.checkers.cli import check_run, write_results
+from faultline.checkers.result import Result
+from faultline.cli import main
+from faultline.errors import HistoryError, SpecError
+from tests.unit.checkers.queue_hist import H, make_spec
+
+
+def run_dir(tmp_path: Path, h: H, *, acks: str = "all", tail: bytes = b"") -> Path:
+    (tmp_path / "test.json").write_bytes(orjson.dumps(make_spec(acks=acks).to_json()))
+    (tmp_path / "history.jsonl").write_bytes(
+        b"".join(orjson.dumps(o.to_dict()) + b"\n" for o in h.ops) + tail)
+    return tmp_path
+
+
+def ok_history() -> H:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.poll(5, [(0, 10)])
+    h.drain([(0, 10)])
+    return h
+
+
+def lossy_history() -> H:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.fault("kill")
+    h.drain([(0, 10)])
+    return h
+
+
+def invoke(d: Path) -> tuple[int, str]:
+    r = CliRunner().invoke(main, ["check", str(d)])
+    return r.exit_code, r.output
+
+
+def test_valid_exits_0_and_writes_results(tmp_path: Path) -> None:
+    code, out = invoke(run_dir(tmp_path, ok_history()))
+    assert code == 0 and out.startswith("VALID")
+    data = orjson.loads((tmp_path / "results.json").read_bytes())
+    assert data["valid"] is True and data["stats"]["send"] == {"ok": 1, "fail": 0, "info": 0}
+    assert not list(tmp_path.glob(".results.*"))
+
+
+def test_invalid_exits_1(tmp_path: Path) -> None:
+    code, out = invoke(run_dir(tmp_path, lossy_history()))
+    assert code == 1 and "INVALID" in out and "violations (not permitted): lost-write" in out
+
+
+def test_permitted_loss_exits_0(tmp_path: Path) -> None:
+    code, _ = invoke(run_dir(tmp_path, lossy_history(), acks="1"))
+    assert code == 0
+
+
+def test_a_cut_last_line_gives_unknown_and_exit_2(tmp_path: Path) -> None:
+    code, out = invoke(run_dir(tmp_path, ok_history(), tail=b'{"index": 9, "ti'))
+    assert code == 2 and "UNKNOWN" in out and "truncated-history" in out
+    data = orjson.loads((tmp_path / "results.json").read_bytes())
+    assert data["valid"] == "unknown" and data["unknown"][0]["kind"] == "truncated-history"
+
+
+def test_a_cut_history_with_a_violation_stays_invalid(tmp_path: Path) -> None:
+    code, _ = invoke(run_dir(tmp_path, lossy_history(), tail=b'{"index"'))
+    assert code == 1
+
+
+def test_a_corrupt_line_is_one_line_naming_file_and_line(tmp_path: Path) -> None:
+    d = run_dir(tmp_path, ok_history())
+    lines = (d / "history.jsonl").read_bytes().splitlines(keepends=True)
+    lines[2] = b"garbage\n"
+    (d / "history.jsonl").write_bytes(b"".join(lines))
+    code, out = invoke(d)
+    assert code == 2
+    assert out.strip().splitlines() == [
+        f"faultline: error: {d / 'history.jsonl'}:3: not valid JSON "
+        + out.split("not valid JSON ", 1)[1].strip()]
+    assert orjson.loads((d / "results.json").read_bytes())["valid"] == "unknown"
+
+
+def test_a_bad_test_json_is_a_spec_error(tmp_path: Path) -> None:
+    d = run_dir(tmp_path, ok_history())
+    (d / "test.json").write_bytes(b'{"topic": {"partitions": "x"}}')
+    code, out = invoke(d)
+    assert code == 2 and "test.json" in out and "topic.partitions" in out
+    with pytest.raises(SpecError):
+        check_run(d)
+
+
+def test_a_missing_run_directory(tmp_path: Path) -> None:
+    with pytest.raises(HistoryError, match="not a run directory"):
+        check_run(tmp_path / "nope")
+    (tmp_path / "test.json").write_bytes(b"{}")
+    code, out = invoke(tmp_path)
+    assert code == 2 and "history.jsonl: cannot open" in out
+
+
+def test_check_run_returns_the_result(tmp_path: Path) -> None:
+    r = check_run(run_dir(tmp_path, lossy_history()))
+    assert r.valid is False and r.anomaly_counts["lost-write"] == 1
+
+
+def test_results_are_replaced_atomically(tmp_path: Path) -> None:
+    write_results(tmp_path, Result(valid=True))
+    write_results(tmp_path, Result(valid=False))
+    assert orjson.loads((tmp_path / "results.json").read_bytes())["valid"] is False
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]

@@ -1,0 +1,183 @@
+"""The guarantee envelope: which anomalies a config and the faults that happened permit."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from faultline.checkers.guarantees import (
+    ISO_ACK,
+    ISO_READS,
+    GuaranteeConfig,
+    elr_enabled,
+    faults_of,
+    nemesis_actions,
+    nodes_of,
+    permitted,
+    rules,
+)
+from faultline.checkers.result import ANOMALIES
+from tests.unit.checkers.queue_hist import H, make_spec
+
+
+def cfg(**kw: Any) -> GuaranteeConfig:
+    return GuaranteeConfig(**kw)
+
+
+def faults(*fs: str, **kw: Any) -> frozenset[str]:
+    h = H()
+    for f in fs:
+        h.fault(f, **kw)
+    return faults_of(h.ops)
+
+
+def test_from_spec_reads_topic_and_producer_settings() -> None:
+    c = GuaranteeConfig.from_spec(make_spec(acks="1", min_insync=1, unclean=True, in_flight=3))
+    assert c == GuaranteeConfig(acks="1", min_insync_replicas=1, replication_factor=3,
+                                unclean_leader_election_enable=True, enable_idempotence=False,
+                                max_in_flight=3, retries=2147483647)
+
+
+def test_the_issue_examples() -> None:
+    kills = faults("kill")
+    assert "lost-write" in permitted(cfg(acks="1", enable_idempotence=False), kills)
+    assert "lost-write" not in permitted(cfg(acks="all", min_insync_replicas=2), kills)
+
+
+@pytest.mark.parametrize("min_insync", [1, 2, 3])
+@pytest.mark.parametrize("fault", ["kill", "pause", "stop", "partition", "toxic"])
+def test_acks_all_clean_elections_lose_nothing_to_process_or_network_faults(
+        min_insync: int, fault: str) -> None:
+    p = permitted(cfg(acks="all", min_insync_replicas=min_insync), faults(fault))
+    assert p == {}
+
+
+def test_data_loss_on_min_insync_nodes_permits_committed_loss() -> None:
+    c = cfg(acks="all", min_insync_replicas=2)
+    assert "lost-write" not in permitted(c, faults("wipe", nodes=[1]))
+    two = faults_of([*_wipe([1]), *_wipe([2], start=10)])
+    assert "data-loss>=2" in two
+    p = permitted(c, two)
+    assert {"lost-write", "phantom-read", "inconsistent-offsets", "nonmonotonic-poll",
+            "poll-skip"} <= set(p)
+    assert "min.insync" in p["lost-write"]
+    assert "lost-write" in permitted(c, faults("lose-unflushed", nodes=[1, 3]))
+
+
+def _wipe(nodes: list[int], start: int = 0) -> list[Any]:
+    h = H()
+    h.t = start
+    h.fault("wipe", nodes)
+    return h.ops
+
+
+def test_a_data_loss_op_naming_no_nodes_is_assumed_to_hit_all() -> None:
+    h = H()
+    h.op("nemesis", "info", "wipe", {})
+    h.op("nemesis", "info", "wipe", {})
+    assert "data-loss>=5" in faults_of(h.ops)
+
+
+def test_unclean_election_with_a_node_fault_permits_committed_loss() -> None:
+    c = cfg(acks="all", unclean_leader_election_enable=True)
+    assert permitted(c, frozenset()) == {}
+    assert permitted(c, faults("toxic")) == {}
+    p = permitted(c, faults("kill"))
+    assert {"lost-write", "phantom-read", "inconsistent-offsets", "nonmonotonic-poll",
+            "poll-skip"} == set(p)
+
+
+def test_acks_1_permits_loss_after_a_leader_fault_but_not_lost_reads() -> None:
+    c = cfg(acks="1", enable_idempotence=False)
+    r = rules(c, faults("kill"))
+    assert "lost-write" in r and ISO_ACK in r and ISO_READS not in r
+    assert "phantom-read" not in r and "poll-skip" not in r
+    assert "only where an ack is involved" in r["inconsistent-offsets"]
+    assert "lost-write" not in rules(c, faults("toxic"))
+
+
+@pytest.mark.parametrize("acks", ["1", "all"])
+def test_without_elr_one_wiped_node_can_lose_committed_data(acks: str) -> None:
+    c = cfg(acks=acks, enable_idempotence=False, min_insync_replicas=2,
+            eligible_leader_replicas=False)
+    h = H()
+    h.fault("wipe", [3], leaders={"fl-queue/0": 1})
+    r = rules(c, faults_of(h.ops))
+    assert "phantom-read" in r  # the ISR may have been the leader alone
+
+
+@pytest.mark.parametrize("acks", ["1", "all"])
+def test_with_elr_committed_data_needs_min_insync_wiped_nodes(acks: str) -> None:
+    c = cfg(acks=acks, enable_idempotence=False, min_insync_replicas=2)
+    one, two = H(), H()
+    one.fault("wipe", [3], leaders={"fl-queue/0": 1})
+    two.fault("wipe", [3], leaders={"fl-queue/0": 1})
+    two.fault("wipe", [2], leaders={"fl-queue/0": 1})
+    assert "phantom-read" not in rules(c, faults_of(one.ops))
+    assert "phantom-read" in rules(c, faults_of(two.ops))
+
+
+@pytest.mark.parametrize(("version", "elr"), [("4.0.2", False), ("4.1.0", True), ("4.3.1", True)])
+def test_elr_follows_the_kafka_version(version: str, elr: bool) -> None:
+    assert elr_enabled(version) is elr
+
+
+def test_acks_0_always_permits_lost_writes() -> None:
+    assert "lost-write" in permitted(cfg(acks="0", enable_idempotence=False), frozenset())
+
+
+def test_duplicate_and_nonmonotonic_send_rules() -> None:
+    assert "duplicate" not in permitted(cfg(), frozenset())
+    off = cfg(enable_idempotence=False)
+    assert {"duplicate", "nonmonotonic-send"} <= set(permitted(off, frozenset()))
+    assert "nonmonotonic-send" not in permitted(cfg(enable_idempotence=False, max_in_flight=1),
+                                                frozenset())
+    no_retries = cfg(enable_idempotence=False, retries=0)
+    assert not {"duplicate", "nonmonotonic-send"} & set(permitted(no_retries, frozenset()))
+    assert "duplicate" in permitted(cfg(), frozenset({"producer-restart"}))
+
+
+def test_aborted_read_and_unexpected_value_are_never_permitted() -> None:
+    every_fault = faults("kill", "pause", "stop", "partition", "toxic", "wipe",
+                         "lose-unflushed") | {"producer-restart"}
+    for acks, mi, unclean, idem, fl in itertools.product(
+            ("0", "1", "all"), (1, 2, 3), (False, True), (False, True), (frozenset(),
+                                                                          every_fault)):
+        p = permitted(cfg(acks=acks, min_insync_replicas=mi, unclean_leader_election_enable=unclean,
+                          enable_idempotence=idem), fl)
+        assert "aborted-read" not in p and "unexpected-value" not in p
+        assert set(p) <= set(ANOMALIES)
+        assert all(isinstance(reason, str) and reason for reason in p.values())
+
+
+def test_leader_fault_needs_a_recorded_leader_when_leaders_are_recorded() -> None:
+    assert "leader-fault" in faults("kill", nodes=[2])  # not recorded: assumed
+    assert "leader-fault" in faults("kill", nodes=[2], leaders={"fl-queue/0": 2})
+    assert "leader-fault" not in faults("kill", nodes=[2], leaders={"fl-queue/0": 1})
+    assert "leader-fault" not in faults("toxic")
+
+
+def test_leaders_recorded_on_the_completion_only_count() -> None:
+    h = H()
+    h.op("nemesis", "info", "kill", {"nodes": [2]})
+    h.op("nemesis", "info", "kill", {"nodes": [2], "leaders": {"fl-queue/0": 1}})
+    assert faults_of(h.ops) == frozenset({"kill"})
+
+
+def test_nemesis_actions_pair_by_f_and_keep_unfinished_ones() -> None:
+    h = H()
+    h.op("nemesis", "info", "kill", {"nodes": [1]})
+    h.op("nemesis", "info", "partition", {"grudge": {"1": [2]}})
+    h.op("nemesis", "info", "kill", {"nodes": [1], "result": "ok"})
+    actions = nemesis_actions(h.ops)
+    assert [(a.f, a.end is None) for a in actions] == [("kill", False), ("partition", True)]
+    assert actions[0].value == {"nodes": [1], "result": "ok"}
+    assert faults_of(h.ops) >= {"kill", "partition", "leader-fault"}
+
+
+def test_nodes_of_a_grudge() -> None:
+    assert nodes_of({"grudge": {"1": [2, 3], "2": [1], "3": []}}) == [1, 2, 3]
+    assert nodes_of({"nodes": [4]}) == [4]
+    assert nodes_of({}) == []

@@ -1,0 +1,35 @@
+"""Fault windows from nemesis ops (the checker's, which the report draws)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faultline.checkers.guarantees import nemesis_actions
+from faultline.checkers.measures import fault_windows
+from faultline.history import Op
+
+S = 1_000_000_000
+
+
+def nem(index: int, t: float, f: str, value: Any) -> Op:
+    return Op(index, int(t * S), "nemesis", "info", f, value)
+
+
+def test_held_fault_lasts_until_its_heal_completes() -> None:
+    ops = [nem(0, 1, "kill", {"nodes": [2]}), nem(1, 1.1, "kill", {"nodes": [2], "result": "killed"}),
+           nem(2, 2, "kill", {"nodes": [3]}), nem(3, 2.1, "kill", {"nodes": [3]}),
+           nem(4, 5, "start", {"nodes": [2]}), nem(5, 5.4, "start", {"nodes": [2]})]
+    windows = fault_windows(nemesis_actions(ops))
+    assert [(w["f"], w["start"], w["end"], w["nodes"]) for w in windows] == [
+        ("kill", 1 * S, int(5.4 * S), [2]), ("kill", 2 * S, None, [3])]
+    assert "killed" in windows[0]["detail"]
+
+
+def test_partition_heal_and_instant_faults() -> None:
+    ops = [nem(0, 1, "partition", {"grudge": {"1": [2, 3], "2": [1], "3": [1]}}), nem(1, 1, "partition", {}),
+           nem(2, 3, "wipe", {"nodes": [1]}), nem(3, 4, "wipe", {"nodes": [1]}),
+           nem(4, 6, "heal", {}), nem(5, 6.5, "heal", {})]
+    windows = fault_windows(nemesis_actions(ops))
+    assert [(w["f"], w["start"] / S, None if w["end"] is None else w["end"] / S) for w in windows] == [
+        ("partition", 1, 6.5), ("wipe", 3, 4)]
+    assert windows[0]["nodes"] == [1, 2, 3] and "n1 drops 2,3" in windows[0]["detail"]

@@ -1,0 +1,443 @@
+"""The queue checker on small hand-written histories: one or more per anomaly, and
+per permitted / forbidden case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from faultline.checkers import queue
+from faultline.checkers.queue import check
+from faultline.checkers.result import ANOMALIES, Result, merge_valid
+from faultline.errors import HistoryError
+from faultline.spec import TestSpec
+from tests.unit.checkers.queue_hist import MS, TOPIC, H, make_spec
+
+
+def run(h: H, spec: TestSpec | None = None, **kw: Any) -> Result:
+    return check(spec or make_spec(), h.ops, **kw)
+
+
+def seen(r: Result) -> set[str]:
+    return {k for k, n in r.anomaly_counts.items() if n}
+
+
+def story_text(example: dict[str, Any]) -> str:
+    return " | ".join(e["text"] for e in example["story"])
+
+
+def clean() -> H:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.poll(5, [(0, 10), (1, 11)])
+    h.drain([(0, 10), (1, 11)])
+    return h
+
+
+def test_a_clean_history_is_valid_with_every_count_zero() -> None:
+    r = run(clean())
+    assert r.valid is True
+    assert list(r.anomaly_counts) == list(ANOMALIES)
+    assert not seen(r) and r.violations == [] and r.anomalies == {}
+    assert r.stats["send"] == {"ok": 2, "fail": 0, "info": 0}
+    assert [u for u in r.unknown if u["affects_verdict"]] == []
+
+
+# -- lost-write ---------------------------------------------------------------------
+
+def lost_after_kill(nodes: list[int] | None = None, **fault: Any) -> H:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.fault("kill", nodes or [1], **fault)
+    h.fault("start", nodes or [1])
+    h.send(1, 12, offset=1)  # the new leader reused offset 1
+    h.drain([(0, 10), (1, 12)])
+    return h
+
+
+def test_lost_write_with_acks_all_clean_elections_and_kills_is_a_violation() -> None:
+    r = run(lost_after_kill(), make_spec(acks="all", min_insync=2))
+    assert r.valid is False
+    assert r.anomaly_counts["lost-write"] == 1
+    assert "lost-write" in r.violations
+    ex = r.anomalies["lost-write"][0]
+    assert (ex["topic"], ex["partition"], ex["value"], ex["offset"]) == (TOPIC, 0, 11, 1)
+    assert ex["time"] == 4 * MS and ex["invoke_time"] == 3 * MS and ex["permitted"] is False
+    text = story_text(ex)
+    assert "acknowledged at offset 1" in text and "kill of node(s) 1" in text
+    assert "offset 1 holds value 12" in text
+    assert "Not permitted" in ex["explanation"]
+    # the same offset now holds another value: an ack-involved inconsistent-offsets too
+    iso = r.anomalies["inconsistent-offsets"][0]
+    assert iso["offset"] == 1 and iso["values"] == [11, 12] and iso["involves_ack"] is True
+
+
+def test_lost_write_with_acks_1_after_a_leader_kill_is_permitted() -> None:
+    r = run(lost_after_kill(), make_spec(acks="1"))
+    assert r.valid is True
+    assert r.anomaly_counts["lost-write"] == 1
+    assert "lost-write" in r.permitted and "inconsistent-offsets" in r.permitted
+    assert r.violations == []
+    assert "acks=1" in r.extra["permitted_reasons"]["lost-write"]
+    assert r.anomalies["lost-write"][0]["permitted"] is True
+
+
+def test_lost_write_with_acks_1_and_no_fault_is_a_violation() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.drain([(0, 10)])
+    r = run(h, make_spec(acks="1"))
+    assert r.valid is False and r.violations == ["lost-write"]
+    assert "offset 1 is at or past the high watermark 1" in story_text(r.anomalies["lost-write"][0])
+
+
+def test_acks_1_fault_on_a_recorded_follower_does_not_permit_loss() -> None:
+    h = lost_after_kill([3], leaders={f"{TOPIC}/0": 1})
+    r = run(h, make_spec(acks="1"))
+    assert "leader-fault" not in r.extra["faults_seen"]
+    assert r.valid is False and "lost-write" in r.violations
+
+
+def test_lost_write_with_acks_all_after_wiping_min_insync_nodes_is_permitted() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.fault("wipe", [1, 2])
+    h.drain([])
+    assert run(h, make_spec(min_insync=2)).valid is True
+    assert run(h, make_spec(min_insync=3)).valid is False
+
+
+def test_sends_ended_info_are_never_lost() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, "info", error="_MSG_TIMED_OUT")
+    h.invoke(1, 12)  # never completes
+    h.drain([(0, 10)])
+    r = run(h)
+    assert r.valid is True and not seen(r)
+    (u,) = r.unknown
+    assert u["kind"] == "indeterminate-sends" and u["count"] == 2 and u["affects_verdict"] is False
+    assert r.stats["send"] == {"ok": 1, "fail": 0, "info": 1} and r.stats["send_open"] == 1
+
+
+def test_an_info_send_that_was_read_happened() -> None:
+    h = H()
+    h.send(0, 10, "info")
+    h.drain([(0, 10)])
+    r = run(h)
+    assert r.valid is True and r.stats["indeterminate_read"] == 1 and r.unknown == []
+
+
+def test_acks_0_offsets_are_never_compared_and_loss_is_permitted() -> None:
+    h = H()
+    h.send(0, 10, offset=-1)
+    h.send(0, 11, offset=-1)
+    h.drain([(0, 11)])  # 11 sits at offset 0: no offset was reported, so no disagreement
+    r = run(h, make_spec(acks="0"))
+    assert r.anomaly_counts["lost-write"] == 1 and r.anomaly_counts["inconsistent-offsets"] == 0
+    assert r.anomalies["lost-write"][0]["offset"] is None
+    assert r.valid is True and "lost-write" in r.permitted
+
+
+def test_value_acked_below_the_log_start_is_unknown_not_lost() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.drain([(1, 11)], lso=1)
+    r = run(h)
+    assert r.valid is True and r.anomaly_counts["lost-write"] == 0
+    assert [u["kind"] for u in r.unknown] == ["below-log-start"]
+
+
+# -- incomplete drains and cut histories ----------------------------------------------
+
+def test_a_partition_without_a_complete_drain_is_unknown_not_lost() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.drain([(0, 10)], last=False)
+    r = run(h)
+    assert r.valid == "unknown" and r.anomaly_counts["lost-write"] == 0
+    (u,) = [u for u in r.unknown if u["affects_verdict"]]
+    assert (u["kind"], u["topic"], u["partition"]) == ("incomplete-drain", TOPIC, 0)
+    assert r.extra["partitions"][0]["complete"] is False
+
+
+def test_every_partition_of_the_spec_needs_a_drain() -> None:
+    h = clean()
+    r = run(h, make_spec(partitions=2))
+    assert r.valid == "unknown"
+    assert [(u["kind"], u["partition"]) for u in r.unknown] == [("incomplete-drain", 1)]
+
+
+def test_a_truncated_history_is_at_most_unknown() -> None:
+    assert run(clean(), truncated=True).valid == "unknown"
+    assert run(lost_after_kill(), truncated=True).valid is False
+
+
+# -- reads --------------------------------------------------------------------------
+
+def test_phantom_read_forbidden_with_clean_elections_permitted_with_unclean() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.poll(5, [(0, 10), (1, 11)])
+    h.fault("kill")
+    h.send(0, 12, offset=1)
+    h.drain([(0, 10), (1, 12)])
+    r = run(h, make_spec(acks="all"))
+    assert {"phantom-read", "lost-write", "inconsistent-offsets"} <= seen(r)
+    ph = r.anomalies["phantom-read"][0]
+    assert (ph["value"], ph["offset"], ph["process"]) == (11, 1, 5)
+    assert "phantom-read" in r.violations and r.valid is False
+    r = run(h, make_spec(acks="all", unclean=True))
+    assert r.valid is True and {"phantom-read", "lost-write", "inconsistent-offsets"} <= set(
+        r.permitted)
+
+
+def test_a_poll_past_the_drained_high_watermark_is_a_phantom() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, "info")
+    h.poll(5, [(0, 10), (1, 11)])
+    h.drain([(0, 10)])
+    r = run(h)
+    assert seen(r) == {"phantom-read"}
+    assert "at or past the high watermark" in story_text(r.anomalies["phantom-read"][0])
+
+
+def test_inconsistent_offsets_between_reads_only() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, "info")
+    h.poll(5, [(0, 10)])
+    h.poll(6, [(0, 11)])  # another consumer sees another value at offset 0
+    h.drain([(0, 10)], hw=1)
+    r = run(h, make_spec(acks="1"))
+    iso = r.anomalies["inconsistent-offsets"][0]
+    assert iso["involves_ack"] is False and iso["values"] == [10, 11]
+    assert {s["source"] for s in iso["sightings"]} == {"ack", "poll", "drain"}
+    # acks=1 with a leader fault permits ack disagreements, not reads disagreeing
+    h.fault("kill")
+    r = run(h, make_spec(acks="1"))
+    assert "inconsistent-offsets" in r.permitted and "inconsistent-offsets" in r.violations
+    assert iso["permitted"] is False
+
+
+def test_an_ack_offset_the_drain_leaves_empty_is_inconsistent() -> None:
+    h = H()
+    h.send(0, 10, offset=3)
+    h.drain([(0, 10)], hw=5)
+    r = run(h)
+    assert seen(r) == {"inconsistent-offsets"}
+    iso = r.anomalies["inconsistent-offsets"][0]
+    assert iso["involves_ack"] is True and iso["offsets"] == [3, 0] and r.valid is False
+
+
+def test_two_acks_at_one_offset() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(1, 11, offset=0)
+    h.drain([(0, 10), (1, 11)])
+    r = run(h)
+    iso = r.anomalies["inconsistent-offsets"][0]
+    assert iso["offset"] == 0 and iso["values"] == [10, 11] and iso["involves_ack"]
+
+
+def test_duplicate_forbidden_with_idempotence_permitted_without() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.drain([(0, 10), (1, 10)])
+    r = run(h)
+    assert seen(r) == {"duplicate"} and r.anomalies["duplicate"][0]["offsets"] == [0, 1]
+    assert r.valid is False
+    r = run(h, make_spec(idempotence=False))
+    assert r.valid is True and "duplicate" in r.permitted
+
+
+def test_aborted_read_is_never_permitted() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, "fail", error="NOT_ENOUGH_REPLICAS")
+    h.fault("wipe", [1, 2, 3])
+    h.poll(5, [(0, 10), (1, 11)])
+    h.drain([(0, 10), (1, 11)])
+    r = run(h, make_spec(acks="0", unclean=True, min_insync=1))
+    assert seen(r) == {"aborted-read"} and r.violations == ["aborted-read"]
+    ex = r.anomalies["aborted-read"][0]
+    assert (ex["value"], ex["offset"], ex["reader"], ex["error"]) == (
+        11, 1, "consumer 5", "NOT_ENOUGH_REPLICAS")
+
+
+def test_a_failed_send_read_before_it_failed_is_an_aborted_read() -> None:
+    h = H()
+    h.invoke(0, 11)
+    h.poll(5, [(0, 11)])
+    h.done(0, 11, "fail")
+    h.drain([(0, 11)])
+    assert seen(run(h)) == {"aborted-read"}
+
+
+def test_unexpected_values_never_sent_sent_elsewhere_or_read_before_invoke() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 20, offset=0, part=1)
+    h.poll(5, [(1, 30)])  # read before its send
+    h.send(0, 30, "info")
+    h.drain([(0, 10), (1, 30), (2, 20), (3, 99)])
+    h.drain([(0, 20)], part=1)
+    r = run(h, make_spec(acks="0", unclean=True, idempotence=False, partitions=2))
+    assert r.violations == ["unexpected-value"]
+    whys = {e["value"]: e["explanation"] for e in r.anomalies["unexpected-value"]}
+    assert set(whys) == {20, 30, 99}
+    assert "went to fl-queue/1" in whys[20] and "before its send" in whys[30]
+    assert "no send" in whys[99]
+
+
+def test_nonmonotonic_send_forbidden_with_idempotence() -> None:
+    h = H()
+    h.invoke(0, 10)
+    h.invoke(0, 11)
+    h.done(0, 11, offset=0)
+    h.done(0, 10, offset=1)
+    h.drain([(0, 11), (1, 10)])
+    r = run(h)
+    assert seen(r) == {"nonmonotonic-send"} and r.valid is False
+    ex = r.anomalies["nonmonotonic-send"][0]
+    assert ex["values"] == [10, 11] and ex["offsets"] == [1, 0] and ex["process"] == 0
+    r = run(h, make_spec(idempotence=False, in_flight=5))
+    assert r.valid is True
+    assert run(h, make_spec(idempotence=False, in_flight=1)).valid is False
+
+
+def test_sends_of_different_producers_may_interleave() -> None:
+    h = H()
+    h.invoke(0, 10)
+    h.invoke(1, 11)
+    h.done(1, 11, offset=0)
+    h.done(0, 10, offset=1)
+    h.drain([(0, 11), (1, 10)])
+    assert run(h).valid is True
+
+
+def test_nonmonotonic_poll_and_a_new_process_starting_over() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.poll(5, [(0, 10), (1, 11)])
+    h.poll(5, [(1, 11)])
+    h.poll(6, [(0, 10)])  # a fresh consumer may start from the beginning
+    h.drain([(0, 10), (1, 11)])
+    r = run(h)
+    assert seen(r) == {"nonmonotonic-poll"} and r.anomaly_counts["nonmonotonic-poll"] == 1
+    ex = r.anomalies["nonmonotonic-poll"][0]
+    assert (ex["process"], ex["offset"], ex["previous"]) == (5, 1, 1)
+
+
+def test_poll_skip_only_over_offsets_holding_records() -> None:
+    h = H()
+    for i in range(4):
+        h.send(0, 10 + i, offset=i)
+    h.poll(5, [(0, 10), (2, 12)])
+    h.poll(6, [(0, 10), (3, 13)])
+    h.drain([(0, 10), (1, 11), (2, 12), (3, 13)])
+    r = run(h)
+    assert seen(r) == {"poll-skip"} and r.anomaly_counts["poll-skip"] == 2
+    ex = r.anomalies["poll-skip"][1]
+    assert ex["skipped"] == [1, 2] and ex["skipped_count"] == 2 and ex["process"] == 6
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 12, offset=2)
+    h.poll(5, [(0, 10), (2, 12)])
+    h.drain([(0, 10), (2, 12)])  # offset 1 holds nothing: not a skip
+    assert run(h).valid is True
+
+
+# -- errors -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("f", "typ", "value", "needle"), [
+    ("send", "invoke", {"topic": TOPIC, "partition": 0}, "integer 'value'"),
+    ("send", "invoke", {"topic": TOPIC, "partition": 0, "value": [1]}, "integer 'value'"),
+    ("poll", "ok", {"records": [[TOPIC, 0, 1]]}, "[topic, partition, offset, value]"),
+    ("poll", "ok", {"records": [[TOPIC, 0, "1", 2]]}, "[topic, partition, offset, value]"),
+    ("drain", "ok", {"topic": TOPIC, "partition": 0, "records": [[0]]}, "[offset, value]"),
+])
+def test_a_malformed_value_names_the_line(f: str, typ: str, value: Any, needle: str) -> None:
+    h = clean()
+    if typ != "invoke":
+        h.op(7, "invoke", f, None if f == "poll" else {"topic": TOPIC, "partition": 0})
+    h.op(7, typ, f, value)
+    with pytest.raises(HistoryError) as e:
+        run(h)
+    assert e.value.line == len(h.ops) and needle in str(e.value)
+
+
+def test_a_value_sent_twice_is_an_error() -> None:
+    h = clean()
+    h.send(3, 10, offset=5)
+    with pytest.raises(HistoryError, match="already sent"):
+        run(h)
+
+
+def test_a_completion_without_invoke_is_an_error() -> None:
+    h = clean()
+    h.done(3, 77, offset=5)
+    with pytest.raises(HistoryError, match="no open invoke"):
+        run(h)
+
+
+def test_a_checker_failure_is_unknown_never_a_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(queue.Engine, "_values", boom)
+    r = run(clean())
+    assert r.valid == "unknown" and r.unknown[0]["kind"] == "checker-error"
+    assert "RuntimeError: bug" in r.unknown[0]["why"]
+
+
+def test_merge_valid() -> None:
+    assert merge_valid(True, True) is True
+    assert merge_valid(True, "unknown") == "unknown"
+    assert merge_valid("unknown", False, True) is False
+    assert merge_valid() is True
+
+
+# -- measures -----------------------------------------------------------------------
+
+def test_measures_throughput_latency_unavailability_and_faults() -> None:
+    h = H()
+    h.send(0, 1, offset=0)
+    h.fault("kill", [2])
+    h.t += 3000 * MS  # 3 s with no ok send
+    h.send(0, 2, "fail")
+    h.send(0, 3, offset=1)
+    h.fault("start", [2])
+    h.fault("wipe", [3])
+    h.drain([(0, 1), (1, 3)])
+    r = run(h, unavailable_after_ns=1000 * MS)
+    m = r.extra["measures"]
+    assert m["bucket_ns"] == 1_000_000_000
+    assert [(b["ok"], b["fail"]) for b in m["throughput"]] == [(1, 0), (0, 0), (0, 0), (1, 1)]
+    assert [b["faults"] for b in m["throughput"]] == [[0], [0], [0], [0, 1]]
+    assert [lat["count"] for lat in m["latency"]] == [1, 1]
+    assert m["latency"][0]["p50_ms"] == pytest.approx(1.0)
+    kill, wipe = m["faults"]
+    assert (kill["f"], kill["nodes"], kill["start"], kill["end"]) == ("kill", [2], 3 * MS,
+                                                                      h.ops[-5].time)
+    assert (wipe["f"], wipe["end"] - wipe["start"]) == ("wipe", MS)
+    (part,) = m["unavailable"]
+    (w,) = part["windows"]
+    assert (w["start"], w["fail"], w["ongoing"], w["faults"]) == (2 * MS, 1, False, [0])
+    assert w["duration_ms"] > 3000
+
+
+def test_partitions_extra() -> None:
+    (p,) = run(clean()).extra["partitions"]
+    assert p == {"topic": TOPIC, "partition": 0, "complete": True, "drained": 2,
+                 "high_watermark": 2, "log_start_offset": 0, "polled": 2,
+                 "sends": {"ok": 2, "fail": 0, "info": 0, "open": 0}}

@@ -1,0 +1,63 @@
+"""Rendering of a node's server.properties and JVM flags from the spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from faultline.harness import kafka_config
+from faultline.spec import KafkaSpec
+
+ADDRS = {1: "10.241.7.11", 2: "10.241.7.12", 3: "10.241.7.13"}
+
+
+def _props(spec: KafkaSpec | None = None, node: int = 2) -> dict[str, str]:
+    return kafka_config.server_properties(
+        spec or KafkaSpec(), node, ADDRS, 40002, Path("/w/n2/data"), Path("/w/n2/metadata")
+    )
+
+
+def test_listeners_and_the_client_listener_advertises_the_proxy() -> None:
+    p = _props()
+    assert p["process.roles"] == "broker,controller"
+    assert p["node.id"] == "2"
+    assert p["listeners"] == (
+        "BROKER://10.241.7.12:9092,CONTROLLER://10.241.7.12:9093,CLIENT://10.241.7.12:9094"
+    )
+    assert p["advertised.listeners"] == "BROKER://10.241.7.12:9092,CLIENT://127.0.0.1:40002"
+    assert p["controller.quorum.voters"] == "1@10.241.7.11:9093,2@10.241.7.12:9093,3@10.241.7.13:9093"
+    assert p["inter.broker.listener.name"] == "BROKER"
+    assert p["controller.listener.names"] == "CONTROLLER"
+    assert p["log.dirs"] == "/w/n2/data" and p["metadata.log.dir"] == "/w/n2/metadata"
+
+
+def test_timeouts_come_from_the_spec_and_overrides_win() -> None:
+    spec = KafkaSpec(replica_lag_time_max_ms=1234, broker_session_timeout_ms=4321,
+                     broker_heartbeat_interval_ms=321, log_flush_interval_messages=1,
+                     broker_config={"replica.lag.time.max.ms": "999", "num.io.threads": "2"})
+    p = _props(spec)
+    assert p["replica.lag.time.max.ms"] == "999"
+    assert p["broker.session.timeout.ms"] == "4321"
+    assert p["broker.heartbeat.interval.ms"] == "321"
+    assert p["log.flush.interval.messages"] == "1"
+    assert p["num.io.threads"] == "2"
+    assert "log.flush.interval.messages" not in _props()
+
+
+def test_internal_topics_fit_a_small_cluster() -> None:
+    one = kafka_config.server_properties(KafkaSpec(nodes=1), 1, {1: "10.0.0.11"}, 1, Path("d"), Path("m"))
+    assert one["offsets.topic.replication.factor"] == "1"
+    assert one["transaction.state.log.min.isr"] == "1"
+    assert _props()["offsets.topic.replication.factor"] == "3"
+
+
+def test_render_escapes_and_sorts() -> None:
+    text = kafka_config.render_properties({"b": "x=y:z", "a": "C:\\dir\nnext"})
+    assert text == "a=C\\:\\\\dir\\nnext\nb=x\\=y\\:z\n"
+
+
+def test_jvm_options_heap_and_markers() -> None:
+    opts = kafka_config.jvm_options(384, Path("/w/logs"), Path("/pkg/log4j2.properties"), "abc123")
+    assert "-Xmx384m" in opts and "-Xms384m" in opts
+    assert "-Dkafka.logs.dir=/w/logs" in opts
+    assert "-Dlog4j2.configurationFile=/pkg/log4j2.properties" in opts
+    assert "-Dfaultline.run=abc123" in opts

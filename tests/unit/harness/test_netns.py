@@ -1,0 +1,103 @@
+"""Names, addresses and the iptables/ip argument lists of the local backend's network."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from faultline.harness import netns
+from faultline.harness.netns import CHAIN, Layout
+
+NET = ipaddress.IPv4Network("10.241.7.0/24")
+LAYOUT = Layout("abc123", NET, (1, 2, 3))
+
+
+def test_names_fit_in_an_interface_name_and_carry_the_run_id() -> None:
+    five = Layout("abc123", NET, (1, 2, 3, 4, 5))
+    names = [five.bridge] + [f(i) for i in five.node_ids
+                             for f in (five.namespace, five.veth_host, five.veth_peer)]
+    assert all(len(n) <= 15 for n in names)
+    assert {netns.owner_run_id(n) for n in names} == {"abc123"}
+    assert LAYOUT.namespace(2) == "flabc123-n2"
+    assert LAYOUT.bridge == "flabc123br"
+
+
+def test_names_of_others_are_not_ours() -> None:
+    for name in ("eth0", "lo", "docker0", "flannel.1", "fl-queue", "flabc12-n1", "flABC123-n1"):
+        assert netns.owner_run_id(name) is None
+
+
+def test_addresses() -> None:
+    assert LAYOUT.host_address == "10.241.7.1"
+    assert [LAYOUT.address(i) for i in (1, 2, 3)] == ["10.241.7.11", "10.241.7.12", "10.241.7.13"]
+
+
+def test_layout_rejects_bad_values() -> None:
+    with pytest.raises(ValueError):
+        Layout("ABC", NET, (1,))
+    with pytest.raises(ValueError):
+        Layout("abc123", ipaddress.IPv4Network("10.241.0.0/16"), (1,))
+
+
+def test_setup_commands_are_argument_lists_in_order() -> None:
+    cmds = netns.setup_commands(LAYOUT)
+    assert all(isinstance(c, list) and all(isinstance(a, str) for a in c) for c in cmds)
+    assert cmds[0] == ["ip", "link", "add", "flabc123br", "type", "bridge"]
+    flat = [" ".join(c) for c in cmds]
+    assert flat.index("ip netns add flabc123-n1") < flat.index("ip link set flabc123p1 netns flabc123-n1")
+    assert "ip -n flabc123-n3 addr add 10.241.7.13/24 dev eth0" in flat
+    # nothing routes out of a node: no default route is ever added
+    assert not any("route" in c for c in flat)
+
+
+def test_grudge_isolating_one_node() -> None:
+    plan = netns.grudge_commands(LAYOUT, {1: {2, 3}, 2: {1}, 3: {1}})
+    prefix = ["ip", "netns", "exec", "flabc123-n1", "iptables", "-w", "5"]
+    assert plan[1] == [
+        [*prefix, "-F", CHAIN],
+        [*prefix, "-A", CHAIN, "-s", "10.241.7.12/32", "-j", "DROP"],
+        [*prefix, "-A", CHAIN, "-s", "10.241.7.13/32", "-j", "DROP"],
+    ]
+    assert plan[2][1][-4:] == ["-s", "10.241.7.11/32", "-j", "DROP"]
+    # every command runs inside a node namespace: the host's iptables is never touched
+    assert all(c[:3] == ["ip", "netns", "exec"] for cmds in plan.values() for c in cmds)
+
+
+def test_grudge_replaces_and_ignores_self() -> None:
+    plan = netns.grudge_commands(LAYOUT, {2: [2, 3]})
+    assert [len(plan[i]) for i in (1, 2, 3)] == [1, 2, 1]  # flushed, flush+1 rule, flushed
+
+
+def test_grudge_with_unknown_nodes_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"unknown node\(s\) \[4\]"):
+        netns.grudge_commands(LAYOUT, {1: {4}})
+
+
+def test_heal_flushes_every_chain() -> None:
+    assert netns.heal_commands(LAYOUT) == [
+        ["ip", "netns", "exec", f"flabc123-n{i}", "iptables", "-w", "5", "-F", CHAIN] for i in (1, 2, 3)
+    ]
+
+
+def test_chain_is_jumped_to_from_input_only() -> None:
+    cmds = netns.chain_commands("flabc123-n1")
+    assert cmds[1][-5:] == ["-I", "INPUT", "1", "-j", CHAIN]
+
+
+def test_free_subnets_skip_what_overlaps_but_not_the_default_route() -> None:
+    taken = [ipaddress.IPv4Network("0.0.0.0/0"), ipaddress.IPv4Network("10.241.0.0/23"),
+             ipaddress.IPv4Network("10.241.5.7/32")]
+    free = netns.free_subnets(taken)
+    assert ipaddress.IPv4Network("10.241.0.0/24") not in free
+    assert ipaddress.IPv4Network("10.241.1.0/24") not in free
+    assert ipaddress.IPv4Network("10.241.5.0/24") not in free
+    assert ipaddress.IPv4Network("10.241.2.0/24") in free
+    assert len(free) == 256 - 3
+
+
+def test_teardown_deletes_namespaces_then_links() -> None:
+    assert netns.teardown_commands(["flabc123-n1"], ["flabc123br"]) == [
+        ["ip", "netns", "delete", "flabc123-n1"],
+        ["ip", "link", "delete", "flabc123br"],
+    ]

@@ -1,0 +1,76 @@
+"""The per-run state file and process identity used to find a crashed run's leftovers."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from faultline.harness import runstate
+from faultline.harness.runstate import ProcId, RunState
+
+
+@pytest.fixture(autouse=True)
+def _state_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAULTLINE_STATE", str(tmp_path))
+
+
+def _state(owner: ProcId | None, **kw: object) -> RunState:
+    return RunState(run_id="abc123", subnet="10.241.7.0/24", node_ids=[1, 2, 3], workdir="/w",
+                    owns_workdir=False, spec={"name": "t"}, owner=owner, **kw)  # type: ignore[arg-type]
+
+
+def test_state_round_trips() -> None:
+    me = ProcId.of(os.getpid())
+    state = _state(me, proxy_ports={1: 4001}, nodes={1: me, 2: None}, paused=[1])
+    state.save()
+    back = RunState.load("abc123")
+    assert back == state
+    assert back.layout.namespace(1) == "flabc123-n1"
+    assert runstate.run_ids() == ["abc123"]
+
+
+def test_a_run_whose_owner_lives_is_not_stale() -> None:
+    assert not _state(ProcId.of(os.getpid())).is_stale()
+
+
+def test_a_run_whose_owner_died_is_stale() -> None:
+    proc = subprocess.Popen(["true"])
+    owner = ProcId.of(proc.pid)
+    proc.wait()
+    assert owner is None or not owner.alive()
+    assert _state(owner or ProcId(proc.pid, 1)).is_stale()
+
+
+def test_a_reused_pid_does_not_count_as_the_owner() -> None:
+    me = ProcId.of(os.getpid())
+    assert me is not None
+    assert not ProcId(me.pid, me.start + 1).alive()
+
+
+def test_a_detached_run_is_stale_only_without_processes() -> None:
+    me = ProcId.of(os.getpid())
+    assert not _state(None, detached=True, nodes={1: me}).is_stale()
+    assert _state(None, detached=True, nodes={1: ProcId(me.pid, me.start + 1) if me else None}).is_stale()
+
+
+def test_new_run_ids_are_valid_and_fresh() -> None:
+    ids = {runstate.new_run_id(set()) for _ in range(50)}
+    assert all(re.fullmatch(r"[a-z][a-z0-9]{5}", i) for i in ids)
+    assert runstate.new_run_id({"abc123"}) != "abc123"
+
+
+def test_processes_are_found_by_their_run_marker() -> None:
+    env = {**os.environ, runstate.ENV_RUN: "zz9plu"}
+    proc = subprocess.Popen(["sleep", "30"], env=env)
+    try:
+        assert proc.pid in runstate.processes_of("zz9plu")
+        assert "zz9plu" in runstate.run_ids_of_processes()
+        runstate.kill_and_wait([proc.pid])
+        assert proc.pid not in runstate.processes_of("zz9plu")
+    finally:
+        proc.kill()
+        proc.wait()

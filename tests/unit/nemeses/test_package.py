@@ -1,0 +1,343 @@
+"""The nemesis package against an in-memory fake cluster: journaling, targets, final heal.
+
+The fake only records calls; whether the faults do what they should on Kafka is
+tests/integration/nemeses' business.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from faultline.errors import NemesisError
+from faultline.harness.cluster import PartitionState
+from faultline.history import HistoryWriter, Op, read_history
+from faultline.nemeses.package import NemesisPackage
+from faultline.nemeses.schedule import Step
+from faultline.spec import KafkaSpec, NemesisSpec, TestSpec
+
+
+class FakeNode:
+    def __init__(self, node_id: int, root: Path) -> None:
+        self.id = node_id
+        self.address = f"10.0.0.{node_id}"
+        self.data_dir = root / f"n{node_id}"
+        self.log_dir = root / f"n{node_id}-logs"
+        self.alive = True
+        self.paused = False
+
+    def is_alive(self) -> bool:
+        return self.alive
+
+
+class FakeCluster:
+    """Every capability, in memory; ``fail`` names calls that raise."""
+
+    def __init__(self, spec: TestSpec, root: Path) -> None:
+        self.spec = spec
+        self.nodes: Sequence[FakeNode] = [FakeNode(i, root) for i in range(1, spec.kafka.nodes + 1)]
+        self.calls: list[tuple[str, Any]] = []
+        self.grudge: Mapping[int, Collection[int]] = {}
+        self.toxics: list[str] = []
+        self.fail: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _call(self, name: str, arg: Any) -> None:
+        with self._lock:
+            self.calls.append((name, arg))
+        if name in self.fail:
+            raise RuntimeError(f"{name} failed on purpose")
+
+    def node(self, node_id: int) -> FakeNode:
+        return self.nodes[node_id - 1]
+
+    def leaders(self, topic: str) -> dict[int, PartitionState]:
+        n = len(self.nodes)
+        return {p: PartitionState(1 + p % n, (1, 2, 3)) for p in range(self.spec.topic.partitions)}
+
+    def active_controller(self) -> int | None:
+        return 2
+
+    def kill(self, node: int) -> None:
+        self._call("kill", node)
+        self.node(node).alive = False
+
+    def start_node(self, node: int) -> None:
+        self._call("start_node", node)
+        self.node(node).alive = True
+
+    def stop_node(self, node: int, timeout: float = 30.0) -> None:
+        self._call("stop_node", node)
+        self.node(node).alive = False
+
+    def pause(self, node: int) -> None:
+        self._call("pause", node)
+        self.node(node).paused = True
+
+    def resume(self, node: int) -> None:
+        self._call("resume", node)
+        self.node(node).paused = False
+
+    def partition(self, grudge: Mapping[int, Collection[int]]) -> None:
+        self._call("partition", grudge)
+        self.grudge = grudge
+
+    def heal_network(self) -> None:
+        self._call("heal_network", None)
+        self.grudge = {}
+
+    def add_toxic(self, node: int, kind: str, attributes: Mapping[str, int | float],
+                  stream: str = "downstream", toxicity: float = 1.0) -> str:
+        self._call("add_toxic", (node, kind, stream))
+        name = f"{kind}_{stream}_{len(self.toxics)}"
+        self.toxics.append(name)
+        return name
+
+    def remove_toxic(self, node: int, name: str) -> None:
+        self.toxics.remove(name)
+
+    def clear_toxics(self) -> None:
+        self._call("clear_toxics", None)
+        self.toxics = []
+
+    def data_dir(self, node: int) -> Path:
+        return self.node(node).data_dir
+
+    def wipe(self, node: int) -> None:
+        self._call("wipe", node)
+
+    def clean(self) -> bool:
+        return (all(n.alive and not n.paused for n in self.nodes) and not self.grudge
+                and not self.toxics)
+
+
+def _spec(faults: tuple[str, ...], **kw: Any) -> TestSpec:
+    return TestSpec(seed=3, time_limit_s=2.0, nemesis=NemesisSpec(faults=faults, **kw))
+
+
+def _package(cluster: FakeCluster, steps: Sequence[Step]) -> NemesisPackage:
+    pkg = NemesisPackage.from_spec(cluster.spec, cluster)  # type: ignore[arg-type]
+    pkg.schedule = steps
+    return pkg
+
+
+def _ops(path: Path) -> list[Op]:
+    return list(read_history(path))
+
+
+def test_from_spec_builds_the_seeded_schedule(tmp_path: Path) -> None:
+    spec = TestSpec(seed=11, time_limit_s=120, nemesis=NemesisSpec(faults=("kill", "partition")))
+    a = NemesisPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    b = NemesisPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    assert a.schedule == b.schedule and a.schedule
+    assert set(a.nemeses) == {"kill", "partition"}
+    none = NemesisPackage.from_spec(TestSpec(), FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    assert none.schedule == () and not none.nemeses
+
+
+def test_run_journals_both_ends_of_each_fault(tmp_path: Path) -> None:
+    spec = _spec(("kill", "partition", "toxics"), max_concurrent=3)
+    cluster = FakeCluster(spec, tmp_path)
+    steps = [Step(0.0, "kill", "kill", 0.1, 4), Step(0.05, "partition", "isolate-leader", 0.1, 1),
+             Step(0.08, "toxics", "timeout", 0.1, 0)]
+    pkg = _package(cluster, steps)
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        pkg.run(time.monotonic() + 1.0, h)
+        pkg.heal_all(h)
+    ops = _ops(tmp_path / "h.jsonl")
+    assert all(o.process == "nemesis" and o.type == "info" for o in ops)
+    assert [o.f for o in ops] == ["kill", "kill", "partition", "partition", "toxic", "toxic",
+                                  "start", "start", "heal", "heal", "clear-toxics", "clear-toxics"]
+    kill_done = ops[1].value
+    assert kill_done["nodes"] == [2] and "killed node 2" in kill_done["result"]
+    assert kill_done["leaders"] == {"fl-queue/0": 1, "fl-queue/1": 2, "fl-queue/2": 3}
+    part = ops[3].value
+    assert part["target"] == 2 and part["partition"] == "fl-queue/1"
+    assert part["grudge"] == {"1": [2], "2": [1, 3], "3": [2]}
+    assert ops[5].value["toxic"]["kind"] == "timeout" and len(ops[5].value["names"]) == 6
+    assert cluster.clean()
+
+
+def test_node_faults_never_share_a_node(tmp_path: Path) -> None:
+    spec = _spec(("kill", "pause", "stop"), max_concurrent=3)
+    cluster = FakeCluster(spec, tmp_path)
+    steps = [Step(0.0, "kill", "kill", 0.5, 7), Step(0.01, "pause", "pause", 0.5, 7),
+             Step(0.02, "stop", "stop", 0.5, 7)]
+    pkg = _package(cluster, steps)
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        pkg.run(time.monotonic() + 0.2, h)
+        assert len(pkg.active) == 3
+        pkg.heal_all(h)
+    done = [o.value["nodes"][0] for o in _ops(tmp_path / "h.jsonl")[1:6:2]]
+    assert sorted(done) == [1, 2, 3]
+    assert cluster.clean()
+
+
+def test_no_target_is_journaled_and_skipped(tmp_path: Path) -> None:
+    spec = TestSpec(nemesis=NemesisSpec(faults=("kill", "pause", "stop", "wipe"), max_concurrent=4))
+    cluster = FakeCluster(spec, tmp_path)
+    steps = [Step(0.0, "kill", "kill", 1, 0), Step(0.0, "stop", "stop", 1, 1),
+             Step(0.0, "wipe", "wipe", 1, 2), Step(0.01, "pause", "pause", 1, 0)]
+    pkg = _package(cluster, steps)
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        pkg.run(time.monotonic() + 0.1, h)
+        pkg.heal_all(h)
+    ops = _ops(tmp_path / "h.jsonl")
+    skipped = [o for o in ops if o.error]
+    assert len(skipped) == 1 and skipped[0].f == "pause" and "no node left" in skipped[0].error
+    assert cluster.clean()
+
+
+def test_a_failed_heal_is_forced_by_teardown(tmp_path: Path) -> None:
+    spec = _spec(("pause",))
+    cluster = FakeCluster(spec, tmp_path)
+    pkg = _package(cluster, [Step(0.0, "pause", "pause", 0.05, 0)])
+    cluster.fail.add("resume")
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        pkg.run(time.monotonic() + 0.2, h)
+        ops = _ops(tmp_path / "h.jsonl")
+        assert ops[-1].f == "resume" and "failed on purpose" in (ops[-1].error or "")
+        assert not cluster.clean()
+        cluster.fail.clear()
+        pkg.heal_all(h)
+    assert cluster.clean()
+
+
+def test_a_failed_fault_is_still_healed(tmp_path: Path) -> None:
+    spec = _spec(("kill",))
+    cluster = FakeCluster(spec, tmp_path)
+    cluster.fail.add("kill")
+    pkg = _package(cluster, [Step(0.0, "kill", "kill", 5, 0)])
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        pkg.run(time.monotonic() + 0.1, h)
+        pkg.heal_all(h)
+    assert [o.f for o in _ops(tmp_path / "h.jsonl")] == ["kill", "kill", "start", "start"]
+    assert ("start_node", 1) in cluster.calls
+
+
+def test_teardown_error_is_reported_after_every_nemesis_ran(tmp_path: Path) -> None:
+    spec = _spec(("partition", "toxics"))
+    cluster = FakeCluster(spec, tmp_path)
+    pkg = _package(cluster, [])
+    pkg.setup()
+    cluster.fail.add("heal_network")
+    with pytest.raises(NemesisError, match="partition"):
+        pkg.heal_all()
+    assert ("clear_toxics", None) in cluster.calls
+
+
+def test_heal_all_from_another_thread_stops_run(tmp_path: Path) -> None:
+    spec = _spec(("kill",))
+    cluster = FakeCluster(spec, tmp_path)
+    pkg = _package(cluster, [Step(0.0, "kill", "kill", 30, 0), Step(40, "kill", "kill", 5, 1)])
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        t = threading.Thread(target=pkg.run, args=(time.monotonic() + 60, h))
+        t.start()
+        time.sleep(0.2)
+        started = time.monotonic()
+        pkg.heal_all(h)
+        t.join(5)
+        assert not t.is_alive() and time.monotonic() - started < 2
+    assert cluster.clean()
+    assert [o.f for o in _ops(tmp_path / "h.jsonl")] == ["kill", "kill", "start", "start"]
+
+
+@pytest.mark.parametrize("kind,target", [("isolate-node", 2), ("isolate-controller", 2)])
+def test_partition_plans_record_target_and_grudge(tmp_path: Path, kind: str, target: int) -> None:
+    from faultline.nemeses.partition import PartitionNemesis
+
+    cluster = FakeCluster(_spec(("partition",)), tmp_path)
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)  # type: ignore[arg-type]
+    value = nemesis.plan(Step(0, "partition", kind, 1, 4), busy=())
+    assert value["target"] == target and value["nodes"] == [1, 2, 3]
+    assert value["grudge"][str(target)] == [n for n in (1, 2, 3) if n != target]
+
+
+def test_halves_bridge_ring_plans(tmp_path: Path) -> None:
+    from faultline.nemeses.partition import PartitionNemesis
+
+    spec = TestSpec(kafka=KafkaSpec(nodes=5),
+                    nemesis=NemesisSpec(faults=("partition",)))
+    cluster = FakeCluster(spec, tmp_path)
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)  # type: ignore[arg-type]
+    for kind in ("halves", "bridge", "ring"):
+        value = nemesis.plan(Step(0, "partition", kind, 1, 4), busy=())
+        assert value["kind"] == kind and value["grudge"] and "target" not in value
+    with pytest.raises(NemesisError, match="unknown partition kind"):
+        nemesis.plan(Step(0, "partition", "moat", 1, 4), busy=())
+
+
+def test_a_slow_start_does_not_shorten_the_hold(tmp_path: Path) -> None:
+    spec = _spec(("kill",))
+    cluster = FakeCluster(spec, tmp_path)
+    real_kill = cluster.kill
+
+    def slow_kill(node: int) -> None:
+        time.sleep(0.4)
+        real_kill(node)
+
+    cluster.kill = slow_kill  # type: ignore[method-assign]
+    pkg = _package(cluster, [Step(0.0, "kill", "kill", 0.3, 0)])
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        pkg.run(time.monotonic() + 1.5, h)
+        pkg.heal_all(h)
+    ops = _ops(tmp_path / "h.jsonl")
+    assert [o.f for o in ops] == ["kill", "kill", "start", "start"]
+    assert ops[2].time - ops[1].time >= 0.3e9
+
+
+def test_limits_hold_at_run_time_when_a_heal_is_late(tmp_path: Path) -> None:
+    spec = _spec(("pause", "kill"), max_concurrent=1)
+    cluster = FakeCluster(spec, tmp_path)
+    real_pause = cluster.pause
+
+    def slow_pause(node: int) -> None:
+        time.sleep(0.3)
+        real_pause(node)
+
+    cluster.pause = slow_pause  # type: ignore[method-assign]
+    # the kill is planned for after the pause heals, but the pause took effect late
+    pkg = _package(cluster, [Step(0.0, "pause", "pause", 0.2, 0), Step(0.25, "kill", "kill", 0.1, 1)])
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        pkg.run(time.monotonic() + 2.0, h)
+        pkg.heal_all(h)
+    ops = _ops(tmp_path / "h.jsonl")
+    assert [o.f for o in ops] == ["pause", "pause", "resume", "resume", "kill", "kill", "start", "start"]
+    assert ops[4].time - ops[3].time >= 0.04e9  # the planned gap survives the delay
+
+
+def test_heal_all_tears_down_even_when_the_history_is_gone(tmp_path: Path) -> None:
+    spec = _spec(("pause",))
+    cluster = FakeCluster(spec, tmp_path)
+    pkg = _package(cluster, [Step(0.0, "pause", "pause", 30, 0)])
+    h = HistoryWriter(tmp_path / "h.jsonl")
+    pkg.run(time.monotonic() + 0.2, h)
+    h.close()
+    with pytest.raises(NemesisError, match="heal"):
+        pkg.heal_all(h)
+    assert cluster.clean()
+
+
+def test_yaml_spec_drives_the_package(tmp_path: Path) -> None:
+    import yaml
+
+    text = """
+    seed: 9
+    time_limit_s: 120
+    nemesis:
+      faults: [kill, partition, toxics]
+      interval_s: 5
+      max_concurrent: 2
+    """
+    spec = TestSpec.from_mapping(yaml.safe_load(text), source="spec.yaml")
+    pkg = NemesisPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    assert pkg.max_concurrent == 2 and set(pkg.nemeses) == {"kill", "partition", "toxics"}
+    assert {s.family for s in pkg.schedule} == {"kill", "partition", "toxics"}
+    assert all(2.0 <= s.hold_s <= 7.5 for s in pkg.schedule[:-1])

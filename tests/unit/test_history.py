@@ -1,0 +1,170 @@
+"""faultline.history: the writer, the reader's errors with line numbers, a cut last
+line, and the pairing rules of HISTORY.md."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from faultline.errors import HistoryError
+from faultline.history import HistoryWriter, Op, ReadResult, iter_rows, read_history
+
+
+def line(i: int, p: Any = 0, typ: str = "invoke", f: str = "send", value: Any = None,
+         t: int | None = None, **extra: Any) -> dict[str, Any]:
+    if value is None and f == "send":
+        value = {"topic": "t", "partition": 0, "value": i}
+    return {"index": i, "time": i if t is None else t, "process": p, "type": typ, "f": f,
+            "value": value, **extra}
+
+
+def write(path: Path, rows: list[Any], tail: bytes = b"") -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows) + tail)
+    return path
+
+
+def test_writer_journals_dense_indexes_and_monotonic_times(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as w:
+        a = w.append(0, "invoke", "send", {"topic": "t", "partition": 0, "value": 1})
+        b = w.append(0, "ok", "send", {"topic": "t", "partition": 0, "value": 1, "offset": 0})
+        c = w.append("nemesis", "info", "kill", {"nodes": [1]}, error="boom")
+        # written and flushed before append returns
+        assert len(path.read_bytes().splitlines()) == 3
+    assert [o.index for o in (a, b, c)] == [0, 1, 2]
+    assert a.time <= b.time <= c.time
+    ops = list(read_history(path))
+    assert ops == [a, b, c]
+    assert "error" not in orjson.loads(path.read_bytes().splitlines()[0])
+    assert ops[2].error == "boom"
+
+
+def test_writer_is_safe_from_many_threads(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as w:
+        def work(p: int) -> None:
+            for i in range(200):
+                w.append(p, "invoke", "poll")
+                w.append(p, "ok", "poll", {"records": []})
+                del i
+
+        threads = [threading.Thread(target=work, args=(p,)) for p in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    rr = ReadResult()
+    ops = list(read_history(path, rr))
+    assert [o.index for o in ops] == list(range(1600)) and rr.lines == 1600
+
+
+def test_writer_closed_rejects_appends(tmp_path: Path) -> None:
+    w = HistoryWriter(tmp_path / "h.jsonl")
+    w.close()
+    with pytest.raises(ValueError):
+        w.append(0, "invoke", "poll")
+
+
+def test_iter_rows_and_read_history_agree(tmp_path: Path) -> None:
+    rows = [line(0), line(1, typ="ok", value={"topic": "t", "partition": 0, "value": 0,
+                                               "offset": 0})]
+    rows[1]["value"]["value"] = 0
+    path = write(tmp_path / "h.jsonl", rows)
+    assert list(iter_rows(path)) == rows
+    assert [o.to_dict() for o in read_history(path)] == rows
+
+
+def test_a_cut_last_line_is_dropped_and_noted(tmp_path: Path) -> None:
+    path = write(tmp_path / "h.jsonl", [line(0), line(1)], b'{"index": 2, "ti')
+    rr = ReadResult()
+    assert [o.index for o in read_history(path, rr)] == [0, 1]
+    assert rr.truncated is True and rr.lines == 2
+
+
+def test_a_last_line_without_newline_but_whole_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(orjson.dumps(line(0)) + b"\n" + orjson.dumps(line(1)))
+    rr = ReadResult()
+    assert [o.index for o in read_history(path, rr)] == [0, 1]
+    assert rr.truncated is False and rr.lines == 2
+
+
+def test_an_empty_history_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b"")
+    assert list(read_history(path)) == []
+
+
+@pytest.mark.parametrize(("rows", "tail", "lineno", "needle"), [
+    ([line(0)], b"{not json\n", 2, "not valid JSON"),
+    ([line(0)], b"\n", 2, "not valid JSON"),
+    ([line(0), [1, 2]], b"", 2, "must be a JSON object"),
+    ([line(0), {k: v for k, v in line(1).items() if k != "time"}], b"", 2, "missing field 'time'"),
+    ([line(0), line(2)], b"", 2, "index 2, expected 1"),
+    ([line(0, t=5), line(1, t=4)], b"", 2, "before the previous 5"),
+    ([line(0, t=1.5)], b"", 1, "not an integer"),
+    ([line(0, typ="done")], b"", 1, "is not invoke, ok, fail or info"),
+    ([line(0, typ=["ok"])], b"", 1, "is not invoke, ok, fail or info"),
+    ([line(0, f=3)], b"", 1, "is not a string"),
+    ([line(0, p="x")], b"", 1, "is not an int or 'nemesis'"),
+    ([line(0, p=True)], b"", 1, "is not an int or 'nemesis'"),
+    ([line(0, error=5)], b"", 1, "error 5 is not a string"),
+])
+def test_reader_errors_name_file_and_line(tmp_path: Path, rows: list[Any], tail: bytes,
+                                          lineno: int, needle: str) -> None:
+    path = write(tmp_path / "h.jsonl", rows, tail)
+    with pytest.raises(HistoryError) as e:
+        list(read_history(path))
+    assert e.value.line == lineno and e.value.path == str(path)
+    assert needle in str(e.value) and str(e.value).startswith(f"{path}:{lineno}: ")
+
+
+def test_a_cut_line_in_the_middle_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "h.jsonl", [line(0)], b'{"index": 1, "ti\n' + orjson.dumps(line(2)))
+    with pytest.raises(HistoryError, match=":2: not valid JSON"):
+        list(read_history(path))
+
+
+def test_a_missing_file_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(HistoryError, match="cannot open"):
+        list(read_history(tmp_path / "nope.jsonl"))
+
+
+@pytest.mark.parametrize(("rows", "lineno", "needle"), [
+    ([line(0, typ="ok")], 1, "has no open invoke"),
+    ([line(0), line(1, value={"topic": "t", "partition": 0, "value": 0})], 2, "twice"),
+    ([line(0, f="poll", value=None), line(1, f="poll", value=None)], 2, "still open"),
+    ([line(0, f="poll", typ="ok", value={"records": []})], 1, "no open invoke"),
+    ([line(0, f="poll", value=None), line(1, f="drain", typ="ok", value={})], 2, "no open invoke"),
+    ([line(0, p="nemesis", f="kill", value={})], 1, "nemesis ops must have type info"),
+    ([line(0), line(1, typ="info", value={"topic": "t", "partition": 0, "value": 0}),
+      line(2)], 3, "retired"),
+    ([line(0, value={"topic": "t", "partition": 0, "value": [1]})], 1, "must be an integer"),
+    ([line(0, value={"topic": "t", "partition": 0})], 1, "must be an integer"),
+])
+def test_pairing_errors(tmp_path: Path, rows: list[Any], lineno: int, needle: str) -> None:
+    path = write(tmp_path / "h.jsonl", rows)
+    with pytest.raises(HistoryError) as e:
+        list(read_history(path))
+    assert e.value.line == lineno and needle in str(e.value)
+    # validate=False leaves pairing (and the send value it pairs on) unchecked
+    assert len(list(read_history(path, validate=False))) == len(rows)
+
+
+def test_pipelined_sends_and_completions_after_retirement_are_fine(tmp_path: Path) -> None:
+    v = [{"topic": "t", "partition": 0, "value": i} for i in range(3)]
+    rows = [line(0, value=v[0]), line(1, value=v[1]), line(2, value=v[2]),
+            line(3, typ="info", value=v[1]), line(4, typ="ok", value={**v[0], "offset": 0}),
+            line(5, typ="fail", value=v[2]),
+            line(6, p="nemesis", typ="info", f="kill", value={"nodes": [1]})]
+    path = write(tmp_path / "h.jsonl", rows)
+    assert [o.type for o in read_history(path)] == ["invoke"] * 3 + ["info", "ok", "fail", "info"]
+
+
+def test_op_round_trips() -> None:
+    op = Op(3, 7, 1, "fail", "send", {"value": 1}, "NOT_ENOUGH_REPLICAS")
+    assert Op.from_dict(op.to_dict()) == op

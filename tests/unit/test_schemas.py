@@ -1,0 +1,111 @@
+"""Every history line, results.json and test.json the project writes matches its schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import orjson
+import pytest
+
+from faultline.checkers.cli import check_run
+from faultline.checkers.queue import check_rows
+from faultline.checkers.synthetic import Shape, generate
+from faultline.history import HistoryWriter, iter_rows
+from faultline.spec import TestSpec
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "faultline" / "schemas"
+
+
+def validator(name: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((SCHEMAS / name).read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+HISTORY = validator("history.schema.json")
+RESULTS = validator("results.schema.json")
+TEST = validator("test.schema.json")
+
+
+def test_generated_history_lines_match() -> None:
+    for row in generate(Shape(values=200, consumers=2, fail=0.1, info=0.1, faults=2)):
+        HISTORY.validate(row)
+
+
+def test_the_writers_lines_match(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    tp = {"topic": "fl-queue", "partition": 1}
+    with HistoryWriter(path) as w:
+        w.append(0, "invoke", "send", {**tp, "value": 17})
+        w.append(0, "ok", "send", {**tp, "value": 17, "offset": 5})
+        w.append(0, "invoke", "send", {**tp, "value": 18})
+        w.append(0, "fail", "send", {**tp, "value": 18}, error="NOT_ENOUGH_REPLICAS")
+        w.append(4, "invoke", "poll")
+        w.append(4, "ok", "poll", {"records": [["fl-queue", 1, 5, 17]]})
+        w.append("nemesis", "info", "kill", {"nodes": [2]})
+        w.append("nemesis", "info", "kill", {"nodes": [2], "result": "killed pid 4242"})
+        w.append("nemesis", "info", "partition", {"grudge": {"1": [2, 3], "2": [1], "3": [1]}})
+        w.append(9, "invoke", "drain", tp)
+        w.append(9, "ok", "drain", {**tp, "records": [[0, 3], [5, 17]], "log_start_offset": 0,
+                                    "high_watermark": 6, "last": True})
+    for line in path.read_bytes().splitlines():
+        HISTORY.validate(orjson.loads(line))
+
+
+@pytest.mark.parametrize("bad", [
+    {"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "send", "value": {"value": 1}},
+    {"index": 0, "time": 0, "process": 0, "type": "ok", "f": "send",
+     "value": {"topic": "t", "partition": 0, "value": 1}},
+    {"index": 0, "time": 0, "process": 0, "type": "ok", "f": "poll", "value": {"records": [[1]]}},
+    {"index": 0, "time": 0, "process": "nemesis", "type": "ok", "f": "kill", "value": {}},
+    {"index": 0, "time": 0, "process": 0, "type": "done", "f": "poll", "value": None},
+])
+def test_the_history_schema_rejects_broken_lines(bad: dict[str, Any]) -> None:
+    assert not HISTORY.is_valid(bad)
+
+
+def test_the_default_spec_matches() -> None:
+    TEST.validate(TestSpec().to_json())
+
+
+def test_results_of_a_clean_run_match() -> None:
+    rows = list(generate(Shape(values=300, consumers=2, fail=0.1, info=0.1, faults=2)))
+    RESULTS.validate(orjson.loads(orjson.dumps(check_rows(TestSpec(), rows).to_json())))
+
+
+def test_results_with_every_anomaly_match() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "checkers"))
+    from queue_hist import H, make_spec
+
+    h = H()
+    h.invoke(0, 10)
+    h.invoke(0, 11)
+    h.done(0, 11, offset=0)
+    h.done(0, 10, offset=1)
+    h.send(0, 12, "fail")
+    h.send(0, 13, offset=2)
+    h.poll(5, [(0, 11), (1, 10), (3, 14), (3, 14), (5, 12)])
+    h.fault("kill")
+    h.drain([(0, 11), (1, 10), (2, 99), (4, 10), (5, 12)])
+    h.drain([], part=1, last=False)
+    r = check_rows(make_spec(partitions=2), (o.to_dict() for o in h.ops)).to_json()
+    assert {k for k, n in r["anomaly_counts"].items() if n} == {
+        "lost-write", "phantom-read", "inconsistent-offsets", "duplicate", "aborted-read",
+        "unexpected-value", "nonmonotonic-send", "nonmonotonic-poll", "poll-skip"}
+    RESULTS.validate(orjson.loads(orjson.dumps(r)))
+
+
+def test_results_json_written_by_check_run_matches(tmp_path: Path) -> None:
+    (tmp_path / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
+    (tmp_path / "history.jsonl").write_bytes(
+        b"".join(orjson.dumps(r) + b"\n" for r in generate(Shape(values=50))) + b'{"ind')
+    check_run(tmp_path)
+    data = orjson.loads((tmp_path / "results.json").read_bytes())
+    RESULTS.validate(data)
+    assert data["valid"] == "unknown"
+    assert len(list(iter_rows(tmp_path / "history.jsonl"))) > 0
