@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from faultline.checkers.result import ANOMALIES
 from faultline.history import NEMESIS, Op
 from faultline.spec import TestSpec
 
@@ -166,6 +167,37 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     # aborted-read and unexpected-value: never. A failed send was certainly not
     # written, and every value read must have been sent.
     return out
+
+
+def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
+    """Anomaly name -> why the guarantees forbid it, for each type :func:`permitted` lacks.
+
+    The reason names the guarantee that holds for this config and these faults, so a
+    person reading a violation knows which promise Kafka (or the harness) broke.
+    """
+    c, allowed = config, permitted(config, faults)
+    copies = c.min_insync_replicas if c.eligible_leader_replicas else 1
+    committed = ("committed data (below the high watermark) survives: no unclean election "
+                 f"could happen and data was destroyed on fewer than {copies} node(s)")
+    why = {
+        "lost-write": (f"acks={c.acks}: " + (
+            "an acknowledged write is on every in-sync replica, at least "
+            f"min.insync.replicas={c.min_insync_replicas}, and " + committed if c.acks == "all"
+            else "no fault hit a partition leader, the one replica an ack vouches for")),
+        "phantom-read": "consumers read only below the high watermark, and " + committed,
+        "inconsistent-offsets": "an offset holds one record for good while " + committed,
+        "nonmonotonic-poll": "a consumer's offsets only grow while " + committed,
+        "poll-skip": "a consumer reads every offset in order while " + committed,
+        "duplicate": ("enable.idempotence=true: the broker drops a retried batch it already has"
+                      if c.enable_idempotence else
+                      "nothing is sent twice: retries=0 or acks=0, and no producer was restarted"),
+        "nonmonotonic-send": ("enable.idempotence=true keeps each partition's order across retries"
+                              if c.enable_idempotence else
+                              "max.in.flight=1 or retries=0: no batch can overtake a retried one"),
+        "aborted-read": "a send ends fail only when it was certainly not written",
+        "unexpected-value": "every value read must have been sent by this run",
+    }
+    return {name: why[name] for name in ANOMALIES if name not in allowed}
 
 
 def permitted(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from faultline.checkers.guarantees import (
     ISO_READS,
     GuaranteeConfig,
     faults_of_actions,
+    forbidden,
     nemesis_actions,
     rules,
 )
@@ -169,6 +170,7 @@ def build_result(c: Collected, engine: Engine) -> Result:
         stats=stats,
         extra={
             "permitted_reasons": {name: c.rules[name] for name in permitted},
+            "forbidden_reasons": forbidden(c.config, c.fault_kinds),
             "permitted_rules": dict(sorted(c.rules.items())),
             "faults_seen": sorted(c.fault_kinds),
             "config": {
@@ -176,7 +178,8 @@ def build_result(c: Collected, engine: Engine) -> Result:
                 "replication_factor": c.config.replication_factor,
                 "unclean_leader_election_enable": c.config.unclean_leader_election_enable,
                 "enable_idempotence": c.config.enable_idempotence,
-                "max_in_flight": c.config.max_in_flight, "retries": c.config.retries},
+                "max_in_flight": c.config.max_in_flight, "retries": c.config.retries,
+                "eligible_leader_replicas": c.config.eligible_leader_replicas},
             "measures": c.measures,
             "partitions": partitions,
             "checker": {"name": "queue", "version": 1},

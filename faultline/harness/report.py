@@ -268,7 +268,8 @@ def expectations(run: RunData) -> list[dict[str, Any]]:
     """Per anomaly type: expected (permitted or forbidden, and why) beside what happened."""
     r = run.results
     counts, permitted = _counts(r), set(r.get("permitted") or ())
-    violations, reasons = set(r.get("violations") or ()), r.get("permitted_reasons") or {}
+    violations = set(r.get("violations") or ())
+    reasons = {**(r.get("forbidden_reasons") or {}), **(r.get("permitted_reasons") or {})}
     rows = []
     for a in _types(r):
         n = counts.get(a, 0)

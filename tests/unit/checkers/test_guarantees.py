@@ -13,6 +13,7 @@ from faultline.checkers.guarantees import (
     GuaranteeConfig,
     elr_enabled,
     faults_of,
+    forbidden,
     nemesis_actions,
     nodes_of,
     permitted,
@@ -181,3 +182,23 @@ def test_nodes_of_a_grudge() -> None:
     assert nodes_of({"grudge": {"1": [2, 3], "2": [1], "3": []}}) == [1, 2, 3]
     assert nodes_of({"nodes": [4]}) == [4]
     assert nodes_of({}) == []
+
+
+@pytest.mark.parametrize("acks", ["0", "1", "all"])
+@pytest.mark.parametrize("fault_set", [(), ("kill",), ("wipe", "partition")])
+def test_every_type_is_either_permitted_or_forbidden_with_a_reason(
+        acks: str, fault_set: tuple[str, ...]) -> None:
+    c = cfg(acks=acks, enable_idempotence=acks == "all")
+    h = H()
+    for f in fault_set:
+        h.fault(f, [1])
+    fs = faults_of(h.ops)
+    allowed, denied = permitted(c, fs), forbidden(c, fs)
+    assert set(allowed) | set(denied) == set(ANOMALIES)
+    assert not set(allowed) & set(denied)
+    assert all(denied.values())
+
+
+def test_a_forbidden_lost_write_names_the_guarantee_that_held() -> None:
+    why = forbidden(cfg(acks="all", min_insync_replicas=2), faults("kill"))["lost-write"]
+    assert "min.insync.replicas=2" in why and "unclean" in why
