@@ -6,13 +6,11 @@ import statistics
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from faultline.errors import FaultlineError
 from faultline.harness.cluster import (
     Cluster,
     Killable,
@@ -24,22 +22,10 @@ from faultline.harness.cluster import (
     Wipeable,
 )
 from faultline.harness.local import LocalCluster
+from tests.integration.nemeses.nemesis_helpers import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 TOPIC = "it-topic"
-
-
-def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> float:
-    """Poll ``cond`` (cluster errors count as "not yet"); the seconds it took."""
-    start, last = time.monotonic(), ""
-    while time.monotonic() - start < timeout:
-        try:
-            if cond():
-                return time.monotonic() - start
-        except FaultlineError as e:
-            last = f" (last error: {e})"
-        time.sleep(0.2)
-    raise AssertionError(f"{what} did not happen within {timeout:.0f} s{last}")
 
 
 def partition(cluster: LocalCluster, p: int = 0) -> PartitionState:
