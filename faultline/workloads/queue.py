@@ -10,8 +10,12 @@ Sends. A send's ``invoke`` is journaled *before* ``produce()`` is called and its
 completion from the delivery callback, which confluent-kafka runs inside
 ``poll()``/``flush()`` on the producer's own thread. Sends are pipelined: up to
 :data:`MAX_OUTSTANDING` messages per producer are queued or in flight, which is how
-"as fast as it goes" stays bounded. Each send carries a value unique within the run
-(:class:`Values`), written as decimal ASCII, to an explicit partition (round robin).
+"as fast as it goes" stays bounded. That budget is split evenly between the
+partitions, so a partition whose leader is gone (its sends waiting out the delivery
+timeout) cannot starve the others: without the split, one dead leader would stall
+every partition and the unavailability measure would show the harness, not Kafka.
+Each send carries a value unique within the run (:class:`Values`), written as decimal
+ASCII, to an explicit partition (round robin over the partitions with room).
 The outcome of each send is decided by :mod:`faultline.workloads.outcomes`.
 
 Retirement. A producer whose send ended ``info`` is retired: its next sends use a
@@ -232,6 +236,7 @@ class _ProducerSession:
 
     process: int
     producer: Producer
+    outstanding: list[int]
     retired: bool = False
     on_delivery: Callable[[KafkaError | None, Message], None] | None = None
 
@@ -274,6 +279,7 @@ class QueueProducer:
         journal = self.journal
         session = self._open(self.first_process)
         next_partition = self.index % partitions
+        budget = max(1, MAX_OUTSTANDING // partitions)  # outstanding sends per partition
         interval = 1.0 / self.rate if self.rate > 0 else 0.0
         due = time.monotonic()
         try:
@@ -283,7 +289,8 @@ class QueueProducer:
                 producer = session.producer
                 if self._old:
                     self._reap()
-                room = MAX_OUTSTANDING - len(producer)
+                outstanding = session.outstanding
+                room = sum(max(0, budget - o) for o in outstanding)
                 if interval:
                     now = time.monotonic()
                     if due > now:
@@ -302,8 +309,11 @@ class QueueProducer:
                 # Completions served by the last poll(0) go first, in the same write.
                 ops, self._done = self._done, []
                 for value in self.values.take_many(n):
+                    while outstanding[next_partition] >= budget:  # n <= room: ends
+                        next_partition = (next_partition + 1) % partitions
                     partition = next_partition
                     next_partition = (next_partition + 1) % partitions
+                    outstanding[partition] += 1
                     batch.append((partition, value))
                     ops.append((process, "invoke", "send",
                                 {"topic": topic, "partition": partition, "value": value}, None))
@@ -350,7 +360,7 @@ class QueueProducer:
 
         conf = producer_config(self.spec, self.bootstrap, f"faultline-p{process}")
         conf["error_cb"] = on_error
-        session = _ProducerSession(process, Producer(conf))
+        session = _ProducerSession(process, Producer(conf), [0] * self.spec.topic.partitions)
         s = session  # one callback per instance, not one closure per send
         session.on_delivery = lambda err, msg: self._delivered(s, err, msg)
         self._session = session
@@ -371,10 +381,13 @@ class QueueProducer:
         self._old = keep
 
     def _delivered(self, session: _ProducerSession, err: KafkaError | None, msg: Message) -> None:
+        partition = msg.partition()
+        if partition is not None:  # always set: every send names its partition
+            session.outstanding[partition] -= 1
         value = decode_value(msg.value())
         c = classify_delivery(None if err is None else str(err.name()),
                               retries=self.spec.producer.retries)
-        v: dict[str, Any] = {"topic": self.spec.topic.name, "partition": msg.partition(),
+        v: dict[str, Any] = {"topic": self.spec.topic.name, "partition": partition,
                              "value": value}
         if c.type == "ok":
             offset = msg.offset()
@@ -388,6 +401,7 @@ class QueueProducer:
         self._done.append((session.process, c.type, "send", v, c.error))
 
     def _refused(self, session: _ProducerSession, partition: int, value: int, error: str) -> None:
+        session.outstanding[partition] -= 1
         c = classify_produce_call(error)
         self.counts.fail += 1
         self._done.append((session.process, c.type, "send",
