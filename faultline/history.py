@@ -30,6 +30,8 @@ OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))
 NEMESIS = "nemesis"
 Process = int | Literal["nemesis"]
+#: An op not yet journaled: ``(process, type, f, value, error)``.
+PendingOp = tuple[Process, OpType, str, Any, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,6 @@ class HistoryWriter:
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _t0: int = field(init=False, repr=False, default=0)
     _next: int = field(init=False, repr=False, default=0)
-    _last_time: int = field(init=False, repr=False, default=0)
 
     def __post_init__(self) -> None:
         self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
@@ -93,15 +94,13 @@ class HistoryWriter:
     def append(self, process: Process, type: OpType, f: str, value: Any = None,
                error: str | None = None) -> Op:
         """Journal one op and return it as written."""
-        with self._lock:
-            t = max(self.now(), self._last_time)
-            op = Op(self._next, t, process, type, f, value, error)
-            self._file.write(orjson.dumps(op.to_dict()) + b"\n")
+        with self._lock:  # the monotonic clock read under the lock keeps time ordered
+            op = Op(self._next, self.now(), process, type, f, value, error)
+            self._write(_line(op.index, op.time, process, type, f, value, error))
             self._next += 1
-            self._last_time = t
             return op
 
-    def append_many(self, ops: Sequence[tuple[Process, OpType, str, Any, str | None]]) -> None:
+    def append_many(self, ops: Sequence[PendingOp]) -> None:
         """Journal several ops, ``(process, type, f, value, error)`` each, with one write.
 
         Same contract as :meth:`append` for every op (dense indexes, one shared
@@ -112,21 +111,14 @@ class HistoryWriter:
         if not ops:
             return
         with self._lock:
-            t = max(self.now(), self._last_time)
-            i = self._next
-            lines = []
-            for process, type_, f, value, error in ops:
-                d: dict[str, Any] = {"index": i, "time": t, "process": process, "type": type_,
-                                     "f": f, "value": value}
-                if error is not None:
-                    d["error"] = error
-                lines.append(orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE))
-                i += 1
-            data = memoryview(b"".join(lines))
-            while data:  # a raw file may write less than asked
-                data = data[self._file.write(data) or 0:]
-            self._next = i
-            self._last_time = t
+            t, first = self.now(), self._next
+            self._write(b"".join(_line(first + k, t, *op) for k, op in enumerate(ops)))
+            self._next = first + len(ops)
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:  # a raw file may write less than asked
+            view = view[self._file.write(view) or 0:]
 
     def close(self) -> None:
         """Close the file; later appends raise ValueError."""
@@ -164,9 +156,7 @@ def read_history(path: str | os.PathLike[str], result: ReadResult | None = None,
     invoke on a one-at-a-time process, or an op by a client process already retired
     by an ``info``. Built on :func:`iter_rows`, which checks the same things.
     """
-    for d in iter_rows(path, result, validate=validate):
-        yield Op(d["index"], d["time"], d["process"], d["type"], d["f"], d.get("value"),
-                 d.get("error"))
+    yield from map(Op.from_dict, iter_rows(path, result, validate=validate))
 
 
 def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
@@ -191,46 +181,34 @@ def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
     try:
-        pending: bytes | None = None
         lineno = 0
-        for raw in fh:
-            if pending is not None:
-                # Inline fast path of _check_row for the common, well-formed line; any
-                # doubt goes to _check_row, which raises the precise error.
-                try:
-                    d = loads(pending)
-                except decode_error as e:
-                    raise HistoryError(name, lineno, f"not valid JSON ({e})") from None
-                try:
-                    index, t, typ, f, p = d["index"], d["time"], d["type"], d["f"], d["process"]
-                except (KeyError, TypeError, IndexError):
-                    _check_row(name, lineno, d, expected_index, last_time)
-                    raise  # pragma: no cover - _check_row raised already
-                if (index != expected_index or index.__class__ is not int
-                        or t.__class__ is not int or t < last_time
-                        or typ.__class__ is not str or typ not in _OP_TYPE_NAMES
-                        or f.__class__ is not str
-                        or (p.__class__ is not int and p != NEMESIS)
-                        or ("error" in d and d["error"].__class__ not in _ERROR_TYPES)):
-                    _check_row(name, lineno, d, expected_index, last_time)
-                if checker is not None:
-                    checker.check(lineno, d, p, typ, f)
-                expected_index += 1
-                last_time = t
-                yield d
-            lineno += 1
-            pending = raw
-        if pending is not None:
-            if not pending.endswith(b"\n"):
-                try:
-                    orjson.loads(pending)
-                except orjson.JSONDecodeError:
+        for lineno, raw in enumerate(fh, 1):
+            # Inline fast path of _check_row for the common, well-formed line; any
+            # doubt goes to _check_row, which raises the precise error.
+            try:
+                d = loads(raw)
+            except decode_error as e:
+                if not raw.endswith(b"\n"):  # only the last line lacks one: a cut write
                     result.truncated = True
                     result.lines = lineno - 1
                     return
-            d = _parse(name, lineno, pending, expected_index, last_time)
+                raise HistoryError(name, lineno, f"not valid JSON ({e})") from None
+            try:
+                index, t, typ, f, p = d["index"], d["time"], d["type"], d["f"], d["process"]
+            except (KeyError, TypeError, IndexError):
+                _check_row(name, lineno, d, expected_index, last_time)
+                raise  # pragma: no cover - _check_row raised already
+            if (index != expected_index or index.__class__ is not int
+                    or t.__class__ is not int or t < last_time
+                    or typ.__class__ is not str or typ not in _OP_TYPE_NAMES
+                    or f.__class__ is not str
+                    or (p.__class__ is not int and p != NEMESIS)
+                    or ("error" in d and d["error"].__class__ not in _ERROR_TYPES)):
+                _check_row(name, lineno, d, expected_index, last_time)
             if checker is not None:
-                checker.check(lineno, d, d["process"], d["type"], d["f"])
+                checker.check(lineno, d, p, typ, f)
+            expected_index += 1
+            last_time = t
             yield d
         result.lines = lineno
     finally:
@@ -241,14 +219,14 @@ _OP_TYPE_NAMES: dict[str, None] = dict.fromkeys(OP_TYPES)
 _ERROR_TYPES: tuple[type, ...] = (str, type(None))
 
 
-def _parse(name: str, lineno: int, raw: bytes, expected_index: int,
-           last_time: int) -> dict[str, Any]:
-    try:
-        d = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise HistoryError(name, lineno, f"not valid JSON ({e})") from None
-    _check_row(name, lineno, d, expected_index, last_time)
-    return d  # type: ignore[no-any-return]
+def _line(index: int, time: int, process: Process, type: str, f: str, value: Any,
+          error: str | None) -> bytes:
+    """One history line, newline included: the single place the format is written."""
+    d: dict[str, Any] = {"index": index, "time": time, "process": process, "type": type,
+                         "f": f, "value": value}
+    if error is not None:
+        d["error"] = error
+    return orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def _check_row(name: str, lineno: int, d: Any, expected_index: int, last_time: int) -> None:

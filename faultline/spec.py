@@ -13,12 +13,15 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
+
+import orjson
 
 from faultline.errors import SpecError
 
 Acks = Literal["0", "1", "all"]
-ACKS: tuple[str, ...] = ("0", "1", "all")
+ACKS: tuple[str, ...] = typing.get_args(Acks)
 
 #: Fault families a nemesis can mix; see DESIGN.md's nemesis table.
 FAULTS: tuple[str, ...] = (
@@ -141,6 +144,20 @@ class TestSpec:
         spec: TestSpec = _from_mapping(cls, data, source, strict)
         return spec
 
+    @classmethod
+    def load(cls, path: Path) -> TestSpec:
+        """A stored ``test.json``, read with ``strict=False`` (extra keys are welcome,
+        HISTORY.md); one SpecError line naming ``path`` if it is unreadable or invalid."""
+        try:
+            data = orjson.loads(Path(path).read_bytes())
+        except OSError as e:
+            raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+        except orjson.JSONDecodeError as e:
+            raise SpecError(f"{path}: not valid JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise SpecError(f"{path}: expected a JSON object")
+        return cls.from_mapping(data, source=str(path), strict=False)
+
 
 def _to_json(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -180,7 +197,8 @@ def _coerce(hint: Any, value: Any, where: str, strict: bool) -> Any:
         (inner,) = [a for a in args if a is not type(None)]
         return _coerce(inner, value, where, strict)
     if origin is Literal:
-        text = str(value) if hint is Acks else value
+        # YAML reads `acks: 1` as an int; every Literal here is of strings.
+        text = value if isinstance(value, bool) else str(value)
         if text not in args:
             raise SpecError(f"{where}: {value!r} is not one of {', '.join(map(str, args))}")
         return text

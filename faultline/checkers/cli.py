@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,26 +19,12 @@ import orjson
 
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
-from faultline.errors import FaultlineError, HistoryError, SpecError
+from faultline.errors import FaultlineError, HistoryError
 from faultline.history import ReadResult, iter_rows
 from faultline.spec import TestSpec
 
 #: Exit codes of ``faultline check`` (and ``faultline run``), by verdict.
 EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
-
-
-def read_spec(run_dir: Path) -> TestSpec:
-    """The run's ``test.json`` as a TestSpec; SpecError naming the file if it is unusable."""
-    path = run_dir / "test.json"
-    try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
-    except orjson.JSONDecodeError as e:
-        raise SpecError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: expected a JSON object")
-    return TestSpec.from_mapping(data, source=str(path))
 
 
 def check_run(run_dir: Path) -> Result:
@@ -53,27 +38,15 @@ def check_run(run_dir: Path) -> Result:
     if not run_dir.is_dir():
         raise HistoryError(str(run_dir), None, "not a run directory")
     try:
-        spec = read_spec(run_dir)
+        spec = TestSpec.load(run_dir / "test.json")
         history = run_dir / "history.jsonl"
         read = ReadResult()
-        result = check_rows(spec, iter_rows(history, read), truncated=False, source=str(history))
-        if read.truncated:
-            # The reader only learns of a cut last line at the end: re-derive the verdict.
-            result = _truncated(result)
+        result = check_rows(spec, iter_rows(history, read), truncated=read, source=str(history))
     except FaultlineError as e:
         write_results(run_dir, unknown_result("unreadable-input", str(e)))
         raise
     write_results(run_dir, result)
     return result
-
-
-def _truncated(result: Result) -> Result:
-    """The same result for a history cut short: valid at most unknown."""
-    entry = {"kind": "truncated-history", "affects_verdict": True,
-             "why": "the history's last line was cut mid-write (the run died): what happened "
-                    "after it is not known"}
-    valid = result.valid if result.valid is False else UNKNOWN
-    return replace(result, valid=valid, unknown=[entry, *result.unknown])
 
 
 def write_results(run_dir: Path, result: Result) -> Path:

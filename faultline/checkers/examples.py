@@ -74,7 +74,7 @@ def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, A
     if s is not None and e.c_read_off[s] == off and e.c_read_by[s] != -1:
         t, by = e.c_read_t[s], e.c_read_by[s]
     part = e.parts[tp]
-    story = explain.phantom_read(part.topic, part.partition, val, off, t or 0, by or 0,
+    story = explain.phantom_read(part.topic, part.partition, val, off, t, by,
                                  None if s is None else e.send_facts(s),
                                  e.drain_facts(tp, off, val), c.faults, part.drain_time,
                                  c.reason("phantom-read"))

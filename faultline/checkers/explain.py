@@ -130,14 +130,23 @@ def lost_write(s: SendFacts, d: DrainFacts, faults: Sequence[Mapping[str, Any]],
                 + _verdict(permitted))
 
 
-def phantom_read(topic: str, partition: int, value: int, offset: int, time: int,
-                 process: int, send: SendFacts | None, d: DrainFacts,
+def phantom_read(topic: str, partition: int, value: int, offset: int, time: int | None,
+                 process: int | None, send: SendFacts | None, d: DrainFacts,
                  faults: Sequence[Mapping[str, Any]], drain_time: int | None,
                  permitted: str | None) -> Story:
-    """A polled record (offset, value) that the completed drain does not hold."""
+    """A polled record (offset, value) that the completed drain does not hold.
+
+    ``time`` and ``process`` are the poll's, None when the history does not say which
+    poll it was (the faults are then those from the run's start).
+    """
     ev = send_events(send) if send else []
-    ev.append({"time": time, "text": f"consumer {process} polled value {value} at offset {offset}"})
-    ev += fault_events(time, faults)
+    if process is None or time is None:
+        ev.append({"time": None, "text": f"a consumer polled value {value} at offset {offset} "
+                                         "(which consumer, and when, is not known)"})
+    else:
+        ev.append({"time": time,
+                   "text": f"consumer {process} polled value {value} at offset {offset}"})
+    ev += fault_events(time or 0, faults)
     _finish(ev, d, offset, value, drain_time)
     return ev, (f"A consumer read value {value} at offset {offset} of {topic}/{partition}, "
                 f"a record the partition no longer holds: {drain_text(d, offset, value)}. "

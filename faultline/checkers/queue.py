@@ -55,7 +55,7 @@ from faultline.checkers.measures import FAIL, INFO, OK, Measures
 from faultline.checkers.result import Result, unknown_result
 from faultline.checkers.verdict import Collected, build_result
 from faultline.errors import HistoryError
-from faultline.history import NEMESIS, Op
+from faultline.history import NEMESIS, Op, ReadResult
 from faultline.spec import TestSpec
 
 OPEN = 0
@@ -91,18 +91,22 @@ def check(spec: TestSpec, ops: Iterable[Op], *, truncated: bool = False,
                       unavailable_after_ns=unavailable_after_ns)
 
 
-def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *, truncated: bool = False,
-               source: str = "history", unavailable_after_ns: int | None = None) -> Result:
+def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
+               truncated: bool | ReadResult = False, source: str = "history",
+               unavailable_after_ns: int | None = None) -> Result:
     """Check a history given as parsed rows (dicts with HISTORY.md's fields).
 
     ``truncated`` says the history was cut short (its verdict is then at most
-    unknown). ``source`` names the history in errors. Raises HistoryError for a
-    malformed op; returns an ``unknown`` Result if the checker itself fails.
+    unknown); given the :class:`~faultline.history.ReadResult` the rows' reader fills,
+    its ``truncated`` is read once the rows are exhausted, when the reader knows.
+    ``source`` names the history in errors. Raises HistoryError for a malformed op;
+    returns an ``unknown`` Result if the checker itself fails.
     """
     engine = Engine(spec, source)
     try:
         engine.feed(rows)
-        return engine.finish(truncated, unavailable_after_ns)
+        cut = truncated if isinstance(truncated, bool) else truncated.truncated
+        return engine.finish(cut, unavailable_after_ns)
     except HistoryError:
         raise
     except Exception as e:  # a checker bug must never pass a run
@@ -438,10 +442,12 @@ class Engine:
                                    if any(k == "ack" for k, _, _ in seen)}
                     involves_ack = a != NONE and (len(acked) > 1 or (
                         a != dv if dv != NONE else bool(values - acked)))
-                    c.add_iso(involves_ack, partial(examples.iso, self, c, tp, off, a, p, dv,
-                                                    extra, involves_ack))
+                    c.add("inconsistent-offsets",
+                          partial(examples.iso, self, c, tp, off, a, p, dv, extra, involves_ack),
+                          c.iso_reason(involves_ack) is not None)
         for s in c.iso_ack_offset:
-            c.add_iso(True, partial(examples.iso_value, self, c, s))
+            c.add("inconsistent-offsets", partial(examples.iso_value, self, c, s),
+                  c.iso_reason(True) is not None)
 
     def _consumers(self, c: Collected) -> None:
         for tp, p, prev, off, t in self.backwards:

@@ -8,6 +8,7 @@ stories), and knows what the guarantees permit for the run's config and faults.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,7 @@ class Collected:
         self.truncated = truncated
         self.counts: dict[str, int] = dict.fromkeys(ANOMALIES, 0)
         self.examples: dict[str, list[Example]] = {}
-        self.iso_forbidden = 0
+        self.forbidden_seen: set[str] = set()  # types with an instance not permitted
         self.fault_kinds: frozenset[str] = frozenset()
         self.rules: dict[str, str] = {}
         self.faults: list[dict[str, Any]] = []
@@ -69,21 +70,19 @@ class Collected:
         """Why an inconsistent-offsets instance of this kind is permitted, or None."""
         return self.rules.get(ISO_ACK if involves_ack else ISO_READS)
 
-    def add(self, name: str, make: Callable[[], Example]) -> None:
-        """Count one anomaly; build its example while fewer than MAX_EXAMPLES are kept."""
+    def add(self, name: str, make: Callable[[], Example], allowed: bool | None = None) -> None:
+        """Count one anomaly; build its example while fewer than MAX_EXAMPLES are kept.
+
+        ``allowed`` says whether this instance is permitted (default: whether ``name``
+        is); an inconsistent-offsets instance passes its own DESIGN.md row's answer
+        (:meth:`iso_reason`).
+        """
+        if allowed is None:
+            allowed = name in self.rules
+        if not allowed:
+            self.forbidden_seen.add(name)
         self.counts[name] += 1
         kept = self.examples.setdefault(name, [])
-        if len(kept) < MAX_EXAMPLES:
-            example = make()
-            example["permitted"] = name in self.rules
-            kept.append(example)
-
-    def add_iso(self, involves_ack: bool, make: Callable[[], Example]) -> None:
-        """Count one inconsistent-offsets instance, judged by its own DESIGN.md row."""
-        allowed = self.iso_reason(involves_ack) is not None
-        self.iso_forbidden += not allowed
-        self.counts["inconsistent-offsets"] += 1
-        kept = self.examples.setdefault("inconsistent-offsets", [])
         if len(kept) < MAX_EXAMPLES:
             example = make()
             example["permitted"] = allowed
@@ -96,14 +95,7 @@ class Collected:
 
     def violations(self) -> list[str]:
         """Types seen that the guarantees forbid, in DESIGN.md's order."""
-        out = []
-        for name in ANOMALIES:
-            if name == "inconsistent-offsets":
-                if self.iso_forbidden:
-                    out.append(name)
-            elif self.counts[name] and name not in self.rules:
-                out.append(name)
-        return out
+        return [name for name in ANOMALIES if name in self.forbidden_seen]
 
 
 def build_result(c: Collected, engine: Engine) -> Result:
@@ -173,13 +165,7 @@ def build_result(c: Collected, engine: Engine) -> Result:
             "forbidden_reasons": forbidden(c.config, c.fault_kinds),
             "permitted_rules": dict(sorted(c.rules.items())),
             "faults_seen": sorted(c.fault_kinds),
-            "config": {
-                "acks": c.config.acks, "min_insync_replicas": c.config.min_insync_replicas,
-                "replication_factor": c.config.replication_factor,
-                "unclean_leader_election_enable": c.config.unclean_leader_election_enable,
-                "enable_idempotence": c.config.enable_idempotence,
-                "max_in_flight": c.config.max_in_flight, "retries": c.config.retries,
-                "eligible_leader_replicas": c.config.eligible_leader_replicas},
+            "config": dataclasses.asdict(c.config),
             "measures": c.measures,
             "partitions": partitions,
             "checker": {"name": "queue", "version": 1},

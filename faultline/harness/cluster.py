@@ -41,6 +41,12 @@ class PartitionState(NamedTuple):
 
     leader: int | None
     isr: tuple[int, ...]
+    replicas: tuple[int, ...] = ()
+
+    @property
+    def full(self) -> bool:
+        """Led, and every assigned replica in the ISR (False when replicas are unknown)."""
+        return self.leader is not None and bool(self.replicas) and set(self.isr) == set(self.replicas)
 
 
 @runtime_checkable

@@ -164,12 +164,17 @@ def toxiproxy_path() -> Path:
     return cache_dir() / "bin" / f"toxiproxy-server-{TOXIPROXY_VERSION}"
 
 
+def find_go() -> str | None:
+    """The go binary on PATH, or Go's default install place; None if neither."""
+    return shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+
+
 def ensure_toxiproxy(report: Report = _quiet) -> Path:
     """The Toxiproxy server binary, built with ``go install`` on first use."""
     target = toxiproxy_path()
     if target.exists():
         return target
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    go = find_go()
     if not go:
         raise SetupError("go not found; install Go (apt-get install -y golang-go) to build Toxiproxy")
     report(f"building Toxiproxy v{TOXIPROXY_VERSION} with go install")

@@ -147,7 +147,6 @@ class LocalCluster:
         self._toxic_seq = 0
         self._old_handlers: dict[int, Any] = {}
         self._last_seen: set[int] = set()  # brokers registered at the last look
-        self._replicas: dict[int, tuple[int, ...]] = {}  # per partition, from leaders()
         #: Seconds each step of the last start() took (network, toxiproxy, format, ready, ...).
         self.startup_timings: dict[str, float] = {}
 
@@ -249,7 +248,7 @@ class LocalCluster:
             raise ClusterError(f"cluster {self._state.run_id} is already started")
         if os.geteuid() != 0:
             raise SetupError("the local backend needs root (network namespaces, iptables)")
-        self._dist = kafka_dist.ensure_kafka(self._spec.kafka.version, self._spec.kafka.home)
+        self._require_dist()
         toxiproxy_bin = kafka_dist.ensure_toxiproxy()
         kafka_dist.ensure_iptables()
         with runstate.locked():
@@ -296,7 +295,7 @@ class LocalCluster:
         free = netns.free_subnets([*netns.used_networks(), *claimed])
         if not free:
             raise ClusterError(f"no free /24 left in {netns.SUPERNET}")
-        run_id = runstate.new_run_id(set(states) | runstate.run_ids_of_processes())
+        run_id = runstate.new_run_id(set(states) | set(runstate.run_processes()))
         owns = self._workdir is None
         workdir = runstate.runs_dir() / run_id / "nodes" if owns else self._workdir
         assert workdir is not None
@@ -476,9 +475,7 @@ class LocalCluster:
         for i in self.node_ids:
             proc = self.state.nodes.get(i)
             if proc is not None and not proc.alive():
-                popen = self._popen.get(f"n{i}")
-                if popen is not None:
-                    popen.poll()
+                self._reap(i)
                 out = self.node(i).log_dir / "stdout.log"
                 raise ClusterError(
                     f"node {i} exited while waiting for the cluster; {out}: {_tail_file(out)}"
@@ -559,11 +556,9 @@ class LocalCluster:
         except KafkaException as e:
             if "TOPIC_ALREADY_EXISTS" not in str(e):
                 raise ClusterError(f"cannot create topic {topic.name}: {e}") from None
-        self.wait_full_isr(topic.name, timeout, replication_factor=topic.replication_factor)
+        self.wait_full_isr(topic.name, timeout)
 
-    def wait_full_isr(
-        self, topic: str, timeout: float = 60.0, replication_factor: int | None = None
-    ) -> None:
+    def wait_full_isr(self, topic: str, timeout: float = 60.0) -> None:
         """Every partition of ``topic`` led and with all its replicas in the ISR."""
         last: list[dict[int, PartitionState]] = [{}]
 
@@ -572,13 +567,7 @@ class LocalCluster:
                 last[0] = self.leaders(topic)
             except (ClusterError, KafkaException):
                 return False
-            replicas = self._replicas
-            return bool(last[0]) and all(
-                s.leader is not None
-                and len(s.isr) == (replication_factor or len(replicas.get(p, s.isr)))
-                and set(s.isr) == set(replicas.get(p, s.isr))
-                for p, s in last[0].items()
-            )
+            return bool(last[0]) and all(s.full for s in last[0].values())
 
         _poll_until(
             full, time.monotonic() + timeout,
@@ -598,12 +587,10 @@ class LocalCluster:
             # carries the same leader and ISR.
             return self._leaders_from_metadata(topic, e)
         out: dict[int, PartitionState] = {}
-        replicas: dict[int, tuple[int, ...]] = {}
         for p in desc.partitions:
             leader = int(p.leader.id) if p.leader is not None and p.leader.id >= 0 else None
-            out[int(p.id)] = PartitionState(leader, tuple(sorted(int(n.id) for n in p.isr)))
-            replicas[int(p.id)] = tuple(int(n.id) for n in p.replicas)
-        self._replicas = replicas
+            out[int(p.id)] = PartitionState(leader, tuple(sorted(int(n.id) for n in p.isr)),
+                                            tuple(int(n.id) for n in p.replicas))
         return out
 
     def _leaders_from_metadata(self, topic: str, cause: Exception) -> dict[int, PartitionState]:
@@ -615,12 +602,10 @@ class LocalCluster:
         if tmd is None or tmd.error is not None or not tmd.partitions:
             raise ClusterError(f"cannot describe {topic}: {cause}") from None
         out: dict[int, PartitionState] = {}
-        replicas: dict[int, tuple[int, ...]] = {}
         for pid, p in tmd.partitions.items():
             leader = int(p.leader) if p.leader is not None and p.leader >= 0 else None
-            out[int(pid)] = PartitionState(leader, tuple(sorted(int(n) for n in p.isrs)))
-            replicas[int(pid)] = tuple(int(n) for n in p.replicas)
-        self._replicas = replicas
+            out[int(pid)] = PartitionState(leader, tuple(sorted(int(n) for n in p.isrs)),
+                                           tuple(int(n) for n in p.replicas))
         return out
 
     def active_controller(self) -> int | None:
@@ -645,7 +630,7 @@ class LocalCluster:
 
     def kill(self, node: int) -> None:
         with self._lock:
-            proc = self.state.nodes.get(self.node(node).id)
+            proc = self._proc(node)
             if proc is not None and proc.alive():
                 runstate.kill_and_wait([proc.pid], timeout=10)
                 self._reap(node)
@@ -660,7 +645,7 @@ class LocalCluster:
 
     def stop_node(self, node: int, timeout: float = 30.0) -> None:
         with self._lock:
-            proc = self.state.nodes.get(self.node(node).id)
+            proc = self._proc(node)
             if proc is None or not proc.alive():
                 return
             os.kill(proc.pid, signal.SIGTERM)
@@ -678,7 +663,7 @@ class LocalCluster:
 
     def pause(self, node: int) -> None:
         with self._lock:
-            proc = self.state.nodes.get(self.node(node).id)
+            proc = self._proc(node)
             if proc is not None and proc.alive() and node not in self.state.paused:
                 os.kill(proc.pid, signal.SIGSTOP)
                 if not runstate.wait_state(proc.pid, stopped=True):
@@ -688,13 +673,17 @@ class LocalCluster:
 
     def resume(self, node: int) -> None:
         with self._lock:
-            proc = self.state.nodes.get(self.node(node).id)
+            proc = self._proc(node)
             if proc is not None and proc.alive():
                 os.kill(proc.pid, signal.SIGCONT)
                 runstate.wait_state(proc.pid, stopped=False)
             if node in self.state.paused:
                 self.state.paused.remove(node)
                 self.state.save()
+
+    def _proc(self, node: int) -> runstate.ProcId | None:
+        """The node's JVM as last launched (None before its first start)."""
+        return self.state.nodes.get(self.node(node).id)
 
     def _reap(self, node: int) -> None:
         popen = self._popen.get(f"n{node}")

@@ -16,9 +16,8 @@ guarantees permit and why, the fault windows, total throughput, latency percenti
 unavailability and each partition's drain come from the checker (``results.json``,
 or the in-memory check), never recomputed here. The history gives only what the
 checker does not measure (:mod:`report_measures`): per-partition throughput, the
-latency scatter, errors by kind, the span of the sends, and the story of each anomaly
-example without a checker story (sent, acknowledged, faults that followed, what the
-partition holds at that offset now).
+latency scatter, errors by kind, the span of the sends; the observations add the
+leader at each acknowledgement to the checker's stories.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ import jinja2
 import orjson
 
 from faultline.checkers.queue import check_rows
-from faultline.checkers.result import unknown_result
+from faultline.checkers.result import ANOMALIES, unknown_result
 from faultline.errors import HistoryError
 from faultline.harness import report_measures as m
 from faultline.harness import report_plots as plots
@@ -44,15 +43,6 @@ from faultline.harness.report_stories import Storyteller, cell, secs, text
 from faultline.history import ReadResult, iter_rows
 from faultline.spec import TestSpec
 
-#: DESIGN.md's anomaly types, in the order the report lists them.
-ANOMALIES: tuple[str, ...] = (
-    "lost-write", "phantom-read", "inconsistent-offsets", "duplicate", "aborted-read",
-    "unexpected-value", "nonmonotonic-send", "nonmonotonic-poll", "poll-skip",
-)
-#: Examples rendered per anomaly type; results.json holds at most 1000 anyway.
-MAX_EXAMPLES = 1000
-#: How many later faults a story names.
-STORY_FAULTS = 3
 #: Files of a run directory the report links to, with what each holds.
 RUN_FILES: tuple[tuple[str, str], ...] = (
     ("test.json", "the test spec as it ran"),
@@ -87,8 +77,9 @@ def build_report(run_dir: Path) -> Path:
     Contract: reads only files inside ``run_dir`` and writes only ``report.html``
     (atomically, through a temporary file beside it). Raises HistoryError for a
     directory that is not a readable run (missing ``test.json`` or ``history.jsonl``,
-    malformed JSON, a history that breaks HISTORY.md) and SpecError for a
-    ``test.json`` that is not a valid spec; each message is one line naming the file.
+    malformed JSON in the other files, a history that breaks HISTORY.md) and SpecError
+    for a ``test.json`` that is unreadable or not a valid spec
+    (:meth:`~faultline.spec.TestSpec.load`); each message is one line naming the file.
     """
     run_dir = Path(run_dir)
     run = load_run(run_dir)
@@ -107,12 +98,12 @@ def load_run(run_dir: Path) -> RunData:
     spec_path = run_dir / "test.json"
     if not spec_path.is_file():
         raise HistoryError(str(spec_path), None, "missing: is this a run directory?")
-    spec = TestSpec.from_mapping(_read_json(spec_path), source=str(spec_path))
+    spec = TestSpec.load(spec_path)
     hist_path = run_dir / "history.jsonl"
     if not hist_path.is_file():
         raise HistoryError(str(hist_path), None, "missing: is this a run directory?")
     rr = ReadResult()
-    history = m.summarize(iter_rows(hist_path, rr))
+    history = m.summarize(iter_rows(hist_path, rr))  # fills rr.truncated
     results_path = run_dir / "results.json"
     stored = _read_json(results_path) if results_path.is_file() else None
     if stored is not None and not isinstance(stored, dict):
@@ -120,7 +111,7 @@ def load_run(run_dir: Path) -> RunData:
     results = stored
     missing = [k for k, kind in _CHECKED.items() if not isinstance((stored or {}).get(k), kind)]
     if results is None or missing:
-        checked = _check(spec, hist_path, rr.truncated)
+        checked = _check(spec, hist_path)
         results = checked if stored is None else {
             **stored, **{k: checked[k] for k in missing if k in checked}}
     return RunData(run_dir, spec, results, history, rr.truncated,
@@ -133,7 +124,7 @@ def load_run(run_dir: Path) -> RunData:
 _CHECKED: Mapping[str, type] = {"measures": dict, "partitions": list}
 
 
-def _check(spec: TestSpec, history: Path, truncated: bool) -> dict[str, Any]:
+def _check(spec: TestSpec, history: Path) -> dict[str, Any]:
     """The results.json object ``faultline check`` would write, computed in memory.
 
     Not :func:`faultline.checkers.cli.check_run`: the report must write nothing but
@@ -141,8 +132,8 @@ def _check(spec: TestSpec, history: Path, truncated: bool) -> dict[str, Any]:
     malformed gives an ``unknown`` verdict saying why, as ``faultline check`` records.
     """
     try:
-        result = check_rows(spec, iter_rows(history, ReadResult()), truncated=truncated,
-                            source=str(history))
+        read = ReadResult()
+        result = check_rows(spec, iter_rows(history, read), truncated=read, source=str(history))
     except HistoryError as e:
         result = unknown_result("unreadable-input", str(e))
     return result.to_json()
@@ -290,12 +281,13 @@ _LEAD_KEYS = ("topic", "partition", "value", "offset", "offsets", "values", "pro
 _STORY_KEYS = frozenset(("story", "explanation", "sightings", "permitted"))
 
 
-def anomaly_sections(run: RunData, faults: Sequence[m.FaultWindow]) -> list[dict[str, Any]]:
-    """Per anomaly type seen: every example results.json holds (up to MAX_EXAMPLES) as a
-    table row with its story; never downsampled."""
+def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
+    """Per anomaly type seen: every example results.json holds (at most
+    :data:`~faultline.checkers.result.MAX_EXAMPLES`) as a table row with its story;
+    never downsampled."""
     r = run.results
     counts = _counts(r)
-    teller = Storyteller(run.history, faults, run.observations)
+    teller = Storyteller(run.history, run.observations)
     expected = {e["name"]: e for e in expectations(run)}
     out = []
     for a in _types(r):
@@ -303,14 +295,13 @@ def anomaly_sections(run: RunData, faults: Sequence[m.FaultWindow]) -> list[dict
         total = max(counts.get(a, 0), len(examples))
         if not total:
             continue
-        shown = examples[:MAX_EXAMPLES]
-        keys = [k for k in _LEAD_KEYS if any(k in e for e in shown)]
-        keys += sorted({k for e in shown for k in e} - set(keys) - _STORY_KEYS)
+        keys = [k for k in _LEAD_KEYS if any(k in e for e in examples)]
+        keys += sorted({k for e in examples for k in e} - set(keys) - _STORY_KEYS)
         rows = [{"cells": [cell(k, e[k]) if k in e else "" for k in keys],
                  "value": e.get("value") if isinstance(e.get("value"), int) else "",
                  "permitted": e.get("permitted") if isinstance(e.get("permitted"), bool) else None,
                  "story": teller.lines(e),
-                 "explanation": text(e["explanation"]) if e.get("explanation") else ""} for e in shown]
+                 "explanation": text(e["explanation"]) if e.get("explanation") else ""} for e in examples]
         out.append({"name": a, "count": total, "columns": keys, "rows": rows, "shown": len(rows),
                     **{k: expected[a][k] for k in ("status", "reason")}})
     return out
@@ -440,7 +431,7 @@ def render_report(run: RunData) -> str:
         expectations=expectations(run), unknown=[_unknown_text(u) for u in r.get("unknown") or ()],
         faults_seen=", ".join(map(str, seen)) if isinstance(seen, list) else "",
         threshold=f"{(threshold if isinstance(threshold, int) else 1_000_000_000) / 1e9:g} s",
-        stored=run.stored, anomalies=anomaly_sections(run, faults),
+        stored=run.stored, anomalies=anomaly_sections(run),
         partitions=partition_rows(run, avail), faults=[
             {"f": w.f, "nodes": ", ".join(map(str, w.nodes)), "start": secs(w.start),
              "end": secs(w.end) if w.end is not None else "never healed", "detail": w.detail,

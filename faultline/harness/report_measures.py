@@ -6,8 +6,7 @@ acknowledged throughput, latency percentiles and unavailability windows; this mo
 reads them into the report's types (:func:`fault_windows`, :func:`total_throughput`,
 :func:`percentiles`, :func:`availability`) and computes from ``history.jsonl`` only
 what they lack: every send with its outcome (for the latency scatter and the anomaly
-stories), the drained records, errors by kind, per-partition throughput and the span
-of the sends.
+stories), errors by kind, per-partition throughput and the span of the sends.
 
 It is pure: ops and JSON in, plain data out. It imports no Kafka client, no cluster
 code and no plotting library, so it can be tested with hand-made rows.
@@ -62,23 +61,6 @@ class FaultWindow:
 
 
 @dataclass(slots=True)
-class Drain:
-    """What the final drain read from one partition; ``complete`` once ``last`` was seen."""
-
-    records: dict[int, Any] = field(default_factory=dict)
-    complete: bool = False
-    high_watermark: int | None = None
-    log_start_offset: int | None = None
-
-    def offsets_of(self) -> dict[Any, list[int]]:
-        """value -> the offsets holding it."""
-        index: dict[Any, list[int]] = defaultdict(list)
-        for offset, value in self.records.items():
-            index[value].append(offset)
-        return index
-
-
-@dataclass(slots=True)
 class HistorySummary:
     """What the report needs from one pass over a history, beyond the checker's measures.
 
@@ -90,7 +72,6 @@ class HistorySummary:
 
     sends: dict[Any, Send] = field(default_factory=dict)
     errors: list[tuple[int, str, str]] = field(default_factory=list)
-    drains: dict[Partition, Drain] = field(default_factory=dict)
     end_time: int = 0
     first_send: int | None = None
     last_send: int = 0
@@ -124,8 +105,6 @@ def summarize(rows: Iterable[Mapping[str, Any]]) -> HistorySummary:
             sends[key[1]] = Send(process, key[1], str(v.get("topic", "")), int(v.get("partition", -1)),
                                  opened[0], t, typ, offset if isinstance(offset, int) else None,
                                  d.get("error"))
-        elif f == "drain" and typ == "ok" and isinstance(v, dict):
-            _add_drain(s.drains, v)
         if typ == "fail" or typ == "info":
             errors.append((t, f, d.get("error") or f"{typ} (no error)"))
     s.ops, s.end_time = n, t
@@ -133,19 +112,6 @@ def summarize(rows: Iterable[Mapping[str, Any]]) -> HistorySummary:
         sends[value] = Send(int(process), value, str(v.get("topic", "")), int(v.get("partition", -1)),
                             invoked)
     return s
-
-
-def _add_drain(drains: dict[Partition, Drain], v: Mapping[str, Any]) -> None:
-    key = (str(v.get("topic", "")), int(v.get("partition", -1)))
-    d = drains.setdefault(key, Drain())
-    for rec in v.get("records") or ():
-        if isinstance(rec, list | tuple) and len(rec) >= 2:
-            d.records[int(rec[0])] = rec[1]
-    if isinstance(v.get("high_watermark"), int):
-        d.high_watermark = v["high_watermark"]
-    if isinstance(v.get("log_start_offset"), int):
-        d.log_start_offset = v["log_start_offset"]
-    d.complete = d.complete or bool(v.get("last"))
 
 
 # --- the checker's measures, read into the report's types ------------------------------

@@ -244,8 +244,7 @@ def _full_isr_partitions(cluster: Cluster, spec: TestSpec) -> list[int]:
     except Exception as e:  # ClusterError, KafkaException...: the drain then trusts nothing
         _log.warning("cannot read partition state: %s", e)
         return []
-    return [p for p, s in state.items()
-            if s.leader is not None and len(s.isr) >= spec.topic.replication_factor]
+    return [p for p, s in state.items() if s.full]
 
 
 def _check(run_dir: Path) -> Verdict:

@@ -206,10 +206,10 @@ def load_all() -> dict[str, RunState | None]:
     return out
 
 
-def processes_of(run_id: str) -> list[int]:
-    """Pids of every process whose environment says it belongs to ``run_id``."""
-    needle = f"{ENV_RUN}={run_id}".encode()
-    found = []
+def run_processes() -> dict[str, list[int]]:
+    """Run id -> pids of every process (but this one) whose ``FAULTLINE_RUN`` names it."""
+    prefix = f"{ENV_RUN}=".encode()
+    found: dict[str, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -217,25 +217,10 @@ def processes_of(run_id: str) -> list[int]:
             env = (entry / "environ").read_bytes()
         except OSError:
             continue
-        if needle in env.split(b"\0"):
-            found.append(int(entry.name))
-    return found
-
-
-def run_ids_of_processes() -> set[str]:
-    """Run ids named by any process's ``FAULTLINE_RUN``."""
-    prefix = f"{ENV_RUN}=".encode()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            env = (entry / "environ").read_bytes()
-        except OSError:
-            continue
         for item in env.split(b"\0"):
             if item.startswith(prefix):
-                found.add(item[len(prefix) :].decode(errors="replace"))
+                rid = item[len(prefix) :].decode(errors="replace")
+                found.setdefault(rid, []).append(int(entry.name))
     return found
 
 
@@ -262,7 +247,7 @@ def destroy(run_id: str, state: RunState | None) -> None:
     Never raises for something already gone; safe to call twice or concurrently.
     """
     pids = {p.pid for p in (state.processes() if state else []) if p.alive()}
-    pids.update(processes_of(run_id))
+    pids.update(run_processes().get(run_id, ()))
     kill_and_wait(sorted(pids))
     namespaces = [ns for ns in netns.list_namespaces() if netns.owner_run_id(ns) == run_id]
     for cmd in netns.teardown_commands(namespaces, []):
@@ -299,7 +284,7 @@ def cleanup_stale() -> list[str]:
         destroy(rid, state)
         removed.append(rid)
     orphans = {netns.owner_run_id(n) for n in netns.list_namespaces() + netns.list_links()}
-    orphans |= run_ids_of_processes()
+    orphans |= set(run_processes())
     for rid in sorted(r for r in orphans if r and r not in live and r not in removed):
         destroy(rid, None)
         removed.append(rid)

@@ -85,6 +85,7 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None) -> lis
     root = os.geteuid() == 0
     checks.append(Check("root", root, "running as root" if root else "not root",
                         "run as root: namespaces and iptables need it"))  # fmt: skip
+    java: Path | None = None
     try:
         java = kafka_dist.find_java()
         major = kafka_dist.java_major(java)
@@ -92,7 +93,7 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None) -> lis
                             "apt-get install -y openjdk-17-jre-headless"))  # fmt: skip
     except FaultlineError as e:
         checks.append(Check("java", False, str(e), "apt-get install -y openjdk-17-jre-headless"))
-    for command, package in (("ip", "iproute2"), ("iptables", "iptables"), ("chromium", "chromium")):
+    for command, package in kafka_dist.DEBIAN_PACKAGES.items():
         path = kafka_dist.which(command)
         checks.append(Check(command, bool(path), path or "not found", f"apt-get install -y {package}"))
     home = home if home is not None else os.environ.get("KAFKA_HOME")
@@ -112,11 +113,11 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None) -> lis
             "faultline setup" if mvn else "apt-get install -y maven && faultline setup",
         ))  # fmt: skip
     tp = kafka_dist.toxiproxy_path()
-    go = shutil.which("go") or Path("/usr/local/go/bin/go").exists()
+    go = kafka_dist.find_go()
     checks.append(Check("toxiproxy", tp.exists(), str(tp) if tp.exists() else "not built",
                         "faultline setup" if go else "install Go, then faultline setup"))  # fmt: skip
-    if not home and kafka_dist.kafka_cached(version):
-        dist = kafka_dist.KafkaDist(version, kafka_dist.kafka_libs(version), kafka_dist.find_java())
+    if not home and java is not None and kafka_dist.kafka_cached(version):
+        dist = kafka_dist.KafkaDist(version, kafka_dist.kafka_libs(version), java)
         archive = kafka_dist.cds_archive(dist)
         checks.append(Check("cds archive", archive.exists(),
                             str(archive) if archive.exists() else "not built (clusters start slower)",
@@ -133,9 +134,10 @@ def _forward_check() -> Check:
     """Bridged traffic between nodes passes the host's FORWARD chain when br_netfilter is
     loaded; a DROP policy there (Docker sets one) silently cuts nodes apart. Read only."""
     nf = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")
-    if not nf.exists() or nf.read_text().strip() != "1" or not kafka_dist.which("iptables"):
+    iptables = kafka_dist.which("iptables")
+    if not nf.exists() or nf.read_text().strip() != "1" or not iptables:
         return Check("bridge forwarding", True, "bridged traffic bypasses iptables")
-    out = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True, check=False)
+    out = subprocess.run([iptables, "-S", "FORWARD"], capture_output=True, text=True, check=False)
     drop = "-P FORWARD DROP" in out.stdout
     return Check(
         "bridge forwarding", not drop,

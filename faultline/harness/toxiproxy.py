@@ -81,13 +81,6 @@ class ToxiproxyClient:
     def proxies(self) -> dict[str, ProxyInfo]:
         return {name: _proxy(p) for name, p in (self._call("GET", "/proxies") or {}).items()}
 
-    def set_enabled(self, name: str, enabled: bool) -> None:
-        """Disable (drop every connection, stop listening) or re-enable a proxy."""
-        self._call("POST", f"/proxies/{name}", {"enabled": enabled})
-
-    def delete_proxy(self, name: str) -> None:
-        self._call("DELETE", f"/proxies/{name}")
-
     def add_toxic(
         self,
         proxy: str,

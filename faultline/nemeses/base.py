@@ -187,7 +187,8 @@ def completed(op: Op, **extra: Any) -> Op:
 class NodeFault:
     """A fault that takes one node out (kill, pause, stop, wipe, lose-unflushed).
 
-    Subclasses set ``family`` and implement ``_capabilities``, ``_fault`` and ``_heal``.
+    Subclasses set ``family`` and implement ``_capabilities`` and ``_fault``; ``_heal``
+    starts the node unless a subclass heals otherwise.
     The target is drawn with ``step.pick`` from the nodes not ``busy``; nodes are
     remembered *before* the fault is applied, so ``teardown`` heals a fault that failed
     half-way as well as one whose graceful heal failed.
@@ -220,12 +221,15 @@ class NodeFault:
     def invoke(self, op: Op) -> Op:
         nodes = [int(n) for n in (op.value or {}).get("nodes", [])]
         if op.f == fault_action(self.family):
-            results = []
+            results: list[str] = []
+            extra: dict[str, Any] = {}
             for node in nodes:
                 with self._lock:
                     self._faulted.add(node)
-                results.append(self._fault(node))
-            return completed(op, result="; ".join(r for r in results if r))
+                fields = self._fault(node)
+                results.append(fields.pop("result"))
+                extra.update(fields)
+            return completed(op, result="; ".join(r for r in results if r), **extra)
         if op.f == heal_action(self.family):
             for node in nodes:
                 self._heal(node)
@@ -259,10 +263,12 @@ class NodeFault:
     def _capabilities(self, cluster: Cluster) -> None:
         raise NotImplementedError
 
-    def _fault(self, node: int) -> str:
-        """Apply the fault to ``node``; returns a short description for ``result``."""
+    def _fault(self, node: int) -> dict[str, Any]:
+        """Apply the fault to ``node``; returns the completion fields: ``result`` (a short
+        description) and any others the family journals."""
         raise NotImplementedError
 
     def _heal(self, node: int) -> None:
-        """Undo the fault on ``node``; must be a no-op when it is already undone."""
-        raise NotImplementedError
+        """Undo the fault on ``node`` (by default: start it); must be a no-op when it is
+        already undone."""
+        killable(self.cluster, self.family).start_node(node)

@@ -6,6 +6,8 @@ What it should provoke: leader failover, ISR shrink, recovery of the killed repl
 
 from __future__ import annotations
 
+from typing import Any
+
 from faultline.harness.cluster import Cluster
 from faultline.nemeses.base import NodeFault, killable
 
@@ -21,9 +23,6 @@ class KillNemesis(NodeFault):
     def _capabilities(self, cluster: Cluster) -> None:
         killable(cluster, self.family)
 
-    def _fault(self, node: int) -> str:
+    def _fault(self, node: int) -> dict[str, Any]:
         killable(self.cluster, self.family).kill(node)
-        return f"killed node {node}"
-
-    def _heal(self, node: int) -> None:
-        killable(self.cluster, self.family).start_node(node)
+        return {"result": f"killed node {node}"}

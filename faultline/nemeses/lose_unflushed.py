@@ -45,12 +45,11 @@ import struct
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from faultline.errors import NemesisError
 from faultline.harness.cluster import Cluster
-from faultline.history import Op
-from faultline.nemeses.base import NodeFault, completed, killable
+from faultline.nemeses.base import NodeFault, killable
 
 CHECKPOINT = "recovery-point-offset-checkpoint"
 _LOG_OVERHEAD = 12  # baseOffset int64 + batchLength int32
@@ -263,14 +262,17 @@ def recovery_points(data_dir: Path) -> tuple[dict[tuple[str, int], int], str | N
         return {}, str(e)
 
 
-def lose_unflushed(data_dir: Path, topics: Collection[str] | None = None) -> dict[str, Truncation]:
+def lose_unflushed(
+    data_dir: Path, topics: Collection[str] | None = None,
+) -> tuple[dict[str, Truncation], str | None]:
     """Cut every partition log under ``data_dir`` back to its recorded recovery point.
 
     ``topics`` limits the cut to those topic names (None: every topic). Returns
-    ``"<topic>/<partition>" -> Truncation`` for each partition cut. Only call while the
-    broker is down.
+    ``"<topic>/<partition>" -> Truncation`` for each partition cut, and why the
+    checkpoint could not be read (None if it could; see ``recovery_points``). Only
+    call while the broker is down.
     """
-    checkpoint, _ = recovery_points(data_dir)
+    checkpoint, checkpoint_error = recovery_points(data_dir)
     out: dict[str, Truncation] = {}
     for (topic, partition), pdir in sorted(partition_dirs(data_dir).items()):
         if topics is not None and topic not in topics:
@@ -280,7 +282,7 @@ def lose_unflushed(data_dir: Path, topics: Collection[str] | None = None) -> dic
             continue
         rp = checkpoint.get((topic, partition), segs[0][0])
         out[f"{topic}/{partition}"] = truncate_partition(pdir, rp)
-    return out
+    return out, checkpoint_error
 
 
 class LoseUnflushedNemesis(NodeFault):
@@ -296,35 +298,21 @@ class LoseUnflushedNemesis(NodeFault):
 
     family = "lose-unflushed"
 
-    def __init__(self, topics: Collection[str] | None = None) -> None:
-        super().__init__()
-        self._topics = topics
-        self.last_truncation: dict[str, Truncation] = {}
-        self.last_checkpoint_error: str | None = None
-
     def _capabilities(self, cluster: Cluster) -> None:
         killable(cluster, self.family)
 
-    def invoke(self, op: Op) -> Op:
-        done = super().invoke(op)
-        if op.f == self.family:
-            # every partition of the test topic; others (internal topics) only if cut
-            topic = self.cluster.spec.topic.name
-            kept = {k: t.to_json() for k, t in self.last_truncation.items()
-                    if k.rsplit("/", 1)[0] == topic or t.new_end != t.old_end}
-            done = completed(done, truncated=kept)
-            if self.last_checkpoint_error is not None:
-                done = completed(done, checkpoint_unreadable=self.last_checkpoint_error)
-        return done
-
-    def _fault(self, node: int) -> str:
+    def _fault(self, node: int) -> dict[str, Any]:
         killable(self.cluster, self.family).kill(node)
-        data_dir = self.cluster.node(node).data_dir
-        self.last_checkpoint_error = recovery_points(data_dir)[1]
-        self.last_truncation = lose_unflushed(data_dir, self._topics)
-        lost = sum(t.old_end - t.new_end for t in self.last_truncation.values())
-        return (f"killed node {node}; cut {len(self.last_truncation)} partition logs back to their "
-                f"recovery points, {lost} records gone")
-
-    def _heal(self, node: int) -> None:
-        killable(self.cluster, self.family).start_node(node)
+        truncated, checkpoint_error = lose_unflushed(self.cluster.node(node).data_dir)
+        lost = sum(t.old_end - t.new_end for t in truncated.values())
+        # every partition of the test topic; others (internal topics) only if cut
+        topic = self.cluster.spec.topic.name
+        fields: dict[str, Any] = {
+            "result": (f"killed node {node}; cut {len(truncated)} partition logs back to their "
+                       f"recovery points, {lost} records gone"),
+            "truncated": {k: t.to_json() for k, t in truncated.items()
+                          if k.rsplit("/", 1)[0] == topic or t.new_end != t.old_end},
+        }
+        if checkpoint_error is not None:
+            fields["checkpoint_unreadable"] = checkpoint_error
+        return fields

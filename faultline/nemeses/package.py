@@ -40,7 +40,7 @@ from typing import Any
 from faultline.errors import NemesisError
 from faultline.harness.cluster import Cluster
 from faultline.history import HistoryWriter, Op
-from faultline.nemeses.base import Nemesis
+from faultline.nemeses.base import Nemesis, NodeFault
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
 from faultline.nemeses.partition import PartitionNemesis
@@ -53,9 +53,6 @@ from faultline.spec import TestSpec
 
 log = logging.getLogger(__name__)
 
-#: Families whose faults take a whole node out; two of them never pick the same node.
-NODE_FAMILIES = frozenset({"kill", "pause", "stop", "wipe", "lose-unflushed"})
-
 #: family -> a fresh nemesis for it.
 FAMILIES: Mapping[str, Callable[[], Nemesis]] = {
     "kill": KillNemesis,
@@ -66,6 +63,10 @@ FAMILIES: Mapping[str, Callable[[], Nemesis]] = {
     "wipe": WipeNemesis,
     "lose-unflushed": LoseUnflushedNemesis,
 }
+
+#: Families whose faults take a whole node out; two of them never pick the same node.
+NODE_FAMILIES = frozenset(f for f, make in FAMILIES.items()
+                          if isinstance(make, type) and issubclass(make, NodeFault))
 
 
 @dataclass(slots=True)

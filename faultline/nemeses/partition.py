@@ -29,7 +29,7 @@ from faultline.nemeses.schedule import Step
 Grudge = dict[int, frozenset[int]]
 
 __all__ = [
-    "Grudge", "PartitionNemesis", "bridge", "choose", "complete", "halves", "isolate", "nodes_of",
+    "Grudge", "PartitionNemesis", "bridge", "complete", "halves", "isolate", "nodes_of",
     "ring", "to_json",
 ]
 
@@ -132,7 +132,6 @@ class PartitionNemesis:
 
     def __init__(self) -> None:
         self._cluster: Cluster | None = None
-        self._applied = False
 
     @property
     def cluster(self) -> Cluster:
@@ -184,12 +183,10 @@ class PartitionNemesis:
         if op.f == "partition":
             raw = (op.value or {}).get("grudge", {})
             grudge = {int(k): frozenset(int(d) for d in v) for k, v in raw.items()}
-            self._applied = True
             net.partition(grudge)
             return completed(op, result=f"cut {sum(len(v) for v in grudge.values())} directed links")
         if op.f == "heal":
             net.heal_network()
-            self._applied = False
             return completed(op, result="network healed")
         raise NemesisError(f"the 'partition' nemesis cannot {op.f!r}")
 
@@ -198,4 +195,3 @@ class PartitionNemesis:
         if self._cluster is None:
             return
         partitionable(self._cluster, self.family).heal_network()
-        self._applied = False

@@ -8,6 +8,8 @@ fences it (``broker.session.timeout.ms``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from faultline.harness.cluster import Cluster
 from faultline.nemeses.base import NodeFault, pausable
 
@@ -20,9 +22,9 @@ class PauseNemesis(NodeFault):
     def _capabilities(self, cluster: Cluster) -> None:
         pausable(cluster, self.family)
 
-    def _fault(self, node: int) -> str:
+    def _fault(self, node: int) -> dict[str, Any]:
         pausable(self.cluster, self.family).pause(node)
-        return f"paused node {node}"
+        return {"result": f"paused node {node}"}
 
     def _heal(self, node: int) -> None:
         pausable(self.cluster, self.family).resume(node)

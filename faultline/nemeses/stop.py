@@ -7,6 +7,8 @@ the move itself; it is the control case against ``kill``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from faultline.harness.cluster import Cluster
 from faultline.nemeses.base import NodeFault, killable, stoppable
 
@@ -23,9 +25,6 @@ class StopNemesis(NodeFault):
         stoppable(cluster, self.family)
         killable(cluster, self.family)
 
-    def _fault(self, node: int) -> str:
+    def _fault(self, node: int) -> dict[str, Any]:
         stoppable(self.cluster, self.family).stop_node(node, STOP_TIMEOUT_S)
-        return f"stopped node {node}"
-
-    def _heal(self, node: int) -> None:
-        killable(self.cluster, self.family).start_node(node)
+        return {"result": f"stopped node {node}"}

@@ -9,6 +9,8 @@ on ``min.insync.replicas`` replicas (DESIGN.md's guarantee table).
 
 from __future__ import annotations
 
+from typing import Any
+
 from faultline.harness.cluster import Cluster
 from faultline.nemeses.base import NodeFault, killable, wipeable
 
@@ -23,10 +25,7 @@ class WipeNemesis(NodeFault):
         killable(cluster, self.family)
         wipeable(cluster, self.family)
 
-    def _fault(self, node: int) -> str:
+    def _fault(self, node: int) -> dict[str, Any]:
         killable(self.cluster, self.family).kill(node)
         wipeable(self.cluster, self.family).wipe(node)
-        return f"killed node {node} and deleted its partition data"
-
-    def _heal(self, node: int) -> None:
-        killable(self.cluster, self.family).start_node(node)
+        return {"result": f"killed node {node} and deleted its partition data"}

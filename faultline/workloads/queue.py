@@ -60,7 +60,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from faultline.history import HistoryWriter, OpType, Process
+from faultline.history import HistoryWriter, OpType, PendingOp, Process
 from faultline.spec import TestSpec
 from faultline.workloads.outcomes import classify_delivery, classify_produce_call
 
@@ -103,25 +103,16 @@ class Values:
         self._count = itertools.count()
         self._lock = threading.Lock()
 
-    def take(self) -> int:
-        """A value no send has carried before."""
-        with self._lock:
-            return next(self._count)
-
     def take_many(self, n: int) -> list[int]:
         """``n`` values no send has carried before."""
         with self._lock:
             return list(itertools.islice(self._count, n))
 
 
-#: An op waiting to be journaled: (process, type, f, value, error).
-PendingOp = tuple[Process, OpType, str, Any, str | None]
-
-
 class Journal:
     """Where a client writes its ops: a HistoryWriter, or nowhere (for benchmarks).
 
-    ``enabled`` False makes every ``append`` a no-op, so the same client code can be
+    Without a history every ``append`` is a no-op, so the same client code can be
     measured with and without journaling.
     """
 
@@ -129,10 +120,6 @@ class Journal:
 
     def __init__(self, history: HistoryWriter | None) -> None:
         self._history = history
-
-    @property
-    def enabled(self) -> bool:
-        return self._history is not None
 
     def append(self, process: Process, type: OpType, f: str, value: Any = None,
                error: str | None = None) -> None:
@@ -429,12 +416,6 @@ class QueueProducer:
                              s.process, len(s.producer))
         self._old = []
         self._session = None
-
-    @property
-    def process(self) -> int | None:
-        """The process number new sends use now (None before start and after finish)."""
-        s = self._session
-        return s.process if s is not None else None
 
 
 # -- consumers -----------------------------------------------------------------------------

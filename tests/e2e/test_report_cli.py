@@ -82,7 +82,7 @@ def test_truncated_history_still_reports(base: StoredRun, tmp_path: Path) -> Non
 @pytest.mark.parametrize("damage, message", [
     ("no-dir", "not a run directory"),
     ("no-test-json", "test.json: missing"),
-    ("bad-spec", "unknown key(s) acks"),
+    ("bad-spec", "test.json.topic.partitions: expected an integer"),
     ("no-history", "history.jsonl: missing"),
     ("bad-history", "history.jsonl:3: not valid JSON"),
     ("bad-results", "results.json: not valid JSON"),
@@ -94,7 +94,7 @@ def test_bad_run_dir_is_one_line_exit_2(base: StoredRun, tmp_path: Path, damage:
     elif damage == "no-test-json":
         (run_dir / "test.json").unlink()
     elif damage == "bad-spec":
-        (run_dir / "test.json").write_text(json.dumps({"acks": "all"}))
+        (run_dir / "test.json").write_text(json.dumps({"topic": {"partitions": "x"}}))
     elif damage == "no-history":
         (run_dir / "history.jsonl").unlink()
     elif damage == "bad-history":
@@ -109,16 +109,24 @@ def test_bad_run_dir_is_one_line_exit_2(base: StoredRun, tmp_path: Path, damage:
     assert not (run_dir / "report.html").exists()
 
 
-def test_minimal_results_get_stories_from_the_history(tmp_path: Path) -> None:
-    """A results.json with HISTORY.md's fields only: no measures, no stories."""
+def test_minimal_results_show_their_examples_own_fields(tmp_path: Path) -> None:
+    """A results.json with HISTORY.md's fields only: no measures, no stories. The
+    examples show their own fields; no story is made up for them."""
     run = make_run(tmp_path / "run", Scenario(duration_s=12, kills=((5.0, 2, 3.0),)), use_checker=False)
     assert _report(run.path)[0] == 0
     html = (run.path / "report.html").read_text()
     (lost,) = run.lost
     row = html.split(f'data-anomaly="lost-write" data-value="{lost["value"]}"', 1)[1].split("</tr>", 1)[0]
-    assert f"acknowledged at offset {lost['offset']} by leader n2" in row
-    assert "kill of node(s) 2, until 8.400 s" in row
-    assert f"value {lost['value']} is nowhere in the partition" in row
+    assert f"<td>{lost['offset']}</td>" in row and f"<td>{lost['value']}</td>" in row
+    assert '<ol class="story"></ol>' in row
+    assert 'class="fault"' in html  # the fault windows still come from the in-memory check
+
+
+def test_a_test_json_with_extra_keys_is_reported(base: StoredRun, tmp_path: Path) -> None:
+    run_dir = _copy(base, tmp_path)
+    spec = json.loads((run_dir / "test.json").read_text())
+    (run_dir / "test.json").write_text(json.dumps({**spec, "written_by": "a later version"}))
+    assert _report(run_dir)[0] == 0
 
 
 def test_unknown_verdict_says_why(base: StoredRun, tmp_path: Path) -> None:

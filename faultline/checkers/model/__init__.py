@@ -7,7 +7,7 @@ Public surface::
     invariant_violations
     Scenario, SCENARIOS, run_scenario                        # the seeds' scenarios
     Bound, Exploration, explore, enabled_steps, replay       # searching fault schedules
-    Cell, default_matrix, guarantee_table, expected_outcome  # the guarantee table
+    Cell, default_matrix, expected_outcome                   # the guarantee table
     model                                                    # the click command
 """
 
@@ -22,11 +22,11 @@ from faultline.checkers.model.outcome import (
     settle,
 )
 from faultline.checkers.model.scenarios import SCENARIOS, Scenario, run_scenario
-from faultline.checkers.model.table import Cell, default_matrix, expected_outcome, guarantee_table
+from faultline.checkers.model.table import Cell, default_matrix, expected_outcome
 
 __all__ = [
     "MODEL_ANOMALIES", "SCENARIOS", "Bound", "Cell", "Exploration", "ModelConfig", "Scenario", "State",
     "Step", "Verdict", "apply", "default_matrix", "enabled_steps", "expected_outcome", "explore",
-    "guarantee_table", "initial_state", "invariant_violations", "judge", "outcome", "replay",
+    "initial_state", "invariant_violations", "judge", "outcome", "replay",
     "run_scenario", "settle",
 ]

@@ -559,7 +559,7 @@ def _tick(st: State) -> str:
 # ---------------------------------------------------------------- faults
 
 
-def _go_down(st: State, r: Replica) -> None:
+def _go_down(r: Replica) -> None:
     r.up, r.paused = False, False
     r.leader, r.epoch, r.isr, r.remote, r.must_truncate = None, -1, frozenset(), {}, False
 
@@ -576,7 +576,7 @@ def _restart(st: State, r: Replica, how: str) -> str:
 
 
 def _crash_and_restart(st: State, r: Replica, kind: str) -> str:
-    _go_down(st, r)
+    _go_down(r)
     st.data_lost = st.data_lost | {r.rid}
     if kind == "wipe":
         r.log, r.epochs, r.hw, r.ckpt_hw, r.flushed = (), (), 0, 0, 0
@@ -593,7 +593,7 @@ def _stop(st: State, r: Replica) -> str:
         notes.append(_fence(st, r.rid))
     r.flushed = r.leo
     r.ckpt_hw = r.hw
-    _go_down(st, r)
+    _go_down(r)
     return "; ".join(notes)
 
 
@@ -634,9 +634,7 @@ def apply(st: State, step: Step) -> str:
 
 def _heal(st: State) -> str:
     st.cuts = frozenset()
-    for r in st.replicas.values():
-        if _reaches_controller(st, r):
-            _apply_metadata(st, r)
+    _push_metadata(st)
     return "network healed"
 
 
@@ -645,7 +643,7 @@ def _fault(st: State, kind: str, r: Replica, b: int | None) -> str:
     if kind in ("crash", "stop", "pause", "wipe", "lose-unflushed") and not r.up:
         return f"{rid} is down: no-op"
     if kind == "crash":
-        _go_down(st, r)
+        _go_down(r)
         return f"{rid} crashes (page cache kept)"
     if kind == "restart":
         if r.up:

@@ -15,13 +15,12 @@ breadth-first part, best effort from the walks.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from faultline.checkers.model.core import CONTROLLER, ModelConfig, State, Step, apply, initial_state
 from faultline.checkers.model.outcome import outcome
 
-FAULT_KINDS: tuple[str, ...] = ("kill", "pause", "stop", "partition", "toxics", "wipe", "lose-unflushed")
 LEADER_FAULT = "leader-fault"
 # fault kind -> the step kinds it may use
 FAULT_STEPS: dict[str, tuple[str, ...]] = {
@@ -33,6 +32,8 @@ FAULT_STEPS: dict[str, tuple[str, ...]] = {
     "wipe": ("wipe",),
     "lose-unflushed": ("lose-unflushed", "flush"),
 }
+#: The fault kinds the model knows (the same as ``faultline.spec.FAULTS``, in its order).
+FAULT_KINDS: tuple[str, ...] = tuple(FAULT_STEPS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,15 +211,3 @@ def explore(config: ModelConfig, faults: Iterable[str], bound: Bound = Bound()) 
     _walks(ex)
     return ex
 
-
-def schedules_of(config: ModelConfig, faults: frozenset[str], length: int) -> Iterator[tuple[Step, ...]]:
-    """Every schedule of exactly ``length`` enabled steps, without deduplication (for tests)."""
-    def go(st: State, sched: tuple[Step, ...]) -> Iterator[tuple[Step, ...]]:
-        if len(sched) == length:
-            yield sched
-            return
-        for step in enabled_steps(st, faults):
-            s2 = st.clone()
-            apply(s2, step)
-            yield from go(s2, (*sched, step))
-    yield from go(initial_state(config), ())

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from faultline.checkers.model.core import State, Step, apply
 
 MODEL_ANOMALIES: tuple[str, ...] = ("lost-write", "phantom-read", "inconsistent-offsets", "aborted-read")
-INVARIANTS: tuple[str, ...] = ("hw-above-leo", "replicas-diverge")
 
 
 @dataclass(frozen=True, slots=True)

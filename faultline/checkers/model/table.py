@@ -1,6 +1,6 @@
 """The model's guarantee table, and each run's expected outcome.
 
-``guarantee_table`` explores every cell of a matrix (acks x min.insync x unclean x
+``explore_cell`` explores one cell of a matrix (acks x min.insync x unclean x
 fault set) and says which of ``MODEL_ANOMALIES`` can occur, each with its shortest
 schedule found. The default matrix's table is stored in ``table.json`` (written by
 ``faultline model --explore --write``) so that ``expected_outcome``, which runs at
@@ -10,6 +10,7 @@ cached per process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -83,16 +84,11 @@ def default_matrix() -> Iterator[Cell]:
 
 def explore_cell(cell: Cell, bound: Bound = TABLE_BOUND) -> dict[str, tuple[Step, ...]]:
     """Anomaly -> shortest schedule found, for one cell."""
-    b = Bound(bound.depth, bound.walks, bound.walk_length, bound.seed, cell.data_loss)
+    b = dataclasses.replace(bound, max_data_loss=cell.data_loss)
     return dict(sorted(explore(cell.model_config(), cell.faults, b).found.items()))
 
 
 Found = dict[str, tuple[Step, ...]]
-
-
-def guarantee_table(cells: Iterable[Cell], bound: Bound = TABLE_BOUND) -> dict[Cell, Found]:
-    """Explore every cell."""
-    return {c: explore_cell(c, bound) for c in cells}
 
 
 def table_to_json(table: dict[Cell, Found]) -> dict[str, Any]:

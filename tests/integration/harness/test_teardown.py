@@ -50,7 +50,7 @@ def _traces(run_id: str, pids: list[int]) -> list[str]:
     """Everything of ``run_id`` still on the machine, described."""
     left = [f"pid {p}" for p in pids if Path(f"/proc/{p}").exists()
             and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
-    left += [f"process {p}" for p in runstate.processes_of(run_id)]
+    left += [f"process {p}" for p in runstate.run_processes().get(run_id, [])]
     left += [f"namespace {n}" for n in netns.list_namespaces() if netns.owner_run_id(n) == run_id]
     left += [f"link {n}" for n in netns.list_links() if netns.owner_run_id(n) == run_id]
     if (runstate.runs_dir() / run_id).exists():

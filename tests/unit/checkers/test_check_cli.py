@@ -12,6 +12,7 @@ from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
 from faultline.cli import main
 from faultline.errors import HistoryError, SpecError
+from faultline.spec import TestSpec
 from tests.unit.checkers.queue_hist import H, make_spec
 
 
@@ -94,6 +95,26 @@ def test_a_bad_test_json_is_a_spec_error(tmp_path: Path) -> None:
     assert code == 2 and "test.json" in out and "topic.partitions" in out
     with pytest.raises(SpecError):
         check_run(d)
+
+
+def test_a_test_json_with_extra_keys_loads(tmp_path: Path) -> None:
+    """HISTORY.md welcomes extra keys in a stored test.json (a later version's, a tool's)."""
+    d = run_dir(tmp_path, ok_history())
+    data = orjson.loads((d / "test.json").read_bytes())
+    data["annotations"] = {"by": "a tool"}
+    data["topic"]["future_setting"] = 1
+    (d / "test.json").write_bytes(orjson.dumps(data))
+    assert TestSpec.load(d / "test.json") == make_spec()
+    assert check_run(d).valid is True
+
+
+def test_unreadable_test_json_is_one_spec_error_line(tmp_path: Path) -> None:
+    (tmp_path / "test.json").write_bytes(b"{nope")
+    with pytest.raises(SpecError, match=r"test\.json: not valid JSON") as e:
+        TestSpec.load(tmp_path / "test.json")
+    assert "\n" not in str(e.value)
+    with pytest.raises(SpecError, match=r"absent\.json: cannot read"):
+        TestSpec.load(tmp_path / "absent.json")
 
 
 def test_a_missing_run_directory(tmp_path: Path) -> None:

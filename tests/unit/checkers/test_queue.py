@@ -210,6 +210,18 @@ def test_a_poll_past_the_drained_high_watermark_is_a_phantom() -> None:
     assert "at or past the high watermark" in story_text(r.anomalies["phantom-read"][0])
 
 
+def test_a_phantom_read_by_an_unknown_poll_names_no_consumer_or_time() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.poll(5, [(0, 10), (1, 99)])  # 99 was never sent: which poll read it is not recorded
+    h.drain([(0, 10)])
+    ph = run(h).anomalies["phantom-read"][0]
+    assert (ph["value"], ph["offset"], ph["time"], ph["process"]) == (99, 1, None, None)
+    text = story_text(ph)
+    assert "a consumer polled value 99 at offset 1" in text
+    assert "consumer 0" not in text and "0.000s" not in text
+
+
 def test_inconsistent_offsets_between_reads_only() -> None:
     h = H()
     h.send(0, 10, offset=0)

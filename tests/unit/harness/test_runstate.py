@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -67,10 +68,13 @@ def test_processes_are_found_by_their_run_marker() -> None:
     env = {**os.environ, runstate.ENV_RUN: "zz9plu"}
     proc = subprocess.Popen(["sleep", "30"], env=env)
     try:
-        assert proc.pid in runstate.processes_of("zz9plu")
-        assert "zz9plu" in runstate.run_ids_of_processes()
+        # Until the child has exec'd, /proc shows the parent's environment: wait for it.
+        deadline = time.monotonic() + 5
+        while proc.pid not in runstate.run_processes().get("zz9plu", []):
+            assert time.monotonic() < deadline, "the child's run marker never showed in /proc"
+            time.sleep(0.01)
         runstate.kill_and_wait([proc.pid])
-        assert proc.pid not in runstate.processes_of("zz9plu")
+        assert proc.pid not in runstate.run_processes().get("zz9plu", [])
     finally:
         proc.kill()
         proc.wait()

@@ -149,11 +149,11 @@ def test_lose_unflushed_uses_the_checkpoint(tmp_path: Path) -> None:
     (tmp_path / "fl-queue-2.0123abcd-delete").mkdir()
     (tmp_path / CHECKPOINT).write_text("0\n2\nfl-queue 0 4\nfl-queue 1 8\n")
     assert set(partition_dirs(tmp_path)) == {("fl-queue", 0), ("fl-queue", 1), ("new-topic", 0)}
-    out = lose_unflushed(tmp_path)
+    out, _ = lose_unflushed(tmp_path)
     assert {k: (v.old_end, v.new_end) for k, v in out.items()} == {
         "fl-queue/0": (8, 4), "fl-queue/1": (8, 8), "new-topic/0": (4, 0)}
     assert end_offset(tmp_path / "__cluster_metadata-0") == 4
-    only = lose_unflushed(tmp_path, topics=["absent"])
+    only, _ = lose_unflushed(tmp_path, topics=["absent"])
     assert only == {}
 
 
@@ -162,4 +162,4 @@ def test_an_unreadable_checkpoint_means_nothing_was_flushed(tmp_path: Path) -> N
     (tmp_path / CHECKPOINT).write_text("0\n2\nt 0 4\n")
     points, why = recovery_points(tmp_path)
     assert points == {} and why is not None and "header says 2 entries" in why
-    assert {k: v.new_end for k, v in lose_unflushed(tmp_path).items()} == {"t/0": 0}
+    assert {k: v.new_end for k, v in lose_unflushed(tmp_path)[0].items()} == {"t/0": 0}

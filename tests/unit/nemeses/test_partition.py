@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faultline.errors import NemesisError
+from faultline.nemeses.base import choose
 from faultline.nemeses.partition import (
     bridge,
-    choose,
     complete,
     halves,
     isolate,

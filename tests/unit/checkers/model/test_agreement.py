@@ -22,9 +22,10 @@ import pytest
 
 from faultline.checkers.guarantees import GuaranteeConfig, permitted
 from faultline.checkers.model.core import Step
-from faultline.checkers.model.explore import Bound, replay
+from faultline.checkers.model.explore import FAULT_KINDS, Bound, replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
 from faultline.checkers.model.table import Cell, default_matrix, explore_cell, stored_table
+from faultline.spec import FAULTS
 
 
 def checker_faults(cell: Cell) -> frozenset[str]:
@@ -129,3 +130,7 @@ def test_a_small_search_finds_nothing_the_table_lacks() -> None:
         cell = next(c for c in default_matrix() if c.key == key)
         found = explore_cell(cell, Bound(depth=3, walks=50, walk_length=10, seed=3))
         assert set(found) <= set(stored_table()[key])
+
+
+def test_the_model_knows_every_fault_of_the_spec() -> None:
+    assert FAULT_KINDS == FAULTS
