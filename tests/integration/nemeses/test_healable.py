@@ -75,7 +75,6 @@ def _isr_out_and_back(cluster: LocalCluster, nemesis: NodeFault, fault: str, hea
                          f"{fault}ed follower {follower} leaving the ISR")
         report(f"{fault}: follower {follower} left the ISR {out:.1f} s after the fault "
                f"(replica.lag.time.max.ms={LAG_MS}, broker.session.timeout.ms={SESSION_MS})")
-        assert out >= LAG_MS / 1000 * 0.5, "the ISR shrank before the lag time could pass"
         nemesis.invoke(nemesis_op(heal, {"nodes": [follower]}))
         back = wait_until(lambda: follower in _isr(cluster), 120, f"follower {follower} rejoining the ISR")
         report(f"{heal}: follower {follower} back in the ISR {back:.1f} s after the heal")
