@@ -45,7 +45,8 @@ from faultline.harness.cluster import Cluster
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
 from faultline.nemeses.schedule import Step
 from faultline.spec import TestSpec
-from faultline.workloads.queue import PartitionDrain, QueueWorkload, WorkloadStats, drain
+from faultline.workloads.drain import PartitionDrain, drain
+from faultline.workloads.queue import QueueWorkload, WorkloadStats
 
 Verdict = bool | Literal["unknown"] | None
 

@@ -35,9 +35,7 @@ commits) and journal each ``consume()`` as one ``poll`` op with ``records`` as
 ``[topic, partition, offset, value]``. A value that is not a canonical decimal
 integer is kept as a string so that the checker can flag it.
 
-Drain. :func:`drain` reads each partition with a fresh consumer from log start to
-the high watermark and journals ``drain`` ops in chunks, the last with
-``"last": true``; a drain that cannot finish in time never writes ``last``.
+The drain after the run is :mod:`faultline.workloads.drain`.
 """
 
 from __future__ import annotations
@@ -46,7 +44,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,11 +72,9 @@ MIN_BATCH = 64
 POLL_MAX_RECORDS = 1000
 #: Seconds one ``consume()`` call may wait for records.
 POLL_TIMEOUT_S = 0.1
-#: Records per ``drain`` op.
-DRAIN_CHUNK = 10_000
 
 _log = logging.getLogger(__name__)
-_rdkafka_log = logging.getLogger("faultline.rdkafka")
+rdkafka_log = logging.getLogger("faultline.rdkafka")
 
 
 class ProcessIds:
@@ -172,7 +168,7 @@ def producer_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str,
         # Faults come and go within seconds; the 10 s default backoff would hide recovery.
         "reconnect.backoff.max.ms": 1000,
         "topic.metadata.refresh.interval.ms": 5000,
-        "logger": _rdkafka_log,
+        "logger": rdkafka_log,
     }
 
 
@@ -193,7 +189,7 @@ def consumer_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str,
         "queued.max.messages.kbytes": 16384,
         "reconnect.backoff.max.ms": 1000,
         "topic.metadata.refresh.interval.ms": 5000,
-        "logger": _rdkafka_log,
+        "logger": rdkafka_log,
     }
 
 
@@ -208,7 +204,7 @@ def decode_value(raw: bytes | None) -> int | str | None:
     return text
 
 
-def _error_name(e: BaseException) -> str:
+def error_name(e: BaseException) -> str:
     if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
         return str(e.args[0].name())
     return type(e).__name__
@@ -314,7 +310,7 @@ class QueueProducer:
                     except BufferError:
                         self._refused(session, partition, value, "_QUEUE_FULL")
                     except KafkaException as e:
-                        self._refused(session, partition, value, _error_name(e))
+                        self._refused(session, partition, value, error_name(e))
                 # Serve callbacks; their completions are journaled with the next batch of
                 # invokes (or by the next wait), microseconds from now.
                 producer.poll(0)
@@ -343,7 +339,7 @@ class QueueProducer:
             # outstanding sends complete with _FATAL, which classifies as info.
             if err.fatal() and session is not None:
                 session.retired = True
-            _rdkafka_log.warning("producer p%s: %s", process, err)
+            rdkafka_log.warning("producer p%s: %s", process, err)
 
         conf = producer_config(self.spec, self.bootstrap, f"faultline-p{process}")
         conf["error_cb"] = on_error
@@ -452,10 +448,10 @@ class QueueConsumer:
                 try:
                     msgs = consumer.consume(POLL_MAX_RECORDS, POLL_TIMEOUT_S)
                 except (KafkaException, RuntimeError) as e:
-                    journal.append(process, "info", "poll", None, _error_name(e))
+                    journal.append(process, "info", "poll", None, error_name(e))
                     self.polls += 1
                     self.retired += 1
-                    _close_quietly(consumer)
+                    close_quietly(consumer)
                     process = self.processes.take()
                     consumer = self._open(process)
                     continue
@@ -474,11 +470,11 @@ class QueueConsumer:
                 else:
                     journal.append(process, "ok", "poll", {"records": records}, error)
         finally:
-            _close_quietly(consumer)
+            close_quietly(consumer)
 
     def _open(self, process: int) -> Consumer:
         conf = consumer_config(self.spec, self.bootstrap, f"faultline-c{process}")
-        conf["error_cb"] = lambda err: _rdkafka_log.warning("consumer c%s: %s", process, err)
+        conf["error_cb"] = lambda err: rdkafka_log.warning("consumer c%s: %s", process, err)
         consumer = Consumer(conf)
         topic = self.spec.topic.name
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING)
@@ -486,7 +482,7 @@ class QueueConsumer:
         return consumer
 
 
-def _close_quietly(consumer: Consumer) -> None:
+def close_quietly(consumer: Consumer) -> None:
     try:
         consumer.close()
     except (KafkaException, RuntimeError) as e:
@@ -588,118 +584,3 @@ class QueueWorkload:
             s.polled_records += c.records
             s.retired += c.retired
         return s
-
-
-# -- the drain -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionDrain:
-    """What the drain learnt of one partition; ``complete`` iff ``last: true`` was written."""
-
-    partition: int
-    process: int
-    log_start_offset: int | None
-    high_watermark: int | None
-    records: int
-    complete: bool
-    error: str | None = None
-
-
-def drain(spec: TestSpec, bootstrap: str, history: HistoryWriter, processes: ProcessIds,
-          *, timeout_s: float = 60.0, partitions: Iterable[int] | None = None,
-          trusted: Iterable[int] | None = None) -> list[PartitionDrain]:
-    """Read each partition from log start to its high watermark and journal it.
-
-    Per partition: a fresh consumer and process number; one ``drain`` invoke/ok pair
-    per chunk of up to :data:`DRAIN_CHUNK` records, each ok carrying the chunk's
-    ``records`` as ``[offset, value]``, ``log_start_offset`` and ``high_watermark``
-    (both read once, before reading). The final chunk has ``"last": true`` only if
-    every offset below the high watermark was read within ``timeout_s`` *and* the
-    partition is in ``trusted`` (default: all), the partitions whose ISR was
-    confirmed full; otherwise the partition stays "not fully known". If the
-    watermarks cannot be read the op ends ``fail`` with the error (a read changes
-    nothing).
-    """
-    topic = spec.topic.name
-    parts = list(range(spec.topic.partitions)) if partitions is None else list(partitions)
-    trusted_set = set(parts if trusted is None else trusted)
-    return [_drain_partition(spec, bootstrap, history, processes.take(), topic, p,
-                             timeout_s, p in trusted_set)
-            for p in parts]
-
-
-def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, process: int,
-                     topic: str, partition: int, timeout_s: float,
-                     trusted: bool) -> PartitionDrain:
-    deadline = time.monotonic() + timeout_s
-    key = {"topic": topic, "partition": partition}
-    conf = consumer_config(spec, bootstrap, f"faultline-drain{process}")
-    conf["error_cb"] = lambda err: _rdkafka_log.warning("drain d%s: %s", process, err)
-    consumer = Consumer(conf)
-    history.append(process, "invoke", "drain", dict(key))
-    try:
-        tp = TopicPartition(topic, partition)
-        try:
-            low, high = _watermarks(consumer, tp, deadline)
-        except KafkaException as e:
-            name = _error_name(e)
-            history.append(process, "fail", "drain", dict(key), name)
-            return PartitionDrain(partition, process, None, None, 0, False, name)
-        head = {**key, "log_start_offset": low, "high_watermark": high}
-        if high <= low:
-            history.append(process, "ok", "drain",
-                           {**head, "records": [], **({"last": True} if trusted else {})})
-            return PartitionDrain(partition, process, low, high, 0, trusted)
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
-        chunk: list[list[Any]] = []
-        total = 0
-        done = False
-        error: str | None = None
-        while not done and time.monotonic() < deadline:
-            try:
-                msgs = consumer.consume(POLL_MAX_RECORDS, 0.5)
-            except KafkaException as e:
-                error = _error_name(e)
-                break
-            for m in msgs:
-                if m.error() is not None:
-                    continue
-                offset = m.offset()
-                if offset is None or offset >= high:
-                    done = True
-                    continue
-                chunk.append([offset, decode_value(m.value())])
-                if offset == high - 1:
-                    done = True
-            if not msgs and not done:
-                pos = consumer.position([TopicPartition(topic, partition)])[0].offset
-                done = pos >= high
-            if len(chunk) >= DRAIN_CHUNK and not done:
-                history.append(process, "ok", "drain", {**head, "records": chunk})
-                total += len(chunk)
-                chunk = []
-                history.append(process, "invoke", "drain", dict(key))
-        total += len(chunk)
-        complete = done and trusted
-        final: dict[str, Any] = {**head, "records": chunk}
-        if complete:
-            final["last"] = True
-        elif error is None:
-            error = "_TIMED_OUT" if not done else None
-        history.append(process, "ok", "drain", final, error)
-        return PartitionDrain(partition, process, low, high, total, complete, error)
-    finally:
-        _close_quietly(consumer)
-
-
-def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int]:
-    """(log start offset, high watermark) from the leader, retried until ``deadline``."""
-    while True:
-        try:
-            low, high = consumer.get_watermark_offsets(tp, timeout=5.0, cached=False)
-            return int(low), int(high)
-        except KafkaException:
-            if time.monotonic() + 1.0 >= deadline:
-                raise
-            time.sleep(0.5)  # the leader is being elected: try again shortly

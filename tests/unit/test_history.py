@@ -3,12 +3,15 @@ line, and the pairing rules of HISTORY.md."""
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from faultline.errors import HistoryError
 from faultline.history import HistoryWriter, Op, ReadResult, iter_rows, read_history
@@ -168,3 +171,29 @@ def test_pipelined_sends_and_completions_after_retirement_are_fine(tmp_path: Pat
 def test_op_round_trips() -> None:
     op = Op(3, 7, 1, "fail", "send", {"value": 1}, "NOT_ENOUGH_REPLICAS")
     assert Op.from_dict(op.to_dict()) == op
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)))  # JSON-encodable strings
+
+
+@given(st.lists(st.tuples(
+    st.one_of(st.integers(0, 5), st.just("nemesis")),
+    st.sampled_from(["invoke", "ok", "fail", "info"]),
+    st.sampled_from(["send", "poll", "kill"]),
+    st.recursive(st.none() | st.integers(-(2**63), 2**63 - 1) | TEXT,
+                 lambda inner: st.lists(inner, max_size=3)
+                 | st.dictionaries(st.sampled_from(["index", "value", "}", '},{"index":']), inner,
+                                   max_size=3)),
+    st.none() | TEXT), max_size=6))
+def test_append_many_writes_each_op_as_its_own_line(ops: list[Any]) -> None:
+    """One line per op, exactly as encoded alone, whatever nested values hold (nested
+    objects with an ``index`` key, strings that look like the line separator)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "h.jsonl"
+        with HistoryWriter(path) as w:
+            w.append_many(ops)
+        lines = path.read_bytes().splitlines()
+    assert [orjson.loads(x) for x in lines] == [
+        {"index": k, "time": orjson.loads(x)["time"], "process": p, "type": typ, "f": f,
+         "value": v, **({} if e is None else {"error": e})}
+        for k, ((p, typ, f, v, e), x) in enumerate(zip(ops, lines, strict=True))]
