@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import orjson
 
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
+from faultline.checkers.whitebox import check_white_box
 from faultline.errors import FaultlineError, HistoryError
 from faultline.history import ReadResult, iter_rows
 from faultline.spec import TestSpec
@@ -30,7 +32,10 @@ EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
 def check_run(run_dir: Path) -> Result:
     """Check a run directory and write its ``results.json``; return the Result.
 
-    A cut last history line is tolerated (the verdict is then at most unknown).
+    A cut last history line is tolerated (the verdict is then at most unknown). When
+    the run has white-box files (metadata.jsonl, observations.jsonl, replicas.jsonl),
+    results.json gains ``white_box`` (:mod:`faultline.checkers.whitebox`), which never
+    changes ``valid``; an unreadable white-box file is named in ``white_box.errors``.
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
     ``valid: "unknown"`` and why, then raises the SpecError / HistoryError.
     """
@@ -45,6 +50,9 @@ def check_run(run_dir: Path) -> Result:
     except FaultlineError as e:
         write_results(run_dir, unknown_result("unreadable-input", str(e)))
         raise
+    white = check_white_box(spec, run_dir, result.to_json())
+    if white is not None:
+        result = replace(result, extra={**result.extra, "white_box": white})
     write_results(run_dir, result)
     return result
 
@@ -76,6 +84,13 @@ def summary(result: Result) -> str:
     lines.append("anomalies: " + (", ".join(seen) if seen else "none"))
     if result.violations:
         lines.append("violations (not permitted): " + ", ".join(result.violations))
+    white = result.extra.get("white_box")
+    if isinstance(white, dict):
+        valid = white.get("valid")
+        word = "held" if valid is True else "VIOLATED" if valid is False else "unknown"
+        detail = f" ({white['summary']})" if white.get("summary") else ""
+        lines.append(f"white-box invariants: {word}{detail}")
+        lines += [f"white-box input unreadable: {e}" for e in white.get("errors") or ()]
     for u in result.unknown:
         if u.get("affects_verdict"):
             where = f" {u['topic']}/{u['partition']}" if "topic" in u else ""

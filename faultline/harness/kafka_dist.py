@@ -3,6 +3,10 @@
 - Kafka: the server jars resolved by ``mvn`` from Maven Central (a pom template in the
   package, the version a property), cached in ``<cache>/kafka-<version>/libs`` with a
   completion marker; or an existing distribution named by ``KAFKA_HOME``.
+- Kafka's tools (``org.apache.kafka.tools.DumpLogSegments``): the ``kafka-tools`` jar, which
+  the server does not depend on, resolved alone by ``mvn dependency:copy`` into
+  ``<cache>/kafka-<version>/tools``, outside the broker's class path (whose class-data
+  archive stays valid); a ``KAFKA_HOME`` distribution has it in ``libs/`` already.
 - Toxiproxy: ``go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0`` into
   ``<cache>/bin``.
 - iptables, iproute2, chromium: Debian packages installed with apt-get when missing.
@@ -157,6 +161,35 @@ def _from_home(home: Path, java: Path) -> KafkaDist:
         raise SetupError(f"KAFKA_HOME={home} has no libs/kafka_2.13-<version>.jar")
     version = server[0].name.removeprefix("kafka_2.13-").removesuffix(".jar")
     return KafkaDist(version, libs, java)
+
+
+def tools_classpath(dist: KafkaDist, report: Report = _quiet) -> str:
+    """The class path that runs Kafka's tools (DumpLogSegments): ``dist``'s own, plus the
+    ``kafka-tools`` jar resolved with mvn on first use when ``dist.libs`` lacks it.
+
+    The server's jars come first, so a JVM started with the broker's class-data archive
+    still maps it (the archive allows a class path that extends the one it was built on).
+    """
+    if any(dist.libs.glob(f"kafka-tools-{dist.version}.jar")):
+        return dist.classpath
+    tools = dist.libs.parent / "tools"
+    jar = tools / f"kafka-tools-{dist.version}.jar"
+    if not jar.exists():
+        mvn = shutil.which("mvn")
+        if not mvn:
+            raise SetupError("mvn not found; install it: apt-get install -y maven")
+        report(f"resolving kafka-tools {dist.version} from Maven Central into {tools}")
+        tools.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=tools, prefix=".mvn-") as tmp:
+            cmd = [mvn, "-q", "-B", "dependency:copy", f"-DoutputDirectory={tmp}",
+                   f"-Dartifact=org.apache.kafka:kafka-tools:{dist.version}"]  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            got = Path(tmp) / jar.name
+            if done.returncode != 0 or not got.exists():
+                tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+                raise SetupError(f"mvn could not resolve org.apache.kafka:kafka-tools:{dist.version}: {tail}")
+            got.rename(jar)
+    return f"{dist.classpath}:{jar}"
 
 
 def toxiproxy_path() -> Path:

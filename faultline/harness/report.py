@@ -17,7 +17,11 @@ unavailability and each partition's drain come from the checker (``results.json`
 or the in-memory check), never recomputed here. The history gives only what the
 checker does not measure (:mod:`report_measures`): per-partition throughput, the
 latency scatter, errors by kind, the span of the sends; the observations add the
-leader at each acknowledgement to the checker's stories.
+leader at each acknowledgement to the checker's stories. With ``metadata.jsonl`` the
+page has a "Broker state" section: the white-box invariants and every election
+(results.json's ``white_box``, or :func:`~faultline.checkers.whitebox.check_white_box`
+run in memory when results.json predates it), and the stories gain the leader and
+epoch at the acknowledgement and the election that followed.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import orjson
 
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import ANOMALIES, unknown_result
+from faultline.checkers.whitebox import METADATA_FILE, check_white_box
 from faultline.errors import HistoryError
 from faultline.harness import report_measures as m
 from faultline.harness import report_plots as plots
@@ -50,6 +55,7 @@ RUN_FILES: tuple[tuple[str, str], ...] = (
     ("results.json", "the checker's verdict and anomalies"),
     ("observations.jsonl", "white-box samples: leader, ISR, HW"),
     ("metadata.jsonl", "the decoded KRaft metadata log"),
+    ("replicas.jsonl", "each replica's record batches (offsets, CRC) after the run"),
     ("nodes/", "broker configs and logs"),
 )
 
@@ -114,6 +120,10 @@ def load_run(run_dir: Path) -> RunData:
         checked = _check(spec, hist_path)
         results = checked if stored is None else {
             **stored, **{k: checked[k] for k in missing if k in checked}}
+    if not isinstance(results.get("white_box"), dict):
+        white = check_white_box(spec, run_dir, results)
+        if white is not None:
+            results = {**results, "white_box": white}
     return RunData(run_dir, spec, results, history, rr.truncated,
                    _read_observations(run_dir / "observations.jsonl"), stored is not None)
 
@@ -287,7 +297,7 @@ def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
     never downsampled."""
     r = run.results
     counts = _counts(r)
-    teller = Storyteller(run.history, run.observations)
+    teller = Storyteller(run.history, run.observations, _white_box(r).get("leader_changes") or ())
     expected = {e["name"]: e for e in expectations(run)}
     out = []
     for a in _types(r):
@@ -387,6 +397,52 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
     return rows
 
 
+def _white_box(r: Mapping[str, Any]) -> dict[str, Any]:
+    wb = r.get("white_box")
+    return wb if isinstance(wb, dict) else {}
+
+
+#: How the election table names each kind of leader change (whitebox.leader_changes).
+ELECTION_KINDS: Mapping[str, str] = {
+    "isr": "clean, from the ISR", "elr": "clean, from the ELR",
+    "last-known-leader": "unclean: last known leader (KIP-966)", "unclean": "UNCLEAN",
+    "offline": "no leader", "unknown": "state before unknown",
+}
+
+
+def broker_state(run: RunData) -> dict[str, Any] | None:
+    """The "Broker state" section: invariants and the election timeline, from
+    results.json's ``white_box``; None when the run has no metadata.jsonl."""
+    if not (run.run_dir / METADATA_FILE).is_file():
+        return None
+    wb = _white_box(run.results)
+    valid = wb.get("valid")
+    invariants = [{
+        "name": text(i.get("name", "")), "status": text(i.get("status", "")),
+        "checked": i.get("checked", 0), "violations": i.get("violations", 0),
+        "permitted": i.get("permitted", 0), "summary": text(i.get("summary", "")),
+        "examples": [{"time": secs(e["time"]) if isinstance(e.get("time"), int) else "-",
+                      "partition": e.get("partition", ""), "what": text(e.get("what", "")),
+                      "permitted": bool(e.get("permitted"))} for e in i.get("examples") or ()
+                     if isinstance(e, dict)],
+    } for i in wb.get("invariants") or () if isinstance(i, dict)]
+    elections = [{
+        "time": secs(c["time"]) if isinstance(c.get("time"), int) else "-", "partition": c.get("partition"),
+        "change": f"{_node(c.get('from'))} → {_node(c.get('to'))}", "epoch": c.get("epoch"),
+        "kind": text(c.get("kind", "")), "label": ELECTION_KINDS.get(str(c.get("kind")), text(c.get("kind"))),
+        "isr_before": text(c.get("isr_before")), "elr_before": text(c.get("elr_before")),
+        "offset": c.get("offset"),
+    } for c in wb.get("leader_changes") or () if isinstance(c, dict)]
+    return {"valid": "held" if valid is True else "VIOLATED" if valid is False else "unknown",
+            "kind": "valid" if valid is True else "invalid" if valid is False else "unknown",
+            "invariants": invariants, "elections": elections,
+            "errors": [text(e) for e in wb.get("errors") or ()], "topic": text(wb.get("topic", ""))}
+
+
+def _node(n: Any) -> str:
+    return f"n{n}" if isinstance(n, int) else "none"
+
+
 def _files(run_dir: Path) -> list[dict[str, str]]:
     out = []
     for name, what in RUN_FILES:
@@ -437,6 +493,7 @@ def render_report(run: RunData) -> str:
              "end": secs(w.end) if w.end is not None else "never healed", "detail": w.detail,
              "color": plots.fault_color(w.f)} for w in faults],
         has_observations=bool(run.observations), plots=rendered, files=_files(run.run_dir),
+        broker=broker_state(run),
         version=_version(), generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
     return html.replace("<!--render-ms-->", f"{(time.perf_counter() - started) * 1000:.0f} ms", 1)
 

@@ -3,14 +3,16 @@
 The checker writes a story for each example in ``results.json`` (``story``: events
 ``{time, text}``, ``explanation``: a paragraph); the report shows it as it is. When
 the run has observations, the story gains the leader, ISR and HW of the moment the
-record was acknowledged. An example without a story (a results.json the checker did
+record was acknowledged; when it has the decoded metadata log (results.json's
+``white_box.leader_changes``), the leader and epoch at the acknowledgement and the
+election that followed it. An example without a story (a results.json the checker did
 not write) has none here: the report shows its own fields only.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from faultline.harness import report_measures as m
@@ -54,14 +56,21 @@ class Storyteller:
     """Shows an anomaly example's story with what the observations add.
 
     Contract: :meth:`lines` returns the checker's story as lines, with a line giving the
-    leader at the acknowledgement when observations cover that moment; an example
-    without a story gives no lines.
+    leader at the acknowledgement when observations cover that moment, and lines from
+    ``leader_changes`` (the metadata log's elections: the leader and epoch at the
+    acknowledgement, the next election of the partition); an example without a story
+    gives no lines.
     """
 
     def __init__(self, history: m.HistorySummary,
-                 observations: Mapping[m.Partition, list[dict[str, Any]]]) -> None:
+                 observations: Mapping[m.Partition, list[dict[str, Any]]],
+                 leader_changes: Sequence[Mapping[str, Any]] = ()) -> None:
         self._h = history
         self._obs = observations
+        self._changes: dict[int, list[Mapping[str, Any]]] = {}
+        for c in leader_changes:
+            if isinstance(c.get("partition"), int) and isinstance(c.get("time"), int):
+                self._changes.setdefault(c["partition"], []).append(c)
 
     def lines(self, ex: Mapping[str, Any]) -> list[str]:
         """The example's story, one line per step."""
@@ -69,11 +78,30 @@ class Storyteller:
         value = ex.get("value")
         send = self._h.sends.get(value) if isinstance(value, int) else None
         if out and send is not None and send.outcome == "ok" and send.end_time is not None:
+            # right after the acknowledgement, where the checker's story says it happened
+            at = next((i + 1 for i, line in enumerate(out) if "acknowledged" in line), len(out))
             lead = self.leader_at((send.topic, send.partition), send.end_time)
-            if lead:
-                # right after the acknowledgement, where the checker's story says it happened
-                at = next((i + 1 for i, line in enumerate(out) if "acknowledged" in line), len(out))
-                out.insert(at, f"observed at the ack: {lead}")
+            extra = ([f"observed at the ack: {lead}"] if lead else []) + self.elections_around(
+                send.partition, send.end_time)
+            out[at:at] = extra
+        return out
+
+    def elections_around(self, partition: int, t: int) -> list[str]:
+        """From the metadata log: who led ``partition`` at ``t`` (and since when), and
+        the first election after ``t``; [] without leader changes."""
+        changes = self._changes.get(partition, [])
+        before = [c for c in changes if c["time"] <= t]
+        after = [c for c in changes if c["time"] > t and c.get("to") is not None]
+        out = []
+        if before and before[-1].get("to") is not None:
+            c = before[-1]
+            out.append(f"metadata log: n{c['to']} led (epoch {c.get('epoch')}) since {secs(c['time'])}")
+        if after:
+            c = after[0]
+            how = {"isr": "from the ISR", "elr": "from the ELR", "unclean": "UNCLEAN, outside ISR and ELR",
+                   "last-known-leader": "as last known leader (KIP-966, unclean)"}.get(str(c.get("kind")), "")
+            out.append(f"{secs(c['time'])}: n{c['to']} was elected {how} (epoch {c.get('epoch')}; "
+                       f"ISR before {c.get('isr_before')}, ELR {c.get('elr_before')})")
         return out
 
     def leader_at(self, part: m.Partition, t: int) -> str:

@@ -2,7 +2,10 @@
 
 :func:`make_run` writes ``test.json`` (a real TestSpec), ``history.jsonl`` (through
 the real HistoryWriter, on a scripted clock), ``results.json`` and, optionally,
-``observations.jsonl``. The history is a small simulation of a queue workload on
+``observations.jsonl`` and ``metadata.jsonl`` (the decoded KRaft metadata log: the topic
+created with leaders 1, 2, 3; each kill fences its node and moves its partition's
+leadership to the next node, from the ISR; the start unfences it and restores the ISR).
+The history is a small simulation of a queue workload on
 three partitions whose leaders are nodes 1, 2, 3: producers send round-robin, a
 consumer polls with a lag, and each kill of node n takes partition n-1 offline for a
 while, after which its new leader has lost the last ``lost_per_kill`` acknowledged
@@ -55,6 +58,7 @@ class Scenario:
     poll_every_s: float = 0.5
     poll_lag_s: float = 2.0
     observations: bool = True
+    metadata: bool = True
     seed: int = 42
 
 
@@ -178,6 +182,8 @@ def make_run(path: Path, scenario: Scenario = Scenario(), *, use_checker: bool =
 
     if sc.observations:
         _write_observations(path / "observations.jsonl", sc, log, lost)
+    if sc.metadata:
+        _write_metadata(path / "metadata.jsonl", sc)
     inconsistent = [{"topic": TOPIC, "partition": x["partition"], "offset": x["offset"],
                      "values": [x["value"], log[x["partition"]][x["offset"]][0]]}
                     for x in lost if x["offset"] in log[x["partition"]]]
@@ -202,6 +208,38 @@ def _write_observations(path: Path, sc: Scenario, log: list[dict[int, tuple[Any,
                 hw = sum(1 for a in acks[p] if a <= t)
                 fh.write(json.dumps({"time": t, "topic": TOPIC, "partition": p, "leader": leader,
                                      "isr": isr, "hw": hw}) + "\n")
+
+
+def _write_metadata(path: Path, sc: Scenario) -> None:
+    lines: list[dict[str, Any]] = [{"type": "topic", "time": -S, "topic": TOPIC, "raw": {"name": TOPIC}}]
+    state = {p: {"leader": p + 1, "isr": [1, 2, 3], "elr": [], "last_known_elr": [], "leader_epoch": 0}
+             for p in range(3)}
+    for p in range(3):
+        lines.append({"type": "partition", "time": -S, "topic": TOPIC, "partition": p, **state[p], "raw": {}})
+    events: list[tuple[float, str, int]] = []
+    for at, node, hold in sc.kills:
+        events += [(at + 0.3, "kill", node), (at + hold + 1.0, "start", node)]
+    for t, what, node in sorted(events):
+        if what == "kill":
+            lines.append({"type": "broker-registration-change", "time": int(t * S), "broker": node,
+                          "fenced": True, "raw": {"brokerId": node, "fenced": 1}})
+        else:
+            lines.append({"type": "broker-registration-change", "time": int(t * S), "broker": node,
+                          "fenced": False, "raw": {"brokerId": node, "fenced": -1}})
+        for p, st in state.items():
+            before = dict(st)
+            if what == "kill":
+                st["isr"] = [n for n in st["isr"] if n != node]
+                if st["leader"] == node:
+                    st["leader"], st["leader_epoch"] = node % 3 + 1, st["leader_epoch"] + 1
+            else:
+                st["isr"] = sorted({*st["isr"], node})
+            if st != before:
+                lines.append({"type": "partition-change", "time": int(t * S), "topic": TOPIC, "partition": p,
+                              **st, "raw": {"partitionId": p, "isr": st["isr"]}})
+    with path.open("w") as fh:
+        for offset, line in enumerate(lines):
+            fh.write(json.dumps({"offset": offset, **line}) + "\n")
 
 
 def _write_results(path: Path, lost: list[dict[str, Any]], inconsistent: list[dict[str, Any]],

@@ -125,3 +125,17 @@ def test_lost_write_row_with_its_story(stored: tuple[StoredRun, Path],
     assert "kill" in story and "18.4" in story  # the kill of node 2 that followed, until 18.4 s
     assert "nowhere" in story  # what the partition holds now
     assert "leader n2 (ISR [1, 2, 3]" in story  # the leader of that time, from observations.jsonl
+
+
+def test_broker_state_section(page: tuple[Page, dict[str, list[str]]]) -> None:
+    pg = page[0]
+    section = pg.locator("#broker-state")
+    section.scroll_into_view_if_needed()
+    assert section.is_visible()
+    rows = pg.locator("#invariants tr.invariant")
+    assert rows.count() == 4
+    row = pg.locator('#invariants tr[data-invariant="leader-from-isr-or-elr"]')
+    assert "held" in row.inner_text()
+    election = pg.locator("#elections tr.election")
+    assert election.count() == 1
+    assert "n2 → n3" in election.inner_text() and "clean, from the ISR" in election.inner_text()

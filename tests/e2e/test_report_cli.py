@@ -140,3 +140,27 @@ def test_unknown_verdict_says_why(base: StoredRun, tmp_path: Path) -> None:
     html = (run_dir / "report.html").read_text()
     assert 'data-verdict="unknown"' in html and "data loss undecided" in html
     assert "incomplete-drain fl-queue/1: no ok drain with last: true" in html
+
+
+def test_broker_state_only_with_a_metadata_log(base: StoredRun, tmp_path: Path) -> None:
+    run_dir = _copy(base, tmp_path)
+    assert _report(run_dir)[0] == 0
+    html = (run_dir / "report.html").read_text()
+    assert 'id="broker-state"' in html and 'data-white-box="valid"' in html
+    assert 'data-invariant="leader-from-isr-or-elr" data-status="pass"' in html
+    assert 'class="election" data-kind="isr"' in html and "n2 → n3" in html
+    (run_dir / "metadata.jsonl").unlink()
+    assert _report(run_dir)[0] == 0
+    html = (run_dir / "report.html").read_text()
+    assert 'id="broker-state"' not in html and 'href="#broker-state"' not in html
+
+
+def test_broker_state_from_an_older_results_json(base: StoredRun, tmp_path: Path) -> None:
+    """results.json without white_box: the report checks the white-box files in memory."""
+    run_dir = _copy(base, tmp_path)
+    results = json.loads((run_dir / "results.json").read_text())
+    del results["white_box"]
+    (run_dir / "results.json").write_text(json.dumps(results))
+    assert _report(run_dir)[0] == 0
+    assert 'data-kind="isr"' in (run_dir / "report.html").read_text()
+    assert "white_box" not in json.loads((run_dir / "results.json").read_text())

@@ -38,3 +38,20 @@ def test_cells_and_story_forms() -> None:
     assert cell("values", [1, 2]) == "[1,2]" and cell("offset", None) == "null"
     assert len(cell("x", list(range(1000)))) == 240
     assert story_lines("plain") == ["plain"] and story_lines(None) == []
+
+
+CHANGES = [{"time": 0, "partition": 1, "from": None, "to": 2, "epoch": 4, "kind": "isr"},
+           {"time": 3 * S, "partition": 1, "from": 2, "to": None, "epoch": 5, "kind": "offline",
+            "isr_before": [1, 2, 3], "elr_before": []},
+           {"time": 4 * S, "partition": 1, "from": None, "to": 3, "epoch": 6, "kind": "elr",
+            "isr_before": [], "elr_before": [3]}]
+
+
+def test_metadata_log_adds_the_leader_at_the_ack_and_the_next_election() -> None:
+    ex = {"value": 17, "story": [{"time": 1 * S, "text": "acknowledged at offset 5"},
+                                 {"time": None, "text": "gone"}]}
+    assert Storyteller(_history(), {}, CHANGES).lines(ex) == [
+        "1.000 s: acknowledged at offset 5",
+        "metadata log: n2 led (epoch 4) since 0.000 s",
+        "4.000 s: n3 was elected from the ELR (epoch 6; ISR before [], ELR [3])",
+        "gone"]

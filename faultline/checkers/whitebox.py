@@ -1,0 +1,395 @@
+"""White-box invariants: what the brokers' own state says, beside the black-box verdict.
+
+Inputs are files of the run directory, all optional: ``metadata.jsonl`` (the decoded
+KRaft metadata log, see :mod:`faultline.harness.metadata_log`), ``replicas.jsonl``
+(each replica's batches, see :mod:`faultline.harness.replica_logs`) and
+``observations.jsonl`` (samples taken during the run: ``time``, ``topic``,
+``partition``, ``leader``, ``isr``, ``hw``, and per node ``leo`` and ``hw_checkpoint``).
+Only the topic under test is checked. The invariants (DESIGN.md, "White-box
+observers"):
+
+``leader-from-isr-or-elr``
+    every new leader was in the ISR or the ELR just before it was elected. An election
+    outside them is unclean: permitted when the topic has
+    ``unclean.leader.election.enable=true``, a violation otherwise. A *last known
+    leader* election (KIP-966: ISR and ELR both empty, the partition's last leader comes
+    back and is elected, marked RECOVERING) is Kafka 4.x's designed recovery, done
+    whatever the unclean setting says: it is listed, as unclean, and is not a violation.
+``hw-le-leo``
+    a replica's checkpointed HW never exceeds its LEO. A sample's reads are not atomic
+    and their order is unknown, so the checkpoint of one sample is compared with the
+    LEO of the *next* sample of that partition, read after it: HW(t) <= LEO(t) and
+    neither goes back without data loss, so a checkpoint above that later LEO is
+    certainly wrong. Nodes whose data a ``wipe`` or ``lose-unflushed`` destroyed are
+    not checked from that fault on (their checkpoint file legitimately outlives the
+    data it describes).
+``hw-monotonic``
+    the HW clients see (``hw`` of successive samples of a partition) never decreases.
+``replicas-agree-below-hw``
+    the replicas hold the same batches (offsets and CRC) below the HW, where the HW is
+    the one the final drain saw (else the highest checkpointed one), and only where
+    both replicas hold the offsets.
+
+A decreasing HW and replicas that disagree below it mean committed data was lost or
+rewritten; they are *permitted* when the guarantees permit losing committed data for
+the config and faults (the ``phantom-read`` rule of :mod:`guarantees`), else violations.
+
+The verdict: ``white_box.valid`` is false when an invariant has a violation that is not
+permitted, "unknown" when an input could not be read, else true. It does **not** change
+results.json's ``valid``, whose meaning HISTORY.md fixes ("false when any forbidden
+anomaly was seen"): a violated invariant is a finding about Kafka (or the harness)
+that the report and ``faultline check`` show beside the verdict, with its examples,
+whether or not a client ever saw its effect.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from faultline.checkers.result import UNKNOWN, Valid, merge_valid
+from faultline.errors import HistoryError
+from faultline.spec import TestSpec
+
+METADATA_FILE = "metadata.jsonl"
+REPLICAS_FILE = "replicas.jsonl"
+OBSERVATIONS_FILE = "observations.jsonl"
+#: results.json keeps at most this many examples per invariant.
+MAX_EXAMPLES = 100
+#: Faults after which a node's checkpoint files may describe data it no longer has.
+_DATA_LOSS = frozenset(("wipe", "lose-unflushed"))
+
+Line = Mapping[str, Any]
+
+#: Every invariant, in the order results.json and the report list them, with its summary.
+INVARIANTS: Mapping[str, str] = {
+    "leader-from-isr-or-elr": "every new leader came from the ISR or ELR before it",
+    "hw-le-leo": "no replica's HW checkpoint exceeded its LEO",
+    "hw-monotonic": "the HW clients see never moved backwards",
+    "replicas-agree-below-hw": "replicas held the same batches below the HW",
+}
+
+
+@dataclass(slots=True)
+class Invariant:
+    """One invariant's outcome: how many cases were checked, what broke it.
+
+    ``examples`` holds at most :data:`MAX_EXAMPLES` violations, each with ``time`` (ns
+    since the run started, or None), ``partition`` and ``what`` (for a person), and
+    ``permitted`` (whether the guarantees allow it for this config and these faults).
+    """
+
+    name: str
+    checked: int = 0
+    violations: int = 0
+    permitted: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    source: str | None = None
+
+    def add(self, example: dict[str, Any], permitted: bool = False) -> None:
+        if permitted:
+            self.permitted += 1
+        else:
+            self.violations += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append({**example, "permitted": permitted})
+
+    @property
+    def status(self) -> str:
+        """``fail`` (a violation), ``pass`` (cases checked, none failed), ``not-checked``."""
+        return "fail" if self.violations else "pass" if self.checked else "not-checked"
+
+    def summary(self) -> str:
+        """One line for a person: the invariant, and what became of it."""
+        what = INVARIANTS[self.name]
+        if self.source is None:
+            return f"{what}: not checked (no input)"
+        if not self.checked and not self.permitted:
+            return f"{what}: not checked (nothing to check in {self.source})"
+        extra = f", {self.permitted} permitted" if self.permitted else ""
+        if self.violations:
+            return f"{what}: {self.violations} violation(s) in {self.checked} checked{extra}"
+        return f"{what}: held in {self.checked} checked{extra}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "checked": self.checked,
+                "violations": self.violations, "permitted": self.permitted, "source": self.source,
+                "summary": self.summary(), "examples": self.examples}
+
+
+# --- reading -------------------------------------------------------------------------
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every line of a JSON-lines file as an object; HistoryError naming the line for a
+    line that is not a JSON object (a cut last line included: these files are written
+    whole, after the run)."""
+    out: list[dict[str, Any]] = []
+    try:
+        with path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError as e:
+                    raise HistoryError(str(path), lineno, f"not valid JSON ({e})") from None
+                if not isinstance(obj, dict):
+                    raise HistoryError(str(path), lineno, "expected a JSON object")
+                out.append(obj)
+    except OSError as e:
+        raise HistoryError(str(path), None, f"cannot read: {e.strerror}") from None
+    return out
+
+
+def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> None:
+    """HistoryError naming the first line that lacks one of ``keys`` with its type, a
+    partition line of metadata.jsonl without an integer ``partition``, or a replicas.jsonl
+    batch that is not four integers."""
+    for i, line in enumerate(lines, 1):
+        need = dict(keys)
+        if line.get("type") in ("partition", "partition-change"):
+            need["partition"] = int
+        for k, kind in need.items():
+            if not isinstance(line.get(k), kind) or isinstance(line.get(k), bool):
+                raise HistoryError(str(path), i,
+                                   f"expected {k!r} of type {kind.__name__}, got {line.get(k)!r}")
+        batches = line.get("batches")
+        if batches is not None and not all(
+                isinstance(b, list) and len(b) == 4 and all(type(x) is int for x in b) for b in batches):
+            raise HistoryError(str(path), i, "expected batches as [base, last, epoch, crc] integers")
+
+
+# --- leader changes ------------------------------------------------------------------
+
+
+def leader_changes(metadata: Iterable[Line], topic: str) -> list[dict[str, Any]]:
+    """Every change of leader of ``topic``'s partitions, in log order.
+
+    Each: ``time``, ``offset``, ``partition``, ``from`` / ``to`` (node or None for no
+    leader), ``epoch`` (the leader epoch after), ``isr_before``, ``elr_before``,
+    ``isr`` (after) and ``kind``: ``isr`` / ``elr`` (the new leader was in the ISR / ELR
+    before), ``last-known-leader`` (KIP-966 recovery, see the module docstring),
+    ``unclean`` (none of these), ``offline`` (no leader now) or ``unknown`` (the state
+    before is not in the log read).
+    """
+    before: dict[int, Line] = {}
+    out: list[dict[str, Any]] = []
+    for line in metadata:
+        if line.get("topic") != topic or line.get("type") not in ("partition", "partition-change"):
+            continue
+        p = int(line["partition"])
+        prev = before.get(p)
+        before[p] = line
+        if prev is None or line.get("type") == "partition" or prev.get("leader") == line.get("leader"):
+            continue
+        new, old = line.get("leader"), prev.get("leader")
+        isr, elr = prev.get("isr"), prev.get("elr")
+        out.append({"time": line.get("time"), "offset": line.get("offset"), "partition": p, "from": old,
+                    "to": new, "epoch": line.get("leader_epoch"), "isr_before": isr, "elr_before": elr,
+                    "isr": line.get("isr"), "kind": _kind(new, prev)})
+    return out
+
+
+def _kind(new: Any, prev: Line) -> str:
+    isr, elr, lke = prev.get("isr"), prev.get("elr"), prev.get("last_known_elr")
+    if new is None:
+        return "offline"
+    if isr is None:
+        return "unknown"
+    if new in isr:
+        return "isr"
+    if new in (elr or ()):
+        return "elr"
+    if not isr and not elr and lke == [new]:
+        return "last-known-leader"
+    return "unclean"
+
+
+def check_elections(changes: Iterable[Line], unclean_enabled: bool) -> Invariant:
+    """``leader-from-isr-or-elr`` over :func:`leader_changes`."""
+    inv = Invariant("leader-from-isr-or-elr", source=METADATA_FILE)
+    for c in changes:
+        if c["kind"] in ("offline", "unknown"):
+            continue
+        inv.checked += 1
+        if c["kind"] in ("unclean", "last-known-leader"):
+            why = ("the partition's last leader, elected with ISR and ELR empty (KIP-966)"
+                   if c["kind"] == "last-known-leader" else
+                   f"not in the ISR {c['isr_before']} nor the ELR {c['elr_before']}")
+            inv.add({"time": c["time"], "partition": c["partition"], "offset": c["offset"],
+                     "what": f"unclean election of n{c['to']} (epoch {c['epoch']}): {why}"},
+                    permitted=unclean_enabled or c["kind"] == "last-known-leader")
+    return inv
+
+
+# --- observations --------------------------------------------------------------------
+
+
+def check_hw_le_leo(observations: Sequence[Line], topic: str,
+                    data_loss_since: Mapping[int, int]) -> Invariant:
+    """``hw-le-leo``: a sample's ``hw_checkpoint[n]`` against the next sample's ``leo[n]``.
+
+    ``data_loss_since``: node -> time of the first wipe / lose-unflushed that hit it.
+    """
+    inv = Invariant("hw-le-leo", source=OBSERVATIONS_FILE)
+    for p, samples in _by_partition(observations, topic).items():
+        for s, nxt in itertools.pairwise(samples):
+            ckpt, leo = s.get("hw_checkpoint") or {}, nxt.get("leo") or {}
+            for node, hw in ckpt.items():
+                later = leo.get(node)
+                if not isinstance(hw, int) or not isinstance(later, int):
+                    continue
+                lost = data_loss_since.get(int(node))
+                if lost is not None and s["time"] >= lost:
+                    continue
+                inv.checked += 1
+                if hw > later:
+                    inv.add({"time": s["time"], "partition": p, "node": int(node),
+                             "what": f"n{node}'s HW checkpoint {hw} above its LEO {later} "
+                                     f"read at {nxt['time'] / 1e9:.3f} s"})
+    return inv
+
+
+def check_hw_monotonic(observations: Sequence[Line], topic: str, loss_permitted: bool) -> Invariant:
+    """``hw-monotonic``: successive client-visible ``hw`` samples of a partition."""
+    inv = Invariant("hw-monotonic", source=OBSERVATIONS_FILE)
+    for p, samples in _by_partition(observations, topic).items():
+        seen = [s for s in samples if isinstance(s.get("hw"), int) and not isinstance(s.get("hw"), bool)]
+        for a, b in itertools.pairwise(seen):
+            inv.checked += 1
+            if b["hw"] < a["hw"]:
+                inv.add({"time": b["time"], "partition": p,
+                         "what": f"HW {a['hw']} at {a['time'] / 1e9:.3f} s, then {b['hw']} "
+                                 f"(leader n{b.get('leader')})"}, permitted=loss_permitted)
+    return inv
+
+
+def _by_partition(observations: Iterable[Line], topic: str) -> dict[int, list[Line]]:
+    out: dict[int, list[Line]] = {}
+    for s in observations:
+        if s.get("topic", topic) == topic:
+            out.setdefault(int(s["partition"]), []).append(s)
+    for samples in out.values():
+        samples.sort(key=lambda s: s["time"])
+    return out
+
+
+# --- replicas ------------------------------------------------------------------------
+
+
+def check_replicas_agree(replicas: Sequence[Line], topic: str, hw: Mapping[int, int | None],
+                         loss_permitted: bool) -> Invariant:
+    """``replicas-agree-below-hw``: per pair of replicas, the batches below the HW that
+    both hold must be the same (base and last offset, CRC). One example per diverging
+    pair: its first differing batch."""
+    inv = Invariant("replicas-agree-below-hw", source=REPLICAS_FILE)
+    parts: dict[int, list[Line]] = {}
+    for r in replicas:
+        if r.get("topic") == topic:
+            parts.setdefault(int(r["partition"]), []).append(r)
+    for p, reps in sorted(parts.items()):
+        limit = hw.get(p)
+        if limit is None:
+            limit = max((r["hw_checkpoint"] for r in reps if isinstance(r.get("hw_checkpoint"), int)),
+                        default=None)
+        if limit is None:
+            continue
+        reps = sorted(reps, key=lambda r: int(r["node"]))
+        for i, a in enumerate(reps):
+            for b in reps[i + 1:]:
+                _compare(inv, p, a, b, limit, loss_permitted)
+    return inv
+
+
+def _compare(inv: Invariant, p: int, a: Line, b: Line, hw: int, loss_permitted: bool) -> None:
+    if a.get("log_end_offset") is None or b.get("log_end_offset") is None:
+        return
+    lo = max(int(a["log_start_offset"]), int(b["log_start_offset"]))
+    hi = min(int(a["log_end_offset"]), int(b["log_end_offset"]), hw)
+    theirs = {int(x[0]): x for x in b["batches"]}
+    for x in a["batches"]:
+        base, last = int(x[0]), int(x[1])
+        if base < lo or last >= hi:
+            continue
+        inv.checked += 1
+        y = theirs.get(base)
+        if y is None or int(y[1]) != last or int(y[3]) != int(x[3]):
+            other = (f"a batch {y[0]}..{y[1]} crc {y[3]} (epoch {y[2]})" if y is not None
+                     else f"no batch starting at {base}")
+            inv.add({"time": None, "partition": p, "offset": base, "nodes": [int(a["node"]), int(b["node"])],
+                     "what": f"below HW {hw}: n{a['node']} has batch {base}..{last} crc {x[3]} "
+                             f"(epoch {x[2]}), n{b['node']} has {other}"}, permitted=loss_permitted)
+            return
+
+
+# --- the whole ------------------------------------------------------------------------
+
+
+def check_white_box(spec: TestSpec, run_dir: Path, results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """results.json's ``white_box`` for a run, or None when it has none of the files.
+
+    ``results`` is the black-box checker's results.json object, for what it knows: the
+    drain's HW per partition (``partitions``), the fault windows (``measures.faults``),
+    and whether committed data may be lost (``permitted``). Never raises for bad input:
+    an unreadable file is named in ``errors`` and its invariants are not checked.
+    """
+    run_dir = Path(run_dir)
+    files = {name: run_dir / name for name in (METADATA_FILE, OBSERVATIONS_FILE, REPLICAS_FILE)}
+    if not any(p.is_file() for p in files.values()):
+        return None
+    topic = spec.topic.name
+    loss_permitted = "phantom-read" in (results.get("permitted") or ())
+    errors: list[str] = []
+
+    def load(name: str, keys: Mapping[str, type]) -> list[dict[str, Any]] | None:
+        if not files[name].is_file():
+            return None
+        try:
+            lines = read_jsonl(files[name])
+            _require(files[name], lines, keys)
+            return lines
+        except HistoryError as e:
+            errors.append(str(e))
+            return None
+
+    metadata = load(METADATA_FILE, {"offset": int, "type": str})
+    observations = load(OBSERVATIONS_FILE, {"time": int, "partition": int})
+    replicas = load(REPLICAS_FILE, {"partition": int, "node": int, "batches": list})
+    changes = leader_changes(metadata, topic) if metadata is not None else []
+    done: dict[str, Invariant] = {}
+    if metadata is not None:
+        done["leader-from-isr-or-elr"] = check_elections(changes, spec.topic.unclean_leader_election_enable)
+    if observations is not None:
+        done["hw-le-leo"] = check_hw_le_leo(observations, topic, _data_loss_since(results))
+        done["hw-monotonic"] = check_hw_monotonic(observations, topic, loss_permitted)
+    if replicas is not None:
+        done["replicas-agree-below-hw"] = check_replicas_agree(
+            replicas, topic, _drain_hw(results, topic), loss_permitted)
+    invariants = [done.get(name) or Invariant(name) for name in INVARIANTS]
+    valid: Valid = merge_valid(*(not i.violations for i in invariants), *([UNKNOWN] if errors else []))
+    return {"valid": valid, "topic": topic, "invariants": [i.to_json() for i in invariants],
+            "leader_changes": changes, "errors": errors,
+            "summary": "; ".join(i.summary() for i in invariants if i.source is not None)}
+
+
+def _drain_hw(results: Mapping[str, Any], topic: str) -> dict[int, int | None]:
+    """partition -> the HW the completed drain saw (None if incomplete)."""
+    return {int(x["partition"]): x.get("high_watermark") for x in results.get("partitions") or ()
+            if isinstance(x, dict) and x.get("topic") == topic and isinstance(x.get("partition"), int)}
+
+
+def _data_loss_since(results: Mapping[str, Any]) -> dict[int, int]:
+    """node -> start of the first wipe / lose-unflushed fault window that named it."""
+    out: dict[int, int] = {}
+    for w in (results.get("measures") or {}).get("faults") or ():
+        if isinstance(w, dict) and w.get("kind") in _DATA_LOSS and isinstance(w.get("start"), int):
+            for n in w.get("nodes") or ():
+                if isinstance(n, int):
+                    out[n] = min(out.get(n, w["start"]), w["start"])
+    return out

@@ -1,0 +1,156 @@
+"""White-box invariants on synthetic inputs: each passes on a good timeline and fails on
+a broken one; results.json validates against the schema with and without white_box;
+a broken metadata.jsonl is one line, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from faultline.checkers.cli import check, check_run
+from faultline.checkers.whitebox import (
+    check_elections,
+    check_hw_le_leo,
+    check_hw_monotonic,
+    check_replicas_agree,
+    check_white_box,
+    leader_changes,
+)
+from faultline.spec import TestSpec, TopicSpec
+from tests.e2e.report_runs import Scenario, make_run
+from tests.unit.test_schemas import RESULTS
+
+T = "fl-queue"
+
+
+def part(offset: int, leader: int | None, isr: list[int], elr: list[int] | None = None,
+         lke: list[int] | None = None, epoch: int = 0, type_: str = "partition-change") -> dict[str, Any]:
+    """A metadata.jsonl line of partition 0, with its effective state."""
+    return {"offset": offset, "time": offset * 1_000_000_000, "type": type_, "topic": T, "partition": 0,
+            "leader": leader, "isr": isr, "elr": elr or [], "last_known_elr": lke or [],
+            "leader_epoch": epoch, "raw": {}}
+
+
+def test_elections_from_isr_and_elr_hold() -> None:
+    md = [part(0, 1, [1, 2, 3], type_="partition"), part(1, 2, [2, 3], epoch=1),
+          part(2, None, [], elr=[2, 3], epoch=2), part(3, 3, [3], elr=[2], epoch=3)]
+    changes = leader_changes(md, T)
+    assert [(c["from"], c["to"], c["kind"], c["epoch"]) for c in changes] == [
+        (1, 2, "isr", 1), (2, None, "offline", 2), (None, 3, "elr", 3)]
+    inv = check_elections(changes, unclean_enabled=False)
+    assert (inv.checked, inv.violations, inv.status) == (2, 0, "pass")
+
+
+def test_an_unclean_election_is_a_violation_only_when_unclean_is_disabled() -> None:
+    md = [part(0, 1, [1, 2, 3], type_="partition"), part(1, 1, [1], epoch=0), part(2, None, [], epoch=1),
+          part(3, 3, [3], epoch=2)]
+    changes = leader_changes(md, T)
+    assert changes[-1]["kind"] == "unclean"
+    bad = check_elections(changes, unclean_enabled=False)
+    assert (bad.violations, bad.status) == (1, "fail")
+    assert "unclean election of n3 (epoch 2)" in bad.examples[0]["what"] and bad.examples[0]["partition"] == 0
+    ok = check_elections(changes, unclean_enabled=True)
+    assert (ok.violations, ok.permitted, ok.status) == (0, 1, "pass")
+
+
+def test_a_last_known_leader_election_is_unclean_but_permitted() -> None:
+    md = [part(0, 3, [3], type_="partition"), part(1, None, [], elr=[3], lke=[3], epoch=1),
+          part(2, None, [], elr=[], lke=[3], epoch=1), part(3, 3, [3], epoch=2)]
+    changes = leader_changes(md, T)
+    assert changes[-1]["kind"] == "last-known-leader"
+    inv = check_elections(changes, unclean_enabled=False)
+    assert (inv.violations, inv.permitted) == (0, 1)
+
+
+def obs(t: int, hw: int | None, leo: dict[str, int | None] | None = None,
+        ckpt: dict[str, int | None] | None = None, p: int = 0) -> dict[str, Any]:
+    return {"time": t, "topic": T, "partition": p, "leader": 1, "isr": [1, 2], "hw": hw,
+            "leo": leo or {}, "hw_checkpoint": ckpt or {}}
+
+
+def test_hw_le_leo_compares_a_checkpoint_with_the_next_leo() -> None:
+    # 120 > 110 within one sample is not certain (the reads are not atomic), and the next
+    # sample's LEO 130 covers it: no violation
+    good = [obs(0, 100, {"1": 110}, {"1": 120}), obs(1, 120, {"1": 130}, {"1": 125})]
+    inv = check_hw_le_leo(good, T, {})
+    assert (inv.checked, inv.violations) == (1, 0)
+    bad = [obs(0, 100, {"1": 110}, {"1": 150}), obs(1, 120, {"1": 130}, {})]
+    inv = check_hw_le_leo(bad, T, {})
+    assert inv.violations == 1 and "n1's HW checkpoint 150 above its LEO 130" in inv.examples[0]["what"]
+    assert check_hw_le_leo(bad, T, {1: 0}).checked == 0  # node 1's data was destroyed at 0
+
+
+def test_client_hw_never_moves_backwards() -> None:
+    assert check_hw_monotonic([obs(0, 5), obs(1, None), obs(2, 5), obs(3, 9)], T, False).violations == 0
+    inv = check_hw_monotonic([obs(0, 5), obs(1, 9), obs(2, 7)], T, False)
+    assert (inv.checked, inv.violations) == (2, 1) and "HW 9" in inv.examples[0]["what"]
+    assert check_hw_monotonic([obs(0, 9), obs(1, 7)], T, True).permitted == 1
+
+
+def rep(node: int, batches: list[list[int]], ckpt: int | None = None) -> dict[str, Any]:
+    return {"topic": T, "partition": 0, "node": node, "log_start_offset": batches[0][0],
+            "log_end_offset": batches[-1][1] + 1, "hw_checkpoint": ckpt, "batches": batches}
+
+
+def test_replicas_agree_below_the_hw_only() -> None:
+    a = rep(1, [[0, 4, 0, 11], [5, 9, 0, 22], [10, 14, 1, 33]])
+    b = rep(2, [[0, 4, 0, 11], [5, 9, 0, 22], [10, 12, 2, 99]])  # differs above HW 10
+    inv = check_replicas_agree([a, b], T, {0: 10}, False)
+    assert (inv.checked, inv.violations) == (2, 0)
+    c = rep(3, [[0, 4, 0, 11], [5, 9, 1, 23]])  # differs below the HW
+    inv = check_replicas_agree([a, c], T, {0: 10}, False)
+    assert inv.violations == 1 and inv.examples[0]["offset"] == 5 and inv.examples[0]["nodes"] == [1, 3]
+    assert check_replicas_agree([a, c], T, {0: None}, False).checked == 0  # no HW known: nothing checked
+    assert check_replicas_agree([a, rep(3, c["batches"], ckpt=10)], T, {}, True).permitted == 1
+
+
+def test_results_validate_with_and_without_white_box(tmp_path: Path) -> None:
+    plain = make_run(tmp_path / "plain", Scenario(metadata=False, observations=False))
+    res = json.loads((plain.path / "results.json").read_text())
+    assert "white_box" not in res
+    RESULTS.validate(res)
+    run = make_run(tmp_path / "white")
+    res = json.loads((run.path / "results.json").read_text())
+    RESULTS.validate(res)
+    assert res["white_box"]["valid"] is True
+    assert [i["name"] for i in res["white_box"]["invariants"]] == [
+        "leader-from-isr-or-elr", "hw-le-leo", "hw-monotonic", "replicas-agree-below-hw"]
+    assert [(c["from"], c["to"], c["kind"]) for c in res["white_box"]["leader_changes"]] == [(2, 3, "isr")]
+
+
+def test_a_white_box_violation_does_not_change_valid(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "r", Scenario(kills=(), lost_per_kill=0))
+    with (run.path / "metadata.jsonl").open("a") as fh:  # an unclean election of p0
+        for line in (part(90, None, [], epoch=1), part(91, 3, [3], epoch=2)):
+            fh.write(json.dumps(line) + "\n")
+    result = check_run(run.path)
+    assert result.valid is True
+    white = result.extra["white_box"]
+    assert white["valid"] is False and white["invariants"][0]["violations"] == 1
+    RESULTS.validate(result.to_json())
+
+
+@pytest.mark.parametrize("damage", ['{"offset": 1, "type": "x"\n', '[1, 2]\n',
+                                    '{"offset": "1", "type": "x"}\n',
+                                    '{"offset": 1, "type": "partition", "topic": "fl-queue"}\n'])
+def test_a_broken_metadata_file_is_one_line(tmp_path: Path, damage: str) -> None:
+    run = make_run(tmp_path / "r")
+    with (run.path / "metadata.jsonl").open("a") as fh:
+        fh.write(damage)
+    out = CliRunner().invoke(check, [str(run.path)])
+    assert out.exception is None or isinstance(out.exception, SystemExit), out.exception
+    (line,) = [x for x in out.output.splitlines() if "white-box input unreadable" in x]
+    assert "metadata.jsonl:" in line
+    res = json.loads((run.path / "results.json").read_text())
+    RESULTS.validate(res)
+    white = res["white_box"]
+    assert white["valid"] == "unknown" and white["invariants"][0]["status"] == "not-checked"
+
+
+def test_no_white_box_files_no_white_box(tmp_path: Path) -> None:
+    spec = TestSpec(topic=TopicSpec(name=T))
+    assert check_white_box(spec, tmp_path, {"permitted": []}) is None
