@@ -8,6 +8,8 @@
     stop issuing ops; heal every fault; let outstanding sends complete
     wait for a leader and a full ISR on every partition (bounded)
     drain every partition from log start to the high watermark
+    broker state: the decoded KRaft metadata log (metadata.jsonl) and each replica's
+        batches (replicas.jsonl), for the white-box checks
     collect node configs and logs into nodes/
     teardown (always: also on errors and Ctrl-C)
     check -> results.json; report -> report.html
@@ -41,6 +43,7 @@ from rich.live import Live
 from rich.text import Text
 
 from faultline.errors import ClusterError, FaultlineError
+from faultline.harness.broker_state import collect_broker_state
 from faultline.harness.cluster import Cluster
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
 from faultline.nemeses.schedule import Step
@@ -229,6 +232,9 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
         progress.phase("draining")
         outcome.drains = drain(spec, bootstrap, history, workload.processes,
                                timeout_s=DRAIN_TIMEOUT_S, trusted=trusted)
+
+        progress.phase("collecting broker state")
+        collect_broker_state(cluster, spec, run_dir)
 
         progress.phase("collecting node logs")
         try:
