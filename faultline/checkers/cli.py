@@ -20,7 +20,7 @@ import orjson
 
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
-from faultline.checkers.whitebox import check_white_box
+from faultline.checkers.whitebox import check_white_box, verdict_line
 from faultline.errors import FaultlineError, HistoryError
 from faultline.history import ReadResult, iter_rows
 from faultline.spec import TestSpec
@@ -86,10 +86,7 @@ def summary(result: Result) -> str:
         lines.append("violations (not permitted): " + ", ".join(result.violations))
     white = result.extra.get("white_box")
     if isinstance(white, dict):
-        valid = white.get("valid")
-        word = "held" if valid is True else "VIOLATED" if valid is False else "unknown"
-        detail = f" ({white['summary']})" if white.get("summary") else ""
-        lines.append(f"white-box invariants: {word}{detail}")
+        lines.append(f"white-box invariants: {verdict_line(white)}")
         lines += [f"white-box input unreadable: {e}" for e in white.get("errors") or ()]
     for u in result.unknown:
         if u.get("affects_verdict"):

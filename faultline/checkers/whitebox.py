@@ -393,3 +393,11 @@ def _data_loss_since(results: Mapping[str, Any]) -> dict[int, int]:
                 if isinstance(n, int):
                     out[n] = min(out.get(n, w["start"]), w["start"])
     return out
+
+
+def verdict_line(white: Mapping[str, Any]) -> str:
+    """``results.json``'s ``white_box`` in a few words: ``held``, ``VIOLATED`` or
+    ``unknown``, then its summary in parentheses when it has one."""
+    valid = white.get("valid")
+    word = "held" if valid is True else "VIOLATED" if valid is False else "unknown"
+    return word + (f" ({white['summary']})" if white.get("summary") else "")

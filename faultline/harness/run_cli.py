@@ -136,6 +136,8 @@ def run(spec_file: Path | None, name: str | None, acks: str | None, min_insync: 
         click.echo(f"error:   {outcome.error}")
     verdict = {True: "valid", False: "INVALID", "unknown": "unknown", None: "not checked"}
     click.echo(f"verdict: {verdict[outcome.valid]}")
+    if outcome.white_box is not None:
+        click.echo(f"broker:  white-box invariants {outcome.white_box}")
     if outcome.report is not None:
         click.echo(f"report:  {outcome.report}")
     sys.exit(outcome.exit_code)

@@ -94,6 +94,8 @@ class RunOutcome:
     drains: list[PartitionDrain] = field(default_factory=list)
     report: Path | None = None
     error: str | None = None
+    #: results.json's ``white_box.summary`` with its verdict, when the run had broker state
+    white_box: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -174,7 +176,7 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
             history.close()
         if outcome.error is None:
             progress.phase("checking")
-            outcome.valid = _check(run_dir)
+            outcome.valid, outcome.white_box = _check(run_dir)
             progress.phase("report")
             outcome.report = _report(run_dir)
         progress.phase("done")
@@ -254,16 +256,21 @@ def _full_isr_partitions(cluster: Cluster, spec: TestSpec) -> list[int]:
     return [p for p, s in state.items() if s.full]
 
 
-def _check(run_dir: Path) -> Verdict:
-    """The checker's verdict; the checker writes ``results.json`` (also when it fails)."""
+def _check(run_dir: Path) -> tuple[Verdict, str | None]:
+    """The checker's verdict and its white-box line (``None`` without broker state); the
+    checker writes ``results.json`` (also when it fails)."""
     from faultline.checkers.cli import check_run
+    from faultline.checkers.whitebox import verdict_line
 
     try:
         result = check_run(run_dir)
     except FaultlineError as e:
         _log.error("checking %s failed: %s", run_dir, e)
-        return "unknown"
-    return result.valid
+        return "unknown", None
+    white = result.extra.get("white_box")
+    if not isinstance(white, dict):
+        return result.valid, None
+    return result.valid, verdict_line(white)
 
 
 def _report(run_dir: Path) -> Path | None:
