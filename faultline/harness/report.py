@@ -53,7 +53,7 @@ RUN_FILES: tuple[tuple[str, str], ...] = (
     ("test.json", "the test spec as it ran"),
     ("history.jsonl", "every client and nemesis operation"),
     ("results.json", "the checker's verdict and anomalies"),
-    ("observations.jsonl", "white-box samples: leader, ISR, HW"),
+    ("observations.jsonl", "white-box samples: leader, ISR, HW, LEO per replica"),
     ("metadata.jsonl", "the decoded KRaft metadata log"),
     ("replicas.jsonl", "each replica's record batches (offsets, CRC) after the run"),
     ("nodes/", "broker configs and logs"),

@@ -4,10 +4,12 @@
 
     spec -> results/<name>/<UTC timestamp>/test.json      (before anything starts)
     cluster up, topic created with a full ISR
+    observer starts sampling leader / ISR / HW / LEO into observations.jsonl
     main phase: workload + nemesis schedule for time_limit, journaled to history.jsonl
     stop issuing ops; heal every fault; let outstanding sends complete
     wait for a leader and a full ISR on every partition (bounded)
     drain every partition from log start to the high watermark
+    observer stops
     broker state: the decoded KRaft metadata log (metadata.jsonl) and each replica's
         batches (replicas.jsonl), for the white-box checks
     collect node configs and logs into nodes/
@@ -45,6 +47,7 @@ from rich.text import Text
 from faultline.errors import ClusterError, FaultlineError
 from faultline.harness.broker_state import collect_broker_state
 from faultline.harness.cluster import Cluster
+from faultline.harness.observe import KafkaSource, Observer, host_data_dirs
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
 from faultline.nemeses.schedule import Step
 from faultline.spec import TestSpec
@@ -57,6 +60,8 @@ Verdict = bool | Literal["unknown"] | None
 RECOVERY_TIMEOUT_S = 60.0
 #: How long the drain may spend on one partition.
 DRAIN_TIMEOUT_S = 60.0
+#: The observer's samples, in the run directory (HISTORY.md).
+OBSERVATIONS = "observations.jsonl"
 
 _log = logging.getLogger(__name__)
 
@@ -186,54 +191,14 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
 def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progress: _Progress,
                outcome: RunOutcome, cluster_factory: ClusterFactory,
                nemesis_factory: NemesisFactory) -> None:
-    topic = spec.topic.name
     progress.phase("starting cluster")
     with cluster_factory(spec) as cluster:
         progress.phase("creating topic")
         cluster.create_topic(spec.topic)
         bootstrap = cluster.bootstrap_servers()
-        nemesis = nemesis_factory(spec, cluster)
-        nemesis.setup()
-        workload = QueueWorkload(spec, bootstrap, history)
-        progress.attach(workload, nemesis, history)
-        healed = False
-        try:
-            deadline = time.monotonic() + spec.time_limit_s
-            nemesis_thread = threading.Thread(target=nemesis.run, args=(deadline, history),
-                                              name="faultline-nemesis", daemon=True)
-            progress.main_phase(deadline)
-            workload.start()
-            nemesis_thread.start()
-            while time.monotonic() < deadline and workload.running:
-                time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
-            workload.request_stop()
-            progress.phase("healing")
-            nemesis.heal_all(history)
-            healed = True
-            nemesis_thread.join(timeout=30)
-            progress.phase("completing sends")
-            workload.stop()
-        finally:
-            if not healed:  # an error or Ctrl-C: heal, give the clients a moment, go on
-                workload.request_stop()
-                with contextlib.suppress(FaultlineError):
-                    nemesis.heal_all(history)
-                with contextlib.suppress(Exception):
-                    workload.stop(timeout=5.0)
-        outcome.stats = workload.stats()
-        progress.detach()
-
-        progress.phase("waiting for full ISR")
-        try:
-            cluster.wait_full_isr(topic, RECOVERY_TIMEOUT_S)
-            outcome.recovered = True
-        except ClusterError as e:
-            _log.warning("cluster did not recover: %s", e)
-        trusted = _full_isr_partitions(cluster, spec)
-
-        progress.phase("draining")
-        outcome.drains = drain(spec, bootstrap, history, workload.processes,
-                               timeout_s=DRAIN_TIMEOUT_S, trusted=trusted)
+        with _observing(spec, cluster, run_dir / OBSERVATIONS, history):
+            _main_phase_and_drain(spec, cluster, bootstrap, history, progress, outcome,
+                                  nemesis_factory)
 
         progress.phase("collecting broker state")
         collect_broker_state(cluster, spec, run_dir)
@@ -244,6 +209,76 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
         except (OSError, FaultlineError) as e:
             _log.warning("collecting node logs failed: %s", e)
         progress.phase("teardown")
+
+
+def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
+                          history: _TrackingHistory, progress: _Progress, outcome: RunOutcome,
+                          nemesis_factory: NemesisFactory) -> None:
+    """Workload and nemesis for ``time_limit_s``, heal, recover, drain; fills ``outcome``."""
+    topic = spec.topic.name
+    nemesis = nemesis_factory(spec, cluster)
+    nemesis.setup()
+    workload = QueueWorkload(spec, bootstrap, history)
+    progress.attach(workload, nemesis, history)
+    healed = False
+    try:
+        deadline = time.monotonic() + spec.time_limit_s
+        nemesis_thread = threading.Thread(target=nemesis.run, args=(deadline, history),
+                                          name="faultline-nemesis", daemon=True)
+        progress.main_phase(deadline)
+        workload.start()
+        nemesis_thread.start()
+        while time.monotonic() < deadline and workload.running:
+            time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+        workload.request_stop()
+        progress.phase("healing")
+        nemesis.heal_all(history)
+        healed = True
+        nemesis_thread.join(timeout=30)
+        progress.phase("completing sends")
+        workload.stop()
+    finally:
+        if not healed:  # an error or Ctrl-C: heal, give the clients a moment, go on
+            workload.request_stop()
+            with contextlib.suppress(FaultlineError):
+                nemesis.heal_all(history)
+            with contextlib.suppress(Exception):
+                workload.stop(timeout=5.0)
+    outcome.stats = workload.stats()
+    progress.detach()
+
+    progress.phase("waiting for full ISR")
+    try:
+        cluster.wait_full_isr(topic, RECOVERY_TIMEOUT_S)
+        outcome.recovered = True
+    except ClusterError as e:
+        _log.warning("cluster did not recover: %s", e)
+    trusted = _full_isr_partitions(cluster, spec)
+
+    progress.phase("draining")
+    outcome.drains = drain(spec, bootstrap, history, workload.processes,
+                           timeout_s=DRAIN_TIMEOUT_S, trusted=trusted)
+
+
+@contextlib.contextmanager
+def _observing(spec: TestSpec, cluster: Cluster, path: Path, history: HistoryWriter) -> Iterator[None]:
+    """Run the white-box observer around the block. It never fails the run: an error
+    starting or stopping it is logged, and the block runs all the same."""
+    observer: Observer | None = None
+    try:
+        observer = Observer(path, history.now, spec.topic.name, spec.topic.partitions,
+                            KafkaSource(cluster.bootstrap_servers()), host_data_dirs(cluster))
+        observer.start()
+    except Exception as e:
+        _log.error("the observer did not start: %s", e)
+    try:
+        yield
+    finally:
+        if observer is not None:
+            try:
+                observer.stop()
+            except Exception as e:
+                _log.error("stopping the observer failed: %s", e)
 
 
 def _full_isr_partitions(cluster: Cluster, spec: TestSpec) -> list[int]:

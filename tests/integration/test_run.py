@@ -1,5 +1,6 @@
 """A short no-fault run on a real 3-node cluster: the history validates, and every
-acknowledged value is in the drain exactly once, at the offset it was acknowledged at."""
+acknowledged value is in the drain exactly once, at the offset it was acknowledged at;
+the observer's samples validate and end where the drain ended."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
+import jsonschema
+import orjson
 import pytest
 from rich.console import Console
 
@@ -73,6 +76,25 @@ def test_history_validates_and_the_drain_holds_every_ack_once(outcome: RunOutcom
              if drained.get(value) != [where]}
     assert not wrong, f"{len(wrong)} acknowledged values misplaced, e.g. {list(wrong.items())[:5]}"
     assert outcome.stats.ok == len(acked)
+
+
+def test_observations_validate_and_end_at_the_drained_high_watermark(outcome: RunOutcome) -> None:
+    schema = json.loads((Path(__file__).resolve().parents[2] / "faultline" / "schemas"
+                         / "observations.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    lines = [orjson.loads(raw) for raw in (outcome.run_dir / "observations.jsonl").read_bytes().splitlines()]
+    assert lines, "the observer wrote samples"
+    for line in lines:
+        validator.validate(line)
+    times = [line["time"] for line in lines]
+    assert times == sorted(times)
+    assert {line["partition"] for line in lines} == {0, 1, 2}
+    final = {line["partition"]: line for line in lines}
+    drained = {d.partition: d.high_watermark for d in outcome.drains}
+    for p, line in final.items():
+        assert line["hw"] == drained[p] and line["hw"] > 0, line
+        assert set(line["leo"].values()) == {drained[p]}, f"every replica's LEO at the end: {line}"
+        assert sorted(line["isr"]) == [1, 2, 3] and line["leader"] in line["isr"]
 
 
 def test_verdict(outcome: RunOutcome) -> None:

@@ -1,4 +1,5 @@
-"""Every history line, results.json and test.json the project writes matches its schema."""
+"""Every history line, observation, results.json and test.json the project writes matches
+its schema."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ import pytest
 from faultline.checkers.cli import check_run
 from faultline.checkers.queue import check_rows
 from faultline.checkers.synthetic import Shape, generate
+from faultline.harness.cluster import PartitionState
+from faultline.harness.observe import Observer
 from faultline.history import HistoryWriter, iter_rows
 from faultline.spec import TestSpec
+from tests.unit.harness.fakes import TOPIC, FakeSource, log_dirs
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "faultline" / "schemas"
 
@@ -28,6 +32,7 @@ def validator(name: str) -> jsonschema.Draft202012Validator:
 HISTORY = validator("history.schema.json")
 RESULTS = validator("results.schema.json")
 TEST = validator("test.schema.json")
+OBSERVATIONS = validator("observations.schema.json")
 
 
 def test_generated_history_lines_match() -> None:
@@ -65,6 +70,31 @@ def test_the_writers_lines_match(tmp_path: Path) -> None:
 ])
 def test_the_history_schema_rejects_broken_lines(bad: dict[str, Any]) -> None:
     assert not HISTORY.is_valid(bad)
+
+
+def test_the_observers_lines_match(tmp_path: Path) -> None:
+    source = FakeSource({0: PartitionState(1, (1, 2), (1, 2, 3)), 1: PartitionState(None, (), (2, 3, 1))},
+                        {0: 6, 1: "LEADER_NOT_AVAILABLE"})
+    obs = Observer(tmp_path / "observations.jsonl", lambda: 5, TOPIC, 2, source, log_dirs(tmp_path))
+    obs.sample()
+    source.fail = TimeoutError("timed out")
+    obs.sample()
+    lines = [orjson.loads(line) for line in obs.path.read_bytes().splitlines()]
+    assert len(lines) == 4 and sum("error" in line for line in lines) == 3
+    for line in lines:
+        OBSERVATIONS.validate(line)
+
+
+@pytest.mark.parametrize("bad", [
+    {"time": 0, "topic": "t", "partition": 0, "leader": 1, "isr": [1], "replicas": [1], "hw": 0,
+     "leo": {"n1": 3}, "hw_checkpoint": {}},
+    {"time": 0, "topic": "t", "partition": 0, "leader": 1, "isr": [1], "replicas": [1], "hw": -1,
+     "leo": {}, "hw_checkpoint": {}},
+    {"time": 0, "topic": "t", "partition": 0, "leader": 1, "isr": [1], "hw": 0, "leo": {},
+     "hw_checkpoint": {}},  # no replicas
+])
+def test_the_observations_schema_rejects_broken_lines(bad: dict[str, Any]) -> None:
+    assert not OBSERVATIONS.is_valid(bad)
 
 
 def test_the_default_spec_matches() -> None:

@@ -1,0 +1,241 @@
+"""The white-box observer: samples the brokers' own state during a run (DESIGN.md,
+"White-box observers") into ``observations.jsonl``.
+
+Every ``interval_s`` one round writes one line per partition of the topic::
+
+    {"time": 1500000000, "topic": "fl-queue", "partition": 0,
+     "leader": 1, "isr": [1, 2, 3], "replicas": [1, 2, 3], "hw": 120,
+     "leo": {"1": 120, "2": 120, "3": 118}, "hw_checkpoint": {"1": 115, "2": 115, "3": 110}}
+
+- ``time``: the history's clock (:meth:`faultline.history.HistoryWriter.now`), read
+  when the round's client answers arrived, just before its files are read; what the
+  clients were told was current at some moment of the round, which began at most two
+  client timeouts (:data:`CLIENT_TIMEOUT_S`) earlier.
+- ``leader``, ``isr``, ``replicas``: the topic metadata a client gets (any broker's
+  view, so an isolated broker can answer with a stale one); ``hw``: the high
+  watermark clients see (ListOffsets latest, read_uncommitted) from the leader.
+- ``leo``, ``hw_checkpoint``: per replica, read from that node's log directory (see
+  :mod:`faultline.harness.segments`): the log end offset including unflushed appends,
+  and the high watermark of the node's last ``replication-offset-checkpoint``. They
+  work while a broker is paused, partitioned or dead; null where the node's files
+  are not on this host or not there.
+- ``error``: present when part of the round failed (a client timeout, no such
+  partition); what could not be read is null.
+
+The observer never raises out of its thread: a round that fails in an unexpected way
+is logged and the next one runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+import orjson
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # stubs lack it
+
+from faultline.harness.cluster import Cluster, PartitionState, Wipeable
+from faultline.harness.segments import LogEndReader, read_checkpoint
+
+#: The file each log dir keeps its replicas' high watermarks in.
+HW_CHECKPOINT = "replication-offset-checkpoint"
+#: Seconds a client request of a round may take: a paused broker costs at most this.
+CLIENT_TIMEOUT_S = 2.0
+
+_log = logging.getLogger(__name__)
+
+
+class Source(Protocol):
+    """What a round asks Kafka through the client path."""
+
+    def partitions(self, topic: str) -> dict[int, PartitionState]:
+        """partition -> leader, ISR and replicas; raises when there is no answer."""
+        ...
+
+    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, int | str]:
+        """partition -> the high watermark, or the error's name when there is none."""
+        ...
+
+
+class KafkaSource:
+    """A :class:`Source` with an admin client of its own and short timeouts, created on
+    first use (so a slow request of the observer never queues the harness's own)."""
+
+    def __init__(self, bootstrap_servers: str, timeout_s: float = CLIENT_TIMEOUT_S) -> None:
+        self._bootstrap = bootstrap_servers
+        self._timeout = timeout_s
+        self._admin: AdminClient | None = None
+
+    def _client(self) -> AdminClient:
+        if self._admin is None:
+            ms = int(self._timeout * 1000)
+            config: dict[str, Any] = {
+                "bootstrap.servers": self._bootstrap, "socket.timeout.ms": ms,
+                "socket.connection.setup.timeout.ms": ms, "reconnect.backoff.max.ms": 500,
+                "logger": logging.getLogger("faultline.harness.kafka_client")}
+            self._admin = AdminClient(config)
+        return self._admin
+
+    def partitions(self, topic: str) -> dict[int, PartitionState]:
+        md = self._client().list_topics(topic, timeout=self._timeout)
+        tmd = md.topics.get(topic)
+        if tmd is None or tmd.error is not None:
+            raise LookupError(f"no metadata for {topic}: {tmd.error if tmd else 'not listed'}")
+        return {int(pid): PartitionState(int(p.leader) if p.leader >= 0 else None,
+                                         tuple(sorted(int(n) for n in p.isrs)),
+                                         tuple(int(n) for n in p.replicas))
+                for pid, p in tmd.partitions.items()}
+
+    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, int | str]:
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # HW under read_uncommitted
+        futures = self._client().list_offsets(
+            {TopicPartition(topic, p): latest for p in partitions},
+            isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout)
+        out: dict[int, int | str] = {}
+        for tp, future in futures.items():
+            try:
+                offset = int(future.result(timeout=self._timeout + 1).offset)
+                # librdkafka answers a leader that timed out with OFFSET_INVALID (-1001)
+                out[int(tp.partition)] = offset if offset >= 0 else f"no offset ({offset})"
+            except KafkaException as e:
+                err = e.args[0] if e.args else e
+                out[int(tp.partition)] = err.name() if hasattr(err, "name") else str(err)
+            except TimeoutError:
+                out[int(tp.partition)] = "TIMED_OUT"
+        return out
+
+
+def host_data_dirs(cluster: Cluster) -> dict[int, Path]:
+    """node id -> its log dir, for a cluster whose partition data is on this host
+    (:class:`~faultline.harness.cluster.Wipeable`); empty for any other."""
+    if not isinstance(cluster, Wipeable):
+        return {}
+    return {node.id: cluster.data_dir(node.id) for node in cluster.nodes}
+
+
+class Observer:
+    """Samples ``topic`` every ``interval_s`` into ``path`` on a thread of its own.
+
+    Contract: ``start()`` returns at once; ``stop()`` lets the round in progress finish,
+    takes one last round that begins after it was called (the state at the end), and
+    returns, waiting at most ``join_timeout_s`` for the thread. Lines are appended one
+    round per write, so a run that dies leaves whole rounds. :meth:`sample` is one
+    round, also usable without the thread. Nothing here raises because Kafka or a file
+    misbehaved: that becomes an ``error`` and nulls in the lines.
+    """
+
+    def __init__(self, path: Path, clock: Callable[[], int], topic: str, partitions: int,
+                 source: Source, data_dirs: Mapping[int, Path] | None = None,
+                 interval_s: float = 0.5, join_timeout_s: float = 10.0) -> None:
+        self.path = path
+        self.interval_s = interval_s
+        self.rounds = 0
+        self._clock = clock
+        self._topic = topic
+        self._partitions = range(partitions)
+        self._source = source
+        self._data_dirs = dict(data_dirs or {})
+        self._join_timeout = join_timeout_s
+        self._readers: dict[tuple[int, int], LogEndReader] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start sampling (the first round at once)."""
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="faultline-observer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling; idempotent."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self._join_timeout)
+            if self._thread.is_alive():
+                _log.warning("observer still in a round after %.0f s; left behind", self._join_timeout)
+            self._thread = None
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while True:
+            stopping = self._stop.is_set()
+            try:
+                self.sample()
+            except Exception:  # a bug here must not end the sampling, nor the run
+                _log.exception("observer round failed")
+            if stopping:
+                return
+            next_at = max(next_at + self.interval_s, time.monotonic())
+            self._stop.wait(next_at - time.monotonic())
+
+    def sample(self) -> list[dict[str, Any]]:
+        """Read one round, append its lines to ``path`` and return them."""
+        errors: list[str] = []
+        try:
+            state = self._source.partitions(self._topic)
+        except Exception as e:  # KafkaException, LookupError, a client timeout...
+            state = {}
+            errors.append(f"metadata: {e}")
+        parts = sorted(set(self._partitions) | set(state))
+        try:
+            hws = self._source.high_watermarks(self._topic, parts)
+        except Exception as e:
+            hws = {}
+            errors.append(f"hw: {e}")
+        now = self._clock()
+        checkpoints = {n: read_checkpoint(d / HW_CHECKPOINT) for n, d in self._data_dirs.items()}
+        lines = []
+        for p in parts:
+            s = state.get(p)
+            nodes = s.replicas if s is not None and s.replicas else sorted(self._data_dirs)
+            hw = hws.get(p)
+            line: dict[str, Any] = {
+                "time": now, "topic": self._topic, "partition": p,
+                "leader": s.leader if s is not None else None,
+                "isr": list(s.isr) if s is not None else [],
+                "replicas": list(s.replicas) if s is not None else [],
+                "hw": hw if isinstance(hw, int) else None,
+                "leo": {str(n): self._leo(n, p) for n in nodes},
+                "hw_checkpoint": {str(n): _checkpointed(checkpoints.get(n), self._topic, p)
+                                  for n in nodes},
+            }
+            why = [*errors, *([] if s is not None or errors else ["not in the metadata"]),
+                   *([f"hw: {hw}"] if isinstance(hw, str) else [])]
+            if why:
+                line["error"] = "; ".join(why)
+            lines.append(line)
+        with self.path.open("ab") as fh:
+            fh.write(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+        self.rounds += 1
+        return lines
+
+    def _leo(self, node: int, partition: int) -> int | None:
+        d = self._data_dirs.get(node)
+        if d is None:
+            return None
+        reader = self._readers.get((node, partition))
+        if reader is None:
+            reader = self._readers[node, partition] = LogEndReader(d / f"{self._topic}-{partition}")
+        try:
+            return reader.read()
+        except OSError as e:
+            _log.debug("reading the log of %s-%d on node %d: %s", self._topic, partition, node, e)
+            return None
+
+
+def _checkpointed(entries: Mapping[tuple[str, int], int] | None, topic: str, p: int) -> int | None:
+    return None if entries is None else entries.get((topic, p))
