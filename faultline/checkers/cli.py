@@ -20,7 +20,7 @@ import orjson
 
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
-from faultline.checkers.whitebox import check_white_box, verdict_line
+from faultline.checkers.whitebox import check_white_box, isr_timeline, verdict_line
 from faultline.errors import FaultlineError, HistoryError
 from faultline.history import ReadResult, iter_rows
 from faultline.spec import TestSpec
@@ -35,7 +35,9 @@ def check_run(run_dir: Path) -> Result:
     A cut last history line is tolerated (the verdict is then at most unknown). When
     the run has white-box files (metadata.jsonl, observations.jsonl, replicas.jsonl),
     results.json gains ``white_box`` (:mod:`faultline.checkers.whitebox`), which never
-    changes ``valid``; an unreadable white-box file is named in ``white_box.errors``.
+    changes ``valid``; the metadata log's ISR timeline also tells the guarantees when a
+    node whose data was destroyed had caught up again; an unreadable white-box file is
+    named in ``white_box.errors``.
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
     ``valid: "unknown"`` and why, then raises the SpecError / HistoryError.
     """
@@ -46,7 +48,8 @@ def check_run(run_dir: Path) -> Result:
         spec = TestSpec.load(run_dir / "test.json")
         history = run_dir / "history.jsonl"
         read = ReadResult()
-        result = check_rows(spec, iter_rows(history, read), truncated=read, source=str(history))
+        result = check_rows(spec, iter_rows(history, read), truncated=read, source=str(history),
+                            isr=isr_timeline(run_dir, spec.topic.name))
     except FaultlineError as e:
         write_results(run_dir, unknown_result("unreadable-input", str(e)))
         raise

@@ -15,16 +15,23 @@ a fault that was configured but never fired permits nothing. ``faults`` holds:
   record ``{"nodes": [...], "leaders": {"<topic>/<partition>": node}}`` in its op's
   value (invoke or completion); without ``leaders`` every node fault is assumed to
   have hit a leader (the permissive reading: it cannot be proven it did not);
-- ``data-loss>=N`` for N = 1 .. the number of distinct nodes whose data a ``wipe``
-  or ``lose-unflushed`` touched over the run (all of N = 1 .. 5 when the op names
-  no nodes);
+- ``data-loss>=N`` for N = 1 .. the most nodes whose data a ``wipe`` or
+  ``lose-unflushed`` had destroyed *at once* (all of N = 1 .. 5 when the op names no
+  nodes). Without broker state a destroyed node counts for the rest of the run. Given
+  the partitions' ISR timeline from the KRaft metadata log (:data:`IsrTimeline`), a
+  node stops counting for a partition once the log shows it leave that partition's
+  ISR after the fault and come back: rejoining the ISR means it fetched everything
+  up to the HW again, so it again holds every committed record. Both changes must
+  lie :data:`CLOCK_MARGIN_NS` inside the window (after the fault, before the next
+  one), since the log's times come from the wall clock and the history's from a
+  monotonic one; a change the margin hides keeps the node counting (permissive);
 - ``producer-restart`` when a nemesis op of that name says a producer was
   restarted and may have re-sent values (no workload does this yet).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -53,6 +60,13 @@ NODE_FAULTS: frozenset[str] = frozenset(
 DATA_LOSS_FAULTS: frozenset[str] = frozenset(("wipe", "lose-unflushed"))
 #: Assumed node count when a data-loss op names no nodes (the largest cluster).
 _MAX_NODES = 5
+#: How far apart the metadata log's wall-clock times and the history's monotonic
+#: times may be, at most, for one event (ns).
+CLOCK_MARGIN_NS = 500_000_000
+
+#: partition -> its ISR after each change, ``(time ns since the run started, ISR)``,
+#: in metadata log order (times from the wall clock, see :func:`faults_of_actions`).
+IsrTimeline = Mapping[int, Sequence[tuple[int, frozenset[int]]]]
 
 #: Rule keys beyond the anomaly names: inconsistent-offsets has two rows in DESIGN.md.
 ISO_ACK = "inconsistent-offsets:ack"
@@ -123,8 +137,8 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
                           f"({', '.join(sorted(node_faults))}) could leave no in-sync replica "
                           "available, so an out-of-sync replica may become leader")
     elif data_lost:
-        committed_loss = (f"data was destroyed (wipe / lose-unflushed) on at least {copies} "
-                          "node(s), as many as a committed record may have been on ("
+        committed_loss = (f"data was destroyed (wipe / lose-unflushed) on {copies} or more "
+                          "node(s) at once, as many as a committed record may have been on ("
                           + ("min.insync.replicas, with eligible leader replicas"
                              if c.eligible_leader_replicas
                              else "no eligible leader replicas: the ISR can shrink to one") + ")")
@@ -253,20 +267,20 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def faults_of(ops: Iterable[Op]) -> frozenset[str]:
+def faults_of(ops: Iterable[Op], isr: IsrTimeline | None = None) -> frozenset[str]:
     """The fault kinds that happened, from a history's nemesis ops (see module doc).
 
     A fault whose completion carries an error, or that never completed, still
     counts: it may have happened.
     """
-    return faults_of_actions(nemesis_actions(ops))
+    return faults_of_actions(nemesis_actions(ops), isr)
 
 
-def faults_of_actions(actions: Iterable[NemesisAction]) -> frozenset[str]:
+def faults_of_actions(actions: Iterable[NemesisAction],
+                      isr: IsrTimeline | None = None) -> frozenset[str]:
     """:func:`faults_of` over actions already paired by :func:`nemesis_actions`."""
     out: set[str] = set()
-    lost_nodes: set[str] = set()
-    lost_unknown = False
+    destroyed = _Destroyed(isr)
     for action in actions:
         kind = FAULT_KINDS.get(action.f)
         if kind is None:
@@ -279,11 +293,52 @@ def faults_of_actions(actions: Iterable[NemesisAction]) -> frozenset[str]:
                     str(n) for n in leaders.values()}:
                 out.add("leader-fault")
         if kind in DATA_LOSS_FAULTS:
-            lost_nodes |= nodes
-            lost_unknown = lost_unknown or not nodes
-    count = _MAX_NODES if lost_unknown else len(lost_nodes)
-    out.update(f"data-loss>={n}" for n in range(1, count + 1))
+            destroyed.add(nodes, action.start)
+    out.update(f"data-loss>={n}" for n in range(1, destroyed.most + 1))
     return frozenset(out)
+
+
+class _Destroyed:
+    """Nodes whose data is destroyed and not yet replicated back, per partition.
+
+    :meth:`add` records a wipe / lose-unflushed at ``time``; :attr:`most` is the largest
+    number destroyed at once so far (see the module docstring for when a node recovers).
+    """
+
+    def __init__(self, isr: IsrTimeline | None) -> None:
+        self._isr = isr
+        self._since: dict[int | None, dict[str, int]] = {}  # partition -> node -> fault time
+        self.most = 0
+
+    def add(self, nodes: set[str], time: int) -> None:
+        if not nodes:  # an op naming no node: assume the worst
+            self.most = _MAX_NODES
+            return
+        parts: list[int | None] = list(self._isr) if self._isr else [None]
+        for p in parts:
+            since = self._since.setdefault(p, {})
+            for n, t in list(since.items()):
+                if p is not None and self._rejoined(p, n, t, time):
+                    del since[n]
+            since.update(dict.fromkeys(nodes, time))
+            self.most = max(self.most, len(since))
+
+    def _rejoined(self, partition: int, node: str, lost_at: int, now: int) -> bool:
+        """Whether the ISR of ``partition`` lost ``node`` after ``lost_at`` and regained
+        it before ``now``, both by a clear :data:`CLOCK_MARGIN_NS`."""
+        assert self._isr is not None
+        left = False
+        for t, members in self._isr[partition]:
+            if t >= now - CLOCK_MARGIN_NS:
+                return False
+            if t <= lost_at + CLOCK_MARGIN_NS:
+                continue
+            inside = any(str(m) == node for m in members)
+            if not inside:
+                left = True
+            elif left:
+                return True
+        return False
 
 
 def nodes_of(value: Mapping[str, Any]) -> list[Any]:

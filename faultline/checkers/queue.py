@@ -50,7 +50,7 @@ from typing import Any
 
 from faultline.checkers import examples, explain
 from faultline.checkers.columns import NONE, OffsetMap, aligned
-from faultline.checkers.guarantees import GuaranteeConfig
+from faultline.checkers.guarantees import GuaranteeConfig, IsrTimeline
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
 from faultline.checkers.result import Result, unknown_result
 from faultline.checkers.verdict import Collected, build_result
@@ -93,16 +93,19 @@ def check(spec: TestSpec, ops: Iterable[Op], *, truncated: bool = False,
 
 def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
                truncated: bool | ReadResult = False, source: str = "history",
-               unavailable_after_ns: int | None = None) -> Result:
+               unavailable_after_ns: int | None = None, isr: IsrTimeline | None = None) -> Result:
     """Check a history given as parsed rows (dicts with HISTORY.md's fields).
 
     ``truncated`` says the history was cut short (its verdict is then at most
     unknown); given the :class:`~faultline.history.ReadResult` the rows' reader fills,
     its ``truncated`` is read once the rows are exhausted, when the reader knows.
-    ``source`` names the history in errors. Raises HistoryError for a malformed op;
+    ``source`` names the history in errors. ``isr`` is the partitions' ISR timeline from
+    the broker's metadata log, when the run has one: it tells when a node whose data a
+    fault destroyed held every committed record again (:func:`guarantees.faults_of`).
+    Raises HistoryError for a malformed op;
     returns an ``unknown`` Result if the checker itself fails.
     """
-    engine = Engine(spec, source)
+    engine = Engine(spec, source, isr)
     try:
         engine.feed(rows)
         cut = truncated if isinstance(truncated, bool) else truncated.truncated
@@ -116,9 +119,10 @@ def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
 class Engine:
     """One pass over the rows (:meth:`feed`), then :meth:`finish` decides. Internal."""
 
-    def __init__(self, spec: TestSpec, source: str) -> None:
+    def __init__(self, spec: TestSpec, source: str, isr: IsrTimeline | None = None) -> None:
         self.spec = spec
         self.source = source
+        self.isr = isr
         self.tp_ids: dict[tuple[str, int], int] = {}
         self.parts: list[Part] = []
         for p in range(spec.topic.partitions):
@@ -359,7 +363,7 @@ class Engine:
         if self.c_inv:  # invoke times never decrease: the last is the latest
             self.measures.last_send = max(self.measures.last_send, self.c_inv[-1])
         collected = Collected(self.spec, GuaranteeConfig.from_spec(self.spec), truncated)
-        collected.set_faults(self.nemesis, self.measures, self.parts, set(self.c_tp))
+        collected.set_faults(self.nemesis, self.measures, self.parts, set(self.c_tp), self.isr)
         self._values(collected)
         self._offsets(collected)
         self._consumers(collected)

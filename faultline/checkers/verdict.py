@@ -17,6 +17,7 @@ from faultline.checkers.guarantees import (
     ISO_ACK,
     ISO_READS,
     GuaranteeConfig,
+    IsrTimeline,
     faults_of_actions,
     forbidden,
     nemesis_actions,
@@ -53,10 +54,11 @@ class Collected:
         self.iso_ack_offset: list[int] = []  # slots: ack offset empty in the drain
 
     def set_faults(self, nemesis: Sequence[Op], measures: Measures, parts: Sequence[Part],
-                   sent_to: set[int]) -> None:
-        """Pair the nemesis ops, derive the permission rules and finish the measures."""
+                   sent_to: set[int], isr: IsrTimeline | None = None) -> None:
+        """Pair the nemesis ops, derive the permission rules (with the ISR timeline when
+        there is one) and finish the measures."""
         actions = nemesis_actions(nemesis)
-        self.fault_kinds = faults_of_actions(actions)
+        self.fault_kinds = faults_of_actions(actions, isr)
         self.rules = rules(self.config, self.fault_kinds)
         self.measures = measures.finish([(p.topic, p.partition) for p in parts], sent_to,
                                         actions)

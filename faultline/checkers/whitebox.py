@@ -168,6 +168,30 @@ def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> Non
 # --- leader changes ------------------------------------------------------------------
 
 
+def isr_timeline(run_dir: Path, topic: str) -> dict[int, list[tuple[int, frozenset[int]]]] | None:
+    """``topic``'s partitions' ISR after each change, from ``metadata.jsonl``:
+    partition -> ``[(time, ISR)]`` in log order (a :data:`guarantees.IsrTimeline`).
+
+    None when the run has no readable metadata log (:func:`check_white_box` reports an
+    unreadable one); a line without a time or an ISR is skipped.
+    """
+    path = Path(run_dir) / METADATA_FILE
+    if not path.is_file():
+        return None
+    try:
+        metadata = read_jsonl(path)
+    except HistoryError:
+        return None
+    out: dict[int, list[tuple[int, frozenset[int]]]] = {}
+    for line in metadata:
+        p, t, isr = line.get("partition"), line.get("time"), line.get("isr")
+        if (line.get("topic") == topic and line.get("type") in ("partition", "partition-change")
+                and type(p) is int and type(t) is int and isinstance(isr, list)):
+            out.setdefault(p, []).append((t, frozenset(n for n in isr if type(n) is int)))
+    return out
+
+
+
 def leader_changes(metadata: Iterable[Line], topic: str) -> list[dict[str, Any]]:
     """Every change of leader of ``topic``'s partitions, in log order.
 

@@ -13,7 +13,7 @@ from faultline.checkers.result import Result
 from faultline.cli import main
 from faultline.errors import HistoryError, SpecError
 from faultline.spec import TestSpec
-from tests.unit.checkers.queue_hist import H, make_spec
+from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 
 
 def run_dir(tmp_path: Path, h: H, *, acks: str = "all", tail: bytes = b"") -> Path:
@@ -135,3 +135,25 @@ def test_results_are_replaced_atomically(tmp_path: Path) -> None:
     write_results(tmp_path, Result(valid=False))
     assert orjson.loads((tmp_path / "results.json").read_bytes())["valid"] is False
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_the_metadata_logs_isr_decides_whether_two_wipes_overlapped(tmp_path: Path) -> None:
+    """Two wipes, one on each of two nodes, and a lost write (acks=all, min.insync=2):
+    permitted while both nodes may have lost their data at once, a violation once
+    metadata.jsonl shows the first node back in the ISR before the second wipe."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.fault("wipe", [1])
+    h.t = 10 * 10**9
+    h.fault("wipe", [2])
+    h.drain([])
+    d = run_dir(tmp_path, h)
+    assert check_run(d).valid is True
+
+    def isr(offset: int, t_s: int, nodes: list[int]) -> bytes:
+        return orjson.dumps({"offset": offset, "time": t_s * 10**9, "type": "partition-change",
+                             "topic": TOPIC, "partition": 0, "leader": 3, "isr": nodes}) + b"\n"
+
+    (d / "metadata.jsonl").write_bytes(isr(1, 2, [2, 3]) + isr(2, 5, [1, 2, 3]))
+    result = check_run(d)
+    assert result.valid is False and result.violations == ["lost-write"]
