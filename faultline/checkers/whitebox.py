@@ -270,7 +270,7 @@ def check_hw_le_leo(observations: Sequence[Line], topic: str,
                 if not isinstance(hw, int) or not isinstance(later, int):
                     continue
                 lost = data_loss_since.get(int(node))
-                if lost is not None and s["time"] >= lost:
+                if lost is not None and nxt["time"] >= lost:  # the LEO read may follow it
                     continue
                 inv.checked += 1
                 if hw > later:

@@ -82,6 +82,10 @@ def test_hw_le_leo_compares_a_checkpoint_with_the_next_leo() -> None:
     inv = check_hw_le_leo(bad, T, {})
     assert inv.violations == 1 and "n1's HW checkpoint 150 above its LEO 130" in inv.examples[0]["what"]
     assert check_hw_le_leo(bad, T, {1: 0}).checked == 0  # node 1's data was destroyed at 0
+    # destroyed between the checkpoint's sample and the LEO's (a real run: lose-unflushed
+    # cut n3 back to 0 after its checkpoint said 20484): not checked either
+    assert check_hw_le_leo(bad, T, {1: 1}).checked == 0
+    assert check_hw_le_leo(bad, T, {1: 2}).violations == 1
 
 
 def test_client_hw_never_moves_backwards() -> None:
