@@ -118,16 +118,7 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     c = config
     out: dict[str, str] = {}
     node_faults = faults & NODE_FAULTS
-    # How many replicas must lose their data before committed data (acknowledged with
-    # acks=all, or below the HW where consumers read) can be gone. With eligible leader
-    # replicas (KIP-966, Kafka >= 4.1) the HW cannot advance while the ISR is smaller
-    # than min.insync.replicas, and a replica that shut down uncleanly is not elected,
-    # so committed data is on at least min.insync replicas. Without it the ISR may
-    # shrink to the leader alone, the HW still advances, and KRaft re-elects that last
-    # ISR member even when it comes back empty: one replica suffices (the reference
-    # model's schedule: produce, followers fetch, produce, followers fall behind, wipe
-    # the leader).
-    copies = c.min_insync_replicas if c.eligible_leader_replicas else 1
+    copies = committed_copies(c, faults)
     data_lost = f"data-loss>={copies}" in faults
     unclean = c.unclean_leader_election_enable and bool(node_faults)
 
@@ -140,7 +131,10 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
         committed_loss = (f"data was destroyed (wipe / lose-unflushed) on {copies} or more "
                           "node(s) at once, as many as a committed record may have been on ("
                           + ("min.insync.replicas, with eligible leader replicas"
-                             if c.eligible_leader_replicas
+                             if copies > 1 else
+                             "eligible leader replicas, but a kill's unclean restart drops a replica "
+                             "from them with its log intact, and the last known leader is elected "
+                             "once none is left" if c.eligible_leader_replicas
                              else "no eligible leader replicas: the ISR can shrink to one") + ")")
 
     # lost-write: an acknowledged value is not in the drain.
@@ -183,6 +177,25 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     return out
 
 
+def committed_copies(config: GuaranteeConfig, faults: frozenset[str]) -> int:
+    """How many replicas must lose their data before committed data can be gone.
+
+    Committed data is acknowledged with acks=all, or below the HW where consumers
+    read. Without eligible leader replicas the ISR may shrink to the leader alone, the
+    HW still advances, and KRaft re-elects that last ISR member even when it comes
+    back empty: one replica suffices (the reference model's ``no-elr-wipe-leader``).
+    With them (KIP-966, Kafka >= 4.1) the HW cannot advance while the ISR is smaller
+    than min.insync.replicas, so committed data is on at least min.insync replicas,
+    and a replica that restarted uncleanly is not elected from the ELR. But a kill is
+    an unclean shutdown too: it drops a replica from the ELR with its log intact, and
+    with ISR and ELR empty the controller elects the last known leader whatever it
+    lost, so after kills one replica suffices again (``elr-unclean-restart-loss``).
+    """
+    if not config.eligible_leader_replicas or "kill" in faults:
+        return 1
+    return config.min_insync_replicas
+
+
 def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     """Anomaly name -> why the guarantees forbid it, for each type :func:`permitted` lacks.
 
@@ -190,7 +203,7 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
     person reading a violation knows which promise Kafka (or the harness) broke.
     """
     c, allowed = config, permitted(config, faults)
-    copies = c.min_insync_replicas if c.eligible_leader_replicas else 1
+    copies = committed_copies(c, faults)
     committed = ("committed data (below the high watermark) survives: no unclean election "
                  f"could happen and data was destroyed on fewer than {copies} node(s)")
     why = {

@@ -4,10 +4,11 @@ Register with ``main.add_command(model)``. Forms::
 
     faultline model --list
     faultline model SCENARIO [--json]
-    faultline model --explore [--acks all] [--min-insync 2] [--unclean] [--faults kill,leader-fault]
-                    [--depth 5] [--walks 1500] [--seed 1] [--json] [--write]
+    faultline model --explore [--acks all] [--min-insync 2] [--unclean] [--elr]
+                    [--faults kill,leader-fault] [--depth 5] [--walks 1500] [--seed 1] [--json] [--write]
 
-``--explore`` without ``--acks`` explores the default matrix (a few minutes);
+``--explore`` without ``--acks`` explores the default matrix, both without and with
+KIP-966 eligible leader replicas (a few minutes);
 ``--write`` stores that table in the package (``table.json``) for
 ``expected_outcome``.
 """
@@ -52,7 +53,9 @@ def render_table(res: ScenarioResult) -> str:
     """The step table as text: one line per step, one column per replica."""
     sc = res.scenario
     ids = sorted(res.rows[0].snapshot["replicas"], key=int)
-    head = ["#", "step", *[f"r{i} [role log] LEO/HW" for i in ids], "ISR", "ldr/ep", "what happened"]
+    elr = sc.config.elr
+    head = ["#", "step", *[f"r{i} [role log] LEO/HW" for i in ids], "ISR", *(["ELR"] if elr else []),
+            "ldr/ep", "what happened"]
     lines: list[list[str]] = []
     for row in res.rows:
         snap = row.snapshot
@@ -61,7 +64,7 @@ def render_table(res: ScenarioResult) -> str:
             r = snap["replicas"][i]
             cells.append(f"{_ROLE[r['role']]} {_log_cell(r['log'])} {r['leo']}/{r['hw']}")
         c = snap["controller"]
-        cells += ["{" + ",".join(map(str, c["isr"])) + "}",
+        cells += [_fmt_ids(c["isr"]), *([_fmt_ids(c["elr"])] if elr else []),
                   f"{c['leader'] if c['leader'] is not None else '-'}/{c['epoch']}", row.note]
         lines.append(cells)
     widths = [max(len(x[k]) for x in [head, *lines]) for k in range(len(head) - 1)]
@@ -79,10 +82,15 @@ def render_table(res: ScenarioResult) -> str:
     return "\n".join(out)
 
 
+def _fmt_ids(ids: list[int]) -> str:
+    return "{" + ",".join(map(str, ids)) + "}"
+
+
 def _config_text(res: ScenarioResult) -> str:
     c = res.scenario.config
     return (f"rf={c.replication_factor} acks={c.acks} min.insync={c.min_insync} "
-            f"unclean={str(c.unclean).lower()} truncation={c.truncation} lag={c.lag_ticks} ticks")
+            f"unclean={str(c.unclean).lower()} elr={str(c.elr).lower()} truncation={c.truncation} "
+            f"lag={c.lag_ticks} ticks")
 
 
 def _row_json(row: Row) -> dict[str, Any]:
@@ -95,6 +103,7 @@ def scenario_json(res: ScenarioResult) -> dict[str, Any]:
     return {"scenario": sc.name, "title": sc.title, "description": sc.description,
             "config": {"replication_factor": sc.config.replication_factor, "acks": sc.config.acks,
                        "min_insync_replicas": sc.config.min_insync, "unclean": sc.config.unclean,
+                       "eligible_leader_replicas": sc.config.elr,
                        "truncation": sc.config.truncation, "lag_ticks": sc.config.lag_ticks},
             "steps": [_row_json(r) for r in res.rows],
             "drain": [list(x) for x in v.drain] if v.drain is not None else None,
@@ -111,7 +120,7 @@ def _parse_faults(text: str) -> frozenset[str]:
     return names
 
 
-def _explore(acks: str | None, min_insync: int, unclean: bool, faults: str | None, rf: int,
+def _explore(acks: str | None, min_insync: int, unclean: bool, elr: bool, faults: str | None, rf: int,
              bound: Bound, as_json: bool, write: bool) -> None:
     if acks is None:
         if faults is not None:
@@ -119,7 +128,7 @@ def _explore(acks: str | None, min_insync: int, unclean: bool, faults: str | Non
         cells = list(default_matrix())
     else:
         fs = _parse_faults(faults or "kill,leader-fault")
-        cells = [Cell(acks, min_insync, unclean, fs, None, rf)]  # type: ignore[arg-type]
+        cells = [Cell(acks, min_insync, unclean, fs, None, rf, elr)]  # type: ignore[arg-type]
     if write and acks is not None:
         raise click.UsageError("--write stores the default matrix: use it without --acks")
     started = time.perf_counter()
@@ -147,14 +156,16 @@ def _explore(acks: str | None, min_insync: int, unclean: bool, faults: str | Non
 def format_explore_table(rows: dict[Cell, dict[str, tuple[Step, ...]]]) -> str:
     """One line per cell: a mark per anomaly (X possible, . not found), then the shortest schedules."""
     abbrev = {"lost-write": "LW", "phantom-read": "PR", "inconsistent-offsets": "IO", "aborted-read": "AR"}
-    head = f"{'acks':4} {'misr':4} {'uncl':5} {'faults':28} " + " ".join(abbrev[a] for a in MODEL_ANOMALIES)
+    head = (f"{'elr':5} {'acks':4} {'misr':4} {'uncl':5} {'faults':28} "
+            + " ".join(abbrev[a] for a in MODEL_ANOMALIES))
     out = [head, "-" * len(head)]
     for c, found in rows.items():
         fs = "+".join(sorted(c.faults)) + (f" dl<={c.data_loss}" if c.data_loss is not None else "")
         marks = " ".join(("X " if a in found else ". ") for a in MODEL_ANOMALIES)
-        out.append(f"{c.acks:4} {c.min_insync:<4} {str(c.unclean).lower():5} {fs:28} {marks}")
+        out.append(f"{str(c.elr).lower():5} {c.acks:4} {c.min_insync:<4} {str(c.unclean).lower():5} "
+                   f"{fs:28} {marks}")
         for name, sched in found.items():
-            out.append(f"{'':44}{abbrev[name]}: {' '.join(map(str, sched))}")
+            out.append(f"{'':50}{abbrev[name]}: {' '.join(map(str, sched))}")
     out.append("LW lost-write, PR phantom-read, IO inconsistent-offsets, AR aborted-read; "
                "dl<=N: wipe/lose-unflushed on at most N replicas")
     return "\n".join(out)
@@ -170,6 +181,8 @@ def format_explore_table(rows: dict[Cell, dict[str, tuple[Step, ...]]]) -> str:
               help="With --explore: one config.")
 @click.option("--min-insync", type=click.IntRange(1, 5), default=2, show_default=True)
 @click.option("--unclean/--no-unclean", default=False, show_default=True)
+@click.option("--elr/--no-elr", default=False, show_default=True,
+              help="With --explore and --acks: KIP-966 eligible leader replicas on.")
 @click.option("--faults", default=None, help="Comma-separated fault kinds, e.g. kill,leader-fault.")
 @click.option("--rf", type=click.IntRange(1, 5), default=3, show_default=True, help="Replication factor.")
 @click.option("--depth", type=click.IntRange(0, 8), default=TABLE_BOUND.depth, show_default=True)
@@ -178,7 +191,7 @@ def format_explore_table(rows: dict[Cell, dict[str, tuple[Step, ...]]]) -> str:
 @click.option("--seed", type=int, default=TABLE_BOUND.seed, show_default=True)
 @click.option("--write", is_flag=True, help="With --explore: store the default matrix's table.")
 def model(scenario: str | None, list_: bool, as_json: bool, explore_: bool, acks: str | None,
-          min_insync: int, unclean: bool, faults: str | None, rf: int, depth: int, walks: int,
+          min_insync: int, unclean: bool, elr: bool, faults: str | None, rf: int, depth: int, walks: int,
           walk_length: int, seed: int, write: bool) -> None:
     """Replay a reference-model SCENARIO as a step table, list scenarios, or --explore."""
     if sum((list_, explore_, scenario is not None)) != 1:
@@ -193,7 +206,7 @@ def model(scenario: str | None, list_: bool, as_json: bool, explore_: bool, acks
         return
     if explore_:
         bound = Bound(depth, walks, walk_length, seed)
-        _explore(acks, min_insync, unclean, faults, rf, bound, as_json, write)
+        _explore(acks, min_insync, unclean, elr, faults, rf, bound, as_json, write)
         return
     assert scenario is not None
     found = SCENARIOS.get(scenario)

@@ -24,7 +24,41 @@ Simplifications, stated once: a fetch is one step (request and response), the
 response carries the leader's HW as read *before* the leader processes the fetch
 offset (Kafka's ``Partition.fetchRecords`` reads, then updates the follower's
 state) so a follower's HW trails the leader's by a round; AlterPartition is
-atomic; KIP-966 ELR is left out (an ISR never shrinks below its last member).
+atomic. Without ELR an ISR never shrinks below its last member.
+
+KIP-966 eligible leader replicas (``ModelConfig.elr``; ``controller.py``), as read
+in Kafka 4.x's source:
+
+- HW: the leader does not advance its HW while its ISR is smaller than
+  min(min.insync.replicas, RF) (``Partition.maybeIncrementLeaderHW`` returns early
+  on ``isUnderMinIsr``; ``effectiveMinIsr``). In 4.x this check is unconditional
+  (the "strict min ISR" rule, KAFKA-15583), not tied to the ELR feature; the model
+  applies it with ``elr`` only, so ``elr=False`` keeps modelling the older broker.
+- ELR upkeep (``PartitionChangeBuilder.maybePopulateTargetElr``, run on every
+  partition change: AlterPartition shrinks and expands, fencing, controlled
+  shutdown, re-registration): when the new ISR reaches the effective min ISR the
+  ELR is cleared; otherwise ELR := (ELR | old ISR) - new ISR - replicas with an
+  unclean shutdown. So the ELR never holds an ISR member, and a replica that
+  leaves the ISR while it is below min ISR (fenced, shrunk out by the leader,
+  controlled shutdown) joins it. With ELR on the ISR may become empty
+  (``build``: "If ELR is enabled, the ISR is allowed to be empty"), so fencing
+  the last ISR member moves it to the ELR.
+- Election (``electAnyLeader`` / ``isValidNewLeader``): an unfenced ISR member;
+  if the ISR is empty, an unfenced ELR member, which becomes the ISR and leaves
+  the ELR (``tryElection``); if ISR and ELR are both empty, the last known
+  leader when it is unfenced (``canElectLastKnownLeader``: ``lastKnownElr`` holds
+  the leader of the moment the ISR became empty, ``maybeUpdateLastKnownLeader``;
+  the election counts as unclean but needs no unclean setting); then, with
+  unclean.leader.election.enable, any unfenced replica. An unclean election
+  sets ISR = {leader} and clears the ELR (``maybeUpdateRecordElr``).
+- Unclean shutdown (``ClusterControlManager.registerBroker``: a new incarnation
+  whose ``previousBrokerEpoch``, read from the clean-shutdown file, differs from
+  the stored broker epoch; ``ReplicationControlManager.handleBrokerShutdown`` with
+  ``isCleanShutdown=false``): the broker leaves the ISR and the ELR and is not an
+  acceptable leader for that change. Only a graceful ``stop`` writes the file, so
+  ``crash`` + ``restart``, ``wipe`` and ``lose-unflushed`` all restart uncleanly,
+  even when (``crash``) the log survived intact. A clean restart leaves the ELR
+  as it is.
 """
 
 from __future__ import annotations
@@ -32,6 +66,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+from faultline.checkers.model import controller
 
 Acks = Literal["0", "1", "all"]
 Truncation = Literal["leader-epoch", "hw"]
@@ -54,6 +90,10 @@ class ModelConfig:
     # so the old incarnation is fenced (dropped from the ISR) first. False gives the
     # ZooKeeper-era quick restart that KIP-101's first case assumes.
     fence_on_restart: bool = True
+    # KIP-966 eligible leader replicas (see the module docstring). Off by default so
+    # the seeds' scenarios keep their pre-KIP-966 step tables; the Kafka the harness
+    # tests (4.1 and later) runs with it on.
+    elr: bool = False
 
     def __post_init__(self) -> None:
         if self.replication_factor < 1:
@@ -134,6 +174,7 @@ class Replica:
     epoch_start: int = 0  # as leader: start offset of its epoch
     must_truncate: bool = False  # became follower; reconcile with the leader on first fetch
     remote: dict[int, Remote] = field(default_factory=dict)
+    clean_shutdown: bool = False  # down after a graceful stop: its restart registers as clean
 
     @property
     def leo(self) -> int:
@@ -147,7 +188,7 @@ class Replica:
         return Replica(self.rid, self.log, self.hw, self.epochs, self.ckpt_hw, self.flushed, self.up,
                        self.paused, self.leader, self.epoch, self.isr, self.epoch_start, self.must_truncate,
                        {k: Remote(r.leo, r.last_caught_up, r.last_fetch_time, r.last_fetch_leader_leo)
-                        for k, r in self.remote.items()})
+                        for k, r in self.remote.items()}, self.clean_shutdown)
 
 
 @dataclass(slots=True)
@@ -170,6 +211,8 @@ class State:
     c_leader: int | None = 1
     c_epoch: int = 0
     c_isr: frozenset[int] = frozenset()
+    c_elr: frozenset[int] = frozenset()  # eligible leader replicas (config.elr); never meets c_isr
+    c_last_leader: int | None = None  # Kafka's lastKnownElr: the leader when the ISR became empty
     fenced: frozenset[int] = frozenset()
     cuts: frozenset[frozenset[int]] = frozenset()  # links down; node 0 is the controller
     next_value: int = 1
@@ -183,8 +226,8 @@ class State:
 
     def clone(self) -> State:
         return State(self.config, {k: r.clone() for k, r in self.replicas.items()}, self.now,
-                     self.c_leader, self.c_epoch, self.c_isr, self.fenced, self.cuts, self.next_value,
-                     dict(self.acked), self.failed, self.indeterminate,
+                     self.c_leader, self.c_epoch, self.c_isr, self.c_elr, self.c_last_leader, self.fenced,
+                     self.cuts, self.next_value, dict(self.acked), self.failed, self.indeterminate,
                      [Pending(p.value, p.offset, p.rid, p.epoch) for p in self.pending],
                      self.exposed, self.data_lost, self.record_exposures)
 
@@ -203,11 +246,12 @@ class State:
 
         reps = tuple(
             (r.log, r.hw, r.epochs, r.ckpt_hw, r.flushed, r.up, r.paused, r.leader, r.epoch, r.isr,
-             r.epoch_start, r.must_truncate,
+             r.epoch_start, r.must_truncate, r.clean_shutdown,
              tuple((k, m.leo, age(m.last_caught_up), age(m.last_fetch_time), m.last_fetch_leader_leo)
                    for k, m in sorted(r.remote.items())) if r.leader == r.rid else ())
             for r in self.replicas.values())
-        return (reps, self.now % period, self.c_leader, self.c_epoch, self.c_isr, self.fenced, self.cuts,
+        return (reps, self.now % period, self.c_leader, self.c_epoch, self.c_isr, self.c_elr,
+                self.c_last_leader, self.fenced, self.cuts,
                 tuple(sorted(self.acked.items())), self.failed, self.indeterminate,
                 tuple((p.value, p.offset, p.rid, p.epoch) for p in self.pending), self.exposed,
                 self.data_lost)
@@ -338,7 +382,11 @@ def _maybe_advance_hw(st: State, r: Replica) -> None:
     """Leader HW = max(old HW, min LEO over the ISR and recently caught-up replicas).
 
     A fenced broker is not ISR-eligible (KIP-841), so it does not hold the HW back.
+    With ELR the HW does not move while the leader's ISR is below the effective min
+    ISR (``Partition.maybeIncrementLeaderHW``'s ``isUnderMinIsr`` check).
     """
+    if st.config.elr and len(r.isr) < controller.effective_min_isr(st.config):
+        return
     lag = st.config.lag_ticks
     leos = [r.leo]
     for i, m in r.remote.items():
@@ -350,40 +398,10 @@ def _maybe_advance_hw(st: State, r: Replica) -> None:
 # ---------------------------------------------------------------- controller
 
 
-def _elect(st: State) -> str:
-    """Elect from the unfenced ISR (or, when unclean, any unfenced replica)."""
-    order = sorted(st.replicas)
-    live = [i for i in order if i not in st.fenced]
-    clean = [i for i in live if i in st.c_isr]
-    note = ""
-    if clean:
-        new: int | None = clean[0]
-    elif st.config.unclean and live:
-        new = live[0]
-        st.c_isr = frozenset({new})
-        note = " UNCLEAN"
-    else:
-        new = None
-    if new == st.c_leader:
-        return ""
-    st.c_leader = new
-    st.c_epoch += 1
-    _push_metadata(st)
-    if new is None:
-        return f"partition offline (epoch {st.c_epoch})"
-    return f"controller elects {new}{note} (epoch {st.c_epoch})"
-
-
 def _fence(st: State, rid: int, elect: bool = True) -> str:
-    """The controller fences a broker: out of the ISR (never below one member), new leader."""
-    st.fenced = st.fenced | {rid}
-    if rid in st.c_isr and len(st.c_isr) > 1:
-        st.c_isr = st.c_isr - {rid}
-    note = f"controller fences {rid}"
-    if elect and st.c_leader == rid:
-        note += "; " + _elect(st)
-    else:
-        _push_metadata(st)
+    """``controller.fence``, then the brokers learn the new registration."""
+    note = controller.fence(st, rid, elect)
+    _push_metadata(st)
     return note
 
 
@@ -397,7 +415,7 @@ def _controller_tick(st: State) -> list[str]:
             st.fenced = st.fenced - {rid}
             notes.append(f"controller unfences {rid}")
     if st.c_leader is None or st.c_leader in st.fenced:
-        elected = _elect(st)
+        elected = controller.elect(st)
         if elected:
             notes.append(elected)
     _push_metadata(st)
@@ -408,7 +426,7 @@ def _alter_isr(st: State, leader: Replica, new_isr: frozenset[int]) -> bool:
     """AlterPartition: accepted only from the current leader at the current epoch."""
     if not (_reaches_controller(st, leader) and st.c_leader == leader.rid and st.c_epoch == leader.epoch):
         return False
-    st.c_isr = new_isr
+    controller.change_isr(st, new_isr)
     _push_metadata(st)
     return True
 
@@ -560,14 +578,22 @@ def _tick(st: State) -> str:
 
 
 def _go_down(r: Replica) -> None:
-    r.up, r.paused = False, False
+    r.up, r.paused, r.clean_shutdown = False, False, False
     r.leader, r.epoch, r.isr, r.remote, r.must_truncate = None, -1, frozenset(), {}, False
 
 
 def _restart(st: State, r: Replica, how: str) -> str:
+    """The broker comes back: the old incarnation is fenced (``fence_on_restart``); with
+    ELR, a restart not preceded by a graceful stop registers as an unclean shutdown."""
     notes = [how]
     if r.rid not in st.fenced and st.config.fence_on_restart:
         notes.append(_fence(st, r.rid))
+    if st.config.elr and not r.clean_shutdown:
+        dropped = controller.unclean_shutdown(st, r.rid)
+        if dropped:
+            notes.append(dropped)
+            _push_metadata(st)
+    r.clean_shutdown = False
     r.up, r.paused = True, False
     r.hw = min(r.ckpt_hw, r.leo)
     if _reaches_controller(st, r):
@@ -594,6 +620,7 @@ def _stop(st: State, r: Replica) -> str:
     r.flushed = r.leo
     r.ckpt_hw = r.hw
     _go_down(r)
+    r.clean_shutdown = True
     return "; ".join(notes)
 
 

@@ -2,9 +2,9 @@
 
 Each scenario is a config and a list of steps; ``run_scenario`` replays it, then
 heals the way the harness does (``outcome.settle``), and returns one row per step
-(every replica's log, LEO, HW, role; the controller's leader, epoch and ISR; what
-happened) plus the verdict. The KIP-101 cases are one schedule each, replayed
-under both truncation modes.
+(every replica's log, LEO, HW, role; the controller's leader, epoch, ISR and ELR;
+what happened) plus the verdict. The KIP-101 cases are one schedule each, replayed
+under both truncation modes; the KIP-966 case is replayed with and without ELR.
 """
 
 from __future__ import annotations
@@ -56,6 +56,9 @@ _KIP101_1 = _s("produce fetch(2) fetch(2) fetch(2) produce fetch(2) fetch(2) tic
                "crash(2) restart(2) crash(1) tick restart(1) fetch(1)")
 _KIP101_2 = _s("produce fetch(2) fetch(2) fetch(2) tick crash(2) tick produce tick "
                "crash(1) restart(2) tick produce restart(1) fetch(1) fetch(1)")
+_ELR_WIPE = _s("produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) produce tick "
+               "resume(2) resume(3) tick wipe(1)")
+_C3 = ModelConfig(replication_factor=3, acks="all", min_insync=2, elr=True)
 _C1 = ModelConfig(replication_factor=2, acks="all", min_insync=1, truncation="hw", fence_on_restart=False)
 _C2 = ModelConfig(replication_factor=2, acks="all", min_insync=1, unclean=True, truncation="hw")
 
@@ -126,6 +129,33 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         ModelConfig(replication_factor=3, acks="all", min_insync=1, unclean=True),
         _s("pause(2) pause(3) produce tick tick tick crash(1) resume(2) resume(3) tick restart(1) fetch(1)"),
         frozenset({"lost-write", "phantom-read"})),
+    Scenario(
+        "elr-wipe-leader", "KIP-966: the ELR keeps committed data when the last ISR member is wiped",
+        "m1 is acked with the full ISR. 2 and 3 are paused and fenced: the ISR falls to {1}, below "
+        "min.insync.replicas=2, and 3, which leaves it while it is below, joins the ELR (2 left while "
+        "the ISR was still at 2). m2 is appended but the HW stays at 1: with the ISR under min ISR it "
+        "does not move. 1 is wiped: fencing it empties the ISR, 3 is elected from the ELR (it has every "
+        "committed record), and 1's unclean restart drops it from the ELR. Nothing readable or acked is "
+        "lost; m2 ends unknown.",
+        _C3, _ELR_WIPE, frozenset()),
+    Scenario(
+        "no-elr-wipe-leader", "The same schedule without ELR: the wiped last ISR member leads again",
+        "Without KIP-966 the HW moves to 2 on 1 alone once 2 and 3 are fenced (m2 readable, its send "
+        "ends NOT_ENOUGH_REPLICAS_AFTER_APPEND), and the ISR keeps its last member {1}. When 1 comes "
+        "back wiped, it is the only electable replica: it leads with an empty log, and the acked m1 "
+        "and the read m2 are gone from every replica.",
+        replace(_C3, elr=False), _ELR_WIPE, frozenset({"lost-write", "phantom-read"})),
+    Scenario(
+        "elr-unclean-restart-loss",
+        "KIP-966's limit: an unclean restart empties the ELR; one wipe loses data",
+        "As in elr-wipe-leader until 3 is in the ELR. Then 3 is killed and restarted: its log is intact, "
+        "but it shut down uncleanly, so the controller drops it from the ELR. 1 is wiped: ISR and ELR "
+        "are empty, and once 1 is unfenced the controller elects the last known leader, 1, with an "
+        "empty log (Kafka's balanced recovery, no unclean setting needed). The acked m1 is lost with "
+        "data destroyed on one node only.",
+        _C3, _s("produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) produce tick "
+                "resume(2) resume(3) tick crash(3) restart(3) wipe(1)"),
+        frozenset({"lost-write", "phantom-read"})),
 )}
 
 
@@ -139,6 +169,7 @@ def snapshot(st: State) -> dict[str, Any]:
                           "leo": r.leo, "hw": r.hw, "epoch": r.epoch}
     return {"replicas": reps,
             "controller": {"leader": st.c_leader, "epoch": st.c_epoch, "isr": sorted(st.c_isr),
+                           "elr": sorted(st.c_elr), "last_known_leader": st.c_last_leader,
                            "fenced": sorted(st.fenced)},
             "acked": sorted(st.acked), "time": st.now}
 

@@ -1,7 +1,7 @@
 """The model's guarantee table, and each run's expected outcome.
 
 ``explore_cell`` explores one cell of a matrix (acks x min.insync x unclean x
-fault set) and says which of ``MODEL_ANOMALIES`` can occur, each with its shortest
+ELR x fault set) and says which of ``MODEL_ANOMALIES`` can occur, each with its shortest
 schedule found. The default matrix's table is stored in ``table.json`` (written by
 ``faultline model --explore --write``) so that ``expected_outcome``, which runs at
 every check, is a dictionary look-up; cells outside it are explored on demand and
@@ -38,11 +38,17 @@ class GuaranteeLike(Protocol):
     def replication_factor(self) -> int: ...
     @property
     def unclean_leader_election_enable(self) -> bool: ...
+    @property
+    def eligible_leader_replicas(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One matrix cell: a config, the fault kinds (maybe ``leader-fault``), a data-loss bound."""
+    """One matrix cell: a config, the fault kinds (maybe ``leader-fault``), a data-loss bound.
+
+    ``key`` names the cell in ``table.json``; ELR cells end with ``elr=true``, so the
+    keys of cells without ELR are those of tables written before the ELR dimension.
+    """
 
     acks: Acks
     min_insync: int
@@ -50,16 +56,18 @@ class Cell:
     faults: frozenset[str]
     data_loss: int | None = None  # distinct replicas wipe / lose-unflushed may touch
     replication_factor: int = 3
+    elr: bool = False  # KIP-966 eligible leader replicas
 
     @property
     def key(self) -> str:
         dl = "" if self.data_loss is None else f" data-loss<={self.data_loss}"
         return (f"rf={self.replication_factor} acks={self.acks} min.insync={self.min_insync} "
-                f"unclean={str(self.unclean).lower()} faults={'+'.join(sorted(self.faults))}{dl}")
+                f"unclean={str(self.unclean).lower()} faults={'+'.join(sorted(self.faults))}{dl}"
+                + (" elr=true" if self.elr else ""))
 
     def model_config(self) -> ModelConfig:
         return ModelConfig(replication_factor=self.replication_factor, acks=self.acks,
-                           min_insync=self.min_insync, unclean=self.unclean)
+                           min_insync=self.min_insync, unclean=self.unclean, elr=self.elr)
 
 
 _FAULT_SETS: tuple[tuple[tuple[str, ...], int | None], ...] = (
@@ -74,12 +82,13 @@ _FAULT_SETS: tuple[tuple[tuple[str, ...], int | None], ...] = (
 
 
 def default_matrix() -> Iterator[Cell]:
-    """acks {0,1,all} x min.insync {1,2} x unclean {false,true} x the fault sets above, RF 3."""
-    for acks in ("0", "1", "all"):
-        for mi in (1, 2):
-            for unclean in (False, True):
-                for faults, dl in _FAULT_SETS:
-                    yield Cell(acks, mi, unclean, frozenset(faults), dl)
+    """ELR {off,on} x acks {0,1,all} x min.insync {1,2} x unclean {false,true} x the fault sets, RF 3."""
+    for elr in (False, True):
+        for acks in ("0", "1", "all"):
+            for mi in (1, 2):
+                for unclean in (False, True):
+                    for faults, dl in _FAULT_SETS:
+                        yield Cell(acks, mi, unclean, frozenset(faults), dl, elr=elr)
 
 
 def explore_cell(cell: Cell, bound: Bound = TABLE_BOUND) -> dict[str, tuple[Step, ...]]:
@@ -130,7 +139,7 @@ def cell_for(config: GuaranteeLike, faults: Iterable[str], leader_fault: bool | 
         raise ValueError(f"acks must be '0', '1' or 'all', not {config.acks!r}")
     acks: Acks = config.acks  # type: ignore[assignment]
     return Cell(acks, config.min_insync_replicas, config.unclean_leader_election_enable,
-                frozenset(kinds), data_loss, config.replication_factor)
+                frozenset(kinds), data_loss, config.replication_factor, config.eligible_leader_replicas)
 
 
 def expected_outcome(config: GuaranteeLike, faults: Iterable[str],

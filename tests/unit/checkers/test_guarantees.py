@@ -153,6 +153,21 @@ def test_with_elr_committed_data_needs_min_insync_wiped_nodes(acks: str) -> None
     assert "phantom-read" in rules(c, faults_of(two.ops))
 
 
+def test_with_elr_a_kill_makes_one_wiped_node_enough() -> None:
+    # A kill's unclean restart drops its replica from the ELR with its log intact; with
+    # ISR and ELR empty the wiped last leader is elected (the model's elr-unclean-restart-loss).
+    c = cfg(acks="all", min_insync_replicas=2)
+    h = H()
+    h.fault("kill", [3], leaders={"fl-queue/0": 1})
+    h.fault("wipe", [1], leaders={"fl-queue/0": 1})
+    r = rules(c, faults_of(h.ops))
+    assert "lost-write" in r and "phantom-read" in r
+    assert "kill's unclean restart" in r["lost-write"]
+    killed_only = H()
+    killed_only.fault("kill", [3], leaders={"fl-queue/0": 1})
+    assert "lost-write" not in rules(c, faults_of(killed_only.ops))
+
+
 @pytest.mark.parametrize(("version", "elr"), [("4.0.2", False), ("4.1.0", True), ("4.3.1", True)])
 def test_elr_follows_the_kafka_version(version: str, elr: bool) -> None:
     assert elr_enabled(version) is elr

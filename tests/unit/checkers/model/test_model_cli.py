@@ -40,3 +40,18 @@ def test_bad_input_is_one_line_and_nonzero() -> None:
         assert res.exit_code == 2, args
         assert "Traceback" not in res.output
         assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
+def test_elr_scenario_shows_the_elr_column_and_explore_takes_elr() -> None:
+    res = CliRunner().invoke(model, ["elr-wipe-leader"])
+    assert res.exit_code == 0
+    head = next(line for line in res.output.splitlines() if line.startswith("#"))
+    assert " ELR " in head and "elr=true" in res.output
+    assert " ELR " not in CliRunner().invoke(model, ["no-elr-wipe-leader"]).output
+    args = ["--explore", "--acks", "all", "--min-insync", "2", "--faults", "kill,wipe,leader-fault",
+            "--depth", "0", "--walks", "0", "--json"]
+    for flag, suffix in (("--elr", " elr=true"), ("--no-elr", "")):
+        out = CliRunner().invoke(model, [*args, flag])
+        assert out.exit_code == 0, out.output
+        (key,) = json.loads(out.output)["cells"]
+        assert key.endswith("faults=kill+leader-fault+wipe" + suffix)

@@ -73,3 +73,43 @@ def test_step_parse_round_trips_and_rejects_garbage() -> None:
         Step.parse("explode(1)")
     with pytest.raises(ValueError):
         apply(initial_state(ModelConfig()), Step("crash", 9))
+
+
+def test_elr_elects_a_former_isr_member_where_no_elr_loses_the_acked_write() -> None:
+    elr = run_scenario(SCENARIOS["elr-wipe-leader"])
+    old = run_scenario(SCENARIOS["no-elr-wipe-leader"])
+    assert elr.scenario.steps == old.scenario.steps
+    # after the tick that fences 2 and 3: ISR {1}; only 3 left it below min ISR
+    ctrl = elr.rows[9].snapshot["controller"]
+    assert (ctrl["isr"], ctrl["elr"]) == ([1], [3])
+    assert old.rows[9].snapshot["controller"]["elr"] == []
+    # the HW stays under min ISR with ELR, and moves over m2 without
+    assert elr.rows[9].snapshot["replicas"]["1"]["hw"] == 1
+    assert old.rows[9].snapshot["replicas"]["1"]["hw"] == 2
+    # wipe(1): 3 is elected from the ELR and becomes the ISR; 1 leaves the ELR (unclean restart)
+    wiped = elr.rows[13].snapshot["controller"]
+    assert (wiped["leader"], wiped["isr"], wiped["elr"]) == (3, [3], [])
+    assert elr.verdict.drain == ((0, 1),)
+    assert old.verdict.drain == ()
+    assert "lost-write" in old.verdict.names
+
+
+def test_elr_unclean_restart_leaves_the_last_known_leader() -> None:
+    res = run_scenario(SCENARIOS["elr-unclean-restart-loss"])
+    restarted = res.rows[14].snapshot["controller"]  # restart(3): out of the ELR, log intact
+    assert restarted["elr"] == [] and res.rows[14].snapshot["replicas"]["3"]["log"] == [[0, 0, 1]]
+    wiped = res.rows[15].snapshot["controller"]
+    assert (wiped["leader"], wiped["isr"], wiped["elr"], wiped["last_known_leader"]) == (None, [], [], 1)
+    elected = next(r for r in res.rows[16:] if r.snapshot["controller"]["leader"] is not None)
+    assert elected.snapshot["controller"]["leader"] == 1 and "last known leader" in elected.note
+    assert res.verdict.names == frozenset({"lost-write", "phantom-read"})
+
+
+def test_a_graceful_stop_keeps_the_replica_in_the_elr() -> None:
+    st = initial_state(ModelConfig(acks="all", min_insync=2, elr=True))
+    for s in ["pause(2)", "pause(3)", "tick", "resume(2)", "resume(3)", "tick", "stop(3)", "restart(3)"]:
+        apply(st, Step.parse(s))
+    assert st.c_isr == frozenset({1}) and st.c_elr == frozenset({3})
+    apply(st, Step.parse("crash(3)"))
+    apply(st, Step.parse("restart(3)"))
+    assert st.c_elr == frozenset()
