@@ -224,8 +224,11 @@ def verdict(run: RunData) -> Verdict:
                        f"{what}: forbidden by Kafka's guarantees for {_under(run)}")
     if valid is True:
         if seen:
-            allowed = [f"{a}: {reasons[a]}" if a in reasons else a for a in _types(r)
-                       if counts.get(a) and a in permitted]
+            by_reason: dict[str, list[str]] = {}  # one reason often permits several types
+            for a in _types(r):
+                if counts.get(a) and a in permitted:
+                    by_reason.setdefault(reasons.get(a, ""), []).append(a)
+            allowed = [", ".join(names) + (f": {why}" if why else "") for why, names in by_reason.items()]
             return Verdict("valid", "VALID", loss, "seen but permitted: " + "; ".join(allowed or seen))
         return Verdict("valid", "VALID", loss, f"no anomaly seen; the guarantees held for {_under(run)}")
     unknown = [_unknown_text(u) for u in r.get("unknown") or ()
