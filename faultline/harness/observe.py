@@ -41,10 +41,8 @@ from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # stubs lack it
 
 from faultline.harness.cluster import Cluster, PartitionState, Wipeable
-from faultline.harness.segments import LogEndReader, read_checkpoint
+from faultline.harness.segments import HW_CHECKPOINT, LogEndReader, read_checkpoint
 
-#: The file each log dir keeps its replicas' high watermarks in.
-HW_CHECKPOINT = "replication-offset-checkpoint"
 #: Seconds a client request of a round may take: a paused broker costs at most this.
 CLIENT_TIMEOUT_S = 2.0
 

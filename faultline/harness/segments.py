@@ -8,16 +8,23 @@ batches. Every batch (magic v2, Kafka's ``DefaultRecordBatch``) starts with::
     partitionLeaderEpoch int32 @12 | magic int8 @16 | crc uint32 @17 |
     attributes int16 @21 | lastOffsetDelta int32 @23 | ...
 
-so a replica's log end offset (LEO) is the newest segment's last complete batch's
+A segment's batches are read up to the first header that is not a v2 batch header
+(:func:`iter_batches`: zeros of a preallocated file, a torn or garbled write; magic 0/1
+message sets cannot occur, Kafka 4 no longer writes them) and the first batch cut
+short by the end of the file (:func:`complete_batches`, :func:`read_batches`). What
+lies beyond is what Kafka's recovery would truncate.
+
+A replica's log end offset (LEO) is the newest segment's last complete batch's
 ``baseOffset + lastOffsetDelta + 1``, or the segment's base offset while it holds no
 batch. :class:`LogEndReader` keeps that up to date by reading only the headers
 appended since its last call. Reading the files sees the page cache: unflushed
 appends count, and it works while the broker is paused or dead.
 
-Each log dir's ``replication-offset-checkpoint`` holds every replica's high watermark
-as of the broker's last checkpoint (every
-``replica.high.watermark.checkpoint.interval.ms``, 5 s by default):
-:func:`read_checkpoint`.
+Each log dir's ``replication-offset-checkpoint`` (:data:`HW_CHECKPOINT`) holds every
+replica's high watermark as of the broker's last checkpoint (every
+``replica.high.watermark.checkpoint.interval.ms``, 5 s by default), and
+``recovery-point-offset-checkpoint`` every log's recovery point, in the same format:
+:func:`parse_checkpoint`, :func:`read_checkpoint`.
 
 Pure file reading: no Kafka client, no cluster.
 """
@@ -38,20 +45,24 @@ HEADER_SIZE = 27
 #: The smallest ``batchLength`` of a v2 batch: its 61-byte header without LOG_OVERHEAD.
 MIN_BATCH_LENGTH = 61 - LOG_OVERHEAD
 MAGIC_V2 = 2
-#: Bytes compared to tell that the last batch read is still there: up to and with the CRC.
-_IDENTITY_SIZE = 21
+#: The file each log dir keeps its replicas' high watermarks in.
+HW_CHECKPOINT = "replication-offset-checkpoint"
 _CHUNK = 1 << 20
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _HEAD = struct.Struct(">qiiBIhi")  # baseOffset .. lastOffsetDelta
+_CHECKPOINT_ENTRY = re.compile(r"(\S+)\s+([0-9]+)\s+(-?[0-9]+)")
 
 
 class Batch(NamedTuple):
-    """One record batch header: where it starts in its segment and which offsets it holds."""
+    """One record batch header: where it starts in its segment, which offsets it holds,
+    the leader epoch that wrote it and its CRC-32C (over everything after the CRC)."""
 
     position: int
     size: int
     base_offset: int
     last_offset: int
+    leader_epoch: int
+    crc: int
 
     @property
     def end(self) -> int:
@@ -65,15 +76,48 @@ def iter_batches(buf: bytes, position: int = 0) -> Iterator[Batch]:
 
     A batch's body may extend past ``buf``: the next one is looked for at its end, so a
     caller reading in chunks resumes at the last batch's ``end``. Stops at the first
-    header that is not a v2 batch (zeros of a preallocated file, or a torn write).
+    header that is not a v2 batch: a magic other than 2, a ``batchLength`` below the
+    61-byte v2 header (zeros, a negative length), a negative ``baseOffset`` or
+    ``lastOffsetDelta``.
     """
     at = 0
     while at + HEADER_SIZE <= len(buf):
-        base, length, _epoch, magic, _crc, _attrs, delta = _HEAD.unpack_from(buf, at)
+        base, length, epoch, magic, crc, _attrs, delta = _HEAD.unpack_from(buf, at)
         if magic != MAGIC_V2 or length < MIN_BATCH_LENGTH or base < 0 or delta < 0:
             return
-        yield Batch(position + at, LOG_OVERHEAD + length, base, base + delta)
+        yield Batch(position + at, LOG_OVERHEAD + length, base, base + delta, epoch, crc)
         at += LOG_OVERHEAD + length
+
+
+def complete_batches(fd: int, size: int, start: int = 0) -> Iterator[Batch]:
+    """The batches of the segment open as ``fd`` from file position ``start`` (a batch
+    boundary), in order, each wholly within the first ``size`` bytes.
+
+    Stops where :func:`iter_batches` stops and at a batch cut short by ``size`` (the
+    tail being written, or torn when a broker died). Reads the file in 1 MiB chunks.
+    """
+    pos = start
+    while pos + HEADER_SIZE <= size:
+        buf = os.pread(fd, min(_CHUNK, size - pos), pos)
+        read_to = pos
+        for batch in iter_batches(buf, pos):
+            if batch.end > size:
+                return
+            yield batch
+            read_to = batch.end
+        if read_to == pos:
+            return
+        pos = read_to
+
+
+def read_batches(segment: Path) -> Iterator[Batch]:
+    """:func:`complete_batches` of the whole file ``segment``, as large as it is when
+    the read starts."""
+    fd = os.open(segment, os.O_RDONLY)
+    try:
+        yield from complete_batches(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
 
 
 def segment_base(path: Path) -> int | None:
@@ -83,19 +127,15 @@ def segment_base(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def newest_segment(partition_dir: Path) -> tuple[Path, int] | None:
-    """The segment with the highest base offset and that offset; None when the
-    directory is missing or holds no segment."""
-    best: tuple[Path, int] | None = None
+def segment_files(partition_dir: Path) -> list[tuple[int, Path]]:
+    """The ``.log`` segments of a partition directory as ``(base offset, path)``, oldest
+    first; empty when the directory is missing or holds no segment."""
     try:
         names = os.listdir(partition_dir)
     except OSError:
-        return None
-    for name in names:
-        base = segment_base(Path(name))
-        if base is not None and (best is None or base > best[1]):
-            best = (partition_dir / name, base)
-    return best
+        return []
+    found = ((segment_base(Path(name)), partition_dir / name) for name in names)
+    return sorted((base, path) for base, path in found if base is not None)
 
 
 class LogEndReader:
@@ -105,8 +145,9 @@ class LogEndReader:
     newest segment (its base offset if it has none), or None when the partition
     directory or its segments are missing. A partial batch at the end is not counted
     until it is complete. It rereads the segment from the start when the newest
-    segment changed (a roll, a wipe), its file was replaced or shrank, or the bytes of
-    the last batch it counted changed (truncated and rewritten between two reads).
+    segment changed (a roll, a wipe), its file was replaced or shrank, or the header of
+    the last batch it counted (whose CRC covers the rest) changed (truncated and
+    rewritten between two reads).
     Not thread-safe: one reader per thread.
     """
 
@@ -116,15 +157,15 @@ class LogEndReader:
         self._identity: tuple[int, int] = (0, 0)  # (st_dev, st_ino)
         self._pos = 0
         self._leo = 0
-        self._last: tuple[int, bytes] | None = None  # (position, first bytes) of the last batch
+        self._last: Batch | None = None  # the last batch counted
 
     def read(self) -> int | None:
         """The current LEO (see the class contract)."""
-        found = newest_segment(self.partition_dir)
-        if found is None:
+        segments = segment_files(self.partition_dir)
+        if not segments:
             self._segment = None
             return None
-        path, base = found
+        base, path = segments[-1]
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:  # deleted between the listing and now
@@ -145,41 +186,47 @@ class LogEndReader:
     def _last_unchanged(self, fd: int) -> bool:
         if self._last is None:
             return True
-        position, head = self._last
-        return os.pread(fd, len(head), position) == head
+        at = self._last.position
+        return next(iter_batches(os.pread(fd, HEADER_SIZE, at), at), None) == self._last
 
     def _advance(self, fd: int, size: int) -> None:
-        while self._pos + HEADER_SIZE <= size:
-            start = self._pos
-            buf = os.pread(fd, min(_CHUNK, size - start), start)
-            last: Batch | None = None
-            for batch in iter_batches(buf, start):
-                if batch.end > size:  # still being written
-                    break
-                last = batch
-            if last is None:
-                return
-            self._pos, self._leo = last.end, last.last_offset + 1
-            head = last.position - start
-            self._last = (last.position, buf[head:head + _IDENTITY_SIZE])
+        for batch in complete_batches(fd, size, self._pos):
+            self._pos, self._leo, self._last = batch.end, batch.last_offset + 1, batch
 
 
 def parse_checkpoint(text: str) -> dict[tuple[str, int], int]:
-    """``(topic, partition) -> offset`` from an offset checkpoint file's text: a version
-    line (0), a count line, then ``topic partition offset`` lines. ValueError if the text
-    is not such a file (a different version, a count that does not match)."""
-    lines = text.split("\n")
-    if len(lines) < 2 or lines[0].strip() != "0":
-        raise ValueError(f"not an offset checkpoint of version 0: {lines[0][:40]!r}")
-    count = int(lines[1])
-    entries = [line.split() for line in lines[2:] if line.strip()]
-    if len(entries) != count or any(len(e) != 3 for e in entries):
-        raise ValueError(f"expected {count} 'topic partition offset' lines, got {len(entries)}")
-    return {(topic, int(partition)): int(offset) for topic, partition, offset in entries}
+    """``(topic, partition) -> offset`` from an offset checkpoint file's text, read as
+    Kafka's ``CheckpointFile`` reads it: a version line ``0``, a count line, then exactly
+    that many ``topic partition offset`` lines; an empty file, or one with only the
+    version line, has no entries (the broker creates the file empty).
+
+    ValueError, saying why, on another version, a count that is not a number or does
+    not match the entries, or a malformed entry (a blank line is one).
+    """
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    if lines[0] != "0":
+        raise ValueError(f"unknown checkpoint version {lines[0][:40]!r}")
+    if len(lines) == 1:
+        return {}
+    if not lines[1].isascii() or not lines[1].isdigit():
+        raise ValueError(f"bad entry count {lines[1][:40]!r}")
+    count, entries = int(lines[1]), lines[2:]
+    if len(entries) != count:
+        raise ValueError(f"header says {count} entries, found {len(entries)}")
+    out: dict[tuple[str, int], int] = {}
+    for line in entries:
+        m = _CHECKPOINT_ENTRY.fullmatch(line)
+        if m is None:
+            raise ValueError(f"malformed entry {line[:80]!r}")
+        out[(m.group(1), int(m.group(2)))] = int(m.group(3))
+    return out
 
 
 def read_checkpoint(path: Path) -> dict[tuple[str, int], int] | None:
-    """:func:`parse_checkpoint` of ``path``; None if it is missing or not well formed.
+    """:func:`parse_checkpoint` of ``path``; None if it is missing, unreadable or not
+    well formed.
 
     Kafka replaces the file by renaming a complete temporary file over it, so a read
     sees the old or the new file, never a mix; the None covers a log dir being wiped.

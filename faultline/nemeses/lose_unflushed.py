@@ -21,11 +21,11 @@ How a log is cut, per partition directory:
 1. segments (``<20-digit base offset>.log``) are ordered by base offset; the one
    holding the recovery point is the last whose base offset is below it (or the
    first segment, if none is);
-2. its record batches are walked from byte 0 (v2 header: ``baseOffset`` int64,
-   ``batchLength`` int32, ..., ``lastOffsetDelta`` int32 at byte 23; a batch spans
-   ``12 + batchLength`` bytes) and the file is truncated at the first batch that is
-   not wholly below the recovery point (``last offset >= recovery point``), or at a
-   batch torn by the end of the file;
+2. its record batches are walked from byte 0 (:func:`faultline.harness.segments.read_batches`)
+   and the file is truncated at the first batch that is not wholly below the recovery
+   point (``last offset >= recovery point``), at a batch torn by the end of the file,
+   or at the first header that is not a v2 batch (zero padding, garbage), where
+   Kafka's recovery would truncate too;
 3. every later segment is deleted with its index files (``.index``, ``.timeindex``,
    ``.txnindex``), and the cut segment's index files are deleted too.
 
@@ -41,144 +41,56 @@ the new log end (``truncateFromEndAsyncFlush``).
 from __future__ import annotations
 
 import os
-import struct
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from faultline.errors import NemesisError
 from faultline.harness.cluster import Cluster
+from faultline.harness.segments import LogEndReader, parse_checkpoint, read_batches, segment_files
 from faultline.nemeses.base import NodeFault, killable
 
 CHECKPOINT = "recovery-point-offset-checkpoint"
-_LOG_OVERHEAD = 12  # baseOffset int64 + batchLength int32
-_V2_HEADER = 27  # through lastOffsetDelta
-_MAGIC_AT = 16
-_LAST_OFFSET_DELTA_AT = 23
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 
 
-def parse_checkpoint(text: str, *, source: str = CHECKPOINT) -> dict[tuple[str, int], int]:
-    """Parse an offset checkpoint: version ``0``, an entry count, then ``topic partition offset``.
-
-    An empty file, or one with only the version, has no entries (as Kafka's
-    ``CheckpointFile`` reads it: the broker creates the file empty). Raises NemesisError
-    naming ``source`` on an unknown version, a count that does not match the entries,
-    or a malformed line.
-    """
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if lines and lines[0].strip() != "0":
-        raise NemesisError(f"{source}: unknown checkpoint version {lines[0].strip()!r}")
-    if len(lines) < 2:
-        # Kafka creates the file empty and reads an empty (or version-only) file as no entries
-        return {}
-    try:
-        count = int(lines[1])
-    except ValueError:
-        raise NemesisError(f"{source}: bad entry count {lines[1]!r}") from None
-    entries = lines[2:]
-    if len(entries) != count:
-        raise NemesisError(f"{source}: header says {count} entries, found {len(entries)}")
-    out: dict[tuple[str, int], int] = {}
-    for ln in entries:
-        parts = ln.split()
-        if len(parts) != 3:
-            raise NemesisError(f"{source}: malformed entry {ln!r}")
-        topic, partition, offset = parts
-        try:
-            out[(topic, int(partition))] = int(offset)
-        except ValueError:
-            raise NemesisError(f"{source}: malformed entry {ln!r}") from None
-    return out
-
-
 def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
-    """Read a checkpoint file; an absent file means no flush was ever recorded (empty)."""
+    """The offsets of a checkpoint file (:func:`faultline.harness.segments.parse_checkpoint`);
+    an absent file means no flush was ever recorded (empty).
+
+    Raises NemesisError naming ``path`` when the file cannot be read or is not well formed.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        return parse_checkpoint(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
-    return parse_checkpoint(text, source=str(path))
+    except (OSError, ValueError) as e:  # ValueError includes UnicodeDecodeError
+        raise NemesisError(f"{path}: {e}") from e
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """One record batch in a segment file: where it starts, its offsets, its size in bytes."""
-
-    position: int
-    base_offset: int
-    last_offset: int
-    size: int
-
-
-def iter_batches(f: BinaryIO) -> Iterator[Batch]:
-    """Walk the record batches of a segment file from byte 0.
-
-    Stops quietly at a torn tail (a header or a batch cut short by the end of the
-    file). For the legacy formats (magic 0/1) the wrapper's offset is its last offset.
-    Raises NemesisError on a length that cannot be a batch.
-    """
-    f.seek(0, os.SEEK_END)
-    end = f.tell()
-    pos = 0
-    while pos + _LOG_OVERHEAD <= end:
-        f.seek(pos)
-        head = f.read(_V2_HEADER)
-        base_offset, length = struct.unpack_from(">qi", head, 0)
-        size = _LOG_OVERHEAD + length
-        if length < 0:
-            raise NemesisError(f"batch at byte {pos} has negative length {length}")
-        if pos + size > end or len(head) <= _MAGIC_AT:
-            return
-        magic = head[_MAGIC_AT]
-        if magic >= 2:
-            if len(head) < _V2_HEADER:
-                return
-            (delta,) = struct.unpack_from(">i", head, _LAST_OFFSET_DELTA_AT)
-            last = base_offset + delta
-        else:
-            last = base_offset
-        yield Batch(pos, base_offset, last, size)
-        pos += size
-
-
-def cut_point(f: BinaryIO, recovery_point: int) -> tuple[int, int | None]:
+def cut_point(segment: Path, recovery_point: int) -> tuple[int, int | None]:
     """Where to truncate a segment so that only offsets below ``recovery_point`` remain.
 
     Returns ``(byte position, next offset)``: the position of the first batch not wholly
-    below the recovery point (or of a torn tail, or the end of the file), and the
-    offset after the last batch kept (None when no batch is kept).
+    below the recovery point (or where :func:`faultline.harness.segments.read_batches`
+    stops: a torn tail, what is not a v2 batch, the end of the file), and the offset
+    after the last batch kept (None when no batch is kept).
     """
     next_offset: int | None = None
     pos = 0
-    for batch in iter_batches(f):
+    for batch in read_batches(segment):
         if batch.last_offset >= recovery_point:
             return batch.position, next_offset
         next_offset = batch.last_offset + 1
-        pos = batch.position + batch.size
+        pos = batch.end
     return pos, next_offset
-
-
-def segments(partition_dir: Path) -> list[tuple[int, Path]]:
-    """The ``.log`` segments of a partition directory as (base offset, path), in order."""
-    out: list[tuple[int, Path]] = []
-    for p in partition_dir.iterdir():
-        if p.suffix == ".log" and p.stem.isdigit():
-            out.append((int(p.stem), p))
-    return sorted(out)
 
 
 def end_offset(partition_dir: Path) -> int:
     """The log end offset as the files show it (Kafka's ``readNextOffset`` of the last
-    segment): after its last whole batch, or its base offset when it has none."""
-    segs = segments(partition_dir)
-    if not segs:
-        return 0
-    base, path = segs[-1]
-    with path.open("rb") as f:
-        _, next_offset = cut_point(f, 2**63 - 1)
-    return base if next_offset is None else next_offset
+    segment, see :class:`faultline.harness.segments.LogEndReader`); 0 without segments."""
+    return LogEndReader(partition_dir).read() or 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +115,7 @@ def truncate_partition(partition_dir: Path, recovery_point: int) -> Truncation:
     whole batches with offsets below the recovery point; index files of the cut and
     deleted segments are gone, so Kafka rebuilds them when it loads the log.
     """
-    segs = segments(partition_dir)
+    segs = segment_files(partition_dir)
     if not segs:
         return Truncation(recovery_point, 0, 0, 0)
     old_end = end_offset(partition_dir)
@@ -213,13 +125,11 @@ def truncate_partition(partition_dir: Path, recovery_point: int) -> Truncation:
             holder = i
     removed = 0
     base, path = segs[holder]
-    with path.open("r+b") as f:
-        pos, _ = cut_point(f, recovery_point)
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        if pos < size:
-            f.truncate(pos)
-            removed += size - pos
+    pos, _ = cut_point(path, recovery_point)
+    size = path.stat().st_size
+    if pos < size:
+        os.truncate(path, pos)
+        removed += size - pos
     _delete_indexes(partition_dir, base)
     for later_base, later in segs[holder + 1:]:
         removed += later.stat().st_size
@@ -258,7 +168,7 @@ def recovery_points(data_dir: Path) -> tuple[dict[tuple[str, int], int], str | N
     """
     try:
         return read_checkpoint(data_dir / CHECKPOINT), None
-    except (NemesisError, OSError, UnicodeDecodeError) as e:
+    except NemesisError as e:
         return {}, str(e)
 
 
@@ -277,7 +187,7 @@ def lose_unflushed(
     for (topic, partition), pdir in sorted(partition_dirs(data_dir).items()):
         if topics is not None and topic not in topics:
             continue
-        segs = segments(pdir)
+        segs = segment_files(pdir)
         if not segs:
             continue
         rp = checkpoint.get((topic, partition), segs[0][0])

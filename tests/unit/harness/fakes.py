@@ -1,5 +1,5 @@
-"""Stand-ins for the observer's inputs: record batches and segments built by hand, and a
-client source that answers from a dict."""
+"""Stand-ins for the observer's and the log readers' inputs: record batches and segments
+built by hand, and a client source that answers from a dict."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from faultline.harness.cluster import PartitionState
-from faultline.harness.observe import HW_CHECKPOINT
+from faultline.harness.segments import HW_CHECKPOINT
 
 TOPIC = "fl-queue"
 
 
-def batch(base: int, records: int, body: bytes = b"v" * 20, magic: int = 2) -> bytes:
-    """A v2 record batch: the 61-byte header (CRC over the body only, enough to tell
-    two batches apart) and ``body`` standing in for the records."""
-    rest = struct.pack(">iBIhiqqqhii", 0, magic, zlib.crc32(body), 0, records - 1,
+def batch(base: int, records: int, body: bytes = b"v" * 20, magic: int = 2, epoch: int = 0) -> bytes:
+    """A v2 record batch written in leader epoch ``epoch``: the 61-byte header (CRC over
+    the body only, enough to tell two batches apart) and ``body`` standing in for the
+    records."""
+    rest = struct.pack(">iBIhiqqqhii", epoch, magic, zlib.crc32(body), 0, records - 1,
                        0, 0, -1, -1, -1, records) + body
     return struct.pack(">qi", base, len(rest)) + rest
 

@@ -8,12 +8,12 @@ moves to node 1); node 3 started again and back in every ISR.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from pathlib import Path
 
 from faultline.harness.metadata_log import RawRecord, parse_dump, timeline
-from faultline.harness.replica_logs import hw_checkpoint, read_batches, replica_summary
+from faultline.harness.replica_logs import replica_summary
+from tests.unit.harness.fakes import batch, segment
 
 DUMP = (Path(__file__).parent / "data" / "dumplogsegments-metadata.txt").read_text()
 START_MS = 1795317075177
@@ -83,23 +83,19 @@ def test_a_change_of_an_unseen_partition_has_unknown_state() -> None:
     assert line["leader"] is None and line["isr"] is None and line["leader_epoch"] is None
 
 
-def _batch(base: int, count: int, epoch: int, payload: bytes) -> bytes:
-    body = struct.pack(">hiqqqhii", 0, count - 1, 0, 0, -1, -1, -1, count) + payload
-    crc = zlib.crc32(body)  # any 32-bit value: only equality across replicas matters
-    rest = struct.pack(">ibI", epoch, 2, crc) + body
-    return struct.pack(">qi", base, len(rest)) + rest
-
-
-def test_batch_headers_are_read_and_a_cut_tail_is_dropped(tmp_path: Path) -> None:
-    pdir = tmp_path / "t-0"
-    pdir.mkdir()
-    data = _batch(0, 3, 0, b"abc") + _batch(3, 2, 1, b"de")
-    (pdir / "00000000000000000000.log").write_bytes(data + _batch(5, 1, 1, b"f")[:-1])
+def test_a_replica_is_summarized_batch_by_batch(tmp_path: Path) -> None:
+    seg = segment(tmp_path / "t-0", 0, batch(0, 3, b"abc") + batch(3, 2, b"de", epoch=1)
+                  + batch(5, 1, b"f", epoch=1)[:-1])  # the tail cut short
     (tmp_path / "replication-offset-checkpoint").write_text("0\n2\nt 0 4\nother 1 9\n")
-    batches = list(read_batches(pdir / "00000000000000000000.log"))
-    assert [(b.base_offset, b.last_offset, b.leader_epoch) for b in batches] == [(0, 2, 0), (3, 4, 1)]
-    assert hw_checkpoint(tmp_path) == {("t", 0): 4, ("other", 1): 9}
     summary = replica_summary(tmp_path, "t", 0)
-    assert summary is not None
-    assert (summary["log_start_offset"], summary["log_end_offset"], summary["hw_checkpoint"]) == (0, 5, 4)
+    assert summary == {
+        "topic": "t", "partition": 0, "log_start_offset": 0, "log_end_offset": 5, "hw_checkpoint": 4,
+        "batches": [[0, 2, 0, zlib.crc32(b"abc")], [3, 4, 1, zlib.crc32(b"de")]]}
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n3\nt 0 4\n")
+    assert replica_summary(tmp_path, "t", 0) == {**summary, "hw_checkpoint": None}, "malformed"
+    seg.write_bytes(seg.read_bytes()[:-(len(batch(5, 1, b"f")) - 1)])  # rolled after offset 4
+    segment(tmp_path / "t-0", 5, batch(5, 1, b"f", epoch=1))
+    assert replica_summary(tmp_path, "t", 0) == {
+        **summary, "hw_checkpoint": None, "log_end_offset": 6,
+        "batches": [*summary["batches"], [5, 5, 1, zlib.crc32(b"f")]]}
     assert replica_summary(tmp_path, "t", 1) is None

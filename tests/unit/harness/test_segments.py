@@ -1,9 +1,11 @@
-"""Reading LEOs from segment files and HWs from checkpoint files: hand-built batches,
-and a segment a real Kafka 4.3.1 broker wrote (``data/kafka-4.3.1-p0/``)."""
+"""Reading batches and LEOs from segment files and offsets from checkpoint files:
+hand-built batches, and a segment a real Kafka 4.3.1 broker wrote (``data/kafka-4.3.1-p0/``)."""
 
 from __future__ import annotations
 
 import os
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -12,18 +14,20 @@ from faultline.harness.segments import (
     Batch,
     LogEndReader,
     iter_batches,
-    newest_segment,
     parse_checkpoint,
+    read_batches,
     read_checkpoint,
+    segment_files,
 )
 from tests.unit.harness.fakes import batch, segment
 
 DATA = Path(__file__).parent / "data"
 
 
-def test_batches_give_their_offsets_and_extent() -> None:
-    a, b = batch(0, 3), batch(3, 1, b"w" * 100)
-    assert list(iter_batches(a + b)) == [Batch(0, len(a), 0, 2), Batch(len(a), len(b), 3, 3)]
+def test_batches_give_their_offsets_extent_epoch_and_crc() -> None:
+    a, b = batch(0, 3), batch(3, 1, b"w" * 100, epoch=7)
+    assert list(iter_batches(a + b)) == [Batch(0, len(a), 0, 2, 0, zlib.crc32(b"v" * 20)),
+                                         Batch(len(a), len(b), 3, 3, 7, zlib.crc32(b"w" * 100))]
     assert [x.position for x in iter_batches(a + b, position=1000)] == [1000, 1000 + len(a)]
 
 
@@ -33,17 +37,36 @@ def test_a_batch_may_end_past_the_buffer_but_its_header_may_not() -> None:
     assert [x.base_offset for x in iter_batches((a + b)[: len(a) + 26])] == [0]
 
 
-@pytest.mark.parametrize("junk", [b"\0" * 64, batch(5, 1, magic=1)])
-def test_iteration_stops_at_what_is_not_a_v2_batch(junk: bytes) -> None:
-    assert [x.base_offset for x in iter_batches(batch(0, 5) + junk + batch(6, 1))] == [0]
+@pytest.mark.parametrize("junk", [
+    b"\0" * 64,  # preallocated, never written
+    batch(5, 1, magic=1),  # a pre-0.11 message set
+    batch(5, 1, magic=3),
+    struct.pack(">qi", 5, -20) + batch(5, 1)[12:],  # a negative batchLength
+    struct.pack(">qi", 5, 20) + batch(5, 1)[12:],  # shorter than a v2 header
+    struct.pack(">q", -1) + batch(5, 1)[8:],  # a negative baseOffset
+])
+def test_iteration_stops_at_what_is_not_a_v2_batch(junk: bytes, tmp_path: Path) -> None:
+    data = batch(0, 5) + junk + batch(6, 1)
+    assert [x.base_offset for x in iter_batches(data)] == [0]
+    assert [x.base_offset for x in read_batches(segment(tmp_path, 0, data))] == [0]
 
 
-def test_the_newest_segment_is_the_highest_base_offset(tmp_path: Path) -> None:
-    for name in ["00000000000000000000.log", "00000000000000000120.log", "00000000000000000120.index",
-                 "00000000000000000300.log.deleted", "leader-epoch-checkpoint"]:
+def test_a_segment_file_ends_at_its_torn_tail(tmp_path: Path) -> None:
+    whole = batch(0, 3, epoch=1) + batch(3, 2, b"x" * 3000, epoch=2)
+    seg = segment(tmp_path, 0, whole + batch(5, 1)[:-1])
+    batches = list(read_batches(seg))
+    assert [(b.base_offset, b.last_offset, b.leader_epoch) for b in batches] == [(0, 2, 1), (3, 4, 2)]
+    assert batches[-1].end == len(whole)
+    assert list(read_batches(segment(tmp_path, 5, batch(5, 1)[:26]))) == []
+
+
+def test_segments_are_the_log_files_in_base_offset_order(tmp_path: Path) -> None:
+    for name in ["00000000000000000120.log", "00000000000000000000.log", "00000000000000000120.index",
+                 "00000000000000000300.log.deleted", "120.log", "leader-epoch-checkpoint"]:
         (tmp_path / name).write_bytes(b"")
-    assert newest_segment(tmp_path) == (tmp_path / "00000000000000000120.log", 120)
-    assert newest_segment(tmp_path / "missing") is None
+    assert segment_files(tmp_path) == [(0, tmp_path / "00000000000000000000.log"),
+                                       (120, tmp_path / "00000000000000000120.log")]
+    assert segment_files(tmp_path / "missing") == []
 
 
 def test_leo_counts_complete_batches_only_and_reads_incrementally(tmp_path: Path) -> None:
@@ -118,6 +141,7 @@ def test_a_segment_written_by_kafka() -> None:
     batches = list(iter_batches(path.read_bytes()))
     assert [(b.base_offset, b.last_offset) for b in batches] == [(0, 0), (1, 5), (6, 15), (16, 18)]
     assert batches[-1].end == path.stat().st_size
+    assert list(read_batches(path)) == batches
     assert LogEndReader(part).read() == 19
 
 
@@ -125,11 +149,21 @@ def test_checkpoint_files_parse() -> None:
     text = "0\n3\nfl-queue 1 50\nfaultline-health 0 2\nfl-queue 0 25\n"
     assert parse_checkpoint(text) == {("fl-queue", 1): 50, ("faultline-health", 0): 2, ("fl-queue", 0): 25}
     assert parse_checkpoint("0\n0\n") == {}
+    assert parse_checkpoint("") == {} and parse_checkpoint("0\n") == {}  # as Kafka reads them
 
 
-@pytest.mark.parametrize("text", ["", "1\n0\n", "0\n2\nt 0 1\n", "0\nx\n", "0\n1\nt 0\n"])
-def test_a_malformed_checkpoint_is_refused(text: str) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("text,message", [
+    ("1\n0\n", "unknown checkpoint version"),
+    ("0\n2\nt 0 1\n", "header says 2 entries, found 1"),
+    ("0\n1\nt 0 1\n\n", "header says 1 entries, found 2"),
+    ("0\n1\nt 0\n", "malformed entry"),
+    ("0\n1\nt x 1\n", "malformed entry"),
+    ("0\n1\n\n", "malformed entry"),
+    ("0\nmany\n", "bad entry count"),
+    ("0\n\n", "bad entry count"),
+])
+def test_a_malformed_checkpoint_is_refused(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         parse_checkpoint(text)
 
 
@@ -137,6 +171,8 @@ def test_read_checkpoint_is_none_when_missing_or_malformed(tmp_path: Path) -> No
     path = tmp_path / "replication-offset-checkpoint"
     assert read_checkpoint(path) is None
     path.write_text("0\n2\nt 0 1\n")
+    assert read_checkpoint(path) is None
+    path.write_bytes(b"0\n1\n\xff 0 1\n")
     assert read_checkpoint(path) is None
     path.write_text("0\n1\nt 0 1\n")
     assert read_checkpoint(path) == {("t", 0): 1}

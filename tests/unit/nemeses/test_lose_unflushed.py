@@ -1,9 +1,10 @@
-"""Checkpoint parsing and record-batch walking for lose-unflushed, on bytes built here."""
+"""Cutting partition logs back to their recovery points, on segments built here.
+
+Batch walking and checkpoint parsing are :mod:`faultline.harness.segments`' and are
+tested with it; here, what lose-unflushed makes of them."""
 
 from __future__ import annotations
 
-import io
-import struct
 from pathlib import Path
 
 import pytest
@@ -13,82 +14,57 @@ from faultline.nemeses.lose_unflushed import (
     CHECKPOINT,
     cut_point,
     end_offset,
-    iter_batches,
     lose_unflushed,
-    parse_checkpoint,
     partition_dirs,
     read_checkpoint,
     recovery_points,
     truncate_partition,
 )
+from tests.unit.harness import fakes
 
 
-def batch(base: int, count: int, payload: int = 40, magic: int = 2) -> bytes:
-    """A v2 record batch header (61 bytes) followed by ``payload`` filler bytes."""
-    body = struct.pack(">iBIhiqqqhii", 0, magic, 0, 0, count - 1, 0, 0, -1, -1, -1, count)
-    body += b"\xab" * payload
-    return struct.pack(">qi", base, len(body)) + body
+def batch(base: int, count: int) -> bytes:
+    """A v2 record batch of ``count`` records, 101 bytes: the 61-byte header and 40 bytes."""
+    return fakes.batch(base, count, b"\xab" * 40)
 
 
 def segment(*batches: bytes) -> bytes:
     return b"".join(batches)
 
 
-def test_header_layout_matches_kafka() -> None:
-    b = batch(100, 5)
-    assert len(b) == 61 + 40  # RECORD_BATCH_OVERHEAD is 61
-    assert struct.unpack_from(">i", b, 23) == (4,)  # lastOffsetDelta at byte 23
-    assert b[16] == 2  # magic
-
-
-def test_parse_checkpoint() -> None:
-    text = "0\n3\nfl-queue 0 17\nfl-queue 2 0\n__consumer_offsets 12 5\n"
-    assert parse_checkpoint(text) == {("fl-queue", 0): 17, ("fl-queue", 2): 0,
-                                      ("__consumer_offsets", 12): 5}
-    assert parse_checkpoint("0\n0\n") == {}
-    assert parse_checkpoint("") == {} and parse_checkpoint("0\n") == {}  # as Kafka reads them
-
-
-@pytest.mark.parametrize("text,message", [
-    ("1\n0\n", "unknown checkpoint version"),
-    ("0\n2\nt 0 1\n", "header says 2 entries, found 1"),
-    ("0\n1\nt 0\n", "malformed entry"),
-    ("0\n1\nt x 1\n", "malformed entry"),
-    ("0\nmany\n", "bad entry count"),
-])
-def test_parse_checkpoint_rejects(text: str, message: str) -> None:
-    with pytest.raises(NemesisError, match=message):
-        parse_checkpoint(text)
-
-
 def test_read_checkpoint_absent_is_empty(tmp_path: Path) -> None:
     assert read_checkpoint(tmp_path / CHECKPOINT) == {}
+    (tmp_path / CHECKPOINT).write_text("0\n1\nt 0 4\n")
+    assert read_checkpoint(tmp_path / CHECKPOINT) == {("t", 0): 4}
 
 
-def test_iter_batches_walks_and_stops_at_torn_tail() -> None:
-    data = segment(batch(0, 3), batch(3, 1), batch(4, 10, payload=100))
-    walked = list(iter_batches(io.BytesIO(data)))
-    assert [(b.base_offset, b.last_offset) for b in walked] == [(0, 2), (3, 3), (4, 13)]
-    assert [b.position for b in walked] == [0, 101, 202]
-    torn = data + batch(14, 2)[:30]
-    assert len(list(iter_batches(io.BytesIO(torn)))) == 3
-    assert len(list(iter_batches(io.BytesIO(torn[:5])))) == 0
+@pytest.mark.parametrize("data,message", [
+    (b"0\n2\nt 0 1\n", "header says 2 entries, found 1"),
+    (b"1\n0\n", "unknown checkpoint version"),
+    (b"0\n1\n\xff 0 1\n", "can't decode"),
+])
+def test_read_checkpoint_names_the_file_it_cannot_read(tmp_path: Path, data: bytes, message: str) -> None:
+    path = tmp_path / CHECKPOINT
+    path.write_bytes(data)
+    with pytest.raises(NemesisError, match=message) as raised:
+        read_checkpoint(path)
+    assert str(raised.value).startswith(f"{path}: ")
 
 
-def test_iter_batches_legacy_magic_uses_wrapper_offset() -> None:
-    (b,) = iter_batches(io.BytesIO(batch(7, 1, magic=1)))
-    assert b.last_offset == 7
-
-
-def test_cut_point_keeps_only_batches_wholly_below() -> None:
-    data = segment(batch(0, 3), batch(3, 3), batch(6, 3))
-    f = io.BytesIO(data)
+def test_cut_point_keeps_only_batches_wholly_below(tmp_path: Path) -> None:
+    f = fakes.segment(tmp_path, 0, segment(batch(0, 3), batch(3, 3), batch(6, 3)))
     assert cut_point(f, 0) == (0, None)
     assert cut_point(f, 3) == (101, 3)
     assert cut_point(f, 4) == (101, 3)  # batch 3..5 straddles the point: cut whole
     assert cut_point(f, 6) == (202, 6)
     assert cut_point(f, 9) == (303, 9)
     assert cut_point(f, 100) == (303, 9)
+
+
+def test_cut_point_is_at_a_torn_tail_or_zero_padding(tmp_path: Path) -> None:
+    data = segment(batch(0, 3), batch(3, 3))
+    assert cut_point(fakes.segment(tmp_path, 0, data + batch(6, 3)[:50]), 100) == (202, 6)
+    assert cut_point(fakes.segment(tmp_path, 0, data + b"\0" * 64), 100) == (202, 6)
 
 
 def _write_partition(d: Path, segs: dict[int, bytes]) -> None:
