@@ -40,7 +40,7 @@ import orjson
 
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import ANOMALIES, unknown_result
-from faultline.checkers.whitebox import METADATA_FILE, check_white_box
+from faultline.checkers.whitebox import METADATA_FILE, check_white_box, read_jsonl
 from faultline.errors import HistoryError
 from faultline.harness import report_measures as m
 from faultline.harness import report_plots as plots
@@ -163,17 +163,10 @@ def _read_observations(path: Path) -> dict[m.Partition, list[dict[str, Any]]]:
     out: dict[m.Partition, list[dict[str, Any]]] = {}
     if not path.is_file():
         return out
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                d = orjson.loads(raw)
-            except orjson.JSONDecodeError as e:
-                raise HistoryError(str(path), lineno, f"not valid JSON ({e})") from None
-            if not isinstance(d, dict) or not isinstance(d.get("time"), int) or "partition" not in d:
-                raise HistoryError(str(path), lineno, "expected an object with time, topic, partition")
-            out.setdefault((str(d.get("topic", "")), int(d["partition"])), []).append(d)
+    for lineno, d in enumerate(read_jsonl(path), 1):
+        if not isinstance(d.get("time"), int) or "partition" not in d:
+            raise HistoryError(str(path), lineno, "expected an object with time, topic, partition")
+        out.setdefault((str(d.get("topic", "")), int(d["partition"])), []).append(d)
     for samples in out.values():
         samples.sort(key=lambda d: d["time"])
     return out
