@@ -24,7 +24,6 @@ import concurrent.futures
 import contextlib
 import ipaddress
 import json
-import logging
 import os
 import random
 import shutil
@@ -38,22 +37,15 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Self
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection, TopicPartition
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic
 
 from faultline.errors import ClusterError, SetupError
-from faultline.harness import kafka_config, kafka_dist, netns, runstate
+from faultline.harness import kafka_client, kafka_config, kafka_dist, netns, runstate
 from faultline.harness.cluster import Grudge, PartitionState
 from faultline.harness.runstate import ENV_RUN, ProcId, RunState
 from faultline.harness.toxiproxy import ToxiproxyClient, start_server
 from faultline.spec import TestSpec, TopicSpec
-
-HEALTH_TOPIC = "faultline-health"
-# librdkafka's own log lines of the harness's clients (connection refused while a node
-# starts, ...) go to Python logging, not straight to stderr.
-_CLIENT_LOG = logging.getLogger("faultline.harness.kafka_client")
-_CLIENT_LOG.addHandler(logging.NullHandler())
 
 
 class LocalNode:
@@ -415,26 +407,16 @@ class LocalCluster:
 
     # -- readiness ------------------------------------------------------------------
 
-    def _client_config(self) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap_servers(), "logger": _CLIENT_LOG}
-
     def admin(self) -> AdminClient:
         """The harness's admin client (through the proxies, like every client)."""
         with self._lock:
             if self._admin is None:
-                self._admin = AdminClient(
-                    {**self._client_config(), "socket.timeout.ms": 5000,
-                     "socket.connection.setup.timeout.ms": 3000, "reconnect.backoff.max.ms": 500,
-                     # librdkafka waits for the controller named by the last metadata; when a
-                     # fault takes that broker out, only a refresh names another (nemeses).
-                     "topic.metadata.refresh.interval.ms": 1000}
-                )  # fmt: skip
+                self._admin = kafka_client.new_admin(self.bootstrap_servers())
             return self._admin
 
     def registered_brokers(self, timeout: float = 5.0) -> set[int]:
         """Ids of the brokers the cluster metadata lists: registered and unfenced."""
-        result = self.admin().describe_cluster(request_timeout=timeout).result(timeout=timeout + 1)
-        return {int(n.id) for n in result.nodes}
+        return kafka_client.registered_brokers(self.admin(), timeout)
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         """Every broker registered and unfenced, then a produce/consume round trip through
@@ -447,12 +429,17 @@ class LocalCluster:
             lambda: f"brokers {sorted(want)} never all registered and unfenced within {timeout:.0f} s "
             f"(last seen: {sorted(self._last_seen)})",
         )
-        self._ensure_health_topic(deadline)
+        kafka_client.create_health_topic(self.admin(), self.node_ids)
+        _poll_until(
+            lambda: self._all_led(kafka_client.HEALTH_TOPIC, len(self.node_ids)), deadline,
+            lambda: f"{kafka_client.HEALTH_TOPIC} never had a leader on every partition",
+        )  # fmt: skip
         last: list[str] = [""]
 
         def round_trip() -> bool:
             try:
-                self._round_trip(min(10.0, max(1.0, deadline - time.monotonic())))
+                kafka_client.round_trip(self.bootstrap_servers(), len(self.node_ids),
+                                        min(10.0, max(1.0, deadline - time.monotonic())))
                 return True
             except (ClusterError, KafkaException) as e:
                 last[0] = str(e)
@@ -482,21 +469,6 @@ class LocalCluster:
                 )
         return False
 
-    def _ensure_health_topic(self, deadline: float) -> None:
-        # One partition per node, led by that node: a round trip crosses every proxy.
-        assignment = [[i] for i in self.node_ids]
-        topic = NewTopic(HEALTH_TOPIC, num_partitions=len(assignment), replica_assignment=assignment)
-        futures = self.admin().create_topics([topic], request_timeout=10)
-        try:
-            futures[HEALTH_TOPIC].result(timeout=15)
-        except KafkaException as e:
-            if "TOPIC_ALREADY_EXISTS" not in str(e):
-                raise ClusterError(f"cannot create {HEALTH_TOPIC}: {e}") from None
-        _poll_until(
-            lambda: self._all_led(HEALTH_TOPIC, len(assignment)), deadline,
-            lambda: f"{HEALTH_TOPIC} never had a leader on every partition",
-        )  # fmt: skip
-
     def _all_led(self, topic: str, partitions: int) -> bool:
         try:
             state = self.leaders(topic)
@@ -504,58 +476,11 @@ class LocalCluster:
             return False
         return len(state) == partitions and all(s.leader is not None for s in state.values())
 
-    def _round_trip(self, timeout: float) -> None:
-        nonce = uuid.uuid4().hex
-        producer = Producer(
-            {**self._client_config(), "acks": "all",
-             "message.timeout.ms": int(timeout * 1000), "enable.idempotence": False}
-        )  # fmt: skip
-        acked: dict[int, int] = {}
-        errors: list[str] = []
-
-        def delivered(err: Any, msg: Any) -> None:
-            if err is not None:
-                errors.append(str(err))
-            else:
-                acked[msg.partition()] = msg.offset()
-
-        for p in range(len(self.node_ids)):
-            producer.produce(HEALTH_TOPIC, value=nonce.encode(), partition=p, on_delivery=delivered)
-        producer.flush(timeout)
-        if errors or len(acked) != len(self.node_ids):
-            raise ClusterError(f"health produce failed: {errors or 'no acknowledgement'}")
-        consumer = Consumer(
-            {**self._client_config(), "group.id": f"faultline-health-{nonce}",
-             "enable.auto.commit": False, "socket.timeout.ms": 5000}
-        )  # fmt: skip
-        try:
-            consumer.assign([TopicPartition(HEALTH_TOPIC, p, off) for p, off in acked.items()])
-            seen: set[int] = set()
-            end = time.monotonic() + timeout
-            while seen != set(acked) and time.monotonic() < end:
-                msg = consumer.poll(0.2)
-                if msg is not None and msg.error() is None and msg.value() == nonce.encode():
-                    seen.add(int(msg.partition() or 0))
-            if seen != set(acked):
-                raise ClusterError(f"health consume read back partitions {sorted(seen)} of {sorted(acked)}")
-        finally:
-            consumer.close()
-
     # -- topics and metadata ----------------------------------------------------------
 
     def create_topic(self, topic: TopicSpec | None = None, timeout: float = 60.0) -> None:
         topic = topic or self._spec.topic
-        config = {
-            "min.insync.replicas": str(topic.min_insync_replicas),
-            "unclean.leader.election.enable": str(topic.unclean_leader_election_enable).lower(),
-        }
-        new = NewTopic(topic.name, num_partitions=topic.partitions,
-                       replication_factor=topic.replication_factor, config=config)  # fmt: skip
-        try:
-            self.admin().create_topics([new], request_timeout=timeout)[topic.name].result(timeout=timeout)
-        except KafkaException as e:
-            if "TOPIC_ALREADY_EXISTS" not in str(e):
-                raise ClusterError(f"cannot create topic {topic.name}: {e}") from None
+        kafka_client.create_topic(self.admin(), topic, timeout)
         self.wait_full_isr(topic.name, timeout)
 
     def wait_full_isr(self, topic: str, timeout: float = 60.0) -> None:
@@ -576,37 +501,8 @@ class LocalCluster:
         )  # fmt: skip
 
     def leaders(self, topic: str) -> dict[int, PartitionState]:
-        """partition -> (leader, isr) from the cluster metadata, via the proxies."""
-        futures = self.admin().describe_topics(TopicCollection([topic]), request_timeout=5)
-        try:
-            desc = futures[topic].result(timeout=6)
-        except KafkaException as e:
-            # librdkafka sends DescribeTopics only to the broker the last metadata named as
-            # controller, and waits for it; after a fault took that broker out this times
-            # out until the broker is fenced. A Metadata request, answered by any broker,
-            # carries the same leader and ISR.
-            return self._leaders_from_metadata(topic, e)
-        out: dict[int, PartitionState] = {}
-        for p in desc.partitions:
-            leader = int(p.leader.id) if p.leader is not None and p.leader.id >= 0 else None
-            out[int(p.id)] = PartitionState(leader, tuple(sorted(int(n.id) for n in p.isr)),
-                                            tuple(int(n.id) for n in p.replicas))
-        return out
-
-    def _leaders_from_metadata(self, topic: str, cause: Exception) -> dict[int, PartitionState]:
-        try:
-            md = self.admin().list_topics(topic, timeout=5)
-        except KafkaException:
-            raise ClusterError(f"cannot describe {topic}: {cause}") from None
-        tmd = md.topics.get(topic)
-        if tmd is None or tmd.error is not None or not tmd.partitions:
-            raise ClusterError(f"cannot describe {topic}: {cause}") from None
-        out: dict[int, PartitionState] = {}
-        for pid, p in tmd.partitions.items():
-            leader = int(p.leader) if p.leader is not None and p.leader >= 0 else None
-            out[int(pid)] = PartitionState(leader, tuple(sorted(int(n) for n in p.isrs)),
-                                           tuple(int(n) for n in p.replicas))
-        return out
+        """partition -> (leader, isr, replicas) from the cluster metadata, via the proxies."""
+        return kafka_client.partition_states(self.admin(), topic)
 
     def active_controller(self) -> int | None:
         """The KRaft leader with the highest epoch among the nodes' ``quorum-state`` files.
@@ -854,4 +750,4 @@ def cleanup_stale() -> list[str]:
         return runstate.cleanup_stale()
 
 
-__all__ = ["HEALTH_TOPIC", "LocalCluster", "LocalNode", "cleanup_stale", "list_runs"]
+__all__ = ["LocalCluster", "LocalNode", "cleanup_stale", "list_runs"]

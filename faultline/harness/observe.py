@@ -40,6 +40,7 @@ import orjson
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # stubs lack it
 
+from faultline.harness import kafka_client
 from faultline.harness.cluster import Cluster, PartitionState, Wipeable
 from faultline.harness.segments import HW_CHECKPOINT, LogEndReader, read_checkpoint
 
@@ -72,23 +73,11 @@ class KafkaSource:
 
     def _client(self) -> AdminClient:
         if self._admin is None:
-            ms = int(self._timeout * 1000)
-            config: dict[str, Any] = {
-                "bootstrap.servers": self._bootstrap, "socket.timeout.ms": ms,
-                "socket.connection.setup.timeout.ms": ms, "reconnect.backoff.max.ms": 500,
-                "logger": logging.getLogger("faultline.harness.kafka_client")}
-            self._admin = AdminClient(config)
+            self._admin = kafka_client.new_admin(self._bootstrap, self._timeout)
         return self._admin
 
     def partitions(self, topic: str) -> dict[int, PartitionState]:
-        md = self._client().list_topics(topic, timeout=self._timeout)
-        tmd = md.topics.get(topic)
-        if tmd is None or tmd.error is not None:
-            raise LookupError(f"no metadata for {topic}: {tmd.error if tmd else 'not listed'}")
-        return {int(pid): PartitionState(int(p.leader) if p.leader >= 0 else None,
-                                         tuple(sorted(int(n) for n in p.isrs)),
-                                         tuple(int(n) for n in p.replicas))
-                for pid, p in tmd.partitions.items()}
+        return kafka_client.metadata_states(self._client(), topic, self._timeout)
 
     def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, int | str]:
         latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # HW under read_uncommitted

@@ -1,0 +1,155 @@
+"""What a cluster says, asked through its client listeners (the proxies): registered
+brokers, topics, each partition's leader and ISR, and a produce/consume round trip.
+
+Backend-independent: every function needs only bootstrap servers or an admin client
+made from them, so the local backend and the observer ask Kafka the same way.
+librdkafka's own log lines (connection refused while a node starts, ...) go to the
+``faultline.harness.kafka_client`` logger, not straight to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from faultline.errors import ClusterError
+from faultline.harness.cluster import PartitionState
+from faultline.spec import TopicSpec
+
+#: One partition per node, led by that node: a round trip through it crosses every proxy.
+HEALTH_TOPIC = "faultline-health"
+CLIENT_LOG = logging.getLogger("faultline.harness.kafka_client")
+CLIENT_LOG.addHandler(logging.NullHandler())
+
+
+def client_config(bootstrap: str) -> dict[str, Any]:
+    """The settings every harness client starts from."""
+    return {"bootstrap.servers": bootstrap, "logger": CLIENT_LOG}
+
+
+def new_admin(bootstrap: str, timeout_s: float = 5.0) -> AdminClient:
+    """An admin client whose sockets give up after ``timeout_s``."""
+    ms = int(timeout_s * 1000)
+    return AdminClient({
+        **client_config(bootstrap), "socket.timeout.ms": ms,
+        "socket.connection.setup.timeout.ms": min(ms, 3000), "reconnect.backoff.max.ms": 500,
+        # librdkafka waits for the controller named by the last metadata; when a fault
+        # takes that broker out, only a refresh names another (nemeses).
+        "topic.metadata.refresh.interval.ms": 1000})
+
+
+def registered_brokers(admin: AdminClient, timeout: float = 5.0) -> set[int]:
+    """Ids of the brokers the cluster metadata lists: registered and unfenced."""
+    result = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout + 1)
+    return {int(n.id) for n in result.nodes}
+
+
+def create_topic(admin: AdminClient, topic: TopicSpec, timeout: float) -> None:
+    """Create ``topic`` with its min.insync and unclean settings (an existing one is
+    fine); ClusterError otherwise. Does not wait for leaders."""
+    config = {
+        "min.insync.replicas": str(topic.min_insync_replicas),
+        "unclean.leader.election.enable": str(topic.unclean_leader_election_enable).lower(),
+    }
+    new = NewTopic(topic.name, num_partitions=topic.partitions,
+                   replication_factor=topic.replication_factor, config=config)  # fmt: skip
+    _create(admin, new, timeout)
+
+
+def create_health_topic(admin: AdminClient, node_ids: Sequence[int]) -> None:
+    """Create :data:`HEALTH_TOPIC`, partition i on node ``node_ids[i]`` only."""
+    assignment = [[i] for i in node_ids]
+    _create(admin, NewTopic(HEALTH_TOPIC, num_partitions=len(assignment),
+                            replica_assignment=assignment), 10)
+
+
+def _create(admin: AdminClient, new: NewTopic, timeout: float) -> None:
+    try:
+        admin.create_topics([new], request_timeout=timeout)[new.topic].result(timeout=timeout + 5)
+    except KafkaException as e:
+        if "TOPIC_ALREADY_EXISTS" not in str(e):
+            raise ClusterError(f"cannot create topic {new.topic}: {e}") from None
+
+
+def partition_states(admin: AdminClient, topic: str) -> dict[int, PartitionState]:
+    """partition -> leader, ISR and replicas of ``topic``; ClusterError if unknown.
+
+    Asks DescribeTopics first. librdkafka sends it only to the broker the last metadata
+    named as controller, and waits for it; after a fault took that broker out this
+    times out until the broker is fenced, so a Metadata request, answered by any
+    broker and carrying the same leader and ISR, is the fallback.
+    """
+    futures = admin.describe_topics(TopicCollection([topic]), request_timeout=5)
+    try:
+        desc = futures[topic].result(timeout=6)
+    except KafkaException as e:
+        try:
+            return metadata_states(admin, topic, 5.0)
+        except (KafkaException, LookupError):
+            raise ClusterError(f"cannot describe {topic}: {e}") from None
+    out: dict[int, PartitionState] = {}
+    for p in desc.partitions:
+        leader = int(p.leader.id) if p.leader is not None and p.leader.id >= 0 else None
+        out[int(p.id)] = PartitionState(leader, tuple(sorted(int(n.id) for n in p.isr)),
+                                        tuple(int(n.id) for n in p.replicas))
+    return out
+
+
+def metadata_states(admin: AdminClient, topic: str, timeout: float) -> dict[int, PartitionState]:
+    """:func:`partition_states` from a Metadata request (any broker answers it, from its
+    own metadata cache); LookupError when the answer lacks the topic or its partitions,
+    KafkaException when there is no answer."""
+    tmd = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+    if tmd is None or tmd.error is not None or not tmd.partitions:
+        raise LookupError(f"no metadata for {topic}: {tmd.error if tmd else 'not listed'}")
+    return {int(pid): PartitionState(int(p.leader) if p.leader >= 0 else None,
+                                     tuple(sorted(int(n) for n in p.isrs)),
+                                     tuple(int(n) for n in p.replicas))
+            for pid, p in tmd.partitions.items()}
+
+
+def round_trip(bootstrap: str, partitions: int, timeout: float) -> None:
+    """Produce a fresh value to each of :data:`HEALTH_TOPIC`'s ``partitions`` with
+    acks=all and read each back; ClusterError saying which step failed."""
+    nonce = uuid.uuid4().hex
+    producer = Producer(
+        {**client_config(bootstrap), "acks": "all",
+         "message.timeout.ms": int(timeout * 1000), "enable.idempotence": False}
+    )  # fmt: skip
+    acked: dict[int, int] = {}
+    errors: list[str] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+        else:
+            acked[msg.partition()] = msg.offset()
+
+    for p in range(partitions):
+        producer.produce(HEALTH_TOPIC, value=nonce.encode(), partition=p, on_delivery=delivered)
+    producer.flush(timeout)
+    if errors or len(acked) != partitions:
+        raise ClusterError(f"health produce failed: {errors or 'no acknowledgement'}")
+    consumer = Consumer(
+        {**client_config(bootstrap), "group.id": f"faultline-health-{nonce}",
+         "enable.auto.commit": False, "socket.timeout.ms": 5000}
+    )  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(HEALTH_TOPIC, p, off) for p, off in acked.items()])
+        seen: set[int] = set()
+        end = time.monotonic() + timeout
+        while seen != set(acked) and time.monotonic() < end:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None and msg.value() == nonce.encode():
+                seen.add(int(msg.partition() or 0))
+        if seen != set(acked):
+            raise ClusterError(f"health consume read back partitions {sorted(seen)} of {sorted(acked)}")
+    finally:
+        consumer.close()
