@@ -10,8 +10,6 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-import jsonschema
-import orjson
 import pytest
 from rich.console import Console
 
@@ -19,18 +17,19 @@ from faultline.errors import SetupError
 from faultline.harness.runner import RunOutcome, run_test
 from faultline.history import ReadResult, read_history
 from faultline.spec import KafkaSpec, TestSpec
+from tests.schemas import valid_lines
 
 pytestmark = pytest.mark.integration
+SPEC = TestSpec(name="it-no-fault", time_limit_s=15.0, kafka=KafkaSpec(heap_mb=384))
 
 
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
     if os.geteuid() != 0:
         pytest.skip("the local backend needs root (network namespaces, iptables)")
-    spec = TestSpec(name="it-no-fault", time_limit_s=15.0, kafka=KafkaSpec(heap_mb=384))
     results = tmp_path_factory.mktemp("results")
     try:
-        return run_test(spec, results=results, console=Console(file=io.StringIO()))
+        return run_test(SPEC, results=results, console=Console(file=io.StringIO()))
     except SetupError as e:
         pytest.skip(f"no local cluster: {e}")
 
@@ -79,13 +78,8 @@ def test_history_validates_and_the_drain_holds_every_ack_once(outcome: RunOutcom
 
 
 def test_observations_validate_and_end_at_the_drained_high_watermark(outcome: RunOutcome) -> None:
-    schema = json.loads((Path(__file__).resolve().parents[2] / "faultline" / "schemas"
-                         / "observations.schema.json").read_text())
-    validator = jsonschema.Draft202012Validator(schema)
-    lines = [orjson.loads(raw) for raw in (outcome.run_dir / "observations.jsonl").read_bytes().splitlines()]
+    lines = valid_lines(outcome.run_dir / "observations.jsonl", "observations.schema.json")
     assert lines, "the observer wrote samples"
-    for line in lines:
-        validator.validate(line)
     times = [line["time"] for line in lines]
     assert times == sorted(times)
     assert {line["partition"] for line in lines} == {0, 1, 2}
@@ -103,3 +97,10 @@ def test_verdict(outcome: RunOutcome) -> None:
     assert outcome.valid is True
     assert outcome.exit_code == 0
     assert Path(outcome.run_dir / "results.json").exists()
+
+
+def test_broker_state_files_validate(outcome: RunOutcome) -> None:
+    metadata = valid_lines(outcome.run_dir / "metadata.jsonl", "metadata.schema.json")
+    assert any(m["type"] == "partition" and m.get("topic") == SPEC.topic.name for m in metadata)
+    replicas = valid_lines(outcome.run_dir / "replicas.jsonl", "replicas.schema.json")
+    assert len(replicas) == SPEC.topic.partitions * SPEC.topic.replication_factor

@@ -1,13 +1,11 @@
-"""Every history line, observation, results.json and test.json the project writes matches
-its schema."""
+"""Every history line, observation, metadata and replica line, results.json and test.json
+the project writes matches its schema."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import orjson
 import pytest
 
@@ -15,24 +13,20 @@ from faultline.checkers.cli import check_run
 from faultline.checkers.queue import check_rows
 from faultline.checkers.synthetic import Shape, generate
 from faultline.harness.cluster import PartitionState
+from faultline.harness.metadata_log import parse_dump, timeline
 from faultline.harness.observe import Observer
+from faultline.harness.replica_logs import replica_summary
 from faultline.history import HistoryWriter, iter_rows
 from faultline.spec import TestSpec
-from tests.unit.harness.fakes import TOPIC, FakeSource, log_dirs
-
-SCHEMAS = Path(__file__).resolve().parents[2] / "faultline" / "schemas"
-
-
-def validator(name: str) -> jsonschema.Draft202012Validator:
-    schema = json.loads((SCHEMAS / name).read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
-
+from tests.schemas import validator
+from tests.unit.harness.fakes import TOPIC, FakeSource, batch, log_dirs, segment
 
 HISTORY = validator("history.schema.json")
 RESULTS = validator("results.schema.json")
 TEST = validator("test.schema.json")
 OBSERVATIONS = validator("observations.schema.json")
+METADATA = validator("metadata.schema.json")
+REPLICAS = validator("replicas.schema.json")
 
 
 def test_generated_history_lines_match() -> None:
@@ -139,3 +133,24 @@ def test_results_json_written_by_check_run_matches(tmp_path: Path) -> None:
     RESULTS.validate(data)
     assert data["valid"] == "unknown"
     assert len(list(iter_rows(tmp_path / "history.jsonl"))) > 0
+
+
+def test_metadata_lines_of_real_dumplogsegments_output_match() -> None:
+    dump = (Path(__file__).parent / "harness" / "data" / "dumplogsegments-metadata.txt").read_text()
+    lines = [orjson.loads(orjson.dumps(x)) for x in timeline(parse_dump(dump), 1795317075177)]
+    assert {x["type"] for x in lines} >= {"topic", "partition", "partition-change",
+                                          "broker-registration-change"}
+    for line in lines:
+        METADATA.validate(line)
+    assert not METADATA.is_valid({**lines[0], "type": "PartitionChangeRecord"})
+    assert not METADATA.is_valid({k: v for k, v in lines[0].items() if k != "raw"})
+
+
+def test_replica_summary_lines_match(tmp_path: Path) -> None:
+    segment(tmp_path / "t-0", 0, batch(0, 3, b"abc") + batch(3, 2, b"de", epoch=1))
+    summary = replica_summary(tmp_path, "t", 0)
+    assert summary is not None
+    line = {**summary, "node": 2}
+    REPLICAS.validate(line)
+    assert not REPLICAS.is_valid({**line, "batches": [[0, 2, 0]]})
+    assert not REPLICAS.is_valid({k: v for k, v in line.items() if k != "node"})
