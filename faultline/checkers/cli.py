@@ -20,7 +20,7 @@ import orjson
 
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
-from faultline.checkers.whitebox import check_white_box, isr_timeline, verdict_line
+from faultline.checkers.whitebox import BrokerFiles, check_white_box, isr_timeline, verdict_line
 from faultline.errors import FaultlineError, HistoryError
 from faultline.history import ReadResult, iter_rows
 from faultline.spec import TestSpec
@@ -48,12 +48,13 @@ def check_run(run_dir: Path) -> Result:
         spec = TestSpec.load(run_dir / "test.json")
         history = run_dir / "history.jsonl"
         read = ReadResult()
+        files = BrokerFiles.read(run_dir)
         result = check_rows(spec, iter_rows(history, read), truncated=read, source=str(history),
-                            isr=isr_timeline(run_dir, spec.topic.name))
+                            isr=isr_timeline(files.metadata, spec.topic.name))
     except FaultlineError as e:
         write_results(run_dir, unknown_result("unreadable-input", str(e)))
         raise
-    white = check_white_box(spec, run_dir, result.to_json())
+    white = check_white_box(spec, files, result.to_json())
     if white is not None:
         result = replace(result, extra={**result.extra, "white_box": white})
     write_results(run_dir, result)

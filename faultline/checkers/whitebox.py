@@ -52,6 +52,7 @@ from typing import Any
 
 import orjson
 
+from faultline.checkers.guarantees import DATA_LOSS_FAULTS
 from faultline.checkers.result import UNKNOWN, Valid, merge_valid
 from faultline.errors import HistoryError
 from faultline.spec import TestSpec
@@ -62,7 +63,6 @@ OBSERVATIONS_FILE = "observations.jsonl"
 #: results.json keeps at most this many examples per invariant.
 MAX_EXAMPLES = 100
 #: Faults after which a node's checkpoint files may describe data it no longer has.
-_DATA_LOSS = frozenset(("wipe", "lose-unflushed"))
 
 Line = Mapping[str, Any]
 
@@ -168,19 +168,14 @@ def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> Non
 # --- leader changes ------------------------------------------------------------------
 
 
-def isr_timeline(run_dir: Path, topic: str) -> dict[int, list[tuple[int, frozenset[int]]]] | None:
-    """``topic``'s partitions' ISR after each change, from ``metadata.jsonl``:
+def isr_timeline(metadata: Iterable[Line] | None,
+                 topic: str) -> dict[int, list[tuple[int, frozenset[int]]]] | None:
+    """``topic``'s partitions' ISR after each change, from ``metadata.jsonl``'s lines:
     partition -> ``[(time, ISR)]`` in log order (a :data:`guarantees.IsrTimeline`).
 
-    None when the run has no readable metadata log (:func:`check_white_box` reports an
-    unreadable one); a line without a time or an ISR is skipped.
+    None without a (readable) metadata log; a line without a time or an ISR is skipped.
     """
-    path = Path(run_dir) / METADATA_FILE
-    if not path.is_file():
-        return None
-    try:
-        metadata = read_jsonl(path)
-    except HistoryError:
+    if metadata is None:
         return None
     out: dict[int, list[tuple[int, frozenset[int]]]] = {}
     for line in metadata:
@@ -189,7 +184,6 @@ def isr_timeline(run_dir: Path, topic: str) -> dict[int, list[tuple[int, frozens
                 and type(p) is int and type(t) is int and isinstance(isr, list)):
             out.setdefault(p, []).append((t, frozenset(n for n in isr if type(n) is int)))
     return out
-
 
 
 def leader_changes(metadata: Iterable[Line], topic: str) -> list[dict[str, Any]]:
@@ -355,36 +349,63 @@ def _compare(inv: Invariant, p: int, a: Line, b: Line, hw: int, loss_permitted: 
 # --- the whole ------------------------------------------------------------------------
 
 
-def check_white_box(spec: TestSpec, run_dir: Path, results: Mapping[str, Any]) -> dict[str, Any] | None:
-    """results.json's ``white_box`` for a run, or None when it has none of the files.
+@dataclass(frozen=True, slots=True)
+class BrokerFiles:
+    """A run's white-box files, each read and shape-checked once.
+
+    A list holds a file's lines; None means the run has no such file or it could not
+    be read, which ``errors`` then says (one line each, naming file and line).
+    """
+
+    metadata: list[dict[str, Any]] | None = None
+    observations: list[dict[str, Any]] | None = None
+    replicas: list[dict[str, Any]] | None = None
+    errors: tuple[str, ...] = ()
+    #: Whether the run has any of the files.
+    present: bool = False
+
+    @classmethod
+    def read(cls, run_dir: Path) -> BrokerFiles:
+        """Read what ``run_dir`` has; never raises for bad input."""
+        errors: list[str] = []
+        present = False
+
+        def load(name: str, keys: Mapping[str, type]) -> list[dict[str, Any]] | None:
+            nonlocal present
+            path = Path(run_dir) / name
+            if not path.is_file():
+                return None
+            present = True
+            try:
+                lines = read_jsonl(path)
+                _require(path, lines, keys)
+                return lines
+            except HistoryError as e:
+                errors.append(str(e))
+                return None
+
+        return cls(load(METADATA_FILE, {"offset": int, "type": str}),
+                   load(OBSERVATIONS_FILE, {"time": int, "partition": int}),
+                   load(REPLICAS_FILE, {"partition": int, "node": int, "batches": list}),
+                   tuple(errors), present)
+
+
+def check_white_box(spec: TestSpec, files: BrokerFiles,
+                    results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """results.json's ``white_box`` for a run's :class:`BrokerFiles`, or None when the run
+    has none of the files.
 
     ``results`` is the black-box checker's results.json object, for what it knows: the
     drain's HW per partition (``partitions``), the fault windows (``measures.faults``),
-    and whether committed data may be lost (``permitted``). Never raises for bad input:
-    an unreadable file is named in ``errors`` and its invariants are not checked.
+    and whether committed data may be lost (``permitted``). An unreadable file is named
+    in ``errors`` and its invariants are not checked.
     """
-    run_dir = Path(run_dir)
-    files = {name: run_dir / name for name in (METADATA_FILE, OBSERVATIONS_FILE, REPLICAS_FILE)}
-    if not any(p.is_file() for p in files.values()):
+    if not files.present:
         return None
     topic = spec.topic.name
     loss_permitted = "phantom-read" in (results.get("permitted") or ())
-    errors: list[str] = []
-
-    def load(name: str, keys: Mapping[str, type]) -> list[dict[str, Any]] | None:
-        if not files[name].is_file():
-            return None
-        try:
-            lines = read_jsonl(files[name])
-            _require(files[name], lines, keys)
-            return lines
-        except HistoryError as e:
-            errors.append(str(e))
-            return None
-
-    metadata = load(METADATA_FILE, {"offset": int, "type": str})
-    observations = load(OBSERVATIONS_FILE, {"time": int, "partition": int})
-    replicas = load(REPLICAS_FILE, {"partition": int, "node": int, "batches": list})
+    metadata, observations, replicas = files.metadata, files.observations, files.replicas
+    errors = list(files.errors)
     changes = leader_changes(metadata, topic) if metadata is not None else []
     done: dict[str, Invariant] = {}
     if metadata is not None:
@@ -412,7 +433,7 @@ def _data_loss_since(results: Mapping[str, Any]) -> dict[int, int]:
     """node -> start of the first wipe / lose-unflushed fault window that named it."""
     out: dict[int, int] = {}
     for w in (results.get("measures") or {}).get("faults") or ():
-        if isinstance(w, dict) and w.get("kind") in _DATA_LOSS and isinstance(w.get("start"), int):
+        if isinstance(w, dict) and w.get("kind") in DATA_LOSS_FAULTS and isinstance(w.get("start"), int):
             for n in w.get("nodes") or ():
                 if isinstance(n, int):
                     out[n] = min(out.get(n, w["start"]), w["start"])

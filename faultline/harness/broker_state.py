@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from faultline.checkers.whitebox import METADATA_FILE, REPLICAS_FILE
 from faultline.errors import FaultlineError
 from faultline.harness import kafka_dist, metadata_log
 from faultline.harness.cluster import Cluster, Node
@@ -25,8 +26,6 @@ from faultline.spec import TestSpec
 
 _log = logging.getLogger(__name__)
 
-METADATA_FILE = "metadata.jsonl"
-REPLICAS_FILE = "replicas.jsonl"
 
 
 @runtime_checkable

@@ -40,7 +40,14 @@ import orjson
 
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import ANOMALIES, unknown_result
-from faultline.checkers.whitebox import METADATA_FILE, check_white_box, read_jsonl
+from faultline.checkers.whitebox import (
+    METADATA_FILE,
+    OBSERVATIONS_FILE,
+    REPLICAS_FILE,
+    BrokerFiles,
+    check_white_box,
+    read_jsonl,
+)
 from faultline.errors import HistoryError
 from faultline.harness import report_measures as m
 from faultline.harness import report_plots as plots
@@ -53,9 +60,9 @@ RUN_FILES: tuple[tuple[str, str], ...] = (
     ("test.json", "the test spec as it ran"),
     ("history.jsonl", "every client and nemesis operation"),
     ("results.json", "the checker's verdict and anomalies"),
-    ("observations.jsonl", "white-box samples: leader, ISR, HW, LEO per replica"),
-    ("metadata.jsonl", "the decoded KRaft metadata log"),
-    ("replicas.jsonl", "each replica's record batches (offsets, CRC) after the run"),
+    (OBSERVATIONS_FILE, "white-box samples: leader, ISR, HW, LEO per replica"),
+    (METADATA_FILE, "the decoded KRaft metadata log"),
+    (REPLICAS_FILE, "each replica's record batches (offsets, CRC) after the run"),
     ("nodes/", "broker configs and logs"),
 )
 
@@ -121,11 +128,11 @@ def load_run(run_dir: Path) -> RunData:
         results = checked if stored is None else {
             **stored, **{k: checked[k] for k in missing if k in checked}}
     if not isinstance(results.get("white_box"), dict):
-        white = check_white_box(spec, run_dir, results)
+        white = check_white_box(spec, BrokerFiles.read(run_dir), results)
         if white is not None:
             results = {**results, "white_box": white}
     return RunData(run_dir, spec, results, history, rr.truncated,
-                   _read_observations(run_dir / "observations.jsonl"), stored is not None)
+                   _read_observations(run_dir / OBSERVATIONS_FILE), stored is not None)
 
 
 #: results.json extras the page needs from the checker (facts, not a verdict): a stored

@@ -44,6 +44,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from faultline.checkers.whitebox import OBSERVATIONS_FILE
 from faultline.errors import ClusterError, FaultlineError
 from faultline.harness.broker_state import collect_broker_state
 from faultline.harness.cluster import Cluster
@@ -61,7 +62,6 @@ RECOVERY_TIMEOUT_S = 60.0
 #: How long the drain may spend on one partition.
 DRAIN_TIMEOUT_S = 60.0
 #: The observer's samples, in the run directory (HISTORY.md).
-OBSERVATIONS = "observations.jsonl"
 
 _log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
         progress.phase("creating topic")
         cluster.create_topic(spec.topic)
         bootstrap = cluster.bootstrap_servers()
-        with _observing(spec, cluster, run_dir / OBSERVATIONS, history):
+        with _observing(spec, cluster, run_dir / OBSERVATIONS_FILE, history):
             _main_phase_and_drain(spec, cluster, bootstrap, history, progress, outcome,
                                   nemesis_factory)
 

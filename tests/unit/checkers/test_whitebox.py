@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from faultline.checkers.cli import check, check_run
 from faultline.checkers.whitebox import (
+    BrokerFiles,
     check_elections,
     check_hw_le_leo,
     check_hw_monotonic,
@@ -157,4 +158,4 @@ def test_a_broken_metadata_file_is_one_line(tmp_path: Path, damage: str) -> None
 
 def test_no_white_box_files_no_white_box(tmp_path: Path) -> None:
     spec = TestSpec(topic=TopicSpec(name=T))
-    assert check_white_box(spec, tmp_path, {"permitted": []}) is None
+    assert check_white_box(spec, BrokerFiles.read(tmp_path), {"permitted": []}) is None
