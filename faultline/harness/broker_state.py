@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -36,57 +35,38 @@ class MetadataNode(Node, Protocol):
     def metadata_dir(self) -> Path: ...
 
 
-@dataclass(slots=True)
-class BrokerState:
-    """What :func:`collect_broker_state` wrote, and how long each part took."""
-
-    metadata_lines: int | None = None
-    metadata_node: int | None = None
-    metadata_s: float | None = None
-    replica_lines: int | None = None
-    replica_batches: int = 0
-    replicas_s: float | None = None
-    errors: list[str] = field(default_factory=list)
-
-
-def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> BrokerState:
+def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> list[str]:
     """Write ``run_dir/metadata.jsonl`` and ``run_dir/replicas.jsonl``; never raises.
 
     Contract: reads files of the running nodes only (never changes the cluster's
-    logical state); a part that fails is logged, left unwritten and named in
-    ``errors`` of the returned :class:`BrokerState`, and the other part still runs.
-    The metadata log is read from the active controller's copy (else the largest).
+    logical state); a part that fails is logged, left unwritten and named in the
+    returned list of errors, and the other part still runs. What was written, and how
+    long it took, goes to the log. The metadata log is read from the active
+    controller's copy (else the largest).
     """
-    state = BrokerState()
+    errors: list[str] = []
     run_dir = Path(run_dir)
     try:
         node = _metadata_node(cluster)
         dist = kafka_dist.ensure_kafka(spec.kafka.version, spec.kafka.home)
-        state.metadata_node = node.id
-        state.metadata_lines, state.metadata_s = metadata_log.decode_metadata(
-            dist, node.metadata_dir, run_dir / METADATA_FILE, spec.start_wall_ms)
-        _log.info("decoded the metadata log of node %d: %d records in %.2f s",
-                  node.id, state.metadata_lines, state.metadata_s)
+        lines, took = metadata_log.decode_metadata(dist, node.metadata_dir, run_dir / METADATA_FILE,
+                                                   spec.start_wall_ms)
+        _log.info("decoded the metadata log of node %d: %d records in %.2f s", node.id, lines, took)
     except (FaultlineError, OSError, ValueError, subprocess.SubprocessError) as e:
-        state.errors.append(f"metadata log: {e}")
+        errors.append(f"metadata log: {e}")
         _log.warning("decoding the metadata log failed: %s", e)
     try:
         started = time.monotonic()
-        lines = []
-        for p in range(spec.topic.partitions):
-            for n in cluster.nodes:
-                summary = replica_summary(n.data_dir, spec.topic.name, p)
-                if summary is not None:
-                    lines.append({**summary, "node": n.id})
-                    state.replica_batches += len(summary["batches"])
-        state.replica_lines = metadata_log.write_jsonl(run_dir / REPLICAS_FILE, lines)
-        state.replicas_s = time.monotonic() - started
-        _log.info("summarized %d replica logs (%d batches) in %.2f s",
-                  state.replica_lines, state.replica_batches, state.replicas_s)
+        summaries = [{**summary, "node": n.id}
+                     for p in range(spec.topic.partitions) for n in cluster.nodes
+                     if (summary := replica_summary(n.data_dir, spec.topic.name, p)) is not None]
+        metadata_log.write_jsonl(run_dir / REPLICAS_FILE, summaries)
+        _log.info("summarized %d replica logs (%d batches) in %.2f s", len(summaries),
+                  sum(len(x["batches"]) for x in summaries), time.monotonic() - started)
     except (OSError, ValueError) as e:
-        state.errors.append(f"replica logs: {e}")
+        errors.append(f"replica logs: {e}")
         _log.warning("summarizing the replica logs failed: %s", e)
-    return state
+    return errors
 
 
 def _metadata_node(cluster: Cluster) -> MetadataNode:

@@ -65,8 +65,8 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collected]:
         _produce(cluster, RECORDS, RECORDS)
         cluster.start_node(old)
         cluster.wait_full_isr(topic, 90)
-        state = collect_broker_state(cluster, spec, run_dir)
-        assert state.errors == []
+        errors = collect_broker_state(cluster, spec, run_dir)
+        assert errors == []
         hw = {p: len(range(p, 2 * RECORDS, spec.topic.partitions)) for p in range(spec.topic.partitions)}
     yield Collected(run_dir, old, new, _lines(run_dir / "metadata.jsonl"),
                     _lines(run_dir / "replicas.jsonl"), hw)
