@@ -20,7 +20,12 @@ import orjson
 
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
-from faultline.checkers.whitebox import BrokerFiles, check_white_box, isr_timeline, verdict_line
+from faultline.checkers.whitebox import (
+    BrokerFiles,
+    check_white_box,
+    partition_timeline,
+    verdict_line,
+)
 from faultline.errors import FaultlineError, HistoryError
 from faultline.history import ReadResult, iter_rows
 from faultline.spec import TestSpec
@@ -30,34 +35,50 @@ EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
 
 
 def check_run(run_dir: Path) -> Result:
-    """Check a run directory and write its ``results.json``; return the Result.
+    """Check a run directory (:func:`check_stored`) and write its ``results.json``;
+    return the Result.
 
-    A cut last history line is tolerated (the verdict is then at most unknown). When
-    the run has white-box files (metadata.jsonl, observations.jsonl, replicas.jsonl),
-    results.json gains ``white_box`` (:mod:`faultline.checkers.whitebox`), which never
-    changes ``valid``; the metadata log's ISR timeline also tells the guarantees when a
-    node whose data was destroyed had caught up again; an unreadable white-box file is
-    named in ``white_box.errors``.
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
     ``valid: "unknown"`` and why, then raises the SpecError / HistoryError.
+    """
+    try:
+        result = check_stored(run_dir)
+    except FaultlineError as e:
+        if Path(run_dir).is_dir():
+            write_results(run_dir, unknown_result("unreadable-input", str(e)))
+        raise
+    write_results(run_dir, result)
+    return result
+
+
+def check_stored(run_dir: Path) -> Result:
+    """The one check of a stored run, from its files alone; writes nothing.
+
+    ``faultline check``, ``faultline run`` (through :func:`check_run`) and the report
+    all judge a run here, so they cannot disagree. A cut last history line is tolerated
+    (the verdict is then at most unknown). The broker's own state, when the run has it,
+    sharpens the verdict: the metadata log's partition timeline (which faults hit which
+    leader, which partitions elected a new one, when a node whose data was destroyed
+    had caught up again) and the replicas' logs (a drain that stopped short of what
+    every replica holds decides nothing past its end); see
+    :func:`faultline.checkers.queue.check_rows`. The white-box invariants are added as
+    ``white_box`` (:mod:`faultline.checkers.whitebox`), which never changes ``valid``;
+    an unreadable white-box file is named in ``white_box.errors``.
+    Raises SpecError / HistoryError for an unreadable ``test.json`` or history.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise HistoryError(str(run_dir), None, "not a run directory")
-    try:
-        spec = TestSpec.load(run_dir / "test.json")
-        history = run_dir / "history.jsonl"
-        read = ReadResult()
-        files = BrokerFiles.read(run_dir)
-        result = check_rows(spec, iter_rows(history, read), truncated=read, source=str(history),
-                            isr=isr_timeline(files.metadata, spec.topic.name))
-    except FaultlineError as e:
-        write_results(run_dir, unknown_result("unreadable-input", str(e)))
-        raise
+    spec = TestSpec.load(run_dir / "test.json")
+    history = run_dir / "history.jsonl"
+    read = ReadResult()
+    files = BrokerFiles.read(run_dir)
+    result = check_rows(spec, iter_rows(history, read), truncated=read, source=str(history),
+                        timeline=partition_timeline(files.metadata, spec.topic.name),
+                        replicas=files.replicas)
     white = check_white_box(spec, files, result.to_json())
     if white is not None:
         result = replace(result, extra={**result.extra, "white_box": white})
-    write_results(run_dir, result)
     return result
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from faultline.checkers import explain
 from faultline.checkers.columns import NONE
+from faultline.checkers.whitebox import replicas_at
 
 if TYPE_CHECKING:
     from faultline.checkers.queue import Engine
@@ -21,17 +22,28 @@ if TYPE_CHECKING:
 def lost(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     f = e.send_facts(s)
     tp = e.c_tp[s]
-    story = explain.lost_write(f, e.drain_facts(tp, f.offset, f.value), c.faults,
-                               e.parts[tp].drain_time, c.reason("lost-write"))
+    story = _with_replicas(e, tp, f.offset, explain.lost_write(
+        f, e.drain_facts(tp, f.offset, f.value), c.faults, e.parts[tp].drain_time,
+        c.reason("lost-write", tp)))
     return {**e.where(tp), "value": f.value, "offset": f.offset, "time": f.end_time,
             "invoke_time": f.invoke_time, "process": f.process, **c.tell(story)}
+
+
+def _with_replicas(e: Engine, tp: int, offset: int | None,
+                   story: explain.Story) -> explain.Story:
+    """The story, ending with what the replicas' logs hold at ``offset`` when the run
+    has ``replicas.jsonl``."""
+    reps = e.parts[tp].replicas
+    if not reps or offset is None:
+        return story
+    return [*story[0], {"time": None, "text": replicas_at(reps, offset)}], story[1]
 
 
 def reorder(e: Engine, c: Collected, prev: tuple[int, int], s: int) -> dict[str, Any]:
     first, second = e.send_facts(prev[1]), e.send_facts(s)
     second_at = e.c_drain[s]
     story = explain.nonmonotonic_send(first, second, prev[0], second_at,
-                                      c.reason("nonmonotonic-send"))
+                                      c.reason("nonmonotonic-send", e.c_tp[s]))
     return {**e.where(e.c_tp[s]), "process": first.process,
             "values": [first.value, second.value], "offsets": [prev[0], second_at],
             "time": second.invoke_time, **c.tell(story)}
@@ -52,7 +64,7 @@ def duplicate(e: Engine, c: Collected, s: int, more: set[int]) -> dict[str, Any]
     offsets = sorted({e.c_drain[s], *more})
     f = e.send_facts(s)
     story = explain.duplicate(f, f.value, offsets, f.topic, f.partition,
-                              c.reason("duplicate"))
+                              c.reason("duplicate", e.c_tp[s]))
     return {**e.where(e.c_tp[s]), "value": f.value, "offsets": offsets,
             "time": f.end_time if f.end_time is not None else f.invoke_time, **c.tell(story)}
 
@@ -74,10 +86,9 @@ def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, A
     if s is not None and e.c_read_off[s] == off and e.c_read_by[s] != -1:
         t, by = e.c_read_t[s], e.c_read_by[s]
     part = e.parts[tp]
-    story = explain.phantom_read(part.topic, part.partition, val, off, t, by,
-                                 None if s is None else e.send_facts(s),
-                                 e.drain_facts(tp, off, val), c.faults, part.drain_time,
-                                 c.reason("phantom-read"))
+    story = _with_replicas(e, tp, off, explain.phantom_read(
+        part.topic, part.partition, val, off, t, by, None if s is None else e.send_facts(s),
+        e.drain_facts(tp, off, val), c.faults, part.drain_time, c.reason("phantom-read", tp)))
     return {**e.where(tp), "value": val, "offset": off, "time": t, "process": by,
             **c.tell(story)}
 
@@ -107,7 +118,7 @@ def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
     story = explain.inconsistent_offsets(
         e.parts[tp].topic, e.parts[tp].partition, off, sightings,
         e.drain_facts(tp, off, None), e.parts[tp].drain_time,
-        c.iso_reason(involves_ack))
+        c.iso_reason(involves_ack, tp))
     times = [x["time"] for x in sightings if x["time"] is not None]
     return {**e.where(tp), "offset": off,
             "values": sorted({x["value"] for x in sightings}), "involves_ack": involves_ack,
@@ -121,7 +132,7 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     part = e.parts[tp]
     story = explain.inconsistent_offsets(part.topic, part.partition, ack, sightings,
                                          e.drain_facts(tp, ack, val), part.drain_time,
-                                         c.iso_reason(True))
+                                         c.iso_reason(True, tp))
     return {**e.where(tp), "offset": ack, "values": [val], "value": val,
             "offsets": [ack, drained], "involves_ack": True, "sightings": sightings,
             "time": e.c_done[s], **c.tell(story)}
@@ -130,13 +141,13 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
 def backwards(e: Engine, c: Collected, tp: int, p: int, prev: int, off: int,
                t: int) -> dict[str, Any]:
     story = explain.nonmonotonic_poll(p, off, prev, t, c.faults,
-                                      c.reason("nonmonotonic-poll"))
+                                      c.reason("nonmonotonic-poll", tp))
     return {**e.where(tp), "process": p, "offset": off, "previous": prev, "time": t,
             **c.tell(story)}
 
 
 def skip(e: Engine, c: Collected, tp: int, p: int, prev: int, off: int, t: int,
           skipped: list[int]) -> dict[str, Any]:
-    story = explain.poll_skip(p, prev, off, t, skipped, c.reason("poll-skip"))
+    story = explain.poll_skip(p, prev, off, t, skipped, c.reason("poll-skip", tp))
     return {**e.where(tp), "process": p, "previous": prev, "offset": off, "time": t,
             "skipped": skipped[:10], "skipped_count": len(skipped), **c.tell(story)}

@@ -96,7 +96,7 @@ def drain_text(d: DrainFacts, offset: int | None, value: int | None) -> str:
             parts.append(f"offset {offset} is below the log start {d.log_start_offset}")
         elif d.high_watermark is not None and offset >= d.high_watermark:
             parts.append(f"offset {offset} is at or past the high watermark "
-                         f"{d.high_watermark}: the log was truncated below it")
+                         f"{d.high_watermark} it read to")
         else:
             parts.append(f"offset {offset} holds nothing")
     if value is not None:

@@ -5,32 +5,39 @@ with the reason a person reads in the report. It is a hypothesis: the reference 
 (``faultline/checkers/model/``) explores fault schedules per config and cross-checks
 :func:`permitted`; keep that signature stable.
 
-Faults come from the history's nemesis ops (:func:`faults_of`), not from the spec:
-a fault that was configured but never fired permits nothing. ``faults`` holds:
+Faults come from the history's nemesis ops (:func:`faults_by_partition`), not from
+the spec: a fault that was configured but never fired, or that the nemesis skipped
+(``result: "skipped"``: no target could be planned), permits nothing. They are
+judged per topic-partition, because a fault on one partition's leader excuses
+nothing on another's. The tokens of one partition (``faults``) are:
 
-- the fault kinds that happened: ``kill``, ``pause``, ``stop``, ``partition``,
-  ``toxics``, ``wipe``, ``lose-unflushed``, ``clock``;
-- ``leader-fault`` when a node fault (kill, pause, stop, partition, wipe,
-  lose-unflushed) touched a node that led a partition at the time. The nemesis may
-  record ``{"nodes": [...], "leaders": {"<topic>/<partition>": node}}`` in its op's
-  value (invoke or completion); without ``leaders`` every node fault is assumed to
-  have hit a leader (the permissive reading: it cannot be proven it did not);
-- ``data-loss>=N`` for N = 1 .. the most nodes whose data a ``wipe`` or
+- the fault kinds that happened to it: ``kill``, ``pause``, ``stop``, ``partition``,
+  ``wipe``, ``lose-unflushed`` when they touched one of its replicas (every node
+  counts while the metadata log does not name the replicas), ``toxics``, ``clock``;
+- ``leader-fault`` when a node fault touched the partition's leader, or when the
+  metadata log shows its leader change (an election moves leadership whatever caused
+  it, and truncates what only the old leader had). A fault touched the leader when
+  the ``leaders`` snapshot the nemesis recorded in its op (``{"<topic>/<partition>":
+  node}``, invoke or completion) names one of its nodes, or the metadata log shows
+  one of them leading within :data:`CLOCK_MARGIN_NS` of the fault; with neither
+  witness for the partition, it may have (the permissive reading);
+- ``data-loss>=N`` for N = 1 .. the most of its replicas whose data a ``wipe`` or
   ``lose-unflushed`` had destroyed *at once* (all of N = 1 .. 5 when the op names no
   nodes). Without broker state a destroyed node counts for the rest of the run. Given
-  the partitions' ISR timeline from the KRaft metadata log (:data:`IsrTimeline`), a
-  node stops counting for a partition once the log shows it leave that partition's
-  ISR after the fault and come back: rejoining the ISR means it fetched everything
-  up to the HW again, so it again holds every committed record. Both changes must
-  lie :data:`CLOCK_MARGIN_NS` inside the window (after the fault, before the next
-  one), since the log's times come from the wall clock and the history's from a
-  monotonic one; a change the margin hides keeps the node counting (permissive);
+  the partition's states from the KRaft metadata log (:data:`Timeline`), a node stops
+  counting once the log shows it leave the partition's ISR after the fault and come
+  back: rejoining the ISR means it fetched everything up to the HW again, so it again
+  holds every committed record. Both changes must lie :data:`CLOCK_MARGIN_NS` inside
+  the window (after the fault, before the next one), since the log's times come from
+  the wall clock and the history's from a monotonic one; a change the margin hides
+  keeps the node counting (permissive);
 - ``producer-restart`` when a nemesis op of that name says a producer was
   restarted and may have re-sent values (no workload does this yet).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -64,9 +71,26 @@ _MAX_NODES = 5
 #: times may be, at most, for one event (ns).
 CLOCK_MARGIN_NS = 500_000_000
 
-#: partition -> its ISR after each change, ``(time ns since the run started, ISR)``,
-#: in metadata log order (times from the wall clock, see :func:`faults_of_actions`).
-IsrTimeline = Mapping[int, Sequence[tuple[int, frozenset[int]]]]
+#: A topic-partition: ``(topic, partition)``.
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """A partition's state after one record of the KRaft metadata log.
+
+    ``time`` is ns since the run started, from the wall clock (so :data:`CLOCK_MARGIN_NS`
+    apart from history times at most); ``replicas`` is empty when the log did not say.
+    """
+
+    time: int
+    leader: int | None
+    isr: frozenset[int]
+    replicas: frozenset[int] = frozenset()
+
+
+#: topic-partition -> its state after each change, in metadata log order.
+Timeline = Mapping[TopicPartition, Sequence[PartitionState]]
 
 #: Rule keys beyond the anomaly names: inconsistent-offsets has two rows in DESIGN.md.
 ISO_ACK = "inconsistent-offsets:ack"
@@ -251,6 +275,11 @@ class NemesisAction:
     value: Mapping[str, Any]
     error: str | None = None
 
+    @property
+    def skipped(self) -> bool:
+        """Whether the nemesis skipped it (no target could be planned): nothing happened."""
+        return self.value.get("result") == "skipped"
+
 
 def nemesis_actions(ops: Iterable[Op]) -> list[NemesisAction]:
     """Pair a history's nemesis ops into actions, sorted by start.
@@ -280,73 +309,131 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def faults_of(ops: Iterable[Op], isr: IsrTimeline | None = None) -> frozenset[str]:
-    """The fault kinds that happened, from a history's nemesis ops (see module doc).
+def faults_of(ops: Iterable[Op], timeline: Timeline | None = None,
+              partition: TopicPartition = ("fl-queue", 0)) -> frozenset[str]:
+    """The faults one partition saw, from a history's nemesis ops (see module doc)."""
+    return faults_by_partition(nemesis_actions(ops), [partition], timeline)[partition]
 
-    A fault whose completion carries an error, or that never completed, still
-    counts: it may have happened.
+
+def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[TopicPartition],
+                        timeline: Timeline | None = None) -> dict[TopicPartition, frozenset[str]]:
+    """Per partition, the fault tokens :func:`rules` reads (see the module docstring).
+
+    ``actions`` come from :func:`nemesis_actions`; ``timeline`` is the partitions' state
+    from the KRaft metadata log, when the run has one. A skipped action permits nothing;
+    one whose completion carries an error, or that never completed, still counts: it
+    may have happened.
     """
-    return faults_of_actions(nemesis_actions(ops), isr)
-
-
-def faults_of_actions(actions: Iterable[NemesisAction],
-                      isr: IsrTimeline | None = None) -> frozenset[str]:
-    """:func:`faults_of` over actions already paired by :func:`nemesis_actions`."""
-    out: set[str] = set()
-    destroyed = _Destroyed(isr)
+    parts = list(partitions)
+    out: dict[TopicPartition, set[str]] = {tp: set() for tp in parts}
+    states = {tp: (timeline or {}).get(tp) for tp in parts}
+    destroyed = {tp: _Destroyed(states[tp]) for tp in parts}
     for action in actions:
         kind = FAULT_KINDS.get(action.f)
-        if kind is None:
+        if kind is None or action.skipped:
             continue
-        out.add(kind)
-        nodes = {str(n) for n in nodes_of(action.value)}
-        if kind in NODE_FAULTS:
-            leaders = action.value.get("leaders")
-            if not nodes or not isinstance(leaders, dict) or nodes & {
-                    str(n) for n in leaders.values()}:
-                out.add("leader-fault")
-        if kind in DATA_LOSS_FAULTS:
-            destroyed.add(nodes, action.start)
-    out.update(f"data-loss>={n}" for n in range(1, destroyed.most + 1))
-    return frozenset(out)
+        named = {str(n) for n in nodes_of(action.value)}
+        for tp in parts:
+            replicas = _replicas(states[tp])
+            nodes = named & replicas if kind in NODE_FAULTS and named and replicas else named
+            if named and not nodes:  # the fault touched no replica of this partition
+                continue
+            out[tp].add(kind)
+            if kind in NODE_FAULTS and _hit_leader(action, nodes, tp, states[tp]):
+                out[tp].add("leader-fault")
+            if kind in DATA_LOSS_FAULTS:
+                destroyed[tp].add(nodes, action.start)
+    for tp in parts:
+        if _elected(states[tp]):
+            out[tp].add("leader-fault")
+        out[tp].update(f"data-loss>={n}" for n in range(1, destroyed[tp].most + 1))
+    return {tp: frozenset(fs) for tp, fs in out.items()}
+
+
+def _replicas(states: Sequence[PartitionState] | None) -> set[str]:
+    """The partition's replicas per the metadata log (empty when unknown)."""
+    return {str(n) for s in states or () for n in s.replicas}
+
+
+def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
+                states: Sequence[PartitionState] | None) -> bool:
+    """Whether a node fault touched ``tp``'s leader.
+
+    Two witnesses, either suffices: the ``leaders`` snapshot the nemesis recorded, and
+    the metadata log's leaders from :data:`CLOCK_MARGIN_NS` before the fault began to as
+    long after it completed. With neither (no snapshot for ``tp``, no log), or when the
+    op names no node, it may have: the permissive reading.
+    """
+    if not nodes:
+        return True
+    known = False
+    snapshot = action.value.get("leaders")
+    if isinstance(snapshot, dict) and f"{tp[0]}/{tp[1]}" in snapshot:
+        known = True
+        if str(snapshot[f"{tp[0]}/{tp[1]}"]) in nodes:
+            return True
+    if states:
+        known = True
+        end = action.end if action.end is not None else action.start
+        if nodes & {str(n) for n in leaders_between(states, action.start - CLOCK_MARGIN_NS,
+                                                    end + CLOCK_MARGIN_NS)}:
+            return True
+    return not known
+
+
+def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> set[int]:
+    """Every leader the partition had at some moment of ``[start, end]``."""
+    out: set[int] = set()
+    current: int | None = None
+    for s in states:
+        if s.time > end:
+            break
+        if s.time > start and current is not None:
+            out.add(current)
+        current = s.leader
+    if current is not None:
+        out.add(current)
+    return out
+
+
+def _elected(states: Sequence[PartitionState] | None) -> bool:
+    """Whether the metadata log shows the partition's leader change after it was created."""
+    leaders = [s.leader for s in states or ()]
+    return any(a != b for a, b in itertools.pairwise(leaders))
 
 
 class _Destroyed:
-    """Nodes whose data is destroyed and not yet replicated back, per partition.
+    """One partition's nodes whose data is destroyed and not yet replicated back.
 
     :meth:`add` records a wipe / lose-unflushed at ``time``; :attr:`most` is the largest
     number destroyed at once so far (see the module docstring for when a node recovers).
     """
 
-    def __init__(self, isr: IsrTimeline | None) -> None:
-        self._isr = isr
-        self._since: dict[int | None, dict[str, int]] = {}  # partition -> node -> fault time
+    def __init__(self, states: Sequence[PartitionState] | None) -> None:
+        self._states = states
+        self._since: dict[str, int] = {}  # node -> fault time
         self.most = 0
 
     def add(self, nodes: set[str], time: int) -> None:
         if not nodes:  # an op naming no node: assume the worst
             self.most = _MAX_NODES
             return
-        parts: list[int | None] = list(self._isr) if self._isr else [None]
-        for p in parts:
-            since = self._since.setdefault(p, {})
-            for n, t in list(since.items()):
-                if p is not None and self._rejoined(p, n, t, time):
-                    del since[n]
-            since.update(dict.fromkeys(nodes, time))
-            self.most = max(self.most, len(since))
+        for n, t in list(self._since.items()):
+            if self._rejoined(n, t, time):
+                del self._since[n]
+        self._since.update(dict.fromkeys(nodes, time))
+        self.most = max(self.most, len(self._since))
 
-    def _rejoined(self, partition: int, node: str, lost_at: int, now: int) -> bool:
-        """Whether the ISR of ``partition`` lost ``node`` after ``lost_at`` and regained
-        it before ``now``, both by a clear :data:`CLOCK_MARGIN_NS`."""
-        assert self._isr is not None
+    def _rejoined(self, node: str, lost_at: int, now: int) -> bool:
+        """Whether the ISR lost ``node`` after ``lost_at`` and regained it before ``now``,
+        both by a clear :data:`CLOCK_MARGIN_NS`."""
         left = False
-        for t, members in self._isr[partition]:
-            if t >= now - CLOCK_MARGIN_NS:
+        for s in self._states or ():
+            if s.time >= now - CLOCK_MARGIN_NS:
                 return False
-            if t <= lost_at + CLOCK_MARGIN_NS:
+            if s.time <= lost_at + CLOCK_MARGIN_NS:
                 continue
-            inside = any(str(m) == node for m in members)
+            inside = any(str(m) == node for m in s.isr)
             if not inside:
                 left = True
             elif left:

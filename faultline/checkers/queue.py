@@ -43,17 +43,18 @@ never a pass.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from sys import intern
 from typing import Any
 
 from faultline.checkers import examples, explain
 from faultline.checkers.columns import NONE, OffsetMap, aligned
-from faultline.checkers.guarantees import GuaranteeConfig, IsrTimeline
+from faultline.checkers.guarantees import GuaranteeConfig, Timeline
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
 from faultline.checkers.result import Result, unknown_result
 from faultline.checkers.verdict import Collected, build_result
+from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
 from faultline.history import NEMESIS, Op, ReadResult
 from faultline.spec import TestSpec
@@ -66,8 +67,8 @@ _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, In
 class Part:
     """What the history says about one topic-partition, offsets-wise."""
 
-    __slots__ = ("acks", "complete", "drain_time", "drained", "drains", "hw", "lso",
-                 "partition", "polled", "polls", "sends", "topic")
+    __slots__ = ("acks", "agreed", "complete", "drain_time", "drained", "drains", "hw", "lso",
+                 "partition", "polled", "polls", "replicas", "sends", "short", "topic")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -82,30 +83,41 @@ class Part:
         self.drained = 0
         self.polled = 0
         self.sends = [0, 0, 0, 0]  # open, ok, fail, info
+        self.replicas: list[Mapping[str, Any]] = []  # its replicas.jsonl lines, by node
+        self.agreed: int | None = None  # every replica holds the same batches below it
+        self.short: int | None = None  # = agreed, when the complete drain stopped below it
 
 
 def check(spec: TestSpec, ops: Iterable[Op], *, truncated: bool = False,
-          unavailable_after_ns: int | None = None) -> Result:
+          unavailable_after_ns: int | None = None, timeline: Timeline | None = None,
+          replicas: Sequence[dict[str, Any]] | None = None) -> Result:
     """Check a history given as ops; see :func:`check_rows`."""
     return check_rows(spec, (op.to_dict() for op in ops), truncated=truncated,
-                      unavailable_after_ns=unavailable_after_ns)
+                      unavailable_after_ns=unavailable_after_ns, timeline=timeline,
+                      replicas=replicas)
 
 
 def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
                truncated: bool | ReadResult = False, source: str = "history",
-               unavailable_after_ns: int | None = None, isr: IsrTimeline | None = None) -> Result:
+               unavailable_after_ns: int | None = None, timeline: Timeline | None = None,
+               replicas: Sequence[dict[str, Any]] | None = None) -> Result:
     """Check a history given as parsed rows (dicts with HISTORY.md's fields).
 
     ``truncated`` says the history was cut short (its verdict is then at most
     unknown); given the :class:`~faultline.history.ReadResult` the rows' reader fills,
     its ``truncated`` is read once the rows are exhausted, when the reader knows.
-    ``source`` names the history in errors. ``isr`` is the partitions' ISR timeline from
-    the broker's metadata log, when the run has one: it tells when a node whose data a
-    fault destroyed held every committed record again (:func:`guarantees.faults_of`).
+    ``source`` names the history in errors. The broker's own state, when the run has it:
+    ``timeline``, the partitions' states from the KRaft metadata log, says which faults
+    hit which partition's leader, which partitions elected a new one, and when a node
+    whose data a fault destroyed held every committed record again
+    (:func:`guarantees.faults_by_partition`); ``replicas``, ``replicas.jsonl``'s lines,
+    says how far every replica's log agrees. A complete drain that stopped below that
+    end stopped short: what it did not read cannot be lost, so lost writes and phantom
+    reads at or past its end are set aside as unknown (``short-drain``), never counted.
     Raises HistoryError for a malformed op;
     returns an ``unknown`` Result if the checker itself fails.
     """
-    engine = Engine(spec, source, isr)
+    engine = Engine(spec, source, timeline, replicas)
     try:
         engine.feed(rows)
         cut = truncated if isinstance(truncated, bool) else truncated.truncated
@@ -119,10 +131,12 @@ def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
 class Engine:
     """One pass over the rows (:meth:`feed`), then :meth:`finish` decides. Internal."""
 
-    def __init__(self, spec: TestSpec, source: str, isr: IsrTimeline | None = None) -> None:
+    def __init__(self, spec: TestSpec, source: str, timeline: Timeline | None = None,
+                 replicas: Sequence[dict[str, Any]] | None = None) -> None:
         self.spec = spec
         self.source = source
-        self.isr = isr
+        self.timeline = timeline
+        self.replicas = replicas
         self.tp_ids: dict[tuple[str, int], int] = {}
         self.parts: list[Part] = []
         for p in range(spec.topic.partitions):
@@ -363,11 +377,33 @@ class Engine:
         if self.c_inv:  # invoke times never decrease: the last is the latest
             self.measures.last_send = max(self.measures.last_send, self.c_inv[-1])
         collected = Collected(self.spec, GuaranteeConfig.from_spec(self.spec), truncated)
-        collected.set_faults(self.nemesis, self.measures, self.parts, set(self.c_tp), self.isr)
+        collected.set_faults(self.nemesis, self.measures, self.parts, set(self.c_tp),
+                             self.timeline)
+        self._cross_check()
         self._values(collected)
         self._offsets(collected)
         self._consumers(collected)
         return build_result(collected, self)
+
+    def _cross_check(self) -> None:
+        """Hold each complete drain against the replicas' logs (``replicas.jsonl``): a
+        drain whose end lies below the offset up to which every replica holds the same
+        batches stopped short (:attr:`Part.short`)."""
+        if self.replicas is None:
+            return
+        for topic in {p.topic for p in self.parts}:
+            for partition, reps in replicas_by_partition(self.replicas, topic).items():
+                tp = self.tp_ids.get((topic, partition))
+                if tp is None:
+                    continue
+                part = self.parts[tp]
+                part.replicas = reps
+                if len(reps) < self.spec.topic.replication_factor:
+                    continue  # a replica's log is missing: nothing is agreed
+                part.agreed = agreed_end(reps)
+                if (part.complete and part.agreed is not None and part.hw is not None
+                        and part.agreed > part.hw):
+                    part.short = part.agreed
 
     def send_facts(self, s: int) -> explain.SendFacts:
         """What the history says about the send in slot ``s``."""
@@ -396,8 +432,10 @@ class Engine:
                         lso = part.lso or 0
                         if (ack != NONE and ack < lso) or (ack == NONE and lso > 0):
                             c.below_log_start += 1
+                        elif part.short is not None and (ack == NONE or ack >= part.hw):
+                            c.set_aside("lost-write", tp)
                         else:
-                            c.add("lost-write", partial(examples.lost, self, c, s))
+                            c.add("lost-write", tp, partial(examples.lost, self, c, s))
                     elif (ack != NONE and ack != drained and ack not in self.dups.get(s, ())
                           and part.drains.get(ack) == NONE):
                         c.iso_ack_offset.append(s)
@@ -407,18 +445,20 @@ class Engine:
                     if prev is None or drained > prev[0]:
                         highest[key] = (drained, s)
                     elif drained < prev[0]:
-                        c.add("nonmonotonic-send", partial(examples.reorder, self, c, prev, s))
+                        c.add("nonmonotonic-send", tp,
+                              partial(examples.reorder, self, c, prev, s))
             elif status == FAIL:
                 if read_t != NONE:
-                    c.add("aborted-read", partial(examples.aborted, self, c, s))
+                    c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
             elif read_t != NONE:
                 c.indeterminate_read += 1
             else:
                 c.indeterminate += 1
         for s, offsets in sorted(self.dups.items()):
-            c.add("duplicate", partial(examples.duplicate, self, c, s, offsets))
+            c.add("duplicate", self.c_tp[s], partial(examples.duplicate, self, c, s, offsets))
         for (tp, val), (off, t, by, n) in sorted(self.odd_reads.items()):
-            c.add("unexpected-value", partial(examples.unexpected, self, c, tp, val, off, t, by, n))
+            c.add("unexpected-value", tp,
+                  partial(examples.unexpected, self, c, tp, val, off, t, by, n))
 
     def _offsets(self, c: Collected) -> None:
         """Per-offset decisions: inconsistent-offsets and phantom-read."""
@@ -436,7 +476,11 @@ class Engine:
                     polled = ({p} if p != NONE else set()) | {
                         x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
                     for x in sorted(polled - {dv}):
-                        c.add("phantom-read", partial(examples.phantom, self, c, tp, off, x))
+                        if part.short is not None and off >= part.hw:  # type: ignore[operator]
+                            c.set_aside("phantom-read", tp)
+                        else:
+                            c.add("phantom-read", tp,
+                                  partial(examples.phantom, self, c, tp, off, x))
                 if len(values) > 1:
                     # An ack is involved when an ack's association is what is wrong: two
                     # acks disagree, or the drain holds another value there (or, with the
@@ -446,23 +490,25 @@ class Engine:
                                    if any(k == "ack" for k, _, _ in seen)}
                     involves_ack = a != NONE and (len(acked) > 1 or (
                         a != dv if dv != NONE else bool(values - acked)))
-                    c.add("inconsistent-offsets",
+                    c.add("inconsistent-offsets", tp,
                           partial(examples.iso, self, c, tp, off, a, p, dv, extra, involves_ack),
-                          c.iso_reason(involves_ack) is not None)
+                          c.iso_reason(involves_ack, tp) is not None)
         for s in c.iso_ack_offset:
-            c.add("inconsistent-offsets", partial(examples.iso_value, self, c, s),
-                  c.iso_reason(True) is not None)
+            tp = self.c_tp[s]
+            c.add("inconsistent-offsets", tp, partial(examples.iso_value, self, c, s),
+                  c.iso_reason(True, tp) is not None)
 
     def _consumers(self, c: Collected) -> None:
         for tp, p, prev, off, t in self.backwards:
-            c.add("nonmonotonic-poll", partial(examples.backwards, self, c, tp, p, prev, off, t))
+            c.add("nonmonotonic-poll", tp,
+                  partial(examples.backwards, self, c, tp, p, prev, off, t))
         for tp, p, prev, off, t in self.gaps:
             part = self.parts[tp]
             if not part.complete:
                 continue
             skipped = part.drains.any_between(prev, off)
             if skipped:
-                c.add("poll-skip", partial(examples.skip, self, c, tp, p, prev, off, t, skipped))
+                c.add("poll-skip", tp, partial(examples.skip, self, c, tp, p, prev, off, t, skipped))
 
     def drain_facts(self, tp: int, offset: int | None, value: int | None) -> explain.DrainFacts:
         """What the drain of partition ``tp`` says at ``offset`` and about ``value``."""

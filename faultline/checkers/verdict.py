@@ -17,8 +17,8 @@ from faultline.checkers.guarantees import (
     ISO_ACK,
     ISO_READS,
     GuaranteeConfig,
-    IsrTimeline,
-    faults_of_actions,
+    Timeline,
+    faults_by_partition,
     forbidden,
     nemesis_actions,
     rules,
@@ -35,7 +35,12 @@ Example = dict[str, Any]
 
 
 class Collected:
-    """Anomaly counts, examples and the permission rules of one run."""
+    """Anomaly counts, examples and the permission rules of one run, per partition.
+
+    Partitions are the engine's ids (``tp``); :meth:`set_faults` derives each one's
+    fault tokens and rules, so a fault on one partition's leader excuses nothing on
+    another's.
+    """
 
     def __init__(self, spec: TestSpec, config: GuaranteeConfig, truncated: bool) -> None:
         self.spec = spec
@@ -44,8 +49,11 @@ class Collected:
         self.counts: dict[str, int] = dict.fromkeys(ANOMALIES, 0)
         self.examples: dict[str, list[Example]] = {}
         self.forbidden_seen: set[str] = set()  # types with an instance not permitted
-        self.fault_kinds: frozenset[str] = frozenset()
-        self.rules: dict[str, str] = {}
+        self.part_faults: list[frozenset[str]] = []  # tp -> its fault tokens
+        self.part_rules: list[dict[str, str]] = []  # tp -> rule key -> reason
+        self.part_counts: list[dict[str, int]] = []  # tp -> anomaly -> count
+        self.part_violations: list[set[str]] = []  # tp -> types seen there, not permitted
+        self.unverified: dict[int, dict[str, int]] = {}  # tp -> anomaly -> set aside (short drain)
         self.faults: list[dict[str, Any]] = []
         self.measures: dict[str, Any] = {}
         self.below_log_start = 0
@@ -54,41 +62,53 @@ class Collected:
         self.iso_ack_offset: list[int] = []  # slots: ack offset empty in the drain
 
     def set_faults(self, nemesis: Sequence[Op], measures: Measures, parts: Sequence[Part],
-                   sent_to: set[int], isr: IsrTimeline | None = None) -> None:
-        """Pair the nemesis ops, derive the permission rules (with the ISR timeline when
-        there is one) and finish the measures."""
+                   sent_to: set[int], timeline: Timeline | None = None) -> None:
+        """Pair the nemesis ops, derive each partition's fault tokens and rules (with the
+        metadata log's timeline when there is one) and finish the measures."""
         actions = nemesis_actions(nemesis)
-        self.fault_kinds = faults_of_actions(actions, isr)
-        self.rules = rules(self.config, self.fault_kinds)
-        self.measures = measures.finish([(p.topic, p.partition) for p in parts], sent_to,
-                                        actions)
+        keys = [(p.topic, p.partition) for p in parts]
+        by_part = faults_by_partition(actions, keys, timeline)
+        self.part_faults = [by_part[k] for k in keys]
+        self.part_rules = [rules(self.config, f) for f in self.part_faults]
+        self.part_counts = [dict.fromkeys(ANOMALIES, 0) for _ in keys]
+        self.part_violations = [set() for _ in keys]
+        self.measures = measures.finish(keys, sent_to, actions)
         self.faults = self.measures["faults"]
 
-    def reason(self, name: str) -> str | None:
-        """Why ``name`` is permitted, or None if it is forbidden."""
-        return self.rules.get(name)
+    def reason(self, name: str, tp: int) -> str | None:
+        """Why ``name`` is permitted on partition ``tp``, or None if it is forbidden."""
+        return self.part_rules[tp].get(name)
 
-    def iso_reason(self, involves_ack: bool) -> str | None:
-        """Why an inconsistent-offsets instance of this kind is permitted, or None."""
-        return self.rules.get(ISO_ACK if involves_ack else ISO_READS)
+    def iso_reason(self, involves_ack: bool, tp: int) -> str | None:
+        """Why an inconsistent-offsets instance of this kind is permitted on ``tp``, or None."""
+        return self.part_rules[tp].get(ISO_ACK if involves_ack else ISO_READS)
 
-    def add(self, name: str, make: Callable[[], Example], allowed: bool | None = None) -> None:
-        """Count one anomaly; build its example while fewer than MAX_EXAMPLES are kept.
+    def add(self, name: str, tp: int, make: Callable[[], Example],
+            allowed: bool | None = None) -> None:
+        """Count one anomaly on partition ``tp``; build its example while fewer than
+        MAX_EXAMPLES are kept.
 
         ``allowed`` says whether this instance is permitted (default: whether ``name``
-        is); an inconsistent-offsets instance passes its own DESIGN.md row's answer
-        (:meth:`iso_reason`).
+        is on ``tp``); an inconsistent-offsets instance passes its own DESIGN.md row's
+        answer (:meth:`iso_reason`).
         """
         if allowed is None:
-            allowed = name in self.rules
+            allowed = name in self.part_rules[tp]
         if not allowed:
             self.forbidden_seen.add(name)
+            self.part_violations[tp].add(name)
         self.counts[name] += 1
+        self.part_counts[tp][name] += 1
         kept = self.examples.setdefault(name, [])
         if len(kept) < MAX_EXAMPLES:
             example = make()
             example["permitted"] = allowed
             kept.append(example)
+
+    def set_aside(self, name: str, tp: int) -> None:
+        """An instance on ``tp`` that a short drain cannot decide: unknown, not counted."""
+        counts = self.unverified.setdefault(tp, {})
+        counts[name] = counts.get(name, 0) + 1
 
     @staticmethod
     def tell(story: explain.Story) -> Example:
@@ -99,6 +119,34 @@ class Collected:
         """Types seen that the guarantees forbid, in DESIGN.md's order."""
         return [name for name in ANOMALIES if name in self.forbidden_seen]
 
+    def run_reasons(self, names: Sequence[str], engine: Engine) -> tuple[dict[str, str], dict[str, str]]:
+        """Run-wide ``permitted_reasons`` and ``forbidden_reasons``: per type, the reason
+        of the first partition that permits (forbids) it, naming the partitions when
+        not all of them agree. A forbidden type's reason comes from a partition where
+        it was seen, when there is one."""
+        allowed: dict[str, str] = {}
+        denied: dict[str, str] = {}
+        every = range(len(self.part_rules))
+        for name in names:
+            yes = [tp for tp in every if name in self.part_rules[tp]]
+            no = [tp for tp in every if tp not in yes]
+            if yes:
+                allowed[name] = self.part_rules[yes[0]][name] + _on(engine, yes, every)
+            if no:
+                seen = [tp for tp in no if name in self.part_violations[tp]] or no
+                why = forbidden(self.config, self.part_faults[seen[0]])
+                if name in why:
+                    denied[name] = why[name] + _on(engine, no, every)
+        return allowed, denied
+
+
+def _on(engine: Engine, tps: Sequence[int], every: range) -> str:
+    """`` (on fl-queue/0, fl-queue/2)`` unless ``tps`` is every partition."""
+    if len(tps) == len(every):
+        return ""
+    return " (on " + ", ".join(f"{engine.parts[tp].topic}/{engine.parts[tp].partition}"
+                               for tp in tps) + ")"
+
 
 def build_result(c: Collected, engine: Engine) -> Result:
     """results.json's fields (HISTORY.md) and extras, from what the engine found."""
@@ -108,18 +156,32 @@ def build_result(c: Collected, engine: Engine) -> Result:
                         "why": "the history's last line was cut mid-write (the run died): "
                                "what happened after it is not known"})
     partitions = []
-    for p in engine.parts:
+    for tp, p in enumerate(engine.parts):
         if not p.complete:
             unknown.append({"kind": "incomplete-drain", "topic": p.topic,
                             "partition": p.partition, "affects_verdict": True,
                             "why": "no ok drain with last: true, so lost writes, phantom "
                                    "reads and skips cannot be decided for this partition"})
+        elif p.short is not None:
+            set_aside = c.unverified.get(tp, {})
+            what = ", ".join(f"{n} ×{k}" for n, k in set_aside.items()) or "no anomaly"
+            unknown.append({"kind": "short-drain", "topic": p.topic, "partition": p.partition,
+                            "count": sum(set_aside.values()), "affects_verdict": True,
+                            "why": f"the drain read to offset {p.hw}, but every replica's log "
+                                   f"holds the same batches up to {p.short} (replicas.jsonl): "
+                                   f"the drain stopped short, so {what} at or past {p.hw} "
+                                   "cannot be decided (set aside, not counted)"})
         partitions.append({
             "topic": p.topic, "partition": p.partition, "complete": p.complete,
             "drained": p.drained, "high_watermark": p.hw, "log_start_offset": p.lso,
-            "polled": p.polled,
+            "replicas_agree_to": p.agreed, "polled": p.polled,
             "sends": {"ok": p.sends[1], "fail": p.sends[2], "info": p.sends[3],
-                      "open": p.sends[0]}})
+                      "open": p.sends[0]},
+            "faults": sorted(c.part_faults[tp]),
+            "anomaly_counts": {k: v for k, v in c.part_counts[tp].items() if v},
+            "violations": [n for n in ANOMALIES if n in c.part_violations[tp]],
+            "permitted_reasons": {n: c.part_rules[tp][n] for n in ANOMALIES
+                                  if n in c.part_rules[tp]}})
     if c.indeterminate:
         unknown.append({"kind": "indeterminate-sends", "count": c.indeterminate,
                         "affects_verdict": False,
@@ -153,7 +215,8 @@ def build_result(c: Collected, engine: Engine) -> Result:
         "ops": engine.ops,
         "other_ops": engine.other,
     }
-    permitted = [name for name in ANOMALIES if name in c.rules]
+    permitted = [name for name in ANOMALIES if any(name in r for r in c.part_rules)]
+    permitted_reasons, forbidden_reasons = c.run_reasons(ANOMALIES, engine)
     return Result(
         valid=valid,  # type: ignore[arg-type]
         anomaly_counts=c.counts,
@@ -163,10 +226,11 @@ def build_result(c: Collected, engine: Engine) -> Result:
         unknown=unknown,
         stats=stats,
         extra={
-            "permitted_reasons": {name: c.rules[name] for name in permitted},
-            "forbidden_reasons": forbidden(c.config, c.fault_kinds),
-            "permitted_rules": dict(sorted(c.rules.items())),
-            "faults_seen": sorted(c.fault_kinds),
+            "permitted_reasons": permitted_reasons,
+            "forbidden_reasons": forbidden_reasons,
+            "permitted_rules": dict(sorted({k: v for r in reversed(c.part_rules)
+                                            for k, v in r.items()}.items())),
+            "faults_seen": sorted(set().union(*c.part_faults)),
             "config": dataclasses.asdict(c.config),
             "measures": c.measures,
             "partitions": partitions,

@@ -52,7 +52,7 @@ from typing import Any
 
 import orjson
 
-from faultline.checkers.guarantees import DATA_LOSS_FAULTS
+from faultline.checkers.guarantees import DATA_LOSS_FAULTS, PartitionState, Timeline
 from faultline.checkers.result import UNKNOWN, Valid, merge_valid
 from faultline.errors import HistoryError
 from faultline.spec import TestSpec
@@ -168,22 +168,27 @@ def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> Non
 # --- leader changes ------------------------------------------------------------------
 
 
-def isr_timeline(metadata: Iterable[Line] | None,
-                 topic: str) -> dict[int, list[tuple[int, frozenset[int]]]] | None:
-    """``topic``'s partitions' ISR after each change, from ``metadata.jsonl``'s lines:
-    partition -> ``[(time, ISR)]`` in log order (a :data:`guarantees.IsrTimeline`).
+def partition_timeline(metadata: Iterable[Line] | None, topic: str) -> Timeline | None:
+    """``topic``'s partitions' state after each change, from ``metadata.jsonl``'s lines
+    (a :data:`guarantees.Timeline`, in log order).
 
     None without a (readable) metadata log; a line without a time or an ISR is skipped.
     """
     if metadata is None:
         return None
-    out: dict[int, list[tuple[int, frozenset[int]]]] = {}
+    out: dict[tuple[str, int], list[PartitionState]] = {}
     for line in metadata:
         p, t, isr = line.get("partition"), line.get("time"), line.get("isr")
         if (line.get("topic") == topic and line.get("type") in ("partition", "partition-change")
                 and type(p) is int and type(t) is int and isinstance(isr, list)):
-            out.setdefault(p, []).append((t, frozenset(n for n in isr if type(n) is int)))
+            leader, replicas = line.get("leader"), line.get("replicas")
+            out.setdefault((topic, p), []).append(PartitionState(
+                t, leader if type(leader) is int else None, _node_set(isr), _node_set(replicas)))
     return out
+
+
+def _node_set(nodes: Any) -> frozenset[int]:
+    return frozenset(n for n in nodes if type(n) is int) if isinstance(nodes, list) else frozenset()
 
 
 def leader_changes(metadata: Iterable[Line], topic: str) -> list[dict[str, Any]]:
@@ -307,22 +312,71 @@ def check_replicas_agree(replicas: Sequence[Line], topic: str, hw: Mapping[int, 
     both hold must be the same (base and last offset, CRC). One example per diverging
     pair: its first differing batch."""
     inv = Invariant("replicas-agree-below-hw", source=REPLICAS_FILE)
-    parts: dict[int, list[Line]] = {}
-    for r in replicas:
-        if r.get("topic") == topic:
-            parts.setdefault(int(r["partition"]), []).append(r)
-    for p, reps in sorted(parts.items()):
+    for p, reps in replicas_by_partition(replicas, topic).items():
         limit = hw.get(p)
         if limit is None:
             limit = max((r["hw_checkpoint"] for r in reps if isinstance(r.get("hw_checkpoint"), int)),
                         default=None)
         if limit is None:
             continue
-        reps = sorted(reps, key=lambda r: int(r["node"]))
         for i, a in enumerate(reps):
             for b in reps[i + 1:]:
                 _compare(inv, p, a, b, limit, loss_permitted)
     return inv
+
+
+def replicas_by_partition(replicas: Iterable[Line], topic: str) -> dict[int, list[Line]]:
+    """``replicas.jsonl``'s lines of ``topic``, by partition, each list by node."""
+    parts: dict[int, list[Line]] = {}
+    for r in replicas:
+        if r.get("topic") == topic:
+            parts.setdefault(int(r["partition"]), []).append(r)
+    return {p: sorted(reps, key=lambda r: int(r["node"])) for p, reps in sorted(parts.items())}
+
+
+def agreed_end(reps: Sequence[Line]) -> int | None:
+    """The offset below which every replica in ``reps`` holds the same batches (base and
+    last offset, CRC) from the greatest log start on: the least log end, or the first
+    offset where two differ or the first replica has a gap.
+
+    None when a replica's log end is unknown or there is no replica: nothing is agreed.
+    """
+    ends = [r.get("log_end_offset") for r in reps]
+    if not reps or not all(type(e) is int for e in ends):
+        return None
+    end = min(int(e) for e in ends)  # type: ignore[arg-type]
+    start = max(int(r["log_start_offset"]) for r in reps)
+    first, others = reps[0], [{int(x[0]): x for x in r["batches"]} for r in reps[1:]]
+    covered = start
+    for x in first["batches"]:
+        base, last = int(x[0]), int(x[1])
+        if last < start:
+            continue
+        if base >= end:
+            break
+        if base > covered or any(
+                (y := o.get(base)) is None or int(y[1]) != last or int(y[3]) != int(x[3])
+                for o in others):
+            return min(base, covered)
+        covered = last + 1
+    return min(end, covered)
+
+
+def replicas_at(reps: Sequence[Line], offset: int) -> str:
+    """What each replica's log holds at ``offset``, in a phrase for a story."""
+    held: dict[tuple[int, int, int, int], list[int]] = {}
+    ends: list[str] = []
+    for r in reps:
+        batch = next((b for b in r["batches"] if int(b[0]) <= offset <= int(b[1])), None)
+        if batch is not None:
+            held.setdefault(tuple(int(v) for v in batch), []).append(int(r["node"]))  # type: ignore[arg-type]
+        else:
+            ends.append(f"n{r['node']} ends at {r.get('log_end_offset')}")
+    said = [f"batch {b[0]}..{b[1]} (leader epoch {b[2]}, crc {b[3]}) on "
+            + ", ".join(f"n{n}" for n in nodes) for b, nodes in held.items()]
+    if ends:
+        said.append("nothing on " + ", ".join(ends))
+    return f"the replicas' logs after the run hold at offset {offset}: " + "; ".join(said)
 
 
 def _compare(inv: Invariant, p: int, a: Line, b: Line, hw: int, loss_permitted: bool) -> None:

@@ -38,7 +38,7 @@ from typing import Any
 import jinja2
 import orjson
 
-from faultline.checkers.queue import check_rows
+from faultline.checkers.cli import check_stored
 from faultline.checkers.result import ANOMALIES, unknown_result
 from faultline.checkers.whitebox import (
     METADATA_FILE,
@@ -123,8 +123,11 @@ def load_run(run_dir: Path) -> RunData:
         raise HistoryError(str(results_path), None, "expected a JSON object")
     results = stored
     missing = [k for k, kind in _CHECKED.items() if not isinstance((stored or {}).get(k), kind)]
+    if "partitions" not in missing and not all(  # from a checker that judged runs, not partitions
+            isinstance(x, dict) and "anomaly_counts" in x for x in (stored or {})["partitions"]):
+        missing.append("partitions")
     if results is None or missing:
-        checked = _check(spec, hist_path)
+        checked = _check(run_dir)
         results = checked if stored is None else {
             **stored, **{k: checked[k] for k in missing if k in checked}}
     if not isinstance(results.get("white_box"), dict):
@@ -141,16 +144,16 @@ def load_run(run_dir: Path) -> RunData:
 _CHECKED: Mapping[str, type] = {"measures": dict, "partitions": list}
 
 
-def _check(spec: TestSpec, history: Path) -> dict[str, Any]:
-    """The results.json object ``faultline check`` would write, computed in memory.
+def _check(run_dir: Path) -> dict[str, Any]:
+    """The results.json object ``faultline check`` would write, computed in memory by
+    the same function (:func:`~faultline.checkers.cli.check_stored`).
 
-    Not :func:`faultline.checkers.cli.check_run`: the report must write nothing but
+    Not :func:`~faultline.checkers.cli.check_run`: the report must write nothing but
     report.html (a stored verdict is the user's to make). A history the checker finds
     malformed gives an ``unknown`` verdict saying why, as ``faultline check`` records.
     """
     try:
-        read = ReadResult()
-        result = check_rows(spec, iter_rows(history, read), truncated=read, source=str(history))
+        result = check_stored(run_dir)
     except HistoryError as e:
         result = unknown_result("unreadable-input", str(e))
     return result.to_json()
@@ -379,23 +382,27 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
     (the checker's ``partitions``)."""
     r = run.results
     summary = _summaries(r)
-    lost: dict[m.Partition, int] = {}
-    for e in (r.get("anomalies") or {}).get("lost-write") or ():
-        if isinstance(e, dict) and isinstance(e.get("partition"), int):
-            key = (str(e.get("topic", run.spec.topic.name)), e["partition"])
-            lost[key] = lost.get(key, 0) + 1
     rows = []
     for p in _partitions(run):
         a, x = avail.get(p), summary.get(p, {})
         longest = max((z - s for s, z in a.windows), default=0) if a else 0
         drained, hw, lso = x.get("drained", 0), x.get("high_watermark"), x.get("log_start_offset")
-        complete = bool(x.get("complete"))
+        counts = x.get("anomaly_counts") or {}
+        lost = int(counts.get("lost-write", 0))
+        violations = list(x.get("violations") or ())
+        reasons = x.get("permitted_reasons") or {}
+        why = ("forbidden: " + ", ".join(violations) if violations else
+               text(reasons["lost-write"]) if lost and "lost-write" in reasons else "")
+        agreed = x.get("replicas_agree_to")
         rows.append({
             "name": f"{p[0]}/{p[1]}", "acked": a.acked if a else 0,
             "availability": f"{100 * a.fraction:.1f}%" if a else "-",
             "outages": len(a.windows) if a else 0, "longest": f"{longest / 1e9:.2f} s" if longest else "-",
             "drained": drained, "hw": "-" if hw is None else hw, "log_start": "-" if lso is None else lso,
-            "complete": complete, "lost": lost.get(p, 0),
+            "complete": bool(x.get("complete")), "lost": lost, "violation": bool(violations),
+            "short": isinstance(agreed, int) and isinstance(hw, int) and agreed > hw,
+            "agreed": "-" if agreed is None else agreed,
+            "faults": ", ".join(x.get("faults") or ()) or "none", "why": why,
         })
     return rows
 

@@ -11,6 +11,7 @@ from faultline.checkers.guarantees import (
     ISO_ACK,
     ISO_READS,
     GuaranteeConfig,
+    PartitionState,
     elr_enabled,
     faults_of,
     forbidden,
@@ -77,31 +78,38 @@ def _wipe(nodes: list[int], start: int = 0) -> list[Any]:
 S = 1_000_000_000
 
 
-def _wipes_1_then_2(isr: dict[int, list[tuple[int, frozenset[int]]]] | None) -> frozenset[str]:
-    """Node 1 wiped at 0 s, node 2 at 10 s; ``isr`` as the metadata log gives it."""
-    return faults_of([*_wipe([1]), *_wipe([2], start=10 * S)], isr)
+def _wipes_1_then_2(isr: dict[int, list[tuple[int, frozenset[int]]]] | None,
+                    partition: int = 0) -> frozenset[str]:
+    """Node 1 wiped at 0 s, node 2 at 10 s; ``isr`` as the metadata log gives it
+    (partition -> ``[(time, ISR)]``, leader 1 throughout); the faults of ``partition``."""
+    timeline = None if isr is None else {
+        ("fl-queue", p): [PartitionState(t, 1, members) for t, members in changes]
+        for p, changes in isr.items()}
+    return faults_of([*_wipe([1]), *_wipe([2], start=10 * S)], timeline, ("fl-queue", partition))
 
 
 ALL = frozenset({1, 2, 3})
 
 
-@pytest.mark.parametrize(("timeline", "most"), [
+@pytest.mark.parametrize(("timeline", "partition", "most"), [
     # no broker state: a destroyed node counts for the rest of the run
-    (None, 2),
+    (None, 0, 2),
     # node 1 left the ISR at 2 s and was back at 5 s: caught up before node 2's wipe
-    ({0: [(-S, ALL), (2 * S, frozenset({2, 3})), (5 * S, ALL)]}, 1),
+    ({0: [(-S, ALL), (2 * S, frozenset({2, 3})), (5 * S, ALL)]}, 0, 1),
     # ... but never back: both destroyed at once
-    ({0: [(-S, ALL), (2 * S, frozenset({2, 3}))]}, 2),
+    ({0: [(-S, ALL), (2 * S, frozenset({2, 3}))]}, 0, 2),
     # back only within the clock margin of the second wipe: not trusted
-    ({0: [(2 * S, frozenset({2, 3})), (10 * S - 1, ALL)]}, 2),
+    ({0: [(2 * S, frozenset({2, 3})), (10 * S - 1, ALL)]}, 0, 2),
     # never seen to leave (an ISR change the log did not record): not trusted
-    ({0: [(-S, ALL), (5 * S, ALL)]}, 2),
+    ({0: [(-S, ALL), (5 * S, ALL)]}, 0, 2),
     # back in partition 0's ISR but not in partition 1's: partition 1 had two at once
-    ({0: [(2 * S, frozenset({2, 3})), (5 * S, ALL)], 1: [(2 * S, frozenset({2, 3}))]}, 2),
+    ({0: [(2 * S, frozenset({2, 3})), (5 * S, ALL)], 1: [(2 * S, frozenset({2, 3}))]}, 0, 1),
+    ({0: [(2 * S, frozenset({2, 3})), (5 * S, ALL)], 1: [(2 * S, frozenset({2, 3}))]}, 1, 2),
 ])
 def test_a_destroyed_node_stops_counting_once_the_metadata_log_shows_it_back_in_the_isr(
-        timeline: dict[int, list[tuple[int, frozenset[int]]]] | None, most: int) -> None:
-    f = _wipes_1_then_2(timeline)
+        timeline: dict[int, list[tuple[int, frozenset[int]]]] | None, partition: int,
+        most: int) -> None:
+    f = _wipes_1_then_2(timeline, partition)
     assert {x for x in f if x.startswith("data-loss")} == {f"data-loss>={n}" for n in range(1, most + 1)}
     c = cfg(acks="all", min_insync_replicas=2)
     assert ("lost-write" in permitted(c, f)) == (most >= 2)

@@ -452,4 +452,6 @@ def test_partitions_extra() -> None:
     (p,) = run(clean()).extra["partitions"]
     assert p == {"topic": TOPIC, "partition": 0, "complete": True, "drained": 2,
                  "high_watermark": 2, "log_start_offset": 0, "polled": 2,
-                 "sends": {"ok": 2, "fail": 0, "info": 0, "open": 0}}
+                 "sends": {"ok": 2, "fail": 0, "info": 0, "open": 0},
+                 "replicas_agree_to": None, "faults": [], "anomaly_counts": {},
+                 "violations": [], "permitted_reasons": {}}

@@ -1,0 +1,199 @@
+"""Verdicts judged per partition, from facts: which faults hit which partition's leader,
+skipped faults, the metadata log's leaders and elections, and the replicas' logs as a
+cross-check on the drain (a drain that stopped short decides nothing past its end)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faultline.checkers.guarantees import (
+    CLOCK_MARGIN_NS,
+    GuaranteeConfig,
+    PartitionState,
+    faults_of,
+    leaders_between,
+    permitted,
+)
+from faultline.checkers.queue import check
+from faultline.checkers.result import UNKNOWN, Result
+from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
+
+S = 1_000_000_000
+ALL = frozenset({1, 2, 3})
+P0, P1 = (TOPIC, 0), (TOPIC, 1)
+
+
+def acks1_two_partitions(lose_on: int, kill: int, leaders: dict[str, int]) -> H:
+    """acks=1: value 12 acknowledged on partition ``lose_on`` and missing from its drain,
+    after a kill of node ``kill`` whose leaders snapshot is ``leaders``."""
+    h = H()
+    for part in (0, 1):
+        h.send(0, 10 + part * 10, offset=0, part=part)
+    h.fault("kill", [kill], leaders=leaders)
+    h.send(0, 12 if lose_on == 0 else 22, offset=1, part=lose_on)
+    for part in (0, 1):
+        h.drain([(0, 10 + part * 10)], part=part)
+    return h
+
+
+def run(h: H, acks: str = "1", **kw: Any) -> Result:
+    return check(make_spec(acks=acks, min_insync=1, partitions=2), h.ops, **kw)
+
+
+def test_a_kill_of_another_partitions_leader_excuses_nothing() -> None:
+    # The issue's seed-21 shape: p0's leader (n2) never faulted, a kill hit p1's leader (n3).
+    r = run(acks1_two_partitions(lose_on=0, kill=3, leaders={f"{TOPIC}/0": 2, f"{TOPIC}/1": 3}))
+    assert r.valid is False and r.violations == ["lost-write"]
+    p0, p1 = r.extra["partitions"]
+    assert p0["violations"] == ["lost-write"] and "leader-fault" not in p0["faults"]
+    assert p1["faults"] == ["kill", "leader-fault"] and "lost-write" in p1["permitted_reasons"]
+    assert "(on fl-queue/1)" in r.extra["permitted_reasons"]["lost-write"]
+    assert "(on fl-queue/0)" in r.extra["forbidden_reasons"]["lost-write"]
+
+
+def test_the_same_loss_on_the_faulted_leaders_partition_is_permitted() -> None:
+    r = run(acks1_two_partitions(lose_on=1, kill=3, leaders={f"{TOPIC}/0": 2, f"{TOPIC}/1": 3}))
+    assert r.valid is True and r.anomaly_counts["lost-write"] == 1
+    assert r.extra["partitions"][1]["anomaly_counts"] == {"lost-write": 1}
+    assert r.anomalies["lost-write"][0]["permitted"] is True
+
+
+def test_a_skipped_fault_permits_nothing() -> None:
+    # The package journals a fault it could not plan with nodes: [] and result: skipped.
+    h = H()
+    h.op("nemesis", "info", "wipe", {"kind": "wipe"})
+    h.op("nemesis", "info", "wipe", {"kind": "wipe", "nodes": [], "result": "skipped"},
+         error="no node left to wipe")
+    assert faults_of(h.ops) == frozenset()
+    assert permitted(GuaranteeConfig(acks="all", min_insync_replicas=2), faults_of(h.ops)) == {}
+
+
+def test_a_fault_naming_no_node_that_was_not_skipped_still_assumes_the_worst() -> None:
+    h = H()
+    h.op("nemesis", "info", "wipe", {})
+    h.op("nemesis", "info", "wipe", {"result": "wiped"})
+    assert {"wipe", "leader-fault", "data-loss>=5"} <= faults_of(h.ops)
+
+
+def test_an_empty_leaders_snapshot_is_no_witness() -> None:
+    # leaders_snapshot gives {} when the cluster did not answer: it proves nothing.
+    h = H()
+    h.fault("kill", [2], leaders={})
+    assert "leader-fault" in faults_of(h.ops)
+
+
+def state(t: int, leader: int | None, isr: frozenset[int] = ALL) -> PartitionState:
+    return PartitionState(t, leader, isr, ALL)
+
+
+def killed_at_5s(node: int, **extra: Any) -> H:
+    h = H()
+    h.t = 5 * S
+    h.fault("kill", [node], **extra)
+    return h
+
+
+def test_the_metadata_log_names_the_leader_when_the_snapshot_does_not() -> None:
+    led_by_3 = {P0: [state(0, 3)]}
+    led_by_2 = {P0: [state(0, 2)]}
+    assert "leader-fault" in faults_of(killed_at_5s(3).ops, led_by_3)
+    assert "leader-fault" not in faults_of(killed_at_5s(3).ops, led_by_2)
+    # either witness suffices: the snapshot says n3 led, the log (later) says n2
+    assert "leader-fault" in faults_of(killed_at_5s(3, leaders={f"{TOPIC}/0": 3}).ops, led_by_2)
+
+
+def test_leaders_between_takes_whoever_led_at_some_moment_of_the_window() -> None:
+    states = [state(0, 2), state(5 * S, 3), state(6 * S, None), state(8 * S, 1)]
+    assert leaders_between(states, 1 * S, 2 * S) == {2}
+    assert leaders_between(states, 4 * S, 5 * S) == {2, 3}  # n3 from 5 s on
+    assert leaders_between(states, 5 * S + 1, 7 * S) == {3}  # then none
+    assert leaders_between(states, 9 * S, 10 * S) == {1}
+    assert leaders_between(states, -2 * S, -S) == set()  # before the partition existed
+
+
+def test_a_leader_within_the_clock_margin_of_the_fault_counts() -> None:
+    # The log's first word on the partition: n3 leads, stamped 0.3 s (inside the clock
+    # margin) or 2 s (outside it) after the kill of n3 completed.
+    h = killed_at_5s(3, leaders={})
+    done = h.ops[1].time
+    assert "leader-fault" in faults_of(h.ops, {P0: [state(done + 300_000_000, 3)]})
+    assert "leader-fault" not in faults_of(h.ops, {P0: [state(done + CLOCK_MARGIN_NS + 1, 3)]})
+
+
+def test_an_election_in_the_metadata_log_is_a_leader_fault() -> None:
+    # No fault at all, but the leader moved (a preferred-leader election truncates what
+    # only the old leader had: acks=1 writes).
+    timeline = {P0: [state(0, 1), state(9 * S, 2)]}
+    assert faults_of(H().ops, timeline) == frozenset({"leader-fault"})
+    assert faults_of(H().ops, {P0: [state(0, 1), state(9 * S, 1, frozenset({1, 2}))]}) == frozenset()
+
+
+def test_a_node_fault_on_no_replica_of_the_partition_does_not_count_for_it() -> None:
+    five = {P0: [PartitionState(0, 1, ALL, ALL)]}
+    assert faults_of(killed_at_5s(4).ops, five) == frozenset()
+    assert faults_of(killed_at_5s(3).ops, five) == frozenset({"kill"})
+
+
+# --- the replicas' logs against the drain ----------------------------------------------
+
+
+def replica(node: int, end: int, batches: list[list[int]], lso: int = 0) -> dict[str, Any]:
+    return {"topic": TOPIC, "partition": 0, "node": node, "log_start_offset": lso,
+            "log_end_offset": end, "hw_checkpoint": end, "batches": batches}
+
+
+def stale_drain() -> H:
+    """acks=1, no fault: five values acknowledged at 0..4, the drain read to HW 3."""
+    h = H()
+    for off in range(5):
+        h.send(0, 100 + off, offset=off)
+    h.drain([(o, 100 + o) for o in range(3)], hw=3)
+    return h
+
+
+SAME = [[0, 2, 0, 7], [3, 4, 0, 8]]
+
+
+def check1(h: H, replicas: list[dict[str, Any]] | None) -> Result:
+    return check(make_spec(acks="1", min_insync=1), h.ops, replicas=replicas)
+
+
+def test_without_replicas_a_stale_drain_reads_as_loss() -> None:
+    r = check1(stale_drain(), None)
+    assert r.valid is False and r.anomaly_counts["lost-write"] == 2
+
+
+def test_a_drain_short_of_what_every_replica_holds_is_unknown_not_loss() -> None:
+    r = check1(stale_drain(), [replica(n, 5, SAME) for n in (1, 2, 3)])
+    assert r.valid == UNKNOWN and r.anomaly_counts["lost-write"] == 0
+    (short,) = [u for u in r.unknown if u["kind"] == "short-drain"]
+    assert short["count"] == 2 and short["affects_verdict"] is True
+    assert "read to offset 3" in short["why"] and "up to 5" in short["why"]
+    assert r.extra["partitions"][0]["replicas_agree_to"] == 5
+
+
+def test_replicas_that_disagree_past_the_drain_do_not_excuse_a_loss() -> None:
+    # n3 diverges at offset 3 (another CRC): agreed only to 3, where the drain ended.
+    diverged = [[0, 2, 0, 7], [3, 4, 1, 9]]
+    r = check1(stale_drain(), [replica(1, 5, SAME), replica(2, 5, SAME), replica(3, 5, diverged)])
+    assert r.valid is False and r.anomaly_counts["lost-write"] == 2
+    assert r.extra["partitions"][0]["replicas_agree_to"] == 3
+    story = " | ".join(e["text"] for e in r.anomalies["lost-write"][0]["story"])
+    assert "batch 3..4 (leader epoch 0, crc 8) on n1, n2" in story
+    assert "batch 3..4 (leader epoch 1, crc 9) on n3" in story
+
+
+def test_a_missing_replica_agrees_to_nothing() -> None:
+    r = check1(stale_drain(), [replica(1, 5, SAME), replica(2, 5, SAME)])
+    assert r.valid is False and r.extra["partitions"][0]["replicas_agree_to"] is None
+
+
+def test_a_short_drain_keeps_losses_below_its_end() -> None:
+    # value 101 was acknowledged at offset 1, which the drain read and found holding 999
+    h = H()
+    for off in range(5):
+        h.send(0, 100 + off, offset=off)
+    h.drain([(0, 100), (1, 999), (2, 102)], hw=3)
+    r = check1(h, [replica(n, 5, SAME) for n in (1, 2, 3)])
+    assert r.valid is False and r.anomaly_counts["lost-write"] == 1
+    assert r.anomalies["lost-write"][0]["value"] == 101
