@@ -45,7 +45,7 @@ whether or not a client ever saw its effect.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -279,7 +279,8 @@ def check_hw_le_leo(observations: Sequence[Line], topic: str,
     return inv
 
 
-def check_hw_monotonic(observations: Sequence[Line], topic: str, loss_permitted: bool) -> Invariant:
+def check_hw_monotonic(observations: Sequence[Line], topic: str,
+                       loss_permitted: Container[int]) -> Invariant:
     """``hw-monotonic``: successive client-visible ``hw`` samples of a partition."""
     inv = Invariant("hw-monotonic", source=OBSERVATIONS_FILE)
     for p, samples in _by_partition(observations, topic).items():
@@ -289,7 +290,7 @@ def check_hw_monotonic(observations: Sequence[Line], topic: str, loss_permitted:
             if b["hw"] < a["hw"]:
                 inv.add({"time": b["time"], "partition": p,
                          "what": f"HW {a['hw']} at {a['time'] / 1e9:.3f} s, then {b['hw']} "
-                                 f"(leader n{b.get('leader')})"}, permitted=loss_permitted)
+                                 f"(leader n{b.get('leader')})"}, permitted=p in loss_permitted)
     return inv
 
 
@@ -307,7 +308,7 @@ def _by_partition(observations: Iterable[Line], topic: str) -> dict[int, list[Li
 
 
 def check_replicas_agree(replicas: Sequence[Line], topic: str, hw: Mapping[int, int | None],
-                         loss_permitted: bool) -> Invariant:
+                         loss_permitted: Container[int]) -> Invariant:
     """``replicas-agree-below-hw``: per pair of replicas, the batches below the HW that
     both hold must be the same (base and last offset, CRC). One example per diverging
     pair: its first differing batch."""
@@ -321,7 +322,7 @@ def check_replicas_agree(replicas: Sequence[Line], topic: str, hw: Mapping[int, 
             continue
         for i, a in enumerate(reps):
             for b in reps[i + 1:]:
-                _compare(inv, p, a, b, limit, loss_permitted)
+                _compare(inv, p, a, b, limit, p in loss_permitted)
     return inv
 
 
@@ -457,7 +458,7 @@ def check_white_box(spec: TestSpec, files: BrokerFiles,
     if not files.present:
         return None
     topic = spec.topic.name
-    loss_permitted = "phantom-read" in (results.get("permitted") or ())
+    loss_permitted = _committed_loss_permitted(results, topic)
     metadata, observations, replicas = files.metadata, files.observations, files.replicas
     errors = list(files.errors)
     changes = leader_changes(metadata, topic) if metadata is not None else []
@@ -475,6 +476,14 @@ def check_white_box(spec: TestSpec, files: BrokerFiles,
     return {"valid": valid, "topic": topic, "invariants": [i.to_json() for i in invariants],
             "leader_changes": changes, "errors": errors,
             "summary": "; ".join(i.summary() for i in invariants if i.source is not None)}
+
+
+def _committed_loss_permitted(results: Mapping[str, Any], topic: str) -> set[int]:
+    """The partitions of ``topic`` on which the guarantees permit committed data to be
+    lost (phantom reads are permitted exactly then), per results.json's ``partitions``."""
+    return {int(x["partition"]) for x in results.get("partitions") or ()
+            if isinstance(x, dict) and x.get("topic") == topic and isinstance(x.get("partition"), int)
+            and "phantom-read" in (x.get("permitted_reasons") or {})}
 
 
 def _drain_hw(results: Mapping[str, Any], topic: str) -> dict[int, int | None]:

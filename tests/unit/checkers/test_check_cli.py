@@ -12,6 +12,7 @@ from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
 from faultline.cli import main
 from faultline.errors import HistoryError, SpecError
+from faultline.harness.report import load_run
 from faultline.spec import TestSpec
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 
@@ -157,3 +158,25 @@ def test_the_metadata_logs_isr_decides_whether_two_wipes_overlapped(tmp_path: Pa
     (d / "metadata.jsonl").write_bytes(isr(1, 2, [2, 3]) + isr(2, 5, [1, 2, 3]))
     result = check_run(d)
     assert result.valid is False and result.violations == ["lost-write"]
+
+
+def test_the_reports_own_check_agrees_with_faultline_check(tmp_path: Path) -> None:
+    """A run without results.json is checked in memory by the report; on a wipe run whose
+    metadata log decides the verdict, that check and ``faultline check`` must agree."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.fault("wipe", [1])
+    h.t = 10 * 10**9
+    h.fault("wipe", [2])
+    h.drain([])
+    d = run_dir(tmp_path, h)
+    (d / "metadata.jsonl").write_bytes(b"".join(
+        orjson.dumps({"offset": i, "time": t * 10**9, "type": "partition-change", "topic": TOPIC,
+                      "partition": 0, "leader": 3, "isr": isr}) + b"\n"
+        for i, (t, isr) in enumerate([(2, [2, 3]), (5, [1, 2, 3])])))
+    in_memory = load_run(d).results
+    assert not (d / "results.json").exists()  # the report wrote nothing
+    stored = check_run(d).to_json()
+    assert in_memory["valid"] is stored["valid"] is False
+    assert in_memory["partitions"] == stored["partitions"]
+    assert in_memory["white_box"] == stored["white_box"]

@@ -90,10 +90,10 @@ def test_hw_le_leo_compares_a_checkpoint_with_the_next_leo() -> None:
 
 
 def test_client_hw_never_moves_backwards() -> None:
-    assert check_hw_monotonic([obs(0, 5), obs(1, None), obs(2, 5), obs(3, 9)], T, False).violations == 0
-    inv = check_hw_monotonic([obs(0, 5), obs(1, 9), obs(2, 7)], T, False)
+    assert check_hw_monotonic([obs(0, 5), obs(1, None), obs(2, 5), obs(3, 9)], T, set()).violations == 0
+    inv = check_hw_monotonic([obs(0, 5), obs(1, 9), obs(2, 7)], T, set())
     assert (inv.checked, inv.violations) == (2, 1) and "HW 9" in inv.examples[0]["what"]
-    assert check_hw_monotonic([obs(0, 9), obs(1, 7)], T, True).permitted == 1
+    assert check_hw_monotonic([obs(0, 9), obs(1, 7)], T, {0}).permitted == 1
 
 
 def rep(node: int, batches: list[list[int]], ckpt: int | None = None) -> dict[str, Any]:
@@ -104,13 +104,13 @@ def rep(node: int, batches: list[list[int]], ckpt: int | None = None) -> dict[st
 def test_replicas_agree_below_the_hw_only() -> None:
     a = rep(1, [[0, 4, 0, 11], [5, 9, 0, 22], [10, 14, 1, 33]])
     b = rep(2, [[0, 4, 0, 11], [5, 9, 0, 22], [10, 12, 2, 99]])  # differs above HW 10
-    inv = check_replicas_agree([a, b], T, {0: 10}, False)
+    inv = check_replicas_agree([a, b], T, {0: 10}, set())
     assert (inv.checked, inv.violations) == (2, 0)
     c = rep(3, [[0, 4, 0, 11], [5, 9, 1, 23]])  # differs below the HW
-    inv = check_replicas_agree([a, c], T, {0: 10}, False)
+    inv = check_replicas_agree([a, c], T, {0: 10}, set())
     assert inv.violations == 1 and inv.examples[0]["offset"] == 5 and inv.examples[0]["nodes"] == [1, 3]
-    assert check_replicas_agree([a, c], T, {0: None}, False).checked == 0  # no HW known: nothing checked
-    assert check_replicas_agree([a, rep(3, c["batches"], ckpt=10)], T, {}, True).permitted == 1
+    assert check_replicas_agree([a, c], T, {0: None}, set()).checked == 0  # no HW known: nothing checked
+    assert check_replicas_agree([a, rep(3, c["batches"], ckpt=10)], T, {}, {0}).permitted == 1
 
 
 def test_results_validate_with_and_without_white_box(tmp_path: Path) -> None:
