@@ -31,6 +31,11 @@ nothing on another's. The tokens of one partition (``faults``) are:
   the window (after the fault, before the next one), since the log's times come from
   the wall clock and the history's from a monotonic one; a change the margin hides
   keeps the node counting (permissive);
+- ``faulted>=N`` for N = 1 .. how many of its replicas may have fallen out of step
+  with the leader: those a node fault touched, and those the metadata log shows
+  outside the ISR at some point (a replica can lag out of the ISR with no fault,
+  under load). Without the metadata log, once a node fault touched the partition,
+  every replica may have (N up to 5); with neither, none is listed;
 - ``producer-restart`` when a nemesis op of that name says a producer was
   restarted and may have re-sent values (no workload does this yet).
 """
@@ -328,6 +333,8 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
     out: dict[TopicPartition, set[str]] = {tp: set() for tp in parts}
     states = {tp: (timeline or {}).get(tp) for tp in parts}
     destroyed = {tp: _Destroyed(states[tp]) for tp in parts}
+    # replicas faulted or seen out of the ISR; None: every replica may have been
+    out_of_step: dict[TopicPartition, set[str] | None] = {tp: _left_isr(states[tp]) for tp in parts}
     for action in actions:
         kind = FAULT_KINDS.get(action.f)
         if kind is None or action.skipped:
@@ -339,15 +346,31 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             if named and not nodes:  # the fault touched no replica of this partition
                 continue
             out[tp].add(kind)
-            if kind in NODE_FAULTS and _hit_leader(action, nodes, tp, states[tp]):
-                out[tp].add("leader-fault")
+            if kind in NODE_FAULTS:
+                if _hit_leader(action, nodes, tp, states[tp]):
+                    out[tp].add("leader-fault")
+                seen = out_of_step[tp]
+                if seen is not None:
+                    out_of_step[tp] = seen | nodes if nodes else None
             if kind in DATA_LOSS_FAULTS:
                 destroyed[tp].add(nodes, action.start)
     for tp in parts:
         if _elected(states[tp]):
             out[tp].add("leader-fault")
         out[tp].update(f"data-loss>={n}" for n in range(1, destroyed[tp].most + 1))
+        seen = out_of_step[tp]
+        if out[tp] & (NODE_FAULTS | {"leader-fault"}) or seen:
+            most = _MAX_NODES if seen is None else len(seen)
+            out[tp].update(f"faulted>={n}" for n in range(1, most + 1))
     return {tp: frozenset(fs) for tp, fs in out.items()}
+
+
+def _left_isr(states: Sequence[PartitionState] | None) -> set[str] | None:
+    """The replicas the metadata log shows outside the ISR at some point; None without
+    the log (unknown)."""
+    if not states:
+        return None
+    return {str(n) for s in states for n in s.replicas - s.isr}
 
 
 def _replicas(states: Sequence[PartitionState] | None) -> set[str]:

@@ -402,9 +402,23 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
             "complete": bool(x.get("complete")), "lost": lost, "violation": bool(violations),
             "short": isinstance(agreed, int) and isinstance(hw, int) and agreed > hw,
             "agreed": "-" if agreed is None else agreed,
-            "faults": ", ".join(x.get("faults") or ()) or "none", "why": why,
+            "faults": _tokens(x.get("faults") or ()), "why": why,
         })
     return rows
+
+
+def _tokens(faults: Sequence[str]) -> str:
+    """A partition's fault tokens for a person: of ``data-loss>=N`` and ``faulted>=N``
+    only the largest N."""
+    most: dict[str, int] = {}
+    plain: list[str] = []
+    for f in faults:
+        name, sep, n = f.partition(">=")
+        if sep and n.isdigit():
+            most[name] = max(most.get(name, 0), int(n))
+        else:
+            plain.append(f)
+    return ", ".join([*plain, *(f"{k}>={n}" for k, n in sorted(most.items()))]) or "none"
 
 
 def _white_box(r: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 S = 1_000_000_000
 ALL = frozenset({1, 2, 3})
 P0, P1 = (TOPIC, 0), (TOPIC, 1)
+#: Without the metadata log, a node fault leaves every replica possibly out of step.
+UNKNOWN_STEP = [f"faulted>={n}" for n in range(1, 6)]
 
 
 def acks1_two_partitions(lose_on: int, kill: int, leaders: dict[str, int]) -> H:
@@ -46,7 +48,8 @@ def test_a_kill_of_another_partitions_leader_excuses_nothing() -> None:
     assert r.valid is False and r.violations == ["lost-write"]
     p0, p1 = r.extra["partitions"]
     assert p0["violations"] == ["lost-write"] and "leader-fault" not in p0["faults"]
-    assert p1["faults"] == ["kill", "leader-fault"] and "lost-write" in p1["permitted_reasons"]
+    assert p1["faults"] == [*UNKNOWN_STEP, "kill", "leader-fault"]
+    assert "lost-write" in p1["permitted_reasons"]
     assert "(on fl-queue/1)" in r.extra["permitted_reasons"]["lost-write"]
     assert "(on fl-queue/0)" in r.extra["forbidden_reasons"]["lost-write"]
 
@@ -125,13 +128,14 @@ def test_an_election_in_the_metadata_log_is_a_leader_fault() -> None:
     # only the old leader had: acks=1 writes).
     timeline = {P0: [state(0, 1), state(9 * S, 2)]}
     assert faults_of(H().ops, timeline) == frozenset({"leader-fault"})
-    assert faults_of(H().ops, {P0: [state(0, 1), state(9 * S, 1, frozenset({1, 2}))]}) == frozenset()
+    # no election, but n3 fell out of the ISR: out of step with the leader
+    assert faults_of(H().ops, {P0: [state(0, 1), state(9 * S, 1, frozenset({1, 2}))]}) == {"faulted>=1"}
 
 
 def test_a_node_fault_on_no_replica_of_the_partition_does_not_count_for_it() -> None:
     five = {P0: [PartitionState(0, 1, ALL, ALL)]}
     assert faults_of(killed_at_5s(4).ops, five) == frozenset()
-    assert faults_of(killed_at_5s(3).ops, five) == frozenset({"kill"})
+    assert faults_of(killed_at_5s(3).ops, five) == frozenset({"kill", "faulted>=1"})
 
 
 # --- the replicas' logs against the drain ----------------------------------------------
@@ -197,3 +201,16 @@ def test_a_short_drain_keeps_losses_below_its_end() -> None:
     r = check1(h, [replica(n, 5, SAME) for n in (1, 2, 3)])
     assert r.valid is False and r.anomaly_counts["lost-write"] == 1
     assert r.anomalies["lost-write"][0]["value"] == 101
+
+
+def test_faulted_counts_replicas_a_fault_touched_or_the_log_shows_out_of_the_isr() -> None:
+    h = killed_at_5s(3)
+    h.fault("pause", [2])
+    steady = {P0: [state(0, 1)]}
+    assert {f for f in faults_of(h.ops, steady) if f.startswith("faulted")} == {"faulted>=1", "faulted>=2"}
+    lagged = {P0: [state(0, 1), state(S, 1, frozenset({1, 3})), state(2 * S, 1)]}  # n2 lagged out
+    assert "faulted>=2" not in faults_of(killed_at_5s(3).ops, steady)
+    assert "faulted>=2" in faults_of(killed_at_5s(3).ops, lagged)
+    # the leader too, once a fault touched it: every replica
+    h.fault("kill", [1])
+    assert "faulted>=3" in faults_of(h.ops, steady)
