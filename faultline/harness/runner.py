@@ -250,8 +250,11 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
     progress.detach()
 
     progress.phase("waiting for quiescence")
+    started = time.monotonic()
     quiescence = wait_quiescent(cluster, topic, spec.topic.partitions, RECOVERY_TIMEOUT_S)
     outcome.recovered = quiescence.done
+    _log.info("after %.1f s, quiescent at log end %s", time.monotonic() - started,
+              ", ".join(f"{topic}/{p}: {end}" for p, end in sorted(quiescence.ends.items())) or "-")
     for p, why in quiescence.reasons.items():
         _log.warning("%s/%d not quiescent after %.0f s: %s", topic, p, RECOVERY_TIMEOUT_S, why)
 
