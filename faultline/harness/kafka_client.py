@@ -114,13 +114,23 @@ def metadata_states(admin: AdminClient, topic: str, timeout: float) -> dict[int,
     """:func:`partition_states` from a Metadata request (any broker answers it, from its
     own metadata cache); LookupError when the answer lacks the topic or its partitions,
     KafkaException when there is no answer."""
-    tmd = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+    return topic_metadata(admin, topic, timeout)[1]
+
+
+def topic_metadata(admin: AdminClient, topic: str,
+                   timeout: float) -> tuple[frozenset[int], dict[int, PartitionState]]:
+    """One Metadata answer (any broker gives it, from its own metadata cache): the brokers
+    it lists, which are the registered and unfenced ones, and :func:`metadata_states`.
+    Raises as :func:`metadata_states` does."""
+    md = admin.list_topics(topic, timeout=timeout)
+    tmd = md.topics.get(topic)
     if tmd is None or tmd.error is not None or not tmd.partitions:
         raise LookupError(f"no metadata for {topic}: {tmd.error if tmd else 'not listed'}")
-    return {int(pid): PartitionState(int(p.leader) if p.leader >= 0 else None,
-                                     tuple(sorted(int(n) for n in p.isrs)),
-                                     tuple(int(n) for n in p.replicas))
-            for pid, p in tmd.partitions.items()}
+    return frozenset(int(b) for b in md.brokers), {
+        int(pid): PartitionState(int(p.leader) if p.leader >= 0 else None,
+                                 tuple(sorted(int(n) for n in p.isrs)),
+                                 tuple(int(n) for n in p.replicas))
+        for pid, p in tmd.partitions.items()}
 
 
 def high_watermarks(admin: AdminClient, topic: str, partitions: Sequence[int],

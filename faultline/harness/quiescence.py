@@ -3,7 +3,7 @@ the drain must read it to.
 
 A partition is *settled* in one reading when
 
-- the controller names a leader and every replica is in the ISR;
+- the metadata names a leader and every replica is in the ISR;
 - every replica is a registered, unfenced broker;
 - the high watermark clients see (ListOffsets) equals the leader's log end offset,
   read from the leader's log directory (:mod:`faultline.harness.segments`);
@@ -49,7 +49,7 @@ CLIENT_TIMEOUT_S = 5.0
 class Reading:
     """One look at one partition.
 
-    ``state``: leader, ISR and replicas as the controller reports them (None when not
+    ``state``: leader, ISR and replicas as the metadata reports them (None when not
     reported); ``hw``: the high watermark clients see, or why there is none; ``leo``:
     replica -> its log end offset on disk (None where unreadable); ``registered``: the
     brokers registered and unfenced; ``error``: what could not be read this time.
@@ -140,9 +140,16 @@ class Quiescence:
 
 
 class _Probe:
-    """Reads one round of :class:`Reading` for a topic: the controller's metadata, the
-    registered brokers and the HWs through the cluster's client listeners, each
-    replica's log end from its log directory (only where that is on this host)."""
+    """Reads one round of :class:`Reading` for a topic: the metadata (leader, ISR,
+    replicas, registered brokers) and the HWs through the cluster's client listeners,
+    each replica's log end from its log directory (only where that is on this host).
+
+    The metadata comes from a Metadata request, which any broker answers at once;
+    librdkafka sends DescribeCluster and DescribeTopics to the broker it last saw
+    named as controller, and waits for it while that broker is the one just killed.
+    A broker's view may lag the controller's, which does no harm here: settled also
+    needs every replica's log, on disk, at the HW.
+    """
 
     def __init__(self, cluster: Cluster, topic: str, partitions: int) -> None:
         self._topic = topic
@@ -152,24 +159,17 @@ class _Probe:
         self._readers: dict[tuple[int, int], LogEndReader] = {}
 
     def read(self) -> dict[int, Reading]:
-        errors: list[str] = []
+        error = None
         try:
-            registered = frozenset(kafka_client.registered_brokers(self._admin, CLIENT_TIMEOUT_S))
-        except KafkaException as e:
-            registered = frozenset()
-            errors.append(f"no registered brokers: {e}")
-        try:
-            states = kafka_client.partition_states(self._admin, self._topic)
-        except (ClusterError, KafkaException) as e:
-            states = {}
-            errors.append(f"no metadata: {e}")
+            registered, states = kafka_client.topic_metadata(self._admin, self._topic,
+                                                             CLIENT_TIMEOUT_S)
+        except (KafkaException, LookupError) as e:
+            registered, states, error = frozenset(), {}, f"no metadata: {e}"
         try:
             hws = kafka_client.high_watermarks(self._admin, self._topic, self._partitions,
                                                CLIENT_TIMEOUT_S)
         except KafkaException as e:
-            hws = {}
-            errors.append(f"no high watermarks: {e}")
-        error = "; ".join(errors) or None
+            hws = dict.fromkeys(self._partitions, f"no answer: {e}")
         out = {}
         for p in self._partitions:
             s = states.get(p)
