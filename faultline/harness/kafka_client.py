@@ -1,5 +1,6 @@
 """What a cluster says, asked through its client listeners (the proxies): registered
-brokers, topics, each partition's leader and ISR, and a produce/consume round trip.
+brokers, topics, each partition's leader, ISR and high watermark, and a produce/consume
+round trip.
 
 Backend-independent: every function needs only bootstrap servers or an admin client
 made from them, so the local backend and the observer ask Kafka the same way.
@@ -15,8 +16,15 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # stubs lack it
 from confluent_kafka.cimpl import NewTopic
 
 from faultline.errors import ClusterError
@@ -106,13 +114,46 @@ def metadata_states(admin: AdminClient, topic: str, timeout: float) -> dict[int,
     """:func:`partition_states` from a Metadata request (any broker answers it, from its
     own metadata cache); LookupError when the answer lacks the topic or its partitions,
     KafkaException when there is no answer."""
-    tmd = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+    return topic_metadata(admin, topic, timeout)[1]
+
+
+def topic_metadata(admin: AdminClient, topic: str,
+                   timeout: float) -> tuple[frozenset[int], dict[int, PartitionState]]:
+    """One Metadata answer (any broker gives it, from its own metadata cache): the brokers
+    it lists, which are the registered and unfenced ones, and :func:`metadata_states`.
+    Raises as :func:`metadata_states` does."""
+    md = admin.list_topics(topic, timeout=timeout)
+    tmd = md.topics.get(topic)
     if tmd is None or tmd.error is not None or not tmd.partitions:
         raise LookupError(f"no metadata for {topic}: {tmd.error if tmd else 'not listed'}")
-    return {int(pid): PartitionState(int(p.leader) if p.leader >= 0 else None,
-                                     tuple(sorted(int(n) for n in p.isrs)),
-                                     tuple(int(n) for n in p.replicas))
-            for pid, p in tmd.partitions.items()}
+    return frozenset(int(b) for b in md.brokers), {
+        int(pid): PartitionState(int(p.leader) if p.leader >= 0 else None,
+                                 tuple(sorted(int(n) for n in p.isrs)),
+                                 tuple(int(n) for n in p.replicas))
+        for pid, p in tmd.partitions.items()}
+
+
+def high_watermarks(admin: AdminClient, topic: str, partitions: Sequence[int],
+                    timeout: float) -> dict[int, int | str]:
+    """partition -> the high watermark clients see (ListOffsets latest, read_uncommitted,
+    answered by the leader), or the error's name when there is none. Never raises for
+    one partition's error."""
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # HW under read_uncommitted
+    futures = admin.list_offsets({TopicPartition(topic, p): latest for p in partitions},
+                                 isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                 request_timeout=timeout)
+    out: dict[int, int | str] = {}
+    for tp, future in futures.items():
+        try:
+            offset = int(future.result(timeout=timeout + 1).offset)
+            # librdkafka answers a leader that timed out with OFFSET_INVALID (-1001)
+            out[int(tp.partition)] = offset if offset >= 0 else f"no offset ({offset})"
+        except KafkaException as e:
+            err = e.args[0] if e.args else e
+            out[int(tp.partition)] = err.name() if hasattr(err, "name") else str(err)
+        except TimeoutError:
+            out[int(tp.partition)] = "TIMED_OUT"
+    return out
 
 
 def round_trip(bootstrap: str, partitions: int, timeout: float) -> None:

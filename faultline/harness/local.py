@@ -45,6 +45,7 @@ from faultline.harness import kafka_client, kafka_config, kafka_dist, netns, run
 from faultline.harness.cluster import Grudge, PartitionState
 from faultline.harness.runstate import ENV_RUN, ProcId, RunState
 from faultline.harness.toxiproxy import ToxiproxyClient, start_server
+from faultline.harness.waiting import poll_until
 from faultline.spec import TestSpec, TopicSpec
 
 
@@ -423,14 +424,14 @@ class LocalCluster:
         every node's proxy. ClusterError naming what never happened, or a node that died."""
         deadline = time.monotonic() + timeout
         want = set(self.node_ids)
-        _poll_until(
+        poll_until(
             lambda: self._dead_check() or self._registered_or_none(want),
             deadline,
             lambda: f"brokers {sorted(want)} never all registered and unfenced within {timeout:.0f} s "
             f"(last seen: {sorted(self._last_seen)})",
         )
         kafka_client.create_health_topic(self.admin(), self.node_ids)
-        _poll_until(
+        poll_until(
             lambda: self._all_led(kafka_client.HEALTH_TOPIC, len(self.node_ids)), deadline,
             lambda: f"{kafka_client.HEALTH_TOPIC} never had a leader on every partition",
         )  # fmt: skip
@@ -445,7 +446,7 @@ class LocalCluster:
                 last[0] = str(e)
                 return False
 
-        _poll_until(
+        poll_until(
             lambda: self._dead_check() or round_trip(), deadline,
             lambda: f"no produce/consume round trip through the proxies within {timeout:.0f} s: {last[0]}",
         )  # fmt: skip
@@ -494,7 +495,7 @@ class LocalCluster:
                 return False
             return bool(last[0]) and all(s.full for s in last[0].values())
 
-        _poll_until(
+        poll_until(
             full, time.monotonic() + timeout,
             lambda: f"{topic} never had a leader and a full ISR on every partition within "
             f"{timeout:.0f} s (last: {_fmt_leaders(last[0])})",
@@ -710,18 +711,6 @@ def _signals_ignored() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def _poll_until(condition: Callable[[], bool], deadline: float, message: Callable[[], str]) -> None:
-    """Poll ``condition`` every 50-250 ms until true, or raise ClusterError(message())."""
-    delay = 0.05
-    while True:
-        if condition():
-            return
-        if time.monotonic() >= deadline:
-            raise ClusterError(message())
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.25)
 
 
 def _fmt_leaders(state: Mapping[int, PartitionState]) -> str:

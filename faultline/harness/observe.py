@@ -37,8 +37,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 import orjson
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # stubs lack it
+from confluent_kafka.admin import AdminClient
 
 from faultline.harness import kafka_client
 from faultline.harness.cluster import Cluster, PartitionState, Wipeable
@@ -80,22 +79,7 @@ class KafkaSource:
         return kafka_client.metadata_states(self._client(), topic, self._timeout)
 
     def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, int | str]:
-        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # HW under read_uncommitted
-        futures = self._client().list_offsets(
-            {TopicPartition(topic, p): latest for p in partitions},
-            isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout)
-        out: dict[int, int | str] = {}
-        for tp, future in futures.items():
-            try:
-                offset = int(future.result(timeout=self._timeout + 1).offset)
-                # librdkafka answers a leader that timed out with OFFSET_INVALID (-1001)
-                out[int(tp.partition)] = offset if offset >= 0 else f"no offset ({offset})"
-            except KafkaException as e:
-                err = e.args[0] if e.args else e
-                out[int(tp.partition)] = err.name() if hasattr(err, "name") else str(err)
-            except TimeoutError:
-                out[int(tp.partition)] = "TIMED_OUT"
-        return out
+        return kafka_client.high_watermarks(self._client(), topic, partitions, self._timeout)
 
 
 def host_data_dirs(cluster: Cluster) -> dict[int, Path]:

@@ -127,11 +127,11 @@ def run(spec_file: Path | None, name: str | None, acks: str | None, min_insync: 
     click.echo(f"run:     {outcome.run_dir}")
     click.echo(f"sends:   ok {s.ok}  fail {s.fail}  info {s.info}   "
                f"polls {s.polls} ({s.polled_records} records)")
-    incomplete = [d.partition for d in outcome.drains if not d.complete]
     if not outcome.recovered and outcome.error is None:
-        click.echo("cluster: did not regain a full ISR on every partition after the heal")
-    if incomplete:
-        click.echo(f"drain:   incomplete for partition(s) {incomplete}")
+        click.echo("cluster: some partition did not become quiescent after the heal")
+    for d in outcome.drains:
+        if not d.complete:
+            click.echo(f"drain:   partition {d.partition} incomplete: {d.error}")
     if outcome.error is not None:
         click.echo(f"error:   {outcome.error}")
     verdict = {True: "valid", False: "INVALID", "unknown": "unknown", None: "not checked"}

@@ -7,8 +7,9 @@
     observer starts sampling leader / ISR / HW / LEO into observations.jsonl
     main phase: workload + nemesis schedule for time_limit, journaled to history.jsonl
     stop issuing ops; heal every fault; let outstanding sends complete
-    wait for a leader and a full ISR on every partition (bounded)
-    drain every partition from log start to the high watermark
+    wait for quiescence (bounded): every partition led, its replicas registered, in the
+        ISR and caught up, its high watermark at the leader's log end, all stable
+    drain every partition from log start to the log end it had at quiescence
     observer stops
     broker state: the decoded KRaft metadata log (metadata.jsonl) and each replica's
         batches (replicas.jsonl), for the white-box checks
@@ -45,10 +46,11 @@ from rich.live import Live
 from rich.text import Text
 
 from faultline.checkers.whitebox import OBSERVATIONS_FILE
-from faultline.errors import ClusterError, FaultlineError
+from faultline.errors import FaultlineError
 from faultline.harness.broker_state import collect_broker_state
 from faultline.harness.cluster import Cluster
 from faultline.harness.observe import KafkaSource, Observer, host_data_dirs
+from faultline.harness.quiescence import wait_quiescent
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
 from faultline.nemeses.schedule import Step
 from faultline.spec import TestSpec
@@ -57,7 +59,7 @@ from faultline.workloads.queue import QueueWorkload, WorkloadStats
 
 Verdict = bool | Literal["unknown"] | None
 
-#: How long, after the heal, every partition gets to regain a leader and a full ISR.
+#: How long, after the heal, every partition gets to become quiescent.
 RECOVERY_TIMEOUT_S = 60.0
 #: How long the drain may spend on one partition.
 DRAIN_TIMEOUT_S = 60.0
@@ -247,17 +249,18 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
     outcome.stats = workload.stats()
     progress.detach()
 
-    progress.phase("waiting for full ISR")
-    try:
-        cluster.wait_full_isr(topic, RECOVERY_TIMEOUT_S)
-        outcome.recovered = True
-    except ClusterError as e:
-        _log.warning("cluster did not recover: %s", e)
-    trusted = _full_isr_partitions(cluster, spec)
+    progress.phase("waiting for quiescence")
+    started = time.monotonic()
+    quiescence = wait_quiescent(cluster, topic, spec.topic.partitions, RECOVERY_TIMEOUT_S)
+    outcome.recovered = quiescence.done
+    _log.info("after %.1f s, quiescent at log end %s", time.monotonic() - started,
+              ", ".join(f"{topic}/{p}: {end}" for p, end in sorted(quiescence.ends.items())) or "-")
+    for p, why in quiescence.reasons.items():
+        _log.warning("%s/%d not quiescent after %.0f s: %s", topic, p, RECOVERY_TIMEOUT_S, why)
 
     progress.phase("draining")
     outcome.drains = drain(spec, bootstrap, history, workload.processes,
-                           timeout_s=DRAIN_TIMEOUT_S, trusted=trusted)
+                           {**quiescence.reasons, **quiescence.ends}, timeout_s=DRAIN_TIMEOUT_S)
 
 
 @contextlib.contextmanager
@@ -279,16 +282,6 @@ def _observing(spec: TestSpec, cluster: Cluster, path: Path, history: HistoryWri
                 observer.stop()
             except Exception as e:
                 _log.error("stopping the observer failed: %s", e)
-
-
-def _full_isr_partitions(cluster: Cluster, spec: TestSpec) -> list[int]:
-    """Partitions that have a leader and every replica in sync now."""
-    try:
-        state = cluster.leaders(spec.topic.name)
-    except Exception as e:  # ClusterError, KafkaException...: the drain then trusts nothing
-        _log.warning("cannot read partition state: %s", e)
-        return []
-    return [p for p, s in state.items() if s.full]
 
 
 def _check(run_dir: Path) -> tuple[Verdict, str | None]:

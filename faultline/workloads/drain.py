@@ -1,15 +1,17 @@
-"""The drain: after the run, each partition read from log start to its high watermark.
+"""The drain: after the run, each partition read from log start to its log end.
 
 :func:`drain` reads each partition with a fresh consumer and journals ``drain`` ops
-in chunks, the last with ``"last": true``; a drain that cannot finish in time, or a
-partition whose ISR was not confirmed full, never writes ``last`` (HISTORY.md: such a
-partition is not fully known).
+in chunks, the last with ``"last": true``. The runner gives it the log end each
+partition had at quiescence (:mod:`faultline.harness.quiescence`); a partition that
+never got there, or whose drain does not reach that end in time, never gets ``last``
+(HISTORY.md: such a partition is not fully known), and the reason is the final op's
+``error``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,31 +47,30 @@ class PartitionDrain:
 
 
 def drain(spec: TestSpec, bootstrap: str, history: HistoryWriter, processes: ProcessIds,
-          *, timeout_s: float = 60.0, partitions: Iterable[int] | None = None,
-          trusted: Iterable[int] | None = None) -> list[PartitionDrain]:
-    """Read each partition from log start to its high watermark and journal it.
+          ends: Mapping[int, int | str], *, timeout_s: float = 60.0) -> list[PartitionDrain]:
+    """Read each partition of ``ends`` from log start to its log end and journal it.
+
+    ``ends``: partition -> the log end offset to read to, or why there is none (the
+    partition never became quiescent: it is then read to its high watermark of the
+    moment, for what that shows, and never marked ``last``).
 
     Per partition: a fresh consumer and process number; one ``drain`` invoke/ok pair
     per chunk of up to :data:`DRAIN_CHUNK` records, each ok carrying the chunk's
-    ``records`` as ``[offset, value]``, ``log_start_offset`` and ``high_watermark``
-    (both read once, before reading). The final chunk has ``"last": true`` only if
-    every offset below the high watermark was read within ``timeout_s`` *and* the
-    partition is in ``trusted`` (default: all), the partitions whose ISR was
-    confirmed full; otherwise the partition stays "not fully known". If the
-    watermarks cannot be read the op ends ``fail`` with the error (a read changes
-    nothing).
+    ``records`` as ``[offset, value]``, ``log_start_offset`` (read once, before
+    reading) and ``high_watermark``: the end it reads to. The final chunk has
+    ``"last": true`` iff the partition had a log end and every offset below it was read
+    within ``timeout_s``; otherwise its ``error`` says why not. If the watermarks cannot
+    be read the op ends ``fail`` with the error (a read changes nothing).
     """
     topic = spec.topic.name
-    parts = list(range(spec.topic.partitions)) if partitions is None else list(partitions)
-    trusted_set = set(parts if trusted is None else trusted)
-    return [_drain_partition(spec, bootstrap, history, processes.take(), topic, p,
-                             timeout_s, p in trusted_set)
-            for p in parts]
+    return [_drain_partition(spec, bootstrap, history, processes.take(), topic, p, end,
+                             timeout_s)
+            for p, end in sorted(ends.items())]
 
 
 def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, process: int,
-                     topic: str, partition: int, timeout_s: float,
-                     trusted: bool) -> PartitionDrain:
+                     topic: str, partition: int, end: int | str,
+                     timeout_s: float) -> PartitionDrain:
     deadline = time.monotonic() + timeout_s
     key = {"topic": topic, "partition": partition}
     conf = consumer_config(spec, bootstrap, f"faultline-drain{process}")
@@ -79,21 +80,21 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
     try:
         tp = TopicPartition(topic, partition)
         try:
-            low, high = _watermarks(consumer, tp, deadline)
+            low, hw = _watermarks(consumer, tp, deadline)
         except KafkaException as e:
             name = error_name(e)
             history.append(process, "fail", "drain", dict(key), name)
             return PartitionDrain(partition, process, None, None, 0, False, name)
+        known = isinstance(end, int)
+        high = end if isinstance(end, int) else hw
         head = {**key, "log_start_offset": low, "high_watermark": high}
-        if high <= low:
-            history.append(process, "ok", "drain",
-                           {**head, "records": [], **({"last": True} if trusted else {})})
-            return PartitionDrain(partition, process, low, high, 0, trusted)
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
         chunk: list[list[Any]] = []
         total = 0
-        done = False
+        done = high <= low
         error: str | None = None
+        if not done:
+            consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        position = low
         while not done and time.monotonic() < deadline:
             try:
                 msgs = consumer.consume(POLL_MAX_RECORDS, 0.5)
@@ -108,23 +109,26 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
                     done = True
                     continue
                 chunk.append([offset, decode_value(m.value())])
+                position = offset + 1
                 if offset == high - 1:
                     done = True
             if not msgs and not done:
-                pos = consumer.position([TopicPartition(topic, partition)])[0].offset
-                done = pos >= high
+                position = max(position, consumer.position([tp])[0].offset)
+                done = position >= high
             if len(chunk) >= DRAIN_CHUNK and not done:
                 history.append(process, "ok", "drain", {**head, "records": chunk})
                 total += len(chunk)
                 chunk = []
                 history.append(process, "invoke", "drain", dict(key))
         total += len(chunk)
-        complete = done and trusted
+        complete = done and known
         final: dict[str, Any] = {**head, "records": chunk}
         if complete:
             final["last"] = True
+        elif not known:
+            error = f"not quiescent: {end}"
         elif error is None:
-            error = "_TIMED_OUT" if not done else None
+            error = f"_TIMED_OUT: read to {position} of log end {high} in {timeout_s:.0f} s"
         history.append(process, "ok", "drain", final, error)
         return PartitionDrain(partition, process, low, high, total, complete, error)
     finally:
