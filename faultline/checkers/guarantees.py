@@ -166,11 +166,15 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
 
     Seed 003's guarantee: a committed record survives while one in-sync replica holding
     it is alive. A replica no fault touched keeps fetching, so it stays in the ISR
-    with every committed record and is elected before any other. Committed loss
-    therefore needs ``leader-fault`` and every replica of the partition faulted
-    (``faulted>=RF``), and then either an unclean election or data destroyed on
-    :func:`committed_copies` replicas. The reference model finds none without them
-    (its cells bounded by ``faulted<=N``, where an untouched follower never lags out).
+    with every committed record, and an election picks an in-sync replica while one is
+    up. Committed loss therefore needs ``leader-fault`` and every replica of the
+    partition faulted (``faulted>=RF``; see :func:`every_replica_faulted`), and then
+    either an unclean election or data destroyed on :func:`committed_copies` replicas.
+    With ELR an unclean election needs more: the ELR, which the last replica to leave
+    the ISR joins, passed over, by a fault that fences it (kill, pause, stop,
+    partition) or a second destroyed copy. The reference model finds no committed loss
+    without these (its cells bounded by ``faulted<=N``, where an untouched follower
+    never lags out), and finds it with them (``table.TARGETED``).
     """
     c = config
     if "leader-fault" not in faults or not every_replica_faulted(c, faults):
@@ -240,8 +244,8 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
     if "leader-fault" not in faults:
         held = "no fault hit the partition's leader, which keeps every committed record"
     elif not every_replica_faulted(c, faults):
-        held = ("a replica no fault touched stays in the ISR with every committed record and is "
-                "elected first")
+        held = ("a replica no fault touched stays in the ISR with every committed record, and "
+                "an election picks an in-sync replica while one is up")
     else:
         held = f"no unclean election could happen and data was destroyed on fewer than {copies} replica(s)"
     committed = "committed data (below the high watermark) survives: " + held

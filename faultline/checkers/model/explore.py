@@ -87,7 +87,8 @@ def enabled_steps(st: State, faults: frozenset[str], max_data_loss: int | None =
     reach at most that many distinct replicas. With ``max_faulted``, at most that many
     distinct replicas are ever faulted (``State.faulted``): fault steps spare the
     others, and a ``tick`` that would shrink one of them out of the ISR by lag is not
-    offered (it must fetch first: an untouched follower keeps up).
+    offered (it must fetch first: an untouched follower keeps up, and seed 002's leader
+    drops only a follower that has not caught up for ``replica.lag.time.max.ms``).
     """
     steps: list[Step] = []
     ids = sorted(st.replicas)

@@ -1,11 +1,12 @@
 """The model's guarantee table, and each run's expected outcome.
 
 ``explore_cell`` explores one cell of a matrix (acks x min.insync x unclean x
-ELR x fault set) and says which of ``MODEL_ANOMALIES`` can occur, each with its shortest
-schedule found. The default matrix's table is stored in ``table.json`` (written by
-``faultline model --explore --write``) so that ``expected_outcome``, which runs at
-every check, is a dictionary look-up; cells outside it are explored on demand and
-cached per process.
+ELR x fault set, with bounds on the replicas whose data may be destroyed and on those
+faults may touch) and says which of ``MODEL_ANOMALIES`` can occur, each with its
+shortest schedule found, then replays the long ``TARGETED`` schedules the cell allows.
+The default matrix's table is stored in ``table.json`` (written by ``faultline model
+--explore --write``) so that ``expected_outcome``, which runs at every check, is a
+dictionary look-up; cells outside it are explored on demand and cached per process.
 """
 
 from __future__ import annotations
