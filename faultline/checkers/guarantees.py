@@ -142,42 +142,26 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
 
     Keys are the anomaly names, except that inconsistent-offsets has two rows, as
     in DESIGN.md: :data:`ISO_ACK` (one of the disagreeing associations is an ack)
-    and :data:`ISO_READS` (only reads disagree).
+    and :data:`ISO_READS` (only reads disagree). ``faults`` describe one partition
+    (see the module docstring); committed data can be lost only as
+    :func:`committed_loss_reason` says.
     """
     c = config
     out: dict[str, str] = {}
-    node_faults = faults & NODE_FAULTS
-    copies = committed_copies(c, faults)
-    data_lost = f"data-loss>={copies}" in faults
-    unclean = c.unclean_leader_election_enable and bool(node_faults)
-
-    committed_loss: str | None = None
-    if unclean:
-        committed_loss = ("unclean.leader.election.enable=true and a node fault "
-                          f"({', '.join(sorted(node_faults))}) could leave no in-sync replica "
-                          "available, so an out-of-sync replica may become leader")
-    elif data_lost:
-        committed_loss = (f"data was destroyed (wipe / lose-unflushed) on {copies} or more "
-                          "node(s) at once, as many as a committed record may have been on ("
-                          + ("min.insync.replicas, with eligible leader replicas"
-                             if copies > 1 else
-                             "eligible leader replicas, but a kill's unclean restart drops a replica "
-                             "from them with its log intact, and the last known leader is elected "
-                             "once none is left" if c.eligible_leader_replicas
-                             else "no eligible leader replicas: the ISR can shrink to one") + ")")
+    committed_loss = committed_loss_reason(c, faults)
 
     # lost-write: an acknowledged value is not in the drain.
     if c.acks == "0":
         out["lost-write"] = "acks=0: the producer never hears whether a record was written"
     elif c.acks == "1" and "leader-fault" in faults:
-        out["lost-write"] = ("acks=1 and a fault hit a partition leader: a record only the "
+        out["lost-write"] = ("acks=1 and a fault hit the partition's leader: a record only the "
                              "leader had is truncated when another replica takes over")
     elif committed_loss is not None:
         out["lost-write"] = committed_loss
 
-    # inconsistent-offsets: an ack's offset disagrees -> as lost-write; reads disagree
-    # -> only when committed data (below the HW, which consumers see) can be lost.
-    if "lost-write" in out:
+    # inconsistent-offsets: an ack's offset disagrees -> as lost-write (acks=0 acks carry
+    # no offset); reads disagree -> only when committed data (below the HW) can be lost.
+    if "lost-write" in out and c.acks != "0":
         out[ISO_ACK] = "as lost-write: " + out["lost-write"]
     if committed_loss is not None:
         out[ISO_READS] = committed_loss
@@ -206,23 +190,76 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     return out
 
 
-def committed_copies(config: GuaranteeConfig, faults: frozenset[str]) -> int:
-    """How many replicas must lose their data before committed data can be gone.
+def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> str | None:
+    """Why committed data (acked with acks=all, or below the HW) may be lost; None if it may not.
 
-    Committed data is acknowledged with acks=all, or below the HW where consumers
-    read. Without eligible leader replicas the ISR may shrink to the leader alone, the
-    HW still advances, and KRaft re-elects that last ISR member even when it comes
-    back empty: one replica suffices (the reference model's ``no-elr-wipe-leader``).
-    With them (KIP-966, Kafka >= 4.1) the HW cannot advance while the ISR is smaller
-    than min.insync.replicas, so committed data is on at least min.insync replicas,
-    and a replica that restarted uncleanly is not elected from the ELR. But a kill is
-    an unclean shutdown too: it drops a replica from the ELR with its log intact, and
-    with ISR and ELR empty the controller elects the last known leader whatever it
-    lost, so after kills one replica suffices again (``elr-unclean-restart-loss``).
+    Seed 003's guarantee: a committed record survives while one in-sync replica holding
+    it is alive. A replica no fault touched keeps fetching, so it stays in the ISR
+    with every committed record, and an election picks an in-sync replica while one is
+    up. Committed loss therefore needs ``leader-fault`` and every replica of the
+    partition faulted (``faulted>=RF``; see :func:`every_replica_faulted`), and then
+    either an unclean election or data destroyed on :func:`committed_copies` replicas.
+    With ELR an unclean election needs more: the ELR, which the last replica to leave
+    the ISR joins, passed over, by a fault that fences it (kill, pause, stop,
+    partition) or a second destroyed copy. The reference model finds no committed loss
+    without these (its cells bounded by ``faulted<=N``, where an untouched follower
+    never lags out), and finds it with them (``table.TARGETED``).
+    """
+    c = config
+    if "leader-fault" not in faults or not every_replica_faulted(c, faults):
+        return None
+    node_faults = ", ".join(sorted(faults & NODE_FAULTS))
+    # With ELR the last replica to leave the ISR joins the ELR and is elected before any
+    # unclean candidate: only fencing it (a fault that stops or cuts it off) or its
+    # unclean restart (a second destroyed copy) lets an out-of-sync replica lead.
+    elr_passed_over = not c.eligible_leader_replicas or bool(
+        faults & (NODE_FAULTS - DATA_LOSS_FAULTS)) or "data-loss>=2" in faults
+    if c.unclean_leader_election_enable and elr_passed_over:
+        return ("unclean.leader.election.enable=true, the leader was faulted and so was every other "
+                f"replica ({node_faults}): no in-sync replica may be left, so an out-of-sync one "
+                "may become leader")
+    copies = committed_copies(c, faults)
+    if f"data-loss>={copies}" not in faults:
+        return None
+    return (f"data was destroyed (wipe / lose-unflushed) on {copies} or more replica(s) at once, "
+            "the leader was faulted and so was every other replica, and " + (
+                "without eligible leader replicas the ISR can shrink to the leader alone, which "
+                "is re-elected empty" if not c.eligible_leader_replicas else
+                "a kill's unclean restart drops a replica from the eligible leader replicas with "
+                "its log intact, so the last known leader is elected whatever it lost"
+                if copies == 1 else
+                f"with eligible leader replicas a committed record is on min.insync.replicas={copies}"))
+
+
+def every_replica_faulted(config: GuaranteeConfig, faults: frozenset[str]) -> bool:
+    """Whether ``faulted>=RF`` is among ``faults``: no replica of the partition was left
+    untouched. ``faults`` without any ``faulted>=N`` token come from a derivation that
+    does not count replicas; then every replica is assumed faulted (the permissive
+    reading, as for a node fault without recorded ``leaders``).
+    """
+    if not any(f.startswith("faulted>=") for f in faults):
+        return True
+    return f"faulted>={config.replication_factor}" in faults
+
+
+def committed_copies(config: GuaranteeConfig, faults: frozenset[str]) -> int:
+    """How many replicas must lose their data before committed data can be gone,
+    given a leader fault and every replica faulted (:func:`committed_loss_reason`).
+
+    Without eligible leader replicas the ISR may shrink to the leader alone (the other
+    replicas faulted out of it), the HW still advances, and KRaft re-elects that last
+    ISR member even when it comes back empty: one replica suffices (the reference
+    model's ``no-elr-wipe-leader``). With them (KIP-966, Kafka >= 4.1) the HW cannot
+    advance while the ISR is smaller than min.insync.replicas, so committed data is on
+    at least min.insync replicas, and a replica that restarted uncleanly is not
+    elected from the ELR. But a kill is an unclean shutdown too: it drops a replica
+    from the ELR with its log intact, and with ISR and ELR empty the controller elects
+    the last known leader whatever it lost, so after kills one replica suffices again
+    (``elr-unclean-restart-loss``; the model's ``killed-out-wipe-leader``).
     """
     if not config.eligible_leader_replicas or "kill" in faults:
         return 1
-    return config.min_insync_replicas
+    return min(config.min_insync_replicas, config.replication_factor)
 
 
 def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
@@ -233,13 +270,19 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
     """
     c, allowed = config, permitted(config, faults)
     copies = committed_copies(c, faults)
-    committed = ("committed data (below the high watermark) survives: no unclean election "
-                 f"could happen and data was destroyed on fewer than {copies} node(s)")
+    if "leader-fault" not in faults:
+        held = "no fault hit the partition's leader, which keeps every committed record"
+    elif not every_replica_faulted(c, faults):
+        held = ("a replica no fault touched stays in the ISR with every committed record, and "
+                "an election picks an in-sync replica while one is up")
+    else:
+        held = f"no unclean election could happen and data was destroyed on fewer than {copies} replica(s)"
+    committed = "committed data (below the high watermark) survives: " + held
     why = {
         "lost-write": (f"acks={c.acks}: " + (
             "an acknowledged write is on every in-sync replica, at least "
             f"min.insync.replicas={c.min_insync_replicas}, and " + committed if c.acks == "all"
-            else "no fault hit a partition leader, the one replica an ack vouches for")),
+            else "no fault hit the partition's leader, the one replica an ack vouches for")),
         "phantom-read": "consumers read only below the high watermark, and " + committed,
         "inconsistent-offsets": "an offset holds one record for good while " + committed,
         "nonmonotonic-poll": "a consumer's offsets only grow while " + committed,
@@ -254,6 +297,18 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
         "unexpected-value": "every value read must have been sent by this run",
     }
     return {name: why[name] for name in ANOMALIES if name not in allowed}
+
+
+#: Where the table permits what the reference model never shows, and why it stays so:
+#: the one list of such cells (the model's agreement test maps every difference to a
+#: key here and prints the count).
+BEYOND_MODEL: Mapping[str, str] = {
+    "acks0-no-promise":
+        "acks=0 promises nothing (Kafka's docs: no guarantee the server received the record); "
+        "the model loses acks=0 writes only to a leader fault or a dropped request, but a real "
+        "producer also drops them on a reconnect or a leader move no nemesis caused "
+        "(auto leader rebalancing), so the table does not forbid them",
+}
 
 
 def permitted(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:

@@ -156,18 +156,19 @@ def _explore(acks: str | None, min_insync: int, unclean: bool, elr: bool, faults
 def format_explore_table(rows: dict[Cell, dict[str, tuple[Step, ...]]]) -> str:
     """One line per cell: a mark per anomaly (X possible, . not found), then the shortest schedules."""
     abbrev = {"lost-write": "LW", "phantom-read": "PR", "inconsistent-offsets": "IO", "aborted-read": "AR"}
-    head = (f"{'elr':5} {'acks':4} {'misr':4} {'uncl':5} {'faults':28} "
+    head = (f"{'elr':5} {'acks':4} {'misr':4} {'uncl':5} {'faults':34} "
             + " ".join(abbrev[a] for a in MODEL_ANOMALIES))
     out = [head, "-" * len(head)]
     for c, found in rows.items():
-        fs = "+".join(sorted(c.faults)) + (f" dl<={c.data_loss}" if c.data_loss is not None else "")
+        fs = ("+".join(sorted(c.faults)) + (f" dl<={c.data_loss}" if c.data_loss is not None else "")
+              + (f" f<={c.faulted}" if c.faulted is not None else ""))
         marks = " ".join(("X " if a in found else ". ") for a in MODEL_ANOMALIES)
         out.append(f"{str(c.elr).lower():5} {c.acks:4} {c.min_insync:<4} {str(c.unclean).lower():5} "
-                   f"{fs:28} {marks}")
+                   f"{fs:34} {marks}")
         for name, sched in found.items():
-            out.append(f"{'':50}{abbrev[name]}: {' '.join(map(str, sched))}")
+            out.append(f"{'':56}{abbrev[name]}: {' '.join(map(str, sched))}")
     out.append("LW lost-write, PR phantom-read, IO inconsistent-offsets, AR aborted-read; "
-               "dl<=N: wipe/lose-unflushed on at most N replicas")
+               "dl<=N: wipe/lose-unflushed on at most N replicas; f<=N: faults on at most N replicas")
     return "\n".join(out)
 
 

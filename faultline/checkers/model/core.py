@@ -22,9 +22,21 @@ Contracts:
 
 Simplifications, stated once: a fetch is one step (request and response), the
 response carries the leader's HW as read *before* the leader processes the fetch
-offset (Kafka's ``Partition.fetchRecords`` reads, then updates the follower's
-state) so a follower's HW trails the leader's by a round; AlterPartition is
-atomic. Without ELR an ISR never shrinks below its last member.
+offset (``ModelConfig.follower_hw``: "modern", from Kafka's ``Partition.fetchRecords``;
+"seed" replays seed 000's figures, where it carries the HW after) so a follower's HW
+trails the leader's by a round; AlterPartition is atomic. Without ELR an ISR never
+shrinks below its last member (Kafka's controller fences the last ISR member without
+removing it: the partition shows "Leader: none" with that ISR, until it returns).
+
+Sources of the rules the seeds do not cover: KRaft fencing and registration (KIP-631:
+a broker that misses its heartbeats for the session timeout is fenced, out of every
+ISR; a restarted broker registers anew, fenced until it catches up with the metadata);
+a fenced broker does not hold the HW back (KIP-841); controlled shutdown (``stop``:
+KIP-631's ``BrokerHeartbeatRequest.wantShutDown``, the controller moves leadership and
+shrinks the ISR before the broker exits); the recovery point (``flush``,
+``lose-unflushed``: Kafka's ``recovery-point-offset-checkpoint``, seed 000; what lies
+above it is in the page cache only, which a machine crash loses, seed 003's "no fsync");
+leader-epoch truncation across several epochs (KIP-279, after KIP-101 of seed 000).
 
 KIP-966 eligible leader replicas (``ModelConfig.elr``; ``controller.py``), as read
 in Kafka 4.x's source:
@@ -71,6 +83,7 @@ from faultline.checkers.model import controller
 
 Acks = Literal["0", "1", "all"]
 Truncation = Literal["leader-epoch", "hw"]
+FollowerHw = Literal["modern", "seed"]
 CONTROLLER = 0
 _NEVER = -(10**6)
 
@@ -94,6 +107,13 @@ class ModelConfig:
     # the seeds' scenarios keep their pre-KIP-966 step tables; the Kafka the harness
     # tests (4.1 and later) runs with it on.
     elr: bool = False
+    # Which leader HW a fetch response carries. "modern": the HW read before the leader
+    # processes the fetch offset, as Kafka's ``Partition.fetchRecords`` reads the log
+    # (``readFromLocalLog``) and only then updates the follower's state
+    # (``updateFollowerFetchState``, which may move the HW): the follower's HW trails by
+    # a round. "seed": the HW after it, as seed 000's figures draw it (the leader
+    # updates the remote LEO and its HW, then answers with the new HW).
+    follower_hw: FollowerHw = "modern"
 
     def __post_init__(self) -> None:
         if self.replication_factor < 1:
@@ -104,6 +124,8 @@ class ModelConfig:
             raise ValueError("min_insync must be >= 1")
         if self.truncation not in ("leader-epoch", "hw"):
             raise ValueError("truncation must be 'leader-epoch' or 'hw'")
+        if self.follower_hw not in ("modern", "seed"):
+            raise ValueError("follower_hw must be 'modern' or 'seed'")
         if self.lag_ticks < 1 or self.checkpoint_ticks < 1:
             raise ValueError("lag_ticks and checkpoint_ticks must be >= 1")
 
@@ -144,6 +166,11 @@ STEP_KINDS: dict[str, int] = {
     "isolate": 1, "cut": 2, "cut-ctrl": 1, "heal": 0,
     "wipe": 1, "lose-unflushed": 1, "toxic-request": 0, "toxic-reply": 0,
 }
+#: Step kinds that fault the replicas they name (both of ``cut``'s). With lag shrinks
+#: (a follower the leader drops for not keeping up) they make up ``State.faulted``: an
+#: untouched follower keeps fetching, so only one of these takes it out of sync.
+FAULT_TOUCHES: frozenset[str] = frozenset(
+    ("crash", "stop", "pause", "wipe", "lose-unflushed", "isolate", "cut", "cut-ctrl"))
 
 
 @dataclass(slots=True)
@@ -222,6 +249,8 @@ class State:
     pending: list[Pending] = field(default_factory=list)
     exposed: frozenset[tuple[int, int]] = frozenset()  # (offset, value) readable below a leader's HW
     data_lost: frozenset[int] = frozenset()  # replicas a wipe or lose-unflushed destroyed data on
+    # replicas a fault step touched or the leader shrank out of the ISR by lag (see FAULT_TOUCHES)
+    faulted: frozenset[int] = frozenset()
     record_exposures: bool = True
 
     def clone(self) -> State:
@@ -229,13 +258,14 @@ class State:
                      self.c_leader, self.c_epoch, self.c_isr, self.c_elr, self.c_last_leader, self.fenced,
                      self.cuts, self.next_value, dict(self.acked), self.failed, self.indeterminate,
                      [Pending(p.value, p.offset, p.rid, p.epoch) for p in self.pending],
-                     self.exposed, self.data_lost, self.record_exposures)
+                     self.exposed, self.data_lost, self.faulted, self.record_exposures)
 
     def key(self) -> tuple[object, ...]:
         """A hashable summary for deduplicating states in exploration.
 
         Absolute time is folded into its phase and capped ages: two states that
         differ only in how long ago something happened beyond the lag are alike.
+        ``faulted`` is left out: a search that bounds it adds it to the key.
         """
         cfg = self.config
         cap = cfg.lag_ticks + 2
@@ -522,11 +552,15 @@ def _fetch(st: State, fid: int) -> str:
         return f"{fid} fetch rejected by {leader.rid} (epoch {leader.epoch} vs {f.epoch})"
     notes: list[str] = []
     if f.must_truncate:
+        leo = f.leo
         to = _reconcile_by_epoch(f, leader)
         f.must_truncate = False
         if to < f.leo:
-            notes.append(f"{fid} truncates to {to} by leader epoch")
             _truncate(f, to)
+        if f.leo < leo:
+            notes.append(f"{fid} truncates to {f.leo} by leader epoch")
+        elif leo:
+            notes.append(f"{fid} keeps offsets below {leo} by leader epoch")
     if st.config.truncation == "hw" and f.leo > leader.leo:
         notes.append(f"{fid} LEO {f.leo} > leader LEO, truncates to {leader.leo}")
         _truncate(f, leader.leo)
@@ -534,7 +568,7 @@ def _fetch(st: State, fid: int) -> str:
     if offset > leader.leo:  # cannot happen after reconciliation; kept as a guard
         return f"{fid} fetch offset {offset} out of range"
     n_before = len(notes)
-    response_hw = leader.hw  # read before the leader processes this fetch offset
+    response_hw = leader.hw  # "modern": read before the leader processes this fetch offset
     records = leader.log[offset:]
     m = leader.remote.setdefault(fid, Remote())
     if offset >= leader.leo:
@@ -546,6 +580,8 @@ def _fetch(st: State, fid: int) -> str:
             and fid not in st.fenced and _alter_isr(st, leader, leader.isr | {fid}):
         notes.append(f"ISR expands to {_fmt_set(st.c_isr)}")
     _maybe_advance_hw(st, leader)
+    if st.config.follower_hw == "seed":
+        response_hw = leader.hw
     _append(f, records)
     # follower HW = min(leader HW, own LEO); like Kafka's maybeUpdateHighWatermark it never moves back
     f.hw = max(f.hw, min(response_hw, f.leo))
@@ -565,7 +601,8 @@ def _tick(st: State) -> str:
             out = {i for i in r.isr - {r.rid}
                    if r.remote[i].leo != r.leo and st.now - r.remote[i].last_caught_up > cfg.lag_ticks}
             if out and _alter_isr(st, r, r.isr - out):
-                notes.append(f"{r.rid} shrinks ISR to {_fmt_set(st.c_isr)}")
+                st.faulted = st.faulted | out
+                notes.append(f"{r.rid} shrinks ISR to {_fmt_set(st.c_isr)} (lag)")
                 _maybe_advance_hw(st, r)
     if st.now % cfg.checkpoint_ticks == 0:
         for r in st.replicas.values():
@@ -596,8 +633,11 @@ def _restart(st: State, r: Replica, how: str) -> str:
     r.clean_shutdown = False
     r.up, r.paused = True, False
     r.hw = min(r.ckpt_hw, r.leo)
+    leo = r.leo
     if _reaches_controller(st, r):
         _apply_metadata(st, r)
+    if r.leo < leo:
+        notes.append(f"{r.rid} truncates to its HW {r.leo} as follower")
     return "; ".join(notes)
 
 
@@ -651,6 +691,8 @@ def apply(st: State, step: Step) -> str:
         note = _heal(st)
     else:
         assert r is not None
+        if kind in FAULT_TOUCHES:
+            st.faulted = st.faulted | frozenset(ids)
         note = _fault(st, kind, r, b)
     if st.pending:
         note = "; ".join([note, *_resolve_pending(st)])

@@ -45,6 +45,7 @@ class Bound:
     walk_length: int = 14
     seed: int = 0
     max_data_loss: int | None = None  # at most this many distinct replicas wiped / lose-unflushed
+    max_faulted: int | None = None  # at most this many distinct replicas in ``State.faulted``
 
 
 @dataclass(slots=True)
@@ -77,12 +78,17 @@ def _leaderish(st: State, rid: int) -> bool:
     return st.c_leader == rid or r.leader == rid
 
 
-def enabled_steps(st: State, faults: frozenset[str], max_data_loss: int | None = None) -> list[Step]:
+def enabled_steps(st: State, faults: frozenset[str], max_data_loss: int | None = None,
+                  max_faulted: int | None = None) -> list[Step]:
     """Steps that may change ``st``: environment steps plus the given fault kinds' steps.
 
     Without ``leader-fault`` in ``faults`` no fault step touches a replica that is,
     or believes it is, the leader. With ``max_data_loss``, wipe and lose-unflushed
-    reach at most that many distinct replicas.
+    reach at most that many distinct replicas. With ``max_faulted``, at most that many
+    distinct replicas are ever faulted (``State.faulted``): fault steps spare the
+    others, and a ``tick`` that would shrink one of them out of the ISR by lag is not
+    offered (it must fetch first: an untouched follower keeps up, and seed 002's leader
+    drops only a follower that has not caught up for ``replica.lag.time.max.ms``).
     """
     steps: list[Step] = []
     ids = sorted(st.replicas)
@@ -96,14 +102,21 @@ def enabled_steps(st: State, faults: frozenset[str], max_data_loss: int | None =
         r = st.replicas[rid]
         if r.up and not r.paused and r.leader not in (None, rid):
             steps.append(Step("fetch", rid))
-    steps.append(Step("tick"))
+    if max_faulted is None or _tick_keeps_budget(st, max_faulted):
+        steps.append(Step("tick"))
     kinds = {k for f in faults for k in FAULT_STEPS.get(f, ())}
     if not kinds:
         return steps
     free = LEADER_FAULT in faults
+
+    def may_fault(*rids: int) -> bool:
+        return max_faulted is None or len(st.faulted | set(rids)) <= max_faulted
+
     for rid in ids:
         r = st.replicas[rid]
         if not free and _leaderish(st, rid):
+            continue
+        if not may_fault(rid):  # so it is up and not paused: nothing to undo either
             continue
         if r.up:
             may_lose = max_data_loss is None or rid in st.data_lost or len(st.data_lost) < max_data_loss
@@ -127,12 +140,18 @@ def enabled_steps(st: State, faults: frozenset[str], max_data_loss: int | None =
             if frozenset((rid, CONTROLLER)) not in st.cuts:
                 steps.append(Step("cut-ctrl", rid))
             steps += [Step("cut", rid, o) for o in ids if o > rid and frozenset((rid, o)) not in st.cuts
-                      and (free or not _leaderish(st, o))]
+                      and (free or not _leaderish(st, o)) and may_fault(rid, o)]
     if "heal" in kinds and st.cuts:
         steps.append(Step("heal"))
     if st.c_leader is not None:
         steps += [Step(k) for k in ("toxic-request", "toxic-reply") if k in kinds]
     return steps
+
+
+def _tick_keeps_budget(st: State, max_faulted: int) -> bool:
+    after = st.clone()
+    apply(after, Step("tick"))
+    return len(after.faulted) <= max_faulted
 
 
 def _judge(st: State) -> frozenset[str]:
@@ -143,15 +162,19 @@ def _judge(st: State) -> frozenset[str]:
 
 def _bfs(ex: Exploration) -> None:
     start = initial_state(ex.config)
-    seen = {start.key()}
+
+    def key(st: State) -> tuple[object, ...]:
+        return (st.key(), st.faulted) if ex.bound.max_faulted is not None else st.key()
+
+    seen = {key(start)}
     frontier: list[tuple[State, tuple[Step, ...]]] = [(start, ())]
     for _ in range(ex.bound.depth):
         nxt: list[tuple[State, tuple[Step, ...]]] = []
         for st, sched in frontier:
-            for step in enabled_steps(st, ex.faults, ex.bound.max_data_loss):
+            for step in enabled_steps(st, ex.faults, ex.bound.max_data_loss, ex.bound.max_faulted):
                 s2 = st.clone()
                 apply(s2, step)
-                k = s2.key()
+                k = key(s2)
                 if k in seen:
                     continue
                 seen.add(k)
@@ -166,13 +189,26 @@ def _bfs(ex: Exploration) -> None:
     ex.states += len(seen)
 
 
-def _shrink(config: ModelConfig, schedule: tuple[Step, ...], name: str) -> tuple[Step, ...]:
-    """Greedily drop steps while the schedule still shows ``name``."""
+def legal_replay(config: ModelConfig, faults: frozenset[str], bound: Bound,
+                 schedule: Iterable[Step]) -> State | None:
+    """The state after ``schedule``, or None if some step is not among ``enabled_steps``
+    there (a fault the cell's kinds, leader rule or bounds do not allow)."""
+    st = initial_state(config)
+    for step in schedule:
+        if step not in enabled_steps(st, faults, bound.max_data_loss, bound.max_faulted):
+            return None
+        apply(st, step)
+    return st
+
+
+def _shrink(ex: Exploration, schedule: tuple[Step, ...], name: str) -> tuple[Step, ...]:
+    """Greedily drop steps while the schedule stays legal and still shows ``name``."""
     best = schedule
     i = 0
     while i < len(best):
         cand = best[:i] + best[i + 1:]
-        if name in _judge(replay(config, cand)):
+        st = legal_replay(ex.config, ex.faults, ex.bound, cand)
+        if st is not None and name in _judge(st):
             best = cand
         else:
             i += 1
@@ -185,12 +221,12 @@ def _walks(ex: Exploration) -> None:
         st = initial_state(ex.config)
         sched: list[Step] = []
         for _ in range(ex.bound.walk_length):
-            step = rng.choice(enabled_steps(st, ex.faults, ex.bound.max_data_loss))
+            step = rng.choice(enabled_steps(st, ex.faults, ex.bound.max_data_loss, ex.bound.max_faulted))
             apply(st, step)
             sched.append(step)
         ex.schedules += 1
         for name in _judge(st) - ex.exact:
-            short = _shrink(ex.config, tuple(sched), name)
+            short = _shrink(ex, tuple(sched), name)
             old = ex.found.get(name)
             if old is None or len(short) < len(old):
                 ex.found[name] = short

@@ -147,6 +147,7 @@ def test_the_metadata_logs_isr_decides_whether_two_wipes_overlapped(tmp_path: Pa
     h.fault("wipe", [1])
     h.t = 10 * 10**9
     h.fault("wipe", [2])
+    h.fault("pause", [3])  # issue 17: with node 3 never faulted, it would keep the write
     h.drain([])
     d = run_dir(tmp_path, h)
     assert check_run(d).valid is True

@@ -56,16 +56,27 @@ def test_acks_all_clean_elections_lose_nothing_to_process_or_network_faults(
     assert p == {}
 
 
+def faulted(n: int) -> frozenset[str]:
+    """The tokens of a partition on which n distinct replicas were faulted."""
+    return frozenset(f"faulted>={k}" for k in range(1, n + 1))
+
+
 def test_data_loss_on_min_insync_nodes_permits_committed_loss() -> None:
     c = cfg(acks="all", min_insync_replicas=2)
     assert "lost-write" not in permitted(c, faults("wipe", nodes=[1]))
     two = faults_of([*_wipe([1]), *_wipe([2], start=10)])
     assert "data-loss>=2" in two
-    p = permitted(c, two)
+    # Corrected (issue 17): two wipes alone no longer permit it. The third replica, never
+    # faulted, stays in the ISR with every committed record; only with every replica
+    # faulted (faulted>=3) may committed data go. Without any faulted>=N token (a
+    # derivation that does not count replicas) every replica is assumed faulted.
+    assert "lost-write" not in permitted(c, two | faulted(2))
+    assert "lost-write" in permitted(c, two)
+    p = permitted(c, two | faulted(3))
     assert {"lost-write", "phantom-read", "inconsistent-offsets", "nonmonotonic-poll",
             "poll-skip"} <= set(p)
     assert "min.insync" in p["lost-write"]
-    assert "lost-write" in permitted(c, faults("lose-unflushed", nodes=[1, 3]))
+    assert "lost-write" in permitted(c, faults("lose-unflushed", nodes=[1, 3]) | faulted(3))
 
 
 def _wipe(nodes: list[int], start: int = 0) -> list[Any]:
@@ -112,7 +123,7 @@ def test_a_destroyed_node_stops_counting_once_the_metadata_log_shows_it_back_in_
     f = _wipes_1_then_2(timeline, partition)
     assert {x for x in f if x.startswith("data-loss")} == {f"data-loss>={n}" for n in range(1, most + 1)}
     c = cfg(acks="all", min_insync_replicas=2)
-    assert ("lost-write" in permitted(c, f)) == (most >= 2)
+    assert ("lost-write" in permitted(c, f | faulted(3))) == (most >= 2)
 
 
 def test_a_data_loss_op_naming_no_nodes_is_assumed_to_hit_all() -> None:
@@ -122,11 +133,14 @@ def test_a_data_loss_op_naming_no_nodes_is_assumed_to_hit_all() -> None:
     assert "data-loss>=5" in faults_of(h.ops)
 
 
-def test_unclean_election_with_a_node_fault_permits_committed_loss() -> None:
+def test_unclean_election_with_a_leader_fault_and_every_replica_faulted_permits_committed_loss(
+        ) -> None:
+    # Corrected (issue 17): it was permitted after any node fault. An unclean election
+    # needs every ISR member gone: the leader faulted, and no untouched replica left in sync.
     c = cfg(acks="all", unclean_leader_election_enable=True)
     assert permitted(c, frozenset()) == {}
     assert permitted(c, faults("toxic")) == {}
-    p = permitted(c, faults("kill"))
+    p = permitted(c, frozenset({"kill", "leader-fault"}) | faulted(3))
     assert {"lost-write", "phantom-read", "inconsistent-offsets", "nonmonotonic-poll",
             "poll-skip"} == set(p)
 
@@ -140,40 +154,79 @@ def test_acks_1_permits_loss_after_a_leader_fault_but_not_lost_reads() -> None:
     assert "lost-write" not in rules(c, faults("toxic"))
 
 
+COMMITTED_READS = {"phantom-read", "nonmonotonic-poll", "poll-skip"}
+COMMITTED_LOSS = {"lost-write", *COMMITTED_READS}
+
+
+@pytest.mark.parametrize("version", ["3.9.1", "4.3.1"])
 @pytest.mark.parametrize("acks", ["1", "all"])
-def test_without_elr_one_wiped_node_can_lose_committed_data(acks: str) -> None:
+def test_a_follower_only_wipe_does_not_permit_committed_loss(version: str, acks: str) -> None:
+    # Corrected (issue 17; the old test said the opposite without ELR): the leader, never
+    # faulted, keeps every committed record; losing one needs the leader replaced. The
+    # model agrees ("data-loss-needs-leader-fault"): wiping followers loses nothing.
     c = cfg(acks=acks, enable_idempotence=False, min_insync_replicas=2,
-            eligible_leader_replicas=False)
-    h = H()
-    h.fault("wipe", [3], leaders={"fl-queue/0": 1})
-    r = rules(c, faults_of(h.ops))
-    assert "phantom-read" in r  # the ISR may have been the leader alone
+            eligible_leader_replicas=elr_enabled(version))
+    for touched in (1, 2, 3):  # even with the other replicas paused too
+        r = rules(c, frozenset({"wipe", "pause", "data-loss>=1", "data-loss>=2"}) | faulted(touched))
+        assert not COMMITTED_LOSS & set(r), (touched, r)
+    wiped_leader = frozenset({"wipe", "pause", "leader-fault", "data-loss>=1"}) | faulted(3)
+    assert ("phantom-read" in rules(c, wiped_leader)) == (version == "3.9.1")
 
 
 @pytest.mark.parametrize("acks", ["1", "all"])
 def test_with_elr_committed_data_needs_min_insync_wiped_nodes(acks: str) -> None:
+    # Corrected (issue 17): the old test wiped two followers of an untouched leader and
+    # expected loss; with ELR, committed data is on min.insync replicas, so two must be
+    # wiped, the leader among the faulted, and the third replica faulted too.
     c = cfg(acks=acks, enable_idempotence=False, min_insync_replicas=2)
-    one, two = H(), H()
-    one.fault("wipe", [3], leaders={"fl-queue/0": 1})
-    two.fault("wipe", [3], leaders={"fl-queue/0": 1})
-    two.fault("wipe", [2], leaders={"fl-queue/0": 1})
-    assert "phantom-read" not in rules(c, faults_of(one.ops))
-    assert "phantom-read" in rules(c, faults_of(two.ops))
+    one = frozenset({"wipe", "pause", "leader-fault", "data-loss>=1"}) | faulted(3)
+    assert "phantom-read" not in rules(c, one)
+    assert "phantom-read" in rules(c, one | {"data-loss>=2"})
+    assert "phantom-read" not in rules(c, one - {"leader-fault"} | {"data-loss>=2"})
+    assert "phantom-read" not in rules(c, (one | {"data-loss>=2"}) - {"faulted>=3"})
 
 
-def test_with_elr_a_kill_makes_one_wiped_node_enough() -> None:
+@pytest.mark.parametrize("elr", [False, True])
+def test_kill_3_and_wipe_1_with_node_2_untouched_does_not_permit_committed_loss(elr: bool) -> None:
+    # Corrected (issue 17): "any kill makes one wipe enough" excused this. Node 2 is never
+    # faulted, stays in the ISR with every committed record and is elected. The model's
+    # cell kill+wipe+leader-fault faulted<=2 finds no committed loss, with or without ELR.
+    c = cfg(acks="all", min_insync_replicas=2, eligible_leader_replicas=elr)
+    two = frozenset({"kill", "wipe", "leader-fault", "data-loss>=1"}) | faulted(2)
+    assert not COMMITTED_LOSS & set(rules(c, two))
+    assert "no fault touched" in forbidden(c, two)["lost-write"]
+
+
+@pytest.mark.parametrize("elr", [False, True])
+def test_with_every_replica_faulted_a_kill_makes_one_wiped_node_enough(elr: bool) -> None:
     # A kill's unclean restart drops its replica from the ELR with its log intact; with
-    # ISR and ELR empty the wiped last leader is elected (the model's elr-unclean-restart-loss).
-    c = cfg(acks="all", min_insync_replicas=2)
-    h = H()
-    h.fault("kill", [3], leaders={"fl-queue/0": 1})
-    h.fault("wipe", [1], leaders={"fl-queue/0": 1})
-    r = rules(c, faults_of(h.ops))
-    assert "lost-write" in r and "phantom-read" in r
-    assert "kill's unclean restart" in r["lost-write"]
-    killed_only = H()
-    killed_only.fault("kill", [3], leaders={"fl-queue/0": 1})
-    assert "lost-write" not in rules(c, faults_of(killed_only.ops))
+    # ISR and ELR empty the wiped last leader is elected (the model's
+    # elr-unclean-restart-loss and killed-out-wipe-leader: crash(2) crash(3) ... wipe(1)).
+    c = cfg(acks="all", min_insync_replicas=2, eligible_leader_replicas=elr)
+    r = rules(c, frozenset({"kill", "wipe", "leader-fault", "data-loss>=1"}) | faulted(3))
+    assert set(r) >= COMMITTED_LOSS
+    assert ("kill's unclean restart" in r["lost-write"]) == elr
+    assert "lost-write" not in rules(c, frozenset({"kill", "leader-fault"}) | faulted(3))
+
+
+@pytest.mark.parametrize("elr", [False, True])
+@pytest.mark.parametrize("acks", ["1", "all"])
+def test_an_unclean_election_is_permitted_only_with_a_leader_fault(elr: bool, acks: str) -> None:
+    c = cfg(acks=acks, enable_idempotence=False, min_insync_replicas=1,
+            unclean_leader_election_enable=True, eligible_leader_replicas=elr)
+    # (with acks=1 a leader fault alone permits lost-write: reads below the HW tell)
+    followers = frozenset({"kill", "pause", "partition"}) | faulted(2)
+    assert not COMMITTED_READS & set(rules(c, followers))
+    assert not COMMITTED_READS & set(rules(c, followers | faulted(3)))
+    assert not COMMITTED_READS & set(rules(c, frozenset({"kill", "leader-fault"}) | faulted(1)))
+    assert set(rules(c, frozenset({"kill", "leader-fault"}) | faulted(3))) >= COMMITTED_READS
+
+
+def test_acks_0_acks_carry_no_offset_to_disagree_on() -> None:
+    c = cfg(acks="0", enable_idempotence=False, eligible_leader_replicas=False)
+    assert "inconsistent-offsets" not in permitted(c, frozenset({"kill", "leader-fault"}) | faulted(1))
+    assert "inconsistent-offsets" in permitted(
+        c, frozenset({"wipe", "leader-fault", "data-loss>=1"}) | faulted(3))
 
 
 @pytest.mark.parametrize(("version", "elr"), [("4.0.2", False), ("4.1.0", True), ("4.3.1", True)])
@@ -256,5 +309,7 @@ def test_every_type_is_either_permitted_or_forbidden_with_a_reason(
 
 
 def test_a_forbidden_lost_write_names_the_guarantee_that_held() -> None:
-    why = forbidden(cfg(acks="all", min_insync_replicas=2), faults("kill"))["lost-write"]
+    c = cfg(acks="all", min_insync_replicas=2)
+    why = forbidden(c, frozenset({"kill", "leader-fault"}) | faulted(3))["lost-write"]
     assert "min.insync.replicas=2" in why and "unclean" in why
+    assert "leader" in forbidden(c, frozenset({"kill"}) | faulted(2))["lost-write"]

@@ -106,6 +106,7 @@ def test_lost_write_with_acks_all_after_wiping_min_insync_nodes_is_permitted() -
     h = H()
     h.send(0, 10, offset=0)
     h.fault("wipe", [1, 2])
+    h.fault("pause", [3])  # issue 17: with node 3 never faulted, it would keep the write
     h.drain([])
     assert run(h, make_spec(min_insync=2)).valid is True
     assert run(h, make_spec(min_insync=3)).valid is False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from faultline.checkers.model.core import ModelConfig, Step, apply, end_offset_for, initial_state
-from faultline.checkers.model.scenarios import SCENARIOS, run_scenario
+from faultline.checkers.model.scenarios import SCENARIOS, missing_mechanism, run_scenario
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -14,6 +14,13 @@ def test_scenario_outcome_is_as_declared(name: str) -> None:
     res = run_scenario(sc)
     assert res.verdict.names == sc.expect
     assert frozenset(res.verdict.invariants) == sc.expect_invariants
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_fires_the_mechanism_it_names(name: str) -> None:
+    res = run_scenario(SCENARIOS[name])
+    assert SCENARIOS[name].mechanism
+    assert missing_mechanism(res) == []
 
 
 def test_kip101_case1_loses_acked_write_under_hw_truncation_only() -> None:
@@ -42,11 +49,31 @@ def test_follower_hw_moves_one_fetch_round_after_the_leader() -> None:
     assert rows[3].snapshot["acked"] == [1]
 
 
-def test_isr_shrinks_then_expands() -> None:
-    isrs = [r.snapshot["controller"]["isr"] for r in run_scenario(SCENARIOS["isr-shrink-expand"]).rows]
+def test_follower_hw_replays_seed_000s_figures() -> None:
+    # seed 000, figures fetch1..fetch4: (leader LEO, leader HW, remote LEO, follower LEO, follower HW)
+    figures = [(0, 0, 0, 0, 0), (1, 0, 0, 0, 0), (1, 0, 0, 1, 0), (1, 1, 1, 1, 1)]
+    sc = SCENARIOS["follower-hw-round-seed"]
+    st = initial_state(sc.config)
+    seen = []
+    for step in (None, *sc.steps):
+        if step is not None:
+            apply(st, step)
+        leader, follower = st.replicas[1], st.replicas[2]
+        seen.append((leader.leo, leader.hw, max(leader.remote[2].leo, 0), follower.leo, follower.hw))
+    assert seen == figures
+    assert st.acked == {1: 0}
+
+
+def test_isr_shrinks_by_lag_and_expands_by_catching_up_unfenced() -> None:
+    res = run_scenario(SCENARIOS["isr-shrink-expand"])
+    isrs = [r.snapshot["controller"]["isr"] for r in res.rows]
     assert [1, 2] in isrs
     shrink = isrs.index([1, 2])
+    assert "(lag)" in res.rows[shrink].note
     assert [1, 2, 3] in isrs[shrink:]
+    expand = shrink + isrs[shrink:].index([1, 2, 3])
+    assert res.rows[expand].phase == "run" and str(res.rows[expand].step) == "fetch(3)"
+    assert all(3 not in r.snapshot["controller"]["fenced"] for r in res.rows)
 
 
 def test_not_enough_replicas_before_and_after_append() -> None:
