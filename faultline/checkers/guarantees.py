@@ -233,12 +233,7 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
 
 def every_replica_faulted(config: GuaranteeConfig, faults: frozenset[str]) -> bool:
     """Whether ``faulted>=RF`` is among ``faults``: no replica of the partition was left
-    untouched. ``faults`` without any ``faulted>=N`` token come from a derivation that
-    does not count replicas; then every replica is assumed faulted (the permissive
-    reading, as for a node fault without recorded ``leaders``).
-    """
-    if not any(f.startswith("faulted>=") for f in faults):
-        return True
+    untouched (see the module docstring for what counts)."""
     return f"faulted>={config.replication_factor}" in faults
 
 
@@ -439,8 +434,9 @@ def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
 
     Two witnesses, either suffices: the ``leaders`` snapshot the nemesis recorded, and
     the metadata log's leaders from :data:`CLOCK_MARGIN_NS` before the fault began to as
-    long after it completed. With neither (no snapshot for ``tp``, no log), or when the
-    op names no node, it may have: the permissive reading.
+    long after it completed. With neither (no snapshot for ``tp``, no log that reaches
+    back to the fault's start), or when the op names no node, it may have: the
+    permissive reading.
     """
     if not nodes:
         return True
@@ -450,11 +446,11 @@ def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
         known = True
         if str(snapshot[f"{tp[0]}/{tp[1]}"]) in nodes:
             return True
-    if states:
+    start = action.start - CLOCK_MARGIN_NS
+    if states and states[0].time <= start:  # the log covers the fault from its start
         known = True
         end = action.end if action.end is not None else action.start
-        if nodes & {str(n) for n in leaders_between(states, action.start - CLOCK_MARGIN_NS,
-                                                    end + CLOCK_MARGIN_NS)}:
+        if nodes & {str(n) for n in leaders_between(states, start, end + CLOCK_MARGIN_NS)}:
             return True
     return not known
 
