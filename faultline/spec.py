@@ -19,20 +19,13 @@ from typing import Any, Literal
 import orjson
 
 from faultline.errors import SpecError
+from faultline.faults import FAMILIES
 
 Acks = Literal["0", "1", "all"]
 ACKS: tuple[str, ...] = typing.get_args(Acks)
 
-#: Fault families a nemesis can mix; see DESIGN.md's nemesis table.
-FAULTS: tuple[str, ...] = (
-    "kill",
-    "pause",
-    "stop",
-    "partition",
-    "toxics",
-    "wipe",
-    "lose-unflushed",
-)
+#: Fault families a nemesis can mix (:data:`faultline.faults.FAMILIES`).
+FAULTS: tuple[str, ...] = tuple(FAMILIES)
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 

@@ -24,7 +24,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from faultline.checkers.guarantees import FAULT_KINDS, NemesisAction, nodes_of
+from faultline.checkers.guarantees import NemesisAction, fault_of, nodes_of
 
 BUCKET_NS = 1_000_000_000
 UNAVAILABLE_AFTER_NS = 1_000_000_000
@@ -185,7 +185,7 @@ def fault_windows(actions: Sequence[NemesisAction]) -> list[dict[str, Any]]:
                     keep.append(h)
             held = keep
             continue
-        kind = FAULT_KINDS.get(a.f)
+        kind = fault_of(a.f)
         if kind is None:
             continue
         w = {"f": a.f, "kind": kind, "start": a.start, "end": a.end, "nodes": nodes,

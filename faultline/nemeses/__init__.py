@@ -1,18 +1,9 @@
-"""Nemeses: the faults of DESIGN.md's table, one family per module, and their schedule.
+"""Nemeses: one module per fault family of :data:`faultline.faults.FAMILIES` (kill, pause,
+stop, partition, toxics, wipe, lose_unflushed), and their schedule.
 
-=================  ==============================================  ======================
-module             fault -> heal (history ``f``)                   needs (capabilities)
-=================  ==============================================  ======================
-kill               ``kill`` -> ``start``                           Killable
-pause              ``pause`` -> ``resume``                         Pausable
-stop               ``stop`` -> ``start``                           Stoppable, Killable
-partition          ``partition`` -> ``heal``                       Partitionable
-toxics             ``toxic`` -> ``clear-toxics``                   Toxifiable
-wipe               ``wipe`` -> ``start``                           Killable, Wipeable
-lose_unflushed     ``lose-unflushed`` -> ``start``                 Killable
-=================  ==============================================  ======================
-
+What a family is (its fault and heal actions, kinds, the capabilities it needs) lives
+in that record; a module here only says how to apply and heal it.
 :mod:`~faultline.nemeses.schedule` draws the seeded schedule (pure),
 :mod:`~faultline.nemeses.package` drives it and always heals at the end,
-:mod:`~faultline.nemeses.base` holds the ``Nemesis`` protocol.
+:mod:`~faultline.nemeses.base` holds the ``Nemesis`` protocol and the capability checks.
 """

@@ -22,10 +22,11 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from faultline.errors import NemesisError
+from faultline.faults import FAMILIES
 from faultline.harness.cluster import (
     Cluster,
     Killable,
@@ -36,7 +37,7 @@ from faultline.harness.cluster import (
     Wipeable,
 )
 from faultline.history import Op
-from faultline.nemeses.schedule import Step, fault_action, heal_action
+from faultline.nemeses.schedule import Step
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,20 @@ def wipeable(cluster: Cluster, family: str) -> Wipeable:
     raise _missing(cluster, family, "delete a node's data")
 
 
+#: Capability name (a family's ``needs``) -> the check that casts a cluster to it.
+CAPABILITIES: Mapping[str, Callable[[Cluster, str], object]] = {
+    "Killable": killable, "Pausable": pausable, "Stoppable": stoppable,
+    "Partitionable": partitionable, "Toxifiable": toxifiable, "Wipeable": wipeable,
+}
+
+
+def check_capabilities(cluster: Cluster, family: str) -> None:
+    """NemesisError naming ``family`` unless ``cluster`` has every capability it needs
+    (:attr:`faultline.faults.Family.needs`)."""
+    for need in FAMILIES[family].needs:
+        CAPABILITIES[need](cluster, family)
+
+
 def with_timeout(fn: Callable[[], T], timeout: float, what: str) -> T:
     """Call ``fn`` until it answers, for at most ``timeout`` seconds.
 
@@ -187,7 +202,7 @@ def completed(op: Op, **extra: Any) -> Op:
 class NodeFault:
     """A fault that takes one node out (kill, pause, stop, wipe, lose-unflushed).
 
-    Subclasses set ``family`` and implement ``_capabilities`` and ``_fault``; ``_heal``
+    Subclasses set ``family`` and implement ``_fault``; ``_heal``
     starts the node unless a subclass heals otherwise.
     The target is drawn with ``step.pick`` from the nodes not ``busy``; nodes are
     remembered *before* the fault is applied, so ``teardown`` heals a fault that failed
@@ -208,7 +223,7 @@ class NodeFault:
         return self._cluster
 
     def setup(self, cluster: Cluster) -> None:
-        self._capabilities(cluster)
+        check_capabilities(cluster, self.family)
         self._cluster = cluster
 
     def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:
@@ -220,7 +235,7 @@ class NodeFault:
 
     def invoke(self, op: Op) -> Op:
         nodes = [int(n) for n in (op.value or {}).get("nodes", [])]
-        if op.f == fault_action(self.family):
+        if op.f == FAMILIES[self.family].fault:
             results: list[str] = []
             extra: dict[str, Any] = {}
             for node in nodes:
@@ -230,7 +245,7 @@ class NodeFault:
                 results.append(fields.pop("result"))
                 extra.update(fields)
             return completed(op, result="; ".join(r for r in results if r), **extra)
-        if op.f == heal_action(self.family):
+        if op.f == FAMILIES[self.family].heal:
             for node in nodes:
                 self._heal(node)
                 with self._lock:
@@ -259,9 +274,6 @@ class NodeFault:
         """Nodes this nemesis may still have faulted (for tests and leftovers checks)."""
         with self._lock:
             return frozenset(self._faulted)
-
-    def _capabilities(self, cluster: Cluster) -> None:
-        raise NotImplementedError
 
     def _fault(self, node: int) -> dict[str, Any]:
         """Apply the fault to ``node``; returns the completion fields: ``result`` (a short

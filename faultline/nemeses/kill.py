@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline.harness.cluster import Cluster
 from faultline.nemeses.base import NodeFault, killable
 
 
@@ -19,9 +18,6 @@ class KillNemesis(NodeFault):
     """
 
     family = "kill"
-
-    def _capabilities(self, cluster: Cluster) -> None:
-        killable(cluster, self.family)
 
     def _fault(self, node: int) -> dict[str, Any]:
         killable(self.cluster, self.family).kill(node)

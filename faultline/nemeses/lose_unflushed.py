@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Any
 
 from faultline.errors import NemesisError
-from faultline.harness.cluster import Cluster
 from faultline.harness.segments import LogEndReader, parse_checkpoint, read_batches, segment_files
 from faultline.nemeses.base import NodeFault, killable
 
@@ -207,9 +206,6 @@ class LoseUnflushedNemesis(NodeFault):
     """
 
     family = "lose-unflushed"
-
-    def _capabilities(self, cluster: Cluster) -> None:
-        killable(cluster, self.family)
 
     def _fault(self, node: int) -> dict[str, Any]:
         killable(self.cluster, self.family).kill(node)

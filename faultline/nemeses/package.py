@@ -38,14 +38,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faultline.errors import NemesisError
+from faultline.faults import FAMILIES
 from faultline.harness.cluster import Cluster
 from faultline.history import HistoryWriter, Op
-from faultline.nemeses.base import Nemesis, NodeFault
+from faultline.nemeses.base import Nemesis
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
 from faultline.nemeses.partition import PartitionNemesis
 from faultline.nemeses.pause import PauseNemesis
-from faultline.nemeses.schedule import Step, build_schedule, fault_action, heal_action
+from faultline.nemeses.schedule import Step, build_schedule
 from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.toxics import ToxicsNemesis
 from faultline.nemeses.wipe import WipeNemesis
@@ -53,8 +54,8 @@ from faultline.spec import TestSpec
 
 log = logging.getLogger(__name__)
 
-#: family -> a fresh nemesis for it.
-FAMILIES: Mapping[str, Callable[[], Nemesis]] = {
+#: family (:data:`faultline.faults.FAMILIES`) -> a fresh nemesis for it.
+NEMESES: Mapping[str, Callable[[], Nemesis]] = {
     "kill": KillNemesis,
     "pause": PauseNemesis,
     "stop": StopNemesis,
@@ -65,8 +66,7 @@ FAMILIES: Mapping[str, Callable[[], Nemesis]] = {
 }
 
 #: Families whose faults take a whole node out; two of them never pick the same node.
-NODE_FAMILIES = frozenset(f for f, make in FAMILIES.items()
-                          if isinstance(make, type) and issubclass(make, NodeFault))
+NODE_FAMILIES = frozenset(f.name for f in FAMILIES.values() if f.takes_node_out)
 
 
 @dataclass(slots=True)
@@ -100,7 +100,7 @@ class NemesisPackage:
         ``spec.time_limit_s``, one nemesis per chosen family. No faults, no nemeses."""
         schedule = build_schedule(spec.nemesis, spec.seed, spec.time_limit_s, spec.kafka.nodes)
         families = dict.fromkeys(spec.nemesis.faults)
-        return cls(cluster, schedule, {f: FAMILIES[f]() for f in families},
+        return cls(cluster, schedule, {f: NEMESES[f]() for f in families},
                    spec.nemesis.max_concurrent)
 
     def setup(self) -> None:
@@ -210,7 +210,7 @@ class NemesisPackage:
 
     def _apply(self, step: Step, history: HistoryWriter) -> None:
         nemesis = self.nemeses[step.family]
-        f = fault_action(step.family)
+        f = FAMILIES[step.family].fault
         try:
             value = nemesis.plan(step, self._busy())
         except Exception as e:  # journaled, the run goes on
@@ -227,7 +227,7 @@ class NemesisPackage:
         self._complete(nemesis, invoke, history)
 
     def _heal(self, active: _Active, history: HistoryWriter) -> None:
-        f = heal_action(active.step.family)
+        f = FAMILIES[active.step.family].heal
         value = {k: v for k, v in active.value.items() if k in ("nodes", "kind")}
         invoke = history.append("nemesis", "info", f, value)
         self._active.pop(active.step, None)

@@ -18,6 +18,7 @@ from faultline.harness.cluster import Cluster
 from faultline.history import Op
 from faultline.nemeses.base import (
     LIVE_STATE_TIMEOUT_S,
+    check_capabilities,
     choose,
     completed,
     leaders_snapshot,
@@ -140,7 +141,7 @@ class PartitionNemesis:
         return self._cluster
 
     def setup(self, cluster: Cluster) -> None:
-        partitionable(cluster, self.family)
+        check_capabilities(cluster, self.family)
         self._cluster = cluster
 
     def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline.harness.cluster import Cluster
 from faultline.nemeses.base import NodeFault, pausable
 
 
@@ -18,9 +17,6 @@ class PauseNemesis(NodeFault):
     """``pause`` SIGSTOPs one node (``value.nodes``); ``resume`` SIGCONTs it."""
 
     family = "pause"
-
-    def _capabilities(self, cluster: Cluster) -> None:
-        pausable(cluster, self.family)
 
     def _fault(self, node: int) -> dict[str, Any]:
         pausable(self.cluster, self.family).pause(node)

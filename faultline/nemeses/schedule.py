@@ -33,20 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from faultline.errors import SpecError
+from faultline.faults import FAMILIES
 from faultline.spec import FAULTS, NemesisSpec
-
-#: Partition kinds (grudge shapes); see :mod:`faultline.nemeses.partition`.
-PARTITION_KINDS: tuple[str, ...] = (
-    "isolate-node",
-    "isolate-leader",
-    "isolate-controller",
-    "halves",
-    "bridge",
-    "ring",
-)
-
-#: Toxiproxy toxics the ``toxics`` family draws from.
-TOXIC_KINDS: tuple[str, ...] = ("latency", "bandwidth", "timeout", "reset_peer", "slicer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +66,10 @@ def kinds(family: str, nodes: int) -> tuple[str, ...]:
     """
     if family not in FAULTS:
         raise SpecError(f"unknown fault {family!r}; known: {', '.join(FAULTS)}")
-    if family == "partition":
-        if nodes < 2:
-            return ()
-        return tuple(k for k in PARTITION_KINDS
-                     if not (k == "bridge" and nodes < 3) and not (k == "ring" and nodes < 4))
-    if family == "toxics":
-        return TOXIC_KINDS
-    return (family,)
+    if family == "partition" and nodes < 2:
+        return ()
+    return tuple(k for k in FAMILIES[family].kinds
+                 if not (k == "bridge" and nodes < 3) and not (k == "ring" and nodes < 4))
 
 
 def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float, nodes: int) -> tuple[Step, ...]:
@@ -147,33 +131,3 @@ def _first_free(steps: Sequence[Step], t: float, family: str, max_concurrent: in
         else:
             return t
         t = min(s.end_s for s in blocking) + quiet
-
-
-def heal_action(family: str) -> str:
-    """The ``f`` of the op that heals a fault of ``family`` (HISTORY.md names)."""
-    return _HEAL[family]
-
-
-def fault_action(family: str) -> str:
-    """The ``f`` of the op that applies a fault of ``family`` (HISTORY.md names)."""
-    return _FAULT[family]
-
-
-_FAULT: dict[str, str] = {
-    "kill": "kill",
-    "pause": "pause",
-    "stop": "stop",
-    "partition": "partition",
-    "toxics": "toxic",
-    "wipe": "wipe",
-    "lose-unflushed": "lose-unflushed",
-}
-_HEAL: dict[str, str] = {
-    "kill": "start",
-    "pause": "resume",
-    "stop": "start",
-    "partition": "heal",
-    "toxics": "clear-toxics",
-    "wipe": "start",
-    "lose-unflushed": "start",
-}

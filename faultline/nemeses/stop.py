@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline.harness.cluster import Cluster
-from faultline.nemeses.base import NodeFault, killable, stoppable
+from faultline.nemeses.base import NodeFault, stoppable
 
 #: Seconds a controlled shutdown may take before the backend escalates to SIGKILL.
 STOP_TIMEOUT_S = 30.0
@@ -20,10 +19,6 @@ class StopNemesis(NodeFault):
     """``stop`` stops one node gracefully (``value.nodes``); ``start`` starts it again."""
 
     family = "stop"
-
-    def _capabilities(self, cluster: Cluster) -> None:
-        stoppable(cluster, self.family)
-        killable(cluster, self.family)
 
     def _fault(self, node: int) -> dict[str, Any]:
         stoppable(self.cluster, self.family).stop_node(node, STOP_TIMEOUT_S)

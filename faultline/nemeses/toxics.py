@@ -26,10 +26,11 @@ from collections.abc import Collection
 from typing import Any
 
 from faultline.errors import NemesisError
+from faultline.faults import TOXIC_KINDS
 from faultline.harness.cluster import Cluster
 from faultline.history import Op
-from faultline.nemeses.base import choose, completed, leaders_snapshot, toxifiable
-from faultline.nemeses.schedule import TOXIC_KINDS, Step
+from faultline.nemeses.base import check_capabilities, choose, completed, leaders_snapshot, toxifiable
+from faultline.nemeses.schedule import Step
 
 
 def toxic_for(kind: str, pick: int) -> tuple[tuple[str, ...], dict[str, int]]:
@@ -66,7 +67,7 @@ class ToxicsNemesis:
         return self._cluster
 
     def setup(self, cluster: Cluster) -> None:
-        toxifiable(cluster, self.family)
+        check_capabilities(cluster, self.family)
         self._cluster = cluster
 
     def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline.harness.cluster import Cluster
 from faultline.nemeses.base import NodeFault, killable, wipeable
 
 
@@ -20,10 +19,6 @@ class WipeNemesis(NodeFault):
     node stays down until ``start``."""
 
     family = "wipe"
-
-    def _capabilities(self, cluster: Cluster) -> None:
-        killable(cluster, self.family)
-        wipeable(cluster, self.family)
 
     def _fault(self, node: int) -> dict[str, Any]:
         killable(self.cluster, self.family).kill(node)

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from faultline.checkers.model.core import Step
-from faultline.checkers.model.explore import FAULT_KINDS, LEADER_FAULT, Bound
+from faultline.checkers.model.explore import LEADER_FAULT, Bound
 from faultline.checkers.model.outcome import MODEL_ANOMALIES
 from faultline.checkers.model.scenarios import SCENARIOS, Row, ScenarioResult, run_scenario
 from faultline.checkers.model.table import (
@@ -33,6 +33,7 @@ from faultline.checkers.model.table import (
     explore_cell,
     table_to_json,
 )
+from faultline.faults import FAMILIES
 
 
 def _log_cell(log: list[list[int]]) -> str:
@@ -113,10 +114,10 @@ def scenario_json(res: ScenarioResult) -> dict[str, Any]:
 
 def _parse_faults(text: str) -> frozenset[str]:
     names = frozenset(f.strip() for f in text.split(",") if f.strip())
-    bad = names - set(FAULT_KINDS) - {LEADER_FAULT}
+    bad = names - set(FAMILIES) - {LEADER_FAULT}
     if bad or not names:
         raise click.BadParameter(f"unknown fault kind(s) {sorted(bad)}; choose from "
-                                 f"{', '.join(FAULT_KINDS)}, {LEADER_FAULT}", param_hint="--faults")
+                                 f"{', '.join(FAMILIES)}, {LEADER_FAULT}", param_hint="--faults")
     return names
 
 

@@ -1,7 +1,7 @@
 """Search fault schedules: which anomalies can a config show under which faults.
 
 A schedule is a list of steps: the environment's (``produce``, ``fetch``, ``tick``)
-and the faults' (one family per fault kind, see ``FAULT_STEPS``). ``explore``
+and the faults' (the step kinds of each fault family, see ``FAULT_STEPS``). ``explore``
 searches schedules breadth-first, exhaustively up to ``depth`` steps (states seen
 before are not expanded again), then by seeded random walks up to
 ``walk_length`` steps, each walk that shows an anomaly shrunk greedily. Every
@@ -20,20 +20,11 @@ from dataclasses import dataclass, field
 
 from faultline.checkers.model.core import CONTROLLER, ModelConfig, State, Step, apply, initial_state
 from faultline.checkers.model.outcome import outcome
+from faultline.faults import FAMILIES
 
 LEADER_FAULT = "leader-fault"
-# fault kind -> the step kinds it may use
-FAULT_STEPS: dict[str, tuple[str, ...]] = {
-    "kill": ("crash", "restart"),
-    "pause": ("pause", "resume"),
-    "stop": ("stop", "restart"),
-    "partition": ("isolate", "cut", "cut-ctrl", "heal"),
-    "toxics": ("toxic-request", "toxic-reply"),
-    "wipe": ("wipe",),
-    "lose-unflushed": ("lose-unflushed", "flush"),
-}
-#: The fault kinds the model knows (the same as ``faultline.spec.FAULTS``, in its order).
-FAULT_KINDS: tuple[str, ...] = tuple(FAULT_STEPS)
+#: fault family -> the step kinds it may use (:attr:`faultline.faults.Family.model_steps`).
+FAULT_STEPS: dict[str, tuple[str, ...]] = {f.name: f.model_steps for f in FAMILIES.values()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,9 +229,9 @@ def explore(config: ModelConfig, faults: Iterable[str], bound: Bound = Bound()) 
     Unknown fault kinds raise ValueError. Deterministic for a given ``bound.seed``.
     """
     kinds = frozenset(faults)
-    unknown = kinds - set(FAULT_KINDS) - {LEADER_FAULT}
+    unknown = kinds - set(FAMILIES) - {LEADER_FAULT}
     if unknown:
-        raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(FAULT_KINDS)}, "
+        raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(FAMILIES)}, "
                          f"{LEADER_FAULT}")
     ex = Exploration(config, kinds, bound)
     _bfs(ex)

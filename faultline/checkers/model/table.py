@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from faultline.checkers.model.core import Acks, ModelConfig, Step
-from faultline.checkers.model.explore import FAULT_KINDS, LEADER_FAULT, Bound, explore, legal_replay
+from faultline.checkers.model.explore import LEADER_FAULT, Bound, explore, legal_replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
+from faultline.faults import FAMILIES
 
 TABLE_PATH = Path(__file__).with_name("table.json")
 TABLE_BOUND = Bound(depth=5, walks=600, walk_length=12, seed=1)
@@ -196,7 +197,7 @@ def cell_for(config: GuaranteeLike, faults: Iterable[str], leader_fault: bool | 
     ``leader_fault`` overrides the presence of ``leader-fault``.
     """
     names = set(faults)
-    kinds = {f for f in names if f in FAULT_KINDS}
+    kinds = {f for f in names if f in FAMILIES}
     if leader_fault if leader_fault is not None else LEADER_FAULT in names:
         kinds.add(LEADER_FAULT)
     losses = [int(f.split(">=", 1)[1]) for f in names if f.startswith("data-loss>=")]

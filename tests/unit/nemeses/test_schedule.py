@@ -9,14 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faultline.errors import SpecError
-from faultline.nemeses.schedule import (
-    PARTITION_KINDS,
-    Step,
-    build_schedule,
-    fault_action,
-    heal_action,
-    kinds,
-)
+from faultline.faults import FAMILIES, PARTITION_KINDS
+from faultline.nemeses.schedule import Step, build_schedule, kinds
 from faultline.spec import FAULTS, NemesisSpec
 
 ALL = ("kill", "pause", "partition", "toxics", "wipe", "lose-unflushed")
@@ -101,7 +95,17 @@ def test_ring_and_bridge_need_nodes() -> None:
 
 
 def test_action_names_follow_history_md() -> None:
-    assert [fault_action(f) for f in FAULTS] == [
+    assert [FAMILIES[f].fault for f in FAULTS] == [
         "kill", "pause", "stop", "partition", "toxic", "wipe", "lose-unflushed"]
-    assert [heal_action(f) for f in FAULTS] == [
+    assert [FAMILIES[f].heal for f in FAULTS] == [
         "start", "resume", "start", "heal", "clear-toxics", "start", "start"]
+
+
+def test_every_family_has_a_nemesis_and_every_capability_it_needs_a_check() -> None:
+    from faultline.nemeses.base import CAPABILITIES
+    from faultline.nemeses.package import NEMESES
+
+    assert set(NEMESES) == set(FAMILIES) == set(FAULTS)
+    for family in FAMILIES.values():
+        assert family.kinds and set(family.needs) <= set(CAPABILITIES), family.name
+        assert NEMESES[family.name]().family == family.name

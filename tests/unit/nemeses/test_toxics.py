@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from faultline.errors import NemesisError
+from faultline.faults import TOXIC_KINDS
 from faultline.harness.toxiproxy import STREAMS
 from faultline.harness.toxiproxy import TOXIC_KINDS as TOXIPROXY_KINDS
-from faultline.nemeses.schedule import TOXIC_KINDS
 from faultline.nemeses.toxics import toxic_for
 
 

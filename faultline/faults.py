@@ -1,0 +1,85 @@
+"""Fault families: one record each, from which everything else that knows a fault derives.
+
+The spec's fault names (:data:`faultline.spec.FAULTS`), the schedule's kinds and the
+actions it journals (:mod:`faultline.nemeses.schedule`), the package's busy-node rule
+and the capabilities each nemesis checks (:mod:`faultline.nemeses`), the guarantees'
+fault tokens (:mod:`faultline.checkers.guarantees`) and the reference model's steps
+(:mod:`faultline.checkers.model.explore`) all read :data:`FAMILIES`.
+
+Words, one meaning each:
+
+- a *family* is what a spec names: ``kill``, ``partition``, ``toxics`` ...;
+- a *kind* is one variant within a family (``isolate-leader`` for ``partition``,
+  ``latency`` for ``toxics``); a family with one variant has one kind, its own name.
+  The schedule draws a kind per fault and the nemesis journals it as ``kind``;
+- an *action* is a nemesis op's ``f`` in the history: the family's ``fault`` action
+  applies it (``kill``, ``toxic``), its ``heal`` action undoes it (``start``,
+  ``clear-toxics``).
+
+Imports nothing of the project: every layer may use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+#: Partition kinds: grudge shapes (:mod:`faultline.nemeses.partition`).
+PARTITION_KINDS: tuple[str, ...] = (
+    "isolate-node", "isolate-leader", "isolate-controller", "halves", "bridge", "ring")
+#: Toxiproxy toxics the ``toxics`` family draws from.
+TOXIC_KINDS: tuple[str, ...] = ("latency", "bandwidth", "timeout", "reset_peer", "slicer")
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One fault family.
+
+    ``takes_node_out``: a fault takes a whole node out (its process or its disk), so two
+    such faults never pick the same node. ``on_nodes``: it acts on nodes rather than on
+    client links, so it can move leadership or take a replica out of the ISR.
+    ``destroys_data``: it destroys data a broker had written, not only its process.
+    ``needs``: the cluster capabilities its nemesis uses, by protocol name
+    (:mod:`faultline.harness.cluster`). ``model_steps``: the reference model's step
+    kinds that model it.
+    """
+
+    name: str
+    fault: str
+    heal: str
+    kinds: tuple[str, ...]
+    takes_node_out: bool
+    on_nodes: bool
+    destroys_data: bool
+    needs: tuple[str, ...]
+    model_steps: tuple[str, ...]
+
+
+#: Every family, in the order a spec lists them.
+FAMILIES: Mapping[str, Family] = {f.name: f for f in (
+    Family("kill", "kill", "start", ("kill",), takes_node_out=True, on_nodes=True,
+           destroys_data=False, needs=("Killable",), model_steps=("crash", "restart")),
+    Family("pause", "pause", "resume", ("pause",), takes_node_out=True, on_nodes=True,
+           destroys_data=False, needs=("Pausable",), model_steps=("pause", "resume")),
+    Family("stop", "stop", "start", ("stop",), takes_node_out=True, on_nodes=True,
+           destroys_data=False, needs=("Stoppable", "Killable"), model_steps=("stop", "restart")),
+    Family("partition", "partition", "heal", PARTITION_KINDS, takes_node_out=False, on_nodes=True,
+           destroys_data=False, needs=("Partitionable",),
+           model_steps=("isolate", "cut", "cut-ctrl", "heal")),
+    Family("toxics", "toxic", "clear-toxics", TOXIC_KINDS, takes_node_out=False, on_nodes=False,
+           destroys_data=False, needs=("Toxifiable",), model_steps=("toxic-request", "toxic-reply")),
+    Family("wipe", "wipe", "start", ("wipe",), takes_node_out=True, on_nodes=True,
+           destroys_data=True, needs=("Killable", "Wipeable"), model_steps=("wipe",)),
+    Family("lose-unflushed", "lose-unflushed", "start", ("lose-unflushed",), takes_node_out=True,
+           on_nodes=True, destroys_data=True, needs=("Killable",),
+           model_steps=("lose-unflushed", "flush")),
+)}
+
+
+def family_of_fault(action: str) -> Family | None:
+    """The family whose fault action is ``action`` (a history op's ``f``), or None for a
+    heal or an action of no family."""
+    return _BY_FAULT.get(action)
+
+
+_BY_FAULT: Mapping[str, Family] = {f.fault: f for f in FAMILIES.values()}
