@@ -41,7 +41,7 @@ from confluent_kafka.admin import AdminClient
 
 from faultline.harness import kafka_client
 from faultline.harness.cluster import Cluster, PartitionState, Wipeable
-from faultline.harness.segments import HW_CHECKPOINT, LogEndReader, read_checkpoint
+from faultline.harness.segments import HW_CHECKPOINT, LogEnds, read_checkpoint
 
 #: Seconds a client request of a round may take: a paused broker costs at most this.
 CLIENT_TIMEOUT_S = 2.0
@@ -111,9 +111,8 @@ class Observer:
         self._topic = topic
         self._partitions = range(partitions)
         self._source = source
-        self._data_dirs = dict(data_dirs or {})
+        self._log_ends = LogEnds(data_dirs or {}, topic)
         self._join_timeout = join_timeout_s
-        self._readers: dict[tuple[int, int], LogEndReader] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -168,11 +167,11 @@ class Observer:
             hws = {}
             errors.append(f"hw: {e}")
         now = self._clock()
-        checkpoints = {n: read_checkpoint(d / HW_CHECKPOINT) for n, d in self._data_dirs.items()}
+        checkpoints = {n: read_checkpoint(d / HW_CHECKPOINT) for n, d in self._log_ends.data_dirs.items()}
         lines = []
         for p in parts:
             s = state.get(p)
-            nodes = s.replicas if s is not None and s.replicas else sorted(self._data_dirs)
+            nodes = s.replicas if s is not None and s.replicas else sorted(self._log_ends.data_dirs)
             hw = hws.get(p)
             line: dict[str, Any] = {
                 "time": now, "topic": self._topic, "partition": p,
@@ -180,7 +179,7 @@ class Observer:
                 "isr": list(s.isr) if s is not None else [],
                 "replicas": list(s.replicas) if s is not None else [],
                 "hw": hw if isinstance(hw, int) else None,
-                "leo": {str(n): self._leo(n, p) for n in nodes},
+                "leo": {str(n): self._log_ends.read(n, p) for n in nodes},
                 "hw_checkpoint": {str(n): _checkpointed(checkpoints.get(n), self._topic, p)
                                   for n in nodes},
             }
@@ -193,20 +192,6 @@ class Observer:
             fh.write(b"".join(orjson.dumps(line) + b"\n" for line in lines))
         self.rounds += 1
         return lines
-
-    def _leo(self, node: int, partition: int) -> int | None:
-        d = self._data_dirs.get(node)
-        if d is None:
-            return None
-        reader = self._readers.get((node, partition))
-        if reader is None:
-            reader = self._readers[node, partition] = LogEndReader(d / f"{self._topic}-{partition}")
-        try:
-            return reader.read()
-        except OSError as e:
-            _log.debug("reading the log of %s-%d on node %d: %s", self._topic, partition, node, e)
-            return None
-
 
 def _checkpointed(entries: Mapping[tuple[str, int], int] | None, topic: str, p: int) -> int | None:
     return None if entries is None else entries.get((topic, p))

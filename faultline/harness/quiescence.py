@@ -36,7 +36,7 @@ from faultline.errors import ClusterError
 from faultline.harness import kafka_client
 from faultline.harness.cluster import Cluster, PartitionState
 from faultline.harness.observe import host_data_dirs
-from faultline.harness.segments import LogEndReader
+from faultline.harness.segments import LogEnds
 from faultline.harness.waiting import poll_until
 
 #: How long a settled partition must read the same before it counts as quiescent.
@@ -155,8 +155,7 @@ class _Probe:
         self._topic = topic
         self._partitions = list(range(partitions))
         self._admin = kafka_client.new_admin(cluster.bootstrap_servers(), CLIENT_TIMEOUT_S)
-        self._dirs = host_data_dirs(cluster)
-        self._readers: dict[tuple[int, int], LogEndReader] = {}
+        self._log_ends = LogEnds(host_data_dirs(cluster), topic)
 
     def read(self) -> dict[int, Reading]:
         error = None
@@ -173,21 +172,10 @@ class _Probe:
         out = {}
         for p in self._partitions:
             s = states.get(p)
-            nodes = s.replicas if s is not None else sorted(self._dirs)
-            out[p] = Reading(s, hws.get(p), {n: self._leo(n, p) for n in nodes}, registered, error)
+            nodes = s.replicas if s is not None else sorted(self._log_ends.data_dirs)
+            out[p] = Reading(s, hws.get(p), {n: self._log_ends.read(n, p) for n in nodes},
+                             registered, error)
         return out
-
-    def _leo(self, node: int, partition: int) -> int | None:
-        d = self._dirs.get(node)
-        if d is None:
-            return None
-        reader = self._readers.get((node, partition))
-        if reader is None:
-            reader = self._readers[node, partition] = LogEndReader(d / f"{self._topic}-{partition}")
-        try:
-            return reader.read()
-        except OSError:
-            return None
 
 
 def wait_quiescent(cluster: Cluster, topic: str, partitions: int, timeout: float) -> Quiescence:

@@ -31,12 +31,15 @@ Pure file reading: no Kafka client, no cluster.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
+
+log = logging.getLogger(__name__)
 
 #: Bytes before ``batchLength`` counts: baseOffset and batchLength itself (Kafka's LOG_OVERHEAD).
 LOG_OVERHEAD = 12
@@ -192,6 +195,31 @@ class LogEndReader:
     def _advance(self, fd: int, size: int) -> None:
         for batch in complete_batches(fd, size, self._pos):
             self._pos, self._leo, self._last = batch.end, batch.last_offset + 1, batch
+
+
+class LogEnds:
+    """Every replica's log end of ``topic``, read from the nodes' data directories, one
+    :class:`LogEndReader` per (node, partition) kept between reads. Not thread-safe."""
+
+    def __init__(self, data_dirs: Mapping[int, Path], topic: str) -> None:
+        self.data_dirs = dict(data_dirs)
+        self._topic = topic
+        self._readers: dict[tuple[int, int], LogEndReader] = {}
+
+    def read(self, node: int, partition: int) -> int | None:
+        """The replica's LEO, or None when its node has no known data directory or its
+        log cannot be read."""
+        d = self.data_dirs.get(node)
+        if d is None:
+            return None
+        reader = self._readers.get((node, partition))
+        if reader is None:
+            reader = self._readers[node, partition] = LogEndReader(d / f"{self._topic}-{partition}")
+        try:
+            return reader.read()
+        except OSError as e:
+            log.debug("reading the log of %s-%d on node %d: %s", self._topic, partition, node, e)
+            return None
 
 
 def parse_checkpoint(text: str) -> dict[tuple[str, int], int]:
