@@ -21,7 +21,8 @@
 verdict decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
 
 Seams for the parts written elsewhere: the cluster comes from ``cluster_factory``
-(default :class:`~faultline.harness.local.LocalCluster`), the nemesis from
+(default: the backend ``spec.backend`` names, :func:`~faultline.harness.backends.cluster_for`),
+the workload from :func:`~faultline.workloads.workload_for`, the nemesis from
 ``nemesis_factory`` (default :meth:`~faultline.nemeses.package.NemesisPackage.from_spec`,
 which does nothing for a spec without faults), the verdict from
 :func:`faultline.checkers.cli.check_run` and the report from :func:`_report`.
@@ -47,6 +48,7 @@ from rich.text import Text
 
 from faultline.checkers.whitebox import OBSERVATIONS_FILE
 from faultline.errors import FaultlineError
+from faultline.harness.backends import cluster_for
 from faultline.harness.broker_state import collect_broker_state
 from faultline.harness.cluster import Cluster
 from faultline.harness.observe import KafkaSource, Observer, host_data_dirs
@@ -112,12 +114,6 @@ class RunOutcome:
         return 0 if self.valid is True else 1
 
 
-def _local_cluster(spec: TestSpec) -> Cluster:
-    from faultline.harness.local import LocalCluster
-
-    return LocalCluster(spec)
-
-
 def _nemesis_package(spec: TestSpec, cluster: Cluster) -> NemesisSchedule:
     from faultline.nemeses.package import NemesisPackage
 
@@ -155,7 +151,7 @@ def _point_latest(results: Path, run_dir: Path) -> None:
 
 def run_test(spec: TestSpec, *, results: Path = Path("results"),
              console: Console | None = None,
-             cluster_factory: ClusterFactory = _local_cluster,
+             cluster_factory: ClusterFactory | None = None,
              nemesis_factory: NemesisFactory = _nemesis_package) -> RunOutcome:
     """Run ``spec`` once, as the module docstring describes, and return the outcome.
 
@@ -165,6 +161,7 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
     in ``outcome.error`` and gives exit code 2, with whatever was journaled left in
     the run directory. KeyboardInterrupt tears down and propagates.
     """
+    factory = cluster_factory or cluster_for(spec)  # an unknown backend: before any file
     console = console or Console(stderr=True)
     run_dir = new_run_dir(results, spec.name)
     spec = replace(spec, start_wall_ms=time.time_ns() // 1_000_000)
@@ -174,8 +171,7 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
     with _client_log(run_dir / "faultline.log"), progress:
         history = _TrackingHistory(run_dir / "history.jsonl")
         try:
-            _lifecycle(spec, run_dir, history, progress, outcome, cluster_factory,
-                       nemesis_factory)
+            _lifecycle(spec, run_dir, history, progress, outcome, factory, nemesis_factory)
         except FaultlineError as e:
             outcome.error = str(e)
             _log.error("run failed: %s", e)

@@ -1,0 +1,37 @@
+"""Backends by name: the runner gets its cluster from ``spec.backend``, and a backend this
+installation lacks is one clear error before anything is written."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from faultline.cli import main
+from faultline.errors import SpecError
+from faultline.harness.backends import cluster_for
+from faultline.harness.local import LocalCluster
+from faultline.harness.runner import run_test
+from faultline.spec import TestSpec
+
+
+def test_the_local_backend_is_the_default() -> None:
+    assert cluster_for(TestSpec()) is LocalCluster
+
+
+def test_a_backend_not_installed_is_refused_before_the_run_directory(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="backend 'docker' is not available; backends: local"):
+        run_test(replace(TestSpec(), backend="docker"), results=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_through_the_cli_it_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("backend: docker\n")
+    r = CliRunner().invoke(main, ["run", "-f", str(spec), "--results", str(tmp_path / "r")])
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [
+        "faultline: error: backend 'docker' is not available; backends: local"]
+    assert not (tmp_path / "r").exists()
