@@ -83,8 +83,10 @@ class ConsumerSpec:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
-    """How hard the clients drive the cluster; ``rate`` 0 means as fast as it goes."""
+    """Which workload (:data:`faultline.workloads.WORKLOADS`), and how hard its clients
+    drive the cluster; ``rate`` 0 means as fast as it goes."""
 
+    name: str = "queue"
     producers: int = 2
     consumers: int = 1
     rate: float = 0.0

@@ -56,8 +56,9 @@ from faultline.harness.quiescence import wait_quiescent
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
 from faultline.nemeses.schedule import Step
 from faultline.spec import TestSpec
+from faultline.workloads import Workload, workload_for
 from faultline.workloads.drain import PartitionDrain, drain
-from faultline.workloads.queue import QueueWorkload, WorkloadStats
+from faultline.workloads.queue import WorkloadStats
 
 Verdict = bool | Literal["unknown"] | None
 
@@ -90,6 +91,7 @@ class NemesisSchedule(Protocol):
 
 ClusterFactory = Callable[[TestSpec], Cluster]
 NemesisFactory = Callable[[TestSpec, Cluster], NemesisSchedule]
+WorkloadFactory = Callable[[TestSpec, str, HistoryWriter], Workload]
 
 
 @dataclass(slots=True)
@@ -161,7 +163,8 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
     in ``outcome.error`` and gives exit code 2, with whatever was journaled left in
     the run directory. KeyboardInterrupt tears down and propagates.
     """
-    factory = cluster_factory or cluster_for(spec)  # an unknown backend: before any file
+    factory = cluster_factory or cluster_for(spec)  # unknown names: before any file
+    make_workload = workload_for(spec)
     console = console or Console(stderr=True)
     run_dir = new_run_dir(results, spec.name)
     spec = replace(spec, start_wall_ms=time.time_ns() // 1_000_000)
@@ -171,7 +174,8 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
     with _client_log(run_dir / "faultline.log"), progress:
         history = _TrackingHistory(run_dir / "history.jsonl")
         try:
-            _lifecycle(spec, run_dir, history, progress, outcome, factory, nemesis_factory)
+            _lifecycle(spec, run_dir, history, progress, outcome, factory, make_workload,
+                       nemesis_factory)
         except FaultlineError as e:
             outcome.error = str(e)
             _log.error("run failed: %s", e)
@@ -188,7 +192,7 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
 
 def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progress: _Progress,
                outcome: RunOutcome, cluster_factory: ClusterFactory,
-               nemesis_factory: NemesisFactory) -> None:
+               make_workload: WorkloadFactory, nemesis_factory: NemesisFactory) -> None:
     progress.phase("starting cluster")
     with cluster_factory(spec) as cluster:
         progress.phase("creating topic")
@@ -196,7 +200,7 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
         bootstrap = cluster.bootstrap_servers()
         with _observing(spec, cluster, run_dir / OBSERVATIONS_FILE, history):
             _main_phase_and_drain(spec, cluster, bootstrap, history, progress, outcome,
-                                  nemesis_factory)
+                                  make_workload, nemesis_factory)
 
         progress.phase("collecting broker state")
         collect_broker_state(cluster, spec, run_dir)
@@ -211,12 +215,12 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
 
 def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
                           history: _TrackingHistory, progress: _Progress, outcome: RunOutcome,
-                          nemesis_factory: NemesisFactory) -> None:
+                          make_workload: WorkloadFactory, nemesis_factory: NemesisFactory) -> None:
     """Workload and nemesis for ``time_limit_s``, heal, recover, drain; fills ``outcome``."""
     topic = spec.topic.name
     nemesis = nemesis_factory(spec, cluster)
     nemesis.setup()
-    workload = QueueWorkload(spec, bootstrap, history)
+    workload = make_workload(spec, bootstrap, history)
     progress.attach(workload, nemesis, history)
     healed = False
     try:
@@ -357,7 +361,7 @@ class _Progress:
         self._phase = "starting"
         self._t0 = time.monotonic()
         self._deadline: float | None = None
-        self._workload: QueueWorkload | None = None
+        self._workload: Workload | None = None
         self._nemesis: NemesisSchedule | None = None
         self._history: _TrackingHistory | None = None
         self._stats = WorkloadStats()
@@ -385,7 +389,7 @@ class _Progress:
         self._deadline = deadline
         self.phase(f"main phase ({self._spec.time_limit_s:.0f} s)")
 
-    def attach(self, workload: QueueWorkload, nemesis: NemesisSchedule,
+    def attach(self, workload: Workload, nemesis: NemesisSchedule,
                history: _TrackingHistory) -> None:
         self._workload, self._nemesis, self._history = workload, nemesis, history
 

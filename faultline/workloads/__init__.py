@@ -1,1 +1,55 @@
-"""workloads."""
+"""Workloads: the clients under test, journaling every op to the history.
+
+A workload is chosen by ``spec.workload.name`` (:func:`workload_for`); today there is
+one, the queue (:mod:`.queue`: producers and consumers through confluent-kafka, with
+the classification of send outcomes in :mod:`.outcomes`). :mod:`.drain` reads every
+partition back after the run.
+
+May import: errors, spec, history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from faultline.errors import SpecError
+from faultline.history import HistoryWriter
+from faultline.spec import TestSpec
+from faultline.workloads.queue import ProcessIds, QueueWorkload, WorkloadStats
+
+
+class Workload(Protocol):
+    """What the runner drives: clients that journal their ops while they run.
+
+    ``start`` starts the clients; ``request_stop`` asks them to stop issuing ops;
+    ``stop`` waits (at most ``timeout`` seconds) until every op in flight completed or
+    was journaled ``info``; ``running`` is false once every client has stopped (also
+    by an error). ``processes`` hands out the history's process numbers, so the drain's
+    never clash with a client's.
+    """
+
+    processes: ProcessIds
+
+    def start(self) -> None: ...
+    def request_stop(self) -> None: ...
+    def stop(self, timeout: float | None = None) -> None: ...
+    @property
+    def running(self) -> bool: ...
+    def stats(self) -> WorkloadStats: ...
+
+
+#: workload name -> its :class:`Workload`, made as ``cls(spec, bootstrap, history)``.
+WORKLOADS: Mapping[str, Callable[[TestSpec, str, HistoryWriter], Workload]] = {
+    "queue": QueueWorkload,
+}
+
+
+def workload_for(spec: TestSpec) -> Callable[[TestSpec, str, HistoryWriter], Workload]:
+    """The workload class ``spec.workload.name`` names; SpecError naming the workloads
+    there are when it is not one."""
+    make = WORKLOADS.get(spec.workload.name)
+    if make is None:
+        raise SpecError(f"workload {spec.workload.name!r} is not available; "
+                        f"workloads: {', '.join(WORKLOADS)}")
+    return make

@@ -1,5 +1,6 @@
-"""Backends by name: the runner gets its cluster from ``spec.backend``, and a backend this
-installation lacks is one clear error before anything is written."""
+"""Backends and workloads by name: the runner gets its cluster from ``spec.backend`` and
+its clients from ``spec.workload.name``, and a name this installation lacks is one clear
+error before anything is written."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from faultline.errors import SpecError
 from faultline.harness.backends import cluster_for
 from faultline.harness.local import LocalCluster
 from faultline.harness.runner import run_test
-from faultline.spec import TestSpec
+from faultline.spec import TestSpec, WorkloadSpec
+from faultline.workloads import workload_for
+from faultline.workloads.queue import QueueWorkload
 
 
 def test_the_local_backend_is_the_default() -> None:
@@ -35,3 +38,13 @@ def test_through_the_cli_it_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert r.output.strip().splitlines() == [
         "faultline: error: backend 'docker' is not available; backends: local"]
     assert not (tmp_path / "r").exists()
+
+
+def test_the_queue_workload_is_the_default() -> None:
+    assert workload_for(TestSpec()) is QueueWorkload
+
+
+def test_a_workload_not_installed_is_refused_before_the_run_directory(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="workload 'bank' is not available; workloads: queue"):
+        run_test(replace(TestSpec(), workload=WorkloadSpec(name="bank")), results=tmp_path)
+    assert list(tmp_path.iterdir()) == []
