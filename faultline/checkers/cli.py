@@ -1,7 +1,7 @@
 """``faultline check RUN_DIR``: re-check a stored run from its files alone.
 
-:func:`check_run` is what ``faultline run`` calls at the end: it reads ``test.json``
-and ``history.jsonl``, runs the queue checker, and writes ``results.json``
+:func:`check_run` is what ``faultline run`` calls at the end: it checks the stored run
+(:func:`~faultline.checkers.stored.check_stored`) and writes ``results.json``
 atomically (a temporary file renamed over it), so a crash mid-write never leaves a
 half-written verdict.
 """
@@ -11,31 +11,23 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
 
-from faultline.checkers.queue import check_rows
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
-from faultline.checkers.whitebox import (
-    BrokerFiles,
-    check_white_box,
-    partition_timeline,
-    verdict_line,
-)
-from faultline.errors import FaultlineError, HistoryError
-from faultline.history import ReadResult, iter_rows
-from faultline.spec import TestSpec
+from faultline.checkers.stored import check_stored
+from faultline.checkers.whitebox import verdict_line
+from faultline.errors import FaultlineError
 
 #: Exit codes of ``faultline check`` (and ``faultline run``), by verdict.
 EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
 
 
 def check_run(run_dir: Path) -> Result:
-    """Check a run directory (:func:`check_stored`) and write its ``results.json``;
+    """Check a run directory (:func:`~faultline.checkers.stored.check_stored`) and write its ``results.json``;
     return the Result.
 
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
@@ -48,37 +40,6 @@ def check_run(run_dir: Path) -> Result:
             write_results(run_dir, unknown_result("unreadable-input", str(e)))
         raise
     write_results(run_dir, result)
-    return result
-
-
-def check_stored(run_dir: Path) -> Result:
-    """The one check of a stored run, from its files alone; writes nothing.
-
-    ``faultline check``, ``faultline run`` (through :func:`check_run`) and the report
-    all judge a run here, so they cannot disagree. A cut last history line is tolerated
-    (the verdict is then at most unknown). The broker's own state, when the run has it,
-    sharpens the verdict: the metadata log's partition timeline (which faults hit which
-    leader, which partitions elected a new one, when a node whose data was destroyed
-    had caught up again) and the replicas' logs (a drain that stopped short of what
-    every replica holds decides nothing past its end); see
-    :func:`faultline.checkers.queue.check_rows`. The white-box invariants are added as
-    ``white_box`` (:mod:`faultline.checkers.whitebox`), which never changes ``valid``;
-    an unreadable white-box file is named in ``white_box.errors``.
-    Raises SpecError / HistoryError for an unreadable ``test.json`` or history.
-    """
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise HistoryError(str(run_dir), None, "not a run directory")
-    spec = TestSpec.load(run_dir / "test.json")
-    history = run_dir / "history.jsonl"
-    read = ReadResult()
-    files = BrokerFiles.read(run_dir)
-    result = check_rows(spec, iter_rows(history, read), truncated=read, source=str(history),
-                        timeline=partition_timeline(files.metadata, spec.topic.name),
-                        replicas=files.replicas)
-    white = check_white_box(spec, files, result.to_json())
-    if white is not None:
-        result = replace(result, extra={**result.extra, "white_box": white})
     return result
 
 

@@ -36,7 +36,8 @@ Anomalies (DESIGN.md), with the choices made where the table leaves room:
 
 Malformed values (a send without an integer ``value``, a poll record that is not
 ``[topic, partition, offset, value]``, ...) raise HistoryError naming the line
-(``index + 1``). Any other exception inside the checker gives ``valid: "unknown"``,
+(``index + 1``). Any other exception inside the checker is a bug, which
+:func:`faultline.checkers.stored.check_stored` turns into ``valid: "unknown"``,
 never a pass.
 """
 
@@ -52,7 +53,7 @@ from faultline.checkers import examples, explain
 from faultline.checkers.columns import NONE, OffsetMap, aligned
 from faultline.checkers.guarantees import GuaranteeConfig, Timeline
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
-from faultline.checkers.result import Result, unknown_result
+from faultline.checkers.result import Result
 from faultline.checkers.verdict import Collected, build_result
 from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
@@ -114,18 +115,13 @@ def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
     says how far every replica's log agrees. A complete drain that stopped below that
     end stopped short: what it did not read cannot be lost, so lost writes and phantom
     reads at or past its end are set aside as unknown (``short-drain``), never counted.
-    Raises HistoryError for a malformed op;
-    returns an ``unknown`` Result if the checker itself fails.
+    Raises HistoryError for a malformed op; any other exception is a checker bug, which
+    :func:`faultline.checkers.stored.check_stored` turns into an ``unknown`` verdict.
     """
     engine = Engine(spec, source, timeline, replicas)
-    try:
-        engine.feed(rows)
-        cut = truncated if isinstance(truncated, bool) else truncated.truncated
-        return engine.finish(cut, unavailable_after_ns)
-    except HistoryError:
-        raise
-    except Exception as e:  # a checker bug must never pass a run
-        return unknown_result("checker-error", f"the queue checker failed: {type(e).__name__}: {e}")
+    engine.feed(rows)
+    cut = truncated if isinstance(truncated, bool) else truncated.truncated
+    return engine.finish(cut, unavailable_after_ns)
 
 
 class Engine:

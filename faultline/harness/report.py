@@ -38,8 +38,8 @@ from typing import Any
 import jinja2
 import orjson
 
-from faultline.checkers.cli import check_stored
 from faultline.checkers.result import ANOMALIES, unknown_result
+from faultline.checkers.stored import check_stored
 from faultline.checkers.whitebox import (
     METADATA_FILE,
     OBSERVATIONS_FILE,
@@ -146,7 +146,7 @@ _CHECKED: Mapping[str, type] = {"measures": dict, "partitions": list}
 
 def _check(run_dir: Path) -> dict[str, Any]:
     """The results.json object ``faultline check`` would write, computed in memory by
-    the same function (:func:`~faultline.checkers.cli.check_stored`).
+    the same function (:func:`~faultline.checkers.stored.check_stored`).
 
     Not :func:`~faultline.checkers.cli.check_run`: the report must write nothing but
     report.html (a stored verdict is the user's to make). A history the checker finds

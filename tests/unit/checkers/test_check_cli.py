@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from click.testing import CliRunner
 
+from faultline.checkers import queue
 from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
 from faultline.cli import main
@@ -181,3 +183,22 @@ def test_the_reports_own_check_agrees_with_faultline_check(tmp_path: Path) -> No
     assert in_memory["valid"] is stored["valid"] is False
     assert in_memory["partitions"] == stored["partitions"]
     assert in_memory["white_box"] == stored["white_box"]
+
+
+def test_a_checker_failure_is_unknown_never_a_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(queue.Engine, "_values", boom)
+    r = check_run(run_dir(tmp_path, lossy_history()))
+    assert r.valid == "unknown" and r.unknown[0]["kind"] == "checker-error"
+    assert "the queue checker failed: RuntimeError: bug" in r.unknown[0]["why"]
+    assert invoke(tmp_path)[0] == 2
+
+
+def test_a_workload_without_a_checker_is_one_line(tmp_path: Path) -> None:
+    d = run_dir(tmp_path, ok_history())
+    spec = orjson.loads((d / "test.json").read_bytes())
+    (d / "test.json").write_bytes(orjson.dumps({**spec, "workload": {**spec["workload"], "name": "bank"}}))
+    code, out = invoke(d)
+    assert code == 2 and out.strip() == "faultline: error: no checker for workload 'bank'; checkers: queue"

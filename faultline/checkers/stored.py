@@ -1,0 +1,86 @@
+"""The one check of a stored run: its workload's checker, then the white box.
+
+``faultline check``, ``faultline run`` and the report all judge a run through
+:func:`check_stored`, so they cannot disagree; the Spark pipeline will too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from faultline.checkers.guarantees import Timeline
+from faultline.checkers.queue import check_rows
+from faultline.checkers.result import Result, unknown_result
+from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
+from faultline.errors import HistoryError, SpecError
+from faultline.history import ReadResult, iter_rows
+from faultline.spec import TestSpec
+
+
+class Checker(Protocol):
+    """A workload's checker: a stored run's history rows in, a Result out.
+
+    ``truncated`` is filled by the rows' reader once they are exhausted; ``source``
+    names the history in errors; ``timeline`` and ``replicas`` are the broker's own
+    state when the run has it (:func:`~faultline.checkers.queue.check_rows` says how
+    the queue checker uses them). Raises HistoryError for a malformed op; any other
+    exception is the checker's own failure, which :func:`check_stored` turns into an
+    ``unknown`` verdict, never a pass.
+    """
+
+    def __call__(self, spec: TestSpec, rows: Iterable[dict[str, Any]], *, truncated: ReadResult,
+                 source: str, timeline: Timeline | None,
+                 replicas: Sequence[dict[str, Any]] | None) -> Result: ...
+
+
+#: workload name (``spec.workload.name``) -> its checker.
+CHECKERS: Mapping[str, Checker] = {
+    "queue": check_rows,
+}
+
+
+def check_stored(run_dir: Path) -> Result:
+    """The one check of a stored run, from its files alone; writes nothing.
+
+    ``faultline check``, ``faultline run`` (through :func:`check_run`) and the report
+    all judge a run here, so they cannot disagree. A cut last history line is tolerated
+    (the verdict is then at most unknown). The broker's own state, when the run has it,
+    sharpens the verdict: the metadata log's partition timeline (which faults hit which
+    leader, which partitions elected a new one, when a node whose data was destroyed
+    had caught up again) and the replicas' logs (a drain that stopped short of what
+    every replica holds decides nothing past its end); see
+    :func:`faultline.checkers.queue.check_rows`. The white-box invariants are added as
+    ``white_box`` (:mod:`faultline.checkers.whitebox`), which never changes ``valid``;
+    an unreadable white-box file is named in ``white_box.errors``. A checker that fails
+    (anything but HistoryError) gives ``valid: "unknown"`` saying so, never a pass.
+    Raises SpecError / HistoryError for an unreadable ``test.json`` or history, and
+    SpecError for a workload that has no checker.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise HistoryError(str(run_dir), None, "not a run directory")
+    spec = TestSpec.load(run_dir / "test.json")
+    history = run_dir / "history.jsonl"
+    read = ReadResult()
+    checker = CHECKERS.get(spec.workload.name)
+    if checker is None:
+        raise SpecError(f"no checker for workload {spec.workload.name!r}; checkers: {', '.join(CHECKERS)}")
+    files = BrokerFiles.read(run_dir)
+    try:
+        result = checker(spec, iter_rows(history, read), truncated=read, source=str(history),
+                         timeline=partition_timeline(files.metadata, spec.topic.name),
+                         replicas=files.replicas)
+    except HistoryError:
+        raise
+    except Exception as e:  # a checker bug must never pass a run
+        return unknown_result("checker-error", f"the {spec.workload.name} checker failed: "
+                                               f"{type(e).__name__}: {e}")
+    white = check_white_box(spec, files, result.to_json())
+    if white is not None:
+        result = replace(result, extra={**result.extra, "white_box": white})
+    return result
+
+
