@@ -45,7 +45,7 @@ from faultline.harness import kafka_client, kafka_config, kafka_dist, netns, run
 from faultline.harness.cluster import Grudge, PartitionState
 from faultline.harness.runstate import ENV_RUN, ProcId, RunState
 from faultline.harness.toxiproxy import ToxiproxyClient, start_server
-from faultline.harness.waiting import poll_until
+from faultline.harness.waiting import poll_until, wait_until
 from faultline.spec import TestSpec, TopicSpec
 
 
@@ -549,11 +549,11 @@ class LocalCluster:
             if node in self.state.paused:
                 os.kill(proc.pid, signal.SIGCONT)  # a stopped process cannot shut down
                 self.state.paused.remove(node)
-            deadline = time.monotonic() + timeout
-            while proc.alive() and time.monotonic() < deadline:
+            def exited() -> bool:
                 self._reap(node)
-                time.sleep(0.05)
-            if proc.alive():
+                return not proc.alive()
+
+            if not wait_until(exited, time.monotonic() + timeout):
                 runstate.kill_and_wait([proc.pid])
             self._reap(node)
             self.state.save()

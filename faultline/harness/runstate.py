@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline.harness import netns
+from faultline.harness.waiting import wait_until
 
 ENV_RUN = "FAULTLINE_RUN"
 
@@ -81,15 +82,11 @@ def _state(pid: int) -> str | None:
 def wait_state(pid: int, stopped: bool, timeout: float = 5.0) -> bool:
     """Wait until ``pid`` is stopped (SIGSTOP took effect) or running again; signals are
     delivered asynchronously. False if it did not happen (or the process is gone)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def settled() -> bool:
         state = _state(pid)
-        if state is None:
-            return False
-        if (state in ("T", "t")) == stopped:
-            return True
-        time.sleep(0.005)
-    return False
+        return state is None or (state in ("T", "t")) == stopped
+
+    return wait_until(settled, time.monotonic() + timeout) and _state(pid) is not None
 
 
 @dataclass(slots=True)
@@ -229,16 +226,17 @@ def kill_and_wait(pids: list[int], timeout: float = 5.0) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
     pending = list(pids)
-    while pending and time.monotonic() < deadline:
+
+    def gone() -> bool:
         for pid in list(pending):
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)  # reap our own children
             if _state(pid) in (None, "Z", "X"):
                 pending.remove(pid)
-        if pending:
-            time.sleep(0.01)
+        return not pending
+
+    wait_until(gone, time.monotonic() + timeout)
 
 
 def destroy(run_id: str, state: RunState | None) -> None:

@@ -11,6 +11,7 @@ response handling (``validate_response`` and its ``ProxyExists`` / ``NotFound`` 
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from toxiproxy.api import validate_response
 from toxiproxy.toxic import Toxic
 
 from faultline.errors import ClusterError
+from faultline.harness.waiting import wait_until
 
 TOXIC_KINDS = ("latency", "bandwidth", "slow_close", "timeout", "reset_peer", "slicer", "limit_data")
 STREAMS = ("upstream", "downstream")
@@ -153,20 +155,30 @@ def start_server(
                 start_new_session=True, env={**os.environ, **env},
             )  # fmt: skip
         client = ToxiproxyClient("127.0.0.1", port, timeout=1.0)
-        deadline = time.monotonic() + timeout
+        errors: list[str] = []
         try:
-            while time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    client.version()
-                    return proc, port
-                except ClusterError as e:
-                    last = str(e)
-                    time.sleep(0.02)
+            if wait_until(functools.partial(_answers, proc, client, errors),
+                          time.monotonic() + timeout) and proc.poll() is None:
+                return proc, port
         finally:
             client.close()
+        last = errors[-1] if errors else last
         if proc.poll() is None:
             proc.kill()
         proc.wait()
         lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
         last = lines[-1] if lines else last
     raise ClusterError(f"toxiproxy server never answered on a loopback port: {last}")
+
+
+def _answers(proc: subprocess.Popen[bytes], client: ToxiproxyClient, errors: list[str]) -> bool:
+    """Whether the server answers ``/version`` (or died, when waiting is no use); its
+    errors go to ``errors``."""
+    if proc.poll() is not None:
+        return True
+    try:
+        client.version()
+        return True
+    except ClusterError as e:
+        errors.append(str(e))
+        return False
