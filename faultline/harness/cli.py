@@ -12,7 +12,7 @@ import click
 from confluent_kafka import KafkaException
 
 from faultline.errors import ClusterError, FaultlineError
-from faultline.harness import local
+from faultline.harness import runstate
 from faultline.harness.local import LocalCluster
 from faultline.harness.setup import doctor as run_doctor
 from faultline.harness.setup import run_setup
@@ -101,7 +101,8 @@ def status(run_id: str | None) -> None:
 @click.option("--all", "all_runs", is_flag=True, help="Every detached cluster (from cluster up).")
 def down(run_id: str | None, all_runs: bool) -> None:
     """Tear down a cluster started with ``cluster up`` (and any crashed run's leftovers)."""
-    removed = local.cleanup_stale()
+    with runstate.locked():
+        removed = runstate.cleanup_stale()
     for rid in removed:
         click.echo(f"removed leftovers of crashed run {rid}")
     runs = _select(run_id, all_runs=all_runs, detached_only=run_id is None)
@@ -113,7 +114,7 @@ def down(run_id: str | None, all_runs: bool) -> None:
 
 
 def _select(run_id: str | None, *, all_runs: bool, detached_only: bool = False) -> list[str]:
-    states = {rid: s for rid, s in local.list_runs().items() if s is not None}
+    states = {rid: s for rid, s in runstate.load_all().items() if s is not None}
     if run_id is not None:
         if run_id not in states:
             raise ClusterError(f"no local cluster run {run_id!r}; see faultline cluster status")

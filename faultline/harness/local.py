@@ -7,9 +7,13 @@
         cluster.kill(cluster.leaders(spec.topic.name)[0].leader)
     # everything is gone here: JVMs, Toxiproxy, namespaces, links, rules, state
 
-See :mod:`faultline.harness.netns` for the network, :mod:`~faultline.harness.kafka_config`
-for each node's config and :mod:`~faultline.harness.runstate` for how leftovers of a
-crashed run are found. Needs root (namespaces, iptables).
+This module owns the cluster's lifetime and its capabilities; the rest is split by
+idea: :mod:`~faultline.harness.local_node` (a node's view: address, files, process),
+:mod:`~faultline.harness.local_jvm` (configs, storage, launching a JVM),
+:mod:`faultline.harness.netns` (namespaces, bridge, grudges),
+:mod:`~faultline.harness.runstate` (the run's state, and how leftovers of a crashed run
+are found and removed), :mod:`~faultline.harness.signals`. Needs root (namespaces,
+iptables).
 
 Files of node ``i`` live in ``<workdir>/n<i>/``: ``server.properties``, ``data/``
 (``log.dirs``), ``metadata/`` (``metadata.log.dir``), ``logs/`` (server.log, ...). With
@@ -19,100 +23,31 @@ a caller's ``workdir`` is left in place.
 
 from __future__ import annotations
 
-import base64
-import concurrent.futures
 import contextlib
-import ipaddress
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any, Self
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from faultline.errors import ClusterError, SetupError
-from faultline.harness import kafka_client, kafka_config, kafka_dist, netns, runstate
+from faultline.harness import kafka_client, kafka_config, kafka_dist, netns, runstate, signals
 from faultline.harness.cluster import Grudge, PartitionState
+from faultline.harness.local_jvm import Jvms, tail_file
+from faultline.harness.local_node import LocalNode
 from faultline.harness.runstate import ENV_RUN, ProcId, RunState
 from faultline.harness.toxiproxy import ToxiproxyClient, start_server
 from faultline.harness.waiting import poll_until, wait_until
 from faultline.spec import TestSpec, TopicSpec
-
-
-class LocalNode:
-    """One node of a :class:`LocalCluster` (the :class:`~faultline.harness.cluster.Node`
-    protocol). Its process is managed by the cluster; this is a view."""
-
-    def __init__(self, cluster: LocalCluster, node_id: int) -> None:
-        self._cluster = cluster
-        self._id = node_id
-
-    @property
-    def id(self) -> int:
-        return self._id
-
-    @property
-    def address(self) -> str:
-        return self._cluster.layout.address(self._id)
-
-    @property
-    def namespace(self) -> str:
-        return self._cluster.layout.namespace(self._id)
-
-    @property
-    def home(self) -> Path:
-        """The node's directory: config, data, metadata, logs."""
-        return self._cluster.workdir / f"n{self._id}"
-
-    @property
-    def config_file(self) -> Path:
-        return self.home / "server.properties"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.home / "data"
-
-    @property
-    def metadata_dir(self) -> Path:
-        return self.home / "metadata"
-
-    @property
-    def log_dir(self) -> Path:
-        return self.home / "logs"
-
-    @property
-    def log_files(self) -> list[Path]:
-        return sorted(self.log_dir.glob("*.log")) if self.log_dir.exists() else []
-
-    @property
-    def proxy(self) -> str:
-        """``host:port`` of the proxy in front of this node's client listener."""
-        return f"{kafka_config.PROXY_HOST}:{self._cluster.state.proxy_ports[self._id]}"
-
-    @property
-    def pid(self) -> int | None:
-        proc = self._cluster.state.nodes.get(self._id)
-        return proc.pid if proc is not None and proc.alive() else None
-
-    def is_alive(self) -> bool:
-        return self.pid is not None
-
-    @property
-    def paused(self) -> bool:
-        return self._id in self._cluster.state.paused
-
-    def __repr__(self) -> str:
-        return f"LocalNode({self._id}, {self.address}, pid={self.pid})"
 
 
 class LocalCluster:
@@ -129,16 +64,15 @@ class LocalCluster:
     ) -> None:
         """``jvm_extra``: more broker JVM flags (e.g. a ``-javaagent``), appended last."""
         self._spec = spec
-        self._jvm_extra = tuple(jvm_extra)
+        self._jvms = Jvms(spec, jvm_extra)
         self._workdir = Path(workdir).resolve() if workdir is not None else None
         self._state: RunState | None = None
-        self._dist: kafka_dist.KafkaDist | None = None
         self._toxiproxy: ToxiproxyClient | None = None
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
         self._lock = threading.RLock()
         self._admin: AdminClient | None = None
         self._toxic_seq = 0
-        self._old_handlers: dict[int, Any] = {}
+        self._restore_signals: Callable[[], None] = lambda: None
         self._last_seen: set[int] = set()  # brokers registered at the last look
         #: Seconds each step of the last start() took (network, toxiproxy, format, ready, ...).
         self.startup_timings: dict[str, float] = {}
@@ -214,11 +148,11 @@ class LocalCluster:
     # -- lifecycle ------------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        self._install_signal_handlers()
+        self._restore_signals = signals.term_raises_exit()
         try:
             self.start()
         except BaseException:
-            self._restore_signal_handlers()
+            self._restore_signals()
             raise
         return self
 
@@ -231,7 +165,7 @@ class LocalCluster:
         try:
             self.stop()
         finally:
-            self._restore_signal_handlers()
+            self._restore_signals()
 
     def start(self, timeout: float = 60.0) -> None:
         """Bring the cluster up: namespaces, Toxiproxy and proxies, formatted storage, one
@@ -241,17 +175,18 @@ class LocalCluster:
             raise ClusterError(f"cluster {self._state.run_id} is already started")
         if os.geteuid() != 0:
             raise SetupError("the local backend needs root (network namespaces, iptables)")
-        self._require_dist()
+        self._jvms.dist  # noqa: B018 - resolve (install) the distribution first
         toxiproxy_bin = kafka_dist.ensure_toxiproxy()
         kafka_dist.ensure_iptables()
         with runstate.locked():
             runstate.cleanup_stale()
-            self._state = self._claim()
+            self._state = runstate.claim(self._spec, list(self.node_ids), self._workdir)
         steps: list[tuple[str, Callable[[], None]]] = [
-            ("network", self._build_network),
+            ("network", lambda: netns.build(self.layout, self.node_ids)),
             ("toxiproxy", lambda: self._start_toxiproxy(toxiproxy_bin)),
-            ("configs", self._write_configs),
-            ("format", self._format_storage),
+            ("configs", lambda: self._jvms.write_configs(
+                self.nodes, {i: self.layout.address(i) for i in self.node_ids}, self.state.proxy_ports)),
+            ("format", lambda: self._jvms.format_storage(self.nodes, self.state.cluster_id, self.run_id)),
             ("launch", self._launch_all),
             ("ready", lambda: self.wait_healthy(timeout)),
         ]
@@ -267,7 +202,7 @@ class LocalCluster:
     def stop(self) -> None:
         """Remove the JVMs, Toxiproxy, namespaces, bridge, veths, rules and state of this
         run. Idempotent; Ctrl-C and SIGTERM are ignored while it runs (it takes < 5 s)."""
-        with self._lock, _signals_ignored():
+        with self._lock, signals.ignored():
             state, self._state = self._state, None
             if state is None:
                 return
@@ -280,38 +215,6 @@ class LocalCluster:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=1)
             self._popen.clear()
-
-    def _claim(self) -> RunState:
-        """Pick a run id and a free /24 and record them; called with the lock held."""
-        states = runstate.load_all()
-        claimed = [ipaddress.IPv4Network(s.subnet) for s in states.values() if s is not None]
-        free = netns.free_subnets([*netns.used_networks(), *claimed])
-        if not free:
-            raise ClusterError(f"no free /24 left in {netns.SUPERNET}")
-        run_id = runstate.new_run_id(set(states) | set(runstate.run_processes()))
-        owns = self._workdir is None
-        workdir = runstate.runs_dir() / run_id / "nodes" if owns else self._workdir
-        assert workdir is not None
-        state = RunState(
-            run_id=run_id,
-            subnet=str(random.SystemRandom().choice(free)),
-            node_ids=list(self.node_ids),
-            workdir=str(workdir),
-            owns_workdir=owns,
-            spec=self._spec.to_json(),
-            owner=ProcId.of(os.getpid()),
-            cluster_id=base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
-        )
-        state.save()
-        return state
-
-    def _build_network(self) -> None:
-        layout = self.layout
-        for cmd in netns.setup_commands(layout):
-            netns.run(cmd)
-        for i in self.node_ids:
-            for cmd in netns.chain_commands(layout.namespace(i)):
-                netns.run(cmd)
 
     def _start_toxiproxy(self, binary: Path) -> None:
         state = self.state
@@ -327,79 +230,13 @@ class LocalCluster:
             state.proxy_ports[i] = info.port
         state.save()
 
-    def _write_configs(self) -> None:
-        addresses = {i: self.layout.address(i) for i in self.node_ids}
-        for node in self.nodes:
-            for d in (node.data_dir, node.metadata_dir, node.log_dir):
-                d.mkdir(parents=True, exist_ok=True)
-            props = kafka_config.server_properties(
-                self._spec.kafka, node.id, addresses, self.state.proxy_ports[node.id],
-                node.data_dir, node.metadata_dir,
-            )  # fmt: skip
-            node.config_file.write_text(kafka_config.render_properties(props))
-
-    def _format_storage(self) -> None:
-        """Kafka's own StorageTool for every node: in one JVM when the ``FormatAll``
-        helper could be compiled, else one JVM per node in parallel."""
-        dist = self._require_dist()
-        opts = (*kafka_config.tool_options(), *self._cds_options())
-        env = {**os.environ, ENV_RUN: self.run_id}
-        helper = kafka_dist.format_all_dir(dist)
-        if helper is not None:
-            configs = [str(n.config_file) for n in self.nodes]
-            cmd = [str(dist.java), *opts, "-cp", f"{dist.classpath}:{helper}", "FormatAll",
-                   self.state.cluster_id, *configs]  # fmt: skip
-            done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=120)
-            if done.returncode != 0:
-                raise ClusterError(f"formatting storage failed: {_tail(done.stdout + done.stderr)}")
-            return
-
-        def fmt(node: LocalNode) -> None:
-            cmd = dist.command(
-                "kafka.tools.StorageTool", "format", f"--config={node.config_file}",
-                f"--cluster-id={self.state.cluster_id}", jvm_opts=opts,
-            )  # fmt: skip
-            done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=120)
-            if done.returncode != 0:
-                raise ClusterError(f"formatting node {node.id} failed: {_tail(done.stdout + done.stderr)}")
-
-        with concurrent.futures.ThreadPoolExecutor(len(self.node_ids)) as pool:
-            for future in [pool.submit(fmt, n) for n in self.nodes]:
-                future.result()
-
-    def _cds_options(self) -> list[str]:
-        if any(o.startswith("-XX:DumpLoadedClassList") for o in self._jvm_extra):
-            return []
-        return kafka_dist.cds_options(self._require_dist())
-
-    def _require_dist(self) -> kafka_dist.KafkaDist:
-        if self._dist is None:
-            self._dist = kafka_dist.ensure_kafka(self._spec.kafka.version, self._spec.kafka.home)
-        return self._dist
-
     def _launch_all(self) -> None:
         for i in self.node_ids:
             self._launch(i)
 
     def _launch(self, node_id: int) -> None:
-        node = self.node(node_id)
-        dist = self._require_dist()
-        opts = [
-            *kafka_config.jvm_options(
-                self._spec.kafka.heap_mb, node.log_dir, kafka_dist.log4j_config(), self.run_id
-            ),
-            *self._cds_options(),
-            *self._jvm_extra,
-        ]
-        cmd = ["ip", "netns", "exec", node.namespace,
-               *dist.command("kafka.Kafka", str(node.config_file), jvm_opts=tuple(opts))]  # fmt: skip
-        node.log_dir.mkdir(parents=True, exist_ok=True)
-        with (node.log_dir / "stdout.log").open("ab") as out:
-            # `ip netns exec` execs: the pid is the JVM's, so signals reach Kafka itself.
-            proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=node.home, env={**os.environ, ENV_RUN: self.run_id}, start_new_session=True,
-            )  # fmt: skip
+        """Start node ``node_id``'s JVM (:meth:`Jvms.launch`) and record it."""
+        proc = self._jvms.launch(self.node(node_id), self.run_id)
         self._popen[f"n{node_id}"] = proc
         self.state.nodes[node_id] = ProcId.of(proc.pid)
         if node_id in self.state.paused:
@@ -466,7 +303,7 @@ class LocalCluster:
                 self._reap(i)
                 out = self.node(i).log_dir / "stdout.log"
                 raise ClusterError(
-                    f"node {i} exited while waiting for the cluster; {out}: {_tail_file(out)}"
+                    f"node {i} exited while waiting for the cluster; {out}: {tail_file(out)}"
                 )
         return False
 
@@ -680,63 +517,8 @@ class LocalCluster:
         md = self.admin().list_topics(timeout=5)
         return sorted(t for t in md.topics if not t.startswith("__"))
 
-    # -- signals --------------------------------------------------------------------
-
-    def _install_signal_handlers(self) -> None:
-        """Turn SIGTERM into SystemExit so ``with`` still tears down (main thread only)."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def on_term(signum: int, frame: FrameType | None) -> None:
-            raise SystemExit(128 + signum)
-
-        self._old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_term)
-
-    def _restore_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for signum, handler in self._old_handlers.items():
-            signal.signal(signum, handler)
-        self._old_handlers.clear()
-
-
-@contextlib.contextmanager
-def _signals_ignored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def _fmt_leaders(state: Mapping[int, PartitionState]) -> str:
     return ", ".join(f"p{p}: leader {s.leader} isr {list(s.isr)}" for p, s in sorted(state.items())) or "none"
 
 
-def _tail(text: str, lines: int = 3) -> str:
-    return " | ".join(text.strip().splitlines()[-lines:])
-
-
-def _tail_file(path: Path, lines: int = 3) -> str:
-    try:
-        return _tail(path.read_text(errors="replace"), lines)
-    except OSError:
-        return "(no output)"
-
-
-def list_runs() -> dict[str, RunState | None]:
-    """Every local run with state on this machine (``faultline cluster status``)."""
-    return runstate.load_all()
-
-
-def cleanup_stale() -> list[str]:
-    """Remove leftovers of crashed runs (never a live run); returns their run ids."""
-    with runstate.locked():
-        return runstate.cleanup_stale()
-
-
-__all__ = ["LocalCluster", "LocalNode", "cleanup_stale", "list_runs"]
+__all__ = ["LocalCluster", "LocalNode"]

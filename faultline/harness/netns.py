@@ -148,6 +148,15 @@ def teardown_commands(namespaces: Iterable[str], links: Iterable[str]) -> list[l
     ]
 
 
+def build(layout: Layout, node_ids: Iterable[int]) -> None:
+    """Create the run's bridge, each node's namespace and veth, and its firewall chain."""
+    for cmd in setup_commands(layout):
+        run(cmd)
+    for i in node_ids:
+        for cmd in chain_commands(layout.namespace(i)):
+            run(cmd)
+
+
 def _ipt(namespace: str, *args: str) -> list[str]:
     # -w: wait for the xtables lock instead of failing while another namespace's
     # iptables holds it.

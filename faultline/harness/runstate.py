@@ -15,8 +15,10 @@ in its environment.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
+import ipaddress
 import json
 import os
 import random
@@ -24,13 +26,16 @@ import shutil
 import signal
 import string
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultline.errors import ClusterError
 from faultline.harness import netns
 from faultline.harness.waiting import wait_until
+from faultline.spec import TestSpec
 
 ENV_RUN = "FAULTLINE_RUN"
 
@@ -256,6 +261,30 @@ def destroy(run_id: str, state: RunState | None) -> None:
     if state is not None and state.owns_workdir:
         shutil.rmtree(state.workdir, ignore_errors=True)
     shutil.rmtree(runs_dir() / run_id, ignore_errors=True)
+
+
+def claim(spec: TestSpec, node_ids: list[int], workdir: Path | None) -> RunState:
+    """Pick a run id and a free /24 for a new cluster of ``spec`` and record them (its
+    nodes' files under ``workdir``, or in the run's own state directory when None);
+    call with :func:`locked` held. ClusterError when no /24 is left."""
+    states = load_all()
+    claimed = [ipaddress.IPv4Network(s.subnet) for s in states.values() if s is not None]
+    free = netns.free_subnets([*netns.used_networks(), *claimed])
+    if not free:
+        raise ClusterError(f"no free /24 left in {netns.SUPERNET}")
+    run_id = new_run_id(set(states) | set(run_processes()))
+    state = RunState(
+        run_id=run_id,
+        subnet=str(random.SystemRandom().choice(free)),
+        node_ids=node_ids,
+        workdir=str(workdir if workdir is not None else runs_dir() / run_id / "nodes"),
+        owns_workdir=workdir is None,
+        spec=spec.to_json(),
+        owner=ProcId.of(os.getpid()),
+        cluster_id=base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
+    )
+    state.save()
+    return state
 
 
 def cleanup_stale() -> list[str]:
