@@ -4,7 +4,6 @@ agree below the HW. One cluster for the module."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -48,9 +47,7 @@ def _produce(cluster: LocalCluster, start: int, n: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def collected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collected]:
-    if os.geteuid() != 0:
-        pytest.skip("the local backend needs root (network namespaces, iptables)")
+def collected(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collected]:
     spec = replace(SPEC, start_wall_ms=time.time_ns() // 1_000_000)
     run_dir = tmp_path_factory.mktemp("run")
     with running(spec) as cluster:

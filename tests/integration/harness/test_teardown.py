@@ -3,7 +3,6 @@ harness killed with SIGKILL once a new run has started (it removes the leftovers
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from faultline.harness.local import LocalCluster
 from faultline.harness.runstate import RunState
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.usefixtures("local_backend")]
 
 SPEC = TestSpec(name="it-teardown", kafka=KafkaSpec(heap_mb=320),
                 topic=TopicSpec(name="it-teardown"))
@@ -32,12 +31,6 @@ HARNESS = textwrap.dedent("""
         print("READY", cluster.run_id, flush=True)
         time.sleep(600)
 """)
-
-
-@pytest.fixture(autouse=True)
-def _root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("the local backend needs root (network namespaces, iptables)")
 
 
 def _host_rules() -> str:

@@ -116,19 +116,16 @@ ELR_LONG_SCHEDULES: dict[str, str] = {
 }
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_checker_agrees_with_model_up_to_known_discrepancies() -> None:
     unexplained = {d: kind for d, kind in disagreements().items() if _rule(d, kind) is None}
     assert unexplained == {}
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_every_known_discrepancy_still_occurs() -> None:
     seen = {_rule(d, kind) for d, kind in disagreements().items()}
     assert set(KNOWN) <= seen, f"fixed in the checker, drop from KNOWN: {set(KNOWN) - seen}"
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 @pytest.mark.parametrize("key", sorted(ELR_LONG_SCHEDULES))
 def test_elr_search_bound_losses_exist_beyond_the_bound(key: str) -> None:
     cell = next(c for c in default_matrix() if c.key == key)
@@ -140,12 +137,10 @@ def test_elr_search_bound_losses_exist_beyond_the_bound(key: str) -> None:
     assert (key, "phantom-read") in disagreements()
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_stored_table_covers_the_default_matrix() -> None:
     assert {c.key for c in default_matrix()} <= set(stored_table())
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_every_stored_schedule_still_shows_its_anomaly() -> None:
     stale = []
     for cell in default_matrix():
@@ -156,7 +151,6 @@ def test_every_stored_schedule_still_shows_its_anomaly() -> None:
     assert stale == []
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_a_small_search_finds_nothing_the_table_lacks() -> None:
     for key in ("rf=3 acks=1 min.insync=2 unclean=false faults=kill+leader-fault",
                 "rf=3 acks=all min.insync=2 unclean=false faults=leader-fault+wipe data-loss<=1",
