@@ -45,6 +45,7 @@ class FakeCluster:
         self.grudge: Mapping[int, Collection[int]] = {}
         self.toxics: list[str] = []
         self.fail: set[str] = set()
+        self.controller: int | None = 2
         self._lock = threading.Lock()
 
     def _call(self, name: str, arg: Any) -> None:
@@ -61,7 +62,7 @@ class FakeCluster:
         return {p: PartitionState(1 + p % n, (1, 2, 3)) for p in range(self.spec.topic.partitions)}
 
     def active_controller(self) -> int | None:
-        return 2
+        return self.controller
 
     def kill(self, node: int) -> None:
         self._call("kill", node)
@@ -247,16 +248,42 @@ def test_heal_all_from_another_thread_stops_run(tmp_path: Path) -> None:
     assert [o.f for o in _ops(tmp_path / "h.jsonl")] == ["kill", "kill", "start", "start"]
 
 
-@pytest.mark.parametrize("kind,target", [("isolate-node", 2), ("isolate-controller", 2)])
-def test_partition_plans_record_target_and_grudge(tmp_path: Path, kind: str, target: int) -> None:
+@pytest.mark.parametrize("pick,target", [(0, 1), (1, 2), (2, 3), (5, 3)])  # sorted nodes[pick % 3]
+def test_isolate_node_isolates_the_node_its_pick_chooses(tmp_path: Path, pick: int, target: int) -> None:
     from faultline.nemeses.partition import PartitionNemesis
 
     cluster = FakeCluster(_spec(("partition",)), tmp_path)
     nemesis = PartitionNemesis()
     nemesis.setup(cluster)  # type: ignore[arg-type]
-    value = nemesis.plan(Step(0, "partition", kind, 1, 4), busy=())
+    value = nemesis.plan(Step(0, "partition", "isolate-node", 1, pick), busy=())
     assert value["target"] == target and value["nodes"] == [1, 2, 3]
     assert value["grudge"][str(target)] == [n for n in (1, 2, 3) if n != target]
+
+
+@pytest.mark.parametrize("controller", [1, 2, 3])
+def test_isolate_controller_isolates_the_active_controller_whatever_the_pick(
+        tmp_path: Path, controller: int) -> None:
+    from faultline.nemeses.partition import PartitionNemesis
+
+    cluster = FakeCluster(_spec(("partition",)), tmp_path)
+    cluster.controller = controller
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)  # type: ignore[arg-type]
+    for pick in range(4):  # the pick chooses nothing here: the controller is the target
+        value = nemesis.plan(Step(0, "partition", "isolate-controller", 1, pick), busy=())
+        assert value["target"] == controller, (pick, value)
+        assert value["grudge"][str(controller)] == [n for n in (1, 2, 3) if n != controller]
+
+
+def test_isolate_controller_without_a_controller_is_an_error(tmp_path: Path) -> None:
+    from faultline.nemeses.partition import PartitionNemesis
+
+    cluster = FakeCluster(_spec(("partition",)), tmp_path)
+    cluster.controller = None
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)  # type: ignore[arg-type]
+    with pytest.raises(NemesisError, match="no active controller"):
+        nemesis.plan(Step(0, "partition", "isolate-controller", 1, 0), busy=())
 
 
 def test_halves_bridge_ring_plans(tmp_path: Path) -> None:
