@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,14 @@ class FakeCluster:
     def clean(self) -> bool:
         return (all(n.alive and not n.paused for n in self.nodes) and not self.grudge
                 and not self.toxics)
+
+
+def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``cond`` until it holds; fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"{what}: did not happen within {timeout:.0f} s"
+        time.sleep(0.01)
 
 
 def _spec(faults: tuple[str, ...], **kw: Any) -> TestSpec:
@@ -239,11 +247,10 @@ def test_heal_all_from_another_thread_stops_run(tmp_path: Path) -> None:
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         t = threading.Thread(target=pkg.run, args=(time.monotonic() + 60, h))
         t.start()
-        time.sleep(0.2)
-        started = time.monotonic()
+        _wait_for(lambda: bool(pkg.active), "the first kill held")
         pkg.heal_all(h)
-        t.join(5)
-        assert not t.is_alive() and time.monotonic() - started < 2
+        t.join(30)  # the next step is due at 40 s: only heal_all's stop ends run() before it
+        assert not t.is_alive(), "run() went on after heal_all"
     assert cluster.clean()
     assert [o.f for o in _ops(tmp_path / "h.jsonl")] == ["kill", "kill", "start", "start"]
 
