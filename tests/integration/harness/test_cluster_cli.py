@@ -81,3 +81,9 @@ def test_doctor_passes_here_and_names_the_fix_of_what_is_missing(tmp_path: Path)
     assert set(missing) == {"kafka", "toxiproxy"}, broken.stdout
     assert missing["toxiproxy"].endswith("-> faultline setup")
     assert "not cached" in missing["kafka"]
+
+
+def test_setup_on_a_machine_already_set_up_does_nothing() -> None:
+    done = _faultline("setup")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "setup: everything is in place\n"
