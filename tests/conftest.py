@@ -14,7 +14,7 @@ from collections.abc import Generator
 
 import pytest
 from _pytest._code import ExceptionInfo
-from _pytest.reports import TestReport
+from _pytest.reports import CollectReport, TestReport
 from _pytest.runner import CallInfo
 from _pytest.terminal import TerminalReporter
 
@@ -40,6 +40,19 @@ def pytest_runtest_makereport(
         except pytest.fail.Exception:
             call.excinfo = ExceptionInfo.from_current()
     return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, CollectReport, CollectReport]:
+    """The same for a whole module skipped while it is collected (a module-level
+    ``importorskip`` or ``pytest.skip(allow_module_level=True)``)."""
+    report = yield
+    if _required() and report.skipped and isinstance(report.longrepr, tuple):
+        reason = f"missing prerequisite ({REQUIRE_ALL}=1): {report.longrepr[2].removeprefix('Skipped: ')}"
+        _missing[reason] = _missing.get(reason, 0) + 1
+        report.outcome = "failed"
+        report.longrepr = reason
+    return report
 
 
 def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:

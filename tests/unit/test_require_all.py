@@ -36,10 +36,24 @@ def test_plain():
 '''
 
 
-def _pytest(tmp_path: Path, require_all: str | None) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_runtest_makereport, "
-                                          "pytest_terminal_summary  # noqa: F401\n")
-    (tmp_path / "test_inner.py").write_text(INNER)
+MODULE = '''
+import pytest
+
+pytest.importorskip("no_such_browser_driver_for_faultline")
+
+def test_in_a_skipped_module():
+    pass
+'''
+
+
+CONFTEST = ("from tests.conftest import pytest_make_collect_report  # noqa: F401\n"
+            "from tests.conftest import pytest_runtest_makereport, pytest_terminal_summary  # noqa: F401\n")
+PREFIX = "missing prerequisite (FAULTLINE_REQUIRE_ALL=1): "
+
+
+def _pytest(tmp_path: Path, require_all: str | None, module: str = INNER) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_inner.py").write_text(module)
     env = {k: v for k, v in os.environ.items() if k != "FAULTLINE_REQUIRE_ALL"}
     env["PYTHONPATH"] = str(ROOT)
     if require_all is not None:
@@ -62,9 +76,17 @@ def test_with_the_switch_every_skip_fails_with_its_reason_on_one_line(tmp_path: 
     # a skip in set-up (fixture, mark) is an error, one in the test a failure: none passes quietly
     assert "1 failed, 1 passed, 3 errors" in done.stdout and "skipped" not in done.stdout
     lines = done.stdout.splitlines()
-    prefix = "missing prerequisite (FAULTLINE_REQUIRE_ALL=1): "
     for reason, n in [("no local cluster: java not found", "2 tests"), ("table.json missing", "1 test"),
                       ("could not import 'no_such_module_for_faultline': No module named "
                        "'no_such_module_for_faultline'", "1 test")]:
-        assert f"{prefix}{reason} ({n})" in lines, done.stdout
+        assert f"{PREFIX}{reason} ({n})" in lines, done.stdout
     assert "Traceback" not in done.stdout
+
+
+def test_with_the_switch_a_module_skipped_at_collection_fails_the_run(tmp_path: Path) -> None:
+    assert "1 skipped" in _pytest(tmp_path, None, MODULE).stdout
+    done = _pytest(tmp_path, "1", MODULE)
+    assert done.returncode != 0 and "skipped" not in done.stdout, done.stdout
+    reason = "could not import 'no_such_browser_driver_for_faultline': No module named " \
+             "'no_such_browser_driver_for_faultline'"
+    assert f"{PREFIX}{reason} (1 test)" in done.stdout.splitlines(), done.stdout
