@@ -26,8 +26,10 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
+# FAULTLINE_REQUIRE_ALL=1: the set-up just ran, so a skipped test (a missing
+# prerequisite) fails the run with the reason (tests/conftest.py).
 test: setup lint
-	$(BIN)/pytest -q --timeout=900 tests
+	FAULTLINE_REQUIRE_ALL=1 $(BIN)/pytest -q --timeout=900 tests
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -2,9 +2,10 @@
 
 Each command lives next to what it drives and is listed in ``_COMMANDS``; its module
 is imported only when the command runs, so ``faultline doctor`` does not pay for
-bokeh. A :class:`~faultline.errors.FaultlineError` becomes one line on stderr and exit
-code 2 (``run`` and ``check`` use 1 for an invalid verdict); anything else is a bug
-and keeps its traceback.
+bokeh. A :class:`~faultline.errors.FaultlineError`, and a usage error (an unknown
+option, a value of the wrong type, a ``-f`` file that does not exist), becomes one line
+on stderr and exit code 2 (``run`` and ``check`` use 1 for an invalid verdict); anything
+else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -30,7 +31,24 @@ _COMMANDS: dict[str, str] = {
 
 
 class _Group(click.Group):
-    """Loads commands lazily and turns FaultlineError into one line and exit code 2."""
+    """Loads commands lazily and turns FaultlineError and usage errors into one line and
+    exit code 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # click's own report of a usage error is four lines, the usage first
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as e:  # a bare group: its help
+            e.show()
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            click.echo(f"faultline: error: {e.format_message()}", err=True)
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("faultline: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_COMMANDS)

@@ -27,3 +27,37 @@ def valid_lines(path: Path, schema: str) -> list[dict[str, Any]]:
     for line in lines:
         check.validate(line)
     return lines
+
+
+#: A run directory's files and the schema each is held to (HISTORY.md); JSON-lines files
+#: are validated line by line.
+RUN_FILES = {
+    "test.json": "test.schema.json",
+    "results.json": "results.schema.json",
+    "history.jsonl": "history.schema.json",
+    "observations.jsonl": "observations.schema.json",
+    "metadata.jsonl": "metadata.schema.json",
+    "replicas.jsonl": "replicas.schema.json",
+}
+
+
+def validate_run_dir(run_dir: Path) -> list[str]:
+    """Validate every file of :data:`RUN_FILES` that ``run_dir`` holds; returns their names.
+
+    Raises ``jsonschema.ValidationError`` naming the file on the first line that does not
+    match."""
+    found = []
+    for name, schema in RUN_FILES.items():
+        path = run_dir / name
+        if not path.exists():
+            continue
+        try:
+            if name.endswith(".jsonl"):
+                valid_lines(path, schema)
+            else:
+                validator(schema).validate(json.loads(path.read_text()))
+        except jsonschema.ValidationError as e:
+            e.message = f"{path}: {e.message}"
+            raise
+        found.append(name)
+    return found

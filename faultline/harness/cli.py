@@ -105,7 +105,8 @@ def down(run_id: str | None, all_runs: bool) -> None:
         removed = runstate.cleanup_stale()
     for rid in removed:
         click.echo(f"removed leftovers of crashed run {rid}")
-    runs = _select(run_id, all_runs=all_runs, detached_only=run_id is None)
+    # a crashed run named by id is gone already: cleanup_stale removed it
+    runs = [] if run_id in removed else _select(run_id, all_runs=all_runs, detached_only=run_id is None)
     if not runs and not removed:
         click.echo("no detached local cluster to take down")
     for rid in runs:

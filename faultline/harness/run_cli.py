@@ -32,6 +32,8 @@ def build_spec(spec_file: Path | None, overrides: Mapping[str, Any]) -> TestSpec
             base = yaml.safe_load(spec_file.read_text(encoding="utf-8")) or {}
         except OSError as e:
             raise SpecError(f"{spec_file}: cannot read: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise SpecError(f"{spec_file}: not UTF-8 text (byte {e.start})") from None
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -51,8 +53,9 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
         if v is None:
             continue
         if isinstance(v, Mapping):
-            inner = out.get(k)
-            out[k] = _merge(inner if isinstance(inner, Mapping) else {}, v)
+            inner = out.get(k, {})
+            # a section the file got wrong (``topic: 5``) stays, for validation to name it
+            out[k] = _merge(inner, v) if isinstance(inner, Mapping) else inner
         else:
             out[k] = v
     return out

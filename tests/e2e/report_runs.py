@@ -12,9 +12,11 @@ while, after which its new leader has lost the last ``lost_per_kill`` acknowledg
 records and hands their offsets to new sends (a lost write plus an offset that held
 two values). Then every partition is drained.
 
-``results.json`` comes from the checker's ``check_run`` when it exists and
-``use_checker`` is true; otherwise it is written by hand from what the simulation
-knows, in HISTORY.md's shape.
+``results.json`` comes from the checker's ``check_run``; with ``use_checker=False`` it
+holds HISTORY.md's required fields only, from what the simulation knows (a results.json
+of an older version: no measures, no stories). Every file written validates against its
+schema in ``faultline/schemas`` (tests/e2e/test_fixture_runs.py holds each kind of stored
+run the suite makes to it).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultline.checkers.cli import check_run
 from faultline.history import HistoryWriter
 from faultline.spec import NemesisSpec, TestSpec
 
@@ -193,8 +196,12 @@ def make_run(path: Path, scenario: Scenario = Scenario(), *, use_checker: bool =
 
 def _write_observations(path: Path, sc: Scenario, log: list[dict[int, tuple[Any, int]]],
                         lost: list[dict[str, Any]]) -> None:
+    """One sample per partition per second, as the observer writes them: a replica in the
+    ISR has the HW as its LEO; one out of it (killed) keeps the LEO and the HW checkpoint it
+    had when it left until it is back. Checkpoints are written every 5 s (Kafka's default)."""
     acks = [sorted([ack for _, ack in log[p].values()] + [x["time"] for x in lost if x["partition"] == p])
             for p in range(3)]
+    frozen: list[dict[int, tuple[int, int]]] = [{}, {}, {}]  # p -> node out of the ISR -> (LEO, ckpt)
     with path.open("w") as fh:
         for sec in range(int(sc.duration_s) + 1):
             t = sec * S
@@ -206,8 +213,17 @@ def _write_observations(path: Path, sc: Scenario, log: list[dict[int, tuple[Any,
                     if node == leader and at + 0.3 <= sec < at + hold + 3:
                         leader = node % 3 + 1
                 hw = sum(1 for a in acks[p] if a <= t)
-                fh.write(json.dumps({"time": t, "topic": TOPIC, "partition": p, "leader": leader,
-                                     "isr": isr, "hw": hw}) + "\n")
+                ckpt = sum(1 for a in acks[p] if a <= (sec - sec % 5) * S)
+                leo, hw_checkpoint = {}, {}
+                for n in (1, 2, 3):
+                    if n in isr:
+                        frozen[p].pop(n, None)
+                        leo[str(n)], hw_checkpoint[str(n)] = hw, ckpt
+                    else:
+                        leo[str(n)], hw_checkpoint[str(n)] = frozen[p].setdefault(n, (hw, ckpt))
+                fh.write(json.dumps({"time": t, "topic": TOPIC, "partition": p, "leader": leader, "isr": isr,
+                                     "replicas": [p + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1], "hw": hw,
+                                     "leo": leo, "hw_checkpoint": hw_checkpoint}) + "\n")
 
 
 def _write_metadata(path: Path, sc: Scenario) -> None:
@@ -245,13 +261,8 @@ def _write_metadata(path: Path, sc: Scenario) -> None:
 def _write_results(path: Path, lost: list[dict[str, Any]], inconsistent: list[dict[str, Any]],
                    stats: dict[str, int], use_checker: bool) -> None:
     if use_checker:
-        try:
-            from faultline.checkers.cli import check_run
-        except ImportError:
-            pass
-        else:
-            check_run(path)
-            return
+        check_run(path)
+        return
     counts = dict.fromkeys(ANOMALY_TYPES, 0)
     counts["lost-write"], counts["inconsistent-offsets"] = len(lost), len(inconsistent)
     violations = [a for a in ("lost-write", "inconsistent-offsets") if counts[a]]

@@ -3,7 +3,10 @@
 ``cluster``: one 3-node local cluster shared by every test that does not destroy state
 (started on first use, torn down at the end of the session); a test that faults it must
 heal it before it returns. ``fresh_cluster``: a cluster of its own for a test that kills,
-partitions or wipes. Both have the spec's topic created. Both need root.
+partitions or wipes. Both have the spec's topic created. Both need ``local_backend``.
+
+A missing prerequisite skips, with the set-up's one-line reason; under
+``FAULTLINE_REQUIRE_ALL=1`` (``make test``) the skip is a failure (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from faultline.errors import SetupError
+from faultline.harness import kafka_dist
 from faultline.harness.local import LocalCluster
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 
@@ -25,13 +29,21 @@ INTEGRATION_SPEC = TestSpec(
 )
 
 
-def require_root() -> None:
+@pytest.fixture(scope="session")
+def local_backend() -> None:
+    """What a local cluster needs before it starts: root, and what ``LocalCluster.start``
+    ensures (Java and the Kafka jars, Toxiproxy, ip and iptables); skips if any is missing."""
     if os.geteuid() != 0:
         pytest.skip("the local backend needs root (network namespaces, iptables)")
+    try:
+        kafka_dist.ensure_kafka(INTEGRATION_SPEC.kafka.version, INTEGRATION_SPEC.kafka.home)
+        kafka_dist.ensure_toxiproxy()
+        kafka_dist.ensure_iptables()
+    except SetupError as e:
+        pytest.skip(f"no local cluster: {e}")
 
 
 def _started(spec: TestSpec) -> Iterator[LocalCluster]:
-    require_root()
     try:
         cluster = LocalCluster(spec)
         cluster.__enter__()
@@ -45,10 +57,10 @@ def _started(spec: TestSpec) -> Iterator[LocalCluster]:
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[LocalCluster]:
+def cluster(local_backend: None) -> Iterator[LocalCluster]:
     yield from _started(INTEGRATION_SPEC)
 
 
 @pytest.fixture
-def fresh_cluster() -> Iterator[LocalCluster]:
+def fresh_cluster(local_backend: None) -> Iterator[LocalCluster]:
     yield from _started(INTEGRATION_SPEC)

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from faultline.errors import SetupError
 from faultline.harness.runner import RunOutcome, run_test
 from faultline.history import ReadResult, read_history
 from faultline.spec import KafkaSpec, TestSpec
@@ -24,14 +22,8 @@ SPEC = TestSpec(name="it-no-fault", time_limit_s=15.0, kafka=KafkaSpec(heap_mb=3
 
 
 @pytest.fixture(scope="module")
-def outcome(tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
-    if os.geteuid() != 0:
-        pytest.skip("the local backend needs root (network namespaces, iptables)")
-    results = tmp_path_factory.mktemp("results")
-    try:
-        return run_test(SPEC, results=results, console=Console(file=io.StringIO()))
-    except SetupError as e:
-        pytest.skip(f"no local cluster: {e}")
+def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+    return run_test(SPEC, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
 
 
 def test_run_directory(outcome: RunOutcome) -> None:
@@ -92,9 +84,7 @@ def test_observations_validate_and_end_at_the_drained_high_watermark(outcome: Ru
 
 
 def test_verdict(outcome: RunOutcome) -> None:
-    if outcome.valid is None:
-        pytest.skip("no checker (faultline.checkers.check_run) yet")
-    assert outcome.valid is True
+    assert outcome.valid is True, f"verdict {outcome.valid}: see {outcome.run_dir / 'results.json'}"
     assert outcome.exit_code == 0
     assert Path(outcome.run_dir / "results.json").exists()
 

@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError, Producer
 
 from faultline.harness.local import LocalCluster
 from faultline.harness.observe import KafkaSource, Observer, host_data_dirs
-from tests.integration.conftest import INTEGRATION_SPEC, require_root
+from tests.integration.conftest import INTEGRATION_SPEC
 from tests.integration.nemeses.nemesis_helpers import report, running, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -29,8 +29,7 @@ SCHEMA = jsonschema.Draft202012Validator(json.loads(
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    require_root()
+def cluster(local_backend: None) -> Iterator[LocalCluster]:
     with running(INTEGRATION_SPEC) as c:
         yield c
 

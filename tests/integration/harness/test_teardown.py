@@ -3,21 +3,23 @@ harness killed with SIGKILL once a new run has started (it removes the leftovers
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import orjson
 import pytest
 
 from faultline.harness import netns, runstate
 from faultline.harness.local import LocalCluster
 from faultline.harness.runstate import RunState
+from faultline.harness.toxiproxy import ToxiproxyClient
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
+from tests.integration.nemeses.nemesis_helpers import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.usefixtures("local_backend")]
 
 SPEC = TestSpec(name="it-teardown", kafka=KafkaSpec(heap_mb=320),
                 topic=TopicSpec(name="it-teardown"))
@@ -33,11 +35,15 @@ HARNESS = textwrap.dedent("""
         time.sleep(600)
 """)
 
-
-@pytest.fixture(autouse=True)
-def _root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("the local backend needs root (network namespaces, iptables)")
+#: The same, holding a fault of each kind that outlives its process: node 1 paused
+#: (SIGSTOP), nodes 2 and 3 cut apart (iptables in their namespaces), a latency toxic on
+#: node 3's client link (in the Toxiproxy server).
+HOLDING = HARNESS.replace("print(", """cluster.create_topic()
+    cluster.pause(1)
+    cluster.partition({2: [3], 3: [2]})
+    cluster.add_toxic(3, "latency", {"latency": 1000})
+    print(""")
+FAULTLINE = str(Path(sys.executable).parent / "faultline")
 
 
 def _host_rules() -> str:
@@ -57,8 +63,8 @@ def _traces(run_id: str, pids: list[int]) -> list[str]:
     return left
 
 
-def _start_harness() -> tuple[subprocess.Popen[str], str, list[int]]:
-    proc = subprocess.Popen([sys.executable, "-c", HARNESS], stdout=subprocess.PIPE, text=True)
+def _start_harness(script: str = HARNESS) -> tuple[subprocess.Popen[str], str, list[int]]:
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("READY"), f"harness never became ready: {line!r}"
@@ -99,4 +105,99 @@ def test_after_a_sigkilled_harness_a_new_run_removes_its_leftovers() -> None:
         assert _traces(run_id, pids) == []
         new_id, new_pids = cluster.run_id, [p.pid for p in cluster.state.processes()]
     assert _traces(new_id, new_pids) == []
+    assert _host_rules() == rules
+
+
+def _proc_state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def _chain(namespace: str) -> list[str]:
+    """The harness's rules in a node's namespace."""
+    out = subprocess.run(["ip", "netns", "exec", namespace, "iptables", "-S", netns.CHAIN],
+                         capture_output=True, text=True, check=False).stdout
+    return [ln for ln in out.splitlines() if not ln.startswith("-N")]
+
+
+def _down(run_id: str) -> None:
+    """``faultline cluster down RUN_ID``: a crashed run's leftovers go, in one line."""
+    done = subprocess.run([FAULTLINE, "cluster", "down", run_id], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert done.stdout.strip() == f"removed leftovers of crashed run {run_id}", done.stdout
+
+
+def test_a_sigkilled_harness_holding_a_pause_a_grudge_and_a_toxic_is_cleaned_up() -> None:
+    rules = _host_rules()
+    proc, run_id, pids = _start_harness(HOLDING)
+    state = RunState.load(run_id)
+    proc.kill()
+    proc.wait(10)
+    node1 = state.nodes[1]
+    assert node1 is not None and _proc_state(node1.pid) == "T", "node 1 is not left paused"
+    assert _chain(state.layout.namespace(2)) and _chain(state.layout.namespace(3)), "no grudge left"
+    toxics = ToxiproxyClient("127.0.0.1", state.toxiproxy_port).toxics("n3")
+    assert [t.type for t in toxics] == ["latency"], toxics
+    _down(run_id)
+    assert _traces(run_id, pids) == []
+    assert _host_rules() == rules
+
+
+_HEAL_OF = {"resume": "pause", "heal": "partition", "clear-toxics": "toxic"}
+
+
+def _held(history: Path) -> set[str]:
+    """Fault ops (pause, partition, toxic) the history shows taken and not yet healed."""
+    try:
+        raw = history.read_bytes()
+    except FileNotFoundError:
+        return set()
+    held: set[str] = set()
+    for line in raw.split(b"\n")[:-1]:  # every line but a partial last one
+        if b'"nemesis"' not in line:
+            continue
+        op = orjson.loads(line)
+        if op["process"] != "nemesis" or "result" not in (op.get("value") or {}) or op.get("error"):
+            continue
+        if op["f"] in _HEAL_OF:
+            held.discard(_HEAL_OF[op["f"]])
+        elif op["f"] in _HEAL_OF.values():
+            held.add(op["f"])
+    return held
+
+
+def test_a_sigkilled_faultline_run_holding_a_pause_is_cleaned_up(tmp_path: Path) -> None:
+    """``faultline run`` with pauses, partitions and toxics, SIGKILLed while the history
+    shows a pause and another fault held (seed 8: a toxic from 8.4 s to 10.7 s into a pause
+    held from 4.7 s, a partition from 47.7 s to 48.2 s into another)."""
+    rules = _host_rules()
+    # a modest rate keeps the history small enough to re-read at every poll
+    args = ["--name", "it-sigkill", "--rate", "50", "--nemesis", "pause,partition,toxics", "--interval", "4",
+            "--max-concurrent", "3", "--seed", "8", "--time-limit", "60", "--results", str(tmp_path)]
+    proc = subprocess.Popen([FAULTLINE, "run", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    history = tmp_path / "latest" / "history.jsonl"
+    try:
+        wait_until(lambda: "pause" in (held := _held(history)) and len(held) > 1, 240,
+                   "a pause and another fault held by the run", every=0.05)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    held = _held(history)
+    (run_id,) = [rid for rid, s in runstate.load_all().items()
+                 if s is not None and s.owner is not None and s.owner.pid == proc.pid]
+    state = RunState.load(run_id)
+    pids = [p.pid for p in state.processes()]
+    paused = [n for n, p in state.nodes.items() if p is not None and _proc_state(p.pid) == "T"]
+    print(f"SIGKILLed run {run_id} holding {sorted(held)}; paused nodes {paused}")
+    assert paused, "the SIGKILLed run left no broker paused: the test proves nothing"
+    if "toxic" in held:
+        client = ToxiproxyClient("127.0.0.1", state.toxiproxy_port)
+        assert any(client.toxics(f"n{n}") for n in state.node_ids)
+    if "partition" in held:
+        assert any(_chain(state.layout.namespace(n)) for n in state.node_ids)
+    _down(run_id)
+    assert _traces(run_id, pids) == []
     assert _host_rules() == rules

@@ -1,13 +1,10 @@
-"""Nemesis integration tests need root: the local backend uses namespaces and iptables."""
+"""Nemesis integration tests run on the local backend (tests/integration/conftest.py)."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
 
 @pytest.fixture(autouse=True)
-def _needs_root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("the local backend needs root (network namespaces, iptables)")
+def _local_backend(local_backend: None) -> None:
+    """Every test here starts or uses a local cluster."""

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from faultline.harness.local import LocalCluster
@@ -154,6 +155,23 @@ def test_isolating_the_controller_moves_the_controller(cluster: LocalCluster) ->
     cluster.wait_healthy(120)
 
 
+def _sends(path: Path) -> list[tuple[int, str, int]]:
+    """(invoke time, outcome, completion time) of each send the history has completed so far;
+    the writer is unbuffered, so every line but a partial last one is whole."""
+    invoked: dict[tuple[object, int], int] = {}
+    done = []
+    for raw in path.read_bytes().split(b"\n")[:-1]:
+        op = orjson.loads(raw)
+        if op["f"] != "send":
+            continue
+        key = (op["process"], op["value"]["value"])
+        if op["type"] == "invoke":
+            invoked[key] = op["time"]
+        else:
+            done.append((invoked[key], op["type"], op["time"]))
+    return done
+
+
 def test_timeout_toxic_turns_sends_into_info(cluster: LocalCluster, tmp_path: Path) -> None:
     nemesis = ToxicsNemesis()
     nemesis.setup(cluster)
@@ -162,7 +180,8 @@ def test_timeout_toxic_turns_sends_into_info(cluster: LocalCluster, tmp_path: Pa
         workload = QueueWorkload(SPEC, cluster.bootstrap_servers(), history)
         workload.start()
         try:
-            time.sleep(3)  # some sends go through first
+            wait_until(lambda: any(kind == "ok" for _, kind, _ in _sends(path)), 60,
+                       "a send acknowledged before the toxic")
             value = nemesis.plan(Step(0.0, "toxics", "timeout", 10.0, 0), busy=())
             value["nodes"] = [n.id for n in cluster.nodes]  # every client link
             on = history.now()
@@ -170,23 +189,24 @@ def test_timeout_toxic_turns_sends_into_info(cluster: LocalCluster, tmp_path: Pa
             assert len(done.value["names"]) == 6
             names = {t.name for n in cluster.nodes for t in cluster.toxiproxy.toxics(f"n{n.id}")}
             assert names == set(done.value["names"])
-            # hold past delivery.timeout.ms so sends in flight must give up
-            time.sleep(SPEC.producer.delivery_timeout_ms / 1000 + 4)
+            # hold until sends invoked under the toxic have given up (delivery.timeout.ms)
+            wait_until(lambda: any(at >= on for at, _, _ in _sends(path)),
+                       SPEC.producer.delivery_timeout_ms / 1000 + 60, "a send invoked under the toxic ending")
             off = history.now()
             nemesis.invoke(nemesis_op("clear-toxics", {"nodes": value["nodes"]}))
             assert not [t for n in cluster.nodes for t in cluster.toxiproxy.toxics(f"n{n.id}")]
-            time.sleep(3)
+            wait_until(lambda: any(at >= off and kind == "ok" for at, kind, _ in _sends(path)), 60,
+                       "a send acknowledged after the toxics were cleared")
         finally:
             workload.stop()
             nemesis.teardown()
-    ops = list(read_history(path))
-    invoked = {(o.process, o.value["value"]): o.time for o in ops if o.f == "send" and o.type == "invoke"}
-    done_sends = [o for o in ops if o.f == "send" and o.type != "invoke"]
-    before = [o for o in done_sends if invoked[(o.process, o.value["value"])] < on and o.time < on]
-    during = [o for o in done_sends if on <= invoked[(o.process, o.value["value"])] and o.time <= off]
-    assert any(o.type == "ok" for o in before), "no send succeeded before the toxic"
+    sends = _sends(path)
+    before = [kind for at, kind, end in sends if at < on and end < on]
+    during = [kind for at, kind, end in sends if on <= at and end <= off]
+    assert "ok" in before, "no send succeeded before the toxic"
     assert during, "no send was invoked and completed while the toxic was on"
-    assert {o.type for o in during} == {"info"}, [(o.type, o.error) for o in during if o.type != "info"]
-    errors = sorted({o.error or "" for o in during})
+    assert set(during) == {"info"}, during
+    errors = sorted({o.error or "" for o in read_history(path) if o.f == "send" and on <= o.time <= off
+                     and o.type == "info"})
     report(f"toxic timeout: {len(before)} sends ok before; {len(during)} sends during the toxic all "
            f"ended info ({', '.join(errors)})")

@@ -8,8 +8,8 @@ last and is cut short while faults are still held, the case a Ctrl-C makes.
 
 from __future__ import annotations
 
+import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +35,7 @@ SPEC = TestSpec(
 )
 TOPIC = SPEC.topic.name
 RECORDS = 3000
+HEALS = ("start", "resume", "heal", "clear-toxics")
 
 
 @pytest.fixture(scope="module")
@@ -107,27 +108,38 @@ def _stopped_pids(cluster: LocalCluster) -> list[int]:
 
 
 def test_nothing_is_left_after_a_run_cut_short(cluster: LocalCluster, tmp_path: Path) -> None:
-    spec = TestSpec(name="nemesis-leftovers", seed=SPEC.seed + uuid.uuid4().int % 1000,
-                    time_limit_s=60, kafka=SPEC.kafka, topic=SPEC.topic,
-                    nemesis=NemesisSpec(faults=FAULTS, interval_s=3.0, max_concurrent=2))
+    """The package runs every family; once 20 s have passed, it is cut short (heal_all from
+    another thread, as on Ctrl-C) at a moment a fault is held."""
+    spec = TestSpec(name="nemesis-leftovers", seed=SPEC.seed, time_limit_s=60, kafka=SPEC.kafka,
+                    topic=SPEC.topic, nemesis=NemesisSpec(faults=FAULTS, interval_s=3.0, max_concurrent=2))
+    report(f"package run: seed {spec.seed}")
     package = NemesisPackage.from_spec(spec, cluster)
     package.setup()
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as history:
+        runner = threading.Thread(target=package.run, args=(time.monotonic() + 60, history))
+        started = time.monotonic()
+        runner.start()
         try:
-            package.run(time.monotonic() + 30, history)
-            held = package.active
+            wait_until(lambda: time.monotonic() - started > 20 and bool(package.active), 40,
+                       "a fault held 20 s into the run", every=0.02)
         finally:
+            before = len(path.read_bytes().splitlines())  # the history lines written before the cut
+            held = package.active
             package.heal_all(history)
+            runner.join(60)
+        assert not runner.is_alive(), "the package kept running after heal_all"
     ops = list(read_history(path))
     actions = sorted({o.f for o in ops})
     errors = [f"{o.f}: {o.error}" for o in ops if o.error]
     report(f"package run: seed {spec.seed}, {len(ops) // 2} nemesis actions ({', '.join(actions)}); "
-           f"{len(held)} fault(s) still held when cut short; errors: {errors or 'none'}")
+           f"cut short holding {[f'{s.family}/{s.kind}' for s in held]}; errors: {errors or 'none'}")
+    assert held, "the run was cut short with no fault held"
+    assert any(o.f in HEALS for o in ops[before:]), "heal_all healed nothing"
     assert ops and all(o.process == "nemesis" and o.type == "info" for o in ops)
     # every fault that took effect was healed, the held ones by heal_all
-    faults = [o for o in ops[1::2] if o.f not in ("start", "resume", "heal", "clear-toxics")]
-    heals = [o for o in ops[1::2] if o.f in ("start", "resume", "heal", "clear-toxics")]
+    faults = [o for o in ops[1::2] if o.f not in HEALS]
+    heals = [o for o in ops[1::2] if o.f in HEALS]
     assert len(heals) == len([f for f in faults if f.value.get("result") != "skipped"])
 
     assert _chain_rules(cluster) == {n.id: [] for n in cluster.nodes}

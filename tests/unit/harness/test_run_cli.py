@@ -6,12 +6,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from faultline.cli import main
 from faultline.errors import SpecError
+from faultline.harness import runner
 from faultline.harness.run_cli import build_spec
 from faultline.harness.runner import RunOutcome, new_run_dir
+from faultline.spec import TestSpec
 from faultline.workloads.queue import WorkloadStats, decode_value
 
 
@@ -79,3 +81,94 @@ def test_exit_codes(valid: bool | str | None, error: str | None, code: int) -> N
 ])
 def test_record_values(raw: bytes | None, value: int | str | None) -> None:
     assert decode_value(raw) == value
+
+
+@pytest.fixture
+def runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[TestSpec]:
+    """The specs `faultline run` went on to run: run_test is replaced by a recorder, so a
+    bad input that got through shows here instead of starting a cluster."""
+    seen: list[TestSpec] = []
+
+    def record(spec: TestSpec, **_: object) -> RunOutcome:
+        seen.append(spec)
+        return RunOutcome(tmp_path, True, WorkloadStats())
+
+    monkeypatch.setattr(runner, "run_test", record)
+    return seen
+
+
+def _one_error_line(result: Result) -> str:
+    """The single line a bad input gives, after checking exit code 2 and nothing else."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("faultline: error: "), result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("topic:\n  partitons: 3\n", "topic: unknown key(s) partitons; known: min_insync_replicas, name"),
+    ("bogus: 1\nname: x\n", "unknown key(s) bogus; known: backend, consumer, kafka"),
+    ("- kill\n- partition\n", "expected a mapping of spec keys, got list"),
+    ("topic: 5\n", "topic: expected a mapping, got int"),
+    ("topic:\n  partitions: three\n", "topic.partitions: expected an integer, got 'three'"),
+    ("kafka:\n  nodes: true\n", "kafka.nodes: expected an integer, got True"),
+    ('time_limit_s: "60"\n', "time_limit_s: expected a number, got '60'"),
+    ("producer:\n  enable_idempotence: yes please\n", "enable_idempotence: expected true or false"),
+    ("topic: [\n", "not valid YAML (line 2)"),
+    ("kafka: !!python/object:os.system {}\n", "not valid YAML (line 1): could not determine a constructor"),
+])
+def test_a_bad_spec_file_is_one_line_naming_it(tmp_path: Path, runs: list[TestSpec], text: str,
+                                               message: str) -> None:
+    f = tmp_path / "spec.yaml"
+    f.write_text(text)
+    line = _one_error_line(CliRunner().invoke(main, ["run", "-f", str(f)]))
+    assert str(f) in line and message in line, line
+    assert runs == []
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("nemesis:\n  faults: [kill, flood]\n", "unknown fault(s) flood"),
+    ("topic:\n  min_insync_replicas: 4\n", "--min-insync must be between 1 and the replication factor 3"),
+])
+def test_a_spec_file_with_bad_values_is_one_line(tmp_path: Path, runs: list[TestSpec], text: str,
+                                                 message: str) -> None:
+    """Whole-spec checks name the option that sets the value, the file's or not."""
+    f = tmp_path / "spec.yaml"
+    f.write_text(text)
+    assert message in _one_error_line(CliRunner().invoke(main, ["run", "-f", str(f)]))
+    assert runs == []
+
+
+def test_a_spec_file_that_is_not_text_is_one_line(tmp_path: Path, runs: list[TestSpec]) -> None:
+    f = tmp_path / "spec.yaml"
+    f.write_bytes(b"\x89PNG\r\n\x1a\n\x00")
+    line = _one_error_line(CliRunner().invoke(main, ["run", "-f", str(f)]))
+    assert line == f"faultline: error: {f}: not UTF-8 text (byte 0)"
+    assert runs == []
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-f", "no-such.yaml"], "Invalid value for '-f' / '--spec': File 'no-such.yaml' does not exist."),
+    (["-f", "."], "is a directory"),
+    (["--nodes", "three"], "Invalid value for '--nodes': 'three' is not a valid integer."),
+    (["--acks", "2"], "Invalid value for '--acks': '2' is not one of"),
+    (["--partitons", "3"], "No such option '--partitons'"),
+    (["--nemesis", "none,kill"], "unknown fault(s) none"),
+])
+def test_a_bad_command_line_is_one_line(runs: list[TestSpec], args: list[str], message: str) -> None:
+    line = _one_error_line(CliRunner().invoke(main, ["run", *args]))
+    assert message in line, line
+    assert runs == []
+
+
+def test_an_unknown_command_is_one_line() -> None:
+    assert "No such command 'rum'" in _one_error_line(CliRunner().invoke(main, ["rum"]))
+
+
+def test_nemesis_none_runs_without_faults(tmp_path: Path, runs: list[TestSpec]) -> None:
+    f = tmp_path / "spec.yaml"
+    f.write_text("nemesis:\n  faults: [kill, partition]\n")
+    result = CliRunner().invoke(main, ["run", "-f", str(f), "--nemesis", "none", "--results", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (spec,) = runs
+    assert spec.nemesis.faults == ()

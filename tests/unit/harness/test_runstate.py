@@ -38,12 +38,29 @@ def test_a_run_whose_owner_lives_is_not_stale() -> None:
     assert not _state(ProcId.of(os.getpid())).is_stale()
 
 
-def test_a_run_whose_owner_died_is_stale() -> None:
-    proc = subprocess.Popen(["true"])
-    owner = ProcId.of(proc.pid)
-    proc.wait()
-    assert owner is None or not owner.alive()
-    assert _state(owner or ProcId(proc.pid, 1)).is_stale()
+def _proc_state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def test_a_run_is_stale_once_its_owner_dies() -> None:
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        owner = ProcId.of(proc.pid)
+        assert owner is not None and owner.alive()
+        state = _state(owner)
+        assert not state.is_stale()
+        proc.kill()
+        deadline = time.monotonic() + 10
+        while _proc_state(proc.pid) != "Z":  # killed, not yet reaped: a zombie
+            assert time.monotonic() < deadline, f"pid {proc.pid} never became a zombie"
+            time.sleep(0.01)
+        assert state.is_stale(), "an owner killed but not yet reaped is dead"
+    finally:
+        proc.wait()
+    assert state.is_stale()
 
 
 def test_a_reused_pid_does_not_count_as_the_owner() -> None:
@@ -54,8 +71,9 @@ def test_a_reused_pid_does_not_count_as_the_owner() -> None:
 
 def test_a_detached_run_is_stale_only_without_processes() -> None:
     me = ProcId.of(os.getpid())
+    assert me is not None
     assert not _state(None, detached=True, nodes={1: me}).is_stale()
-    assert _state(None, detached=True, nodes={1: ProcId(me.pid, me.start + 1) if me else None}).is_stale()
+    assert _state(None, detached=True, nodes={1: ProcId(me.pid, me.start + 1)}).is_stale()
 
 
 def test_new_run_ids_are_valid_and_fresh() -> None:

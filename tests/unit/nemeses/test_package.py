@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ class FakeCluster:
         self.grudge: Mapping[int, Collection[int]] = {}
         self.toxics: list[str] = []
         self.fail: set[str] = set()
+        self.controller: int | None = 2
         self._lock = threading.Lock()
 
     def _call(self, name: str, arg: Any) -> None:
@@ -61,7 +62,7 @@ class FakeCluster:
         return {p: PartitionState(1 + p % n, (1, 2, 3)) for p in range(self.spec.topic.partitions)}
 
     def active_controller(self) -> int | None:
-        return 2
+        return self.controller
 
     def kill(self, node: int) -> None:
         self._call("kill", node)
@@ -114,6 +115,14 @@ class FakeCluster:
     def clean(self) -> bool:
         return (all(n.alive and not n.paused for n in self.nodes) and not self.grudge
                 and not self.toxics)
+
+
+def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``cond`` until it holds; fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"{what}: did not happen within {timeout:.0f} s"
+        time.sleep(0.01)
 
 
 def _spec(faults: tuple[str, ...], **kw: Any) -> TestSpec:
@@ -238,25 +247,50 @@ def test_heal_all_from_another_thread_stops_run(tmp_path: Path) -> None:
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         t = threading.Thread(target=pkg.run, args=(time.monotonic() + 60, h))
         t.start()
-        time.sleep(0.2)
-        started = time.monotonic()
+        _wait_for(lambda: bool(pkg.active), "the first kill held")
         pkg.heal_all(h)
-        t.join(5)
-        assert not t.is_alive() and time.monotonic() - started < 2
+        t.join(30)  # the next step is due at 40 s: only heal_all's stop ends run() before it
+        assert not t.is_alive(), "run() went on after heal_all"
     assert cluster.clean()
     assert [o.f for o in _ops(tmp_path / "h.jsonl")] == ["kill", "kill", "start", "start"]
 
 
-@pytest.mark.parametrize("kind,target", [("isolate-node", 2), ("isolate-controller", 2)])
-def test_partition_plans_record_target_and_grudge(tmp_path: Path, kind: str, target: int) -> None:
+@pytest.mark.parametrize("pick,target", [(0, 1), (1, 2), (2, 3), (5, 3)])  # sorted nodes[pick % 3]
+def test_isolate_node_isolates_the_node_its_pick_chooses(tmp_path: Path, pick: int, target: int) -> None:
     from faultline.nemeses.partition import PartitionNemesis
 
     cluster = FakeCluster(_spec(("partition",)), tmp_path)
     nemesis = PartitionNemesis()
     nemesis.setup(cluster)  # type: ignore[arg-type]
-    value = nemesis.plan(Step(0, "partition", kind, 1, 4), busy=())
+    value = nemesis.plan(Step(0, "partition", "isolate-node", 1, pick), busy=())
     assert value["target"] == target and value["nodes"] == [1, 2, 3]
     assert value["grudge"][str(target)] == [n for n in (1, 2, 3) if n != target]
+
+
+@pytest.mark.parametrize("controller", [1, 2, 3])
+def test_isolate_controller_isolates_the_active_controller_whatever_the_pick(
+        tmp_path: Path, controller: int) -> None:
+    from faultline.nemeses.partition import PartitionNemesis
+
+    cluster = FakeCluster(_spec(("partition",)), tmp_path)
+    cluster.controller = controller
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)  # type: ignore[arg-type]
+    for pick in range(4):  # the pick chooses nothing here: the controller is the target
+        value = nemesis.plan(Step(0, "partition", "isolate-controller", 1, pick), busy=())
+        assert value["target"] == controller, (pick, value)
+        assert value["grudge"][str(controller)] == [n for n in (1, 2, 3) if n != controller]
+
+
+def test_isolate_controller_without_a_controller_is_an_error(tmp_path: Path) -> None:
+    from faultline.nemeses.partition import PartitionNemesis
+
+    cluster = FakeCluster(_spec(("partition",)), tmp_path)
+    cluster.controller = None
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)  # type: ignore[arg-type]
+    with pytest.raises(NemesisError, match="no active controller"):
+        nemesis.plan(Step(0, "partition", "isolate-controller", 1, 0), busy=())
 
 
 def test_halves_bridge_ring_plans(tmp_path: Path) -> None:

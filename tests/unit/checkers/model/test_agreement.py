@@ -100,26 +100,22 @@ def agreement_summary() -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_agreement_summary() -> None:
     summary = agreement_summary()
     print(summary)
     assert len({key for key, _ in disagreements()}) == DIFFERING_CELLS, summary
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_checker_agrees_with_model_up_to_the_listed_reasons() -> None:
     unexplained = {d: kind for d, kind in disagreements().items() if _reason(d, kind) is None}
     assert unexplained == {}
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_every_listed_reason_still_occurs() -> None:
     seen = {_reason(d, kind) for d, kind in disagreements().items()}
     assert set(BEYOND_MODEL) <= seen, f"no longer occurs, drop from BEYOND_MODEL: {set(BEYOND_MODEL) - seen}"
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_every_targeted_schedule_is_beyond_the_bound_and_shows_something_somewhere() -> None:
     table = stored_table()
     stored = {text for found in table.values() for text in found.values()}
@@ -128,12 +124,10 @@ def test_every_targeted_schedule_is_beyond_the_bound_and_shows_something_somewhe
         assert text in stored, f"{name} shows no anomaly the search lacks in any cell"
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_stored_table_covers_the_default_matrix() -> None:
     assert {c.key for c in default_matrix()} <= set(stored_table())
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_every_stored_schedule_still_shows_its_anomaly() -> None:
     stale = []
     for cell in default_matrix():
@@ -145,7 +139,6 @@ def test_every_stored_schedule_still_shows_its_anomaly() -> None:
     assert stale == []
 
 
-@pytest.mark.skipif(not stored_table(), reason="table.json not generated yet")
 def test_a_small_search_finds_nothing_the_table_lacks() -> None:
     for key in ("rf=3 acks=1 min.insync=2 unclean=false faults=kill+leader-fault",
                 "rf=3 acks=all min.insync=2 unclean=false faults=leader-fault+wipe data-loss<=1",

@@ -1,0 +1,48 @@
+"""The report of a real stored run with faults (``data/kill-partition``: ``faultline run
+--nemesis kill,partition --time-limit 20 --rate 40 --interval 5 --seed 3`` on a local
+3-node cluster, its broker logs and report left out). Its files are what the harness
+writes, so this is the report on input no fixture script made up."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from faultline.cli import main
+from faultline.history import read_history
+from tests.schemas import RUN_FILES, validate_run_dir
+
+pytestmark = pytest.mark.e2e
+
+STORED = Path(__file__).parent / "data" / "kill-partition"
+VERDICT = {True: "valid", False: "invalid", "unknown": "unknown"}
+
+
+def test_the_stored_run_validates() -> None:
+    assert validate_run_dir(STORED) == list(RUN_FILES)
+
+
+def test_its_report_shows_the_faults_the_verdict_and_the_broker_state(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(STORED, run_dir)
+    result = CliRunner().invoke(main, ["report", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(run_dir / "report.html")
+    html = (run_dir / "report.html").read_text()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert f'data-verdict="{VERDICT[results["valid"]]}"' in html
+    # one row per fault the nemesis took, named as the history names it
+    taken = [op.f for op in read_history(run_dir / "history.jsonl")
+             if op.process == "nemesis" and op.f in ("kill", "partition") and "result" in (op.value or {})]
+    assert {"kill", "partition"} <= set(taken)
+    rows = [row.split("</td>", 1)[0].rsplit(">", 1)[1] for row in html.split('<tr class="fault">')[1:]]
+    assert sorted(rows) == sorted(taken), rows
+    # the white box as results.json has it: each invariant's status, each election
+    white = results["white_box"]
+    for inv in white["invariants"]:
+        assert f'data-invariant="{inv["name"]}" data-status="{inv["status"]}"' in html, inv["name"]
+    assert html.count('<tr class="election') == len(white["leader_changes"]) > 0
