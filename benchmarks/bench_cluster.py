@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from faultline.harness.local import LocalCluster
+from faultline.cluster.local.cluster import LocalCluster
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 
 

@@ -104,7 +104,7 @@ def cluster_bootstrap(args: argparse.Namespace, spec: TestSpec) -> Iterator[str]
         time.sleep(2)
         yield args.bootstrap
         return
-    from faultline.harness.local import LocalCluster
+    from faultline.cluster.local.cluster import LocalCluster
 
     with LocalCluster(spec) as cluster:
         cluster.create_topic(spec.topic)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from faultline.harness.observe import KafkaSource, Observer, host_data_dirs
-from faultline.harness.segments import LogEndReader
+from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
+from faultline.brokerstate.segments import LogEndReader
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 
 
@@ -66,7 +66,7 @@ def bench_segments(batches: int, records_per_batch: int, body_bytes: int) -> Non
 
 
 def bench_round(records: int, rounds: int) -> None:
-    from faultline.harness.local import LocalCluster
+    from faultline.cluster.local.cluster import LocalCluster
 
     spec = TestSpec(name="bench-observer", kafka=KafkaSpec(heap_mb=384),
                     topic=TopicSpec(name="bench-obs", partitions=3, replication_factor=3))

@@ -20,13 +20,13 @@ from faultline.errors import FaultlineError
 
 #: command name -> "module:attribute" of its click command.
 _COMMANDS: dict[str, str] = {
-    "run": "faultline.harness.run_cli:run",
+    "run": "faultline.run.cli:run",
     "check": "faultline.checkers.cli:check",
-    "report": "faultline.harness.report_cli:report",
+    "report": "faultline.report.cli:report",
     "model": "faultline.checkers.model.cli:model",
-    "setup": "faultline.harness.cli:setup",
-    "doctor": "faultline.harness.cli:doctor",
-    "cluster": "faultline.harness.cli:cluster",
+    "setup": "faultline.cluster.cli:setup",
+    "doctor": "faultline.cluster.cli:doctor",
+    "cluster": "faultline.cluster.cli:cluster",
 }
 
 

@@ -40,7 +40,7 @@ class Family:
     client links, so it can move leadership or take a replica out of the ISR.
     ``destroys_data``: it destroys data a broker had written, not only its process.
     ``needs``: the cluster capabilities its nemesis uses, by protocol name
-    (:mod:`faultline.harness.cluster`). ``model_steps``: the reference model's step
+    (:mod:`faultline.cluster.protocol`). ``model_steps``: the reference model's step
     kinds that model it.
     """
 

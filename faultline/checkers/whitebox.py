@@ -1,8 +1,8 @@
 """White-box invariants: what the brokers' own state says, beside the black-box verdict.
 
 Inputs are files of the run directory, all optional: ``metadata.jsonl`` (the decoded
-KRaft metadata log, see :mod:`faultline.harness.metadata_log`), ``replicas.jsonl``
-(each replica's batches, see :mod:`faultline.harness.replica_logs`) and
+KRaft metadata log, see :mod:`faultline.brokerstate.metadata_log`), ``replicas.jsonl``
+(each replica's batches, see :mod:`faultline.brokerstate.replica_logs`) and
 ``observations.jsonl`` (samples taken during the run: ``time``, ``topic``,
 ``partition``, ``leader``, ``isr``, ``hw``, and per node ``leo`` and ``hw_checkpoint``).
 Only the topic under test is checked. The invariants (DESIGN.md, "White-box

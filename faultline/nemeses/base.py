@@ -25,9 +25,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from faultline.errors import NemesisError
-from faultline.faults import FAMILIES
-from faultline.harness.cluster import (
+from faultline.cluster.protocol import (
     Cluster,
     Killable,
     Partitionable,
@@ -36,6 +34,8 @@ from faultline.harness.cluster import (
     Toxifiable,
     Wipeable,
 )
+from faultline.errors import NemesisError
+from faultline.faults import FAMILIES
 from faultline.history import Op
 from faultline.nemeses.schedule import Step
 

@@ -21,7 +21,7 @@ How a log is cut, per partition directory:
 1. segments (``<20-digit base offset>.log``) are ordered by base offset; the one
    holding the recovery point is the last whose base offset is below it (or the
    first segment, if none is);
-2. its record batches are walked from byte 0 (:func:`faultline.harness.segments.read_batches`)
+2. its record batches are walked from byte 0 (:func:`faultline.brokerstate.segments.read_batches`)
    and the file is truncated at the first batch that is not wholly below the recovery
    point (``last offset >= recovery point``), at a batch torn by the end of the file,
    or at the first header that is not a v2 batch (zero padding, garbage), where
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from faultline.brokerstate.segments import LogEndReader, parse_checkpoint, read_batches, segment_files
 from faultline.errors import NemesisError
-from faultline.harness.segments import LogEndReader, parse_checkpoint, read_batches, segment_files
 from faultline.nemeses.base import NodeFault, killable
 
 CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -55,7 +55,7 @@ _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 
 
 def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
-    """The offsets of a checkpoint file (:func:`faultline.harness.segments.parse_checkpoint`);
+    """The offsets of a checkpoint file (:func:`faultline.brokerstate.segments.parse_checkpoint`);
     an absent file means no flush was ever recorded (empty).
 
     Raises NemesisError naming ``path`` when the file cannot be read or is not well formed.
@@ -72,7 +72,7 @@ def cut_point(segment: Path, recovery_point: int) -> tuple[int, int | None]:
     """Where to truncate a segment so that only offsets below ``recovery_point`` remain.
 
     Returns ``(byte position, next offset)``: the position of the first batch not wholly
-    below the recovery point (or where :func:`faultline.harness.segments.read_batches`
+    below the recovery point (or where :func:`faultline.brokerstate.segments.read_batches`
     stops: a torn tail, what is not a v2 batch, the end of the file), and the offset
     after the last batch kept (None when no batch is kept).
     """
@@ -88,7 +88,7 @@ def cut_point(segment: Path, recovery_point: int) -> tuple[int, int | None]:
 
 def end_offset(partition_dir: Path) -> int:
     """The log end offset as the files show it (Kafka's ``readNextOffset`` of the last
-    segment, see :class:`faultline.harness.segments.LogEndReader`); 0 without segments."""
+    segment, see :class:`faultline.brokerstate.segments.LogEndReader`); 0 without segments."""
     return LogEndReader(partition_dir).read() or 0
 
 

@@ -37,9 +37,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from faultline.cluster.protocol import Cluster
 from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
-from faultline.harness.cluster import Cluster
 from faultline.history import HistoryWriter, Op
 from faultline.nemeses.base import Nemesis
 from faultline.nemeses.kill import KillNemesis

@@ -13,8 +13,8 @@ import random
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from faultline.cluster.protocol import Cluster
 from faultline.errors import NemesisError
-from faultline.harness.cluster import Cluster
 from faultline.history import Op
 from faultline.nemeses.base import (
     LIVE_STATE_TIMEOUT_S,

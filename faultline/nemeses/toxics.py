@@ -25,9 +25,9 @@ import random
 from collections.abc import Collection
 from typing import Any
 
+from faultline.cluster.protocol import Cluster
 from faultline.errors import NemesisError
 from faultline.faults import TOXIC_KINDS
-from faultline.harness.cluster import Cluster
 from faultline.history import Op
 from faultline.nemeses.base import check_capabilities, choose, completed, leaders_snapshot, toxifiable
 from faultline.nemeses.schedule import Step

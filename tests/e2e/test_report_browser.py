@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
-from faultline.harness.report import build_report
+from faultline.report.page import build_report
 from tests.e2e.report_runs import StoredRun, make_run
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faultline.harness.report import build_report
+from faultline.report.page import build_report
 from tests.e2e.report_runs import Scenario, make_run
 
 pytestmark = pytest.mark.e2e

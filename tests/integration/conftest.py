@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from faultline.cluster import kafka_dist
+from faultline.cluster.local.cluster import LocalCluster
 from faultline.errors import SetupError
-from faultline.harness import kafka_dist
-from faultline.harness.local import LocalCluster
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 
 #: Modest heaps: other test suites run clusters on the same machine.

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from faultline.harness.runner import RunOutcome, run_test
 from faultline.history import ReadResult, read_history
+from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import KafkaSpec, TestSpec
 from tests.schemas import valid_lines
 

@@ -12,8 +12,8 @@ import json
 import pytest
 from rich.console import Console
 
-from faultline.harness.runner import RunOutcome, run_test
 from faultline.history import read_history
+from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
 from tests.schemas import RUN_FILES, validate_run_dir
 

@@ -9,13 +9,13 @@ from typing import Any
 import orjson
 import pytest
 
+from faultline.brokerstate.metadata_log import parse_dump, timeline
+from faultline.brokerstate.observe import Observer
+from faultline.brokerstate.replica_logs import replica_summary
 from faultline.checkers.cli import check_run
 from faultline.checkers.queue import check_rows
 from faultline.checkers.synthetic import Shape, generate
-from faultline.harness.cluster import PartitionState
-from faultline.harness.metadata_log import parse_dump, timeline
-from faultline.harness.observe import Observer
-from faultline.harness.replica_logs import replica_summary
+from faultline.cluster.protocol import PartitionState
 from faultline.history import HistoryWriter, iter_rows
 from faultline.spec import TestSpec
 from tests.schemas import validator

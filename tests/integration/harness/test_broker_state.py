@@ -14,9 +14,9 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
+from faultline.brokerstate.collect import collect_broker_state
 from faultline.checkers.whitebox import check_replicas_agree, leader_changes
-from faultline.harness.broker_state import collect_broker_state
-from faultline.harness.local import LocalCluster
+from faultline.cluster.local.cluster import LocalCluster
 from tests.integration.conftest import INTEGRATION_SPEC
 from tests.integration.nemeses.nemesis_helpers import partition_state, running, wait_until
 

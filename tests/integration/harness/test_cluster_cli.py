@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from faultline.harness import netns, runstate
+from faultline.cluster.local import netns, runstate
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.usefixtures("local_backend")]
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from faultline.harness.cluster import (
+from faultline.cluster.local.cluster import LocalCluster
+from faultline.cluster.protocol import (
     Cluster,
     Killable,
     Partitionable,
@@ -20,7 +21,6 @@ from faultline.harness.cluster import (
     Toxifiable,
     Wipeable,
 )
-from faultline.harness.local import LocalCluster
 from tests.integration.nemeses.nemesis_helpers import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from faultline.harness.local import LocalCluster
-from faultline.harness.observe import KafkaSource, Observer, host_data_dirs
+from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
+from faultline.cluster.local.cluster import LocalCluster
 from tests.integration.conftest import INTEGRATION_SPEC
 from tests.integration.nemeses.nemesis_helpers import report, running, wait_until
 

@@ -27,13 +27,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from faultline.cluster.protocol import Cluster
 from faultline.errors import SetupError
-from faultline.harness.cluster import Cluster
-from faultline.harness.runner import RunOutcome, run_test
 from faultline.history import read_history
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.schedule import Step
+from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import KafkaSpec, NemesisSpec, ProducerSpec, TestSpec, TopicSpec
 from tests.integration.conftest import require_root
 from tests.schemas import valid_lines

@@ -12,10 +12,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from faultline.harness import netns, runstate
-from faultline.harness.local import LocalCluster
-from faultline.harness.runstate import RunState
-from faultline.harness.toxiproxy import ToxiproxyClient
+from faultline.cluster.local import netns, runstate
+from faultline.cluster.local.cluster import LocalCluster
+from faultline.cluster.local.runstate import RunState
+from faultline.cluster.toxiproxy import ToxiproxyClient
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 from tests.integration.nemeses.nemesis_helpers import wait_until
 
@@ -27,7 +27,7 @@ SPEC = TestSpec(name="it-teardown", kafka=KafkaSpec(heap_mb=320),
 #: A harness in a child process: starts a cluster, says so, then waits to be signalled.
 HARNESS = textwrap.dedent("""
     import sys, time
-    from faultline.harness.local import LocalCluster
+    from faultline.cluster.local.cluster import LocalCluster
     from faultline.spec import KafkaSpec, TestSpec, TopicSpec
     spec = TestSpec(name="it-teardown", kafka=KafkaSpec(heap_mb=320), topic=TopicSpec(name="it-teardown"))
     with LocalCluster(spec) as cluster:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from toxiproxy.exceptions import NotFound, ProxyExists
 
+from faultline.cluster import kafka_dist
+from faultline.cluster.toxiproxy import ToxiproxyClient, start_server
 from faultline.errors import ClusterError
-from faultline.harness import kafka_dist
-from faultline.harness.toxiproxy import ToxiproxyClient, start_server
 
 pytestmark = pytest.mark.integration
 

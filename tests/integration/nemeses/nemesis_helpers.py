@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from faultline.cluster.local.cluster import LocalCluster
+from faultline.cluster.protocol import PartitionState
 from faultline.errors import FaultlineError
-from faultline.harness.cluster import PartitionState
-from faultline.harness.local import LocalCluster
 from faultline.history import Op
 from faultline.spec import TestSpec
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from faultline.harness.local import LocalCluster
+from faultline.cluster.local.cluster import LocalCluster
 from faultline.history import HistoryWriter, read_history
 from faultline.nemeses.base import NodeFault
 from faultline.nemeses.kill import KillNemesis

@@ -15,7 +15,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from faultline.harness.local import LocalCluster
+from faultline.cluster.local.cluster import LocalCluster
 from faultline.nemeses.lose_unflushed import CHECKPOINT, LoseUnflushedNemesis, read_checkpoint
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 from tests.integration.nemeses.nemesis_helpers import nemesis_op, report, running, wait_until

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from faultline.harness import netns
-from faultline.harness.local import LocalCluster
+from faultline.cluster.local import netns
+from faultline.cluster.local.cluster import LocalCluster
 from faultline.history import HistoryWriter, read_history
 from faultline.nemeses.lose_unflushed import end_offset
 from faultline.nemeses.package import NemesisPackage

@@ -14,7 +14,7 @@ from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
 from faultline.cli import main
 from faultline.errors import HistoryError, SpecError
-from faultline.harness.report import load_run
+from faultline.report.page import load_run
 from faultline.spec import TestSpec
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 

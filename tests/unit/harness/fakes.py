@@ -8,8 +8,8 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from faultline.harness.cluster import PartitionState
-from faultline.harness.segments import HW_CHECKPOINT
+from faultline.brokerstate.segments import HW_CHECKPOINT
+from faultline.cluster.protocol import PartitionState
 
 TOPIC = "fl-queue"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from faultline.harness import kafka_config
+from faultline.cluster import kafka_config
 from faultline.spec import KafkaSpec
 
 ADDRS = {1: "10.241.7.11", 2: "10.241.7.12", 3: "10.241.7.13"}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
-from faultline.harness.metadata_log import RawRecord, parse_dump, timeline
-from faultline.harness.replica_logs import replica_summary
+from faultline.brokerstate.metadata_log import RawRecord, parse_dump, timeline
+from faultline.brokerstate.replica_logs import replica_summary
 from tests.unit.harness.fakes import batch, segment
 
 DUMP = (Path(__file__).parent / "data" / "dumplogsegments-metadata.txt").read_text()

@@ -6,8 +6,8 @@ import ipaddress
 
 import pytest
 
-from faultline.harness import netns
-from faultline.harness.netns import CHAIN, Layout
+from faultline.cluster.local import netns
+from faultline.cluster.local.netns import CHAIN, Layout
 
 NET = ipaddress.IPv4Network("10.241.7.0/24")
 LAYOUT = Layout("abc123", NET, (1, 2, 3))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import orjson
 
-from faultline.harness.cluster import PartitionState
-from faultline.harness.observe import Observer
-from faultline.harness.runner import _observing
+from faultline.brokerstate.observe import Observer
+from faultline.cluster.protocol import PartitionState
 from faultline.history import HistoryWriter
+from faultline.run.runner import _observing
 from faultline.spec import TestSpec
 from tests.unit.harness.fakes import TOPIC, FakeSource, log_dirs
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from faultline.harness.cluster import PartitionState
-from faultline.harness.quiescence import Quiescence, Reading, settled_end
+from faultline.brokerstate.quiescence import Quiescence, Reading, settled_end
+from faultline.cluster.protocol import PartitionState
 
 ALL = frozenset({1, 2, 3})
 #: Partition led by node 2, every replica in the ISR and at log end 120, HW there.

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from faultline.cli import main
+from faultline.cluster.backends import cluster_for
+from faultline.cluster.local.cluster import LocalCluster
 from faultline.errors import SpecError
-from faultline.harness.backends import cluster_for
-from faultline.harness.local import LocalCluster
-from faultline.harness.runner import run_test
+from faultline.run.runner import run_test
 from faultline.spec import TestSpec, WorkloadSpec
 from faultline.workloads import workload_for
 from faultline.workloads.queue import QueueWorkload

@@ -5,7 +5,7 @@ Fault windows themselves are the checker's: tests/unit/checkers/test_measures.py
 
 from __future__ import annotations
 
-from faultline.harness import report_measures as m
+from faultline.report import measures as m
 
 S = 1_000_000_000
 

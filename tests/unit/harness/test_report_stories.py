@@ -3,8 +3,8 @@ none for an example the checker did not tell."""
 
 from __future__ import annotations
 
-from faultline.harness import report_measures as m
-from faultline.harness.report_stories import Storyteller, cell, story_lines
+from faultline.report import measures as m
+from faultline.report.stories import Storyteller, cell, story_lines
 
 S = 1_000_000_000
 

@@ -10,9 +10,9 @@ from click.testing import CliRunner, Result
 
 from faultline.cli import main
 from faultline.errors import SpecError
-from faultline.harness import runner
-from faultline.harness.run_cli import build_spec
-from faultline.harness.runner import RunOutcome, new_run_dir
+from faultline.run import runner
+from faultline.run.cli import build_spec
+from faultline.run.runner import RunOutcome, new_run_dir
 from faultline.spec import TestSpec
 from faultline.workloads.queue import WorkloadStats, decode_value
 

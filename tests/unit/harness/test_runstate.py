@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from faultline.harness import runstate
-from faultline.harness.runstate import ProcId, RunState
+from faultline.cluster.local import runstate
+from faultline.cluster.local.runstate import ProcId, RunState
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from faultline.harness.segments import (
+from faultline.brokerstate.segments import (
     Batch,
     LogEndReader,
     iter_batches,

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from faultline.cluster.waiting import poll_until, wait_until
 from faultline.errors import ClusterError
-from faultline.harness.waiting import poll_until, wait_until
 
 
 def test_it_returns_as_soon_as_the_condition_holds() -> None:

@@ -1,6 +1,6 @@
 """Cutting partition logs back to their recovery points, on segments built here.
 
-Batch walking and checkpoint parsing are :mod:`faultline.harness.segments`' and are
+Batch walking and checkpoint parsing are :mod:`faultline.brokerstate.segments`' and are
 tested with it; here, what lose-unflushed makes of them."""
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError
-from faultline.harness.cluster import PartitionState
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.schedule import Step

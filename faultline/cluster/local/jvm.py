@@ -3,7 +3,7 @@
 :class:`Jvms` knows the Kafka distribution and the broker JVM's flags; it writes each
 node's ``server.properties``, formats its storage with Kafka's own StorageTool, and
 launches its JVM inside the node's network namespace. Which processes run, and the
-run's state, are :class:`~faultline.harness.local.LocalCluster`'s.
+run's state, are :class:`~faultline.cluster.local.cluster.LocalCluster`'s.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from faultline.cluster import kafka_config, kafka_dist
+from faultline.cluster.local.node import LocalNode
+from faultline.cluster.local.runstate import ENV_RUN
 from faultline.errors import ClusterError
-from faultline.harness import kafka_config, kafka_dist
-from faultline.harness.local_node import LocalNode
-from faultline.harness.runstate import ENV_RUN
 from faultline.spec import TestSpec
 
 

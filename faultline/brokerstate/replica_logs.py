@@ -10,7 +10,7 @@ timestamps, and the producer id and sequence). One line per replica is enough::
      "log_end_offset": 1000, "hw_checkpoint": 990,
      "batches": [[base_offset, last_offset, partition_leader_epoch, crc], ...]}
 
-Parsing only the 61-byte batch headers (:func:`faultline.harness.segments.read_batches`,
+Parsing only the 61-byte batch headers (:func:`faultline.brokerstate.segments.read_batches`,
 which ends a segment at a torn tail or at what is not a v2 batch) costs a few ms per
 ten thousand batches, where DumpLogSegments ``--print-data-log`` prints every record
 through a JVM: measured on this machine, 2.2 s for 11,000 records of one replica, most
@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from faultline.harness.segments import HW_CHECKPOINT, read_batches, read_checkpoint, segment_files
+from faultline.brokerstate.segments import HW_CHECKPOINT, read_batches, read_checkpoint, segment_files
 
 
 def replica_summary(data_dir: Path, topic: str, partition: int) -> dict[str, Any] | None:

@@ -1,7 +1,7 @@
 """Collect the brokers' own state after a run, for the white-box checks: the decoded
-KRaft metadata log (``metadata.jsonl``, :mod:`~faultline.harness.metadata_log`) and each
+KRaft metadata log (``metadata.jsonl``, :mod:`~faultline.brokerstate.metadata_log`) and each
 replica's batches of the test topic (``replicas.jsonl``,
-:mod:`~faultline.harness.replica_logs`).
+:mod:`~faultline.brokerstate.replica_logs`).
 
 :func:`collect_broker_state` is what the runner calls after the drain, while the
 cluster is still up: the logs are read where the brokers keep them, nothing is asked
@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from faultline.brokerstate import metadata_log
+from faultline.brokerstate.replica_logs import replica_summary
 from faultline.checkers.whitebox import METADATA_FILE, REPLICAS_FILE
+from faultline.cluster import kafka_dist
+from faultline.cluster.protocol import Cluster, Node
 from faultline.errors import FaultlineError
-from faultline.harness import kafka_dist, metadata_log
-from faultline.harness.cluster import Cluster, Node
-from faultline.harness.replica_logs import replica_summary
 from faultline.spec import TestSpec
 
 _log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ import requests
 from toxiproxy.api import validate_response
 from toxiproxy.toxic import Toxic
 
+from faultline.cluster.waiting import wait_until
 from faultline.errors import ClusterError
-from faultline.harness.waiting import wait_until
 
 TOXIC_KINDS = ("latency", "bandwidth", "slow_close", "timeout", "reset_peer", "slicer", "limit_data")
 STREAMS = ("upstream", "downstream")

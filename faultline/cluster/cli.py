@@ -11,11 +11,11 @@ import sys
 import click
 from confluent_kafka import KafkaException
 
+from faultline.cluster.local import runstate
+from faultline.cluster.local.cluster import LocalCluster
+from faultline.cluster.setup import doctor as run_doctor
+from faultline.cluster.setup import run_setup
 from faultline.errors import ClusterError, FaultlineError
-from faultline.harness import runstate
-from faultline.harness.local import LocalCluster
-from faultline.harness.setup import doctor as run_doctor
-from faultline.harness.setup import run_setup
 from faultline.spec import DEFAULT_KAFKA_VERSION, KafkaSpec, TestSpec, TopicSpec
 
 _version = click.option("--kafka-version", default=DEFAULT_KAFKA_VERSION, show_default=True,

@@ -117,7 +117,7 @@ def run(spec_file: Path | None, name: str | None, acks: str | None, min_insync: 
     }
     spec = build_spec(spec_file, overrides)
 
-    from faultline.harness.runner import run_test
+    from faultline.run.runner import run_test
 
     console = Console(stderr=True)
     try:

@@ -1,7 +1,7 @@
 """What a report draws that the checker does not measure, from the stored history.
 
 The checker's ``measures`` (results.json, or the checker run in memory when a run
-has none: :func:`faultline.harness.report.load_run`) give the fault windows, total
+has none: :func:`faultline.report.page.load_run`) give the fault windows, total
 acknowledged throughput, latency percentiles and unavailability windows; this module
 reads them into the report's types (:func:`fault_windows`, :func:`total_throughput`,
 :func:`percentiles`, :func:`availability`) and computes from ``history.jsonl`` only

@@ -8,11 +8,11 @@
     # everything is gone here: JVMs, Toxiproxy, namespaces, links, rules, state
 
 This module owns the cluster's lifetime and its capabilities; the rest is split by
-idea: :mod:`~faultline.harness.local_node` (a node's view: address, files, process),
-:mod:`~faultline.harness.local_jvm` (configs, storage, launching a JVM),
-:mod:`faultline.harness.netns` (namespaces, bridge, grudges),
-:mod:`~faultline.harness.runstate` (the run's state, and how leftovers of a crashed run
-are found and removed), :mod:`~faultline.harness.signals`. Needs root (namespaces,
+idea: :mod:`~faultline.cluster.local.node` (a node's view: address, files, process),
+:mod:`~faultline.cluster.local.jvm` (configs, storage, launching a JVM),
+:mod:`faultline.cluster.local.netns` (namespaces, bridge, grudges),
+:mod:`~faultline.cluster.local.runstate` (the run's state, and how leftovers of a crashed run
+are found and removed), :mod:`~faultline.cluster.local.signals`. Needs root (namespaces,
 iptables).
 
 Files of node ``i`` live in ``<workdir>/n<i>/``: ``server.properties``, ``data/``
@@ -39,21 +39,22 @@ from typing import Any, Self
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from faultline.cluster import kafka_client, kafka_config, kafka_dist
+from faultline.cluster.local import netns, runstate, signals
+from faultline.cluster.local.jvm import Jvms, tail_file
+from faultline.cluster.local.node import LocalNode
+from faultline.cluster.local.runstate import ENV_RUN, ProcId, RunState
+from faultline.cluster.protocol import Grudge, PartitionState
+from faultline.cluster.toxiproxy import ToxiproxyClient, start_server
+from faultline.cluster.waiting import poll_until, wait_until
 from faultline.errors import ClusterError, SetupError
-from faultline.harness import kafka_client, kafka_config, kafka_dist, netns, runstate, signals
-from faultline.harness.cluster import Grudge, PartitionState
-from faultline.harness.local_jvm import Jvms, tail_file
-from faultline.harness.local_node import LocalNode
-from faultline.harness.runstate import ENV_RUN, ProcId, RunState
-from faultline.harness.toxiproxy import ToxiproxyClient, start_server
-from faultline.harness.waiting import poll_until, wait_until
 from faultline.spec import TestSpec, TopicSpec
 
 
 class LocalCluster:
     """A Kafka cluster of ``spec.kafka.nodes`` nodes in network namespaces.
 
-    Implements :class:`~faultline.harness.cluster.Cluster` and every capability
+    Implements :class:`~faultline.cluster.protocol.Cluster` and every capability
     (Killable, Stoppable, Pausable, Partitionable, Toxifiable, Wipeable). The
     constructor does nothing; :meth:`start` (or ``with``) brings the cluster up. Methods
     are safe to call from several threads.

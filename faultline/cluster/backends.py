@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from faultline.cluster.local.cluster import LocalCluster
+from faultline.cluster.protocol import Cluster
 from faultline.errors import SpecError
-from faultline.harness.cluster import Cluster
-from faultline.harness.local import LocalCluster
 from faultline.spec import TestSpec
 
 #: backend name -> its cluster class, made as ``cls(spec)`` (not yet started).

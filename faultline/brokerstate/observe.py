@@ -15,7 +15,7 @@ Every ``interval_s`` one round writes one line per partition of the topic::
   view, so an isolated broker can answer with a stale one); ``hw``: the high
   watermark clients see (ListOffsets latest, read_uncommitted) from the leader.
 - ``leo``, ``hw_checkpoint``: per replica, read from that node's log directory (see
-  :mod:`faultline.harness.segments`): the log end offset including unflushed appends,
+  :mod:`faultline.brokerstate.segments`): the log end offset including unflushed appends,
   and the high watermark of the node's last ``replication-offset-checkpoint``. They
   work while a broker is paused, partitioned or dead; null where the node's files
   are not on this host or not there.
@@ -39,9 +39,9 @@ from typing import Any, Protocol, Self
 import orjson
 from confluent_kafka.admin import AdminClient
 
-from faultline.harness import kafka_client
-from faultline.harness.cluster import Cluster, PartitionState, Wipeable
-from faultline.harness.segments import HW_CHECKPOINT, LogEnds, read_checkpoint
+from faultline.brokerstate.segments import HW_CHECKPOINT, LogEnds, read_checkpoint
+from faultline.cluster import kafka_client
+from faultline.cluster.protocol import Cluster, PartitionState, Wipeable
 
 #: Seconds a client request of a round may take: a paused broker costs at most this.
 CLIENT_TIMEOUT_S = 2.0
@@ -84,7 +84,7 @@ class KafkaSource:
 
 def host_data_dirs(cluster: Cluster) -> dict[int, Path]:
     """node id -> its log dir, for a cluster whose partition data is on this host
-    (:class:`~faultline.harness.cluster.Wipeable`); empty for any other."""
+    (:class:`~faultline.cluster.protocol.Wipeable`); empty for any other."""
     if not isinstance(cluster, Wipeable):
         return {}
     return {node.id: cluster.data_dir(node.id) for node in cluster.nodes}

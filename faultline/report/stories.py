@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from faultline.harness import report_measures as m
+from faultline.report import measures as m
 
 
 def secs(ns: float | None) -> str:

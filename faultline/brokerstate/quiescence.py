@@ -6,7 +6,7 @@ A partition is *settled* in one reading when
 - the metadata names a leader and every replica is in the ISR;
 - every replica is a registered, unfenced broker;
 - the high watermark clients see (ListOffsets) equals the leader's log end offset,
-  read from the leader's log directory (:mod:`faultline.harness.segments`);
+  read from the leader's log directory (:mod:`faultline.brokerstate.segments`);
 - every replica's log end, read the same way, equals the leader's: all caught up.
 
 It is *quiescent* once the same settled reading has held for :data:`STABLE_S`
@@ -32,12 +32,12 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
+from faultline.brokerstate.observe import host_data_dirs
+from faultline.brokerstate.segments import LogEnds
+from faultline.cluster import kafka_client
+from faultline.cluster.protocol import Cluster, PartitionState
+from faultline.cluster.waiting import poll_until
 from faultline.errors import ClusterError
-from faultline.harness import kafka_client
-from faultline.harness.cluster import Cluster, PartitionState
-from faultline.harness.observe import host_data_dirs
-from faultline.harness.segments import LogEnds
-from faultline.harness.waiting import poll_until
 
 #: How long a settled partition must read the same before it counts as quiescent.
 STABLE_S = 0.5

@@ -32,9 +32,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultline.cluster.local import netns
+from faultline.cluster.waiting import wait_until
 from faultline.errors import ClusterError
-from faultline.harness import netns
-from faultline.harness.waiting import wait_until
 from faultline.spec import TestSpec
 
 ENV_RUN = "FAULTLINE_RUN"

@@ -7,7 +7,7 @@ A nemesis asks for what it needs with ``isinstance``::
 
 Nodes are named by their Kafka ``node.id`` (1, 2, 3, ...) everywhere: in capability
 calls, in grudges and in :meth:`Cluster.leaders`. The local backend
-(:class:`faultline.harness.local.LocalCluster`) implements every capability.
+(:class:`faultline.cluster.local.cluster.LocalCluster`) implements every capability.
 
 Contracts shared by all backends:
 

@@ -49,10 +49,10 @@ from faultline.checkers.whitebox import (
     read_jsonl,
 )
 from faultline.errors import HistoryError
-from faultline.harness import report_measures as m
-from faultline.harness import report_plots as plots
-from faultline.harness.report_stories import Storyteller, cell, secs, text
 from faultline.history import ReadResult, iter_rows
+from faultline.report import measures as m
+from faultline.report import plots
+from faultline.report.stories import Storyteller, cell, secs, text
 from faultline.spec import TestSpec
 
 #: Files of a run directory the report links to, with what each holds.
@@ -486,7 +486,7 @@ def _size(n: float) -> str:
 
 
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("faultline.harness", "templates"),
+    return jinja2.Environment(loader=jinja2.PackageLoader("faultline.report", "templates"),
                               autoescape=jinja2.select_autoescape(("html", "j2")),
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 

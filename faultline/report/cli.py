@@ -1,6 +1,6 @@
 """``faultline report RUN_DIR``: (re)build a stored run's ``report.html``.
 
-The report reads only the run's files (see :func:`faultline.harness.report.build_report`),
+The report reads only the run's files (see :func:`faultline.report.page.build_report`),
 so it can be rebuilt any time, e.g. after ``faultline check`` re-checked the run. A
 directory that is not a readable run is one line on stderr and exit code 2.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from faultline.harness.report import build_report
+from faultline.report.page import build_report
 
 
 @click.command("report")

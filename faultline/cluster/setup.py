@@ -15,9 +15,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from faultline.cluster import kafka_dist
+from faultline.cluster.kafka_dist import Report
+from faultline.cluster.local import netns
 from faultline.errors import FaultlineError, SetupError
-from faultline.harness import kafka_dist, netns
-from faultline.harness.kafka_dist import Report
 from faultline.spec import DEFAULT_KAFKA_VERSION, KafkaSpec, TestSpec, TopicSpec
 
 
@@ -53,7 +54,7 @@ def ensure_cds(dist: kafka_dist.KafkaDist, report: Report, home: str | None = No
     if os.geteuid() != 0:
         report("skipped the class-data archive (needs root); clusters start slower")
         return None
-    from faultline.harness.local import LocalCluster  # local imports setup's modules
+    from faultline.cluster.local.cluster import LocalCluster  # local imports setup's modules
 
     report(f"building the class-data archive for Kafka {dist.version} (one single-node start)")
     spec = TestSpec(

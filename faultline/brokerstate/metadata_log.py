@@ -3,7 +3,7 @@ leader, ISR, ELR and epoch changes, broker registrations and fencing.
 
 Decoding is Kafka's own: ``org.apache.kafka.tools.DumpLogSegments
 --cluster-metadata-decoder`` (Kafka 4.x moved the tool from ``kafka.tools`` in the server
-jar to the ``kafka-tools`` jar; see :func:`~faultline.harness.kafka_dist.tools_classpath`)
+jar to the ``kafka-tools`` jar; see :func:`~faultline.cluster.kafka_dist.tools_classpath`)
 prints each record as ``| offset: N CreateTime: MS ... payload: {"type": ..., "data": ...}``
 (control records as ``LeaderChange: {...}``, ``KRaftVoters: {...}``, ...). This module
 parses that text (:func:`parse_dump`, pure) and turns the records into timeline lines
@@ -43,8 +43,8 @@ from typing import Any
 
 import orjson
 
+from faultline.cluster import kafka_config, kafka_dist
 from faultline.errors import ClusterError
-from faultline.harness import kafka_config, kafka_dist
 
 _log = logging.getLogger(__name__)
 

@@ -74,7 +74,7 @@ def cache_dir() -> Path:
 
 def log4j_config() -> Path:
     """The packaged log4j2 config (server.log, state-change.log, controller.log)."""
-    return Path(str(resources.files("faultline.harness") / "data" / "log4j2.properties"))
+    return Path(str(resources.files("faultline.cluster") / "data" / "log4j2.properties"))
 
 
 def find_java() -> Path:
@@ -134,7 +134,7 @@ def ensure_kafka(
     with tempfile.TemporaryDirectory(dir=libs.parent, prefix=".mvn-") as tmp:
         pom = Path(tmp) / "pom.xml"
         pom.write_bytes(
-            (resources.files("faultline.harness") / "data" / "kafka-dist.pom.xml").read_bytes()
+            (resources.files("faultline.cluster") / "data" / "kafka-dist.pom.xml").read_bytes()
         )
         out = Path(tmp) / "libs"
         cmd = [

@@ -5,7 +5,7 @@ round trip.
 Backend-independent: every function needs only bootstrap servers or an admin client
 made from them, so the local backend and the observer ask Kafka the same way.
 librdkafka's own log lines (connection refused while a node starts, ...) go to the
-``faultline.harness.kafka_client`` logger, not straight to stderr.
+``faultline.cluster.kafka_client`` logger, not straight to stderr.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # stubs lack it
 from confluent_kafka.cimpl import NewTopic
 
+from faultline.cluster.protocol import PartitionState
 from faultline.errors import ClusterError
-from faultline.harness.cluster import PartitionState
 from faultline.spec import TopicSpec
 
 #: One partition per node, led by that node: a round trip through it crosses every proxy.
 HEALTH_TOPIC = "faultline-health"
-CLIENT_LOG = logging.getLogger("faultline.harness.kafka_client")
+CLIENT_LOG = logging.getLogger("faultline.cluster.kafka_client")
 CLIENT_LOG.addHandler(logging.NullHandler())
 
 

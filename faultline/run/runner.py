@@ -21,7 +21,7 @@
 verdict decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
 
 Seams for the parts written elsewhere: the cluster comes from ``cluster_factory``
-(default: the backend ``spec.backend`` names, :func:`~faultline.harness.backends.cluster_for`),
+(default: the backend ``spec.backend`` names, :func:`~faultline.cluster.backends.cluster_for`),
 the workload from :func:`~faultline.workloads.workload_for`, the nemesis from
 ``nemesis_factory`` (default :meth:`~faultline.nemeses.package.NemesisPackage.from_spec`,
 which does nothing for a spec without faults), the verdict from
@@ -46,13 +46,13 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from faultline.brokerstate.collect import collect_broker_state
+from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
+from faultline.brokerstate.quiescence import wait_quiescent
 from faultline.checkers.whitebox import OBSERVATIONS_FILE
+from faultline.cluster.backends import cluster_for
+from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
-from faultline.harness.backends import cluster_for
-from faultline.harness.broker_state import collect_broker_state
-from faultline.harness.cluster import Cluster
-from faultline.harness.observe import KafkaSource, Observer, host_data_dirs
-from faultline.harness.quiescence import wait_quiescent
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
 from faultline.nemeses.schedule import Step
 from faultline.spec import TestSpec
@@ -305,7 +305,7 @@ def _report(run_dir: Path) -> Path | None:
     """THE single call site of the HTML report (report.html). A report that cannot be
     built is logged and does not change the verdict."""
     try:
-        from faultline.harness.report import build_report
+        from faultline.report.page import build_report
 
         return build_report(run_dir)
     except (FaultlineError, OSError) as e:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from faultline.harness import kafka_config
+from faultline.cluster import kafka_config
 
 if TYPE_CHECKING:
-    from faultline.harness.local import LocalCluster
+    from faultline.cluster.local.cluster import LocalCluster
 
 
 class LocalNode:
-    """One node of a :class:`LocalCluster` (the :class:`~faultline.harness.cluster.Node`
+    """One node of a :class:`LocalCluster` (the :class:`~faultline.cluster.protocol.Node`
     protocol). Its process is managed by the cluster; this is a view."""
 
     def __init__(self, cluster: LocalCluster, node_id: int) -> None:
