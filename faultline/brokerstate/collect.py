@@ -18,10 +18,10 @@ from typing import Protocol, runtime_checkable
 
 from faultline.brokerstate import metadata_log
 from faultline.brokerstate.replica_logs import replica_summary
-from faultline.checkers.whitebox import METADATA_FILE, REPLICAS_FILE
 from faultline.cluster import kafka_dist
 from faultline.cluster.protocol import Cluster, Node
 from faultline.errors import FaultlineError
+from faultline.rundir import METADATA_FILE, REPLICAS_FILE, write_jsonl
 from faultline.spec import TestSpec
 
 _log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
         summaries = [{**summary, "node": n.id}
                      for p in range(spec.topic.partitions) for n in cluster.nodes
                      if (summary := replica_summary(n.data_dir, spec.topic.name, p)) is not None]
-        metadata_log.write_jsonl(run_dir / REPLICAS_FILE, summaries)
+        write_jsonl(run_dir / REPLICAS_FILE, summaries)
         _log.info("summarized %d replica logs (%d batches) in %.2f s", len(summaries),
                   sum(len(x["batches"]) for x in summaries), time.monotonic() - started)
     except (OSError, ValueError) as e:

@@ -45,6 +45,7 @@ import orjson
 
 from faultline.cluster import kafka_config, kafka_dist
 from faultline.errors import ClusterError
+from faultline.rundir import write_jsonl
 
 _log = logging.getLogger(__name__)
 
@@ -217,18 +218,6 @@ def dump(dist: kafka_dist.KafkaDist, files: Sequence[Path], timeout: float = DUM
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
         raise ClusterError(f"DumpLogSegments failed on {files[0].parent}: {tail}")
     return done.stdout
-
-
-def write_jsonl(path: Path, lines: Iterable[Mapping[str, Any]]) -> int:
-    """Write ``lines`` as JSON lines to ``path`` (through a temporary file); returns the count."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    n = 0
-    with tmp.open("wb") as fh:
-        for line in lines:
-            fh.write(orjson.dumps(line) + b"\n")
-            n += 1
-    tmp.replace(path)
-    return n
 
 
 def decode_metadata(dist: kafka_dist.KafkaDist, metadata_dir: Path, out: Path,

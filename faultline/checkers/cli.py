@@ -8,9 +8,7 @@ half-written verdict.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from faultline.checkers.result import UNKNOWN, Result, unknown_result
 from faultline.checkers.stored import check_stored
 from faultline.checkers.whitebox import verdict_line
 from faultline.errors import FaultlineError
+from faultline.rundir import RESULTS_FILE, write_atomic
 
 #: Exit codes of ``faultline check`` (and ``faultline run``), by verdict.
 EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
@@ -44,20 +43,9 @@ def check_run(run_dir: Path) -> Result:
 
 
 def write_results(run_dir: Path, result: Result) -> Path:
-    """Write ``results.json`` atomically (temp file, fsync, rename); return its path."""
-    path = Path(run_dir) / "results.json"
+    """Write ``results.json`` atomically (:func:`~faultline.rundir.write_atomic`); return its path."""
     data = orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
-    fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomic(Path(run_dir) / RESULTS_FILE, data)
 
 
 def summary(result: Result) -> str:

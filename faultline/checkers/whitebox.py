@@ -50,16 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from faultline.checkers.guarantees import DATA_LOSS_FAULTS, PartitionState, Timeline
 from faultline.checkers.result import UNKNOWN, Valid, merge_valid
 from faultline.errors import HistoryError
+from faultline.rundir import METADATA_FILE, OBSERVATIONS_FILE, REPLICAS_FILE, read_jsonl
 from faultline.spec import TestSpec
 
-METADATA_FILE = "metadata.jsonl"
-REPLICAS_FILE = "replicas.jsonl"
-OBSERVATIONS_FILE = "observations.jsonl"
 #: results.json keeps at most this many examples per invariant.
 MAX_EXAMPLES = 100
 #: Faults after which a node's checkpoint files may describe data it no longer has.
@@ -123,28 +119,6 @@ class Invariant:
 
 
 # --- reading -------------------------------------------------------------------------
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every line of a JSON-lines file as an object; HistoryError naming the line for a
-    line that is not a JSON object (a cut last line included: these files are written
-    whole, after the run)."""
-    out: list[dict[str, Any]] = []
-    try:
-        with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = orjson.loads(raw)
-                except orjson.JSONDecodeError as e:
-                    raise HistoryError(str(path), lineno, f"not valid JSON ({e})") from None
-                if not isinstance(obj, dict):
-                    raise HistoryError(str(path), lineno, "expected a JSON object")
-                out.append(obj)
-    except OSError as e:
-        raise HistoryError(str(path), None, f"cannot read: {e.strerror}") from None
-    return out
 
 
 def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> None:

@@ -1,0 +1,11 @@
+"""The cluster under test: the backend protocol, the backends, and what they share.
+
+Owns the ``Cluster`` protocol and its capabilities (:mod:`.protocol`), the backends by
+name (:mod:`.backends`), Kafka's distribution, broker config and client queries
+(:mod:`.kafka_dist`, :mod:`.kafka_config`, :mod:`.kafka_client`), Toxiproxy
+(:mod:`.toxiproxy`), the one waiting loop (:mod:`.waiting`), the set-up and
+``faultline doctor`` (:mod:`.setup`), ``faultline setup`` / ``cluster up|status|down``
+(:mod:`.cli`), and the local backend (:mod:`.local`).
+
+May import: errors, faults, spec, rundir.
+"""

@@ -6,4 +6,7 @@ in that record; a module here only says how to apply and heal it.
 :mod:`~faultline.nemeses.schedule` draws the seeded schedule (pure),
 :mod:`~faultline.nemeses.package` drives it and always heals at the end,
 :mod:`~faultline.nemeses.base` holds the ``Nemesis`` protocol and the capability checks.
+
+May import: errors, faults, spec, history, cluster (the protocol and capabilities),
+brokerstate (the on-disk formats lose-unflushed cuts logs back with).
 """

@@ -27,7 +27,6 @@ epoch at the acknowledgement and the election that followed.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,26 +39,30 @@ import orjson
 
 from faultline.checkers.result import ANOMALIES, unknown_result
 from faultline.checkers.stored import check_stored
-from faultline.checkers.whitebox import (
-    METADATA_FILE,
-    OBSERVATIONS_FILE,
-    REPLICAS_FILE,
-    BrokerFiles,
-    check_white_box,
-    read_jsonl,
-)
+from faultline.checkers.whitebox import BrokerFiles, check_white_box
 from faultline.errors import HistoryError
 from faultline.history import ReadResult, iter_rows
 from faultline.report import measures as m
 from faultline.report import plots
 from faultline.report.stories import Storyteller, cell, secs, text
+from faultline.rundir import (
+    HISTORY_FILE,
+    METADATA_FILE,
+    OBSERVATIONS_FILE,
+    REPLICAS_FILE,
+    REPORT_FILE,
+    RESULTS_FILE,
+    TEST_FILE,
+    read_jsonl,
+    write_atomic,
+)
 from faultline.spec import TestSpec
 
 #: Files of a run directory the report links to, with what each holds.
 RUN_FILES: tuple[tuple[str, str], ...] = (
-    ("test.json", "the test spec as it ran"),
-    ("history.jsonl", "every client and nemesis operation"),
-    ("results.json", "the checker's verdict and anomalies"),
+    (TEST_FILE, "the test spec as it ran"),
+    (HISTORY_FILE, "every client and nemesis operation"),
+    (RESULTS_FILE, "the checker's verdict and anomalies"),
     (OBSERVATIONS_FILE, "white-box samples: leader, ISR, HW, LEO per replica"),
     (METADATA_FILE, "the decoded KRaft metadata log"),
     (REPLICAS_FILE, "each replica's record batches (offsets, CRC) after the run"),
@@ -97,27 +100,23 @@ def build_report(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     html = render_report(run)
-    out = run_dir / "report.html"
-    tmp = run_dir / f".report.html.{os.getpid()}.tmp"
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
-    return out
+    return write_atomic(run_dir / REPORT_FILE, html.encode())
 
 
 def load_run(run_dir: Path) -> RunData:
     """Read a run directory into a :class:`RunData` (errors as in :func:`build_report`)."""
     if not run_dir.is_dir():
         raise HistoryError(str(run_dir), None, "not a run directory (no such directory)")
-    spec_path = run_dir / "test.json"
+    spec_path = run_dir / TEST_FILE
     if not spec_path.is_file():
         raise HistoryError(str(spec_path), None, "missing: is this a run directory?")
     spec = TestSpec.load(spec_path)
-    hist_path = run_dir / "history.jsonl"
+    hist_path = run_dir / HISTORY_FILE
     if not hist_path.is_file():
         raise HistoryError(str(hist_path), None, "missing: is this a run directory?")
     rr = ReadResult()
     history = m.summarize(iter_rows(hist_path, rr))  # fills rr.truncated
-    results_path = run_dir / "results.json"
+    results_path = run_dir / RESULTS_FILE
     stored = _read_json(results_path) if results_path.is_file() else None
     if stored is not None and not isinstance(stored, dict):
         raise HistoryError(str(results_path), None, "expected a JSON object")

@@ -32,12 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -49,12 +47,12 @@ from rich.text import Text
 from faultline.brokerstate.collect import collect_broker_state
 from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
 from faultline.brokerstate.quiescence import wait_quiescent
-from faultline.checkers.whitebox import OBSERVATIONS_FILE
 from faultline.cluster.backends import cluster_for
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
 from faultline.nemeses.schedule import Step
+from faultline.rundir import HISTORY_FILE, OBSERVATIONS_FILE, TEST_FILE, new_run_dir
 from faultline.spec import TestSpec
 from faultline.workloads import Workload, workload_for
 from faultline.workloads.drain import PartitionDrain, drain
@@ -122,35 +120,6 @@ def _nemesis_package(spec: TestSpec, cluster: Cluster) -> NemesisSchedule:
     return NemesisPackage.from_spec(spec, cluster)
 
 
-def new_run_dir(results: Path, name: str, now: datetime | None = None) -> Path:
-    """Create ``results/<name>/<UTC timestamp>/`` (a suffix keeps two runs of one
-    second apart) and point ``results/latest`` at it; returns the directory."""
-    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    base = results / name
-    base.mkdir(parents=True, exist_ok=True)
-    run_dir = base / stamp
-    n = 1
-    while True:
-        try:
-            run_dir.mkdir()
-            break
-        except FileExistsError:
-            run_dir = base / f"{stamp}-{n}"
-            n += 1
-    _point_latest(results, run_dir)
-    return run_dir
-
-
-def _point_latest(results: Path, run_dir: Path) -> None:
-    """Atomically replace ``results/latest`` with a relative symlink to ``run_dir``."""
-    link = results / "latest"
-    tmp = results / f".latest.{os.getpid()}"
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    tmp.symlink_to(run_dir.relative_to(results))
-    tmp.replace(link)
-
-
 def run_test(spec: TestSpec, *, results: Path = Path("results"),
              console: Console | None = None,
              cluster_factory: ClusterFactory | None = None,
@@ -168,11 +137,11 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
     console = console or Console(stderr=True)
     run_dir = new_run_dir(results, spec.name)
     spec = replace(spec, start_wall_ms=time.time_ns() // 1_000_000)
-    (run_dir / "test.json").write_bytes(orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))
+    (run_dir / TEST_FILE).write_bytes(orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))
     outcome = RunOutcome(run_dir, None, WorkloadStats())
     progress = _Progress(console, spec)
     with _client_log(run_dir / "faultline.log"), progress:
-        history = _TrackingHistory(run_dir / "history.jsonl")
+        history = _TrackingHistory(run_dir / HISTORY_FILE)
         try:
             _lifecycle(spec, run_dir, history, progress, outcome, factory, make_workload,
                        nemesis_factory)

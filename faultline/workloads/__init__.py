@@ -5,7 +5,7 @@ one, the queue (:mod:`.queue`: producers and consumers through confluent-kafka, 
 the classification of send outcomes in :mod:`.outcomes`). :mod:`.drain` reads every
 partition back after the run.
 
-May import: errors, spec, history.
+May import: errors, faults, spec, history.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from faultline.cli import main
 from faultline.errors import SpecError
 from faultline.run import runner
 from faultline.run.cli import build_spec
-from faultline.run.runner import RunOutcome, new_run_dir
+from faultline.run.runner import RunOutcome
+from faultline.rundir import new_run_dir
 from faultline.spec import TestSpec
 from faultline.workloads.queue import WorkloadStats, decode_value
 

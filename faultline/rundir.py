@@ -1,0 +1,118 @@
+"""The run directory (docs/HISTORY.md): its file names, how one is made, and how its
+files are written and read.
+
+``results/<test-name>/<UTC timestamp>/``, with ``results/latest`` pointing at the newest
+run. Every file a run writes whole after the fact (results.json, report.html,
+metadata.jsonl, replicas.jsonl) goes through :func:`write_atomic`, so a crash mid-write
+leaves the old file or none, never half of one. ``history.jsonl`` is the exception: it
+is appended as the run goes (:class:`faultline.history.HistoryWriter`).
+
+Imports nothing of the project but :mod:`faultline.errors`: every layer may use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from faultline.errors import HistoryError
+
+TEST_FILE = "test.json"
+HISTORY_FILE = "history.jsonl"
+RESULTS_FILE = "results.json"
+REPORT_FILE = "report.html"
+OBSERVATIONS_FILE = "observations.jsonl"
+METADATA_FILE = "metadata.jsonl"
+REPLICAS_FILE = "replicas.jsonl"
+NODES_DIR = "nodes"
+LATEST = "latest"
+
+
+def new_run_dir(results: Path, name: str, now: datetime | None = None) -> Path:
+    """Create ``results/<name>/<UTC timestamp>/`` (a suffix keeps two runs of one
+    second apart) and point ``results/latest`` at it; returns the directory."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    base = results / name
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir = base / stamp
+    n = 1
+    while True:
+        try:
+            run_dir.mkdir()
+            break
+        except FileExistsError:
+            run_dir = base / f"{stamp}-{n}"
+            n += 1
+    _point_latest(results, run_dir)
+    return run_dir
+
+
+def _point_latest(results: Path, run_dir: Path) -> None:
+    """Atomically replace ``results/latest`` with a relative symlink to ``run_dir``."""
+    link = results / LATEST
+    tmp = results / f".{LATEST}.{os.getpid()}"
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    tmp.symlink_to(run_dir.relative_to(results))
+    tmp.replace(link)
+
+
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
+    """Write ``data`` (bytes, or chunks of it) to ``path`` through a temporary file in the
+    same directory, fsynced, then renamed over it; returns ``path``. On any error the
+    temporary file is removed and ``path`` is as it was."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in [data] if isinstance(data, bytes) else data:
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_jsonl(path: Path, lines: Iterable[Mapping[str, Any]]) -> int:
+    """Write ``lines`` as JSON lines to ``path`` atomically; returns how many."""
+    n = 0
+
+    def encoded() -> Iterable[bytes]:
+        nonlocal n
+        for line in lines:
+            n += 1
+            yield orjson.dumps(line) + b"\n"
+
+    write_atomic(path, encoded())
+    return n
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every line of a JSON-lines file as an object; HistoryError naming the line for a
+    line that is not a JSON object (a cut last line included: these files are written
+    whole, after the run). Blank lines are skipped."""
+    out: list[dict[str, Any]] = []
+    try:
+        with path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError as e:
+                    raise HistoryError(str(path), lineno, f"not valid JSON ({e})") from None
+                if not isinstance(obj, dict):
+                    raise HistoryError(str(path), lineno, "expected a JSON object")
+                out.append(obj)
+    except OSError as e:
+        raise HistoryError(str(path), None, f"cannot read: {e.strerror}") from None
+    return out
