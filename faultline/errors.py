@@ -25,7 +25,7 @@ class SpecError(FaultlineError):
 
 
 class HistoryError(FaultlineError):
-    """A history file is unreadable or breaks the format of HISTORY.md.
+    """A history file is unreadable or breaks the format of docs/history.md.
 
     ``path`` and ``line`` (1-based, or None when the whole file is at fault) say where.
     """

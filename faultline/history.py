@@ -1,4 +1,4 @@
-"""Operations and the ``history.jsonl`` file (HISTORY.md, v1).
+"""Operations and the ``history.jsonl`` file (docs/history.md, v1).
 
 An :class:`Op` is data: ``invoke`` starts an operation, ``ok`` says it happened,
 ``fail`` that it certainly did not, ``info`` that nobody knows. The
@@ -269,7 +269,7 @@ def _check_row(name: str, lineno: int, d: Any, expected_index: int, last_time: i
 
 
 class _PairingChecker:
-    """Tracks open invokes per process to enforce HISTORY.md's pairing rules."""
+    """Tracks open invokes per process to enforce docs/history.md's pairing rules."""
 
     __slots__ = ("_name", "_open_other", "_open_sends", "_retired")
 

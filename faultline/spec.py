@@ -1,7 +1,7 @@
 """The test spec: one frozen value built from CLI options and an optional YAML file.
 
 Every part of a run receives the spec; nothing reads globals. Variants are made with
-``dataclasses.replace``. ``TestSpec.to_json()`` is what ``test.json`` holds (HISTORY.md),
+``dataclasses.replace``. ``TestSpec.to_json()`` is what ``test.json`` holds (docs/history.md),
 and ``TestSpec.from_mapping`` reads it (or a YAML spec) back, rejecting unknown keys
 with a message that names them.
 """
@@ -62,7 +62,7 @@ class TopicSpec:
 
 @dataclass(frozen=True, slots=True)
 class ProducerSpec:
-    """Producer settings, named as in HISTORY.md's ``test.json``."""
+    """Producer settings, named as in docs/history.md's ``test.json``."""
 
     acks: Acks = "all"
     enable_idempotence: bool = True
@@ -134,7 +134,7 @@ class TestSpec:
 
         ``strict`` rejects unknown keys (a typo in a user's YAML must not pass
         silently); ``strict=False`` ignores them, for reading a ``test.json`` that a
-        later version or another tool wrote with more keys, as HISTORY.md allows.
+        later version or another tool wrote with more keys, as docs/history.md allows.
         """
         spec: TestSpec = _from_mapping(cls, data, source, strict)
         return spec
@@ -142,7 +142,7 @@ class TestSpec:
     @classmethod
     def load(cls, path: Path) -> TestSpec:
         """A stored ``test.json``, read with ``strict=False`` (extra keys are welcome,
-        HISTORY.md); one SpecError line naming ``path`` if it is unreadable or invalid."""
+        docs/history.md); one SpecError line naming ``path`` if it is unreadable or invalid."""
         try:
             data = orjson.loads(Path(path).read_bytes())
         except OSError as e:

@@ -29,7 +29,7 @@ def valid_lines(path: Path, schema: str) -> list[dict[str, Any]]:
     return lines
 
 
-#: A run directory's files and the schema each is held to (HISTORY.md); JSON-lines files
+#: A run directory's files and the schema each is held to (docs/history.md); JSON-lines files
 #: are validated line by line.
 RUN_FILES = {
     "test.json": "test.schema.json",

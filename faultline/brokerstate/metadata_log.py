@@ -1,4 +1,4 @@
-"""The KRaft metadata log, decoded into ``metadata.jsonl`` (HISTORY.md): a timeline of
+"""The KRaft metadata log, decoded into ``metadata.jsonl`` (docs/history.md): a timeline of
 leader, ISR, ELR and epoch changes, broker registrations and fencing.
 
 Decoding is Kafka's own: ``org.apache.kafka.tools.DumpLogSegments

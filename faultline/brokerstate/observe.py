@@ -1,4 +1,4 @@
-"""The white-box observer: samples the brokers' own state during a run (DESIGN.md,
+"""The white-box observer: samples the brokers' own state during a run (docs/design.md,
 "White-box observers") into ``observations.jsonl``.
 
 Every ``interval_s`` one round writes one line per partition of the topic::

@@ -1,6 +1,6 @@
 """Which anomalies Kafka's guarantees permit, for a test's config and the faults it saw.
 
-The table is DESIGN.md's "Guarantees" table, written once, in :func:`rules`, each row
+The table is docs/design.md's "Guarantees" table, written once, in :func:`rules`, each row
 with the reason a person reads in the report. It is a hypothesis: the reference model
 (``faultline/checkers/model/``) explores fault schedules per config and cross-checks
 :func:`permitted`; keep that signature stable.
@@ -96,7 +96,7 @@ class PartitionState:
 #: topic-partition -> its state after each change, in metadata log order.
 Timeline = Mapping[TopicPartition, Sequence[PartitionState]]
 
-#: Rule keys beyond the anomaly names: inconsistent-offsets has two rows in DESIGN.md.
+#: Rule keys beyond the anomaly names: inconsistent-offsets has two rows in docs/design.md.
 ISO_ACK = "inconsistent-offsets:ack"
 ISO_READS = "inconsistent-offsets:reads"
 
@@ -140,7 +140,7 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     """Every rule that permits something, rule key -> reason; absent keys forbid.
 
     Keys are the anomaly names, except that inconsistent-offsets has two rows, as
-    in DESIGN.md: :data:`ISO_ACK` (one of the disagreeing associations is an ack)
+    in docs/design.md: :data:`ISO_ACK` (one of the disagreeing associations is an ack)
     and :data:`ISO_READS` (only reads disagree). ``faults`` describe one partition
     (see the module docstring); committed data can be lost only as
     :func:`committed_loss_reason` says.

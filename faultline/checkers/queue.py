@@ -1,12 +1,12 @@
 """The queue checker: what was acknowledged against what was read, per topic-partition.
 
-A pure function of a test spec and a history (HISTORY.md): :func:`check` takes ops,
+A pure function of a test spec and a history (docs/history.md): :func:`check` takes ops,
 :func:`check_rows` the parsed rows :func:`faultline.history.iter_rows` yields (the fast
 path for files). It streams the history once; memory grows with the number of
 distinct values and offsets (int64 columns, see :mod:`faultline.checkers.columns`),
 not with the number of lines.
 
-Anomalies (DESIGN.md), with the choices made where the table leaves room:
+Anomalies (docs/design.md), with the choices made where the table leaves room:
 
 - lost-write: an ``ok`` send whose value is not in its partition's completed drain.
   Sends that ended ``info`` (or never completed) are never lost: unknown until read.
@@ -16,7 +16,7 @@ Anomalies (DESIGN.md), with the choices made where the table leaves room:
 - inconsistent-offsets: one offset associated with two values across acks, polls and
   the drain (complete or not: every drained record is real), counted once per
   offset; also an ack whose offset the completed drain leaves empty while holding
-  the value elsewhere. ``involves_ack`` says which DESIGN.md row judges it: true when
+  the value elsewhere. ``involves_ack`` says which docs/design.md row judges it: true when
   an ack's association is the wrong one (two acks disagree, or the drain holds
   another value there, or with the drain silent a read disagrees with the ack);
   false when the ack agrees with the drain and only reads disagree.
@@ -102,7 +102,7 @@ def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
                truncated: bool | ReadResult = False, source: str = "history",
                unavailable_after_ns: int | None = None, timeline: Timeline | None = None,
                replicas: Sequence[dict[str, Any]] | None = None) -> Result:
-    """Check a history given as parsed rows (dicts with HISTORY.md's fields).
+    """Check a history given as parsed rows (dicts with docs/history.md's fields).
 
     ``truncated`` says the history was cut short (its verdict is then at most
     unknown); given the :class:`~faultline.history.ReadResult` the rows' reader fills,
@@ -314,7 +314,7 @@ class Engine:
     def _bad_value(self, d: dict[str, Any], val: Any) -> None:
         what = "was already sent" if val in self.vslot else "is not a usable integer"
         raise HistoryError(self.source, _line(d), f"send value {val!r} {what}: "
-                           "values must be unique integers (HISTORY.md)")
+                           "values must be unique integers (docs/history.md)")
 
     def _drain(self, d: dict[str, Any]) -> None:
         v = d["value"]

@@ -7,7 +7,7 @@ history was cut short, or the checker itself failed). Verdicts compose with
 :func:`merge_valid`: false beats unknown beats true, so an error can never turn into a
 pass.
 
-:meth:`Result.to_json` is exactly the ``results.json`` of HISTORY.md (``valid``,
+:meth:`Result.to_json` is exactly the ``results.json`` of docs/history.md (``valid``,
 ``anomaly_counts``, ``anomalies``, ``permitted``, ``violations``, ``unknown``,
 ``stats``) plus the extra fields documented in ``faultline/schemas/results.schema.json``.
 """
@@ -21,7 +21,7 @@ from typing import Any, Literal
 Valid = bool | Literal["unknown"]
 UNKNOWN: Literal["unknown"] = "unknown"
 
-#: Every anomaly type the checker knows, in DESIGN.md's order. ``anomaly_counts``
+#: Every anomaly type the checker knows, in docs/design.md's order. ``anomaly_counts``
 #: always names all of them.
 ANOMALIES: tuple[str, ...] = (
     "lost-write",
@@ -35,7 +35,7 @@ ANOMALIES: tuple[str, ...] = (
     "poll-skip",
 )
 
-#: results.json keeps at most this many examples per anomaly type (HISTORY.md).
+#: results.json keeps at most this many examples per anomaly type (docs/history.md).
 MAX_EXAMPLES = 1000
 
 
@@ -56,7 +56,7 @@ class Result:
     ``anomaly_counts`` counts them all. ``unknown`` entries are objects with at least
     ``kind`` and ``why``; ``affects_verdict`` says whether the entry is one of the
     reasons ``valid`` is ``"unknown"``. ``extra`` holds the fields results.json adds
-    beyond HISTORY.md (``permitted_reasons``, ``measures``, ``partitions``, ...).
+    beyond docs/history.md (``permitted_reasons``, ``measures``, ``partitions``, ...).
     """
 
     valid: Valid
@@ -71,7 +71,7 @@ class Result:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``results.json`` object: HISTORY.md's fields first, then the extras."""
+        """The ``results.json`` object: docs/history.md's fields first, then the extras."""
         out: dict[str, Any] = {
             "valid": self.valid,
             "anomaly_counts": dict(self.anomaly_counts),

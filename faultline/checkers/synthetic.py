@@ -2,7 +2,7 @@
 
 :func:`generate` simulates producers, consumers and a nemesis against a log that
 keeps every promise (each written record stays at its offset forever, consumers
-read in order from 0, a failed send is never written), and yields HISTORY.md rows.
+read in order from 0, a failed send is never written), and yields docs/history.md rows.
 The queue checker must find no anomaly in them; tests mutate them to plant one.
 Deterministic for a given :class:`Shape` (its seed included).
 """

@@ -89,7 +89,7 @@ class Collected:
         MAX_EXAMPLES are kept.
 
         ``allowed`` says whether this instance is permitted (default: whether ``name``
-        is on ``tp``); an inconsistent-offsets instance passes its own DESIGN.md row's
+        is on ``tp``); an inconsistent-offsets instance passes its own docs/design.md row's
         answer (:meth:`iso_reason`).
         """
         if allowed is None:
@@ -116,7 +116,7 @@ class Collected:
         return {"story": story[0], "explanation": story[1]}
 
     def violations(self) -> list[str]:
-        """Types seen that the guarantees forbid, in DESIGN.md's order."""
+        """Types seen that the guarantees forbid, in docs/design.md's order."""
         return [name for name in ANOMALIES if name in self.forbidden_seen]
 
     def run_reasons(self, names: Sequence[str], engine: Engine) -> tuple[dict[str, str], dict[str, str]]:
@@ -149,7 +149,7 @@ def _on(engine: Engine, tps: Sequence[int], every: range) -> str:
 
 
 def build_result(c: Collected, engine: Engine) -> Result:
-    """results.json's fields (HISTORY.md) and extras, from what the engine found."""
+    """results.json's fields (docs/history.md) and extras, from what the engine found."""
     unknown: list[dict[str, Any]] = []
     if c.truncated:
         unknown.append({"kind": "truncated-history", "affects_verdict": True,

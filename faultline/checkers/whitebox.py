@@ -5,7 +5,7 @@ KRaft metadata log, see :mod:`faultline.brokerstate.metadata_log`), ``replicas.j
 (each replica's batches, see :mod:`faultline.brokerstate.replica_logs`) and
 ``observations.jsonl`` (samples taken during the run: ``time``, ``topic``,
 ``partition``, ``leader``, ``isr``, ``hw``, and per node ``leo`` and ``hw_checkpoint``).
-Only the topic under test is checked. The invariants (DESIGN.md, "White-box
+Only the topic under test is checked. The invariants (docs/design.md, "White-box
 observers"):
 
 ``leader-from-isr-or-elr``
@@ -36,7 +36,7 @@ the config and faults (the ``phantom-read`` rule of :mod:`guarantees`), else vio
 
 The verdict: ``white_box.valid`` is false when an invariant has a violation that is not
 permitted, "unknown" when an input could not be read, else true. It does **not** change
-results.json's ``valid``, whose meaning HISTORY.md fixes ("false when any forbidden
+results.json's ``valid``, whose meaning docs/history.md fixes ("false when any forbidden
 anomaly was seen"): a violated invariant is a finding about Kafka (or the harness)
 that the report and ``faultline check`` show beside the verdict, with its examples,
 whether or not a client ever saw its effect.

@@ -135,7 +135,7 @@ class Cluster(Protocol):
         ...
 
     def collect(self, dest: Path) -> None:
-        """Copy each node's configs and logs to ``dest/<node-id>/`` (HISTORY.md ``nodes/``)."""
+        """Copy each node's configs and logs to ``dest/<node-id>/`` (docs/history.md ``nodes/``)."""
         ...
 
 

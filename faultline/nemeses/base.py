@@ -13,7 +13,7 @@ drives it in three steps per scheduled fault:
    heal even when a graceful heal failed or was never attempted, must not raise
    for something already healed, and may be called more than once.
 
-Every nemesis op is ``type: "info"`` with ``process: "nemesis"`` (HISTORY.md).
+Every nemesis op is ``type: "info"`` with ``process: "nemesis"`` (docs/history.md).
 """
 
 from __future__ import annotations

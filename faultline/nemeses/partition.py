@@ -1,7 +1,7 @@
 """Grudges: who drops whose traffic during a network partition. Pure.
 
 A grudge maps each node id to the set of node ids it drops traffic *from*
-(HISTORY.md); nodes with nothing to drop are left out. Builders that need to choose
+(docs/history.md); nodes with nothing to drop are left out. Builders that need to choose
 take ``pick``, a seeded integer, so a schedule's choice is reproducible; they look
 only at the node ids they are given, which the caller reads from live state
 (the current leader, the active controller) at invoke time.

@@ -1,6 +1,6 @@
 """toxics: Toxiproxy toxics on the client links (clients <-> brokers), then clear them.
 
-Only client traffic passes the proxies (DESIGN.md), so these faults never touch
+Only client traffic passes the proxies (docs/design.md), so these faults never touch
 replication: they provoke client timeouts, indeterminate sends (``info``), retries and
 duplicates. Kinds and what each does to a proxied connection:
 

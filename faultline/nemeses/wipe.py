@@ -4,7 +4,7 @@ back empty.
 The node's KRaft metadata stays (``Wipeable.wipe``), so it rejoins as the same node
 id and refills its replicas from the leaders. What it should provoke: nothing, while
 another in-sync replica holds every committed record; lost writes once data is lost
-on ``min.insync.replicas`` replicas (DESIGN.md's guarantee table).
+on ``min.insync.replicas`` replicas (docs/design.md's guarantee table).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ class FaultWindow:
 class HistorySummary:
     """What the report needs from one pass over a history, beyond the checker's measures.
 
-    ``sends`` is keyed by the send's value (unique within a run, HISTORY.md);
+    ``sends`` is keyed by the send's value (unique within a run, docs/history.md);
     ``errors`` holds (time, f, kind) of every client completion that was not ok;
     ``first_send`` / ``last_send`` bound the sends: the first send invoke and the
     last send op (the span availability is measured over).

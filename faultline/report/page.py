@@ -1,7 +1,7 @@
 """``report.html``: one self-contained page per run that says whether Kafka lost data
 under the config tested, and why.
 
-:func:`build_report` reads a stored run directory (HISTORY.md): ``test.json``,
+:func:`build_report` reads a stored run directory (docs/history.md): ``test.json``,
 ``history.jsonl``, ``results.json`` (the checker's verdict, if the run was checked)
 and ``observations.jsonl`` (optional white-box samples), and writes
 ``report.html`` beside them. A run without ``results.json`` (or with one that lacks
@@ -93,7 +93,7 @@ def build_report(run_dir: Path) -> Path:
     Contract: reads only files inside ``run_dir`` and writes only ``report.html``
     (atomically, through a temporary file beside it). Raises HistoryError for a
     directory that is not a readable run (missing ``test.json`` or ``history.jsonl``,
-    malformed JSON in the other files, a history that breaks HISTORY.md) and SpecError
+    malformed JSON in the other files, a history that breaks docs/history.md) and SpecError
     for a ``test.json`` that is unreadable or not a valid spec
     (:meth:`~faultline.spec.TestSpec.load`); each message is one line naming the file.
     """

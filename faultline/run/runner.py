@@ -1,4 +1,4 @@
-"""One test run, start to finish (DESIGN.md, "The run").
+"""One test run, start to finish (docs/design.md, "The run").
 
 ::
 
@@ -64,7 +64,7 @@ Verdict = bool | Literal["unknown"] | None
 RECOVERY_TIMEOUT_S = 60.0
 #: How long the drain may spend on one partition.
 DRAIN_TIMEOUT_S = 60.0
-#: The observer's samples, in the run directory (HISTORY.md).
+#: The observer's samples, in the run directory (docs/history.md).
 
 _log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@
 in chunks, the last with ``"last": true``. The runner gives it the log end each
 partition had at quiescence (:mod:`faultline.brokerstate.quiescence`); a partition that
 never got there, or whose drain does not reach that end in time, never gets ``last``
-(HISTORY.md: such a partition is not fully known), and the reason is the final op's
+(docs/history.md: such a partition is not fully known), and the reason is the final op's
 ``error``.
 """
 

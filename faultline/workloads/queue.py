@@ -1,7 +1,7 @@
 """The queue workload: producers send unique integers, consumers read every partition.
 
 Clients and processes. Each client thread drives one Kafka client instance at a time
-and journals its ops under a *process* number (HISTORY.md). Producers start as
+and journals its ops under a *process* number (docs/history.md). Producers start as
 processes ``0..N-1``, consumers as ``N..N+M-1``; every later number (a retired
 client's successor, the drain's readers) comes from one :class:`ProcessIds` counter,
 so no number is ever used twice.

@@ -13,7 +13,7 @@ records and hands their offsets to new sends (a lost write plus an offset that h
 two values). Then every partition is drained.
 
 ``results.json`` comes from the checker's ``check_run``; with ``use_checker=False`` it
-holds HISTORY.md's required fields only, from what the simulation knows (a results.json
+holds docs/history.md's required fields only, from what the simulation knows (a results.json
 of an older version: no measures, no stories). Every file written validates against its
 schema in ``faultline/schemas`` (tests/e2e/test_fixture_runs.py holds each kind of stored
 run the suite makes to it).

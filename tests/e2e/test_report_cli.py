@@ -110,7 +110,7 @@ def test_bad_run_dir_is_one_line_exit_2(base: StoredRun, tmp_path: Path, damage:
 
 
 def test_minimal_results_show_their_examples_own_fields(tmp_path: Path) -> None:
-    """A results.json with HISTORY.md's fields only: no measures, no stories. The
+    """A results.json with docs/history.md's fields only: no measures, no stories. The
     examples show their own fields; no story is made up for them."""
     run = make_run(tmp_path / "run", Scenario(duration_s=12, kills=((5.0, 2, 3.0),)), use_checker=False)
     assert _report(run.path)[0] == 0

@@ -1,5 +1,5 @@
 """faultline.history: the writer, the reader's errors with line numbers, a cut last
-line, and the pairing rules of HISTORY.md."""
+line, and the pairing rules of docs/history.md."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """State and steps of the reference model: one partition's replication protocol.
 
 The model is a deterministic, discrete-step simulation written from the mechanics
-in ``shared/seeds/`` (LEO/HW, ISR shrink and expand, HW checkpoints, leader
-epochs) and DESIGN.md's "Reference model" section, for Kafka 4.x in KRaft mode.
+of the five articles the project started from ("the seeds", numbered 000 to 004: LEO/HW,
+ISR shrink and expand, HW checkpoints, leader epochs) and docs/design.md's "Reference
+model" section, for Kafka 4.x in KRaft mode.
 
 Contracts:
 

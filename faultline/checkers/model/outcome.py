@@ -1,4 +1,4 @@
-"""End of a model run: heal, drain, and judge it with DESIGN.md's anomaly names.
+"""End of a model run: heal, drain, and judge it with docs/design.md's anomaly names.
 
 ``settle`` does what the harness does after its main phase: resolve what clients
 still wait for (a timeout, so ``info``), undo every fault, and run ticks and fetch
@@ -8,7 +8,7 @@ drain is then the leader's log below its HW. ``judge`` compares what clients saw
 
 Only the anomalies a one-partition model without producer retries or consumer
 groups can show are judged: ``MODEL_ANOMALIES``. Besides anomalies, the white-box
-invariants of DESIGN.md are checked on states: HW <= LEO, and replicas agree below
+invariants of docs/design.md are checked on states: HW <= LEO, and replicas agree below
 the HW (``replicas-diverge``).
 """
 
@@ -93,7 +93,7 @@ def drain_of(st: State) -> tuple[tuple[int, int], ...] | None:
 
 
 def invariant_violations(st: State) -> tuple[str, ...]:
-    """DESIGN.md's replica invariants on one state: HW <= LEO, agreement below the HW.
+    """docs/design.md's replica invariants on one state: HW <= LEO, agreement below the HW.
 
     A follower that has not yet reconciled with its leader (KIP-101's first fetch
     after becoming follower) is left out of the agreement check: its HW is still the

@@ -101,7 +101,7 @@ def test_a_bad_test_json_is_a_spec_error(tmp_path: Path) -> None:
 
 
 def test_a_test_json_with_extra_keys_loads(tmp_path: Path) -> None:
-    """HISTORY.md welcomes extra keys in a stored test.json (a later version's, a tool's)."""
+    """docs/history.md welcomes extra keys in a stored test.json (a later version's, a tool's)."""
     d = run_dir(tmp_path, ok_history())
     data = orjson.loads((d / "test.json").read_bytes())
     data["annotations"] = {"by": "a tool"}

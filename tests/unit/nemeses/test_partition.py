@@ -1,4 +1,4 @@
-"""Grudge builders: the shapes of DESIGN.md's partitions."""
+"""Grudge builders: the shapes of docs/design.md's partitions."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _sees(grudge: Mapping[int, Collection[int]], a: int, b: int) -> bool:
 def test_isolate_is_symmetric_and_total() -> None:
     g = isolate([1, 2, 3], 1)
     assert g == {1: {2, 3}, 2: {1}, 3: {1}}
-    assert to_json(g) == {"1": [2, 3], "2": [1], "3": [1]}  # HISTORY.md's example
+    assert to_json(g) == {"1": [2, 3], "2": [1], "3": [1]}  # docs/history.md's example
     with pytest.raises(NemesisError, match="not one of"):
         isolate([1, 2, 3], 4)
 
