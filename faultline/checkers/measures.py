@@ -24,7 +24,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from faultline.checkers.guarantees import NemesisAction, fault_of, nodes_of
+from faultline.checkers.faults_seen import NemesisAction, fault_of, nodes_of
 
 BUCKET_NS = 1_000_000_000
 UNAVAILABLE_AFTER_NS = 1_000_000_000

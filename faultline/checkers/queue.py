@@ -51,7 +51,8 @@ from typing import Any
 
 from faultline.checkers import examples, explain
 from faultline.checkers.columns import NONE, OffsetMap, aligned
-from faultline.checkers.guarantees import GuaranteeConfig, Timeline
+from faultline.checkers.faults_seen import Timeline
+from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
 from faultline.checkers.result import Result
 from faultline.checkers.verdict import Collected, build_result
@@ -111,7 +112,7 @@ def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
     ``timeline``, the partitions' states from the KRaft metadata log, says which faults
     hit which partition's leader, which partitions elected a new one, and when a node
     whose data a fault destroyed held every committed record again
-    (:func:`guarantees.faults_by_partition`); ``replicas``, ``replicas.jsonl``'s lines,
+    (:func:`faults_seen.faults_by_partition`); ``replicas``, ``replicas.jsonl``'s lines,
     says how far every replica's log agrees. A complete drain that stopped below that
     end stopped short: what it did not read cannot be lost, so lost writes and phantom
     reads at or past its end are set aside as unknown (``short-drain``), never counted.

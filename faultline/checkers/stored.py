@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from faultline.checkers.guarantees import Timeline
+from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.queue import check_rows
 from faultline.checkers.result import Result, unknown_result
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline

@@ -13,16 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from faultline.checkers import explain
-from faultline.checkers.guarantees import (
-    ISO_ACK,
-    ISO_READS,
-    GuaranteeConfig,
-    Timeline,
-    faults_by_partition,
-    forbidden,
-    nemesis_actions,
-    rules,
-)
+from faultline.checkers.faults_seen import Timeline, faults_by_partition, nemesis_actions
+from faultline.checkers.guarantees import ISO_ACK, ISO_READS, GuaranteeConfig, forbidden, rules
 from faultline.checkers.measures import Measures
 from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES, UNKNOWN, Result
 from faultline.history import Op

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultline.checkers.guarantees import DATA_LOSS_FAULTS, PartitionState, Timeline
+from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, PartitionState, Timeline
 from faultline.checkers.result import UNKNOWN, Valid, merge_valid
 from faultline.errors import HistoryError
 from faultline.rundir import METADATA_FILE, OBSERVATIONS_FILE, REPLICAS_FILE, read_jsonl
@@ -144,7 +144,7 @@ def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> Non
 
 def partition_timeline(metadata: Iterable[Line] | None, topic: str) -> Timeline | None:
     """``topic``'s partitions' state after each change, from ``metadata.jsonl``'s lines
-    (a :data:`guarantees.Timeline`, in log order).
+    (a :data:`faults_seen.Timeline`, in log order).
 
     None without a (readable) metadata log; a line without a time or an ISR is skipped.
     """

@@ -7,16 +7,13 @@ from typing import Any
 
 import pytest
 
+from faultline.checkers.faults_seen import PartitionState, faults_of, nemesis_actions, nodes_of
 from faultline.checkers.guarantees import (
     ISO_ACK,
     ISO_READS,
     GuaranteeConfig,
-    PartitionState,
     elr_enabled,
-    faults_of,
     forbidden,
-    nemesis_actions,
-    nodes_of,
     permitted,
     rules,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline.checkers.guarantees import nemesis_actions
+from faultline.checkers.faults_seen import nemesis_actions
 from faultline.checkers.measures import fault_windows
 from faultline.history import Op
 

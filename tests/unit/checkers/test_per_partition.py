@@ -6,13 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline.checkers.guarantees import (
-    GuaranteeConfig,
-    PartitionState,
-    faults_of,
-    leaders_between,
-    permitted,
-)
+from faultline.checkers.faults_seen import PartitionState, faults_of, leaders_between
+from faultline.checkers.guarantees import GuaranteeConfig, permitted
 from faultline.checkers.queue import check
 from faultline.checkers.result import UNKNOWN, Result
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec

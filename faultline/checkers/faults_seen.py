@@ -1,0 +1,307 @@
+"""The faults each partition saw: fault tokens from a run's nemesis ops and the broker's
+own state, for :func:`faultline.checkers.guarantees.rules` to judge.
+
+Faults come from the history's nemesis ops (:func:`faults_by_partition`), not from
+the spec: a fault that was configured but never fired, or that the nemesis skipped
+(``result: "skipped"``: no target could be planned), permits nothing. They are
+judged per topic-partition, because a fault on one partition's leader excuses
+nothing on another's. The tokens of one partition (``faults``) are:
+
+- the fault families that happened to it: ``kill``, ``pause``, ``stop``, ``partition``,
+  ``wipe``, ``lose-unflushed`` when they touched one of its replicas (every node
+  counts while the metadata log does not name the replicas), ``toxics``, ``clock``;
+- ``leader-fault`` when a node fault touched the partition's leader, or when the
+  metadata log shows its leader change (an election moves leadership whatever caused
+  it, and truncates what only the old leader had). A fault touched the leader when
+  the ``leaders`` snapshot the nemesis recorded in its op (``{"<topic>/<partition>":
+  node}``, invoke or completion) names one of its nodes, or the metadata log shows
+  one of them leading within :data:`CLOCK_MARGIN_NS` of the fault; with neither
+  witness for the partition, it may have (the permissive reading);
+- ``data-loss>=N`` for N = 1 .. the most of its replicas whose data a ``wipe`` or
+  ``lose-unflushed`` had destroyed *at once* (all of N = 1 .. 5 when the op names no
+  nodes). Without broker state a destroyed node counts for the rest of the run. Given
+  the partition's states from the KRaft metadata log (:data:`Timeline`), a node stops
+  counting once the log shows it leave the partition's ISR after the fault and come
+  back: rejoining the ISR means it fetched everything up to the HW again, so it again
+  holds every committed record. Both changes must lie :data:`CLOCK_MARGIN_NS` inside
+  the window (after the fault, before the next one), since the log's times come from
+  the wall clock and the history's from a monotonic one; a change the margin hides
+  keeps the node counting (permissive);
+- ``faulted>=N`` for N = 1 .. how many of its replicas may have fallen out of step
+  with the leader: those a node fault touched, and those the metadata log shows
+  outside the ISR at some point (a replica can lag out of the ISR with no fault,
+  under load). Without the metadata log, once a node fault touched the partition,
+  every replica may have (N up to 5); with neither, none is listed;
+- ``producer-restart`` when a nemesis op of that name says a producer was
+  restarted and may have re-sent values (no workload does this yet).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from faultline.faults import FAMILIES, family_of_fault
+from faultline.history import NEMESIS, Op
+
+#: Faults on nodes (not on client links): they can move leadership or take a replica
+#: out of the ISR.
+NODE_FAULTS: frozenset[str] = frozenset(f.name for f in FAMILIES.values() if f.on_nodes)
+#: Faults that destroy data a broker had written (not only its process).
+DATA_LOSS_FAULTS: frozenset[str] = frozenset(f.name for f in FAMILIES.values() if f.destroys_data)
+#: Faults a history may name beyond the spec's families: a clock skew (no nemesis yet)
+#: and a restarted producer that may have re-sent values (no workload does this yet).
+OTHER_FAULTS: frozenset[str] = frozenset(("clock", "producer-restart"))
+
+
+def fault_of(action: str) -> str | None:
+    """The fault a nemesis op's ``f`` applies (a family name, or one of
+    :data:`OTHER_FAULTS`); None for a heal or anything else."""
+    family = family_of_fault(action)
+    return family.name if family is not None else action if action in OTHER_FAULTS else None
+
+
+#: Assumed node count when a data-loss op names no nodes (the largest cluster).
+_MAX_NODES = 5
+#: How far apart the metadata log's wall-clock times and the history's monotonic
+#: times may be, at most, for one event (ns).
+CLOCK_MARGIN_NS = 500_000_000
+
+#: A topic-partition: ``(topic, partition)``.
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """A partition's state after one record of the KRaft metadata log.
+
+    ``time`` is ns since the run started, from the wall clock (so :data:`CLOCK_MARGIN_NS`
+    apart from history times at most); ``replicas`` is empty when the log did not say.
+    """
+
+    time: int
+    leader: int | None
+    isr: frozenset[int]
+    replicas: frozenset[int] = frozenset()
+
+
+#: topic-partition -> its state after each change, in metadata log order.
+Timeline = Mapping[TopicPartition, Sequence[PartitionState]]
+
+
+@dataclass(frozen=True, slots=True)
+class NemesisAction:
+    """One nemesis action: its two ``info`` ops paired by ``f`` (begin, then what was done).
+
+    ``end`` is None when the completion never came (the run died); ``value`` merges
+    the begin's value with the completion's (the completion wins on shared keys).
+    """
+
+    f: str
+    start: int
+    end: int | None
+    value: Mapping[str, Any]
+    error: str | None = None
+
+    @property
+    def skipped(self) -> bool:
+        """Whether the nemesis skipped it (no target could be planned): nothing happened."""
+        return self.value.get("result") == "skipped"
+
+
+def nemesis_actions(ops: Iterable[Op]) -> list[NemesisAction]:
+    """Pair a history's nemesis ops into actions, sorted by start.
+
+    Both ends of an action are ``info`` ops with the same ``f``; the first is its
+    begin, the next one with that ``f`` its completion. Pairing is by ``f`` so that
+    actions of different kinds may interleave.
+    """
+    begun: dict[str, Op] = {}
+    out: list[NemesisAction] = []
+    for op in ops:
+        if op.process != NEMESIS:
+            continue
+        first = begun.pop(op.f, None)
+        if first is None:
+            begun[op.f] = op
+            continue
+        value = {**_as_dict(first.value), **_as_dict(op.value)}
+        out.append(NemesisAction(op.f, first.time, op.time, value, op.error or first.error))
+    out.extend(NemesisAction(op.f, op.time, None, _as_dict(op.value), op.error)
+               for op in begun.values())
+    out.sort(key=lambda a: a.start)
+    return out
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def faults_of(ops: Iterable[Op], timeline: Timeline | None = None,
+              partition: TopicPartition = ("fl-queue", 0)) -> frozenset[str]:
+    """The faults one partition saw, from a history's nemesis ops (see module doc)."""
+    return faults_by_partition(nemesis_actions(ops), [partition], timeline)[partition]
+
+
+def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[TopicPartition],
+                        timeline: Timeline | None = None) -> dict[TopicPartition, frozenset[str]]:
+    """Per partition, the fault tokens :func:`rules` reads (see the module docstring).
+
+    ``actions`` come from :func:`nemesis_actions`; ``timeline`` is the partitions' state
+    from the KRaft metadata log, when the run has one. A skipped action permits nothing;
+    one whose completion carries an error, or that never completed, still counts: it
+    may have happened.
+    """
+    parts = list(partitions)
+    out: dict[TopicPartition, set[str]] = {tp: set() for tp in parts}
+    states = {tp: (timeline or {}).get(tp) for tp in parts}
+    destroyed = {tp: _Destroyed(states[tp]) for tp in parts}
+    # replicas faulted or seen out of the ISR; None: every replica may have been
+    out_of_step: dict[TopicPartition, set[str] | None] = {tp: _left_isr(states[tp]) for tp in parts}
+    for action in actions:
+        kind = fault_of(action.f)
+        if kind is None or action.skipped:
+            continue
+        named = {str(n) for n in nodes_of(action.value)}
+        for tp in parts:
+            replicas = _replicas(states[tp])
+            nodes = named & replicas if kind in NODE_FAULTS and named and replicas else named
+            if named and not nodes:  # the fault touched no replica of this partition
+                continue
+            out[tp].add(kind)
+            if kind in NODE_FAULTS:
+                if _hit_leader(action, nodes, tp, states[tp]):
+                    out[tp].add("leader-fault")
+                seen = out_of_step[tp]
+                if seen is not None:
+                    out_of_step[tp] = seen | nodes if nodes else None
+            if kind in DATA_LOSS_FAULTS:
+                destroyed[tp].add(nodes, action.start)
+    for tp in parts:
+        if _elected(states[tp]):
+            out[tp].add("leader-fault")
+        out[tp].update(f"data-loss>={n}" for n in range(1, destroyed[tp].most + 1))
+        seen = out_of_step[tp]
+        if out[tp] & (NODE_FAULTS | {"leader-fault"}) or seen:
+            most = _MAX_NODES if seen is None else len(seen)
+            out[tp].update(f"faulted>={n}" for n in range(1, most + 1))
+    return {tp: frozenset(fs) for tp, fs in out.items()}
+
+
+def _left_isr(states: Sequence[PartitionState] | None) -> set[str] | None:
+    """The replicas the metadata log shows outside the ISR at some point; None without
+    the log (unknown)."""
+    if not states:
+        return None
+    return {str(n) for s in states for n in s.replicas - s.isr}
+
+
+def _replicas(states: Sequence[PartitionState] | None) -> set[str]:
+    """The partition's replicas per the metadata log (empty when unknown)."""
+    return {str(n) for s in states or () for n in s.replicas}
+
+
+def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
+                states: Sequence[PartitionState] | None) -> bool:
+    """Whether a node fault touched ``tp``'s leader.
+
+    Two witnesses, either suffices: the ``leaders`` snapshot the nemesis recorded, and
+    the metadata log's leaders from :data:`CLOCK_MARGIN_NS` before the fault began to as
+    long after it completed. With neither (no snapshot for ``tp``, no log that reaches
+    back to the fault's start), or when the op names no node, it may have: the
+    permissive reading.
+    """
+    if not nodes:
+        return True
+    known = False
+    snapshot = action.value.get("leaders")
+    if isinstance(snapshot, dict) and f"{tp[0]}/{tp[1]}" in snapshot:
+        known = True
+        if str(snapshot[f"{tp[0]}/{tp[1]}"]) in nodes:
+            return True
+    start = action.start - CLOCK_MARGIN_NS
+    if states and states[0].time <= start:  # the log covers the fault from its start
+        known = True
+        end = action.end if action.end is not None else action.start
+        if nodes & {str(n) for n in leaders_between(states, start, end + CLOCK_MARGIN_NS)}:
+            return True
+    return not known
+
+
+def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> set[int]:
+    """Every leader the partition had at some moment of ``[start, end]``."""
+    out: set[int] = set()
+    current: int | None = None
+    for s in states:
+        if s.time > end:
+            break
+        if s.time > start and current is not None:
+            out.add(current)
+        current = s.leader
+    if current is not None:
+        out.add(current)
+    return out
+
+
+def _elected(states: Sequence[PartitionState] | None) -> bool:
+    """Whether the metadata log shows the partition's leader change after it was created."""
+    leaders = [s.leader for s in states or ()]
+    return any(a != b for a, b in itertools.pairwise(leaders))
+
+
+class _Destroyed:
+    """One partition's nodes whose data is destroyed and not yet replicated back.
+
+    :meth:`add` records a wipe / lose-unflushed at ``time``; :attr:`most` is the largest
+    number destroyed at once so far (see the module docstring for when a node recovers).
+    """
+
+    def __init__(self, states: Sequence[PartitionState] | None) -> None:
+        self._states = states
+        self._since: dict[str, int] = {}  # node -> fault time
+        self.most = 0
+
+    def add(self, nodes: set[str], time: int) -> None:
+        if not nodes:  # an op naming no node: assume the worst
+            self.most = _MAX_NODES
+            return
+        for n, t in list(self._since.items()):
+            if self._rejoined(n, t, time):
+                del self._since[n]
+        self._since.update(dict.fromkeys(nodes, time))
+        self.most = max(self.most, len(self._since))
+
+    def _rejoined(self, node: str, lost_at: int, now: int) -> bool:
+        """Whether the ISR lost ``node`` after ``lost_at`` and regained it before ``now``,
+        both by a clear :data:`CLOCK_MARGIN_NS`."""
+        left = False
+        for s in self._states or ():
+            if s.time >= now - CLOCK_MARGIN_NS:
+                return False
+            if s.time <= lost_at + CLOCK_MARGIN_NS:
+                continue
+            inside = any(str(m) == node for m in s.isr)
+            if not inside:
+                left = True
+            elif left:
+                return True
+        return False
+
+
+def nodes_of(value: Mapping[str, Any]) -> list[Any]:
+    """Node ids a nemesis op's value names: ``nodes``, else every node in a ``grudge``."""
+    nodes = value.get("nodes")
+    if isinstance(nodes, list):
+        return list(nodes)
+    grudge = value.get("grudge")
+    if isinstance(grudge, dict):
+        found: dict[str, None] = {}
+        for k, dropped in grudge.items():
+            if dropped:
+                found[str(k)] = None
+                if isinstance(dropped, list):
+                    found.update((str(d), None) for d in dropped)
+        return [int(n) if n.lstrip("-").isdigit() else n for n in found]
+    return []
