@@ -28,14 +28,12 @@ import pytest
 from rich.console import Console
 
 from faultline.cluster.protocol import Cluster
-from faultline.errors import SetupError
 from faultline.history import read_history
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.schedule import Step
 from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import KafkaSpec, NemesisSpec, ProducerSpec, TestSpec, TopicSpec
-from tests.integration.conftest import require_root
 from tests.schemas import valid_lines
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -65,13 +63,9 @@ def late_follower_kill(spec: TestSpec, cluster: Cluster) -> NemesisPackage:
 
 
 @pytest.fixture(scope="module")
-def outcome(tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
-    require_root()
-    try:
-        return run_test(SPEC, results=tmp_path_factory.mktemp("results"),
-                       console=Console(file=io.StringIO()), nemesis_factory=late_follower_kill)
-    except SetupError as e:
-        pytest.skip(f"no local cluster: {e}")
+def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+    return run_test(SPEC, results=tmp_path_factory.mktemp("results"),
+                    console=Console(file=io.StringIO()), nemesis_factory=late_follower_kill)
 
 
 def _kill(run_dir: Path) -> dict[str, Any]:
