@@ -46,3 +46,24 @@ def test_its_report_shows_the_faults_the_verdict_and_the_broker_state(tmp_path: 
     for inv in white["invariants"]:
         assert f'data-invariant="{inv["name"]}" data-status="{inv["status"]}"' in html, inv["name"]
     assert html.count('<tr class="election') == len(white["leader_changes"]) > 0
+
+
+def test_the_partitions_table_counts_every_lost_write_and_says_why(tmp_path: Path) -> None:
+    """The count comes from the checker's per-partition counts, not from the examples
+    results.json keeps (at most 1000); the reason is that partition's own."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(STORED, run_dir)
+    results = json.loads((run_dir / "results.json").read_text())
+    p0 = results["partitions"][0]
+    p0["anomaly_counts"] = {"lost-write": 155039}
+    p0["permitted_reasons"] = {"lost-write": "acks=1 and a fault hit the partition's leader"}
+    p0["faults"] = ["data-loss>=1", "data-loss>=2", "kill", "leader-fault"]
+    results["anomalies"]["lost-write"] = []
+    (run_dir / "results.json").write_text(json.dumps(results))
+    assert CliRunner().invoke(main, ["report", str(run_dir)]).exit_code == 0
+    html = (run_dir / "report.html").read_text()
+    row = html[html.index(f"<td>{p0['topic']}/{p0['partition']}</td>"):]
+    row = row[:row.index("</tr>")]
+    assert '<td class="num">155039</td>' in row
+    assert "acks=1 and a fault hit the partition&#39;s leader" in row
+    assert "kill, leader-fault, data-loss&gt;=2" in row
