@@ -2,7 +2,8 @@
 
 Public surface::
 
-    ModelConfig, Step, State, initial_state, apply          # core: state and steps
+    ModelConfig, State                                       # state: config and state
+    Step, initial_state, apply                               # steps: what they do to a state
     settle, judge, outcome, Verdict, MODEL_ANOMALIES         # outcome: heal, drain, anomalies
     invariant_violations
     Scenario, SCENARIOS, run_scenario                        # the seeds' scenarios
@@ -11,7 +12,6 @@ Public surface::
     model                                                    # the click command
 """
 
-from faultline.checkers.model.core import ModelConfig, State, Step, apply, initial_state
 from faultline.checkers.model.explore import Bound, Exploration, enabled_steps, explore, replay
 from faultline.checkers.model.outcome import (
     MODEL_ANOMALIES,
@@ -22,6 +22,8 @@ from faultline.checkers.model.outcome import (
     settle,
 )
 from faultline.checkers.model.scenarios import SCENARIOS, Scenario, run_scenario
+from faultline.checkers.model.state import ModelConfig, State
+from faultline.checkers.model.steps import Step, apply, initial_state
 from faultline.checkers.model.table import Cell, default_matrix, expected_outcome
 
 __all__ = [
