@@ -1,9 +1,10 @@
 """One replica's own mechanics: reachability, its log and leader-epoch cache, what it
 learns from the controller, and the leader's high watermark.
 
-Every function here acts on one ``Replica`` inside a ``State`` and returns nothing:
-which step calls it, and what the step reports, is ``steps.py``'s business. The
-rules, with their sources: truncation by leader epoch (Kafka's
+Functions here read the network and change only the replicas' own state, never the
+controller's registration or what clients saw, and return no note: which step calls
+them, and what the step reports, is ``steps.py``'s business. The rules, with their
+sources: truncation by leader epoch (Kafka's
 ``LeaderEpochFileCache.endOffsetFor`` and the OffsetsForLeaderEpoch rounds of
 KIP-101 and KIP-279), or to the HW for the pre-KIP-101 broker
 (``ModelConfig.truncation == "hw"``); the leader HW as the minimum LEO over the ISR
@@ -17,16 +18,21 @@ from __future__ import annotations
 from faultline.checkers.model.controller import effective_min_isr
 from faultline.checkers.model.state import CONTROLLER, NEVER, Remote, Replica, State
 
+# ---------------------------------------------------------------- network
+
 
 def linked(st: State, a: int, b: int) -> bool:
+    """No cut between nodes ``a`` and ``b`` (a replica id or ``CONTROLLER``)."""
     return frozenset((a, b)) not in st.cuts
 
 
 def serving(r: Replica) -> bool:
+    """Up and not paused: it answers requests and sends its own."""
     return r.up and not r.paused
 
 
 def reaches_controller(st: State, r: Replica) -> bool:
+    """Serving and linked to the controller: it heartbeats and learns metadata."""
     return serving(r) and linked(st, r.rid, CONTROLLER)
 
 
@@ -57,6 +63,7 @@ def truncate(r: Replica, offset: int) -> None:
 
 
 def append(r: Replica, records: tuple[tuple[int, int], ...]) -> None:
+    """Append (epoch, value) records, opening an epoch-cache entry at each new epoch."""
     for ep, _ in records:
         if not r.epochs or ep > r.epochs[-1][0]:
             r.epochs = (*r.epochs, (ep, r.leo))
@@ -117,6 +124,7 @@ def _become_leader(st: State, r: Replica) -> None:
 
 
 def push_metadata(st: State) -> None:
+    """Every replica that reaches the controller learns its current registration."""
     for r in st.replicas.values():
         if reaches_controller(st, r):
             apply_metadata(st, r)

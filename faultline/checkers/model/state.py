@@ -38,7 +38,7 @@ class ModelConfig:
     # so the old incarnation is fenced (dropped from the ISR) first. False gives the
     # ZooKeeper-era quick restart that KIP-101's first case assumes.
     fence_on_restart: bool = True
-    # KIP-966 eligible leader replicas (see the module docstring). Off by default so
+    # KIP-966 eligible leader replicas (see controller.py). Off by default so
     # the seeds' scenarios keep their pre-KIP-966 step tables; the Kafka the harness
     # tests (4.1 and later) runs with it on.
     elr: bool = False
@@ -63,7 +63,6 @@ class ModelConfig:
             raise ValueError("follower_hw must be 'modern' or 'seed'")
         if self.lag_ticks < 1 or self.checkpoint_ticks < 1:
             raise ValueError("lag_ticks and checkpoint_ticks must be >= 1")
-
 
 
 @dataclass(slots=True)
