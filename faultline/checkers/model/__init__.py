@@ -10,6 +10,11 @@ Public surface::
     Bound, Exploration, explore, enabled_steps, replay       # searching fault schedules
     Cell, default_matrix, expected_outcome                   # the guarantee table
     model                                                    # the click command
+
+Modules, each importing only those listed before it (no import cycle, not even for
+type checking): ``state`` (config and state values), ``controller`` (ISR, ELR and
+elections), ``replica`` (a replica's log, leader epochs, metadata and HW), ``steps``
+(``Step`` and ``apply``), ``outcome``, ``explore``, ``scenarios``, ``table``, ``cli``.
 """
 
 from faultline.checkers.model.explore import Bound, Exploration, enabled_steps, explore, replay
