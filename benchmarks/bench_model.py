@@ -8,9 +8,10 @@ from __future__ import annotations
 import random
 import time
 
-from faultline.checkers.model.core import ModelConfig, apply, initial_state
 from faultline.checkers.model.explore import Bound, enabled_steps, explore
 from faultline.checkers.model.outcome import outcome
+from faultline.checkers.model.state import ModelConfig
+from faultline.checkers.model.steps import apply, initial_state
 
 FAULTS = frozenset({"kill", "pause", "partition", "wipe", "leader-fault"})
 

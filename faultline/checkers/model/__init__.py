@@ -2,16 +2,21 @@
 
 Public surface::
 
-    ModelConfig, Step, State, initial_state, apply          # core: state and steps
+    ModelConfig, State                                       # state: config and state
+    Step, initial_state, apply                               # steps: what they do to a state
     settle, judge, outcome, Verdict, MODEL_ANOMALIES         # outcome: heal, drain, anomalies
     invariant_violations
     Scenario, SCENARIOS, run_scenario                        # the seeds' scenarios
     Bound, Exploration, explore, enabled_steps, replay       # searching fault schedules
     Cell, default_matrix, expected_outcome                   # the guarantee table
     model                                                    # the click command
+
+Modules, each importing only those listed before it (no import cycle, not even for
+type checking): ``state`` (config and state values), ``controller`` (ISR, ELR and
+elections), ``replica`` (a replica's log, leader epochs, metadata and HW), ``steps``
+(``Step`` and ``apply``), ``outcome``, ``explore``, ``scenarios``, ``table``, ``cli``.
 """
 
-from faultline.checkers.model.core import ModelConfig, State, Step, apply, initial_state
 from faultline.checkers.model.explore import Bound, Exploration, enabled_steps, explore, replay
 from faultline.checkers.model.outcome import (
     MODEL_ANOMALIES,
@@ -22,6 +27,8 @@ from faultline.checkers.model.outcome import (
     settle,
 )
 from faultline.checkers.model.scenarios import SCENARIOS, Scenario, run_scenario
+from faultline.checkers.model.state import ModelConfig, State
+from faultline.checkers.model.steps import Step, apply, initial_state
 from faultline.checkers.model.table import Cell, default_matrix, expected_outcome
 
 __all__ = [

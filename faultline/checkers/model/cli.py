@@ -21,10 +21,10 @@ from typing import Any
 
 import click
 
-from faultline.checkers.model.core import Step
 from faultline.checkers.model.explore import LEADER_FAULT, Bound
 from faultline.checkers.model.outcome import MODEL_ANOMALIES
 from faultline.checkers.model.scenarios import SCENARIOS, Row, ScenarioResult, run_scenario
+from faultline.checkers.model.steps import Step
 from faultline.checkers.model.table import (
     TABLE_BOUND,
     TABLE_PATH,

@@ -18,8 +18,9 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from faultline.checkers.model.core import CONTROLLER, ModelConfig, State, Step, apply, initial_state
 from faultline.checkers.model.outcome import outcome
+from faultline.checkers.model.state import CONTROLLER, ModelConfig, State
+from faultline.checkers.model.steps import Step, apply, initial_state
 from faultline.faults import FAMILIES
 
 LEADER_FAULT = "leader-fault"

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from faultline.checkers.model.core import State, Step, apply
+from faultline.checkers.model.state import State
+from faultline.checkers.model.steps import Step, apply
 
 MODEL_ANOMALIES: tuple[str, ...] = ("lost-write", "phantom-read", "inconsistent-offsets", "aborted-read")
 

@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from faultline.checkers.model.core import ModelConfig, State, Step, apply, initial_state
 from faultline.checkers.model.outcome import Verdict, invariant_violations, judge, settle
+from faultline.checkers.model.state import ModelConfig, State
+from faultline.checkers.model.steps import Step, apply, initial_state
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from faultline.checkers.model.core import Acks, ModelConfig, Step
 from faultline.checkers.model.explore import LEADER_FAULT, Bound, explore, legal_replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
+from faultline.checkers.model.state import Acks, ModelConfig
+from faultline.checkers.model.steps import Step
 from faultline.faults import FAMILIES
 
 TABLE_PATH = Path(__file__).with_name("table.json")

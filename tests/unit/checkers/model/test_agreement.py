@@ -30,9 +30,9 @@ import collections
 import pytest
 
 from faultline.checkers.guarantees import BEYOND_MODEL, GuaranteeConfig, permitted
-from faultline.checkers.model.core import STEP_KINDS, Step
 from faultline.checkers.model.explore import Bound, legal_replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
+from faultline.checkers.model.steps import STEP_KINDS, Step
 from faultline.checkers.model.table import (
     TABLE_BOUND,
     TARGETED,

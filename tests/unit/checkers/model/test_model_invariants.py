@@ -7,9 +7,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from faultline.checkers.model.controller import effective_min_isr
-from faultline.checkers.model.core import ModelConfig, State, Step, apply, initial_state
 from faultline.checkers.model.explore import enabled_steps
 from faultline.checkers.model.outcome import invariant_violations, outcome
+from faultline.checkers.model.state import ModelConfig, State
+from faultline.checkers.model.steps import Step, apply, initial_state
 
 _SETTINGS = settings(max_examples=40, stateful_step_count=25, deadline=None)
 SAFE_FAULTS = frozenset({"kill", "pause", "partition", "leader-fault"})

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from faultline.checkers.model.core import ModelConfig, Step, apply, end_offset_for, initial_state
+from faultline.checkers.model.replica import end_offset_for
 from faultline.checkers.model.scenarios import SCENARIOS, missing_mechanism, run_scenario
+from faultline.checkers.model.state import ModelConfig
+from faultline.checkers.model.steps import Step, apply, initial_state
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
