@@ -1,4 +1,5 @@
-"""Compact storage for the queue checker: int64 columns and offset-indexed maps.
+"""Compact storage for the queue checker: int64 columns, offset-indexed maps, and what the
+history says of each topic-partition (:class:`Part`).
 
 Memory must grow with the number of distinct values, not with the history's size,
 and a Python object per value costs ~10x an array slot; so per-value facts live in
@@ -11,8 +12,9 @@ empty cell; it is the one int64 a history's value or offset may not be.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from itertools import zip_longest
+from typing import Any
 
 #: The empty cell of every int64 column (values and offsets must differ from it).
 NONE = -(1 << 63)
@@ -92,3 +94,27 @@ def aligned(*maps: OffsetMap) -> Iterator[tuple[int, tuple[int, ...]]]:
         yield from rows
     for o in sorted({o for m in maps for o in m.extra if not 0 <= o < end}):
         yield o, tuple(m.get(o) for m in maps)
+
+
+class Part:
+    """What the history says about one topic-partition, offsets-wise."""
+
+    __slots__ = ("acks", "agreed", "complete", "drain_time", "drained", "drains", "hw", "lso",
+                 "partition", "polled", "polls", "replicas", "sends", "short", "topic")
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.acks = OffsetMap()  # offset -> value acknowledged there (first)
+        self.polls = OffsetMap()  # offset -> value polled there (first)
+        self.drains = OffsetMap()  # offset -> value drained there (first)
+        self.complete = False
+        self.hw: int | None = None
+        self.lso: int | None = None
+        self.drain_time: int | None = None
+        self.drained = 0
+        self.polled = 0
+        self.sends = [0, 0, 0, 0]  # open, ok, fail, info
+        self.replicas: list[Mapping[str, Any]] = []  # its replicas.jsonl lines, by node
+        self.agreed: int | None = None  # every replica holds the same batches below it
+        self.short: int | None = None  # = agreed, when the complete drain stopped below it

@@ -8,15 +8,46 @@ engine builds them lazily, only for the first MAX_EXAMPLES of each type.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from faultline.checkers import explain
-from faultline.checkers.columns import NONE
+from faultline.checkers.columns import NONE, Part
+from faultline.checkers.verdict import Collected
 from faultline.checkers.whitebox import replicas_at
 
-if TYPE_CHECKING:
-    from faultline.checkers.queue import Engine
-    from faultline.checkers.verdict import Collected
+
+class Engine(Protocol):
+    """What an example reads of the engine that fed the rows: per-value columns by slot
+    (the partition, value, process, ack offset, completion time, first drain offset,
+    first read's time, offset and reader), the slot of each value, every
+    topic-partition, and the facts it assembles for stories."""
+
+    @property
+    def parts(self) -> Sequence[Part]: ...
+    @property
+    def vslot(self) -> Mapping[int, int]: ...
+    @property
+    def c_tp(self) -> Sequence[int]: ...
+    @property
+    def c_val(self) -> Sequence[int]: ...
+    @property
+    def c_proc(self) -> Sequence[int]: ...
+    @property
+    def c_ack(self) -> Sequence[int]: ...
+    @property
+    def c_done(self) -> Sequence[int]: ...
+    @property
+    def c_drain(self) -> Sequence[int]: ...
+    @property
+    def c_read_t(self) -> Sequence[int]: ...
+    @property
+    def c_read_off(self) -> Sequence[int]: ...
+    @property
+    def c_read_by(self) -> Sequence[int]: ...
+    def send_facts(self, s: int) -> explain.SendFacts: ...
+    def drain_facts(self, tp: int, offset: int | None, value: int | None) -> explain.DrainFacts: ...
+    def where(self, tp: int) -> dict[str, Any]: ...
 
 
 def lost(e: Engine, c: Collected, s: int) -> dict[str, Any]:

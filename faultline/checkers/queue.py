@@ -44,13 +44,13 @@ never a pass.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from sys import intern
 from typing import Any
 
 from faultline.checkers import examples, explain
-from faultline.checkers.columns import NONE, OffsetMap, aligned
+from faultline.checkers.columns import NONE, Part, aligned
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
@@ -64,30 +64,6 @@ from faultline.spec import TestSpec
 OPEN = 0
 _STATUS = {"ok": OK, "fail": FAIL, "info": INFO}
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
-
-
-class Part:
-    """What the history says about one topic-partition, offsets-wise."""
-
-    __slots__ = ("acks", "agreed", "complete", "drain_time", "drained", "drains", "hw", "lso",
-                 "partition", "polled", "polls", "replicas", "sends", "short", "topic")
-
-    def __init__(self, topic: str, partition: int) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.acks = OffsetMap()  # offset -> value acknowledged there (first)
-        self.polls = OffsetMap()  # offset -> value polled there (first)
-        self.drains = OffsetMap()  # offset -> value drained there (first)
-        self.complete = False
-        self.hw: int | None = None
-        self.lso: int | None = None
-        self.drain_time: int | None = None
-        self.drained = 0
-        self.polled = 0
-        self.sends = [0, 0, 0, 0]  # open, ok, fail, info
-        self.replicas: list[Mapping[str, Any]] = []  # its replicas.jsonl lines, by node
-        self.agreed: int | None = None  # every replica holds the same batches below it
-        self.short: int | None = None  # = agreed, when the complete drain stopped below it
 
 
 def check(spec: TestSpec, ops: Iterable[Op], *, truncated: bool = False,

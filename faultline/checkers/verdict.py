@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from faultline.checkers import explain
+from faultline.checkers.columns import Part
 from faultline.checkers.faults_seen import Timeline, faults_by_partition, nemesis_actions
 from faultline.checkers.guarantees import ISO_ACK, ISO_READS, GuaranteeConfig, forbidden, rules
 from faultline.checkers.measures import Measures
@@ -20,10 +21,25 @@ from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES, UNKNOWN, Result
 from faultline.history import Op
 from faultline.spec import TestSpec
 
-if TYPE_CHECKING:
-    from faultline.checkers.queue import Engine, Part
-
 Example = dict[str, Any]
+
+
+class Tally(Protocol):
+    """What :func:`build_result` reads of the engine that fed the rows: every
+    topic-partition's :class:`~faultline.checkers.columns.Part`, the poll and drain
+    completions (ok, fail, info), and how many ops there were and how many the
+    checker does not read."""
+
+    @property
+    def parts(self) -> Sequence[Part]: ...
+    @property
+    def polls(self) -> Sequence[int]: ...
+    @property
+    def drains(self) -> Sequence[int]: ...
+    @property
+    def ops(self) -> int: ...
+    @property
+    def other(self) -> int: ...
 
 
 class Collected:
@@ -111,7 +127,7 @@ class Collected:
         """Types seen that the guarantees forbid, in docs/design.md's order."""
         return [name for name in ANOMALIES if name in self.forbidden_seen]
 
-    def run_reasons(self, names: Sequence[str], engine: Engine) -> tuple[dict[str, str], dict[str, str]]:
+    def run_reasons(self, names: Sequence[str], engine: Tally) -> tuple[dict[str, str], dict[str, str]]:
         """Run-wide ``permitted_reasons`` and ``forbidden_reasons``: per type, the reason
         of the first partition that permits (forbids) it, naming the partitions when
         not all of them agree. A forbidden type's reason comes from a partition where
@@ -132,7 +148,7 @@ class Collected:
         return allowed, denied
 
 
-def _on(engine: Engine, tps: Sequence[int], every: range) -> str:
+def _on(engine: Tally, tps: Sequence[int], every: range) -> str:
     """`` (on fl-queue/0, fl-queue/2)`` unless ``tps`` is every partition."""
     if len(tps) == len(every):
         return ""
@@ -140,7 +156,7 @@ def _on(engine: Engine, tps: Sequence[int], every: range) -> str:
                                for tp in tps) + ")"
 
 
-def build_result(c: Collected, engine: Engine) -> Result:
+def build_result(c: Collected, engine: Tally) -> Result:
     """results.json's fields (docs/history.md) and extras, from what the engine found."""
     unknown: list[dict[str, Any]] = []
     if c.truncated:

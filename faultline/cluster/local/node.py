@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from faultline.cluster import kafka_config
+from faultline.cluster.local.netns import Layout
+from faultline.cluster.local.runstate import RunState
 
-if TYPE_CHECKING:
-    from faultline.cluster.local.cluster import LocalCluster
+
+class Run(Protocol):
+    """What a node's view reads of its cluster (a started
+    :class:`~faultline.cluster.local.cluster.LocalCluster`)."""
+
+    @property
+    def layout(self) -> Layout: ...
+    @property
+    def workdir(self) -> Path: ...
+    @property
+    def state(self) -> RunState: ...
 
 
 class LocalNode:
-    """One node of a :class:`LocalCluster` (the :class:`~faultline.cluster.protocol.Node`
-    protocol). Its process is managed by the cluster; this is a view."""
+    """One node of a :class:`~faultline.cluster.local.cluster.LocalCluster` (the
+    :class:`~faultline.cluster.protocol.Node` protocol). Its process is managed by the
+    cluster; this is a view."""
 
-    def __init__(self, cluster: LocalCluster, node_id: int) -> None:
+    def __init__(self, cluster: Run, node_id: int) -> None:
         self._cluster = cluster
         self._id = node_id
 
