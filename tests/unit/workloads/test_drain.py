@@ -118,6 +118,7 @@ class FakeConsumer:
 
     def consume(self, num_messages: int, timeout: float) -> list[FakeMessage]:
         if self.kafka.consume_error is not None:
+            self.kafka.clock.sleep(timeout)
             raise self.kafka.consume_error
         assert self.partition is not None, "consume() before assign()"
         log = self.kafka.logs[self.partition]
