@@ -108,6 +108,11 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
                 if offset is None or offset >= high:
                     done = True
                     continue
+                if len(chunk) == DRAIN_CHUNK:  # full, and more to come: journal it
+                    history.append(process, "ok", "drain", {**head, "records": chunk})
+                    total += len(chunk)
+                    chunk = []
+                    history.append(process, "invoke", "drain", dict(key))
                 chunk.append([offset, decode_value(m.value())])
                 position = offset + 1
                 if offset == high - 1:
@@ -115,11 +120,6 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
             if not msgs and not done:
                 position = max(position, consumer.position([tp])[0].offset)
                 done = position >= high
-            if len(chunk) >= DRAIN_CHUNK and not done:
-                history.append(process, "ok", "drain", {**head, "records": chunk})
-                total += len(chunk)
-                chunk = []
-                history.append(process, "invoke", "drain", dict(key))
         total += len(chunk)
         complete = done and known
         final: dict[str, Any] = {**head, "records": chunk}
