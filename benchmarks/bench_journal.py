@@ -29,7 +29,8 @@ from pathlib import Path
 
 from faultline.history import HistoryWriter
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec, WorkloadSpec
-from faultline.workloads.queue import QueueWorkload, Values
+from faultline.workloads.clients import Values
+from faultline.workloads.queue import QueueWorkload
 
 
 def rss_mb() -> float:

@@ -4,7 +4,8 @@ A pure function of a test spec and a history (docs/history.md): :func:`check` ta
 :func:`check_rows` the parsed rows :func:`faultline.history.iter_rows` yields (the fast
 path for files). It streams the history once; memory grows with the number of
 distinct values and offsets (int64 columns, see :mod:`faultline.checkers.columns`),
-not with the number of lines.
+not with the number of lines. Its size is the hot loop's (:meth:`Engine.feed`), which
+inlines the common ops on purpose; it is one module so that one pass decides everything.
 
 Anomalies (docs/design.md), with the choices made where the table leaves room:
 

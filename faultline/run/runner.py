@@ -55,8 +55,8 @@ from faultline.nemeses.schedule import Step
 from faultline.rundir import HISTORY_FILE, OBSERVATIONS_FILE, TEST_FILE, new_run_dir
 from faultline.spec import TestSpec
 from faultline.workloads import Workload, workload_for
+from faultline.workloads.clients import WorkloadStats
 from faultline.workloads.drain import PartitionDrain, drain
-from faultline.workloads.queue import WorkloadStats
 
 Verdict = bool | Literal["unknown"] | None
 

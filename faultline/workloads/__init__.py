@@ -3,7 +3,8 @@
 A workload is chosen by ``spec.workload.name`` (:func:`workload_for`); today there is
 one, the queue (:mod:`.queue`: producers and consumers through confluent-kafka, with
 the classification of send outcomes in :mod:`.outcomes`). :mod:`.drain` reads every
-partition back after the run.
+partition back after the run; :mod:`.clients` is what every client shares (process
+numbers, unique values, the journal, client configs).
 
 May import: errors, faults, spec, history.
 """
@@ -16,7 +17,8 @@ from typing import Protocol
 from faultline.errors import SpecError
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
-from faultline.workloads.queue import ProcessIds, QueueWorkload, WorkloadStats
+from faultline.workloads.clients import ProcessIds, WorkloadStats
+from faultline.workloads.queue import QueueWorkload
 
 
 class Workload(Protocol):

@@ -19,7 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
-from faultline.workloads.queue import (
+from faultline.workloads.clients import (
     POLL_MAX_RECORDS,
     ProcessIds,
     close_quietly,

@@ -40,7 +40,6 @@ The drain after the run is :mod:`faultline.workloads.drain`.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
@@ -58,156 +57,32 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from faultline.history import HistoryWriter, OpType, PendingOp, Process
+from faultline.history import HistoryWriter, PendingOp
 from faultline.spec import TestSpec
+from faultline.workloads.clients import (
+    MAX_OUTSTANDING,
+    POLL_MAX_RECORDS,
+    POLL_TIMEOUT_S,
+    Journal,
+    ProcessIds,
+    SendCounts,
+    Values,
+    WorkloadStats,
+    close_quietly,
+    consumer_config,
+    decode_value,
+    error_name,
+    producer_config,
+    rdkafka_log,
+)
 from faultline.workloads.outcomes import classify_delivery, classify_produce_call
 
-#: Messages one producer may have queued or in flight before it waits.
-MAX_OUTSTANDING = 5000
 #: Sends one producer journals (one write) and then produces, at most.
 SEND_BATCH = 256
 #: As fast as it goes, a producer waits until it has room for this many sends.
 MIN_BATCH = 64
-#: Records one ``consume()`` call may return.
-POLL_MAX_RECORDS = 1000
-#: Seconds one ``consume()`` call may wait for records.
-POLL_TIMEOUT_S = 0.1
 
 _log = logging.getLogger(__name__)
-rdkafka_log = logging.getLogger("faultline.rdkafka")
-
-
-class ProcessIds:
-    """Hands out process numbers, each once; thread-safe."""
-
-    def __init__(self, first: int) -> None:
-        self._next = first
-        self._lock = threading.Lock()
-
-    def take(self) -> int:
-        """A process number never handed out before."""
-        with self._lock:
-            n = self._next
-            self._next += 1
-            return n
-
-
-class Values:
-    """The run's unique send values 0, 1, 2, ...; thread-safe."""
-
-    def __init__(self) -> None:
-        self._count = itertools.count()
-        self._lock = threading.Lock()
-
-    def take_many(self, n: int) -> list[int]:
-        """``n`` values no send has carried before."""
-        with self._lock:
-            return list(itertools.islice(self._count, n))
-
-
-class Journal:
-    """Where a client writes its ops: a HistoryWriter, or nowhere (for benchmarks).
-
-    Without a history every ``append`` is a no-op, so the same client code can be
-    measured with and without journaling.
-    """
-
-    __slots__ = ("_history",)
-
-    def __init__(self, history: HistoryWriter | None) -> None:
-        self._history = history
-
-    def append(self, process: Process, type: OpType, f: str, value: Any = None,
-               error: str | None = None) -> None:
-        if self._history is not None:
-            self._history.append(process, type, f, value, error)
-
-    def append_many(self, ops: list[PendingOp]) -> None:
-        """Journal ``ops`` in order with one write (see ``HistoryWriter.append_many``)."""
-        if self._history is not None and ops:
-            self._history.append_many(ops)
-
-
-@dataclass(slots=True)
-class SendCounts:
-    """Completed sends by outcome; written only by the owning client's thread."""
-
-    ok: int = 0
-    fail: int = 0
-    info: int = 0
-
-
-@dataclass(slots=True)
-class WorkloadStats:
-    """A snapshot of the workload's progress, for the terminal and the benchmark."""
-
-    invoked: int = 0
-    ok: int = 0
-    fail: int = 0
-    info: int = 0
-    polls: int = 0
-    polled_records: int = 0
-    retired: int = 0
-
-
-def producer_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str, Any]:
-    """librdkafka settings for a workload producer, from the spec's producer section."""
-    p = spec.producer
-    return {
-        "bootstrap.servers": bootstrap,
-        "client.id": client_id,
-        "acks": p.acks,
-        "enable.idempotence": p.enable_idempotence,
-        "retries": p.retries,
-        "max.in.flight.requests.per.connection": p.max_in_flight,
-        "delivery.timeout.ms": p.delivery_timeout_ms,
-        "request.timeout.ms": p.request_timeout_ms,
-        "linger.ms": p.linger_ms,
-        # Room above MAX_OUTSTANDING, so produce() never refuses with _QUEUE_FULL.
-        "queue.buffering.max.messages": max(100_000, 4 * MAX_OUTSTANDING),
-        # Faults come and go within seconds; the 10 s default backoff would hide recovery.
-        "reconnect.backoff.max.ms": 1000,
-        "topic.metadata.refresh.interval.ms": 5000,
-        "logger": rdkafka_log,
-    }
-
-
-def consumer_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str, Any]:
-    """librdkafka settings for a workload or drain consumer (assign mode, no commits)."""
-    return {
-        "bootstrap.servers": bootstrap,
-        "client.id": client_id,
-        # Required by the client, unused: assign() joins no group and nothing commits.
-        "group.id": f"faultline-{spec.name}",
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "earliest",
-        "enable.partition.eof": False,
-        "isolation.level": spec.consumer.isolation_level,
-        "fetch.wait.max.ms": 100,
-        # Bound the prefetch buffer (default 64 MB per consumer): memory stays flat.
-        "queued.max.messages.kbytes": 16384,
-        "reconnect.backoff.max.ms": 1000,
-        "topic.metadata.refresh.interval.ms": 5000,
-        "logger": rdkafka_log,
-    }
-
-
-def decode_value(raw: bytes | None) -> int | str | None:
-    """A record value as the history holds it: an int for canonical decimal ASCII,
-    else the text as it is (undecodable bytes escaped), None for a null value."""
-    if raw is None:
-        return None
-    text = raw.decode("utf-8", "backslashreplace")
-    if text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0")):
-        return int(text)
-    return text
-
-
-def error_name(e: BaseException) -> str:
-    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
-        return str(e.args[0].name())
-    return type(e).__name__
 
 
 # -- producers -----------------------------------------------------------------------------
@@ -480,13 +355,6 @@ class QueueConsumer:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING)
                          for p in range(self.spec.topic.partitions)])
         return consumer
-
-
-def close_quietly(consumer: Consumer) -> None:
-    try:
-        consumer.close()
-    except (KafkaException, RuntimeError) as e:
-        _log.warning("closing a consumer failed: %s", e)
 
 
 # -- the workload as a whole -----------------------------------------------------------------

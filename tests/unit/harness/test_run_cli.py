@@ -15,7 +15,7 @@ from faultline.run.cli import build_spec
 from faultline.run.runner import RunOutcome
 from faultline.rundir import new_run_dir
 from faultline.spec import TestSpec
-from faultline.workloads.queue import WorkloadStats, decode_value
+from faultline.workloads.clients import WorkloadStats, decode_value
 
 
 def test_defaults_are_the_default_test() -> None:

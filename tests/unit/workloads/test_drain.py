@@ -18,8 +18,8 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, KafkaError, KafkaE
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.spec import TestSpec
 from faultline.workloads import drain as drain_module
+from faultline.workloads.clients import ProcessIds
 from faultline.workloads.drain import PartitionDrain, drain
-from faultline.workloads.queue import ProcessIds
 from tests.schemas import valid_lines
 
 TOPIC = TestSpec().topic.name

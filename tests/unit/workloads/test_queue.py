@@ -21,14 +21,8 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.spec import TestSpec
 from faultline.workloads import queue
-from faultline.workloads.queue import (
-    MAX_OUTSTANDING,
-    Journal,
-    ProcessIds,
-    QueueConsumer,
-    QueueProducer,
-    Values,
-)
+from faultline.workloads.clients import MAX_OUTSTANDING, Journal, ProcessIds, Values
+from faultline.workloads.queue import QueueConsumer, QueueProducer
 from tests.schemas import validator
 
 SPEC = TestSpec()
