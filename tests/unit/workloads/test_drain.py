@@ -21,6 +21,7 @@ from faultline.workloads import drain as drain_module
 from faultline.workloads.clients import ProcessIds
 from faultline.workloads.drain import PartitionDrain, drain
 from tests.schemas import valid_lines
+from tests.unit.workloads.fakes import FakeMessage
 
 TOPIC = TestSpec().topic.name
 
@@ -36,26 +37,6 @@ class Clock:
 
     def sleep(self, seconds: float) -> None:
         self.now += seconds
-
-
-class FakeMessage:
-    def __init__(self, partition: int, offset: int, value: bytes | None) -> None:
-        self._partition, self._offset, self._value = partition, offset, value
-
-    def error(self) -> KafkaError | None:
-        return None
-
-    def topic(self) -> str:
-        return TOPIC
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes | None:
-        return self._value
 
 
 class Log:

@@ -24,33 +24,11 @@ from faultline.workloads import queue
 from faultline.workloads.clients import MAX_OUTSTANDING, Journal, ProcessIds, Values
 from faultline.workloads.queue import QueueConsumer, QueueProducer
 from tests.schemas import validator
+from tests.unit.workloads.fakes import FakeMessage
 
 SPEC = TestSpec()
 TOPIC = SPEC.topic.name
 HOLD = "hold"  # a decision: no delivery report yet
-
-
-class FakeMessage:
-    def __init__(self, partition: int, offset: int, value: bytes | None,
-                 error: KafkaError | None = None) -> None:
-        self._partition, self._offset, self._value, self._error = partition, offset, value, error
-
-    def error(self) -> KafkaError | None:
-        return self._error
-
-    def topic(self) -> str:
-        return TOPIC
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes | None:
-        return self._value
-
-
 #: (the instance, partition, value) -> HOLD, None for success, or an error name.
 Decide = Callable[["FakeProducer", int, int], str | None]
 
