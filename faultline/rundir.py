@@ -84,16 +84,9 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
 
 def write_jsonl(path: Path, lines: Iterable[Mapping[str, Any]]) -> int:
     """Write ``lines`` as JSON lines to ``path`` atomically; returns how many."""
-    n = 0
-
-    def encoded() -> Iterable[bytes]:
-        nonlocal n
-        for line in lines:
-            n += 1
-            yield orjson.dumps(line) + b"\n"
-
-    write_atomic(path, encoded())
-    return n
+    encoded = [orjson.dumps(line) + b"\n" for line in lines]
+    write_atomic(path, encoded)
+    return len(encoded)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -100,7 +100,7 @@ class Part:
     """What the history says about one topic-partition, offsets-wise."""
 
     __slots__ = ("acks", "agreed", "complete", "drain_time", "drained", "drains", "hw", "lso",
-                 "partition", "polled", "polls", "replicas", "sends", "short", "topic")
+                 "partition", "polled", "polls", "replicas", "sends", "topic")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -117,4 +117,11 @@ class Part:
         self.sends = [0, 0, 0, 0]  # open, ok, fail, info
         self.replicas: list[Mapping[str, Any]] = []  # its replicas.jsonl lines, by node
         self.agreed: int | None = None  # every replica holds the same batches below it
-        self.short: int | None = None  # = agreed, when the complete drain stopped below it
+
+    @property
+    def short(self) -> int | None:
+        """:attr:`agreed`, when the complete drain stopped below it (it stopped short);
+        else None."""
+        if self.complete and self.agreed is not None and self.hw is not None and self.agreed > self.hw:
+            return self.agreed
+        return None

@@ -360,9 +360,9 @@ class Engine:
         return build_result(collected, self)
 
     def _cross_check(self) -> None:
-        """Hold each complete drain against the replicas' logs (``replicas.jsonl``): a
-        drain whose end lies below the offset up to which every replica holds the same
-        batches stopped short (:attr:`Part.short`)."""
+        """Give each partition its replicas' lines (``replicas.jsonl``) and the offset up to
+        which they all hold the same batches (:attr:`Part.agreed`), against which a
+        complete drain may turn out short (:attr:`Part.short`)."""
         if self.replicas is None:
             return
         for topic in {p.topic for p in self.parts}:
@@ -375,9 +375,6 @@ class Engine:
                 if len(reps) < self.spec.topic.replication_factor:
                     continue  # a replica's log is missing: nothing is agreed
                 part.agreed = agreed_end(reps)
-                if (part.complete and part.agreed is not None and part.hw is not None
-                        and part.agreed > part.hw):
-                    part.short = part.agreed
 
     def send_facts(self, s: int) -> explain.SendFacts:
         """What the history says about the send in slot ``s``."""

@@ -56,7 +56,6 @@ class Collected:
         self.truncated = truncated
         self.counts: dict[str, int] = dict.fromkeys(ANOMALIES, 0)
         self.examples: dict[str, list[Example]] = {}
-        self.forbidden_seen: set[str] = set()  # types with an instance not permitted
         self.part_faults: list[frozenset[str]] = []  # tp -> its fault tokens
         self.part_rules: list[dict[str, str]] = []  # tp -> rule key -> reason
         self.part_counts: list[dict[str, int]] = []  # tp -> anomaly -> count
@@ -103,7 +102,6 @@ class Collected:
         if allowed is None:
             allowed = name in self.part_rules[tp]
         if not allowed:
-            self.forbidden_seen.add(name)
             self.part_violations[tp].add(name)
         self.counts[name] += 1
         self.part_counts[tp][name] += 1
@@ -125,7 +123,7 @@ class Collected:
 
     def violations(self) -> list[str]:
         """Types seen that the guarantees forbid, in docs/design.md's order."""
-        return [name for name in ANOMALIES if name in self.forbidden_seen]
+        return [name for name in ANOMALIES if any(name in seen for seen in self.part_violations)]
 
     def run_reasons(self, names: Sequence[str], engine: Tally) -> tuple[dict[str, str], dict[str, str]]:
         """Run-wide ``permitted_reasons`` and ``forbidden_reasons``: per type, the reason
