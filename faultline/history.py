@@ -1,12 +1,14 @@
-"""Operations and the ``history.jsonl`` file (docs/history.md, v1).
+"""Operations and the history file (docs/history.md, v1).
 
 An :class:`Op` is data: ``invoke`` starts an operation, ``ok`` says it happened,
 ``fail`` that it certainly did not, ``info`` that nobody knows. The
-:class:`HistoryWriter` journals ops as they happen, one flushed line each, so a run
-that dies still leaves a readable prefix. :func:`read_history` streams a file back,
-checking order and pairing, and names the line of the first breach;
-:func:`iter_rows` is the same reader yielding the parsed dicts, for checkers that
-stream millions of lines (building an :class:`Op` per line would double their cost).
+:class:`HistoryWriter` journals ops as they happen, plain (``history.jsonl``) or as
+zstd frames (``history.jsonl.zst``, what a run writes), so a run that dies still
+leaves a readable prefix. :func:`iter_rows` is the one reader: given a run directory
+or either file, it streams the parsed lines back, checking order and pairing, and
+names the line of the first breach; :func:`read_history` wraps each line in an
+:class:`Op` (for millions of lines, checkers use the rows: an Op per line would
+double their cost). :func:`history_lines` gives the raw lines of either form.
 
 This module is pure: it imports no Kafka client and no cluster code, so checkers,
 reports and the Spark pipeline can use it anywhere.
@@ -14,17 +16,20 @@ reports and the Spark pipeline can use it anywhere.
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
 import orjson
+import zstandard
 
 from faultline.errors import HistoryError
+from faultline.rundir import find_history
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))
@@ -67,14 +72,27 @@ class Op:
                   d.get("error"))
 
 
+#: The first bytes of a zstd frame: how a reader tells a compressed history.
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: A compressed history's frames: at most this long after an op is appended it is
+#: handed to the OS, and a frame is written early once this many bytes are pending.
+FLUSH_S = 0.2
+FRAME_BYTES = 1 << 20
+
+
 @dataclass(slots=True)
 class HistoryWriter:
-    """Appends ops to ``history.jsonl``; safe to call from many threads.
+    """Appends ops to a history file; safe to call from many threads.
 
     Contract: ``append`` assigns a dense ``index`` and a non-decreasing ``time`` under
-    one lock, and the line has been handed to the OS (``write`` + ``flush``) before
-    it returns, so the op is on disk if this process is killed. It does not fsync:
-    a journal that survives power loss is not what a test run needs.
+    one lock. A path ending in ``.zst`` is written compressed, as a sequence of
+    independent zstd frames (with checksums), one per flushed batch: an op is handed
+    to the OS at most :data:`FLUSH_S` after ``append`` returns (a background thread
+    flushes the batch) or sooner once :data:`FRAME_BYTES` are pending, and at
+    :meth:`close`; a process killed mid-run leaves every frame before the last flush,
+    a prefix any zstd reader decodes. Any other path is written plain, the line handed
+    to the OS before ``append`` returns. It never fsyncs: a journal that survives power
+    loss is not what a test run needs.
     """
 
     path: Path
@@ -82,10 +100,18 @@ class HistoryWriter:
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _t0: int = field(init=False, repr=False, default=0)
     _next: int = field(init=False, repr=False, default=0)
+    _zstd: zstandard.ZstdCompressor | None = field(init=False, repr=False, default=None)
+    _pending: list[bytes] = field(init=False, repr=False, default_factory=list)
+    _pending_bytes: int = field(init=False, repr=False, default=0)
+    _closed: threading.Event = field(init=False, repr=False, default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
         self._t0 = time.monotonic_ns()
+        if Path(self.path).name.endswith(".zst"):
+            self._zstd = zstandard.ZstdCompressor(level=3, write_checksum=True)
+            threading.Thread(target=self._flush_every, name="faultline-history-flush",
+                             daemon=True).start()
 
     def now(self) -> int:
         """Nanoseconds since this writer opened; the clock every op's ``time`` uses."""
@@ -116,14 +142,42 @@ class HistoryWriter:
             self._next = first + len(ops)
 
     def _write(self, data: bytes) -> None:
+        """Hand ``data`` to the OS, or to the pending frame when compressing; under the lock."""
+        if self._zstd is None:
+            self._write_raw(data)
+            return
+        if self._file.closed:
+            raise ValueError("write to a closed history")
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= FRAME_BYTES:
+            self._flush_frame()
+
+    def _flush_frame(self) -> None:
+        """Write the pending lines as one zstd frame; under the lock."""
+        if self._pending and self._zstd is not None:
+            self._write_raw(self._zstd.compress(b"".join(self._pending)))
+            self._pending.clear()
+            self._pending_bytes = 0
+
+    def _flush_every(self) -> None:
+        while not self._closed.wait(FLUSH_S):
+            with self._lock:
+                if not self._file.closed:
+                    self._flush_frame()
+
+    def _write_raw(self, data: bytes) -> None:
         view = memoryview(data)
         while view:  # a raw file may write less than asked
             view = view[self._file.write(view) or 0:]
 
     def close(self) -> None:
-        """Close the file; later appends raise ValueError."""
+        """Flush what is pending and close the file; later appends raise ValueError."""
+        self._closed.set()
         with self._lock:
-            self._file.close()
+            if not self._file.closed:
+                self._flush_frame()
+                self._file.close()
 
     def __enter__(self) -> HistoryWriter:
         return self
@@ -147,7 +201,8 @@ class ReadResult:
 
 def read_history(path: str | os.PathLike[str], result: ReadResult | None = None,
                  *, validate: bool = True) -> Iterator[Op]:
-    """Stream the ops of a history file in order.
+    """Stream the ops of a history (a run directory or a history file, plain or
+    compressed: :func:`iter_rows`) in order.
 
     Raises HistoryError naming the file and line on: invalid JSON (except a cut last
     line, which is dropped and noted in ``result.truncated``), a missing or mistyped
@@ -159,22 +214,73 @@ def read_history(path: str | os.PathLike[str], result: ReadResult | None = None,
     yield from map(Op.from_dict, iter_rows(path, result, validate=validate))
 
 
-def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
-              *, validate: bool = True) -> Iterator[dict[str, Any]]:
-    """Stream a history file's lines as parsed dicts, checked as :func:`read_history` says.
+def history_lines(path: str | os.PathLike[str]) -> Generator[bytes, None, None]:
+    """The raw lines of a history, newline included, decompressed when it is zstd (told
+    by its first bytes, not its name); ``path`` is a history file or a run directory
+    (:func:`faultline.rundir.find_history`).
 
-    This is the one reader; :func:`read_history` wraps each row in an :class:`Op`.
-    Checkers that stream millions of lines use the rows directly (building an Op
-    costs more than parsing the line). Each row has ``index``, ``time``, ``process``,
-    ``type`` and ``f`` checked; ``value`` and ``error`` may be absent. Rows must not
-    be mutated by the caller if it also keeps them.
+    A compressed file cut mid-frame (a killed run) gives the lines its frames decode to,
+    then a last line without a newline (empty when the cut fell between lines), which
+    a reader takes for a cut write. A frame whose checksum fails raises
+    ``zstandard.ZstdError``. Raises HistoryError naming the file when it cannot be opened.
     """
-    result = result if result is not None else ReadResult()
-    name = os.fspath(path)
+    name = _history_file(path)
     try:
         fh = open(name, "rb")  # noqa: SIM115 - closed in the finally below
     except OSError as e:
         raise HistoryError(name, None, f"cannot open: {e.strerror}") from None
+    try:
+        if fh.peek(len(ZSTD_MAGIC))[:len(ZSTD_MAGIC)] != ZSTD_MAGIC:
+            yield from fh
+            return
+        dctx = zstandard.ZstdDecompressor()
+        frame = dctx.decompressobj()
+        mid_frame = False
+        rest = b""
+        while chunk := fh.read(1 << 20):
+            out = []
+            while chunk:  # a chunk may end one frame and start the next
+                out.append(frame.decompress(chunk))
+                mid_frame = not frame.eof
+                chunk = b""
+                if frame.eof:
+                    chunk, frame = frame.unused_data, dctx.decompressobj()
+            lines = io.BytesIO(rest + b"".join(out))
+            for line in lines:
+                if line.endswith(b"\n"):
+                    yield line
+                else:
+                    rest = line
+                    break
+            else:
+                rest = b""
+        if rest or mid_frame:
+            yield rest
+    finally:
+        fh.close()
+
+
+def _history_file(path: str | os.PathLike[str]) -> str:
+    """``path``, or the history file of the run directory ``path``."""
+    name = os.fspath(path)
+    return os.fspath(find_history(Path(name))) if os.path.isdir(name) else name
+
+
+def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
+              *, validate: bool = True) -> Iterator[dict[str, Any]]:
+    """Stream a history's lines as parsed dicts, checked as :func:`read_history` says.
+
+    ``path`` is a run directory or a history file, plain or zstd-compressed
+    (:func:`history_lines`): this is the one reader every other uses, the report,
+    the checker and the Spark pipeline alike. :func:`read_history` wraps each row
+    in an :class:`Op`. Checkers that stream millions of lines use the rows directly
+    (building an Op costs more than parsing the line). Each row has ``index``,
+    ``time``, ``process``, ``type`` and ``f`` checked; ``value`` and ``error`` may be
+    absent. Rows must not be mutated by the caller if it also keeps them.
+    """
+    result = result if result is not None else ReadResult()
+    name = _history_file(path)
+    lines = history_lines(name)
     checker = _PairingChecker(name) if validate else None
     expected_index = 0
     last_time = 0
@@ -182,7 +288,7 @@ def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
     decode_error = orjson.JSONDecodeError
     try:
         lineno = 0
-        for lineno, raw in enumerate(fh, 1):
+        for lineno, raw in enumerate(lines, 1):
             # Inline fast path of _check_row for the common, well-formed line; any
             # doubt goes to _check_row, which raises the precise error.
             try:
@@ -211,8 +317,10 @@ def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
             last_time = t
             yield d
         result.lines = lineno
+    except zstandard.ZstdError as e:
+        raise HistoryError(name, lineno + 1, f"not valid zstd ({e})") from None
     finally:
-        fh.close()
+        lines.close()
 
 
 _OP_TYPE_NAMES: dict[str, None] = dict.fromkeys(OP_TYPES)

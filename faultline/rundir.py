@@ -4,8 +4,10 @@ files are written and read.
 ``results/<test-name>/<UTC timestamp>/``, with ``results/latest`` pointing at the newest
 run. Every file a run writes whole after the fact (results.json, report.html,
 metadata.jsonl, replicas.jsonl) goes through :func:`write_atomic`, so a crash mid-write
-leaves the old file or none, never half of one. ``history.jsonl`` is the exception: it
-is appended as the run goes (:class:`faultline.history.HistoryWriter`).
+leaves the old file or none, never half of one. The history is the exception: it is
+appended as the run goes (:class:`faultline.history.HistoryWriter`), zstd-compressed
+(:data:`HISTORY_FILE`); a run directory may instead hold it plain
+(:data:`PLAIN_HISTORY_FILE`), and :func:`find_history` says which it has.
 
 Imports nothing of the project but :mod:`faultline.errors`: every layer may use it.
 """
@@ -25,7 +27,10 @@ import orjson
 from faultline.errors import HistoryError
 
 TEST_FILE = "test.json"
-HISTORY_FILE = "history.jsonl"
+#: The history as a run writes it: JSON lines in zstd frames (docs/history.md).
+HISTORY_FILE = "history.jsonl.zst"
+#: The same lines uncompressed, which every reader accepts too.
+PLAIN_HISTORY_FILE = "history.jsonl"
 RESULTS_FILE = "results.json"
 REPORT_FILE = "report.html"
 OBSERVATIONS_FILE = "observations.jsonl"
@@ -33,6 +38,21 @@ METADATA_FILE = "metadata.jsonl"
 REPLICAS_FILE = "replicas.jsonl"
 NODES_DIR = "nodes"
 LATEST = "latest"
+
+
+def find_history(run_dir: Path) -> Path:
+    """The history file of ``run_dir``: :data:`HISTORY_FILE` or :data:`PLAIN_HISTORY_FILE`,
+    whichever it holds. Raises HistoryError when it holds neither or both (a run
+    directory holds exactly one, docs/history.md)."""
+    found = [run_dir / name for name in (HISTORY_FILE, PLAIN_HISTORY_FILE)
+             if (run_dir / name).is_file()]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise HistoryError(str(run_dir / HISTORY_FILE), None,
+                           f"missing (nor {PLAIN_HISTORY_FILE}): is this a run directory?")
+    raise HistoryError(str(run_dir), None,
+                       f"holds both {HISTORY_FILE} and {PLAIN_HISTORY_FILE}; keep one")
 
 
 def new_run_dir(results: Path, name: str, now: datetime | None = None) -> Path:

@@ -10,6 +10,8 @@ from typing import Any
 import jsonschema
 import orjson
 
+from faultline.history import history_lines
+
 SCHEMAS = Path(__file__).resolve().parents[1] / "faultline" / "schemas"
 
 
@@ -21,9 +23,10 @@ def validator(name: str) -> jsonschema.Draft202012Validator:
 
 
 def valid_lines(path: Path, schema: str) -> list[dict[str, Any]]:
-    """Every line of the JSON-lines file ``path``, each validated against ``schema``."""
+    """Every line of the JSON-lines file ``path`` (zstd-compressed or not), each validated
+    against ``schema``."""
     check = validator(schema)
-    lines = [orjson.loads(raw) for raw in path.read_bytes().splitlines()]
+    lines = [orjson.loads(raw) for raw in history_lines(path)]
     for line in lines:
         check.validate(line)
     return lines
@@ -35,6 +38,7 @@ RUN_FILES = {
     "test.json": "test.schema.json",
     "results.json": "results.schema.json",
     "history.jsonl": "history.schema.json",
+    "history.jsonl.zst": "history.schema.json",
     "observations.jsonl": "observations.schema.json",
     "metadata.jsonl": "metadata.schema.json",
     "replicas.jsonl": "replicas.schema.json",
@@ -52,7 +56,7 @@ def validate_run_dir(run_dir: Path) -> list[str]:
         if not path.exists():
             continue
         try:
-            if name.endswith(".jsonl"):
+            if name.endswith((".jsonl", ".jsonl.zst")):
                 valid_lines(path, schema)
             else:
                 validator(schema).validate(json.loads(path.read_text()))

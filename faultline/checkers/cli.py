@@ -72,7 +72,7 @@ def summary(result: Result) -> str:
 @click.command("check")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 def check(run_dir: Path) -> None:
-    """Check a stored run: read RUN_DIR's test.json and history.jsonl, write results.json.
+    """Check a stored run: read RUN_DIR's test.json and history, write results.json.
 
     Exit 0 if valid, 1 if invalid, 2 if unknown or the input is unreadable.
     """

@@ -17,7 +17,7 @@ from faultline.checkers.result import Result, unknown_result
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
 from faultline.history import ReadResult, iter_rows
-from faultline.rundir import HISTORY_FILE, TEST_FILE
+from faultline.rundir import TEST_FILE, find_history
 from faultline.spec import TestSpec
 
 
@@ -64,7 +64,7 @@ def check_stored(run_dir: Path) -> Result:
     if not run_dir.is_dir():
         raise HistoryError(str(run_dir), None, "not a run directory")
     spec = TestSpec.load(run_dir / TEST_FILE)
-    history = run_dir / HISTORY_FILE
+    history = find_history(run_dir)
     read = ReadResult()
     checker = CHECKERS.get(spec.workload.name)
     if checker is None:

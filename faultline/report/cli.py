@@ -18,7 +18,7 @@ from faultline.report.page import build_report
 @click.command("report")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 def report(run_dir: Path) -> None:
-    """Write RUN_DIR/report.html from RUN_DIR's test.json, history.jsonl and results.json.
+    """Write RUN_DIR/report.html from RUN_DIR's test.json, history and results.json.
 
     Prints the report's path. Exit 0 once written; 2 if RUN_DIR is not a readable run.
     """

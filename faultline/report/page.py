@@ -2,8 +2,9 @@
 under the config tested, and why.
 
 :func:`build_report` reads a stored run directory (docs/history.md): ``test.json``,
-``history.jsonl``, ``results.json`` (the checker's verdict, if the run was checked)
-and ``observations.jsonl`` (optional white-box samples), and writes
+the history (``history.jsonl.zst`` or ``history.jsonl``), ``results.json`` (the
+checker's verdict, if the run was checked) and ``observations.jsonl`` (optional
+white-box samples), and writes
 ``report.html`` beside them. A run without ``results.json`` (or with one that lacks
 the checker's ``measures`` or ``partitions``) is checked in memory, by the same
 checker ``faultline check`` runs, and nothing but ``report.html`` is written. The
@@ -49,10 +50,12 @@ from faultline.rundir import (
     HISTORY_FILE,
     METADATA_FILE,
     OBSERVATIONS_FILE,
+    PLAIN_HISTORY_FILE,
     REPLICAS_FILE,
     REPORT_FILE,
     RESULTS_FILE,
     TEST_FILE,
+    find_history,
     read_jsonl,
     write_atomic,
 )
@@ -61,7 +64,8 @@ from faultline.spec import TestSpec
 #: Files of a run directory the report links to, with what each holds.
 RUN_FILES: tuple[tuple[str, str], ...] = (
     (TEST_FILE, "the test spec as it ran"),
-    (HISTORY_FILE, "every client and nemesis operation"),
+    (HISTORY_FILE, "every client and nemesis operation (zstd-compressed JSON lines)"),
+    (PLAIN_HISTORY_FILE, "every client and nemesis operation"),
     (RESULTS_FILE, "the checker's verdict and anomalies"),
     (OBSERVATIONS_FILE, "white-box samples: leader, ISR, HW, LEO per replica"),
     (METADATA_FILE, "the decoded KRaft metadata log"),
@@ -92,7 +96,7 @@ def build_report(run_dir: Path) -> Path:
 
     Contract: reads only files inside ``run_dir`` and writes only ``report.html``
     (atomically, through a temporary file beside it). Raises HistoryError for a
-    directory that is not a readable run (missing ``test.json`` or ``history.jsonl``,
+    directory that is not a readable run (missing ``test.json`` or the history,
     malformed JSON in the other files, a history that breaks docs/history.md) and SpecError
     for a ``test.json`` that is unreadable or not a valid spec
     (:meth:`~faultline.spec.TestSpec.load`); each message is one line naming the file.
@@ -111,11 +115,8 @@ def load_run(run_dir: Path) -> RunData:
     if not spec_path.is_file():
         raise HistoryError(str(spec_path), None, "missing: is this a run directory?")
     spec = TestSpec.load(spec_path)
-    hist_path = run_dir / HISTORY_FILE
-    if not hist_path.is_file():
-        raise HistoryError(str(hist_path), None, "missing: is this a run directory?")
     rr = ReadResult()
-    history = m.summarize(iter_rows(hist_path, rr))  # fills rr.truncated
+    history = m.summarize(iter_rows(find_history(run_dir), rr))  # fills rr.truncated
     results_path = run_dir / RESULTS_FILE
     stored = _read_json(results_path) if results_path.is_file() else None
     if stored is not None and not isinstance(stored, dict):

@@ -5,7 +5,7 @@
     spec -> results/<name>/<UTC timestamp>/test.json      (before anything starts)
     cluster up, topic created with a full ISR
     observer starts sampling leader / ISR / HW / LEO into observations.jsonl
-    main phase: workload + nemesis schedule for time_limit, journaled to history.jsonl
+    main phase: workload + nemesis schedule for time_limit, journaled to history.jsonl.zst
     stop issuing ops; heal every fault; let outstanding sends complete
     wait for quiescence (bounded): every partition led, its replicas registered, in the
         ISR and caught up, its high watermark at the leader's log end, all stable

@@ -83,7 +83,7 @@ def test_truncated_history_still_reports(base: StoredRun, tmp_path: Path) -> Non
     ("no-dir", "not a run directory"),
     ("no-test-json", "test.json: missing"),
     ("bad-spec", "test.json.topic.partitions: expected an integer"),
-    ("no-history", "history.jsonl: missing"),
+    ("no-history", "history.jsonl.zst: missing (nor history.jsonl)"),
     ("bad-history", "history.jsonl:3: not valid JSON"),
     ("bad-results", "results.json: not valid JSON"),
 ])

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import zstandard
 from click.testing import CliRunner
 
 from faultline.cli import main
@@ -22,13 +23,26 @@ STORED = Path(__file__).parent / "data" / "kill-partition"
 VERDICT = {True: "valid", False: "invalid", "unknown": "unknown"}
 
 
-def test_the_stored_run_validates() -> None:
-    assert validate_run_dir(STORED) == list(RUN_FILES)
-
-
-def test_its_report_shows_the_faults_the_verdict_and_the_broker_state(tmp_path: Path) -> None:
+def stored_run(tmp_path: Path, history: str) -> Path:
+    """A copy of the stored run with its history as ``history`` (plain or compressed)."""
     run_dir = tmp_path / "run"
     shutil.copytree(STORED, run_dir)
+    if history == "history.jsonl.zst":
+        plain = run_dir / "history.jsonl"
+        (run_dir / history).write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+        plain.unlink()
+    return run_dir
+
+
+@pytest.mark.parametrize("history", ["history.jsonl", "history.jsonl.zst"])
+def test_the_stored_run_validates(tmp_path: Path, history: str) -> None:
+    run_dir = stored_run(tmp_path, history)
+    assert validate_run_dir(run_dir) == [n for n in RUN_FILES if not n.startswith("history") or n == history]
+
+
+@pytest.mark.parametrize("history", ["history.jsonl", "history.jsonl.zst"])
+def test_its_report_shows_the_faults_the_verdict_and_the_broker_state(tmp_path: Path, history: str) -> None:
+    run_dir = stored_run(tmp_path, history)
     result = CliRunner().invoke(main, ["report", str(run_dir)])
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == str(run_dir / "report.html")
@@ -36,7 +50,7 @@ def test_its_report_shows_the_faults_the_verdict_and_the_broker_state(tmp_path: 
     results = json.loads((run_dir / "results.json").read_text())
     assert f'data-verdict="{VERDICT[results["valid"]]}"' in html
     # one row per fault the nemesis took, named as the history names it
-    taken = [op.f for op in read_history(run_dir / "history.jsonl")
+    taken = [op.f for op in read_history(run_dir)
              if op.process == "nemesis" and op.f in ("kill", "partition") and "result" in (op.value or {})]
     assert {"kill", "partition"} <= set(taken)
     rows = [row.split("</td>", 1)[0].rsplit(">", 1)[1] for row in html.split('<tr class="fault">')[1:]]

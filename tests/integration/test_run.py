@@ -43,7 +43,7 @@ def test_history_validates_and_the_drain_holds_every_ack_once(outcome: RunOutcom
     drained: dict[int, list[tuple[int, int]]] = defaultdict(list)
     last: set[int] = set()
     polls = 0
-    for op in read_history(outcome.run_dir / "history.jsonl", result):  # validates pairing
+    for op in read_history(outcome.run_dir, result):  # validates pairing
         v = op.value
         if op.f == "send" and op.type == "ok":
             acked[v["value"]] = (v["partition"], v["offset"])

@@ -34,7 +34,7 @@ def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> Ru
 
 def test_every_fault_is_journaled_and_healed(outcome: RunOutcome) -> None:
     assert outcome.error is None
-    nemesis = [op for op in read_history(outcome.run_dir / "history.jsonl") if op.process == "nemesis"]
+    nemesis = [op for op in read_history(outcome.run_dir) if op.process == "nemesis"]
     done = [op for op in nemesis if "result" in (op.value or {})]
     faults = [op for op in done if op.f in HEALS]
     print(f"faults: {[(op.f, op.value['result']) for op in faults]}")
@@ -62,7 +62,7 @@ def test_the_guarantees_hold(outcome: RunOutcome) -> None:
     batches' producer ids and epochs). Any other violation fails."""
     results = json.loads((outcome.run_dir / "results.json").read_text())
     assert set(results["violations"]) <= {"duplicate"}, (results["violations"], results["unknown"])
-    info = {op.value["value"] for op in read_history(outcome.run_dir / "history.jsonl")
+    info = {op.value["value"] for op in read_history(outcome.run_dir)
             if op.f == "send" and op.type == "info"}
     duplicated = {e["value"] for e in results["anomalies"].get("duplicate", [])}
     print(f"duplicates: {len(duplicated)}, of sends that ended info: {len(duplicated & info)}")

@@ -3,6 +3,9 @@ line, and the pairing rules of docs/history.md."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -10,11 +13,20 @@ from typing import Any
 
 import orjson
 import pytest
+import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
 from faultline.errors import HistoryError
-from faultline.history import HistoryWriter, Op, ReadResult, iter_rows, read_history
+from faultline.history import (
+    ZSTD_MAGIC,
+    HistoryWriter,
+    Op,
+    PendingOp,
+    ReadResult,
+    iter_rows,
+    read_history,
+)
 
 
 def line(i: int, p: Any = 0, typ: str = "invoke", f: str = "send", value: Any = None,
@@ -197,3 +209,104 @@ def test_append_many_writes_each_op_as_its_own_line(ops: list[Any]) -> None:
         {"index": k, "time": orjson.loads(x)["time"], "process": p, "type": typ, "f": f,
          "value": v, **({} if e is None else {"error": e})}
         for k, ((p, typ, f, v, e), x) in enumerate(zip(ops, lines, strict=True))]
+
+
+# --- the compressed form: history.jsonl.zst ---------------------------------------------
+
+
+def zst(rows: list[Any], per_frame: int = 2) -> bytes:
+    """``rows`` as JSON lines in independent zstd frames of ``per_frame`` lines each."""
+    c = zstandard.ZstdCompressor(write_checksum=True)
+    return b"".join(c.compress(b"".join(orjson.dumps(r) + b"\n" for r in rows[i:i + per_frame]))
+                    for i in range(0, len(rows), per_frame))
+
+
+def frames(data: bytes) -> list[bytes]:
+    """The zstd frames of ``data``, each decompressed on its own."""
+    out = []
+    while data:
+        d = zstandard.ZstdDecompressor().decompressobj()
+        out.append(d.decompress(data))
+        assert d.eof, "a frame cut short"
+        data = d.unused_data
+    return out
+
+
+def test_a_zst_path_is_written_compressed_in_frames_that_read_back_the_same(tmp_path: Path) -> None:
+    plain, packed = tmp_path / "history.jsonl", tmp_path / "history.jsonl.zst"
+    with HistoryWriter(plain) as a, HistoryWriter(packed) as b:
+        for w in (a, b):
+            w._t0 = 0  # the same clock for both, so the lines are identical
+        for i in range(3000):
+            ops: list[PendingOp] = [(0, "invoke", "send", {"topic": "t", "partition": 0, "value": i}, None),
+                                    (0, "ok", "send", {"topic": "t", "partition": 0, "value": i,
+                                                       "offset": i}, None)]
+            for w in (a, b):
+                w.append_many(ops)
+            if i == 1000:  # one frame now, and the rest in another at close
+                with b._lock:
+                    b._flush_frame()
+    data = packed.read_bytes()
+    assert data.startswith(ZSTD_MAGIC) and len(data) < plain.stat().st_size // 5
+    assert b"".join(frames(data)) == zstandard.ZstdDecompressor().stream_reader(
+        data, read_across_frames=True).read() and len(frames(data)) == 2
+    times = [r["time"] for r in iter_rows(plain)]
+    assert [{**r, "time": 0} for r in iter_rows(packed)] == [{**r, "time": 0} for r in iter_rows(plain)]
+    assert times == sorted(times) and len(times) == 6000
+
+
+def test_a_run_directory_is_read_whichever_form_its_history_has(tmp_path: Path) -> None:
+    rows = [line(0), line(1), line(2)]
+    (tmp_path / "history.jsonl.zst").write_bytes(zst(rows))
+    assert list(iter_rows(tmp_path)) == rows
+    assert [o.to_dict() for o in read_history(tmp_path)] == rows
+    write(tmp_path / "history.jsonl", rows)
+    with pytest.raises(HistoryError, match=r"holds both history\.jsonl\.zst and history\.jsonl"):
+        list(iter_rows(tmp_path))
+    (tmp_path / "history.jsonl.zst").unlink()
+    assert list(iter_rows(tmp_path)) == rows
+    (tmp_path / "history.jsonl").unlink()
+    with pytest.raises(HistoryError, match=r"history.jsonl.zst: missing \(nor history.jsonl\)"):
+        list(iter_rows(tmp_path))
+
+
+def test_a_compressed_history_cut_mid_frame_reads_as_its_prefix(tmp_path: Path) -> None:
+    rows = [line(i) for i in range(400)]
+    data = zst(rows, per_frame=100)
+    path = tmp_path / "h.jsonl.zst"
+    path.write_bytes(data[:-40])  # the last frame cut short
+    rr = ReadResult()
+    got = list(iter_rows(path, rr))
+    assert got == rows[:len(got)] and 300 <= len(got) < 400 and rr.truncated is True
+
+
+def test_a_corrupt_frame_is_one_clear_error(tmp_path: Path) -> None:
+    data = bytearray(zst([line(i) for i in range(400)], per_frame=100))
+    data[len(data) // 2] ^= 0xFF
+    path = tmp_path / "h.jsonl.zst"
+    path.write_bytes(bytes(data))
+    with pytest.raises(HistoryError, match=r"h.jsonl.zst:\d+: not valid zstd"):
+        list(iter_rows(path))
+
+
+_KILLED_WRITER = """
+import os, signal, sys, time
+from faultline.history import HistoryWriter
+w = HistoryWriter(sys.argv[1])
+for i in range(50):
+    w.append(0, "invoke", "send", {"topic": "t", "partition": 0, "value": i})
+deadline = time.monotonic() + 30
+while os.path.getsize(sys.argv[1]) == 0 and time.monotonic() < deadline:
+    time.sleep(0.01)  # polls the condition: the flusher thread has written a frame
+w.append(0, "invoke", "send", {"topic": "t", "partition": 0, "value": 50})
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_writer_leaves_a_readable_prefix_of_whole_frames(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl.zst"
+    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(path)], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    rr = ReadResult()
+    got = [o.value["value"] for o in read_history(path, rr)]
+    assert got[:50] == list(range(50)) and len(got) in (50, 51) and rr.truncated is False

@@ -19,7 +19,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "faults": frozenset(),
     "spec": frozenset({"errors", "faults"}),
-    "history": frozenset({"errors", "spec"}),
+    "history": frozenset({"errors", "spec", "rundir"}),
     "rundir": frozenset({"errors"}),
     "checkers": frozenset({"errors", "faults", "spec", "history", "rundir"}),
     "cluster": frozenset({"errors", "faults", "spec", "rundir"}),

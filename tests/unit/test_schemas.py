@@ -18,7 +18,7 @@ from faultline.checkers.synthetic import Shape, generate
 from faultline.cluster.protocol import PartitionState
 from faultline.history import HistoryWriter, iter_rows
 from faultline.spec import TestSpec
-from tests.schemas import validator
+from tests.schemas import valid_lines, validator
 from tests.unit.harness.fakes import TOPIC, FakeSource, batch, log_dirs, segment
 
 HISTORY = validator("history.schema.json")
@@ -34,8 +34,9 @@ def test_generated_history_lines_match() -> None:
         HISTORY.validate(row)
 
 
-def test_the_writers_lines_match(tmp_path: Path) -> None:
-    path = tmp_path / "history.jsonl"
+@pytest.mark.parametrize("name", ["history.jsonl", "history.jsonl.zst"])
+def test_the_writers_lines_match(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
     tp = {"topic": "fl-queue", "partition": 1}
     with HistoryWriter(path) as w:
         w.append(0, "invoke", "send", {**tp, "value": 17})
@@ -50,8 +51,7 @@ def test_the_writers_lines_match(tmp_path: Path) -> None:
         w.append(9, "invoke", "drain", tp)
         w.append(9, "ok", "drain", {**tp, "records": [[0, 3], [5, 17]], "log_start_offset": 0,
                                     "high_watermark": 6, "last": True})
-    for line in path.read_bytes().splitlines():
-        HISTORY.validate(orjson.loads(line))
+    assert len(valid_lines(path, "history.schema.json")) == 11
 
 
 @pytest.mark.parametrize("bad", [

@@ -70,7 +70,7 @@ def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> Ru
 
 def _kill(run_dir: Path) -> dict[str, Any]:
     """The value of the kill's completion op."""
-    kills = [op.value for op in read_history(run_dir / "history.jsonl")
+    kills = [op.value for op in read_history(run_dir)
              if op.process == "nemesis" and op.f == "kill" and "result" in op.value]
     assert len(kills) == 1 and kills[0].get("leaders"), kills
     return kills[0]
@@ -108,7 +108,7 @@ def test_no_lost_write_where_the_leader_was_never_faulted(outcome: RunOutcome) -
     assert unfaulted == {0, 1}
     acked: dict[int, dict[int, int]] = defaultdict(dict)  # partition -> value -> offset
     drained: dict[int, set[int]] = defaultdict(set)
-    for op in read_history(outcome.run_dir / "history.jsonl"):
+    for op in read_history(outcome.run_dir):
         if op.f == "send" and op.type == "ok":
             acked[op.value["partition"]][op.value["value"]] = op.value["offset"]
         elif op.f == "drain" and op.type == "ok":

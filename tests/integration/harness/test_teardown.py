@@ -16,6 +16,7 @@ from faultline.cluster.local import netns, runstate
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.local.runstate import RunState
 from faultline.cluster.toxiproxy import ToxiproxyClient
+from faultline.history import history_lines
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 from tests.integration.nemeses.nemesis_helpers import wait_until
 
@@ -151,13 +152,11 @@ _HEAL_OF = {"resume": "pause", "heal": "partition", "clear-toxics": "toxic"}
 
 def _held(history: Path) -> set[str]:
     """Fault ops (pause, partition, toxic) the history shows taken and not yet healed."""
-    try:
-        raw = history.read_bytes()
-    except FileNotFoundError:
+    if not history.exists():
         return set()
     held: set[str] = set()
-    for line in raw.split(b"\n")[:-1]:  # every line but a partial last one
-        if b'"nemesis"' not in line:
+    for line in history_lines(history):
+        if not line.endswith(b"\n") or b'"nemesis"' not in line:  # a partial last one
             continue
         op = orjson.loads(line)
         if op["process"] != "nemesis" or "result" not in (op.get("value") or {}) or op.get("error"):
@@ -178,7 +177,7 @@ def test_a_sigkilled_faultline_run_holding_a_pause_is_cleaned_up(tmp_path: Path)
     args = ["--name", "it-sigkill", "--rate", "50", "--nemesis", "pause,partition,toxics", "--interval", "4",
             "--max-concurrent", "3", "--seed", "8", "--time-limit", "60", "--results", str(tmp_path)]
     proc = subprocess.Popen([FAULTLINE, "run", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    history = tmp_path / "latest" / "history.jsonl"
+    history = tmp_path / "latest" / "history.jsonl.zst"
     try:
         wait_until(lambda: "pause" in (held := _held(history)) and len(held) > 1, 240,
                    "a pause and another fault held by the run", every=0.05)

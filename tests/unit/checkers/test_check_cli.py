@@ -125,7 +125,7 @@ def test_a_missing_run_directory(tmp_path: Path) -> None:
         check_run(tmp_path / "nope")
     (tmp_path / "test.json").write_bytes(b"{}")
     code, out = invoke(tmp_path)
-    assert code == 2 and "history.jsonl: cannot open" in out
+    assert code == 2 and "history.jsonl.zst: missing (nor history.jsonl)" in out
 
 
 def test_check_run_returns_the_result(tmp_path: Path) -> None:
