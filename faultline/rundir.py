@@ -32,6 +32,8 @@ HISTORY_FILE = "history.jsonl.zst"
 #: The same lines uncompressed, which every reader accepts too.
 PLAIN_HISTORY_FILE = "history.jsonl"
 RESULTS_FILE = "results.json"
+#: The history's sends as columns, made by the check's pass (faultline.checkers.table).
+SENDS_FILE = "history.sends.parquet"
 REPORT_FILE = "report.html"
 OBSERVATIONS_FILE = "observations.jsonl"
 METADATA_FILE = "metadata.jsonl"

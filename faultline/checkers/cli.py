@@ -3,7 +3,9 @@
 :func:`check_run` is what ``faultline run`` calls at the end: it checks the stored run
 (:func:`~faultline.checkers.stored.check_stored`) and writes ``results.json``
 atomically (a temporary file renamed over it), so a crash mid-write never leaves a
-half-written verdict.
+half-written verdict, and beside it the history's sends as columns from the same pass
+(``history.sends.parquet``, :mod:`faultline.checkers.table`), which the report reads
+instead of the history.
 """
 
 from __future__ import annotations
@@ -16,28 +18,32 @@ import click
 import orjson
 
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
-from faultline.checkers.stored import check_stored
+from faultline.checkers.stored import check_stored_table
+from faultline.checkers.table import write_table
 from faultline.checkers.whitebox import verdict_line
 from faultline.errors import FaultlineError
-from faultline.rundir import RESULTS_FILE, write_atomic
+from faultline.rundir import RESULTS_FILE, SENDS_FILE, find_history, write_atomic
 
 #: Exit codes of ``faultline check`` (and ``faultline run``), by verdict.
 EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
 
 
 def check_run(run_dir: Path) -> Result:
-    """Check a run directory (:func:`~faultline.checkers.stored.check_stored`) and write its ``results.json``;
-    return the Result.
+    """Check a run directory (:func:`~faultline.checkers.stored.check_stored`) and write its
+    ``results.json`` and ``history.sends.parquet``; return the Result.
 
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
     ``valid: "unknown"`` and why, then raises the SpecError / HistoryError.
     """
+    run_dir = Path(run_dir)
     try:
-        result = check_stored(run_dir)
+        result, table = check_stored_table(run_dir)
     except FaultlineError as e:
-        if Path(run_dir).is_dir():
+        if run_dir.is_dir():
             write_results(run_dir, unknown_result("unreadable-input", str(e)))
         raise
+    if table is not None:
+        write_table(run_dir / SENDS_FILE, table, find_history(run_dir))
     write_results(run_dir, result)
     return result
 

@@ -2,9 +2,11 @@
 
 A pure function of a test spec and a history (docs/history.md): :func:`check` takes ops,
 :func:`check_rows` the parsed rows :func:`faultline.history.iter_rows` yields (the fast
-path for files). It streams the history once; memory grows with the number of
-distinct values and offsets (int64 columns, see :mod:`faultline.checkers.columns`),
-not with the number of lines. Its size is the hot loop's (:meth:`Engine.feed`), which
+path for files), and :func:`check_rows_table` gives besides the verdict the history's
+sends as columns, from the same pass, for the report (:mod:`faultline.checkers.table`).
+It streams the history once; memory grows with the number of distinct values and
+offsets (int64 columns, see :mod:`faultline.checkers.columns`), not with the number
+of lines. Its size is the hot loop's (:meth:`Engine.feed`), which
 inlines the common ops on purpose; it is one module so that one pass decides everything.
 
 Anomalies (docs/design.md), with the choices made where the table leaves room:
@@ -50,12 +52,15 @@ from functools import partial
 from sys import intern
 from typing import Any
 
+import numpy as np
+
 from faultline.checkers import examples, explain
 from faultline.checkers.columns import NONE, Part, aligned
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
 from faultline.checkers.result import Result
+from faultline.checkers.table import HistoryTable, SendTable
 from faultline.checkers.verdict import Collected, build_result
 from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
@@ -96,10 +101,23 @@ def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
     Raises HistoryError for a malformed op; any other exception is a checker bug, which
     :func:`faultline.checkers.stored.check_stored` turns into an ``unknown`` verdict.
     """
+    return check_rows_table(spec, rows, truncated=truncated, source=source,
+                            unavailable_after_ns=unavailable_after_ns, timeline=timeline,
+                            replicas=replicas, table=False)[0]
+
+
+def check_rows_table(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
+                     truncated: bool | ReadResult = False, source: str = "history",
+                     unavailable_after_ns: int | None = None, timeline: Timeline | None = None,
+                     replicas: Sequence[dict[str, Any]] | None = None,
+                     table: bool = True) -> tuple[Result, HistoryTable | None]:
+    """:func:`check_rows`, and from the same pass the history's sends as columns
+    (:class:`~faultline.checkers.table.HistoryTable`, what a report needs; None unless
+    ``table``)."""
     engine = Engine(spec, source, timeline, replicas)
     engine.feed(rows)
     cut = truncated if isinstance(truncated, bool) else truncated.truncated
-    return engine.finish(cut, unavailable_after_ns)
+    return engine.finish(cut, unavailable_after_ns), engine.table(cut) if table else None
 
 
 class Engine:
@@ -142,6 +160,8 @@ class Engine:
         self.other = 0  # client ops with an f the checker does not read
         self.polls = [0, 0, 0]  # ok, fail, info completions
         self.drains = [0, 0, 0]
+        self.other_errors: list[tuple[int, str, str]] = []  # (time, f, kind), not sends
+        self.end_time = 0  # the last op's time
 
     def part_id(self, topic: Any, partition: Any) -> int:
         """The id of a topic-partition, registering it on first sight."""
@@ -230,6 +250,7 @@ class Engine:
                         continue
                     self.polls[_STATUS[typ] - 1] += 1
                     if typ != "ok":
+                        self._client_error(d)
                         continue
                     p = d["process"]
                     t = d["time"]
@@ -276,11 +297,17 @@ class Engine:
                         self.drains[_STATUS[typ] - 1] += 1
                     if typ == "ok":
                         self._drain(d)
+                    elif typ != "invoke":
+                        self._client_error(d)
                 elif d["process"] == NEMESIS:
                     self.nemesis.append(Op(d["index"], d["time"], "nemesis", typ, f,
                                            d.get("value"), d.get("error")))
                 else:
                     self.other += 1
+                    if typ == "fail" or typ == "info":
+                        self._client_error(d)
+            if ops:
+                self.end_time = d["time"]
         except _MALFORMED as e:
             problem = value_problem(d)
             if problem is None:
@@ -288,6 +315,31 @@ class Engine:
             raise HistoryError(self.source, _line(d), problem) from e
         finally:
             self.ops += ops
+
+    def _client_error(self, d: dict[str, Any]) -> None:
+        """A client op other than a send that did not end ok, for the report's errors."""
+        self.other_errors.append((d["time"], d["f"], d.get("error") or f"{d['type']} (no error)"))
+
+    def table(self, truncated: bool) -> HistoryTable:
+        """The sends and what else a report needs, as columns (:mod:`.table`); after
+        :meth:`feed`."""
+        errors: dict[str, int] = {}
+        codes = np.full(len(self.c_val), -1, dtype=np.int32)
+        for s, e in self.errors.items():
+            codes[s] = errors.setdefault(e, len(errors))
+        sends = SendTable(
+            [(p.topic, p.partition) for p in self.parts],
+            np.frombuffer(self.c_val, dtype=np.int64).copy(),
+            np.frombuffer(self.c_tp, dtype=np.int64).astype(np.int32),
+            np.frombuffer(self.c_proc, dtype=np.int64).copy(),
+            np.frombuffer(self.c_inv, dtype=np.int64).copy(),
+            np.frombuffer(self.c_done, dtype=np.int64).copy(),
+            np.frombuffer(self.c_status, dtype=np.int8).copy(),
+            np.frombuffer(self.c_ack, dtype=np.int64).copy(), codes, list(errors))
+        m = self.measures
+        return HistoryTable(sends, self.other_errors, self.ops, self.end_time, m.first_send,
+                            max(m.last_send, self.c_inv[-1]) if self.c_inv else m.last_send,
+                            truncated)
 
     def _bad_value(self, d: dict[str, Any], val: Any) -> None:
         what = "was already sent" if val in self.vslot else "is not a usable integer"

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from faultline.checkers.faults_seen import Timeline
-from faultline.checkers.queue import check_rows
+from faultline.checkers.queue import check_rows_table
 from faultline.checkers.result import Result, unknown_result
+from faultline.checkers.table import HistoryTable
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
 from faultline.history import ReadResult, iter_rows
@@ -22,7 +23,8 @@ from faultline.spec import TestSpec
 
 
 class Checker(Protocol):
-    """A workload's checker: a stored run's history rows in, a Result out.
+    """A workload's checker: a stored run's history rows in, a Result out, and from the
+    same pass the history's sends as columns (:class:`~faultline.checkers.table.HistoryTable`).
 
     ``truncated`` is filled by the rows' reader once they are exhausted; ``source``
     names the history in errors; ``timeline`` and ``replicas`` are the broker's own
@@ -34,17 +36,24 @@ class Checker(Protocol):
 
     def __call__(self, spec: TestSpec, rows: Iterable[dict[str, Any]], *, truncated: ReadResult,
                  source: str, timeline: Timeline | None,
-                 replicas: Sequence[dict[str, Any]] | None) -> Result: ...
+                 replicas: Sequence[dict[str, Any]] | None) -> tuple[Result, HistoryTable | None]: ...
 
 
 #: workload name (``spec.workload.name``) -> its checker.
 CHECKERS: Mapping[str, Checker] = {
-    "queue": check_rows,
+    "queue": check_rows_table,
 }
 
 
 def check_stored(run_dir: Path) -> Result:
     """The one check of a stored run, from its files alone; writes nothing.
+    :func:`check_stored_table` says how."""
+    return check_stored_table(run_dir)[0]
+
+
+def check_stored_table(run_dir: Path) -> tuple[Result, HistoryTable | None]:
+    """The one check of a stored run, from its files alone, and from the same pass over
+    the history its sends as columns (None when the checker failed); writes nothing.
 
     ``faultline check``, ``faultline run`` (through :func:`check_run`) and the report
     all judge a run here, so they cannot disagree. A cut last history line is tolerated
@@ -71,17 +80,17 @@ def check_stored(run_dir: Path) -> Result:
         raise SpecError(f"no checker for workload {spec.workload.name!r}; checkers: {', '.join(CHECKERS)}")
     files = BrokerFiles.read(run_dir)
     try:
-        result = checker(spec, iter_rows(history, read), truncated=read, source=str(history),
-                         timeline=partition_timeline(files.metadata, spec.topic.name),
-                         replicas=files.replicas)
+        result, table = checker(spec, iter_rows(history, read), truncated=read, source=str(history),
+                                timeline=partition_timeline(files.metadata, spec.topic.name),
+                                replicas=files.replicas)
     except HistoryError:
         raise
     except Exception as e:  # a checker bug must never pass a run
         return unknown_result("checker-error", f"the {spec.workload.name} checker failed: "
-                                               f"{type(e).__name__}: {e}")
+                                               f"{type(e).__name__}: {e}"), None
     white = check_white_box(spec, files, result.to_json())
     if white is not None:
         result = replace(result, extra={**result.extra, "white_box": white})
-    return result
+    return result, table
 
 

@@ -1,52 +1,32 @@
-"""What a report draws that the checker does not measure, from the stored history.
+"""What a report draws that the checker does not measure, from the history's columns.
 
 The checker's ``measures`` (results.json, or the checker run in memory when a run
 has none: :func:`faultline.report.page.load_run`) give the fault windows, total
 acknowledged throughput, latency percentiles and unavailability windows; this module
 reads them into the report's types (:func:`fault_windows`, :func:`total_throughput`,
-:func:`percentiles`, :func:`availability`) and computes from ``history.jsonl`` only
-what they lack: every send with its outcome (for the latency scatter and the anomaly
-stories), errors by kind, per-partition throughput and the span of the sends.
+:func:`percentiles`, :func:`availability`) and computes from the sends the checker's
+pass left as columns (:class:`~faultline.checkers.table.SendTable`, never a second
+pass over the history) what they lack: per-partition throughput, the latency scatter
+and errors by kind.
 
-It is pure: ops and JSON in, plain data out. It imports no Kafka client, no cluster
-code and no plotting library, so it can be tested with hand-made rows.
+It is pure: columns and JSON in, plain data out. It imports no Kafka client, no cluster
+code and no plotting library, so it can be tested with hand-made sends.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from faultline.checkers.columns import NONE
 from faultline.checkers.measures import BUCKET_NS
-from faultline.history import NEMESIS
+from faultline.checkers.table import OUTCOMES, SendTable
 
 Partition = tuple[str, int]
-
-
-class Send(NamedTuple):
-    """One send: its invoke and, when it completed, how (``outcome`` None while open).
-
-    A NamedTuple, not a dataclass: a long run has hundreds of thousands of them.
-    """
-
-    process: int
-    value: Any
-    topic: str
-    partition: int
-    invoke_time: int
-    end_time: int | None = None
-    outcome: str | None = None
-    offset: int | None = None
-    error: str | None = None
-
-    @property
-    def latency(self) -> int | None:
-        """ns from invoke to completion, None if it never completed."""
-        return None if self.end_time is None else self.end_time - self.invoke_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,60 +38,6 @@ class FaultWindow:
     end: int | None
     nodes: tuple[Any, ...] = ()
     detail: str = ""
-
-
-@dataclass(slots=True)
-class HistorySummary:
-    """What the report needs from one pass over a history, beyond the checker's measures.
-
-    ``sends`` is keyed by the send's value (unique within a run, docs/history.md);
-    ``errors`` holds (time, f, kind) of every client completion that was not ok;
-    ``first_send`` / ``last_send`` bound the sends: the first send invoke and the
-    last send op (the span availability is measured over).
-    """
-
-    sends: dict[Any, Send] = field(default_factory=dict)
-    errors: list[tuple[int, str, str]] = field(default_factory=list)
-    end_time: int = 0
-    first_send: int | None = None
-    last_send: int = 0
-    ops: int = 0
-
-
-def summarize(rows: Iterable[Mapping[str, Any]]) -> HistorySummary:
-    """One pass over history rows (``faultline.history.iter_rows``, in index order)."""
-    s = HistorySummary()
-    open_sends: dict[tuple[Any, Any], tuple[int, Any]] = {}  # (process, value) -> (time, value)
-    sends, errors = s.sends, s.errors
-    n = t = 0
-    for d in rows:
-        n += 1
-        t, process, typ, f = d["time"], d["process"], d["type"], d["f"]
-        if process == NEMESIS:
-            continue
-        v = d.get("value")
-        if f == "send" and isinstance(v, dict):
-            key = (process, v.get("value"))
-            s.last_send = t
-            if s.first_send is None:
-                s.first_send = t
-            if typ == "invoke":
-                open_sends[key] = (t, v)
-                continue
-            opened = open_sends.pop(key, None)
-            if opened is None:
-                continue
-            offset = v.get("offset")
-            sends[key[1]] = Send(process, key[1], str(v.get("topic", "")), int(v.get("partition", -1)),
-                                 opened[0], t, typ, offset if isinstance(offset, int) else None,
-                                 d.get("error"))
-        if typ == "fail" or typ == "info":
-            errors.append((t, f, d.get("error") or f"{typ} (no error)"))
-    s.ops, s.end_time = n, t
-    for (process, value), (invoked, v) in open_sends.items():
-        sends[value] = Send(int(process), value, str(v.get("topic", "")), int(v.get("partition", -1)),
-                            invoked)
-    return s
 
 
 # --- the checker's measures, read into the report's types ------------------------------
@@ -202,15 +128,19 @@ def availability(measures: Mapping[str, Any], acked: Mapping[Partition, int],
 # --- what only the history gives ------------------------------------------------------
 
 
-def throughput(sends: Iterable[Send], buckets: Buckets) -> dict[str, list[float]]:
+def throughput(sends: SendTable, buckets: Buckets) -> dict[str, list[float]]:
     """Acknowledged sends per second in each bucket, per ``topic/partition`` (the checker
     measures only the total: :func:`total_throughput`)."""
-    per: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(buckets.starts))
-    for s in sends:
-        if s.outcome == "ok" and s.end_time is not None:
-            per[f"{s.topic}/{s.partition}"][buckets.index(s.end_time)] += 1
+    ok = (sends.outcome == 1) & (sends.end_time != NONE)
+    where = np.minimum(np.maximum(sends.end_time[ok], 0) // buckets.width, len(buckets.starts) - 1)
+    part = sends.part[ok]
     scale = 1e9 / buckets.width
-    return {k: [c * scale for c in v] for k, v in sorted(per.items())}
+    out = {}
+    for p in np.unique(part).tolist():
+        counts = np.bincount(where[part == p], minlength=len(buckets.starts))
+        topic, partition = sends.parts[p]
+        out[f"{topic}/{partition}"] = (counts * scale).tolist()
+    return dict(sorted(out.items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,24 +158,25 @@ class LatencyPoints:
         return len(self.invoke_s)
 
 
-def latency_points(sends: Iterable[Send], max_points: int = 4000) -> LatencyPoints:
+def latency_points(sends: SendTable, max_points: int = 4000) -> LatencyPoints:
     """Every completed send as (invoke time, latency, outcome), downsampled to ``max_points``.
 
     Downsampling keeps every non-ok send (they are few and they are the story), the
     slowest tenth of the budget, and an even stride of the rest, in time order.
     """
-    done = sorted((s for s in sends if s.end_time is not None), key=lambda s: s.invoke_time)
+    done = np.flatnonzero(sends.end_time != NONE)
+    done = done[np.argsort(sends.invoke_time[done], kind="stable")]
     total = len(done)
+    lat = sends.end_time[done] - sends.invoke_time[done]
     if total > max_points:
-        lat = np.array([s.latency for s in done], dtype=np.int64)
-        keep = {i for i, s in enumerate(done) if s.outcome != "ok"}
-        keep.update(int(i) for i in np.argsort(lat)[-(max_points // 10):])
-        budget = max(max_points - len(keep), 1)
-        keep.update(range(0, total, max(total // budget, 1)))
-        done = [done[i] for i in sorted(keep)]
-    return LatencyPoints([s.invoke_time / 1e9 for s in done],
-                         [max((s.latency or 0) / 1e6, 0.01) for s in done],
-                         [s.outcome or "open" for s in done], total)
+        keep = sends.outcome[done] != 1
+        keep[np.argsort(lat, kind="stable")[-(max_points // 10):]] = True
+        budget = max(max_points - int(keep.sum()), 1)
+        keep[::max(total // budget, 1)] = True
+        done, lat = done[keep], lat[keep]
+    return LatencyPoints((sends.invoke_time[done] / 1e9).tolist(),
+                         np.maximum(lat / 1e6, 0.01).tolist(),
+                         [OUTCOMES[o] or "open" for o in sends.outcome[done].tolist()], total)
 
 
 def errors_by_kind(errors: Iterable[tuple[int, str, str]], buckets: Buckets,

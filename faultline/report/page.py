@@ -15,8 +15,11 @@ beside it.
 What comes from where: the verdict, the anomalies and their examples, what the
 guarantees permit and why, the fault windows, total throughput, latency percentiles,
 unavailability and each partition's drain come from the checker (``results.json``,
-or the in-memory check), never recomputed here. The history gives only what the
-checker does not measure (:mod:`report_measures`): per-partition throughput, the
+or the in-memory check), never recomputed here. The history is never read here: the
+checker's pass leaves its sends as columns (``history.sends.parquet`` beside
+results.json, or from the in-memory check when that file is missing or older than the
+history), which give what the checker does not measure
+(:mod:`faultline.report.measures`): per-partition throughput, the
 latency scatter, errors by kind, the span of the sends; the observations add the
 leader at each acknowledgement to the checker's stories. With ``metadata.jsonl`` the
 page has a "Broker state" section: the white-box invariants and every election
@@ -38,11 +41,11 @@ from typing import Any
 import jinja2
 import orjson
 
-from faultline.checkers.result import ANOMALIES, unknown_result
-from faultline.checkers.stored import check_stored
+from faultline.checkers.result import ANOMALIES
+from faultline.checkers.stored import check_stored_table
+from faultline.checkers.table import HistoryTable, SendTable, read_table
 from faultline.checkers.whitebox import BrokerFiles, check_white_box
 from faultline.errors import HistoryError
-from faultline.history import ReadResult, iter_rows
 from faultline.report import measures as m
 from faultline.report import plots
 from faultline.report.stories import Storyteller, cell, secs, text
@@ -54,6 +57,7 @@ from faultline.rundir import (
     REPLICAS_FILE,
     REPORT_FILE,
     RESULTS_FILE,
+    SENDS_FILE,
     TEST_FILE,
     find_history,
     read_jsonl,
@@ -85,7 +89,7 @@ class RunData:
     run_dir: Path
     spec: TestSpec
     results: dict[str, Any]
-    history: m.HistorySummary
+    history: HistoryTable
     truncated: bool
     observations: dict[m.Partition, list[dict[str, Any]]] = field(default_factory=dict)
     stored: bool = True
@@ -115,8 +119,7 @@ def load_run(run_dir: Path) -> RunData:
     if not spec_path.is_file():
         raise HistoryError(str(spec_path), None, "missing: is this a run directory?")
     spec = TestSpec.load(spec_path)
-    rr = ReadResult()
-    history = m.summarize(iter_rows(find_history(run_dir), rr))  # fills rr.truncated
+    history = read_table(run_dir / SENDS_FILE, find_history(run_dir))
     results_path = run_dir / RESULTS_FILE
     stored = _read_json(results_path) if results_path.is_file() else None
     if stored is not None and not isinstance(stored, dict):
@@ -126,15 +129,15 @@ def load_run(run_dir: Path) -> RunData:
     if "partitions" not in missing and not all(  # from a checker that judged runs, not partitions
             isinstance(x, dict) and "anomaly_counts" in x for x in (stored or {})["partitions"]):
         missing.append("partitions")
-    if results is None or missing:
-        checked = _check(run_dir)
+    if results is None or missing or history is None:
+        checked, history = _check(run_dir)
         results = checked if stored is None else {
             **stored, **{k: checked[k] for k in missing if k in checked}}
     if not isinstance(results.get("white_box"), dict):
         white = check_white_box(spec, BrokerFiles.read(run_dir), results)
         if white is not None:
             results = {**results, "white_box": white}
-    return RunData(run_dir, spec, results, history, rr.truncated,
+    return RunData(run_dir, spec, results, history, history.truncated,
                    _read_observations(run_dir / OBSERVATIONS_FILE), stored is not None)
 
 
@@ -144,19 +147,17 @@ def load_run(run_dir: Path) -> RunData:
 _CHECKED: Mapping[str, type] = {"measures": dict, "partitions": list}
 
 
-def _check(run_dir: Path) -> dict[str, Any]:
-    """The results.json object ``faultline check`` would write, computed in memory by
-    the same function (:func:`~faultline.checkers.stored.check_stored`).
+def _check(run_dir: Path) -> tuple[dict[str, Any], HistoryTable]:
+    """The results.json object ``faultline check`` would write and the history's sends as
+    columns, from one pass of the same function
+    (:func:`~faultline.checkers.stored.check_stored_table`), in memory.
 
     Not :func:`~faultline.checkers.cli.check_run`: the report must write nothing but
-    report.html (a stored verdict is the user's to make). A history the checker finds
-    malformed gives an ``unknown`` verdict saying why, as ``faultline check`` records.
+    report.html (a stored verdict is the user's to make). A history the checker cannot
+    read raises its HistoryError; a checker that failed leaves no sends to draw.
     """
-    try:
-        result = check_stored(run_dir)
-    except HistoryError as e:
-        result = unknown_result("unreadable-input", str(e))
-    return result.to_json()
+    result, table = check_stored_table(run_dir)
+    return result.to_json(), table or HistoryTable(SendTable.of([]), [], 0, 0, None, 0, False)
 
 
 def _read_json(path: Path) -> Any:
@@ -359,8 +360,8 @@ def plot_data(run: RunData, faults: Sequence[m.FaultWindow],
     h, ms = run.history, _measures(run.results)
     end = max(h.end_time, 1)
     b = m.Buckets.over(end, ms)
-    thr = {"all": m.total_throughput(ms, b), **m.throughput(h.sends.values(), b)}
-    pts = m.latency_points(h.sends.values())
+    thr = {"all": m.total_throughput(ms, b), **m.throughput(h.sends, b)}
+    pts = m.latency_points(h.sends)
     bands = [plots.Band(w.f, w.start / 1e9, (w.end if w.end is not None else end) / 1e9,
                         w.f + (f" n{','.join(map(str, w.nodes))}" if w.nodes else ""), w.end is None)
              for w in faults]

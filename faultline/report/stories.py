@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from faultline.checkers.table import HistoryTable
 from faultline.report import measures as m
 
 
@@ -62,7 +63,7 @@ class Storyteller:
     gives no lines.
     """
 
-    def __init__(self, history: m.HistorySummary,
+    def __init__(self, history: HistoryTable,
                  observations: Mapping[m.Partition, list[dict[str, Any]]],
                  leader_changes: Sequence[Mapping[str, Any]] = ()) -> None:
         self._h = history

@@ -4,12 +4,14 @@ directory is one line and exit code 2."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from faultline.checkers.cli import check_run
 from faultline.cli import main
 from tests.e2e.report_runs import Scenario, StoredRun, make_run
 
@@ -164,3 +166,21 @@ def test_broker_state_from_an_older_results_json(base: StoredRun, tmp_path: Path
     assert _report(run_dir)[0] == 0
     assert 'data-kind="isr"' in (run_dir / "report.html").read_text()
     assert "white_box" not in json.loads((run_dir / "results.json").read_text())
+
+
+def test_a_checked_run_is_reported_from_the_checkers_columns_not_its_history(base: StoredRun,
+                                                                             tmp_path: Path) -> None:
+    """``faultline check`` leaves the sends as columns beside results.json; the report reads
+    them instead of the history, as long as the history is the one they were made from."""
+    run_dir = _copy(base, tmp_path)
+    check_run(run_dir)
+    assert (run_dir / "history.sends.parquet").is_file()
+    hist = run_dir / "history.jsonl"
+    st = hist.stat()
+    hist.write_bytes(b"x" * (st.st_size - 1) + b"\n")  # unreadable now, with the same size and time
+    os.utime(hist, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert _report(run_dir)[0] == 0
+    assert 'data-verdict="invalid"' in (run_dir / "report.html").read_text()
+    os.utime(hist, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # another history: read it
+    code, _, err = _report(run_dir)
+    assert code == 2 and "history.jsonl:1: not valid JSON" in err

@@ -1,10 +1,12 @@
 """The report's measures: the checker's read into buckets, and what only the history
-gives (sends, per-partition throughput, latency downsampling, errors by kind).
+gives (per-partition throughput, latency downsampling, errors by kind), from the sends
+as columns (the checker's table: tests/unit/checkers/test_table.py).
 
 Fault windows themselves are the checker's: tests/unit/checkers/test_measures.py."""
 
 from __future__ import annotations
 
+from faultline.checkers.table import Send, SendTable
 from faultline.report import measures as m
 
 S = 1_000_000_000
@@ -22,32 +24,6 @@ def test_fault_windows_read_from_measures() -> None:
     assert m.fault_windows({}) == []
 
 
-def test_summarize_pairs_sends_and_counts_errors() -> None:
-    rows = [
-        {"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "send",
-         "value": {"topic": "t", "partition": 0, "value": 1}},
-        {"index": 1, "time": 5, "process": 0, "type": "invoke", "f": "send",
-         "value": {"topic": "t", "partition": 1, "value": 2}},
-        {"index": 2, "time": 10, "process": 0, "type": "ok", "f": "send",
-         "value": {"topic": "t", "partition": 0, "value": 1, "offset": 7}},
-        {"index": 3, "time": 20, "process": 0, "type": "info", "f": "send",
-         "value": {"topic": "t", "partition": 1, "value": 2}, "error": "_MSG_TIMED_OUT"},
-        {"index": 4, "time": 30, "process": 1, "type": "invoke", "f": "send",
-         "value": {"topic": "t", "partition": 2, "value": 3}},
-        {"index": 5, "time": 40, "process": 9, "type": "invoke", "f": "drain",
-         "value": {"topic": "t", "partition": 0}},
-        {"index": 6, "time": 50, "process": 9, "type": "ok", "f": "drain",
-         "value": {"topic": "t", "partition": 0, "records": [[7, 1]], "high_watermark": 8,
-                   "log_start_offset": 0, "last": True}},
-    ]
-    s = m.summarize(rows)
-    assert s.sends[1] == m.Send(0, 1, "t", 0, 0, 10, "ok", 7, None)
-    assert s.sends[2].outcome == "info" and s.sends[2].latency == 15
-    assert s.sends[3].outcome is None and s.sends[3].partition == 2
-    assert s.errors == [(20, "send", "_MSG_TIMED_OUT")]
-    assert (s.first_send, s.last_send, s.end_time, s.ops) == (0, 30, 50, 7)
-
-
 def test_buckets_are_the_checkers() -> None:
     b = m.Buckets.over(30 * S, {"bucket_ns": S // 5})
     assert b.width == S // 5 and len(b.starts) == 151
@@ -55,12 +31,12 @@ def test_buckets_are_the_checkers() -> None:
     assert m.Buckets.over(10 * S, {}).starts == [i * S for i in range(11)]  # the checker's default
 
 
-def _sends(n: int) -> list[m.Send]:
-    out = [m.Send(0, i, "t", i % 3, i * 1_000_000, i * 1_000_000 + 2_000_000, "ok", i) for i in range(n)]
+def _sends(n: int) -> SendTable:
+    out = [Send(0, i, "t", i % 3, i * 1_000_000, i * 1_000_000 + 2_000_000, "ok", i) for i in range(n)]
     if n > 700:
         out[500] = out[500]._replace(outcome="fail", error="NOT_ENOUGH_REPLICAS")
         out[700] = out[700]._replace(end_time=out[700].invoke_time + 9 * S)
-    return out
+    return SendTable.of(out)
 
 
 def test_latency_points_downsample_keeps_failures_and_the_slowest() -> None:

@@ -3,17 +3,16 @@ none for an example the checker did not tell."""
 
 from __future__ import annotations
 
-from faultline.report import measures as m
+from faultline.checkers.table import HistoryTable, Send, SendTable
 from faultline.report.stories import Storyteller, cell, story_lines
 
 S = 1_000_000_000
 
 
-def _history() -> m.HistorySummary:
-    h = m.HistorySummary()
-    h.sends[17] = m.Send(0, 17, "q", 1, 1 * S, 1 * S + 5_000_000, "ok", 5)
-    h.sends[18] = m.Send(0, 18, "q", 1, 2 * S, 3 * S, "fail", None, "NOT_ENOUGH_REPLICAS")
-    return h
+def _history() -> HistoryTable:
+    return HistoryTable(SendTable.of([
+        Send(0, 17, "q", 1, 1 * S, 1 * S + 5_000_000, "ok", 5),
+        Send(0, 18, "q", 1, 2 * S, 3 * S, "fail", None, "NOT_ENOUGH_REPLICAS")]), [], 0, 0, None, 0, False)
 
 
 OBS = {("q", 1): [{"time": 0, "leader": 2, "isr": [1, 2, 3], "hw": 4},
