@@ -60,7 +60,8 @@ def test_acks_below_all_turns_idempotence_off_unless_the_matrix_sets_it() -> Non
     m = parse_matrix({"defaults": {"producer": {"enable_idempotence": False}},
                       "axes": {"acks": ["all"]}}, "m.yaml", "m")
     assert m.cells[0].spec.producer.enable_idempotence is False
-    with pytest.raises(SpecError, match=r"^m\.yaml: cell acks=1,idempotence=true: idempotence needs acks=all"):
+    with pytest.raises(SpecError,
+                       match=r"^m\.yaml: cell acks=1,idempotence=true: idempotence needs acks=all"):
         parse_matrix({"axes": {"acks": ["1"], "idempotence": [True]}}, "m.yaml", "m")
 
 
@@ -72,13 +73,15 @@ def test_ids_are_directory_names() -> None:
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    ({"axes": {"acks": ["1"]}, "cels": []}, "m.yaml: unknown key(s) cels; known: name, defaults, axes, cells"),
+    ({"axes": {"acks": ["1"]}, "cels": []},
+     "m.yaml: unknown key(s) cels; known: name, defaults, axes, cells"),
     ({"axes": {"producer.ack": ["1"]}}, "m.yaml: axes: unknown spec field 'producer.ack'; use a short name"),
     ({"axes": {"topic": [1]}}, "m.yaml: axes: unknown spec field 'topic'"),
     ({"axes": {"name": ["x"]}}, "m.yaml: axes: unknown spec field 'name'"),
     ({"axes": {"acks": []}}, "m.yaml: axes: acks: expected a non-empty list of values, got []"),
     ({"axes": {"acks": "all"}}, "m.yaml: axes: acks: expected a non-empty list of values, got 'all'"),
-    ({"axes": {"acks": ["1"], "producer.acks": ["all"]}}, "m.yaml: axes: producer.acks names producer.acks a second time"),
+    ({"axes": {"acks": ["1"], "producer.acks": ["all"]}},
+     "m.yaml: axes: producer.acks names producer.acks a second time"),
     ({"axes": {"acks": [2]}}, "m.yaml: cell acks=2: defaults.producer.acks: 2 is not one of 0, 1, all"),
     ({"axes": {"min_insync": [1, 4]}},
      "m.yaml: cell min_insync=4: --min-insync must be between 1 and the replication factor 3, not 4"),
@@ -88,7 +91,8 @@ def test_ids_are_directory_names() -> None:
     ({"defaults": [1]}, "m.yaml: defaults: expected a mapping of spec fields, got [1]"),
     ({"cells": [{"acks": "all"}, {"acks": "all"}]}, "m.yaml: cell acks=all is listed twice"),
     ({"cells": ["acks=all"]}, "m.yaml: cells[1]: expected a mapping of axis values, got 'acks=all'"),
-    ({"axes": {"kafka.broker_config": [{"a": "b"}]}}, "m.yaml: axes: unknown spec field 'kafka.broker_config'"),
+    ({"axes": {"kafka.broker_config": [{"a": "b"}]}},
+     "m.yaml: axes: unknown spec field 'kafka.broker_config'"),
     ({"axes": {"faults": [{"kill": 1}]}}, "m.yaml: nemesis.faults: an axis value is a scalar or a list"),
     ({"name": "a b"}, "m.yaml: name 'a b' may hold only letters, digits"),
     ([1, 2], "m.yaml: expected a mapping with name, defaults, axes, cells"),
@@ -110,7 +114,8 @@ def test_the_name_is_the_files_stem_unless_given(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("axes:\n  acks: [all\n", "not valid YAML (line 3)"),
-    ("axes:\n  acks: [all]\n  seeds: [1, x]\n", "cell acks=all,seed=x: defaults.seed: expected an integer, got 'x'"),
+    ("axes:\n  acks: [all]\n  seeds: [1, x]\n",
+     "cell acks=all,seed=x: defaults.seed: expected an integer, got 'x'"),
 ])
 def test_the_command_refuses_a_bad_matrix_in_one_line_before_any_run(
         tmp_path: Path, text: str, message: str) -> None:
