@@ -27,6 +27,7 @@ _COMMANDS: dict[str, str] = {
     "setup": "faultline.cluster.cli:setup",
     "doctor": "faultline.cluster.cli:doctor",
     "cluster": "faultline.cluster.cli:cluster",
+    "sweep": "faultline.sweep.cli:sweep",
 }
 
 

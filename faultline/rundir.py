@@ -38,6 +38,7 @@ REPORT_FILE = "report.html"
 OBSERVATIONS_FILE = "observations.jsonl"
 METADATA_FILE = "metadata.jsonl"
 REPLICAS_FILE = "replicas.jsonl"
+CLUSTER_FILE = "cluster.json"
 NODES_DIR = "nodes"
 LATEST = "latest"
 

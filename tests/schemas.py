@@ -42,6 +42,7 @@ RUN_FILES = {
     "observations.jsonl": "observations.schema.json",
     "metadata.jsonl": "metadata.schema.json",
     "replicas.jsonl": "replicas.schema.json",
+    "cluster.json": "cluster.schema.json",
 }
 
 

@@ -1,7 +1,9 @@
 """Collect the brokers' own state after a run, for the white-box checks: the decoded
-KRaft metadata log (``metadata.jsonl``, :mod:`~faultline.brokerstate.metadata_log`) and each
+KRaft metadata log (``metadata.jsonl``, :mod:`~faultline.brokerstate.metadata_log`), each
 replica's batches of the test topic (``replicas.jsonl``,
-:mod:`~faultline.brokerstate.replica_logs`).
+:mod:`~faultline.brokerstate.replica_logs`), and what the cluster was (``cluster.json``,
+:func:`cluster_facts`): its Kafka version, the feature levels its metadata log
+finalized, and so whether it ran with eligible leader replicas (KIP-966).
 
 :func:`collect_broker_state` is what the runner calls after the drain, while the
 cluster is still up: the logs are read where the brokers keep them, nothing is asked
@@ -13,19 +15,25 @@ from __future__ import annotations
 import logging
 import subprocess
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
 
 from faultline.brokerstate import metadata_log
 from faultline.brokerstate.replica_logs import replica_summary
 from faultline.cluster import kafka_dist
 from faultline.cluster.protocol import Cluster, Node
 from faultline.errors import FaultlineError
-from faultline.rundir import METADATA_FILE, REPLICAS_FILE, write_jsonl
+from faultline.rundir import CLUSTER_FILE, METADATA_FILE, REPLICAS_FILE, read_jsonl, write_atomic, write_jsonl
 from faultline.spec import TestSpec
 
 _log = logging.getLogger(__name__)
 
+#: The KRaft feature that turns eligible leader replicas on (level 1): finalized on new
+#: clusters from Kafka 4.1; on 4.0 only when set at format or upgrade; absent before.
+ELR_FEATURE = "eligible.leader.replicas.version"
 
 
 @runtime_checkable
@@ -37,7 +45,8 @@ class MetadataNode(Node, Protocol):
 
 
 def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> list[str]:
-    """Write ``run_dir/metadata.jsonl`` and ``run_dir/replicas.jsonl``; never raises.
+    """Write ``run_dir/metadata.jsonl``, ``run_dir/replicas.jsonl`` and
+    ``run_dir/cluster.json``; never raises.
 
     Contract: reads files of the running nodes only (never changes the cluster's
     logical state); a part that fails is logged, left unwritten and named in the
@@ -47,9 +56,11 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
     """
     errors: list[str] = []
     run_dir = Path(run_dir)
+    tool: str | None = None
     try:
         node = _metadata_node(cluster)
         dist = kafka_dist.ensure_kafka(spec.kafka.version, spec.kafka.home)
+        tool = kafka_dist.dump_log_segments(dist)[1]
         lines, took = metadata_log.decode_metadata(dist, node.metadata_dir, run_dir / METADATA_FILE,
                                                    spec.start_wall_ms)
         _log.info("decoded the metadata log of node %d: %d records in %.2f s", node.id, lines, took)
@@ -67,7 +78,31 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
     except (OSError, ValueError) as e:
         errors.append(f"replica logs: {e}")
         _log.warning("summarizing the replica logs failed: %s", e)
+    try:
+        metadata = read_jsonl(run_dir / METADATA_FILE) if (run_dir / METADATA_FILE).exists() else []
+        facts = cluster_facts(spec.kafka.version, tool, metadata)
+        write_atomic(run_dir / CLUSTER_FILE, orjson.dumps(facts, option=orjson.OPT_INDENT_2))
+    except (FaultlineError, OSError) as e:
+        errors.append(f"cluster facts: {e}")
+        _log.warning("writing %s failed: %s", CLUSTER_FILE, e)
     return errors
+
+
+def cluster_facts(version: str, dump_tool: str | None,
+                  metadata: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``cluster.json`` (docs/history.md): the Kafka version, the class that decoded the
+    metadata log, every feature level the metadata log finalized (the last record of
+    each name wins), and ``eligible_leader_replicas``: true when :data:`ELR_FEATURE` is at
+    level 1 or more, false when the log finalized features but not that one, null when
+    it showed no feature at all (not decoded, or compacted into a snapshot)."""
+    features: dict[str, int] = {}
+    for line in metadata:
+        raw = line.get("raw")
+        if line.get("type") == "feature-level" and isinstance(raw, Mapping):
+            features[str(raw.get("name"))] = int(raw.get("featureLevel", 0))
+    elr = features.get(ELR_FEATURE, 0) >= 1 if features else None
+    return {"kafka_version": version, "dump_log_segments": dump_tool, "features": features,
+            "eligible_leader_replicas": elr}
 
 
 def _metadata_node(cluster: Cluster) -> MetadataNode:

@@ -1,9 +1,9 @@
 """The KRaft metadata log, decoded into ``metadata.jsonl`` (docs/history.md): a timeline of
 leader, ISR, ELR and epoch changes, broker registrations and fencing.
 
-Decoding is Kafka's own: ``org.apache.kafka.tools.DumpLogSegments
---cluster-metadata-decoder`` (Kafka 4.x moved the tool from ``kafka.tools`` in the server
-jar to the ``kafka-tools`` jar; see :func:`~faultline.cluster.kafka_dist.tools_classpath`)
+Decoding is Kafka's own: ``DumpLogSegments --cluster-metadata-decoder`` (Kafka 4.3 moved
+the tool from ``kafka.tools`` in the server jar to ``org.apache.kafka.tools`` in the
+``kafka-tools`` jar; see :func:`~faultline.cluster.kafka_dist.dump_log_segments`)
 prints each record as ``| offset: N CreateTime: MS ... payload: {"type": ..., "data": ...}``
 (control records as ``LeaderChange: {...}``, ``KRaftVoters: {...}``, ...). This module
 parses that text (:func:`parse_dump`, pure) and turns the records into timeline lines
@@ -50,7 +50,6 @@ from faultline.rundir import write_jsonl
 _log = logging.getLogger(__name__)
 
 METADATA_PARTITION = "__cluster_metadata-0"
-DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
 #: PartitionChangeRecord.leader: -2 (the default, also when absent) leaves the leader as
 #: it was; -1 means no leader (PartitionChangeRecord.json).
 NO_LEADER_CHANGE = -2
@@ -210,8 +209,9 @@ def dump(dist: kafka_dist.KafkaDist, files: Sequence[Path], timeout: float = DUM
     Raises ClusterError when the tool fails (the message has the tail of its output)
     and SetupError when the tools jar cannot be had.
     """
+    classpath, main_class = kafka_dist.dump_log_segments(dist)
     cmd = [str(dist.java), *kafka_config.tool_options(), *kafka_dist.cds_options(dist),
-           "-cp", kafka_dist.tools_classpath(dist), DUMP_LOG_SEGMENTS,
+           "-cp", classpath, main_class,
            "--cluster-metadata-decoder", "--files", ",".join(str(f) for f in files)]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
     if done.returncode != 0:

@@ -3,10 +3,12 @@
 - Kafka: the server jars resolved by ``mvn`` from Maven Central (a pom template in the
   package, the version a property), cached in ``<cache>/kafka-<version>/libs`` with a
   completion marker; or an existing distribution named by ``KAFKA_HOME``.
-- Kafka's tools (``org.apache.kafka.tools.DumpLogSegments``): the ``kafka-tools`` jar, which
-  the server does not depend on, resolved alone by ``mvn dependency:copy`` into
-  ``<cache>/kafka-<version>/tools``, outside the broker's class path (whose class-data
-  archive stays valid); a ``KAFKA_HOME`` distribution has it in ``libs/`` already.
+- Kafka's DumpLogSegments (:func:`dump_log_segments`): ``kafka.tools.DumpLogSegments`` in
+  the server jar up to Kafka 4.2; from 4.3 (KAFKA-14579) ``org.apache.kafka.tools.DumpLogSegments``
+  in the ``kafka-tools`` jar, which the server does not depend on, resolved alone by
+  ``mvn dependency:copy`` into ``<cache>/kafka-<version>/tools``, outside the broker's
+  class path (whose class-data archive stays valid); a ``KAFKA_HOME`` distribution has
+  it in ``libs/`` already.
 - Toxiproxy: ``go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0`` into
   ``<cache>/bin``.
 - iptables, iproute2, chromium: Debian packages installed with apt-get when missing.
@@ -25,6 +27,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -161,6 +164,36 @@ def _from_home(home: Path, java: Path) -> KafkaDist:
         raise SetupError(f"KAFKA_HOME={home} has no libs/kafka_2.13-<version>.jar")
     version = server[0].name.removeprefix("kafka_2.13-").removesuffix(".jar")
     return KafkaDist(version, libs, java)
+
+
+#: DumpLogSegments up to Kafka 4.2, a Scala object in the server jar.
+DUMP_LOG_SEGMENTS_CORE = "kafka.tools.DumpLogSegments"
+#: DumpLogSegments from Kafka 4.3, in the kafka-tools jar.
+DUMP_LOG_SEGMENTS_TOOLS = "org.apache.kafka.tools.DumpLogSegments"
+
+
+def dump_log_segments(dist: KafkaDist, report: Report = _quiet) -> tuple[str, str]:
+    """(class path, main class) that run Kafka's DumpLogSegments for ``dist``.
+
+    Decided by what the jars hold, not by the version number: the server jar's
+    ``kafka/tools/DumpLogSegments.class`` where it has one (Kafka 3.x to 4.2), else the
+    ``kafka-tools`` jar's class (:func:`tools_classpath`, resolved on first use).
+    """
+    if _server_jar_has(dist, DUMP_LOG_SEGMENTS_CORE):
+        return dist.classpath, DUMP_LOG_SEGMENTS_CORE
+    return tools_classpath(dist, report), DUMP_LOG_SEGMENTS_TOOLS
+
+
+def _server_jar_has(dist: KafkaDist, main_class: str) -> bool:
+    jar = dist.libs / f"kafka_2.13-{dist.version}.jar"
+    try:
+        with zipfile.ZipFile(jar) as z:
+            z.getinfo(main_class.replace(".", "/") + ".class")
+    except KeyError:
+        return False
+    except (OSError, zipfile.BadZipFile) as e:
+        raise SetupError(f"cannot read the Kafka server jar {jar}: {e}") from None
+    return True
 
 
 def tools_classpath(dist: KafkaDist, report: Report = _quiet) -> str:

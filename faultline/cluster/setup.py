@@ -37,7 +37,7 @@ def run_setup(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
         raise SetupError(f"{dist.java} is older than Java 17; apt-get install -y openjdk-17-jre-headless")
     kafka_dist.ensure_toxiproxy(note)
     kafka_dist.format_all_dir(dist)  # compiled once; no download
-    kafka_dist.tools_classpath(dist, note)  # DumpLogSegments, for the metadata log decode
+    kafka_dist.dump_log_segments(dist, note)  # for the metadata log decode
     ensure_cds(dist, note, home)
     return done
 

@@ -50,6 +50,7 @@ from faultline.report import measures as m
 from faultline.report import plots
 from faultline.report.stories import Storyteller, cell, secs, text
 from faultline.rundir import (
+    CLUSTER_FILE,
     HISTORY_FILE,
     METADATA_FILE,
     OBSERVATIONS_FILE,
@@ -198,6 +199,18 @@ def config_line(spec: TestSpec) -> str:
         f"Kafka {k.version} × {k.nodes} nodes", f"faults: {faults}",
         f"{spec.time_limit_s:g} s", f"seed {spec.seed}",
     ])
+
+
+def cluster_note(run_dir: Path) -> str:
+    """What the cluster was, from ``cluster.json`` when the run has one: whether it ran
+    with eligible leader replicas (KIP-966), as its metadata log showed."""
+    try:
+        facts = orjson.loads((run_dir / CLUSTER_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return ""
+    elr = facts.get("eligible_leader_replicas") if isinstance(facts, dict) else None
+    state = "on" if elr is True else "off" if elr is False else "not known"
+    return f" · eligible leader replicas {state}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -507,7 +520,8 @@ def render_report(run: RunData) -> str:
     threshold = _measures(r).get("unavailable_after_ns")
     html = _env().get_template("report.html.j2").render(
         spec=spec, run_name=run.run_dir.name, wall=wall, duration=secs(h.end_time),
-        verdict=verdict(run), config=config_line(spec), ops=h.ops, truncated=run.truncated,
+        verdict=verdict(run), config=config_line(spec) + cluster_note(run.run_dir), ops=h.ops,
+        truncated=run.truncated,
         sends={k: sends.get(k, 0) for k in ("ok", "fail", "info")},
         expectations=expectations(run), unknown=[_unknown_text(u) for u in r.get("unknown") or ()],
         faults_seen=", ".join(map(str, seen)) if isinstance(seen, list) else "",

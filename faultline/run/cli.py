@@ -24,27 +24,33 @@ from faultline.spec import ACKS, FAULTS, TestSpec
 def build_spec(spec_file: Path | None, overrides: Mapping[str, Any]) -> TestSpec:
     """The spec from ``spec_file`` (YAML or JSON; may be None) with ``overrides`` (nested
     like ``test.json``, None values ignored) merged on top; raises SpecError."""
-    base: Any = {}
+    base: dict[str, Any] = {}
     source = "options"
     if spec_file is not None:
         source = str(spec_file)
-        try:
-            base = yaml.safe_load(spec_file.read_text(encoding="utf-8")) or {}
-        except OSError as e:
-            raise SpecError(f"{spec_file}: cannot read: {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise SpecError(f"{spec_file}: not UTF-8 text (byte {e.start})") from None
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark is not None else ""
-            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-            raise SpecError(f"{spec_file}: not valid YAML{where}: {problem}") from None
-        if not isinstance(base, dict):
-            raise SpecError(f"{spec_file}: expected a mapping of spec keys, "
-                            f"got {type(base).__name__}")
+        base = read_yaml_mapping(spec_file, "a mapping of spec keys")
     merged = _merge(base, overrides)
     merged.pop("start_wall_ms", None)  # set when the run starts
     return TestSpec.from_mapping(merged, source=source)
+
+
+def read_yaml_mapping(path: Path, expected: str) -> dict[str, Any]:
+    """The YAML mapping in ``path`` (an empty file is an empty mapping); one SpecError line
+    naming the file (and the line, for a YAML error) when it is unreadable or no mapping."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise SpecError(f"{path}: not valid YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected {expected}, got {type(data).__name__}")
+    return data
 
 
 def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

@@ -123,8 +123,13 @@ def _nemesis_package(spec: TestSpec, cluster: Cluster) -> NemesisSchedule:
 def run_test(spec: TestSpec, *, results: Path = Path("results"),
              console: Console | None = None,
              cluster_factory: ClusterFactory | None = None,
-             nemesis_factory: NemesisFactory = _nemesis_package) -> RunOutcome:
+             nemesis_factory: NemesisFactory = _nemesis_package,
+             run_dir: Path | None = None) -> RunOutcome:
     """Run ``spec`` once, as the module docstring describes, and return the outcome.
+
+    The run directory is a new ``results/<name>/<timestamp>/``, or ``run_dir`` when given
+    (created here, with its parents; it must not exist yet; ``results/latest`` is then
+    left alone): a sweep puts each cell's run where its manifest says.
 
     Contract: ``test.json`` is on disk before the cluster starts; the cluster is torn
     down before this returns, whatever happened; a :class:`FaultlineError` on the way
@@ -135,7 +140,10 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
     factory = cluster_factory or cluster_for(spec)  # unknown names: before any file
     make_workload = workload_for(spec)
     console = console or Console(stderr=True)
-    run_dir = new_run_dir(results, spec.name)
+    if run_dir is None:
+        run_dir = new_run_dir(results, spec.name)
+    else:
+        run_dir.mkdir(parents=True)
     spec = replace(spec, start_wall_ms=time.time_ns() // 1_000_000)
     (run_dir / TEST_FILE).write_bytes(orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))
     outcome = RunOutcome(run_dir, None, WorkloadStats())

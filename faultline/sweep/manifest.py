@@ -1,0 +1,133 @@
+"""``sweep.json``, the manifest of a sweep directory (docs/history.md, "Sweep directory"),
+and what a rerun of a sweep does.
+
+A cell is ``pending``, ``running``, ``done`` (its run finished and its ``results.json``
+exists; ``valid`` copies its verdict) or ``failed`` (the harness could not run or check
+it; ``error`` is one line saying why, ``interrupted`` after a Ctrl-C). The manifest is
+rewritten atomically after every change of a cell's state, so a crash leaves the
+previous state: at worst a cell ``running`` that no process runs.
+
+A rerun (:func:`plan`) keeps every ``done`` cell whose ``results.json`` is still there
+and makes every other cell ``pending`` again: a failed cell, a cell a crash left
+``running``, a done cell whose results were deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from faultline.errors import HistoryError
+from faultline.rundir import RESULTS_FILE, write_atomic
+from faultline.sweep.matrix import Matrix
+
+MANIFEST_FILE = "sweep.json"
+MATRIX_FILE = "matrix.yaml"
+CELLS_DIR = "cells"
+VERSION = 1
+
+Status = Literal["pending", "running", "done", "failed"]
+STATUSES: tuple[Status, ...] = ("pending", "running", "done", "failed")
+Valid = bool | Literal["unknown"] | None
+
+
+def utc_now() -> str:
+    """The time now as sweep.json writes it: UTC, ISO 8601, seconds, ``Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(slots=True)
+class CellState:
+    """One cell's line of the manifest; ``run_dir`` is relative to the sweep directory."""
+
+    id: str
+    axes: Mapping[str, Any]
+    status: Status = "pending"
+    valid: Valid = None
+    error: str | None = None
+    started: str | None = None
+    ended: str | None = None
+
+    @property
+    def run_dir(self) -> str:
+        return f"{CELLS_DIR}/{self.id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "axes": dict(self.axes), "status": self.status,
+                "run_dir": self.run_dir, "valid": self.valid, "error": self.error,
+                "started": self.started, "ended": self.ended}
+
+
+@dataclass(slots=True)
+class Manifest:
+    """The whole of ``sweep.json``."""
+
+    name: str
+    created: str
+    cells: list[CellState] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": VERSION, "name": self.name, "created": self.created,
+                "cells": [c.to_json() for c in self.cells]}
+
+    def save(self, sweep_dir: Path) -> None:
+        """Rewrite ``sweep_dir/sweep.json`` atomically."""
+        write_atomic(sweep_dir / MANIFEST_FILE, orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2))
+
+    def count(self, status: Status) -> int:
+        return sum(1 for c in self.cells if c.status == status)
+
+    @property
+    def exit_code(self) -> int:
+        """0: every cell done and valid; 1: a cell invalid (a violation); 2: a cell failed,
+        not run, or unknown."""
+        if any(c.status != "done" or c.valid not in (True, False) for c in self.cells):
+            return 2
+        return 1 if any(c.valid is False for c in self.cells) else 0
+
+
+def load(sweep_dir: Path) -> Manifest | None:
+    """``sweep_dir/sweep.json``, or None when there is none; HistoryError naming the file
+    when it is unreadable or not a manifest."""
+    path = sweep_dir / MANIFEST_FILE
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise HistoryError(str(path), None, f"cannot read: {e.strerror}") from None
+    except orjson.JSONDecodeError as e:
+        raise HistoryError(str(path), None, f"not valid JSON ({e})") from None
+    try:
+        if data["version"] != VERSION:
+            raise HistoryError(str(path), None, f"manifest version {data['version']}, "
+                                                f"this faultline reads {VERSION}")
+        cells = [CellState(str(c["id"]), dict(c["axes"]), c["status"], c["valid"], c["error"],
+                           c["started"], c["ended"]) for c in data["cells"]]
+        manifest = Manifest(str(data["name"]), str(data["created"]), cells)
+    except (KeyError, TypeError) as e:
+        raise HistoryError(str(path), None, f"not a sweep manifest (at {e})") from None
+    bad = [c.id for c in cells if c.status not in STATUSES]
+    if bad:
+        raise HistoryError(str(path), None, f"cell {bad[0]}: status is not one of {', '.join(STATUSES)}")
+    return manifest
+
+
+def plan(matrix: Matrix, previous: Manifest | None, sweep_dir: Path) -> Manifest:
+    """The manifest a (re)run of ``matrix`` starts from: the matrix's cells in order, each
+    ``done`` as ``previous`` had it when its results.json exists, else ``pending``."""
+    before = {c.id: c for c in previous.cells} if previous is not None else {}
+    cells = []
+    for cell in matrix.cells:
+        old = before.get(cell.id)
+        if old is not None and old.status == "done" and (sweep_dir / old.run_dir / RESULTS_FILE).exists():
+            cells.append(old)
+        else:
+            cells.append(CellState(cell.id, dict(cell.axes)))
+    created = previous.created if previous is not None else utc_now()
+    return Manifest(matrix.name, created, cells)

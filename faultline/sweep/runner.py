@@ -1,0 +1,228 @@
+"""Running a sweep: every cell not yet done, one after another, each through the same
+:func:`faultline.run.runner.run_test` as ``faultline run``, into ``SWEEP_DIR/cells/<id>/``.
+
+::
+
+    SWEEP_DIR/sweep.json      the manifest (:mod:`.manifest`), rewritten after every change
+    SWEEP_DIR/matrix.yaml     a copy of the matrix; a rerun with another matrix is refused
+    SWEEP_DIR/cells/<id>/     one run directory per cell
+
+Before the first run: the disk the cells left need is estimated (:func:`disk_needed`)
+and a sweep that would not fit is refused with the figure. A cell that errors is
+recorded ``failed`` with its one-line error and the sweep goes on. Ctrl-C: the cell
+being run tears its cluster down (``run_test`` does), is recorded ``failed``
+(``interrupted``), and :class:`KeyboardInterrupt` propagates with the manifest saved.
+A cell's directory left by a failed or interrupted attempt is removed before the
+cell runs again.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import orjson
+import yaml
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from faultline.errors import SetupError, SpecError
+from faultline.run.runner import RunOutcome, run_test
+from faultline.rundir import RESULTS_FILE
+from faultline.spec import TestSpec
+from faultline.sweep.manifest import MATRIX_FILE, CellState, Manifest, Status, load, plan, utc_now
+from faultline.sweep.matrix import Cell, Matrix
+
+#: Bytes a run directory grows by per second of main phase (the history, most of it).
+#: Measured on this project's reference machine (2 cores): a 45 s acks=all kill run at
+#: full speed wrote 540 MB, i.e. about 12 MB/s. One constant, so that compressing
+#: the history (history.jsonl.zst) lowers the estimate in one place.
+HISTORY_BYTES_PER_S = 12_000_000
+#: Seconds a cell takes beyond its main phase (cluster start, heal, drain, check,
+#: report) before one has been measured.
+CELL_OVERHEAD_S = 40.0
+
+
+class RunCell(Protocol):
+    """How a cell is run: :func:`faultline.run.runner.run_test`'s signature, in part."""
+
+    def __call__(self, spec: TestSpec, *, console: Console | None = ...,
+                 run_dir: Path | None = ...) -> RunOutcome: ...
+
+
+def disk_needed(cells: Sequence[Cell]) -> int:
+    """Bytes the run directories of ``cells`` will take: main-phase seconds x
+    :data:`HISTORY_BYTES_PER_S`."""
+    return int(sum(c.spec.time_limit_s for c in cells) * HISTORY_BYTES_PER_S)
+
+
+def check_disk(sweep_dir: Path, cells: Sequence[Cell]) -> None:
+    """Raise SetupError, with the figures, when ``cells`` would not fit on ``sweep_dir``'s disk."""
+    need = disk_needed(cells)
+    where = sweep_dir
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if need > free:
+        raise SetupError(f"the sweep needs about {_gb(need)} for {len(cells)} cell(s) "
+                         f"({HISTORY_BYTES_PER_S / 1e6:.0f} MB per second of run) but {where} "
+                         f"has {_gb(free)} free; free some space or choose another --out")
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def prepare(matrix: Matrix, sweep_dir: Path) -> Manifest:
+    """The manifest to run from: a new sweep directory, or the one a rerun resumes. A
+    directory holding the sweep of another matrix is refused (SpecError)."""
+    copy = sweep_dir / MATRIX_FILE
+    if copy.exists():
+        try:
+            before = yaml.safe_load(copy.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise SpecError(f"{copy}: unreadable ({e}); choose another --out") from None
+        if before != matrix.data:
+            raise SpecError(f"{sweep_dir} holds the sweep of another matrix ({copy} differs); "
+                            f"choose another --out")
+    return plan(matrix, load(sweep_dir), sweep_dir)
+
+
+def run_sweep(matrix: Matrix, sweep_dir: Path, manifest: Manifest, *, console: Console,
+              run_cell: RunCell = run_test) -> Manifest:
+    """Run every cell of ``manifest`` that is not done; returns the manifest at the end.
+
+    Contract as the module docstring says; ``manifest`` is :func:`prepare`'s, and is
+    updated in place and saved after every change.
+    """
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    (sweep_dir / MATRIX_FILE).write_text(yaml.safe_dump(dict(matrix.data), sort_keys=False),
+                                         encoding="utf-8")
+    manifest.save(sweep_dir)
+    specs = {c.id: c for c in matrix.cells}
+    with _Progress(console, manifest, specs) as progress:
+        for state in manifest.cells:
+            if state.status == "done":
+                continue
+            progress.start(state)
+            _run_one(specs[state.id], state, sweep_dir, manifest, run_cell)
+            progress.end(state)
+    return manifest
+
+
+def _run_one(cell: Cell, state: CellState, sweep_dir: Path, manifest: Manifest,
+             run_cell: RunCell) -> None:
+    run_dir = sweep_dir / state.run_dir
+    if run_dir.exists():  # left by a failed, interrupted or crashed attempt
+        shutil.rmtree(run_dir)
+    state.status, state.valid, state.error = "running", None, None
+    state.started, state.ended = utc_now(), None
+    manifest.save(sweep_dir)
+    try:
+        outcome = run_cell(cell.spec, console=Console(file=io.StringIO()), run_dir=run_dir)
+    except KeyboardInterrupt:
+        _finish(state, "failed", "interrupted")
+        manifest.save(sweep_dir)
+        raise
+    except Exception as e:  # a cell's error, whatever it is, must not end the sweep
+        _finish(state, "failed", _one_line(f"{type(e).__name__}: {e}"))
+    else:
+        results = run_dir / RESULTS_FILE
+        if outcome.error is not None:
+            _finish(state, "failed", _one_line(outcome.error))
+        elif not results.exists():
+            _finish(state, "failed", f"the run left no {RESULTS_FILE}")
+        else:
+            _finish(state, "done", None)
+            state.valid = orjson.loads(results.read_bytes()).get("valid", "unknown")
+    manifest.save(sweep_dir)
+
+
+def _finish(state: CellState, status: Status, error: str | None) -> None:
+    state.status = status
+    state.error = error
+    state.ended = utc_now()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:500]
+
+
+class _Progress:
+    """The live sweep line: cells done / failed / left, elapsed, estimated time left, and
+    the cell running. On a terminal one rich live line; elsewhere a line per cell."""
+
+    def __init__(self, console: Console, manifest: Manifest, cells: dict[str, Cell]) -> None:
+        self._console = console
+        self._manifest = manifest
+        self._cells = cells
+        self._t0 = time.monotonic()
+        self._cell_t0 = self._t0
+        self._current: CellState | None = None
+        self._overheads: list[float] = []  # seconds each cell took beyond its main phase
+        self._live: Live | None = None
+
+    def __enter__(self) -> _Progress:
+        if self._console.is_terminal:
+            self._live = Live(get_renderable=self._render, console=self._console,
+                              refresh_per_second=2, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+    def start(self, state: CellState) -> None:
+        self._current, self._cell_t0 = state, time.monotonic()
+        if self._live is None:
+            self._console.print(self._render(), highlight=False)
+
+    def end(self, state: CellState) -> None:
+        took = time.monotonic() - self._cell_t0
+        self._overheads.append(max(0.0, took - self._cells[state.id].spec.time_limit_s))
+        verdict = state.error if state.status == "failed" else f"valid: {state.valid}"
+        line = f"cell {state.id}: {state.status} in {took:.0f} s ({verdict})"
+        if self._live is not None:
+            self._live.console.print(line, highlight=False)
+        else:
+            self._console.print(line, highlight=False)
+        self._current = None
+
+    def eta_s(self) -> float:
+        """Seconds left: every cell not done or failed (the running one counted by what
+        is left of it) at its main phase plus the mean measured overhead."""
+        overhead = sum(self._overheads) / len(self._overheads) if self._overheads else CELL_OVERHEAD_S
+        left = 0.0
+        for c in self._manifest.cells:
+            if c.status in ("pending", "running"):
+                left += self._cells[c.id].spec.time_limit_s + overhead
+        if self._current is not None:
+            left -= min(time.monotonic() - self._cell_t0,
+                        self._cells[self._current.id].spec.time_limit_s + overhead)
+        return max(0.0, left)
+
+    def _render(self) -> Text:
+        m = self._manifest
+        left = m.count("pending") + m.count("running")
+        t = Text()
+        t.append(f"sweep {m.name} ", style="bold")
+        t.append(f"done {m.count('done')}", style="green")
+        t.append(" ")
+        t.append(f"failed {m.count('failed')}", style="red" if m.count("failed") else "")
+        t.append(f" left {left}  elapsed {_hms(time.monotonic() - self._t0)}"
+                 f"  ETA {_hms(self.eta_s())}")
+        if self._current is not None:
+            t.append(f"  running {self._current.id} ({time.monotonic() - self._cell_t0:.0f} s)")
+        return t
+
+
+def _hms(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"

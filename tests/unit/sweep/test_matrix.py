@@ -1,0 +1,139 @@
+"""The matrix: its cells (the cross product, then the explicit cells), their ids and
+specs, and one clear line for every mistake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from faultline.cli import main
+from faultline.errors import SpecError
+from faultline.sweep.matrix import cell_id, load_matrix, parse_matrix
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def cells(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.id, dict(c.axes)) for c in parse_matrix(data, "m.yaml", "m").cells]
+
+
+def test_the_cross_product_in_axis_order_then_the_explicit_cells() -> None:
+    got = cells({"axes": {"acks": [1, "all"], "min_insync": [1, 2]},
+                 "cells": [{"min_insync": 2, "faults": "wipe,kill", "acks": "all", "seeds": 3}]})
+    assert got == [
+        ("acks=1,min_insync=1", {"producer.acks": "1", "topic.min_insync_replicas": 1}),
+        ("acks=1,min_insync=2", {"producer.acks": "1", "topic.min_insync_replicas": 2}),
+        ("acks=all,min_insync=1", {"producer.acks": "all", "topic.min_insync_replicas": 1}),
+        ("acks=all,min_insync=2", {"producer.acks": "all", "topic.min_insync_replicas": 2}),
+        ("acks=all,min_insync=2,faults=wipe+kill,seed=3",
+         {"producer.acks": "all", "topic.min_insync_replicas": 2,
+          "nemesis.faults": ["wipe", "kill"], "seed": 3}),
+    ]
+
+
+def test_a_cell_is_the_defaults_with_its_values_set() -> None:
+    m = parse_matrix({"name": "night", "defaults": {"time_limit_s": 45, "topic": {"partitions": 2},
+                                                   "nemesis": {"faults": ["kill"]}},
+                      "axes": {"topic.unclean_leader_election_enable": [False, True],
+                               "version": ["4.3.1", "3.9.1"]}}, "m.yaml", "m")
+    assert [c.id for c in m.cells] == [
+        "unclean=false,version=4.3.1", "unclean=false,version=3.9.1",
+        "unclean=true,version=4.3.1", "unclean=true,version=3.9.1"]
+    last = m.cells[-1].spec
+    assert (last.name, last.time_limit_s, last.topic.partitions, last.nemesis.faults) == \
+        ("night", 45.0, 2, ("kill",))
+    assert (last.topic.unclean_leader_election_enable, last.kafka.version) == (True, "3.9.1")
+    assert m.cells[0].spec.kafka.version == "4.3.1"
+
+
+def test_without_axes_or_cells_the_defaults_are_one_cell() -> None:
+    assert cells({"defaults": {"seed": 4}}) == [("defaults", {})]
+
+
+def test_acks_below_all_turns_idempotence_off_unless_the_matrix_sets_it() -> None:
+    m = parse_matrix({"axes": {"acks": ["0", "1", "all"]}}, "m.yaml", "m")
+    assert [c.spec.producer.enable_idempotence for c in m.cells] == [False, False, True]
+    m = parse_matrix({"defaults": {"producer": {"enable_idempotence": False}},
+                      "axes": {"acks": ["all"]}}, "m.yaml", "m")
+    assert m.cells[0].spec.producer.enable_idempotence is False
+    with pytest.raises(SpecError,
+                       match=r"^m\.yaml: cell acks=1,idempotence=true: idempotence needs acks=all"):
+        parse_matrix({"axes": {"acks": ["1"], "idempotence": [True]}}, "m.yaml", "m")
+
+
+def test_ids_are_directory_names() -> None:
+    assert cell_id({"kafka.version": "4.3.1/../x y", "nemesis.faults": []}) == \
+        "version=4.3.1_.._x_y,faults=none"
+    assert cell_id({"nemesis.interval_s": 10.0, "nemesis.max_concurrent": 2}) == \
+        "interval=10,nemesis.max_concurrent=2"
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"axes": {"acks": ["1"]}, "cels": []},
+     "m.yaml: unknown key(s) cels; known: name, defaults, axes, cells"),
+    ({"axes": {"producer.ack": ["1"]}}, "m.yaml: axes: unknown spec field 'producer.ack'; use a short name"),
+    ({"axes": {"topic": [1]}}, "m.yaml: axes: unknown spec field 'topic'"),
+    ({"axes": {"name": ["x"]}}, "m.yaml: axes: unknown spec field 'name'"),
+    ({"axes": {"acks": []}}, "m.yaml: axes: acks: expected a non-empty list of values, got []"),
+    ({"axes": {"acks": "all"}}, "m.yaml: axes: acks: expected a non-empty list of values, got 'all'"),
+    ({"axes": {"acks": ["1"], "producer.acks": ["all"]}},
+     "m.yaml: axes: producer.acks names producer.acks a second time"),
+    ({"axes": {"acks": [2]}}, "m.yaml: cell acks=2: defaults.producer.acks: 2 is not one of 0, 1, all"),
+    ({"axes": {"min_insync": [1, 4]}},
+     "m.yaml: cell min_insync=4: --min-insync must be between 1 and the replication factor 3, not 4"),
+    ({"axes": {"faults": [["kill", "flood"]]}}, "m.yaml: cell faults=kill+flood: unknown fault(s) flood"),
+    ({"defaults": {"topic": {"partitons": 3}}},
+     "m.yaml: cell defaults: defaults.topic: unknown key(s) partitons; known: min_insync_replicas, name"),
+    ({"defaults": [1]}, "m.yaml: defaults: expected a mapping of spec fields, got [1]"),
+    ({"cells": [{"acks": "all"}, {"acks": "all"}]}, "m.yaml: cell acks=all is listed twice"),
+    ({"cells": ["acks=all"]}, "m.yaml: cells[1]: expected a mapping of axis values, got 'acks=all'"),
+    ({"axes": {"kafka.broker_config": [{"a": "b"}]}},
+     "m.yaml: axes: unknown spec field 'kafka.broker_config'"),
+    ({"axes": {"faults": [{"kill": 1}]}}, "m.yaml: nemesis.faults: an axis value is a scalar or a list"),
+    ({"name": "a b"}, "m.yaml: name 'a b' may hold only letters, digits"),
+    ([1, 2], "m.yaml: expected a mapping with name, defaults, axes, cells"),
+])
+def test_every_mistake_is_one_line_naming_the_file(data: Any, message: str) -> None:
+    with pytest.raises(SpecError) as e:
+        parse_matrix(data, "m.yaml", "m")
+    assert str(e.value).startswith(message), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_the_name_is_the_files_stem_unless_given(tmp_path: Path) -> None:
+    f = tmp_path / "nightly-small.yaml"
+    f.write_text("axes:\n  acks: [all]\n")
+    assert load_matrix(f).name == "nightly-small"
+    f.write_text("name: other\naxes:\n  acks: [all]\n")
+    assert load_matrix(f).name == "other"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("axes:\n  acks: [all\n", "not valid YAML (line 3)"),
+    ("axes:\n  acks: [all]\n  seeds: [1, x]\n",
+     "cell acks=all,seed=x: defaults.seed: expected an integer, got 'x'"),
+])
+def test_the_command_refuses_a_bad_matrix_in_one_line_before_any_run(
+        tmp_path: Path, text: str, message: str) -> None:
+    f = tmp_path / "m.yaml"
+    f.write_text(text)
+    result = CliRunner().invoke(main, ["sweep", str(f), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, (result.output, result.exception)
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"faultline: error: {f}") and message in lines[0], lines
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_examples_are_valid_matrices() -> None:
+    smoke = load_matrix(EXAMPLES / "smoke.yaml")
+    assert len(smoke.cells) == 8
+    nightly = load_matrix(EXAMPLES / "nightly.yaml")
+    axes = yaml.safe_load((EXAMPLES / "nightly.yaml").read_text())["axes"]
+    assert {k: len(v) for k, v in axes.items()} == {
+        "acks": 3, "min_insync": 2, "unclean": 2, "faults": 5, "version": 2, "seeds": 2}
+    assert len(nightly.cells) == 3 * 2 * 2 * 5 * 2 * 2
+    assert {c.spec.kafka.version for c in nightly.cells} == {"4.3.1", "3.9.1"}

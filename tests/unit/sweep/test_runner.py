@@ -1,0 +1,166 @@
+"""Running a sweep with a stand-in for run_test (the runs themselves are the
+integration test's): what the manifest says after each kind of cell ending, what a
+rerun runs again, Ctrl-C, the disk estimate."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from rich.console import Console
+
+from faultline.errors import HistoryError, SetupError, SpecError
+from faultline.run.runner import RunOutcome
+from faultline.spec import TestSpec
+from faultline.sweep import runner
+from faultline.sweep.manifest import CellState, Manifest, load, plan
+from faultline.sweep.matrix import Matrix, parse_matrix
+from faultline.workloads.clients import WorkloadStats
+from tests.schemas import validator
+
+SWEEP = validator("sweep.schema.json")
+MATRIX = {"name": "t", "defaults": {"time_limit_s": 10},
+          "axes": {"acks": ["1", "all"], "min_insync": [1, 2]}}
+
+
+def matrix(data: dict[str, Any] = MATRIX) -> Matrix:
+    return parse_matrix(data, "m.yaml", "m")
+
+
+class FakeRuns:
+    """Stands in for run_test: makes the run directory and results.json, or does what
+    ``behave[cell index]`` says: ``"raise"``, ``"error"``, ``"no-results"``, ``"ctrl-c"``,
+    or a verdict."""
+
+    def __init__(self, behave: dict[int, Any] | None = None) -> None:
+        self.behave = behave or {}
+        self.ran: list[str] = []
+
+    def __call__(self, spec: TestSpec, *, console: Console | None = None,
+                 run_dir: Path | None = None) -> RunOutcome:
+        assert run_dir is not None and not run_dir.exists()
+        run_dir.mkdir(parents=True)
+        (run_dir / "test.json").write_bytes(orjson.dumps(spec.to_json()))
+        self.ran.append(run_dir.name)
+        what = self.behave.get(len(self.ran) - 1, True)
+        if what == "raise":
+            raise RuntimeError("boom\nsecond line")
+        if what == "ctrl-c":
+            raise KeyboardInterrupt
+        if what == "error":
+            return RunOutcome(run_dir, None, WorkloadStats(), error="cluster did not start")
+        if what != "no-results":
+            (run_dir / "results.json").write_bytes(orjson.dumps({"valid": what}))
+        return RunOutcome(run_dir, what if what != "no-results" else None, WorkloadStats())
+
+
+def run(sweep_dir: Path, fake: FakeRuns, m: Matrix | None = None) -> Manifest:
+    m = m or matrix()
+    manifest = runner.prepare(m, sweep_dir)
+    return runner.run_sweep(m, sweep_dir, manifest, console=Console(file=io.StringIO()), run_cell=fake)
+
+
+def statuses(sweep_dir: Path) -> list[tuple[str, Any, Any]]:
+    data = orjson.loads((sweep_dir / "sweep.json").read_bytes())
+    SWEEP.validate(data)
+    return [(c["status"], c["valid"], c["error"]) for c in data["cells"]]
+
+
+def test_every_cell_runs_into_its_directory_and_the_manifest_says_how_it_ended(tmp_path: Path) -> None:
+    fake = FakeRuns({0: False, 1: "raise", 2: "error", 3: "no-results"})
+    manifest = run(tmp_path, fake)
+    assert fake.ran == ["acks=1,min_insync=1", "acks=1,min_insync=2", "acks=all,min_insync=1",
+                        "acks=all,min_insync=2"]
+    assert statuses(tmp_path) == [
+        ("done", False, None), ("failed", None, "RuntimeError: boom second line"),
+        ("failed", None, "cluster did not start"), ("failed", None, "the run left no results.json")]
+    spec = orjson.loads((tmp_path / "cells" / "acks=all,min_insync=2" / "test.json").read_bytes())
+    assert (spec["producer"]["acks"], spec["topic"]["min_insync_replicas"], spec["name"]) == ("all", 2, "t")
+    assert manifest.exit_code == 2
+    assert (tmp_path / "matrix.yaml").exists()
+
+
+def test_a_rerun_runs_only_what_is_not_done_and_replaces_its_directory(tmp_path: Path) -> None:
+    run(tmp_path, FakeRuns({1: "raise", 3: "unknown"}))
+    stale = tmp_path / "cells" / "acks=1,min_insync=2" / "left-over"
+    stale.write_text("from the failed attempt")
+    again = FakeRuns()
+    manifest = run(tmp_path, again)
+    assert again.ran == ["acks=1,min_insync=2"]  # done cells stay done, "unknown" included
+    assert not stale.exists()
+    assert [s for s, _, _ in statuses(tmp_path)] == ["done"] * 4
+    assert manifest.exit_code == 2  # one cell's verdict is unknown
+    third = FakeRuns()
+    assert run(tmp_path, third).exit_code == 2
+    assert third.ran == []
+
+
+def test_ctrl_c_keeps_the_finished_cells_and_records_the_interrupted_one(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, FakeRuns({1: "ctrl-c"}))
+    assert statuses(tmp_path) == [("done", True, None), ("failed", None, "interrupted"),
+                                  ("pending", None, None), ("pending", None, None)]
+    again = FakeRuns()
+    assert run(tmp_path, again).exit_code == 0
+    assert again.ran == ["acks=1,min_insync=2", "acks=all,min_insync=1", "acks=all,min_insync=2"]
+
+
+def test_a_cell_a_crash_left_running_or_whose_results_are_gone_runs_again(tmp_path: Path) -> None:
+    m = matrix()
+    (tmp_path / "cells" / m.cells[0].id).mkdir(parents=True)
+    (tmp_path / "cells" / m.cells[0].id / "results.json").write_text("{}")
+    (tmp_path / "cells" / m.cells[1].id).mkdir(parents=True)
+    t = [f"2026-11-23T16:0{i}:00Z" for i in range(5)]
+    before = Manifest("t", t[0], [
+        CellState(m.cells[0].id, m.cells[0].axes, "done", True, None, t[0], t[1]),
+        CellState(m.cells[1].id, m.cells[1].axes, "done", True, None, t[1], t[2]),
+        CellState(m.cells[2].id, m.cells[2].axes, "running", None, None, t[2], None),
+        CellState(m.cells[3].id, m.cells[3].axes, "failed", None, "x", t[3], t[4]),
+    ])
+    after = plan(m, before, tmp_path)
+    assert [c.status for c in after.cells] == ["done", "pending", "pending", "pending"]
+    assert after.created == "2026-11-23T16:00:00Z"
+    assert [c.started for c in after.cells] == ["2026-11-23T16:00:00Z", None, None, None]
+
+
+def test_the_manifest_round_trips_and_a_broken_one_is_one_line(tmp_path: Path) -> None:
+    run(tmp_path, FakeRuns())
+    loaded = load(tmp_path)
+    assert loaded is not None
+    assert loaded.to_json() == orjson.loads((tmp_path / "sweep.json").read_bytes())
+    (tmp_path / "sweep.json").write_text('{"version": 1, "name": "t"}')
+    with pytest.raises(HistoryError, match=r"sweep\.json: not a sweep manifest"):
+        load(tmp_path)
+    assert load(tmp_path / "nowhere") is None
+
+
+def test_a_directory_of_another_matrix_is_refused(tmp_path: Path) -> None:
+    run(tmp_path, FakeRuns())
+    other = matrix({**MATRIX, "axes": {"acks": ["0"]}})
+    with pytest.raises(SpecError, match=r"holds the sweep of another matrix .*choose another --out"):
+        runner.prepare(other, tmp_path)
+
+
+def test_the_disk_estimate_refuses_with_the_figure(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    cells = matrix().cells
+    assert runner.disk_needed(cells) == 4 * 10 * runner.HISTORY_BYTES_PER_S
+    runner.check_disk(tmp_path / "new" / "dir", cells)  # 480 MB fits
+    monkeypatch.setattr(runner, "HISTORY_BYTES_PER_S", 10**15)
+    with pytest.raises(SetupError, match=r"needs about 40000000\.0 GB for 4 cell\(s\) .* has [\d.]+ GB free"):
+        runner.check_disk(tmp_path / "new" / "dir", cells)
+
+
+def test_the_eta_counts_what_is_left_at_the_measured_overhead() -> None:
+    m = matrix()
+    manifest = plan(m, None, Path("/nonexistent"))
+    progress = runner._Progress(Console(file=io.StringIO()), manifest, {c.id: c for c in m.cells})
+    assert progress.eta_s() == pytest.approx(4 * (10 + runner.CELL_OVERHEAD_S), abs=1)
+    manifest.cells[0].status = "done"
+    progress._overheads.append(20.0)
+    assert progress.eta_s() == pytest.approx(3 * (10 + 20), abs=1)
+
+
