@@ -43,8 +43,14 @@ CHECKERS: Mapping[str, Checker] = {
 }
 
 
-def check_stored(run_dir: Path) -> Result:
+def check_stored(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
+                 truncated: bool = False) -> Result:
     """The one check of a stored run, from its files alone; writes nothing.
+
+    ``rows``, when given, are the run's history rows read elsewhere (the Spark pipeline
+    reads them back from its ``ops`` table, :mod:`faultline.analysis.check`) instead of
+    its history file, with ``truncated`` saying whether that file's last line was cut;
+    every other file still comes from ``run_dir``, and the check is the same.
 
     ``faultline check``, ``faultline run`` (through :func:`check_run`) and the report
     all judge a run here, so they cannot disagree. A cut last history line is tolerated
@@ -65,13 +71,15 @@ def check_stored(run_dir: Path) -> Result:
         raise HistoryError(str(run_dir), None, "not a run directory")
     spec = TestSpec.load(run_dir / TEST_FILE)
     history = run_dir / HISTORY_FILE
-    read = ReadResult()
+    read = ReadResult(truncated=truncated)
     checker = CHECKERS.get(spec.workload.name)
     if checker is None:
         raise SpecError(f"no checker for workload {spec.workload.name!r}; checkers: {', '.join(CHECKERS)}")
     files = BrokerFiles.read(run_dir)
+    if rows is None:
+        rows = iter_rows(history, read)
     try:
-        result = checker(spec, iter_rows(history, read), truncated=read, source=str(history),
+        result = checker(spec, rows, truncated=read, source=str(history),
                          timeline=partition_timeline(files.metadata, spec.topic.name),
                          replicas=files.replicas)
     except HistoryError:
