@@ -95,7 +95,8 @@ def grids(cells: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]
     for c in cells:
         key = (c.get("nemesis_faults") or "none", c.get("topic_unclean_leader_election_enable"),
                c.get("kafka_version"))
-        g = out_grids.setdefault(key, {"faults": key[0], "unclean": key[1], "version": key[2], "slots": {}})
+        g = out_grids.setdefault(key, {"faults": key[0], "unclean": {True: "on", False: "off"}.get(key[1]),
+                                       "version": key[2], "slots": {}})
         g["slots"].setdefault((str(c.get("producer_acks")), c.get("topic_min_insync_replicas")), []).append(
             view(c, out, (*axes, "nemesis_faults", "topic_unclean_leader_election_enable", "kafka_version")))
     result = []

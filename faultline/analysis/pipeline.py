@@ -48,13 +48,16 @@ TABLES = ("runs", "ops", "faults", "anomalies", "observations", "cells")
 
 @dataclass(slots=True)
 class Analysis:
-    """What :func:`analyze` made: the sweeps read, where each table is, and the ``runs`` and
-    ``cells`` rows (small: one per run, one per cell and night) for the page and JUnit."""
+    """What :func:`analyze` made: the sweeps read, where each table is, the ``runs`` and
+    ``cells`` rows (small: one per run, one per cell and night) for the page and JUnit, each
+    run's results.json object as the check on the executors gave it (by (sweep, run); absent
+    for a run not checked) and how many history lines were read."""
 
     sweeps: list[Sweep]
     tables: dict[str, str]
     runs: list[dict[str, Any]] = field(default_factory=list)
     cells: list[dict[str, Any]] = field(default_factory=list)
+    results: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     history_lines: int = 0
 
 
@@ -96,9 +99,12 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         lines = ops.count()
     with step("runs, faults, anomalies"):
         runs, faults, anomalies, config = [], [], [], set()
+        results: dict[tuple[str, str], dict[str, Any]] = {}
         for c in every:
             row, result = _run(c, checked.get((c.sweep, c.id)), spans.get((c.sweep, c.id)))
             runs.append(row)
+            if result is not None:
+                results[(c.sweep, c.id)] = result
             config.update(k for k in row if k in _CONFIG)
             faults += tables.fault_rows(c, result)
             anomalies += tables.anomaly_rows(c, result)
@@ -112,7 +118,7 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         cell_rows = [r.asDict(recursive=True) for r in spark.read.parquet(where["cells"]).where(
             F.col("sweep").isin(ids)).orderBy("created", "cell").collect()]
     lat.unpersist()
-    return Analysis(sweeps, where, runs, cell_rows, lines)
+    return Analysis(sweeps, where, runs, cell_rows, results, lines)
 
 
 #: The config columns of a runs row: every field of test.json (tables.config_columns).
@@ -147,6 +153,7 @@ def _run(cell: Cell, checked: Any, span: Any) -> tuple[dict[str, Any], dict[str,
     permitted, why = aggregate.expected_loss(spec) if spec is not None else (None, None)
     row["expected_loss"] = None if permitted is None else "permitted" if permitted else "forbidden"
     row["expected_reason"] = why
+    row["results_json"] = orjson.dumps(result).decode() if result is not None else None
     return row, result
 
 
