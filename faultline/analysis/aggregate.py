@@ -107,8 +107,8 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
         F.first("expected_loss").alias("expected_loss"),
         F.first("expected_reason").alias("expected_reason"),
         *[F.first(c).alias(c) for c in config],
-        F.sort_array(F.collect_list(F.struct("run", "seed", "valid", "n_lost_write", "violations",
-                                             "report", "error"))).alias("run_list"),
+        F.sort_array(F.collect_list(F.struct("run", "seed", "status", "valid", "n_lost_write",
+                                             "violations", "report", "error"))).alias("run_list"),
     )
     lat = latencies.join(runs.select("sweep", "run", "cell"), ["sweep", "run"]).groupBy(
         "sweep", "cell").agg((F.percentile("latency_ns", 0.5) / 1e6).alias("p50_ms"),

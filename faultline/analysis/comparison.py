@@ -72,7 +72,8 @@ def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str]) -> dict[s
     places it by (its label names the other swept axes)."""
     key = str(cell["cell"])
     label = ", ".join(p for p in key.split(",") if p.split("=")[0].replace(".", "_") not in grid_axes)
-    runs = [{"run": r["run"], "seed": r.get("seed"), "valid": r.get("valid"), "lost": r.get("n_lost_write"),
+    runs = [{"run": r["run"], "seed": r.get("seed"), "lost": r.get("n_lost_write"),
+             "valid": r.get("valid") if r.get("status") == "done" else r.get("status"),
              "violations": ", ".join(r.get("violations") or ()), "href": _link(r.get("report"), out),
              "error": r.get("error")} for r in cell.get("run_list") or ()]
     return {

@@ -88,7 +88,7 @@ def run_row(cell: Cell, spec: TestSpec | None, valid: str, result: Mapping[str, 
         "sweep": cell.sweep, "run": cell.id, "cell": cell.key, "night": cell.night, "created": cell.created,
         "status": cell.status, "run_dir": str(cell.run_dir),
         "report": str(report) if report.exists() else None,
-        **(config_columns(spec) if spec is not None else {}),
+        **(config_columns(spec) if spec is not None else {"seed": cell.axes.get("seed")}),
         "valid": valid, "error": error or cell.error,
         "violations": list(r.get("violations") or ()), "permitted": list(r.get("permitted") or ()),
         "unknown": [str(u.get("kind")) for u in r.get("unknown") or () if isinstance(u, dict)
