@@ -82,7 +82,8 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
     columns, and its runs (id, verdict, report) for the page.
 
     ``runs`` is the ``runs`` table; ``latencies`` has (sweep, run, latency_ns) for every ok
-    send; ``config`` names the runs' config columns (those but :data:`PER_RUN` are kept). Only runs that were checked (``status`` done) count in the loss figures;
+    send; ``config`` names the runs' config columns (those but :data:`PER_RUN` are kept).
+    Only runs that were checked (``status`` done) count in the loss figures;
     ``runs_failed`` counts those that were not.
     """
     from pyspark.sql import functions as F

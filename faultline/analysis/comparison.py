@@ -28,7 +28,7 @@ from typing import Any
 import jinja2
 from bokeh.embed import components
 from bokeh.layouts import row
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 from bokeh.resources import Resources
 
@@ -77,10 +77,12 @@ def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str]) -> dict[s
              "violations": ", ".join(r.get("violations") or ()), "href": _link(r.get("report"), out),
              "error": r.get("error")} for r in cell.get("run_list") or ()]
     return {
-        "key": key, "label": label, "status": status(cell), "expected": cell.get("expected_loss") or "unknown",
+        "key": key, "label": label, "status": status(cell),
+        "expected": cell.get("expected_loss") or "unknown",
         "expected_reason": cell.get("expected_reason") or "", "runs": runs,
         "n": cell.get("runs") or 0, "k": cell.get("runs_lost") or 0, "failed": cell.get("runs_failed") or 0,
-        "p": _pct(cell.get("p_loss")), "ci": f"{_pct(cell.get('p_loss_low'))}-{_pct(cell.get('p_loss_high'))}",
+        "p": _pct(cell.get("p_loss")),
+        "ci": f"{_pct(cell.get('p_loss_low'))}-{_pct(cell.get('p_loss_high'))}",
         "lost_sum": cell.get("lost_sum") or 0, "lost_median": _num(cell.get("lost_median"), "{:g}"),
         "lost_max": cell.get("lost_max") or 0, "violations": ", ".join(cell.get("violations") or ()),
         "throughput": _num(cell.get("acked_per_s")), "p50": _num(cell.get("p50_ms")),
@@ -96,7 +98,9 @@ def grids(cells: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]
     for c in cells:
         key = (c.get("nemesis_faults") or "none", c.get("topic_unclean_leader_election_enable"),
                c.get("kafka_version"))
-        g = out_grids.setdefault(key, {"faults": key[0], "unclean": {True: "on", False: "off"}.get(key[1]),
+        unclean = key[1]
+        g = out_grids.setdefault(key, {"faults": key[0], "unclean": None if unclean is None else
+                                       "on" if unclean else "off",
                                        "version": key[2], "slots": {}})
         g["slots"].setdefault((str(c.get("producer_acks")), c.get("topic_min_insync_replicas")), []).append(
             view(c, out, (*axes, "nemesis_faults", "topic_unclean_leader_election_enable", "kafka_version")))
@@ -126,9 +130,10 @@ def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     for col, title in (("thr", "acked sends/s"), ("p99", "p99 latency (ms)"), ("unav", "unavailable (%)")):
         f = figure(height=300, sizing_mode="stretch_width", title=f"{title} vs probability of loss",
                    x_axis_label="probability of loss (runs that lost an acked write)", y_axis_label=title,
-                   x_range=(-0.05, 1.05), toolbar_location=None)
+                   x_range=Range1d(start=-0.05, end=1.05), toolbar_location=None)
         f.scatter("p", col, source=src, size=12, color="color", alpha=0.8, legend_field="status")
-        f.add_tools(HoverTool(tooltips=[("cell", "@cell"), ("p(loss)", "@p{0.00}"), (title, f"@{col}{{0.0}}")]))
+        f.add_tools(HoverTool(tooltips=[("cell", "@cell"), ("p(loss)", "@p{0.00}"),
+                                        (title, f"@{col}{{0.0}}")]))
         f.legend.location = "top_left"
         figs.append(f)
     script, div = components(row(*figs, sizing_mode="stretch_width"))
@@ -145,9 +150,10 @@ def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for key in sorted(per):
         entries = []
         for n in nights:
-            c = per[key].get(n)
-            entries.append(None if c is None else {"status": status(c), "k": c.get("runs_lost") or 0,
-                                                   "n": c.get("runs") or 0, "lost": c.get("lost_sum") or 0})
+            night = per[key].get(n)
+            entries.append(None if night is None else {
+                "status": status(night), "k": night.get("runs_lost") or 0, "n": night.get("runs") or 0,
+                "lost": night.get("lost_sum") or 0})
         rows.append({"key": key, "nights": entries})
     return {"nights": nights, "rows": rows}
 

@@ -98,7 +98,8 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         spans = {(r["sweep"], r["run"]): r for r in aggregate.send_spans(ops, lat).collect()}
         lines = ops.count()
     with step("runs, faults, anomalies"):
-        runs, faults, anomalies, config = [], [], [], set()
+        runs, faults, anomalies = [], [], []
+        config: set[str] = set()
         results: dict[tuple[str, str], dict[str, Any]] = {}
         for c in every:
             row, result = _run(c, checked.get((c.sweep, c.id)), spans.get((c.sweep, c.id)))

@@ -81,7 +81,8 @@ def _typed(row: dict[str, Any], rec: dict[str, Any]) -> bool:
     if not isinstance(v, dict):
         return False
     if f == "send":
-        if not (v.keys() <= _SEND_KEYS and isinstance(v.get("topic"), str) and _int(v.get("partition"), _INT32)
+        if not (v.keys() <= _SEND_KEYS and isinstance(v.get("topic"), str)
+                and _int(v.get("partition"), _INT32)
                 and _int(v.get("value")) and ("offset" not in v or _int(v["offset"]))):
             return False
         rec.update(topic=v["topic"], partition=v["partition"], value=v["value"], offset=v.get("offset"))
@@ -166,4 +167,5 @@ def history_batches(run_dir: Path, history: Path, sweep: str, run: str,
 
 def records(table: pa.Table) -> Iterable[dict[str, Any]]:
     """An ``ops`` table's rows as records, in ``index`` order."""
-    return table.sort_by("index").to_pylist()
+    rows: list[dict[str, Any]] = table.sort_by("index").to_pylist()
+    return rows

@@ -54,7 +54,8 @@ def java_home() -> Path:
     else:
         found = shutil.which("java")
         if not found:
-            raise SetupError("java not found; Spark needs Java 17+: apt-get install -y openjdk-17-jre-headless")
+            raise SetupError("java not found; Spark needs Java 17+: "
+                             "apt-get install -y openjdk-17-jre-headless")
         home = Path(found).resolve().parent.parent
     out = subprocess.run([str(home / "bin" / "java"), "-version"], capture_output=True, text=True,
                          check=False)

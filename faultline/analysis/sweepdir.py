@@ -91,14 +91,16 @@ def read_sweep(path: Path) -> Sweep:
     try:
         data = orjson.loads(manifest.read_bytes())
     except OSError as e:
-        raise HistoryError(str(manifest), None, f"cannot read ({e.strerror}): not a sweep directory") from None
+        raise HistoryError(str(manifest), None,
+                           f"cannot read ({e.strerror}): not a sweep directory") from None
     except orjson.JSONDecodeError as e:
         raise HistoryError(str(manifest), None, f"not valid JSON ({e})") from None
     if not isinstance(data, dict) or data.get("version") != 1:
         raise HistoryError(str(manifest), None, "expected an object with \"version\": 1")
     name, created, cells = data.get("name"), data.get("created"), data.get("cells")
     if not isinstance(name, str) or not isinstance(created, str) or not isinstance(cells, list):
-        raise HistoryError(str(manifest), None, "needs a string \"name\", a string \"created\" and a list \"cells\"")
+        raise HistoryError(str(manifest), None,
+                           "needs a string \"name\", a string \"created\" and a list \"cells\"")
     try:
         night = datetime.fromisoformat(created.replace("Z", "+00:00")).date().isoformat()
     except ValueError:

@@ -71,7 +71,8 @@ def run_row(cell: Cell, spec: TestSpec | None, valid: str, result: Mapping[str, 
     r = result or {}
     counts = r.get("anomaly_counts") or {}
     stats = (r.get("stats") or {}).get("send") or {}
-    ms = r.get("measures") if isinstance(r.get("measures"), dict) else {}
+    raw = r.get("measures")
+    ms: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
     span_s = max(sends.last_send - sends.first_send, 0) / 1e9
     ok = int(stats.get("ok", 0))
     partitions = [x for x in r.get("partitions") or () if isinstance(x, dict)]
@@ -143,7 +144,7 @@ def anomaly_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str,
     return out
 
 
-OBSERVATIONS_SCHEMA = pa.schema(KEYS + [
+OBSERVATIONS_SCHEMA = pa.schema([*KEYS,
     pa.field("time", pa.int64()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
     pa.field("leader", pa.int64()), pa.field("isr", pa.list_(pa.int64())),
     pa.field("replicas", pa.list_(pa.int64())), pa.field("hw", pa.int64()), pa.field("json", pa.string()),

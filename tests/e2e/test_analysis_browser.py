@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, sync_playwright
@@ -66,7 +65,8 @@ def test_grid_shows_expected_beside_observed_in_colours(page: tuple[Page, dict[s
     assert box is not None and box["y"] < VIEWPORT["height"]
 
 
-def test_cells_link_to_their_runs_reports(analyzed: Analyzed, page: tuple[Page, dict[str, list[str]]]) -> None:
+def test_cells_link_to_their_runs_reports(analyzed: Analyzed,
+                                          page: tuple[Page, dict[str, list[str]]]) -> None:
     links = page[0].locator('.cell[data-cell="nemesis.faults=kill,producer.acks=all"] .runs a')
     assert links.count() == 2
     for i in range(2):

@@ -49,7 +49,8 @@ ODD = [
      "value": {"grudge": {"1": [2, 3]}}, "error": "boom"},
     {"index": 7, "time": 8, "process": 2, "type": "ok", "f": "drain",
      "value": {"topic": "t", "partition": 1, "records": [[0, 3]], "high_watermark": 1, "last": False}},
-    {"index": 8, "time": 9, "process": 2, "type": "ok", "f": "drain", "value": {"topic": "t", "partition": 1}},
+    {"index": 8, "time": 9, "process": 2, "type": "ok", "f": "drain",
+     "value": {"topic": "t", "partition": 1}},
     {"index": 9, "time": 10, "process": 3, "type": "ok", "f": "send", "value": "not an object"},
     {"index": 10, "time": 11, "process": 3, "type": "ok", "f": "poll",
      "value": {"records": [["t", 0, 1, 1.5]]}},  # not an int: kept whole
@@ -61,9 +62,9 @@ def test_odd_rows_round_trip(row: dict[str, Any]) -> None:
     assert round_trip([row]) == [row]
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) | st.text(max_size=5),
-                           lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
-                           max_leaves=8)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) | st.text(max_size=5),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3), max_leaves=8)
 
 
 @given(f=st.sampled_from(["send", "poll", "drain", "kill"]), typ=st.sampled_from(["invoke", "ok", "info"]),

@@ -20,7 +20,8 @@ def write(path: Path, manifest: Any) -> Path:
 
 
 def manifest(created: str = "2026-11-23T16:00:00Z", **cell: Any) -> dict[str, Any]:
-    c = {"id": "acks=1,seed=1", "axes": {"producer.acks": "1", "nemesis.faults": ["kill", "pause"], "seed": 1},
+    c = {"id": "acks=1,seed=1",
+         "axes": {"producer.acks": "1", "nemesis.faults": ["kill", "pause"], "seed": 1},
          "status": "done", "run_dir": "cells/acks=1,seed=1", "valid": True, "error": None, **cell}
     return {"version": 1, "name": "smoke", "created": created, "cells": [c]}
 
