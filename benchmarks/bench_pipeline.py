@@ -69,7 +69,8 @@ def write_sweep(root: Path, runs: int, lines: int) -> int:
                 fh.write(b"".join(orjson.dumps(r) + b"\n" for r in chunk))
                 total += len(chunk)
         cells.append({"id": cid, "axes": {"producer.acks": acks, "seed": i}, "status": "done",
-                      "run_dir": f"cells/{cid}", "valid": None, "error": None, "started": None, "ended": None})
+                      "run_dir": f"cells/{cid}", "valid": None, "error": None,
+                      "started": None, "ended": None})
     (root / "sweep.json").write_text(json.dumps({"version": 1, "name": f"bench{runs}",
                                                  "created": "2026-11-23T00:00:00Z", "cells": cells}))
     return total
