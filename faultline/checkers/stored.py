@@ -45,15 +45,22 @@ CHECKERS: Mapping[str, Checker] = {
 }
 
 
-def check_stored(run_dir: Path) -> Result:
+def check_stored(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
+                 truncated: bool = False) -> Result:
     """The one check of a stored run, from its files alone; writes nothing.
     :func:`check_stored_table` says how."""
-    return check_stored_table(run_dir)[0]
+    return check_stored_table(run_dir, rows, truncated=truncated)[0]
 
 
-def check_stored_table(run_dir: Path) -> tuple[Result, HistoryTable | None]:
+def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
+                       truncated: bool = False) -> tuple[Result, HistoryTable | None]:
     """The one check of a stored run, from its files alone, and from the same pass over
     the history its sends as columns (None when the checker failed); writes nothing.
+
+    ``rows``, when given, are the run's history rows read elsewhere (the Spark pipeline
+    reads them back from its ``ops`` table, :mod:`faultline.analysis.check`) instead of
+    its history file, with ``truncated`` saying whether that file's last line was cut;
+    every other file still comes from ``run_dir``, and the check is the same.
 
     ``faultline check``, ``faultline run`` (through :func:`check_run`) and the report
     all judge a run here, so they cannot disagree. A cut last history line is tolerated
@@ -74,13 +81,15 @@ def check_stored_table(run_dir: Path) -> tuple[Result, HistoryTable | None]:
         raise HistoryError(str(run_dir), None, "not a run directory")
     spec = TestSpec.load(run_dir / TEST_FILE)
     history = find_history(run_dir)
-    read = ReadResult()
+    read = ReadResult(truncated=truncated)
     checker = CHECKERS.get(spec.workload.name)
     if checker is None:
         raise SpecError(f"no checker for workload {spec.workload.name!r}; checkers: {', '.join(CHECKERS)}")
     files = BrokerFiles.read(run_dir)
+    if rows is None:
+        rows = iter_rows(history, read)
     try:
-        result, table = checker(spec, iter_rows(history, read), truncated=read, source=str(history),
+        result, table = checker(spec, rows, truncated=read, source=str(history),
                                 timeline=partition_timeline(files.metadata, spec.topic.name),
                                 replicas=files.replicas)
     except HistoryError:

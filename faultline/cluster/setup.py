@@ -8,6 +8,7 @@ Kafka jars (mvn), Toxiproxy (go install), and a class-data-sharing archive of th
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -124,12 +125,24 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None) -> lis
         checks.append(Check("cds archive", archive.exists(),
                             str(archive) if archive.exists() else "not built (clusters start slower)",
                             "faultline setup"))  # fmt: skip
+    checks.append(_spark_check())
     checks.append(_forward_check())
     if root and kafka_dist.which("ip"):
         free = netns.free_subnets(netns.used_networks())
         checks.append(Check("subnets", bool(free), f"{len(free)} free /24s in {netns.SUPERNET}",
                             "faultline cluster down --all (or free addresses in 10.241.0.0/16)"))  # fmt: skip
     return checks
+
+
+def _spark_check() -> Check:
+    """PySpark for ``faultline analyze``: installed with the project (pyproject.toml pins it);
+    it runs on the Java checked above, and the pipeline sets JAVA_HOME and PYSPARK_PYTHON
+    itself (faultline/analysis/spark.py)."""
+    try:
+        version = importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        return Check("pyspark", False, "not installed", "make setup (pip install -e .)")
+    return Check("pyspark", True, f"pyspark {version} (faultline analyze)")
 
 
 def _forward_check() -> Check:

@@ -27,6 +27,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "workloads": frozenset({"errors", "faults", "spec", "history"}),
     "nemeses": frozenset({"errors", "faults", "spec", "history", "cluster", "brokerstate"}),
     "report": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers"}),
+    "analysis": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers", "report"}),
     "run": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers", "cluster",
                       "brokerstate", "workloads", "nemeses", "report"}),
     "sweep": frozenset({"errors", "faults", "spec", "rundir", "cluster", "run"}),

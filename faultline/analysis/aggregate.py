@@ -1,0 +1,147 @@
+"""Per-cell aggregates across seeds, their trend across nights, and what the guarantee table
+expects of a cell.
+
+A *cell* is a run's config without its seed (:attr:`faultline.analysis.sweepdir.Cell.key`);
+one night's cell gathers that sweep's runs of the config, one per seed. :func:`cells`
+computes, per sweep and cell, on Spark: the runs, how many lost acknowledged writes,
+the lost writes (sum, median, max), the probability of loss with its 95 % Wilson interval
+(:func:`wilson`), the runs with a violation and which, acknowledged throughput, p50 / p99
+latency over every ok send of the cell's runs, unavailability, and how long after the
+first fault the first lost write was acknowledged. The trend is the same rows ordered by
+night (``night`` is the date of the sweep's ``created``).
+
+:func:`expected_loss` is the guarantee table's answer for a cell: may this config lose an
+acknowledged write under these faults, in the worst case they allow (a fault on the
+partition's leader, every replica faulted, as many destroyed at once as the nemesis may
+hit)? The checker judges each run by the faults each partition actually saw; a cell
+whose loss the table forbids and that lost writes anyway shows a violation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from faultline.checkers.guarantees import GuaranteeConfig, permitted
+from faultline.faults import FAMILIES
+from faultline.spec import TestSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: z for a 95 % interval.
+Z95 = 1.959963984540054
+#: Config columns that differ between the seeds of one cell, so are not the cell's.
+PER_RUN = frozenset(("seed", "name", "start_wall_ms"))
+
+N = TypeVar("N")
+
+
+def wilson(k: N, n: N, sqrt: Callable[[Any], Any] = math.sqrt, z: float = Z95) -> tuple[Any, Any]:
+    """The Wilson score interval (low, high) of a proportion ``k`` of ``n`` (n > 0).
+
+    Written with arithmetic only, so ``k`` and ``n`` may be numbers or Spark columns
+    (pass ``pyspark.sql.functions.sqrt``)."""
+    p = k / n  # type: ignore[operator]
+    z2n = z * z / n  # type: ignore[operator]
+    centre = (p + z2n / 2) / (1 + z2n)
+    half = z * sqrt(p * (1 - p) / n + z2n / (4 * n)) / (1 + z2n)  # type: ignore[operator]
+    return centre - half, centre + half
+
+
+def worst_case_faults(spec: TestSpec) -> frozenset[str]:
+    """The fault tokens (:mod:`faultline.checkers.faults_seen`) a partition may see in a run
+    of ``spec``: its families; for node faults, a fault on its leader and every replica
+    faulted; for faults that destroy data, as many replicas at once as the nemesis may hit."""
+    fams = [FAMILIES[f] for f in spec.nemesis.faults if f in FAMILIES]
+    rf = spec.topic.replication_factor
+    tokens = {f.name for f in fams}
+    if any(f.on_nodes for f in fams):
+        tokens.add("leader-fault")
+        tokens.update(f"faulted>={n}" for n in range(1, rf + 1))
+    if any(f.destroys_data for f in fams):
+        tokens.update(f"data-loss>={n}" for n in range(1, min(spec.nemesis.max_concurrent, rf) + 1))
+    return frozenset(tokens)
+
+
+def expected_loss(spec: TestSpec) -> tuple[bool, str]:
+    """(loss permitted?, why) by the guarantee table, for ``spec``'s config and faults in the
+    worst case they allow (:func:`worst_case_faults`)."""
+    from faultline.checkers.guarantees import forbidden
+
+    config, faults = GuaranteeConfig.from_spec(spec), worst_case_faults(spec)
+    allowed = permitted(config, faults)
+    if "lost-write" in allowed:
+        return True, allowed["lost-write"]
+    return False, forbidden(config, faults)["lost-write"]
+
+
+def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataFrame:
+    """One row per (sweep, cell): the aggregates the module doc lists, the cell's config
+    columns, and its runs (id, verdict, report) for the page.
+
+    ``runs`` is the ``runs`` table; ``latencies`` has (sweep, run, latency_ns) for every ok
+    send; ``config`` names the runs' config columns (those but :data:`PER_RUN` are kept).
+    Only runs that were checked (``status`` done) count in the loss figures;
+    ``runs_failed`` counts those that were not.
+    """
+    from pyspark.sql import functions as F
+
+    config = [c for c in config if c not in PER_RUN]
+    done = F.col("status") == "done"
+    lost = F.col("n_lost_write")
+    grouped = runs.groupBy("sweep", "night", "created", "cell").agg(
+        F.count("*").alias("runs_total"),
+        F.sum(F.when(done, 1).otherwise(0)).alias("runs"),
+        F.sum(F.when(~done, 1).otherwise(0)).alias("runs_failed"),
+        F.sum(F.when(done & (lost > 0), 1).otherwise(0)).alias("runs_lost"),
+        F.sum(F.when(done & (F.col("valid") == "unknown"), 1).otherwise(0)).alias("runs_unknown"),
+        F.sum(F.when(done & (F.size("violations") > 0), 1).otherwise(0)).alias("runs_violating"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("violations")))).alias("violations"),
+        F.sum(F.when(done, lost)).alias("lost_sum"),
+        F.median(F.when(done, lost)).alias("lost_median"),
+        F.max(F.when(done, lost)).alias("lost_max"),
+        F.avg("acked_per_s").alias("acked_per_s"),
+        F.avg("unavailability").alias("unavailability"),
+        F.min("fault_to_first_loss_s").alias("fault_to_first_loss_s"),
+        F.first("expected_loss").alias("expected_loss"),
+        F.first("expected_reason").alias("expected_reason"),
+        *[F.first(c).alias(c) for c in config],
+        F.sort_array(F.collect_list(F.struct("run", "seed", "status", "valid", "n_lost_write",
+                                             "violations", "report", "error"))).alias("run_list"),
+    )
+    lat = latencies.join(runs.select("sweep", "run", "cell"), ["sweep", "run"]).groupBy(
+        "sweep", "cell").agg((F.percentile("latency_ns", 0.5) / 1e6).alias("p50_ms"),
+                             (F.percentile("latency_ns", 0.99) / 1e6).alias("p99_ms"))
+    n = F.col("runs")
+    lo, hi = wilson(F.col("runs_lost"), n, F.sqrt)
+    return (grouped.join(lat, ["sweep", "cell"], "left")
+            .withColumn("p_loss", F.when(n > 0, F.col("runs_lost") / n))
+            .withColumn("p_loss_low", F.when(n > 0, F.greatest(F.lit(0.0), lo)))
+            .withColumn("p_loss_high", F.when(n > 0, F.least(F.lit(1.0), hi))))
+
+
+def latencies(ops: DataFrame) -> DataFrame:
+    """(sweep, run, latency_ns) of every ok send: its ok's time minus its invoke's (a send's
+    value is unique within a run, docs/history.md)."""
+    from pyspark.sql import functions as F
+
+    sends = ops.where(F.col("f") == "send")
+    inv = sends.where(F.col("type") == "invoke").select("sweep", "run", "value", F.col("time").alias("t0"))
+    ok = sends.where(F.col("type") == "ok").select("sweep", "run", "value", F.col("time").alias("t1"))
+    return inv.join(ok, ["sweep", "run", "value"]).select(
+        "sweep", "run", (F.col("t1") - F.col("t0")).alias("latency_ns"))
+
+
+def send_spans(ops: DataFrame, lat: DataFrame) -> DataFrame:
+    """Per run: the first send invoke, the last send op (ns), and p50 / p99 latency (ms)."""
+    from pyspark.sql import functions as F
+
+    sends = ops.where(F.col("f") == "send")
+    spans = sends.groupBy("sweep", "run").agg(
+        F.min(F.when(F.col("type") == "invoke", F.col("time"))).alias("first_send"),
+        F.max("time").alias("last_send"))
+    pct = lat.groupBy("sweep", "run").agg((F.percentile("latency_ns", 0.5) / 1e6).alias("p50_ms"),
+                                          (F.percentile("latency_ns", 0.99) / 1e6).alias("p99_ms"))
+    return spans.join(pct, ["sweep", "run"], "left")

@@ -1,0 +1,181 @@
+"""``comparison.html``: what each config lost beside what its guarantees allow, and its price.
+
+One self-contained page (bokeh's JS inline, no request leaves it), from the ``cells``
+rows of :func:`faultline.analysis.pipeline.analyze`:
+
+- per fault set, a grid of acks (rows) x min.insync.replicas (columns), one grid per
+  unclean election and Kafka version swept; each cell shows what the guarantee table
+  expects (loss forbidden or permitted, :func:`faultline.analysis.aggregate.expected_loss`)
+  beside what happened (loss in k of n runs, its 95 % interval, how much), colored
+  ``violation`` (a run broke its guarantees), ``permitted`` (loss the guarantees allow),
+  ``clean`` (no loss, every verdict decided) or ``unknown``; links to its runs' reports.
+  Configs that differ in another swept axis share a grid cell, each labelled;
+- the price of durability: acknowledged throughput, p99 latency and unavailability
+  against the probability of loss, one point per config, and the same as a table;
+- the trend: each cell's loss and verdict night by night.
+
+The grid shows the newest night; the trend every night given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from bokeh.embed import components
+from bokeh.layouts import row
+from bokeh.models import ColumnDataSource, HoverTool, Range1d
+from bokeh.plotting import figure
+from bokeh.resources import Resources
+
+from faultline.rundir import write_atomic
+
+COMPARISON_FILE = "comparison.html"
+COLORS = {"violation": "#b3261e", "permitted": "#d08c00", "clean": "#1e7b34", "unknown": "#6b7580"}
+ACKS_ORDER = ("0", "1", "all")
+
+
+def status(cell: Mapping[str, Any]) -> str:
+    """``violation``, ``permitted`` (loss, none forbidden), ``clean`` or ``unknown`` for a cells row."""
+    if cell.get("runs_violating"):
+        return "violation"
+    if cell.get("runs_lost"):
+        return "permitted"
+    if cell.get("runs_unknown") or cell.get("runs_failed") or not cell.get("runs"):
+        return "unknown"
+    return "clean"
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None else f"{100 * float(x):.0f}%"
+
+
+def _num(x: Any, fmt: str = "{:.1f}") -> str:
+    return "-" if x is None else fmt.format(float(x))
+
+
+def _link(report: Any, out: Path) -> str | None:
+    if not report:
+        return None
+    try:
+        return os.path.relpath(str(report), str(out))
+    except ValueError:  # another drive
+        return Path(str(report)).as_uri()
+
+
+def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str]) -> dict[str, Any]:
+    """What the template shows of one cells row; ``grid_axes`` are the config columns the grid
+    places it by (its label names the other swept axes)."""
+    key = str(cell["cell"])
+    label = ", ".join(p for p in key.split(",") if p.split("=")[0].replace(".", "_") not in grid_axes)
+    runs = [{"run": r["run"], "seed": r.get("seed"), "lost": r.get("n_lost_write"),
+             "valid": r.get("valid") if r.get("status") == "done" else r.get("status"),
+             "violations": ", ".join(r.get("violations") or ()), "href": _link(r.get("report"), out),
+             "error": r.get("error")} for r in cell.get("run_list") or ()]
+    return {
+        "key": key, "label": label, "status": status(cell),
+        "expected": cell.get("expected_loss") or "unknown",
+        "expected_reason": cell.get("expected_reason") or "", "runs": runs,
+        "n": cell.get("runs") or 0, "k": cell.get("runs_lost") or 0, "failed": cell.get("runs_failed") or 0,
+        "p": _pct(cell.get("p_loss")),
+        "ci": f"{_pct(cell.get('p_loss_low'))}-{_pct(cell.get('p_loss_high'))}",
+        "lost_sum": cell.get("lost_sum") or 0, "lost_median": _num(cell.get("lost_median"), "{:g}"),
+        "lost_max": cell.get("lost_max") or 0, "violations": ", ".join(cell.get("violations") or ()),
+        "throughput": _num(cell.get("acked_per_s")), "p50": _num(cell.get("p50_ms")),
+        "p99": _num(cell.get("p99_ms")), "unavailability": _pct(cell.get("unavailability")),
+        "to_loss": _num(cell.get("fault_to_first_loss_s"), "{:.2f} s"),
+    }
+
+
+def grids(cells: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]:
+    """Per fault set, per (unclean, version): acks x min.insync grids of :func:`view` lists."""
+    axes = ("producer_acks", "topic_min_insync_replicas")
+    out_grids: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for c in cells:
+        key = (c.get("nemesis_faults") or "none", c.get("topic_unclean_leader_election_enable"),
+               c.get("kafka_version"))
+        unclean = key[1]
+        g = out_grids.setdefault(key, {"faults": key[0], "unclean": None if unclean is None else
+                                       "on" if unclean else "off",
+                                       "version": key[2], "slots": {}})
+        g["slots"].setdefault((str(c.get("producer_acks")), c.get("topic_min_insync_replicas")), []).append(
+            view(c, out, (*axes, "nemesis_faults", "topic_unclean_leader_election_enable", "kafka_version")))
+    result = []
+    for key in sorted(out_grids, key=lambda k: tuple(map(str, k))):
+        g = out_grids[key]
+        acks = sorted({a for a, _ in g["slots"]}, key=lambda a: ACKS_ORDER.index(a) if a in ACKS_ORDER else 9)
+        mins = sorted({m for _, m in g["slots"]}, key=lambda m: (m is None, m))
+        g["rows"] = [{"acks": a, "cells": [g["slots"].get((a, m), []) for m in mins]} for a in acks]
+        g["mins"] = mins
+        result.append(g)
+    return result
+
+
+def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """Bokeh (script, div): throughput, p99 and unavailability against the probability of loss."""
+    src = ColumnDataSource({
+        "p": [float(c.get("p_loss") or 0.0) for c in cells],
+        "thr": [float(c.get("acked_per_s") or 0.0) for c in cells],
+        "p99": [float(c.get("p99_ms") or 0.0) for c in cells],
+        "unav": [100 * float(c.get("unavailability") or 0.0) for c in cells],
+        "cell": [str(c["cell"]) for c in cells],
+        "color": [COLORS[status(c)] for c in cells],
+        "status": [status(c) for c in cells],
+    })
+    figs = []
+    for col, title in (("thr", "acked sends/s"), ("p99", "p99 latency (ms)"), ("unav", "unavailable (%)")):
+        f = figure(height=300, sizing_mode="stretch_width", title=f"{title} vs probability of loss",
+                   x_axis_label="probability of loss (runs that lost an acked write)", y_axis_label=title,
+                   x_range=Range1d(start=-0.05, end=1.05), toolbar_location=None)
+        f.scatter("p", col, source=src, size=12, color="color", alpha=0.8, legend_field="status")
+        f.add_tools(HoverTool(tooltips=[("cell", "@cell"), ("p(loss)", "@p{0.00}"),
+                                        (title, f"@{col}{{0.0}}")]))
+        f.legend.location = "top_left"
+        figs.append(f)
+    script, div = components(row(*figs, sizing_mode="stretch_width"))
+    return script, div
+
+
+def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per cell key, its row per night (oldest first): status, k of n, lost writes."""
+    nights = sorted({str(c["night"]) for c in all_cells})
+    per: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for c in all_cells:
+        per.setdefault(str(c["cell"]), {})[str(c["night"])] = c
+    rows = []
+    for key in sorted(per):
+        entries = []
+        for n in nights:
+            night = per[key].get(n)
+            entries.append(None if night is None else {
+                "status": status(night), "k": night.get("runs_lost") or 0, "n": night.get("runs") or 0,
+                "lost": night.get("lost_sum") or 0})
+        rows.append({"key": key, "nights": entries})
+    return {"nights": nights, "rows": rows}
+
+
+def render(all_cells: Sequence[Mapping[str, Any]], out: Path, sweeps: Sequence[str]) -> str:
+    """The page's HTML; ``all_cells`` are the cells rows of every night, ``out`` the directory the
+    page is written to (links to reports are relative to it)."""
+    latest_night = max((str(c["created"]) for c in all_cells), default="")
+    latest = [c for c in all_cells if str(c["created"]) == latest_night]
+    script, div = price_plot(latest)
+    counts = {s: sum(1 for c in latest if status(c) == s) for s in COLORS}
+    env = jinja2.Environment(loader=jinja2.PackageLoader("faultline.analysis", "templates"),
+                             autoescape=jinja2.select_autoescape(("html", "j2")),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("comparison.html.j2").render(
+        grids=grids(latest, out), price=[view(c, out, ()) for c in latest], trend=trend(all_cells),
+        counts=counts, colors=COLORS, sweeps=sweeps, night=latest[0]["night"] if latest else "-",
+        js=Resources(mode="inline", components=["bokeh"]).render_js(), script=script, div=div,
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+
+
+def write_comparison(all_cells: Sequence[Mapping[str, Any]], out: Path, sweeps: Sequence[str]) -> Path:
+    """Write ``out/comparison.html`` (atomically); return its path."""
+    out.mkdir(parents=True, exist_ok=True)
+    return write_atomic(out / COMPARISON_FILE, render(all_cells, out, sweeps).encode())

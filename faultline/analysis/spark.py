@@ -1,0 +1,153 @@
+"""The Spark session of the pipeline: where it runs, what it needs, and a quiet log.
+
+:func:`session` starts (or joins) a SparkSession: embedded ``local[*]`` by default, any
+master URL (``spark://host:7077``, ``yarn``, ``k8s://...``) with ``master``, or a Spark
+Connect server with ``remote`` (``sc://host:15002``). Before the JVM starts it sets what
+Spark needs and a fresh shell lacks: ``JAVA_HOME`` (Java 17+, from ``$JAVA_HOME`` or the
+``java`` on ``PATH``) and ``PYSPARK_PYTHON`` / ``PYSPARK_DRIVER_PYTHON`` (this
+interpreter, so executors import the same faultline, pandas and pyarrow). Spark's own
+log is cut to errors (``data/log4j2-spark.properties``) and its console progress bar is
+off; :class:`Progress` shows the pipeline's steps, and the running stage's tasks, with rich.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+
+from faultline.errors import SetupError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: Settings every session gets: Arrow for Python<->JVM data, a small shuffle (the tables
+#: are small: one row per run, or per op grouped by run), no console progress bar.
+CONF: dict[str, str] = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.enabled": "false",
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def java_home() -> Path:
+    """The Java home Spark runs on: ``$JAVA_HOME``, else the one of ``java`` on ``PATH``.
+
+    SetupError, saying how to fix it, when there is none or it is older than Java 17.
+    """
+    env = os.environ.get("JAVA_HOME")
+    if env and (Path(env) / "bin" / "java").exists():
+        home = Path(env)
+    else:
+        found = shutil.which("java")
+        if not found:
+            raise SetupError("java not found; Spark needs Java 17+: "
+                             "apt-get install -y openjdk-17-jre-headless")
+        home = Path(found).resolve().parent.parent
+    out = subprocess.run([str(home / "bin" / "java"), "-version"], capture_output=True, text=True,
+                         check=False)
+    text = out.stderr + out.stdout
+    version = text.split('"')[1] if text.count('"') >= 2 else ""
+    major = version.split(".")[1] if version.startswith("1.") else version.split(".")[0]
+    if not major.isdigit() or int(major) < 17:
+        raise SetupError(f"{home}: Spark needs Java 17+ (found {version or 'an unknown version'}); "
+                         "set JAVA_HOME or apt-get install -y openjdk-17-jre-headless")
+    return home
+
+
+def spark_env() -> dict[str, str]:
+    """The environment variables :func:`session` sets before the JVM starts."""
+    return {"JAVA_HOME": str(java_home()), "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+def session(master: str | None = None, remote: str | None = None, *, app: str = "faultline-analyze",
+            conf: dict[str, str] | None = None) -> SparkSession:
+    """A SparkSession for the pipeline: ``remote`` (Spark Connect) wins over ``master``, which
+    defaults to ``local[*]``. An existing session of this process is reused (its master kept)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:  # pragma: no cover - pyspark is a dependency
+        raise SetupError(f"pyspark is not installed ({e}); make setup installs it") from None
+    settings = {**CONF, **(conf or {})}
+    if remote:
+        builder = SparkSession.builder.remote(remote)
+    else:
+        os.environ.update(spark_env())
+        log4j = resources.files("faultline.analysis") / "data" / "log4j2-spark.properties"
+        quiet = f"-Dlog4j2.configurationFile={log4j}"
+        builder = SparkSession.builder.master(master or "local[*]").config(
+            "spark.driver.extraJavaOptions", quiet).config("spark.executor.extraJavaOptions", quiet)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.appName(app).getOrCreate()
+    if not remote:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class Progress:
+    """The pipeline's steps on the terminal (rich), with the running Spark stage's tasks.
+
+    ``with progress.step("checking runs"):`` shows a line per step; while it runs, a
+    thread polls Spark's status tracker (classic sessions only: Spark Connect has none)
+    and shows the active stages' completed / total tasks.
+    """
+
+    def __init__(self, spark: SparkSession, console: Console | None = None) -> None:
+        self._spark = spark
+        self._bar = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=console or Console(stderr=True), transient=False)
+
+    def __enter__(self) -> Progress:
+        self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.stop()
+
+    @contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        task = self._bar.add_task(what, total=None)
+        stop = threading.Event()
+        tracker = _tracker(self._spark)
+        poll = threading.Thread(target=self._poll, args=(tracker, task, stop), daemon=True)
+        if tracker is not None:
+            poll.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            if poll.is_alive():
+                poll.join()
+            done = self._bar.tasks[task].completed or 1
+            self._bar.update(task, total=done, completed=done)
+
+    def _poll(self, tracker: Any, task: Any, stop: threading.Event) -> None:
+        while not stop.wait(0.5):
+            stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+            stages = [s for s in stages if s is not None]
+            if stages:
+                self._bar.update(task, total=sum(s.numTasks for s in stages),
+                                 completed=sum(s.numCompletedTasks for s in stages))
+
+
+def _tracker(spark: SparkSession) -> Any:
+    try:
+        return spark.sparkContext.statusTracker()
+    except Exception:  # Spark Connect: no SparkContext on the client
+        return None

@@ -1,0 +1,140 @@
+"""Reading a sweep directory (``sweep.json`` and its cells), as ``faultline sweep`` writes it.
+
+The contract: ``SWEEP_DIR/sweep.json`` holds ``version`` 1, the sweep's ``name``, when
+it was ``created`` (UTC, ISO 8601) and its ``cells``, each with a filesystem-safe ``id``,
+the swept ``axes`` (dotted paths into ``test.json`` -> values), a ``status`` (``pending``,
+``running``, ``done``, ``failed``), its ``run_dir`` relative to the sweep directory, and
+for a failed cell the one-line ``error``. A cell's full config is its run directory's
+``test.json``; ``axes`` only say which fields were swept.
+
+Pure: reads JSON, imports no Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from faultline.errors import HistoryError
+
+SWEEP_FILE = "sweep.json"
+STATUSES = frozenset(("pending", "running", "done", "failed"))
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One cell of one sweep: a run directory (absolute) and what the manifest says of it.
+
+    ``sweep`` is the sweep's id (:attr:`Sweep.id`).
+
+    ``key`` names the cell's config without its seed (its axes but ``seed``, as
+    ``path=value`` joined by ``,``): the runs of one key are one *config cell*, across
+    seeds and across nights.
+    """
+
+    sweep: str
+    created: str
+    night: str
+    id: str
+    axes: Mapping[str, Any]
+    status: str
+    run_dir: Path
+    error: str | None
+
+    @property
+    def key(self) -> str:
+        return cell_key(self.axes)
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """A sweep directory read: its id, name, creation time, night (the date of ``created``),
+    the axes it swept and its cells.
+
+    ``id`` is ``<name>-<created, digits and letters only>`` (``smoke-20261123T160000Z``):
+    unique per sweep, and the ``sweep`` partition of every table.
+    """
+
+    id: str
+    path: Path
+    name: str
+    created: str
+    night: str
+    axes: tuple[str, ...]
+    cells: tuple[Cell, ...]
+
+
+def cell_key(axes: Mapping[str, Any]) -> str:
+    """``path=value`` for every axis but ``seed``, sorted, joined by ``,`` (lists joined by ``+``);
+    ``(all)`` when only the seed was swept."""
+    parts = [f"{k}={_text(v)}" for k, v in sorted(axes.items()) if k != "seed"]
+    return ",".join(parts) or "(all)"
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, list | tuple):
+        return "+".join(map(_text, v))
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def read_sweep(path: Path) -> Sweep:
+    """Read ``path/sweep.json``; HistoryError naming the file for anything that breaks the contract."""
+    path = Path(path)
+    manifest = path / SWEEP_FILE
+    try:
+        data = orjson.loads(manifest.read_bytes())
+    except OSError as e:
+        raise HistoryError(str(manifest), None,
+                           f"cannot read ({e.strerror}): not a sweep directory") from None
+    except orjson.JSONDecodeError as e:
+        raise HistoryError(str(manifest), None, f"not valid JSON ({e})") from None
+    if not isinstance(data, dict) or data.get("version") != 1:
+        raise HistoryError(str(manifest), None, "expected an object with \"version\": 1")
+    name, created, cells = data.get("name"), data.get("created"), data.get("cells")
+    if not isinstance(name, str) or not isinstance(created, str) or not isinstance(cells, list):
+        raise HistoryError(str(manifest), None,
+                           "needs a string \"name\", a string \"created\" and a list \"cells\"")
+    try:
+        night = datetime.fromisoformat(created.replace("Z", "+00:00")).date().isoformat()
+    except ValueError:
+        raise HistoryError(str(manifest), None, f"\"created\" is not an ISO 8601 time: {created!r}") from None
+    sid = f"{name}-{''.join(ch for ch in created if ch.isalnum())}"
+    out = tuple(_cell(manifest, i, c, sid, created, night) for i, c in enumerate(cells))
+    axes = sorted({k for c in out for k in c.axes})
+    return Sweep(sid, path, name, created, night, tuple(axes), out)
+
+
+def _cell(manifest: Path, i: int, c: Any, sweep: str, created: str, night: str) -> Cell:
+    where = f"cells[{i}]"
+    if not isinstance(c, dict):
+        raise HistoryError(str(manifest), None, f"{where} is not an object")
+    cid, axes, status, run_dir = c.get("id"), c.get("axes"), c.get("status"), c.get("run_dir")
+    if not isinstance(cid, str) or not isinstance(axes, dict) or not isinstance(run_dir, str):
+        raise HistoryError(str(manifest), None, f"{where} needs a string \"id\", an object \"axes\" "
+                                                "and a string \"run_dir\"")
+    if status not in STATUSES:
+        raise HistoryError(str(manifest), None, f"{where} ({cid}): status {status!r} is not one of "
+                                                f"{', '.join(sorted(STATUSES))}")
+    error = c.get("error")
+    return Cell(sweep, created, night, cid, axes, status, (manifest.parent / run_dir).resolve(),
+                error if isinstance(error, str) else None)
+
+
+def read_sweeps(paths: Sequence[Path]) -> list[Sweep]:
+    """Every sweep directory given, oldest ``created`` first; HistoryError when two have one id
+    (the same sweep given twice)."""
+    sweeps = sorted((read_sweep(p) for p in paths), key=lambda s: (s.created, s.name))
+    seen: dict[str, Path] = {}
+    for s in sweeps:
+        other = seen.setdefault(s.id, s.path)
+        if other != s.path:
+            raise HistoryError(str(s.path), None, f"the same sweep as {other} (name {s.name!r}, "
+                                                  f"created {s.created})")
+    return sweeps

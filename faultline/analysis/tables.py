@@ -1,0 +1,173 @@
+"""The rows of the ``runs``, ``faults``, ``anomalies`` and ``observations`` tables.
+
+Each is built from what the check on the executors returned (results.json's object,
+:mod:`faultline.analysis.check`), the run's ``test.json`` and a few per-run figures the
+pipeline takes from ``ops`` (the span of the sends, latency percentiles). The run's
+measures are read the way the run report reads them (:mod:`faultline.report.measures`),
+so a figure here is the one its report shows. docs/analysis.md describes every column.
+
+Pure: dicts in, dicts out; no Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from faultline.analysis.rows import KEYS
+from faultline.analysis.sweepdir import Cell
+from faultline.checkers.result import ANOMALIES
+from faultline.report import measures as m
+from faultline.rundir import OBSERVATIONS_FILE, REPORT_FILE, read_jsonl
+from faultline.spec import TestSpec
+
+
+def column(name: str) -> str:
+    """A column name for a dotted spec path or an anomaly name: ``producer.acks`` -> ``producer_acks``."""
+    return name.replace(".", "_").replace("-", "_")
+
+
+def config_columns(spec: TestSpec) -> dict[str, Any]:
+    """Every field of ``test.json`` as a column (``topic.min_insync_replicas`` ->
+    ``topic_min_insync_replicas``); a list becomes its items joined by ``+`` (``kill+partition``),
+    a mapping its JSON."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, v: Any) -> None:
+        if isinstance(v, dict) and prefix not in ("kafka.broker_config",):
+            for k, x in v.items():
+                walk(f"{prefix}.{k}" if prefix else k, x)
+        elif isinstance(v, list):
+            out[column(prefix)] = "+".join(map(str, v))
+        elif isinstance(v, dict):
+            out[column(prefix)] = orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+        else:
+            out[column(prefix)] = v
+
+    walk("", spec.to_json())
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SendFigures:
+    """Per run, from ``ops``: the first send invoke and last send op (ns), and the p50 / p99
+    of invoke-to-ok latency (ms; None without an ok send)."""
+
+    first_send: int = 0
+    last_send: int = 0
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+
+
+def run_row(cell: Cell, spec: TestSpec | None, valid: str, result: Mapping[str, Any] | None,
+            error: str | None, sends: SendFigures) -> dict[str, Any]:
+    """The ``runs`` row of one cell: its config, verdict, anomaly counts, throughput, latency,
+    unavailability, and when its first lost write came after the first fault."""
+    r = result or {}
+    counts = r.get("anomaly_counts") or {}
+    stats = (r.get("stats") or {}).get("send") or {}
+    raw = r.get("measures")
+    ms: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+    span_s = max(sends.last_send - sends.first_send, 0) / 1e9
+    ok = int(stats.get("ok", 0))
+    partitions = [x for x in r.get("partitions") or () if isinstance(x, dict)]
+    acked = {(str(x.get("topic", "")), int(x["partition"])): int((x.get("sends") or {}).get("ok", 0))
+             for x in partitions if isinstance(x.get("partition"), int)}
+    avail = m.availability(ms, acked, sends.first_send, sends.last_send) if acked else {}
+    outages = [b - a for v in avail.values() for a, b in v.windows]
+    first_fault = min((w.start for w in m.fault_windows(ms)), default=None)
+    lost_at = [int(x["time"]) for x in (r.get("anomalies") or {}).get("lost-write") or ()
+               if isinstance(x, dict) and isinstance(x.get("time"), int)]
+    first_loss = min(lost_at, default=None)
+    report = cell.run_dir / REPORT_FILE
+    row: dict[str, Any] = {
+        "sweep": cell.sweep, "run": cell.id, "cell": cell.key, "night": cell.night, "created": cell.created,
+        "status": cell.status, "run_dir": str(cell.run_dir),
+        "report": str(report) if report.exists() else None,
+        **(config_columns(spec) if spec is not None else {"seed": cell.axes.get("seed")}),
+        "valid": valid, "error": error or cell.error,
+        "violations": list(r.get("violations") or ()), "permitted": list(r.get("permitted") or ()),
+        "unknown": [str(u.get("kind")) for u in r.get("unknown") or () if isinstance(u, dict)
+                    and u.get("affects_verdict")],
+        **{f"n_{column(a)}": int(counts.get(a, 0)) for a in ANOMALIES},
+        "sends_ok": ok, "sends_fail": int(stats.get("fail", 0)), "sends_info": int(stats.get("info", 0)),
+        "acked_per_s": ok / span_s if span_s > 0 else None,
+        "p50_ms": sends.p50_ms, "p99_ms": sends.p99_ms,
+        "unavailability": (sum(1 - v.fraction for v in avail.values()) / len(avail)) if avail else None,
+        "longest_outage_s": max(outages) / 1e9 if outages else 0.0,
+        "first_fault_ns": first_fault, "first_loss_ns": first_loss,
+        "fault_to_first_loss_s": (first_loss - first_fault) / 1e9
+        if first_loss is not None and first_fault is not None else None,
+    }
+    return row
+
+
+def fault_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The ``faults`` rows of one run: its measures' fault windows, with their target nodes."""
+    ms = (result or {}).get("measures")
+    raw = ms.get("faults") if isinstance(ms, dict) else None
+    out = []
+    for i, w in enumerate(raw if isinstance(raw, list) else ()):
+        if isinstance(w, dict) and isinstance(w.get("start"), int):
+            out.append({"sweep": cell.sweep, "run": cell.id, "fault": i, "f": str(w.get("f", "")),
+                        "kind": w.get("kind"), "start_ns": w["start"],
+                        "end_ns": w.get("end") if isinstance(w.get("end"), int) else None,
+                        "nodes": [str(n) for n in w.get("nodes") or ()], "detail": w.get("detail")})
+    return out
+
+
+def anomaly_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The ``anomalies`` rows of one run: every example results.json holds, its common fields as
+    columns and the whole example as JSON; ``violation`` when its type is a violation on its
+    partition (results.json's ``partitions[].violations``)."""
+    r = result or {}
+    bad = {(x.get("topic"), x.get("partition"), v) for x in r.get("partitions") or ()
+           if isinstance(x, dict) for v in x.get("violations") or ()}
+    out = []
+    for kind, examples in (r.get("anomalies") or {}).items():
+        for i, x in enumerate(examples or ()):
+            if not isinstance(x, dict):
+                continue
+            out.append({"sweep": cell.sweep, "run": cell.id, "type": kind, "example": i,
+                        "topic": x.get("topic") if isinstance(x.get("topic"), str) else None,
+                        "partition": x.get("partition") if isinstance(x.get("partition"), int) else None,
+                        "value": x.get("value") if isinstance(x.get("value"), int) else None,
+                        "offset": x.get("offset") if isinstance(x.get("offset"), int) else None,
+                        "time_ns": x.get("time") if isinstance(x.get("time"), int) else None,
+                        "violation": (x.get("topic"), x.get("partition"), kind) in bad,
+                        "json": orjson.dumps(x).decode()})
+    return out
+
+
+OBSERVATIONS_SCHEMA = pa.schema([*KEYS,
+    pa.field("time", pa.int64()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+    pa.field("leader", pa.int64()), pa.field("isr", pa.list_(pa.int64())),
+    pa.field("replicas", pa.list_(pa.int64())), pa.field("hw", pa.int64()), pa.field("json", pa.string()),
+])
+
+
+def observation_batches(run_dir: Path, sweep: str, run: str) -> Iterator[pa.RecordBatch]:
+    """A run's ``observations.jsonl`` (none when it has none) as ``observations`` record batches:
+    the common fields typed, each whole sample as JSON."""
+    path = Path(run_dir) / OBSERVATIONS_FILE
+    if not path.exists():
+        return
+
+    def ints(x: Any) -> list[int] | None:
+        return [int(i) for i in x if isinstance(i, int)] if isinstance(x, list) else None
+
+    rows = [{"sweep": sweep, "run": run,
+             "time": o.get("time") if isinstance(o.get("time"), int) else None,
+             "topic": o.get("topic") if isinstance(o.get("topic"), str) else None,
+             "partition": o.get("partition") if isinstance(o.get("partition"), int) else None,
+             "leader": o.get("leader") if isinstance(o.get("leader"), int) else None,
+             "isr": ints(o.get("isr")), "replicas": ints(o.get("replicas")),
+             "hw": o.get("hw") if isinstance(o.get("hw"), int) else None,
+             "json": orjson.dumps(o).decode()} for o in read_jsonl(path)]
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=OBSERVATIONS_SCHEMA)

@@ -1,0 +1,43 @@
+"""The pure parts of the aggregates: the Wilson interval and what the guarantee table
+expects of a cell (faultline/analysis/aggregate.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from faultline.analysis.aggregate import expected_loss, wilson, worst_case_faults
+from faultline.spec import NemesisSpec, TestSpec
+from tests.unit.checkers.queue_hist import make_spec as _spec
+
+
+def make_spec(acks: str, min_insync: int, unclean: bool = False, faults: tuple[str, ...] = ()) -> TestSpec:
+    return dataclasses.replace(_spec(acks, min_insync, unclean), nemesis=NemesisSpec(faults=faults))
+
+
+@pytest.mark.parametrize(("k", "n", "lo", "hi"), [
+    (0, 10, 0.0, 0.2775),  # Wilson 1927 / Newcombe 1998 worked values
+    (5, 10, 0.2366, 0.7634),
+    (10, 10, 0.7225, 1.0),
+    (1, 3, 0.0615, 0.7923),
+])
+def test_wilson_interval(k: int, n: int, lo: float, hi: float) -> None:
+    low, high = wilson(k, n)
+    assert low == pytest.approx(lo, abs=5e-4) and high == pytest.approx(hi, abs=5e-4)
+
+
+def test_expected_loss_follows_the_guarantee_table() -> None:
+    assert expected_loss(make_spec("1", 1, faults=("kill",)))[0] is True
+    assert expected_loss(make_spec("0", 1, faults=()))[0] is True
+    permitted, why = expected_loss(make_spec("all", 2, faults=("kill",)))
+    assert permitted is False and "min.insync.replicas=2" in why
+    assert expected_loss(make_spec("1", 1, faults=()))[0] is False  # no fault, no leader change
+    assert expected_loss(make_spec("all", 2, unclean=True, faults=("kill",)))[0] is True
+    assert expected_loss(make_spec("all", 2, faults=("toxics",)))[0] is False
+
+
+def test_worst_case_faults() -> None:
+    tokens = worst_case_faults(make_spec("all", 2, faults=("kill", "wipe")))
+    assert {"kill", "wipe", "leader-fault", "faulted>=3", "data-loss>=1"} <= tokens
+    assert worst_case_faults(make_spec("all", 2, faults=("toxics",))) == {"toxics"}

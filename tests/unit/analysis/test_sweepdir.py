@@ -1,0 +1,66 @@
+"""Reading sweep directories (faultline/analysis/sweepdir.py): the contract, and one clear
+error for anything that breaks it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from faultline.analysis.sweepdir import cell_key, read_sweep, read_sweeps
+from faultline.errors import HistoryError
+
+
+def write(path: Path, manifest: Any) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "sweep.json").write_text(json.dumps(manifest))
+    return path
+
+
+def manifest(created: str = "2026-11-23T16:00:00Z", **cell: Any) -> dict[str, Any]:
+    c = {"id": "acks=1,seed=1",
+         "axes": {"producer.acks": "1", "nemesis.faults": ["kill", "pause"], "seed": 1},
+         "status": "done", "run_dir": "cells/acks=1,seed=1", "valid": True, "error": None, **cell}
+    return {"version": 1, "name": "smoke", "created": created, "cells": [c]}
+
+
+def test_reads_cells_with_their_config_key(tmp_path: Path) -> None:
+    s = read_sweep(write(tmp_path / "s", manifest()))
+    assert (s.id, s.name, s.night, s.axes) == ("smoke-20261123T160000Z", "smoke", "2026-11-23",
+                                                ("nemesis.faults", "producer.acks", "seed"))
+    (c,) = s.cells
+    assert c.run_dir == (tmp_path / "s" / "cells" / "acks=1,seed=1").resolve()
+    assert c.key == "nemesis.faults=kill+pause,producer.acks=1"
+    assert cell_key({"seed": 3}) == "(all)"
+
+
+@pytest.mark.parametrize(("data", "says"), [
+    ("not json", "not valid JSON"),
+    ({"version": 2}, '"version": 1'),
+    ({**manifest(), "cells": "x"}, '"cells"'),
+    (manifest(created="yesterday"), "not an ISO 8601 time"),
+    (manifest(status="lost"), "status 'lost' is not one of"),
+    (manifest(axes=None), 'an object "axes"'),
+])
+def test_a_broken_manifest_is_one_line_naming_it(tmp_path: Path, data: Any, says: str) -> None:
+    path = tmp_path / "s"
+    path.mkdir()
+    (path / "sweep.json").write_text(data if isinstance(data, str) else json.dumps(data))
+    with pytest.raises(HistoryError) as e:
+        read_sweep(path)
+    assert says in str(e.value) and str(path / "sweep.json") in str(e.value) and "\n" not in str(e.value)
+
+
+def test_not_a_sweep_directory(tmp_path: Path) -> None:
+    with pytest.raises(HistoryError, match="not a sweep directory"):
+        read_sweep(tmp_path)
+
+
+def test_nights_in_order_and_no_sweep_twice(tmp_path: Path) -> None:
+    late = write(tmp_path / "b", manifest("2026-11-23T02:00:00Z"))
+    early = write(tmp_path / "a", manifest("2026-11-22T02:00:00Z"))
+    assert [s.night for s in read_sweeps([late, early])] == ["2026-11-22", "2026-11-23"]
+    with pytest.raises(HistoryError, match="the same sweep as"):
+        read_sweeps([late, write(tmp_path / "c", manifest("2026-11-23T02:00:00Z"))])
