@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docker]'
 	rm -f $(VENV)/.installed-* && touch $@
 
 setup: $(STAMP)
@@ -28,7 +28,11 @@ unit: $(STAMP)
 
 # FAULTLINE_REQUIRE_ALL=1: the set-up just ran, so a skipped test (a missing
 # prerequisite) fails the run with the reason (tests/conftest.py).
+# The docker backend's set-up installs docker.io and starts dockerd where no engine runs;
+# the test session stops that dockerd at its end and restores the host's firewall
+# (tests/integration/conftest.py docker_engine), so nothing is left running.
 test: setup lint
+	$(BIN)/faultline setup --backend docker
 	FAULTLINE_REQUIRE_ALL=1 $(BIN)/pytest -q --timeout=900 tests
 
 clean:

@@ -11,6 +11,7 @@ import sys
 import click
 from confluent_kafka import KafkaException
 
+from faultline.cluster.docker import engine
 from faultline.cluster.local import runstate
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.setup import doctor as run_doctor
@@ -24,12 +25,26 @@ _home = click.option("--kafka-home", envvar="KAFKA_HOME", default=None,
                      help="An existing Kafka distribution instead (default: $KAFKA_HOME).")  # fmt: skip
 
 
+_backend = click.option("--backend", type=click.Choice(["local", "docker"]), default="local",
+                        show_default=True, help="The cluster backend to prepare for.")  # fmt: skip
+
+
 @click.command()
 @_version
 @_home
-def setup(kafka_version: str, kafka_home: str | None) -> None:
-    """Install everything a local cluster needs (idempotent; no downloads once cached)."""
-    done = run_setup(kafka_version, kafka_home, report=lambda line: click.echo(f"setup: {line}"))
+@_backend
+@click.option("--stop-engine", is_flag=True,
+              help="Only stop the dockerd an earlier set-up started, restoring the host's firewall.")
+def setup(kafka_version: str, kafka_home: str | None, backend: str, stop_engine: bool) -> None:
+    """Install everything a cluster of ``--backend`` needs (idempotent; no downloads once
+    cached); the docker backend's starts dockerd where no engine runs."""
+    if stop_engine:
+        click.echo("setup: stopped dockerd, host firewall restored" if engine.started_here()
+                   else "setup: faultline started no dockerd")  # fmt: skip
+        engine.stop()
+        return
+    done = run_setup(kafka_version, kafka_home, report=lambda line: click.echo(f"setup: {line}"),
+                     backend=backend)  # fmt: skip
     if not done:
         click.echo("setup: everything is in place")
 
@@ -37,9 +52,10 @@ def setup(kafka_version: str, kafka_home: str | None) -> None:
 @click.command()
 @_version
 @_home
-def doctor(kafka_version: str, kafka_home: str | None) -> None:
+@_backend
+def doctor(kafka_version: str, kafka_home: str | None, backend: str) -> None:
     """Check each prerequisite: ok, or what is missing and the command that fixes it."""
-    checks = run_doctor(kafka_version, kafka_home)
+    checks = run_doctor(kafka_version, kafka_home, backend)
     width = max(len(c.name) for c in checks)
     for c in checks:
         mark = "ok     " if c.ok else "MISSING"
@@ -130,7 +146,7 @@ def _print_status(c: LocalCluster) -> None:
     d = c.describe()
     kind = "detached" if d["detached"] else "owned by a running process"
     click.echo(f"cluster {d['run_id']} (Kafka {d['kafka_version']}, {kind})")
-    click.echo(f"  subnet {d['subnet']} bridge {d['bridge']}, toxiproxy {d['toxiproxy']}")
+    click.echo(f"  subnet {d['subnet']} bridge in {d['bridge']}, toxiproxy {d['toxiproxy']}")
     click.echo(f"  bootstrap {d['bootstrap_servers']}")
     click.echo(f"  files {d['workdir']}")
     for n in d["nodes"]:

@@ -340,7 +340,10 @@ def format_all_dir(dist: KafkaDist) -> Path | None:
 
 
 #: command -> the Debian package that provides it.
-DEBIAN_PACKAGES: dict[str, str] = {"ip": "iproute2", "iptables": "iptables", "chromium": "chromium"}
+DEBIAN_PACKAGES: dict[str, str] = {
+    "ip": "iproute2", "iptables": "iptables", "chromium": "chromium",
+    "dockerd": "docker.io", "debootstrap": "debootstrap",
+}
 
 
 def ensure_debian_commands(commands: tuple[str, ...], report: Report = _quiet) -> None:

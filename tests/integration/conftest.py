@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from faultline.cluster import kafka_dist
+from faultline.cluster.docker import engine
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.errors import SetupError
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
@@ -41,6 +42,25 @@ def local_backend() -> None:
         kafka_dist.ensure_iptables()
     except SetupError as e:
         pytest.skip(f"no local cluster: {e}")
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[None]:
+    """A Docker engine running on the host: the one there is, or ``dockerd`` started here.
+
+    At the end of the session an engine faultline started (here, or by ``faultline setup
+    --backend docker`` as ``make test`` runs it) is stopped and the host's firewall,
+    sysctls and links are put back as they were before it started (engine.stop); a
+    user's own engine is left alone."""
+    if os.geteuid() != 0:
+        pytest.skip("starting dockerd needs root")
+    if not engine.running():
+        try:
+            engine.start()
+        except SetupError as e:
+            pytest.skip(f"no Docker engine: {e}")
+    yield
+    engine.stop()
 
 
 def _started(spec: TestSpec) -> Iterator[LocalCluster]:

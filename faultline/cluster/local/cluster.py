@@ -266,7 +266,7 @@ class LocalCluster:
             lambda: self._dead_check() or self._registered_or_none(want),
             deadline,
             lambda: f"brokers {sorted(want)} never all registered and unfenced within {timeout:.0f} s "
-            f"(last seen: {sorted(self._last_seen)})",
+            f"(last seen: {sorted(self._last_seen)}); {self._reachability()}",
         )
         kafka_client.create_health_topic(self.admin(), self.node_ids)
         poll_until(
@@ -288,6 +288,12 @@ class LocalCluster:
             lambda: self._dead_check() or round_trip(), deadline,
             lambda: f"no produce/consume round trip through the proxies within {timeout:.0f} s: {last[0]}",
         )  # fmt: skip
+
+    def _reachability(self) -> str:
+        """For an error message: whether the nodes (and the host) reach each node's
+        controller port; if not, who could not reach whom and what could drop it."""
+        lost = netns.reachability(self.layout, kafka_config.CONTROLLER_PORT)
+        return lost or "every node and the host reach every node's controller port"
 
     def _registered_or_none(self, want: set[int]) -> bool:
         try:
@@ -508,7 +514,7 @@ class LocalCluster:
         ]  # fmt: skip
         return {
             "run_id": state.run_id, "detached": state.detached, "subnet": state.subnet,
-            "bridge": self.layout.bridge, "workdir": state.workdir,
+            "bridge": self.layout.bridge_namespace, "workdir": state.workdir,
             "toxiproxy": f"127.0.0.1:{state.toxiproxy_port}",
             "bootstrap_servers": self.bootstrap_servers(), "nodes": nodes,
             "kafka_version": self._spec.kafka.version,

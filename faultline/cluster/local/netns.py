@@ -2,13 +2,24 @@
 
 Layout of one run ``<run>`` (a short random id) with nodes 1..n::
 
-    host namespace                       namespace fl<run>-n<i>
-    bridge fl<run>br  10.241.X.1/24  <-- veth fl<run>v<i> == eth0  10.241.X.(10+i)/24
+    host namespace            namespace fl<run>-br             namespace fl<run>-n<i>
+    veth fl<run>h  <-------> host ==+
+    10.241.X.1/24                   br0 (bridge) +== v<i> <--> eth0  10.241.X.(10+i)/24
 
-The host side of the bridge is the clients' side (Toxiproxy connects from there).
+The bridge lives in a namespace of the run's own, whose firewall is empty (a new
+namespace starts with every policy ACCEPT and no rule): traffic between nodes is
+bridged there, so a host firewall that drops forwarded or bridged packets (Docker,
+libvirt and LXD set the host's FORWARD policy to DROP with ``br_netfilter``'s
+``bridge-nf-call-iptables=1``) never sees it. The host reaches the nodes through the
+veth ``fl<run>h``: that traffic is the host's own (OUTPUT and INPUT), never forwarded.
+The host end is the clients' side (Toxiproxy connects from there).
+
 Partitions are iptables rules in a chain ``FAULTLINE`` inside each node's namespace,
 jumped to from ``INPUT``, so the host's own firewall is never read for writing or
 touched. Every command is an argument list; nothing goes through a shell.
+
+:func:`probe` and :func:`diagnose` tell whether nodes reach each other, and if not,
+which firewall stands between them (``faultline doctor``, a start-up that times out).
 
 The functions that build argument lists are pure (unit-tested); :func:`run` executes.
 """
@@ -16,8 +27,10 @@ The functions that build argument lists are pure (unit-tested); :func:`run` exec
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 import subprocess
+import sys
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -30,7 +43,11 @@ SUPERNET = ipaddress.IPv4Network("10.241.0.0/16")
 #: The iptables chain holding a node's grudge rules.
 CHAIN = "FAULTLINE"
 _RUN_ID = re.compile(r"^[a-z][a-z0-9]{5}$")
-_OWNED_NAME = re.compile(r"^fl([a-z][a-z0-9]{5})(?:-n\d+|br|v\d+|p\d+)$")
+# -n<i> node namespaces, -br the bridge's namespace, h the host's veth; br, v<i>, p<i>
+# were host links of runs before the bridge had a namespace of its own.
+_OWNED_NAME = re.compile(r"^fl([a-z][a-z0-9]{5})(?:-n\d+|-br|h|br|v\d+|p\d+)$")
+#: The bridge's name inside the run's bridge namespace.
+BRIDGE = "br0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,23 +67,23 @@ class Layout:
             raise ValueError(f"node ids {self.node_ids} must be within 1..99")
 
     @property
-    def bridge(self) -> str:
-        return f"{PREFIX}{self.run_id}br"
+    def bridge_namespace(self) -> str:
+        """The namespace holding the bridge (:data:`BRIDGE`) and the nodes' veth ends."""
+        return f"{PREFIX}{self.run_id}-br"
+
+    @property
+    def host_veth(self) -> str:
+        """The host's link to the bridge; it carries :attr:`host_address`."""
+        return f"{PREFIX}{self.run_id}h"
 
     @property
     def host_address(self) -> str:
-        """The bridge's address: where the proxies' connections to the nodes come from."""
+        """The host's address on the run's subnet: where the proxies' connections to the
+        nodes come from."""
         return str(self.subnet.network_address + 1)
 
     def namespace(self, node_id: int) -> str:
         return f"{PREFIX}{self.run_id}-n{node_id}"
-
-    def veth_host(self, node_id: int) -> str:
-        return f"{PREFIX}{self.run_id}v{node_id}"
-
-    def veth_peer(self, node_id: int) -> str:
-        """The peer's name until it is moved into the namespace and renamed ``eth0``."""
-        return f"{PREFIX}{self.run_id}p{node_id}"
 
     def address(self, node_id: int) -> str:
         return str(self.subnet.network_address + 10 + node_id)
@@ -79,21 +96,25 @@ def owner_run_id(name: str) -> str | None:
 
 
 def setup_commands(layout: Layout) -> list[list[str]]:
-    """The ``ip`` commands that build the run's bridge, namespaces and veths, in order."""
-    br, prefix = layout.bridge, layout.subnet.prefixlen
+    """The ``ip`` commands that build the run's bridge namespace, the host's veth into it,
+    and each node's namespace and veth, in order (module docstring). Every link but the
+    host's is created inside a namespace of the run, so no name is ever taken in the host."""
+    brns, host, prefix = layout.bridge_namespace, layout.host_veth, layout.subnet.prefixlen
     cmds: list[list[str]] = [
-        ["ip", "link", "add", br, "type", "bridge"],
-        ["ip", "addr", "add", f"{layout.host_address}/{prefix}", "dev", br],
-        ["ip", "link", "set", br, "up"],
+        ["ip", "netns", "add", brns],
+        ["ip", "-n", brns, "link", "add", BRIDGE, "type", "bridge"],
+        ["ip", "-n", brns, "link", "set", BRIDGE, "up"],
+        ["ip", "link", "add", host, "type", "veth", "peer", "name", "host", "netns", brns],
+        ["ip", "-n", brns, "link", "set", "host", "master", BRIDGE, "up"],
+        ["ip", "addr", "add", f"{layout.host_address}/{prefix}", "dev", host],
+        ["ip", "link", "set", host, "up"],
     ]
     for i in layout.node_ids:
-        ns, host, peer = layout.namespace(i), layout.veth_host(i), layout.veth_peer(i)
+        ns, veth = layout.namespace(i), f"v{i}"
         cmds += [
             ["ip", "netns", "add", ns],
-            ["ip", "link", "add", host, "type", "veth", "peer", "name", peer],
-            ["ip", "link", "set", peer, "netns", ns],
-            ["ip", "link", "set", host, "master", br, "up"],
-            ["ip", "-n", ns, "link", "set", peer, "name", "eth0"],
+            ["ip", "-n", brns, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns],
+            ["ip", "-n", brns, "link", "set", veth, "master", BRIDGE, "up"],
             ["ip", "-n", ns, "addr", "add", f"{layout.address(i)}/{prefix}", "dev", "eth0"],
             ["ip", "-n", ns, "link", "set", "eth0", "up"],
             ["ip", "-n", ns, "link", "set", "lo", "up"],
@@ -139,7 +160,8 @@ def heal_commands(layout: Layout) -> list[list[str]]:
 
 
 def teardown_commands(namespaces: Iterable[str], links: Iterable[str]) -> list[list[str]]:
-    """Delete namespaces (which destroys their veth ends, and so the peers) and links.
+    """Delete namespaces (which destroys their bridge and veth ends, and so the peers,
+    the host's veth among them) and links.
 
     Deleting a namespace also drops its iptables rules; nothing in the host changes.
     """
@@ -155,6 +177,125 @@ def build(layout: Layout, node_ids: Iterable[int]) -> None:
     for i in node_ids:
         for cmd in chain_commands(layout.namespace(i)):
             run(cmd)
+
+
+#: A TCP connect to each ``host:port`` argument; prints one outcome each, as JSON.
+_PROBE = """
+import json, socket, sys
+out = []
+for target in sys.argv[2:]:
+    host, port = target.rsplit(":", 1)
+    s = socket.socket()
+    s.settimeout(float(sys.argv[1]))
+    try:
+        s.connect((host, int(port)))
+        out.append("open")
+    except TimeoutError:
+        out.append("timed out")
+    except ConnectionRefusedError:
+        out.append("refused")
+    except OSError as e:
+        out.append(e.strerror or str(e))
+    finally:
+        s.close()
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One TCP connect from node ``source`` (None: the host) to ``target``'s ``port``."""
+
+    source: int | None
+    target: int
+    address: str
+    port: int
+    outcome: str  # "open", "refused", "timed out", or the connect error
+
+    @property
+    def reached(self) -> bool:
+        """The packets got there: a listener answered, or the node refused (no listener)."""
+        return self.outcome in ("open", "refused")
+
+    def __str__(self) -> str:
+        src = "the host" if self.source is None else f"node {self.source}"
+        return f"{src} could not reach node {self.target} ({self.address}:{self.port}: {self.outcome})"
+
+
+def probe(layout: Layout, port: int, timeout: float = 2.0) -> list[Probe]:
+    """A TCP connect from every node to every other node, and from the host to every node,
+    on ``port``; all sources at once, so it takes about ``timeout`` at worst. A refused
+    connection counts as reached: a port nobody listens on still tells the path works."""
+    sources: list[int | None] = [None, *layout.node_ids]
+    plans: dict[int | None, list[int]] = {
+        s: [t for t in layout.node_ids if t != s] for s in sources
+    }
+    procs = {}
+    for src, targets in plans.items():
+        args = [sys.executable, "-c", _PROBE, str(timeout), *(f"{layout.address(t)}:{port}" for t in targets)]
+        cmd = args if src is None else ["ip", "netns", "exec", layout.namespace(src), *args]
+        procs[src] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: list[Probe] = []
+    for src, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=timeout * len(plans[src]) + 20)
+        try:
+            outcomes = json.loads(stdout)
+        except ValueError:
+            outcomes = [f"no probe ran: {stderr.strip() or proc.returncode}"] * len(plans[src])
+        out += [Probe(src, t, layout.address(t), port, o) for t, o in zip(plans[src], outcomes, strict=True)]
+    return out
+
+
+def diagnose(layout: Layout) -> str:
+    """What on the nodes' path could drop packets, read (never changed): the firewall of
+    the bridge's namespace (and whether bridged traffic passes it), the nodes' grudge
+    chains, the host's INPUT and OUTPUT policies. "no firewall drops ..." when none."""
+    found: list[str] = []
+    brns = layout.bridge_namespace
+    nf = run(["ip", "netns", "exec", brns, "cat", "/proc/sys/net/bridge/bridge-nf-call-iptables"],
+             check=False).strip()  # fmt: skip
+    forward = _chain(brns, "FORWARD")
+    if nf == "1" and (forward.policy == "DROP" or forward.rules):
+        found.append(f"namespace {brns}: bridged traffic passes iptables (bridge-nf-call-iptables=1) and "
+                     f"its FORWARD chain {forward}")  # fmt: skip
+    for i in layout.node_ids:
+        for name in ("INPUT", "OUTPUT", CHAIN):
+            chain = _chain(layout.namespace(i), name)
+            if chain.policy == "DROP" or (name == CHAIN and chain.rules):
+                found.append(f"namespace {layout.namespace(i)}: {name} {chain}")
+    for name in ("INPUT", "OUTPUT"):
+        chain = _chain(None, name)
+        if chain.policy == "DROP":
+            found.append(f"host: {name} {chain}")
+    return "; ".join(found) or "no firewall on the path drops anything (look at the links: ip -n " \
+        f"{brns} link)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Chain:
+    policy: str  # "" for a user chain, or when iptables could not be read
+    rules: int
+
+    def __str__(self) -> str:
+        policy = f"policy {self.policy}, " if self.policy else ""
+        return f"{policy}{self.rules} rule(s)"
+
+
+def _chain(namespace: str | None, name: str) -> _Chain:
+    cmd = ["iptables", "-w", "5", "-S", name]
+    out = run(cmd if namespace is None else ["ip", "netns", "exec", namespace, *cmd], check=False)
+    lines = out.splitlines()
+    policy = next((ln.split()[2] for ln in lines if ln.startswith("-P ")), "")
+    return _Chain(policy, sum(ln.startswith("-A ") for ln in lines))
+
+
+def reachability(layout: Layout, port: int, timeout: float = 2.0) -> str | None:
+    """None when every node reaches every other on ``port`` (and the host reaches them);
+    else one line: who could not reach whom, then :func:`diagnose`."""
+    failed = [p for p in probe(layout, port, timeout) if not p.reached]
+    if not failed:
+        return None
+    return f"{'; '.join(map(str, failed))}; what could drop them: {diagnose(layout)}"
 
 
 def _ipt(namespace: str, *args: str) -> list[str]:

@@ -15,12 +15,13 @@ LAYOUT = Layout("abc123", NET, (1, 2, 3))
 
 def test_names_fit_in_an_interface_name_and_carry_the_run_id() -> None:
     five = Layout("abc123", NET, (1, 2, 3, 4, 5))
-    names = [five.bridge] + [f(i) for i in five.node_ids
-                             for f in (five.namespace, five.veth_host, five.veth_peer)]
+    names = [five.bridge_namespace, five.host_veth, *map(five.namespace, five.node_ids)]
     assert all(len(n) <= 15 for n in names)
     assert {netns.owner_run_id(n) for n in names} == {"abc123"}
     assert LAYOUT.namespace(2) == "flabc123-n2"
-    assert LAYOUT.bridge == "flabc123br"
+    assert LAYOUT.bridge_namespace == "flabc123-br"
+    # links of runs before the bridge had its own namespace are still recognised
+    assert {netns.owner_run_id(n) for n in ("flabc123br", "flabc123v1", "flabc123p1")} == {"abc123"}
 
 
 def test_names_of_others_are_not_ours() -> None:
@@ -43,12 +44,22 @@ def test_layout_rejects_bad_values() -> None:
 def test_setup_commands_are_argument_lists_in_order() -> None:
     cmds = netns.setup_commands(LAYOUT)
     assert all(isinstance(c, list) and all(isinstance(a, str) for a in c) for c in cmds)
-    assert cmds[0] == ["ip", "link", "add", "flabc123br", "type", "bridge"]
+    assert cmds[0] == ["ip", "netns", "add", "flabc123-br"]
     flat = [" ".join(c) for c in cmds]
-    assert flat.index("ip netns add flabc123-n1") < flat.index("ip link set flabc123p1 netns flabc123-n1")
+    assert flat.index("ip netns add flabc123-n1") < flat.index(
+        "ip -n flabc123-br link add v1 type veth peer name eth0 netns flabc123-n1")
     assert "ip -n flabc123-n3 addr add 10.241.7.13/24 dev eth0" in flat
+    assert "ip addr add 10.241.7.1/24 dev flabc123h" in flat
     # nothing routes out of a node: no default route is ever added
     assert not any("route" in c for c in flat)
+
+
+def test_only_the_host_veth_is_made_in_the_host_namespace() -> None:
+    """The bridge and every node's veth end are made inside the bridge namespace, so the
+    host's firewall never forwards or bridges the nodes' traffic."""
+    in_host = [c for c in netns.setup_commands(LAYOUT) if c[:2] == ["ip", "link"] or c[:2] == ["ip", "addr"]]
+    assert in_host and all("flabc123h" in c for c in in_host)
+    assert ["ip", "-n", "flabc123-br", "link", "add", "br0", "type", "bridge"] in netns.setup_commands(LAYOUT)
 
 
 def test_grudge_isolating_one_node() -> None:
@@ -97,7 +108,18 @@ def test_free_subnets_skip_what_overlaps_but_not_the_default_route() -> None:
 
 
 def test_teardown_deletes_namespaces_then_links() -> None:
-    assert netns.teardown_commands(["flabc123-n1"], ["flabc123br"]) == [
+    assert netns.teardown_commands(["flabc123-n1"], ["flabc123h"]) == [
         ["ip", "netns", "delete", "flabc123-n1"],
-        ["ip", "link", "delete", "flabc123br"],
+        ["ip", "link", "delete", "flabc123h"],
     ]
+
+
+def test_probe_outcomes_that_mean_reached() -> None:
+    def outcome(o: str) -> netns.Probe:
+        return netns.Probe(1, 2, "10.241.7.12", 9093, o)
+
+    assert outcome("open").reached and outcome("refused").reached
+    assert not outcome("timed out").reached and not outcome("No route to host").reached
+    assert str(outcome("timed out")) == "node 1 could not reach node 2 (10.241.7.12:9093: timed out)"
+    assert str(netns.Probe(None, 3, "10.241.7.13", 9, "timed out")).startswith("the host could not")
+

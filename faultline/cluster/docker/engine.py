@@ -1,0 +1,176 @@
+"""The Docker engine on this machine: whether one answers, starting ``dockerd`` where none
+runs, and stopping the one faultline started with the host's firewall as it was.
+
+``dockerd`` rewrites the host's firewall when it starts: FORWARD policy DROP, ``DOCKER*``
+chains in the filter and nat tables, ``ip_forward=1``, ``bridge-nf-call-iptables=1``, a
+``docker0`` bridge; and it leaves all of it when it stops. The local backend does not
+mind (its bridge lives in a namespace of its own), but other software on the host may,
+so :func:`start` records the host's state first (in ``<state root>/dockerd.json``) and
+:func:`stop` stops that engine and puts the state back. An engine faultline did not start
+is never stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from faultline.cluster.kafka_dist import Report, ensure_debian_commands, which
+from faultline.cluster.local.runstate import ProcId, kill_and_wait, state_root
+from faultline.cluster.waiting import wait_until
+from faultline.errors import SetupError
+
+SOCKET = Path("/var/run/docker.sock")
+_SYSCTLS = (
+    "net/ipv4/ip_forward",
+    "net/bridge/bridge-nf-call-iptables",
+    "net/bridge/bridge-nf-call-ip6tables",
+)
+
+
+def _record() -> Path:
+    return state_root() / "dockerd.json"
+
+
+def running() -> bool:
+    """True when an engine answers ``/_ping`` on the default socket."""
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(str(SOCKET))
+            s.sendall(b"GET /_ping HTTP/1.0\r\n\r\n")
+            status = s.recv(4096).split(b"\r\n", 1)[0]  # HTTP/1.0 200 OK
+            return status.startswith(b"HTTP/1.") and b" 200 " in status + b" "
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """What ``dockerd`` changes on the host, as it was before (module docstring)."""
+
+    forward_policy: dict[str, str]  # "iptables"/"ip6tables" -> ACCEPT, DROP, ...
+    sysctls: dict[str, str]
+    had_tables: bool  # any iptables rule or table at all
+
+    @classmethod
+    def read(cls) -> HostState:
+        policies = {}
+        for tool in ("iptables", "ip6tables"):
+            out = _out([tool, "-w", "5", "-S", "FORWARD"])
+            policy = [ln.split()[2] for ln in out.splitlines() if ln.startswith("-P ")]
+            policies[tool] = policy[0] if policy else "ACCEPT"
+        sysctls = {}
+        for key in _SYSCTLS:
+            with contextlib.suppress(OSError):
+                sysctls[key] = (Path("/proc/sys") / key).read_text().strip()
+        return cls(policies, sysctls, bool(_saved().strip()))
+
+
+_POLICY_RC = Path("/usr/sbin/policy-rc.d")
+
+
+def install(report: Report) -> None:
+    """Debian's ``docker.io`` (dockerd, containerd, the CLI), when ``dockerd`` is missing.
+
+    Its package scripts would start the engine through the init system, outside of
+    :func:`start`'s record (and so never stopped): a ``policy-rc.d`` that refuses every
+    start is put in place for the install when the machine has none.
+    """
+    if which("dockerd"):
+        return
+    guard = not _POLICY_RC.exists()
+    if guard:
+        _POLICY_RC.write_text("#!/bin/sh\n# faultline: no service starts during its install\nexit 101\n")
+        _POLICY_RC.chmod(0o755)
+    try:
+        ensure_debian_commands(("dockerd",), report)
+    finally:
+        if guard:
+            _POLICY_RC.unlink(missing_ok=True)
+
+
+def start(log: Path | None = None, timeout: float = 60.0) -> None:
+    """Start ``dockerd`` (no engine may run yet), recording the host's state first; return
+    once it answers. SetupError when it is not installed or does not come up."""
+    if running():
+        raise SetupError("a Docker engine runs already")
+    if not which("dockerd"):
+        raise SetupError("dockerd not found; faultline setup --backend docker installs docker.io")
+    before = HostState.read()
+    log = log or state_root() / "dockerd.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(["dockerd"], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    pid = ProcId.of(proc.pid)
+    _record().write_text(json.dumps({"pid": asdict(pid) if pid else None, "before": asdict(before)}))
+    if not wait_until(running, time.monotonic() + timeout):
+        stop()
+        raise SetupError(f"dockerd did not answer within {timeout:.0f} s; see {log}")
+
+
+def started_here() -> bool:
+    """True when the engine that runs (or ran) was started by :func:`start`."""
+    return _record().exists()
+
+
+def stop() -> None:
+    """Stop the engine :func:`start` started and restore the host's firewall, sysctls and
+    links as they were; nothing when faultline started none."""
+    try:
+        data = json.loads(_record().read_text())
+    except (OSError, ValueError):
+        return
+    pid = ProcId(**data["pid"]) if data.get("pid") else None
+    if pid is not None and pid.alive():
+        os.kill(pid.pid, signal.SIGTERM)  # dockerd stops its containerd, then itself
+        if not wait_until(lambda: not pid.alive(), time.monotonic() + 30):
+            kill_and_wait([pid.pid])
+    restore(HostState(**data["before"]))
+    _record().unlink(missing_ok=True)
+
+
+def restore(before: HostState) -> None:
+    """Undo what ``dockerd`` did to the host (module docstring): its rules and chains, the
+    FORWARD policies, the sysctls, ``docker0``; and the empty tables iptables made where
+    the host had none."""
+    for tool in ("iptables", "ip6tables"):
+        for table in ("filter", "nat", "mangle", "raw"):
+            rules = _out([tool, "-w", "5", "-t", table, "-S"]).splitlines()
+            for rule in rules:
+                if rule.startswith("-A ") and ("DOCKER" in rule or "docker0" in rule):
+                    _out([tool, "-w", "5", "-t", table, "-D", *rule.split()[1:]])
+            chains = [r.split()[1] for r in rules if r.startswith("-N DOCKER")]
+            for flag in ("-F", "-X"):
+                for chain in chains:
+                    _out([tool, "-w", "5", "-t", table, flag, chain])
+        _out([tool, "-w", "5", "-P", "FORWARD", before.forward_policy.get(tool, "ACCEPT")])
+    for key, value in before.sysctls.items():
+        with contextlib.suppress(OSError):
+            (Path("/proc/sys") / key).write_text(value)
+    _out(["ip", "link", "delete", "docker0"])
+    if not before.had_tables and "\n-A " not in _saved() and which("nft"):
+        for line in _out(["nft", "list", "tables"]).splitlines():
+            family_table = line.split()[1:3]
+            if len(family_table) == 2:
+                _out(["nft", "delete", "table", *family_table])
+
+
+def _saved() -> str:
+    return _out(["iptables-save"]) + _out(["ip6tables-save"])
+
+
+def _out(cmd: list[str]) -> str:
+    """stdout of ``cmd``, empty when it fails or is missing (reads and best-effort undos)."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
