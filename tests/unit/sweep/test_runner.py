@@ -113,12 +113,14 @@ def test_a_cell_a_crash_left_running_or_whose_results_are_gone_runs_again(tmp_pa
     (tmp_path / "cells" / m.cells[0].id).mkdir(parents=True)
     (tmp_path / "cells" / m.cells[0].id / "results.json").write_text("{}")
     (tmp_path / "cells" / m.cells[1].id).mkdir(parents=True)
+    (tmp_path / "cells" / m.cells[3].id).mkdir(parents=True)  # Ctrl-C during its report
+    (tmp_path / "cells" / m.cells[3].id / "results.json").write_text("{}")
     t = [f"2026-11-23T16:0{i}:00Z" for i in range(5)]
     before = Manifest("t", t[0], [
         CellState(m.cells[0].id, m.cells[0].axes, "done", True, None, t[0], t[1]),
         CellState(m.cells[1].id, m.cells[1].axes, "done", True, None, t[1], t[2]),
         CellState(m.cells[2].id, m.cells[2].axes, "running", None, None, t[2], None),
-        CellState(m.cells[3].id, m.cells[3].axes, "failed", None, "x", t[3], t[4]),
+        CellState(m.cells[3].id, m.cells[3].axes, "failed", None, "interrupted", t[3], t[4]),
     ])
     after = plan(m, before, tmp_path)
     assert [c.status for c in after.cells] == ["done", "pending", "pending", "pending"]
