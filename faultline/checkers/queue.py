@@ -330,15 +330,15 @@ class Engine:
         codes = np.full(len(self.c_val), -1, dtype=np.int32)
         for s, e in self.errors.items():
             codes[s] = errors.setdefault(e, len(errors))
+        def view(col: array[int], dtype: type[np.generic] = np.int64) -> Any:
+            # the columns themselves, not copies: the engine is done with them, and
+            # while a view exists they cannot grow
+            return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
+
         sends = SendTable(
-            [(p.topic, p.partition) for p in self.parts],
-            np.frombuffer(self.c_val, dtype=np.int64).copy(),
-            np.frombuffer(self.c_tp, dtype=np.int64).astype(np.int32),
-            np.frombuffer(self.c_proc, dtype=np.int64).copy(),
-            np.frombuffer(self.c_inv, dtype=np.int64).copy(),
-            np.frombuffer(self.c_done, dtype=np.int64).copy(),
-            np.frombuffer(self.c_status, dtype=np.int8).copy(),
-            np.frombuffer(self.c_ack, dtype=np.int64).copy(), codes, list(errors))
+            [(p.topic, p.partition) for p in self.parts], view(self.c_val), view(self.c_tp),
+            view(self.c_proc), view(self.c_inv), view(self.c_done), view(self.c_status, np.int8),
+            view(self.c_ack), codes, list(errors))
         m = self.measures
         return HistoryTable(sends, self.other_errors, self.ops, self.end_time, m.first_send,
                             max(m.last_send, self.c_inv[-1]) if self.c_inv else m.last_send,
