@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faultline.cluster import kafka_dist
-from faultline.cluster.docker import engine
+from faultline.cluster.docker import engine, image
 from faultline.cluster.kafka_dist import Report
 from faultline.cluster.local import netns, runstate
 from faultline.errors import ClusterError, FaultlineError, SetupError
@@ -50,6 +50,7 @@ def run_setup(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
         if not engine.running():
             engine.start()
             note("started dockerd; `faultline setup --stop-engine` stops it and restores the host's firewall")
+        image.ensure_image(dist.version, note)
     return done
 
 
