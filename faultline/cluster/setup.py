@@ -138,12 +138,36 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
         checks.append(Check("cds archive", archive.exists(),
                             str(archive) if archive.exists() else "not built (clusters start slower)",
                             "faultline setup"))  # fmt: skip
+    if backend == "docker":
+        checks += _docker_checks(version)
     if root and kafka_dist.which("ip"):
         free = netns.free_subnets(netns.used_networks())
         checks.append(Check("subnets", bool(free), f"{len(free)} free /24s in {netns.SUPERNET}",
                             "faultline cluster down --all (or free addresses in 10.241.0.0/16)"))  # fmt: skip
         if free and kafka_dist.which("iptables"):
             checks.append(network_check())
+    return checks
+
+
+def _docker_checks(version: str) -> list[Check]:
+    """The engine, the image, and what runs of the docker backend left on the engine."""
+    if not engine.running():
+        return [Check("docker engine", False, f"no engine answers on {engine.SOCKET}",
+                      "faultline setup --backend docker")]  # fmt: skip
+    by = " (started by faultline: faultline setup --stop-engine stops it)" if engine.started_here() else ""
+    name = image.default_image(version)
+    has = image.exists(name)
+    checks = [Check("docker engine", True, f"answers on {engine.SOCKET}{by}"),
+              Check("docker image", has, name if has else f"{name} not built",
+                    "faultline setup --backend docker")]
+    from faultline.cluster.docker.cluster import labelled_runs
+
+    live = {rid for rid, s in runstate.load_all().items() if s is not None and not s.is_stale()}
+    left = sorted(set(labelled_runs()) - live)
+    checks.append(Check("docker leftovers", not left,
+                        "no container or network of a finished run" if not left
+                        else f"containers or networks of finished runs {left}",
+                        "the next docker run removes them (by their faultline.run label)"))  # fmt: skip
     return checks
 
 

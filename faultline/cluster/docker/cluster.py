@@ -115,11 +115,11 @@ class DockerCluster(LocalCluster):
     def _launch(self, node_id: int) -> None:
         """Create node ``node_id``'s container on first start, start it, record its
         process (the JVM, the container's process 1) and apply its part of the grudge."""
+        from docker.errors import NotFound
+
         try:
             container = self._container(node_id)
-        except Exception as e:  # docker.errors.NotFound: not created yet
-            if type(e).__name__ != "NotFound":
-                raise
+        except NotFound:  # its first start
             container = self._create(node_id)
         container.start()
         container.reload()
@@ -158,8 +158,10 @@ class DockerCluster(LocalCluster):
         with self._lock:
             container = self._container(node)
             container.reload()
+            if container.status == "paused":
+                container.unpause()  # a frozen process takes its SIGKILL only once thawed
             if container.status in ("running", "paused"):
-                container.kill()  # SIGKILL, also to a paused container
+                container.kill()
                 self._wait_exited(node)
             if node in self.state.paused:
                 self.state.paused.remove(node)
@@ -243,6 +245,16 @@ class DockerCluster(LocalCluster):
         out["bridge"] = f"docker network {self._network_name}"
         out["image"] = self._image
         return out
+
+
+def labelled_runs() -> list[str]:
+    """Run ids on the containers and networks of the engine that carry :data:`LABEL`."""
+    client = _client()
+    labelled = {"label": LABEL}
+    found = {c.labels.get(LABEL, "") for c in client.containers.list(all=True, filters=labelled)}
+    found |= {n.attrs.get("Labels", {}).get(LABEL, "") for n in client.networks.list(filters=labelled)}
+    client.close()
+    return sorted(found - {""})
 
 
 def remove_labelled(client: Any, chosen: Callable[[str], bool]) -> list[str]:
