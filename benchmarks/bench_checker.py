@@ -5,10 +5,11 @@
 
 Each history comes from :mod:`faultline.checkers.synthetic` (a correct log: 2 to 3
 lines per distinct value, polls of up to 10 records, one consumer), written to a
-temporary run directory. ``faultline check``'s own function, ``check_run``, then
-runs in a fresh child process, so its peak RSS (``ru_maxrss``) is the checker's
-alone. Prints lines/s by wall clock and by CPU time (the machine may be shared),
-records/s, and peak RSS per distinct value.
+temporary run directory, plain or (``--compressed``) as zstd frames as a run writes
+it. ``faultline check``'s own function, ``check_run`` (which also writes the sends'
+columns, ``history.sends.parquet``), then runs in a fresh child process, so its peak
+RSS is the checker's alone. Prints lines/s by wall clock and by CPU time (the machine
+may be shared), records/s, and peak RSS per distinct value.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from itertools import islice
 from pathlib import Path
 
 import orjson
+import zstandard
 
 from faultline.checkers.synthetic import Shape, generate
+from faultline.rundir import HISTORY_FILE, PLAIN_HISTORY_FILE
 from faultline.spec import TestSpec
 
 
@@ -38,14 +41,17 @@ def shape_for(lines: int, seed: int) -> Shape:
                  poll_batch=10, fail=0.01, info=0.01, faults=10, drain_batch=2000)
 
 
-def write_run(run_dir: Path, shape: Shape) -> int:
-    """Write test.json and history.jsonl; return the number of lines."""
+def write_run(run_dir: Path, shape: Shape, compressed: bool = False) -> int:
+    """Write test.json and the history, plain or as a run writes it (zstd frames);
+    return the number of lines."""
     (run_dir / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
     n = 0
     rows = generate(shape)
-    with open(run_dir / "history.jsonl", "wb") as fh:
-        while chunk := list(islice(rows, 50_000)):
-            fh.write(b"".join(orjson.dumps(r) + b"\n" for r in chunk))
+    zstd = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    with open(run_dir / (HISTORY_FILE if compressed else PLAIN_HISTORY_FILE), "wb") as fh:
+        while chunk := list(islice(rows, 10_000)):
+            data = b"".join(orjson.dumps(r) + b"\n" for r in chunk)
+            fh.write(zstd.compress(data) if compressed else data)
             n += len(chunk)
     return n
 
@@ -82,6 +88,8 @@ def main() -> None:
     ap.add_argument("--lines", type=int, action="append",
                     help="history size in lines (repeatable; default 1M and 10M)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--compressed", action="store_true",
+                    help=f"write {HISTORY_FILE} as a run does (default: {PLAIN_HISTORY_FILE})")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -103,7 +111,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="fl-bench-") as tmp:
             run_dir = Path(tmp)
             t = time.perf_counter()
-            n = write_run(run_dir, shape_for(lines, args.seed))
+            n = write_run(run_dir, shape_for(lines, args.seed), args.compressed)
             gen_s = time.perf_counter() - t
             out = subprocess.run([sys.executable, __file__, "--child", str(run_dir)],
                                  check=True, capture_output=True, text=True)

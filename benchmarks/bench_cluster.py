@@ -1,11 +1,14 @@
-"""Local cluster start-up and teardown time.
+"""Cluster start-up and teardown time, each backend side by side.
 
-    .venv/bin/python benchmarks/bench_cluster.py [--nodes 3] [--warm 3] [--no-cds]
+    .venv/bin/python benchmarks/bench_cluster.py [--backends local,docker] [--nodes 3]
+                                                 [--warm 3] [--no-cds]
 
 *cold*: the first start in a fresh process (the jars are cached, the OS page cache is
 as it is); *warm*: the starts after it, median. Ready means every broker registered and
 unfenced and a produce/consume round trip through the proxies worked. Teardown is
-``stop()``: every JVM, Toxiproxy, namespace, link and the state gone.
+``stop()``: every JVM (container), Toxiproxy, namespace, link (network) and the state
+gone. The docker backend needs a running engine and its image (``faultline setup
+--backend docker``).
 
 The machine is shared, so next to wall time it prints the CPU seconds the JVMs used to
 get ready (independent of other load) and the load average. Targets: a 3-node cluster
@@ -19,9 +22,12 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Literal, cast
 
-from faultline.cluster.local.cluster import LocalCluster
+from faultline.cluster.backends import cluster_for
+from faultline.errors import FaultlineError
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 
 
@@ -34,7 +40,7 @@ def _cpu_seconds(pid: int | None) -> float:
 
 def _once(spec: TestSpec) -> tuple[float, float, float, dict[str, float]]:
     """(ready s, teardown s, JVM CPU s to ready, per-step timings)."""
-    cluster = LocalCluster(spec)
+    cluster = cluster_for(spec)(spec)
     t0 = time.monotonic()
     try:
         cluster.start()
@@ -50,6 +56,7 @@ def _once(spec: TestSpec) -> tuple[float, float, float, dict[str, float]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backends", default="local,docker", help="comma-separated backends")
     parser.add_argument("--nodes", type=int, default=3, choices=(1, 3, 5))
     parser.add_argument("--warm", type=int, default=3, help="warm starts after the cold one")
     parser.add_argument("--heap-mb", type=int, default=512)
@@ -65,20 +72,29 @@ def main() -> int:
                     topic=TopicSpec(replication_factor=rf, min_insync_replicas=min(2, rf)))  # fmt: skip
     print(f"{args.nodes}-node cluster, heap {args.heap_mb} MB, {os.cpu_count()} cores, "
           f"class-data archive {'off' if args.no_cds else 'on (if built)'}")  # fmt: skip
-    rows = []
-    for i in range(1 + args.warm):
-        load = os.getloadavg()[0]
-        ready, teardown, cpu, steps = _once(spec)
-        rows.append((ready, teardown, cpu))
-        kind = "cold" if i == 0 else f"warm{i}"
-        detail = " ".join(f"{k} {v:.1f}" for k, v in steps.items())
-        print(f"{kind:>6}: ready {ready:5.1f} s  teardown {teardown:4.1f} s  "
-              f"JVM CPU to ready {cpu:5.1f} s  load {load:4.1f}  [{detail}]", flush=True)  # fmt: skip
-    if args.warm:
-        warm = rows[1:]
-        print(f"  cold start-up {rows[0][0]:.1f} s, warm start-up (median) "
-              f"{statistics.median(r[0] for r in warm):.1f} s, teardown (median) "
-              f"{statistics.median(r[1] for r in rows):.1f} s")  # fmt: skip
+    summary = []
+    for backend in args.backends.split(","):
+        bspec = replace(spec, backend=cast(Literal["local", "docker"], backend))
+        rows = []
+        for i in range(1 + args.warm):
+            load = os.getloadavg()[0]
+            try:
+                ready, teardown, cpu, steps = _once(bspec)
+            except FaultlineError as e:
+                print(f"{backend}: {e}", flush=True)
+                break
+            rows.append((ready, teardown, cpu))
+            kind = "cold" if i == 0 else f"warm{i}"
+            detail = " ".join(f"{k} {v:.1f}" for k, v in steps.items())
+            print(f"{backend:>6} {kind:>5}: ready {ready:5.1f} s  teardown {teardown:4.1f} s  "
+                  f"JVM CPU to ready {cpu:5.1f} s  load {load:4.1f}  [{detail}]", flush=True)  # fmt: skip
+        if rows:
+            warm = [r[0] for r in rows[1:]] or [rows[0][0]]
+            summary.append((backend, rows[0][0], statistics.median(warm),
+                            statistics.median(r[1] for r in rows)))  # fmt: skip
+    print(f"\n{'backend':<8} {'cold start-up':>14} {'warm start-up':>14} {'teardown':>9}")
+    for backend, cold, warm_median, teardown in summary:
+        print(f"{backend:<8} {cold:12.1f} s {warm_median:12.1f} s {teardown:7.1f} s")
     return 0
 
 

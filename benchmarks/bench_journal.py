@@ -1,8 +1,9 @@
 """What journaling costs: the same producers, once journaling every send and once not.
 
-Same cluster, same settings, same duration; rounds alternate the order (journaled
-first, then raw first) so that a cluster warming up or filling up does not favour
-one side. Acknowledged throughput is the number of ``ok`` sends completed within
+The history is written as a run writes it (``history.jsonl.zst``; ``--plain`` for
+``history.jsonl``). Same cluster, same settings, same duration; rounds alternate the
+order (journaled first, then raw first) so that a cluster warming up or filling up
+does not favour one side. Acknowledged throughput is the number of ``ok`` sends completed within
 the window divided by its length. Target: journaled >= 80% of raw.
 
 Memory: the resident set size of this process is sampled every second while
@@ -27,7 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faultline.history import HistoryWriter
+from faultline.history import HistoryWriter, history_lines
+from faultline.rundir import HISTORY_FILE, PLAIN_HISTORY_FILE
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec, WorkloadSpec
 from faultline.workloads.clients import Values
 from faultline.workloads.queue import QueueWorkload
@@ -47,6 +49,7 @@ class Sample:
     seconds: float
     ok: int
     lines: int = 0
+    bytes: int = 0  # of the history file
     rss: list[float] = field(default_factory=list)
 
     @property
@@ -55,9 +58,9 @@ class Sample:
 
 
 def measure(spec: TestSpec, bootstrap: str, seconds: float, journaled: bool, values: Values,
-            workdir: Path) -> Sample:
+            workdir: Path, suffix: str = HISTORY_FILE.split(".", 1)[1]) -> Sample:
     """Run the producers for ``seconds``; count the acks that arrived within the window."""
-    path = workdir / f"history-{time.monotonic_ns()}.jsonl"
+    path = workdir / f"history-{time.monotonic_ns()}.{suffix}"
     history = HistoryWriter(path) if journaled else None
     workload = QueueWorkload(spec, bootstrap, history, values=values)
     sample = Sample(journaled, seconds, 0)
@@ -81,8 +84,8 @@ def measure(spec: TestSpec, bootstrap: str, seconds: float, journaled: bool, val
         t.join()
         if history is not None:
             history.close()
-            with path.open("rb") as f:
-                sample.lines = sum(1 for _ in f)
+            sample.lines = sum(1 for _ in history_lines(path))
+            sample.bytes = path.stat().st_size
             path.unlink()
     return sample
 
@@ -123,6 +126,8 @@ def main() -> int:
     ap.add_argument("--memory-s", type=float, default=0.0,
                     help="then journal this long and report RSS drift (0: skip)")
     ap.add_argument("--bootstrap", help="use this running cluster instead of starting one")
+    ap.add_argument("--plain", action="store_true",
+                    help=f"journal to {PLAIN_HISTORY_FILE}, not {HISTORY_FILE} as a run does")
     args = ap.parse_args()
     # librdkafka's routine warnings (PID retries while a cluster warms up) are noise here.
     logging.getLogger("faultline.rdkafka").setLevel(logging.ERROR)
@@ -145,24 +150,26 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="fl-bench-") as tmp, \
             cluster_bootstrap(args, spec) as bootstrap:
         work = Path(tmp)
+        suffix = (PLAIN_HISTORY_FILE if args.plain else HISTORY_FILE).split(".", 1)[1]
         measure(spec, bootstrap, 5.0, False, values, work)  # warm-up, discarded
         for r in range(args.rounds):
             order = (True, False) if r % 2 == 0 else (False, True)
             for journaled in order:
-                s = measure(spec, bootstrap, args.seconds, journaled, values, work)
+                s = measure(spec, bootstrap, args.seconds, journaled, values, work, suffix)
                 samples.append(s)
                 print(f"  round {r + 1} {'journaled' if journaled else 'raw      '}: "
                       f"{s.rate:9.0f} acked sends/s"
-                      + (f"  ({s.lines} history lines, RSS max {max(s.rss):.0f} MiB)"
+                      + (f"  ({s.lines} history lines, {s.bytes / max(s.ok, 1):.1f} B per acked send, "
+                         f"RSS max {max(s.rss):.0f} MiB)"
                          if journaled and s.rss else ""), flush=True)
         long: Sample | None = None
         if args.memory_s > 0:
-            long = measure(spec, bootstrap, args.memory_s, True, values, work)
+            long = measure(spec, bootstrap, args.memory_s, True, values, work, suffix)
 
     journaled_rate = statistics.mean(s.rate for s in samples if s.journaled)
     raw_rate = statistics.mean(s.rate for s in samples if not s.journaled)
     ratio = journaled_rate / raw_rate
-    print(f"acknowledged throughput: journaled {journaled_rate:.0f}/s, raw {raw_rate:.0f}/s, "
+    print(f"acknowledged throughput ({suffix}): journaled {journaled_rate:.0f}/s, raw {raw_rate:.0f}/s, "
           f"ratio {ratio:.1%} (target >= 80%)")
     if long is not None and len(long.rss) >= 8:
         q = len(long.rss) // 4

@@ -23,7 +23,7 @@ _COMMANDS: dict[str, str] = {
     "run": "faultline.run.cli:run",
     "check": "faultline.checkers.cli:check",
     "report": "faultline.report.cli:report",
-    "analyze": "faultline.analysis.cli:analyze",
+    "analyze": "faultline.analysis.cli:analyze_command",
     "model": "faultline.checkers.model.cli:model",
     "setup": "faultline.cluster.cli:setup",
     "doctor": "faultline.cluster.cli:doctor",

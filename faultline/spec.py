@@ -41,6 +41,8 @@ class KafkaSpec:
     version: str = DEFAULT_KAFKA_VERSION
     nodes: int = 3
     home: str | None = None
+    #: The docker backend's image (default: faultline/kafka:<version>, built by the set-up).
+    image: str | None = None
     heap_mb: int = 512
     replica_lag_time_max_ms: int = 5000
     broker_session_timeout_ms: int = 6000

@@ -22,6 +22,7 @@ at the paths ``sweep.json`` gives (a local or shared filesystem).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ from faultline.analysis.check import CHECK_DDL, check_group, valid_text
 from faultline.analysis.rows import OPS_SCHEMA, history_batches
 from faultline.analysis.sweepdir import Cell, Sweep, read_sweeps
 from faultline.checkers.stored import check_stored
-from faultline.errors import FaultlineError
+from faultline.errors import FaultlineError, HistoryError
 from faultline.rundir import HISTORY_FILE, TEST_FILE
 from faultline.spec import TestSpec
 
@@ -70,6 +71,8 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
 
     sweeps = read_sweeps(sweep_dirs)
     every = [c for s in sweeps for c in s.cells]
+    if not every:
+        raise HistoryError(", ".join(map(str, sweep_dirs)), None, "no cells to analyze in sweep.json")
     done = [c for c in every if c.status == "done"]
     run_dirs = {(c.sweep, c.id): str(c.run_dir) for c in done}
     where = {t: f"{out.rstrip('/')}/tables/{t}" for t in TABLES}
@@ -77,7 +80,6 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
 
     def step(what: str) -> Any:
-        from contextlib import nullcontext
         return progress.step(what) if progress is not None else nullcontext()
 
     listing = spark.createDataFrame([(c.sweep, c.id, str(c.run_dir)) for c in done] or [],
@@ -89,7 +91,7 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
          .write.partitionBy("sweep", "run").mode("overwrite").parquet(where["ops"]))
         (listing.mapInArrow(_ingest_observations, from_arrow_schema(tables.OBSERVATIONS_SCHEMA))
          .write.partitionBy("sweep", "run").mode("overwrite").parquet(where["observations"]))
-    ops = spark.read.parquet(where["ops"]).where(F.col("sweep").isin(ids))
+    ops = spark.read.schema(ops_schema).parquet(where["ops"]).where(F.col("sweep").isin(ids))
     with step("check: each run on an executor"):
         checked = {(r["sweep"], r["run"]): r for r in ops.groupBy("sweep", "run").applyInArrow(
             check_group(run_dirs), CHECK_DDL).collect()}

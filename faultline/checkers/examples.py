@@ -8,7 +8,7 @@ engine builds them lazily, only for the first MAX_EXAMPLES of each type.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from faultline.checkers import explain
@@ -25,8 +25,7 @@ class Engine(Protocol):
 
     @property
     def parts(self) -> Sequence[Part]: ...
-    @property
-    def vslot(self) -> Mapping[int, int]: ...
+    def slot(self, value: int) -> int | None: ...
     @property
     def c_tp(self) -> Sequence[int]: ...
     @property
@@ -102,7 +101,7 @@ def duplicate(e: Engine, c: Collected, s: int, more: set[int]) -> dict[str, Any]
 
 def unexpected(e: Engine, c: Collected, tp: int, val: int, off: int, t: int, by: int,
                 n: int) -> dict[str, Any]:
-    s = e.vslot.get(val)
+    s = e.slot(val)
     reader = "the drain" if by == -1 else f"consumer {by}"
     story = explain.unexpected_value(e.parts[tp].topic, e.parts[tp].partition, val,
                                      off, t, reader, None if s is None else
@@ -112,7 +111,7 @@ def unexpected(e: Engine, c: Collected, tp: int, val: int, off: int, t: int, by:
 
 
 def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, Any]:
-    s = e.vslot.get(val)
+    s = e.slot(val)
     t = by = None
     if s is not None and e.c_read_off[s] == off and e.c_read_by[s] != -1:
         t, by = e.c_read_t[s], e.c_read_by[s]
@@ -125,7 +124,7 @@ def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, A
 
 
 def sighting(e: Engine, tp: int, source: str, off: int, val: int) -> dict[str, Any]:
-    s = e.vslot.get(val)
+    s = e.slot(val)
     t: Any = None
     p: Any = None
     if source == "ack" and s is not None:

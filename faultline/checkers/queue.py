@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from faultline.checkers import examples, explain
-from faultline.checkers.columns import NONE, Part, aligned
+from faultline.checkers.columns import NONE, OffsetMap, Part, aligned
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
@@ -134,7 +134,9 @@ class Engine:
         for p in range(spec.topic.partitions):
             self.part_id(spec.topic.name, p)
         # Per-value columns, indexed by slot (slots in invoke order).
-        self.vslot: dict[int, int] = {}
+        # value -> slot: an array indexed by value, as the workload's values are 0, 1, 2, ...
+        # (8 B a value, where a dict costs ~100); any other value goes to its dict.
+        self.vslot = OffsetMap()
         self.c_val: array[int] = array("q")
         self.c_tp: array[int] = array("q")
         self.c_proc: array[int] = array("q")
@@ -183,6 +185,7 @@ class Engine:
         """
         d: dict[str, Any] = {}
         vslot, parts, tp_ids = self.vslot, self.parts, self.tp_ids
+        slots, vput, vget = vslot.arr, vslot.put, vslot.get  # arr grows in place
         c_val, c_tp, c_proc, c_inv = self.c_val, self.c_tp, self.c_proc, self.c_inv
         c_done, c_status, c_ack, c_drain = self.c_done, self.c_status, self.c_ack, self.c_drain
         c_read_t, c_read_off, c_read_by = self.c_read_t, self.c_read_off, self.c_read_by
@@ -203,9 +206,8 @@ class Engine:
                         tp = tp_ids.get((v["topic"], v["partition"]))
                         if tp is None:
                             tp = part_id(v["topic"], v["partition"])
-                        if val.__class__ is not int or val in vslot or val == NONE:
+                        if val.__class__ is not int or val == NONE or vput(val, len(c_val)) != NONE:
                             self._bad_value(d, val)
-                        vslot[val] = len(c_val)
                         c_val.append(val)
                         c_tp.append(tp)
                         c_proc.append(d["process"])
@@ -221,8 +223,9 @@ class Engine:
                         if measures.first_send is None:
                             measures.first_send = d["time"]
                         continue
-                    s = vslot.get(val)
-                    if s is None or c_status[s] != OPEN or c_proc[s] != d["process"]:
+                    s = (slots[val] if val.__class__ is int and 0 <= val < len(slots)
+                         else vget(val) if val.__class__ is int else NONE)
+                    if s == NONE or c_status[s] != OPEN or c_proc[s] != d["process"]:
                         raise HistoryError(self.source, _line(d), f"send {typ} of value {val!r} "
                                            f"by process {d['process']} has no open invoke")
                     status = _STATUS[typ]
@@ -285,8 +288,8 @@ class Engine:
                             arr = part.polls.arr  # type: ignore[union-attr]
                         if cur != NONE and cur != val:
                             self._conflict(tp, off, cur, val, ("poll", t, p))
-                        s = vslot.get(val)
-                        if s is None or c_tp[s] != tp:
+                        s = slots[val] if 0 <= val < len(slots) else vget(val)
+                        if s == NONE or c_tp[s] != tp:
                             self._odd_read(tp, val, off, t, p)
                         elif c_read_t[s] == NONE:
                             c_read_t[s] = t
@@ -327,22 +330,24 @@ class Engine:
         codes = np.full(len(self.c_val), -1, dtype=np.int32)
         for s, e in self.errors.items():
             codes[s] = errors.setdefault(e, len(errors))
+        def view(col: array[int], dtype: type[np.generic] = np.int64) -> Any:
+            # the columns themselves, not copies: the engine is done with them, and
+            # while a view exists they cannot grow
+            return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
+
         sends = SendTable(
-            [(p.topic, p.partition) for p in self.parts],
-            np.frombuffer(self.c_val, dtype=np.int64).copy(),
-            np.frombuffer(self.c_tp, dtype=np.int64).astype(np.int32),
-            np.frombuffer(self.c_proc, dtype=np.int64).copy(),
-            np.frombuffer(self.c_inv, dtype=np.int64).copy(),
-            np.frombuffer(self.c_done, dtype=np.int64).copy(),
-            np.frombuffer(self.c_status, dtype=np.int8).copy(),
-            np.frombuffer(self.c_ack, dtype=np.int64).copy(), codes, list(errors))
+            [(p.topic, p.partition) for p in self.parts], view(self.c_val), view(self.c_tp),
+            view(self.c_proc), view(self.c_inv), view(self.c_done), view(self.c_status, np.int8),
+            view(self.c_ack), codes, list(errors))
         m = self.measures
         return HistoryTable(sends, self.other_errors, self.ops, self.end_time, m.first_send,
                             max(m.last_send, self.c_inv[-1]) if self.c_inv else m.last_send,
                             truncated)
 
     def _bad_value(self, d: dict[str, Any], val: Any) -> None:
-        what = "was already sent" if val in self.vslot else "is not a usable integer"
+        hash(val)  # an unhashable value is malformed: TypeError, which value_problem explains
+        what = ("was already sent" if val.__class__ is int and val != NONE
+                and self.vslot.get(val) != NONE else "is not a usable integer")
         raise HistoryError(self.source, _line(d), f"send value {val!r} {what}: "
                            "values must be unique integers (docs/history.md)")
 
@@ -362,7 +367,7 @@ class Engine:
                 self._conflict(tp, off, cur, val, ("drain", t, None))
                 continue
             s = vslot.get(val)
-            if s is None or c_tp[s] != tp:
+            if s == NONE or c_tp[s] != tp:
                 self._odd_read(tp, val, off, t, -1)
                 continue
             if self.c_read_t[s] == NONE:
@@ -538,11 +543,16 @@ class Engine:
         part = self.parts[tp]
         held = part.drains.get(offset) if offset is not None else NONE
         where: list[int] = []
-        s = self.vslot.get(value) if value is not None else None
+        s = self.slot(value) if value is not None else None
         if s is not None and self.c_tp[s] == tp and self.c_drain[s] != NONE:
             where = sorted({self.c_drain[s], *self.dups.get(s, ())})
         return explain.DrainFacts(part.complete, part.hw, part.lso,
                                   None if held == NONE else held, where)
+
+    def slot(self, value: int) -> int | None:
+        """The slot of the send that carried ``value``, or None."""
+        s = self.vslot.get(value)
+        return None if s == NONE else s
 
     def where(self, tp: int) -> dict[str, Any]:
         return {"topic": self.parts[tp].topic, "partition": self.parts[tp].partition}

@@ -40,11 +40,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from faultline.checkers.columns import NONE
-from faultline.rundir import write_atomic
 
 I64 = npt.NDArray[np.int64]
 OUTCOMES: tuple[str | None, ...] = (None, "ok", "fail", "info")
 _VERSION = 1
+ROW_GROUP = 1 << 18
 
 
 class Send(NamedTuple):
@@ -73,7 +73,7 @@ class SendTable:
 
     parts: list[tuple[str, int]]
     value: I64
-    part: npt.NDArray[np.int32]
+    part: I64
     process: I64
     invoke_time: I64
     end_time: I64
@@ -97,7 +97,7 @@ class SendTable:
 
         return SendTable(
             parts, col([s.value for s in sends], np.int64),
-            col([parts.index((s.topic, s.partition)) for s in sends], np.int32),
+            col([parts.index((s.topic, s.partition)) for s in sends], np.int64),
             col([s.process for s in sends], np.int64), col([s.invoke_time for s in sends], np.int64),
             col([s.end_time for s in sends], np.int64),
             col([OUTCOMES.index(s.outcome) for s in sends], np.int8),
@@ -158,7 +158,7 @@ class HistoryTable:
 
 def write_table(path: Path, table: HistoryTable, history: Path) -> Path:
     """Store ``table``, made from the history file ``history``, as Parquet at ``path``
-    (atomically: :func:`faultline.rundir.write_atomic`)."""
+    (through a temporary file renamed over it)."""
     s = table.sends
 
     def nullable(a: I64) -> pa.Array:
@@ -169,15 +169,25 @@ def write_table(path: Path, table: HistoryTable, history: Path) -> Path:
             "parts": s.parts, "errors": s.errors, "other_errors": table.other_errors,
             "ops": table.ops, "end_time": table.end_time, "first_send": table.first_send,
             "last_send": table.last_send, "truncated": table.truncated}
-    arrow = pa.table({
-        "value": s.value, "part": s.part, "process": s.process, "invoke_time": s.invoke_time,
-        "end_time": nullable(s.end_time), "outcome": s.outcome, "offset": nullable(s.offset),
-        "error": pa.DictionaryArray.from_arrays(pa.array(s.error, mask=s.error < 0),
-                                                pa.array(s.errors, pa.string())),
-    }).replace_schema_metadata({"faultline": orjson.dumps(meta)})
-    sink = pa.BufferOutputStream()
-    pq.write_table(arrow, sink, compression="zstd")
-    return write_atomic(path, sink.getvalue().to_pybytes())
+    names = pa.array(s.errors, pa.string())
+
+    def rows(lo: int, hi: int) -> pa.Table:
+        return pa.table({
+            "value": s.value[lo:hi], "part": s.part[lo:hi], "process": s.process[lo:hi],
+            "invoke_time": s.invoke_time[lo:hi], "end_time": nullable(s.end_time[lo:hi]),
+            "outcome": s.outcome[lo:hi], "offset": nullable(s.offset[lo:hi]),
+            "error": pa.DictionaryArray.from_arrays(
+                pa.array(s.error[lo:hi], mask=s.error[lo:hi] < 0), names),
+        }).replace_schema_metadata({"faultline": orjson.dumps(meta)})
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    # In row groups, so that memory stays one group's; only the errors, a few names,
+    # are dictionary-encoded (a dictionary of a million distinct values costs more than it saves).
+    with pq.ParquetWriter(tmp, rows(0, 0).schema, compression="zstd", use_dictionary=["error"]) as w:
+        for lo in range(0, len(s), ROW_GROUP):
+            w.write_table(rows(lo, lo + ROW_GROUP))
+    os.replace(tmp, path)  # never half a table under the name
+    return path
 
 
 def read_table(path: Path, history: Path) -> HistoryTable | None:
@@ -200,7 +210,7 @@ def read_table(path: Path, history: Path) -> HistoryTable | None:
     names = [str(e) for e in meta["errors"]]
     codes = pc.index_in(arrow.column("error").cast(pa.string()), value_set=pa.array(names, pa.string()))
     sends = SendTable(
-        [(str(t), int(p)) for t, p in meta["parts"]], col("value", np.int64), col("part", np.int32),
+        [(str(t), int(p)) for t, p in meta["parts"]], col("value", np.int64), col("part", np.int64),
         col("process", np.int64), col("invoke_time", np.int64), col("end_time", np.int64),
         col("outcome", np.int8), col("offset", np.int64),
         codes.combine_chunks().fill_null(-1).to_numpy().astype(np.int32), names)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from faultline.cluster.docker.cluster import DockerCluster
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.protocol import Cluster
 from faultline.errors import SpecError
@@ -16,6 +17,7 @@ from faultline.spec import TestSpec
 #: backend name -> its cluster class, made as ``cls(spec)`` (not yet started).
 BACKENDS: Mapping[str, Callable[[TestSpec], Cluster]] = {
     "local": LocalCluster,
+    "docker": DockerCluster,
 }
 
 

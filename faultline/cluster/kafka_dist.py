@@ -342,7 +342,7 @@ def format_all_dir(dist: KafkaDist) -> Path | None:
 #: command -> the Debian package that provides it.
 DEBIAN_PACKAGES: dict[str, str] = {
     "ip": "iproute2", "iptables": "iptables", "chromium": "chromium",
-    "dockerd": "docker.io", "debootstrap": "debootstrap",
+    "dockerd": "docker.io", "debootstrap": "debootstrap", "nft": "nftables",
 }
 
 

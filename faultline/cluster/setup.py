@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faultline.cluster import kafka_dist
-from faultline.cluster.docker import engine
+from faultline.cluster.docker import engine, image
 from faultline.cluster.kafka_dist import Report
 from faultline.cluster.local import netns, runstate
 from faultline.errors import ClusterError, FaultlineError, SetupError
@@ -51,6 +51,7 @@ def run_setup(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
         if not engine.running():
             engine.start()
             note("started dockerd; `faultline setup --stop-engine` stops it and restores the host's firewall")
+        image.ensure_image(dist.version, note)
     return done
 
 
@@ -139,6 +140,8 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
                             str(archive) if archive.exists() else "not built (clusters start slower)",
                             "faultline setup"))  # fmt: skip
     checks.append(_spark_check())
+    if backend == "docker":
+        checks += _docker_checks(version)
     if root and kafka_dist.which("ip"):
         free = netns.free_subnets(netns.used_networks())
         checks.append(Check("subnets", bool(free), f"{len(free)} free /24s in {netns.SUPERNET}",
@@ -157,6 +160,28 @@ def _spark_check() -> Check:
     except importlib.metadata.PackageNotFoundError:
         return Check("pyspark", False, "not installed", "make setup (pip install -e .)")
     return Check("pyspark", True, f"pyspark {version} (faultline analyze)")
+
+
+def _docker_checks(version: str) -> list[Check]:
+    """The engine, the image, and what runs of the docker backend left on the engine."""
+    if not engine.running():
+        return [Check("docker engine", False, f"no engine answers on {engine.SOCKET}",
+                      "faultline setup --backend docker")]  # fmt: skip
+    by = " (started by faultline: faultline setup --stop-engine stops it)" if engine.started_here() else ""
+    name = image.default_image(version)
+    has = image.exists(name)
+    checks = [Check("docker engine", True, f"answers on {engine.SOCKET}{by}"),
+              Check("docker image", has, name if has else f"{name} not built",
+                    "faultline setup --backend docker")]
+    from faultline.cluster.docker.cluster import labelled_runs
+
+    live = {rid for rid, s in runstate.load_all().items() if s is not None and not s.is_stale()}
+    left = sorted(set(labelled_runs()) - live)
+    checks.append(Check("docker leftovers", not left,
+                        "no container or network of a finished run" if not left
+                        else f"containers or networks of finished runs {left}",
+                        "the next docker run removes them (by their faultline.run label)"))  # fmt: skip
+    return checks
 
 
 def network_check() -> Check:

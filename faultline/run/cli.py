@@ -90,6 +90,9 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 @click.option("--seed", type=int, help="Seed of the nemesis schedule.  [default: 0]")
 @click.option("--kafka-version", help="Apache Kafka version.")
 @click.option("--nodes", type=int, help="Kafka nodes: 1, 3 or 5.  [default: 3]")
+@click.option("--backend", type=click.Choice(["local", "docker"]),
+              help="Nodes as JVMs in network namespaces, or as containers.  [default: local]")
+@click.option("--image", help="The docker backend's image.  [default: faultline/kafka:<version>]")
 @click.option("--nemesis", "nemesis", metavar="FAULTS",
               help=f"Comma-separated faults, or none. Known: {', '.join(FAULTS)}.  "
                    "[default: none]")
@@ -102,7 +105,8 @@ def run(spec_file: Path | None, name: str | None, acks: str | None, min_insync: 
         replication_factor: int | None, partitions: int | None, unclean: bool | None,
         idempotence: bool | None, retries: int | None, time_limit: float | None,
         rate: float | None, producers: int | None, consumers: int | None, seed: int | None,
-        kafka_version: str | None, nodes: int | None, nemesis: str | None,
+        kafka_version: str | None, nodes: int | None, backend: str | None, image: str | None,
+        nemesis: str | None,
         interval: float | None, max_concurrent: int | None, results: Path) -> None:
     """Run one test: workload and faults against a fresh cluster, then check and report.
 
@@ -112,7 +116,8 @@ def run(spec_file: Path | None, name: str | None, acks: str | None, min_insync: 
         "name": name,
         "seed": seed,
         "time_limit_s": time_limit,
-        "kafka": {"version": kafka_version, "nodes": nodes},
+        "backend": backend,
+        "kafka": {"version": kafka_version, "nodes": nodes, "image": image},
         "topic": {"partitions": partitions, "replication_factor": replication_factor,
                   "min_insync_replicas": min_insync,
                   "unclean_leader_election_enable": unclean},

@@ -38,11 +38,15 @@ from faultline.spec import TestSpec
 from faultline.sweep.manifest import MATRIX_FILE, CellState, Manifest, Status, load, plan, utc_now
 from faultline.sweep.matrix import Cell, Matrix
 
-#: Bytes a run directory grows by per second of main phase (the history, most of it).
-#: Measured on this project's reference machine (2 cores): a 45 s acks=all kill run at
-#: full speed wrote 540 MB, i.e. about 12 MB/s. One constant, so that compressing
-#: the history (history.jsonl.zst) lowers the estimate in one place.
-HISTORY_BYTES_PER_S = 12_000_000
+#: Bytes of history one send costs (its invoke and completion lines, and its share of the
+#: polls and the drain). Measured: a 20 s Kafka 3.9.1 run with kills at full speed wrote
+#: 186.5 MB of history.jsonl for 581,617 sends, 321 B each. The one figure that
+#: compressing the history (history.jsonl.zst) lowers.
+HISTORY_BYTES_PER_SEND = 320
+#: Sends per second a full-speed workload (``rate`` 0) reaches on this project's 2-core
+#: machine, at most: 29,000/s measured in that run, rounded up to the 12 MB of history
+#: per second seen at full speed.
+FULL_SPEED_SENDS_PER_S = 37_500
 #: Seconds a cell takes beyond its main phase (cluster start, heal, drain, check,
 #: report) before one has been measured.
 CELL_OVERHEAD_S = 40.0
@@ -56,9 +60,15 @@ class RunCell(Protocol):
 
 
 def disk_needed(cells: Sequence[Cell]) -> int:
-    """Bytes the run directories of ``cells`` will take: main-phase seconds x
-    :data:`HISTORY_BYTES_PER_S`."""
-    return int(sum(c.spec.time_limit_s for c in cells) * HISTORY_BYTES_PER_S)
+    """Bytes the run directories of ``cells`` will take, at most: each cell's main-phase
+    seconds x its sends per second (its ``rate``, else :data:`FULL_SPEED_SENDS_PER_S`) x
+    :data:`HISTORY_BYTES_PER_SEND`."""
+    return int(sum(c.spec.time_limit_s * _sends_per_s(c.spec) * HISTORY_BYTES_PER_SEND for c in cells))
+
+
+def _sends_per_s(spec: TestSpec) -> float:
+    rate = spec.workload.rate
+    return min(rate, FULL_SPEED_SENDS_PER_S) if rate > 0 else FULL_SPEED_SENDS_PER_S
 
 
 def check_disk(sweep_dir: Path, cells: Sequence[Cell]) -> None:
@@ -70,8 +80,9 @@ def check_disk(sweep_dir: Path, cells: Sequence[Cell]) -> None:
     free = shutil.disk_usage(where).free
     if need > free:
         raise SetupError(f"the sweep needs about {_gb(need)} for {len(cells)} cell(s) "
-                         f"({HISTORY_BYTES_PER_S / 1e6:.0f} MB per second of run) but {where} "
-                         f"has {_gb(free)} free; free some space or choose another --out")
+                         f"({HISTORY_BYTES_PER_SEND} B of history per send) but {where} "
+                         f"has {_gb(free)} free; free some space, lower workload.rate, "
+                         f"or choose another --out")
 
 
 def _gb(n: float) -> str:

@@ -78,20 +78,21 @@ _POLICY_RC = Path("/usr/sbin/policy-rc.d")
 
 
 def install(report: Report) -> None:
-    """Debian's ``docker.io`` (dockerd, containerd, the CLI), when ``dockerd`` is missing.
+    """Debian's ``docker.io`` (dockerd, containerd, the CLI) and ``nftables`` (:func:`restore`
+    drops the tables iptables made with it), when missing.
 
     Its package scripts would start the engine through the init system, outside of
     :func:`start`'s record (and so never stopped): a ``policy-rc.d`` that refuses every
     start is put in place for the install when the machine has none.
     """
-    if which("dockerd"):
+    if which("dockerd") and which("nft"):
         return
     guard = not _POLICY_RC.exists()
     if guard:
         _POLICY_RC.write_text("#!/bin/sh\n# faultline: no service starts during its install\nexit 101\n")
         _POLICY_RC.chmod(0o755)
     try:
-        ensure_debian_commands(("dockerd",), report)
+        ensure_debian_commands(("dockerd", "nft"), report)
     finally:
         if guard:
             _POLICY_RC.unlink(missing_ok=True)
@@ -122,19 +123,28 @@ def started_here() -> bool:
     return _record().exists()
 
 
+def recorded_host_state() -> HostState | None:
+    """The host's state :func:`start` recorded before it started the engine; None when
+    faultline started none."""
+    try:
+        return HostState(**json.loads(_record().read_text())["before"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def stop() -> None:
     """Stop the engine :func:`start` started and restore the host's firewall, sysctls and
     links as they were; nothing when faultline started none."""
-    try:
-        data = json.loads(_record().read_text())
-    except (OSError, ValueError):
+    before = recorded_host_state()
+    if before is None:
         return
+    data = json.loads(_record().read_text())
     pid = ProcId(**data["pid"]) if data.get("pid") else None
     if pid is not None and pid.alive():
         os.kill(pid.pid, signal.SIGTERM)  # dockerd stops its containerd, then itself
         if not wait_until(lambda: not pid.alive(), time.monotonic() + 30):
             kill_and_wait([pid.pid])
-    restore(HostState(**data["before"]))
+    restore(before)
     _record().unlink(missing_ok=True)
 
 

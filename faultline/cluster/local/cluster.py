@@ -174,16 +174,15 @@ class LocalCluster:
         everything created so far is removed before the error propagates."""
         if self._state is not None:
             raise ClusterError(f"cluster {self._state.run_id} is already started")
-        if os.geteuid() != 0:
-            raise SetupError("the local backend needs root (network namespaces, iptables)")
         self._jvms.dist  # noqa: B018 - resolve (install) the distribution first
         toxiproxy_bin = kafka_dist.ensure_toxiproxy()
-        kafka_dist.ensure_iptables()
+        self._prepare()
         with runstate.locked():
             runstate.cleanup_stale()
+            self._cleanup_stale()
             self._state = runstate.claim(self._spec, list(self.node_ids), self._workdir)
         steps: list[tuple[str, Callable[[], None]]] = [
-            ("network", lambda: netns.build(self.layout, self.node_ids)),
+            ("network", self._build_network),
             ("toxiproxy", lambda: self._start_toxiproxy(toxiproxy_bin)),
             ("configs", lambda: self._jvms.write_configs(
                 self.nodes, {i: self.layout.address(i) for i in self.node_ids}, self.state.proxy_ports)),
@@ -199,6 +198,18 @@ class LocalCluster:
         except BaseException:
             self.stop()
             raise
+
+    def _prepare(self) -> None:
+        """What this backend needs before a run is claimed; SetupError if it is missing."""
+        if os.geteuid() != 0:
+            raise SetupError("the local backend needs root (network namespaces, iptables)")
+        kafka_dist.ensure_iptables()
+
+    def _cleanup_stale(self) -> None:
+        """Remove what stale runs left beyond :func:`runstate.cleanup_stale` (nothing here)."""
+
+    def _build_network(self) -> None:
+        netns.build(self.layout, self.node_ids)
 
     def stop(self) -> None:
         """Remove the JVMs, Toxiproxy, namespaces, bridge, veths, rules and state of this

@@ -122,18 +122,20 @@ def setup_commands(layout: Layout) -> list[list[str]]:
     return cmds
 
 
+def chain_rules() -> list[list[str]]:
+    """iptables arguments that create the (empty) grudge chain and jump to it from INPUT."""
+    return [["-N", CHAIN], ["-I", "INPUT", "1", "-j", CHAIN]]
+
+
 def chain_commands(namespace: str) -> list[list[str]]:
-    """Create the (empty) grudge chain in a namespace and jump to it from INPUT."""
-    return [
-        _ipt(namespace, "-N", CHAIN),
-        _ipt(namespace, "-I", "INPUT", "1", "-j", CHAIN),
-    ]
+    """:func:`chain_rules` run in a node's namespace."""
+    return [_ipt(namespace, *rule) for rule in chain_rules()]
 
 
-def grudge_commands(
+def grudge_rules(
     layout: Layout, grudge: Mapping[int, Collection[int]]
 ) -> dict[int, list[list[str]]]:
-    """node -> iptables commands that make its chain exactly its part of ``grudge``.
+    """node -> the iptables arguments that make its chain exactly its part of ``grudge``.
 
     Each node's chain is flushed first, so applying a grudge replaces the last one.
     Nodes absent from ``grudge`` get a flushed chain (they drop nothing).
@@ -146,12 +148,19 @@ def grudge_commands(
         raise ValueError(f"grudge names unknown node(s) {unknown}; nodes are {list(layout.node_ids)}")
     out: dict[int, list[list[str]]] = {}
     for node in layout.node_ids:
-        ns = layout.namespace(node)
-        cmds = [_ipt(ns, "-F", CHAIN)]
+        rules = [["-F", CHAIN]]
         for src in sorted(set(grudge.get(node, ())) - {node}):
-            cmds.append(_ipt(ns, "-A", CHAIN, "-s", f"{layout.address(src)}/32", "-j", "DROP"))
-        out[node] = cmds
+            rules.append(["-A", CHAIN, "-s", f"{layout.address(src)}/32", "-j", "DROP"])
+        out[node] = rules
     return out
+
+
+def grudge_commands(
+    layout: Layout, grudge: Mapping[int, Collection[int]]
+) -> dict[int, list[list[str]]]:
+    """:func:`grudge_rules`, each run in its node's namespace."""
+    return {node: [_ipt(layout.namespace(node), *r) for r in rules]
+            for node, rules in grudge_rules(layout, grudge).items()}  # fmt: skip
 
 
 def heal_commands(layout: Layout) -> list[list[str]]:

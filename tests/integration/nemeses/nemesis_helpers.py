@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from faultline.cluster.backends import cluster_for
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.protocol import PartitionState
 from faultline.errors import FaultlineError
@@ -22,8 +23,11 @@ from faultline.spec import TestSpec
 
 @contextmanager
 def running(spec: TestSpec) -> Iterator[LocalCluster]:
-    """A started cluster with the spec's topic created; stopped on exit, always."""
-    with LocalCluster(spec) as cluster:
+    """A started cluster of ``spec.backend`` with the spec's topic created; stopped on
+    exit, always."""
+    cluster = cluster_for(spec)(spec)
+    assert isinstance(cluster, LocalCluster)  # both backends' clusters are
+    with cluster:
         cluster.create_topic()
         yield cluster
 

@@ -1,5 +1,5 @@
-"""kill, pause, stop, partition and toxics on one real cluster: each fault's effect as
-Kafka reports it, and its heal.
+"""kill, pause, stop, partition and toxics on one real cluster of each backend: each
+fault's effect as Kafka reports it, and its heal.
 
 These faults heal fully, so the module shares one cluster; every test starts from and
 returns to a full ISR.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -41,9 +42,13 @@ SPEC = TestSpec(
 TOPIC = SPEC.topic.name
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    with running(SPEC) as c:
+@pytest.fixture(scope="module", params=["local", "docker"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """The same faults on each backend (the docker backend's cluster is a LocalCluster
+    whose nodes are containers)."""
+    if request.param == "docker":
+        request.getfixturevalue("docker_engine")
+    with running(replace(SPEC, backend=request.param)) as c:
         yield c
 
 

@@ -23,8 +23,11 @@ def dist(tmp_path: Path, version: str, classes: list[str]) -> KafkaDist:
     return KafkaDist(version, libs, Path("/usr/bin/java"))
 
 
-def test_dump_log_segments_comes_from_the_server_jar_where_it_is_there(tmp_path: Path) -> None:
-    d = dist(tmp_path, "3.9.1", ["kafka/Kafka.class", "kafka/tools/DumpLogSegments.class"])
+@pytest.mark.parametrize("version", ["3.7.2", "3.9.1", "4.0.1", "4.2.0"])
+def test_dump_log_segments_comes_from_the_server_jar_where_it_is_there(tmp_path: Path, version: str) -> None:
+    """Kafka 3.x to 4.2 (the jars of 3.7.2, 3.8.1, 3.9.1 and 4.0.1 resolved from Maven
+    Central have it there; KAFKA-14579 moved it out in 4.3)."""
+    d = dist(tmp_path, version, ["kafka/Kafka.class", "kafka/tools/DumpLogSegments.class"])
     assert kafka_dist.dump_log_segments(d) == (d.classpath, "kafka.tools.DumpLogSegments")
 
 

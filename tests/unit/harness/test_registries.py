@@ -11,7 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from faultline.cli import main
+from faultline.cluster import backends
 from faultline.cluster.backends import cluster_for
+from faultline.cluster.docker.cluster import DockerCluster
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.errors import SpecError
 from faultline.run.runner import run_test
@@ -22,14 +24,23 @@ from faultline.workloads.queue import QueueWorkload
 
 def test_the_local_backend_is_the_default() -> None:
     assert cluster_for(TestSpec()) is LocalCluster
+    assert cluster_for(replace(TestSpec(), backend="docker")) is DockerCluster
 
 
+@pytest.fixture
+def local_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installation with the local backend alone."""
+    monkeypatch.setattr(backends, "BACKENDS", {"local": LocalCluster})
+
+
+@pytest.mark.usefixtures("local_only")
 def test_a_backend_not_installed_is_refused_before_the_run_directory(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="backend 'docker' is not available; backends: local"):
         run_test(replace(TestSpec(), backend="docker"), results=tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.usefixtures("local_only")
 def test_through_the_cli_it_is_one_line_and_exit_2(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text("backend: docker\n")

@@ -113,12 +113,14 @@ def test_a_cell_a_crash_left_running_or_whose_results_are_gone_runs_again(tmp_pa
     (tmp_path / "cells" / m.cells[0].id).mkdir(parents=True)
     (tmp_path / "cells" / m.cells[0].id / "results.json").write_text("{}")
     (tmp_path / "cells" / m.cells[1].id).mkdir(parents=True)
+    (tmp_path / "cells" / m.cells[3].id).mkdir(parents=True)  # Ctrl-C during its report
+    (tmp_path / "cells" / m.cells[3].id / "results.json").write_text("{}")
     t = [f"2026-11-23T16:0{i}:00Z" for i in range(5)]
     before = Manifest("t", t[0], [
         CellState(m.cells[0].id, m.cells[0].axes, "done", True, None, t[0], t[1]),
         CellState(m.cells[1].id, m.cells[1].axes, "done", True, None, t[1], t[2]),
         CellState(m.cells[2].id, m.cells[2].axes, "running", None, None, t[2], None),
-        CellState(m.cells[3].id, m.cells[3].axes, "failed", None, "x", t[3], t[4]),
+        CellState(m.cells[3].id, m.cells[3].axes, "failed", None, "interrupted", t[3], t[4]),
     ])
     after = plan(m, before, tmp_path)
     assert [c.status for c in after.cells] == ["done", "pending", "pending", "pending"]
@@ -147,11 +149,20 @@ def test_a_directory_of_another_matrix_is_refused(tmp_path: Path) -> None:
 def test_the_disk_estimate_refuses_with_the_figure(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     cells = matrix().cells
-    assert runner.disk_needed(cells) == 4 * 10 * runner.HISTORY_BYTES_PER_S
+    full = runner.FULL_SPEED_SENDS_PER_S * runner.HISTORY_BYTES_PER_SEND
+    assert runner.disk_needed(cells) == 4 * 10 * full
     runner.check_disk(tmp_path / "new" / "dir", cells)  # 480 MB fits
-    monkeypatch.setattr(runner, "HISTORY_BYTES_PER_S", 10**15)
-    with pytest.raises(SetupError, match=r"needs about 40000000\.0 GB for 4 cell\(s\) .* has [\d.]+ GB free"):
+    monkeypatch.setattr(runner, "HISTORY_BYTES_PER_SEND", 10**11)
+    with pytest.raises(SetupError,
+                       match=r"needs about 150000000\.0 GB for 4 cell\(s\) .* has [\d.]+ GB free"):
         runner.check_disk(tmp_path / "new" / "dir", cells)
+
+
+def test_a_rate_limited_cell_needs_less() -> None:
+    slow = matrix({**MATRIX, "defaults": {"time_limit_s": 10, "workload": {"rate": 100}}}).cells
+    assert runner.disk_needed(slow) == 4 * 10 * 100 * runner.HISTORY_BYTES_PER_SEND
+    fast = matrix({**MATRIX, "defaults": {"time_limit_s": 10, "workload": {"rate": 10**9}}}).cells
+    assert runner.disk_needed(fast) == runner.disk_needed(matrix().cells)
 
 
 def test_the_eta_counts_what_is_left_at_the_measured_overhead() -> None:

@@ -1,0 +1,276 @@
+"""The docker backend: each Kafka node a container on a network of the run's own.
+
+It is the local backend with the nodes moved into containers, so everything that reads
+a node's files or talks to the cluster through its proxies is shared
+(:class:`~faultline.cluster.local.cluster.LocalCluster`): the run state and its stale-run
+cleanup, Toxiproxy on the host in front of every broker, configs and storage formatted
+on the host, readiness, topics, toxics, wipe and the broker's files. What differs:
+
+- the network: a bridge network of the engine on the run's /24 (gateway = the host's
+  address, each container at the address the layout gives it);
+- each node: a container of :func:`~faultline.cluster.docker.image.ensure_image`'s image
+  running the broker JVM as its process 1, its directory bind-mounted at the same path
+  (so ``server.properties``, data, metadata and logs are the host's files);
+- faults: kill, stop, pause by the engine (``docker kill`` / ``stop`` / ``pause``);
+  partitions are iptables rules in each container's network namespace, applied from the
+  host with ``nsenter`` (it works on a paused container, where ``docker exec`` refuses),
+  and applied again when a container starts, whose network namespace is new each time.
+
+Every container and network carries the label ``faultline.run=<run id>``; teardown and
+the next run's stale-run cleanup remove exactly those (no volume is made: the data are
+bind mounts in the run's directory, removed with it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from faultline.cluster import kafka_config, kafka_dist
+from faultline.cluster.docker import engine, image
+from faultline.cluster.local import netns, runstate
+from faultline.cluster.local.cluster import LocalCluster
+from faultline.cluster.local.runstate import ProcId
+from faultline.cluster.protocol import Grudge
+from faultline.cluster.waiting import wait_until
+from faultline.errors import ClusterError, SetupError
+from faultline.spec import TestSpec
+
+LABEL = "faultline.run"
+
+
+def _client() -> Any:
+    try:
+        import docker
+    except ImportError as e:
+        raise SetupError("the docker backend needs the Docker SDK: "
+                         "pip install 'kafka-faultline[docker]'") from e
+    return docker.from_env()
+
+
+class DockerCluster(LocalCluster):
+    """A Kafka cluster of ``spec.kafka.nodes`` containers (module docstring).
+
+    Implements :class:`~faultline.cluster.protocol.Cluster` and every capability of the
+    local backend: Killable, Stoppable, Pausable, Partitionable, Toxifiable, Wipeable.
+    """
+
+    def __init__(self, spec: TestSpec, workdir: Path | str | None = None) -> None:
+        super().__init__(spec, workdir)
+        self._docker: Any = None
+        self._image = ""
+        self._grudge: dict[int, list[int]] = {}
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        if not engine.running():
+            raise SetupError(f"no Docker engine answers on {engine.SOCKET}; "
+                             "faultline setup --backend docker starts one")  # fmt: skip
+        self._docker = _client()
+        self._image = image.ensure_image(self._spec.kafka.version, lambda _: None, self._spec.kafka.image)
+
+    def _cleanup_stale(self) -> None:
+        """Remove the containers and networks labelled with a run that has no live state
+        (runstate.cleanup_stale, just before, removed the state of every stale run)."""
+        live = {rid for rid, s in runstate.load_all().items() if s is not None and not s.is_stale()}
+        remove_labelled(self._docker, lambda rid: rid not in live)
+
+    def _build_network(self) -> None:
+        layout = self.layout
+        ipam = self._docker_types().IPAMConfig(pool_configs=[self._docker_types().IPAMPool(
+            subnet=str(layout.subnet), gateway=layout.host_address)])  # fmt: skip
+        self._docker.networks.create(self._network_name, driver="bridge", ipam=ipam,
+                                     labels={LABEL: self.run_id})  # fmt: skip
+
+    def stop(self) -> None:
+        """Remove the run's containers and network (by label), then what the local
+        backend removes: Toxiproxy, the run's files and state. Idempotent."""
+        state = self._state
+        if state is not None and self._docker is not None:
+            remove_labelled(self._docker, lambda rid: rid == state.run_id)
+        super().stop()
+
+    @property
+    def _network_name(self) -> str:
+        return f"{netns.PREFIX}{self.run_id}"
+
+    @staticmethod
+    def _docker_types() -> Any:
+        import docker.types
+
+        return docker.types
+
+    # -- nodes ----------------------------------------------------------------------
+
+    def _container_name(self, node: int) -> str:
+        return self.layout.namespace(node)  # fl<run>-n<i>
+
+    def _container(self, node: int) -> Any:
+        return self._docker.containers.get(self._container_name(node))
+
+    def _launch(self, node_id: int) -> None:
+        """Create node ``node_id``'s container on first start, start it, record its
+        process (the JVM, the container's process 1) and apply its part of the grudge."""
+        from docker.errors import NotFound
+
+        try:
+            container = self._container(node_id)
+        except NotFound:  # its first start
+            container = self._create(node_id)
+        container.start()
+        container.reload()
+        proc = ProcId.of(int(container.attrs["State"]["Pid"]))
+        if proc is None:
+            raise ClusterError(f"node {node_id}'s container exited at once; see {self.node(node_id).log_dir}")
+        self.state.nodes[node_id] = proc
+        if node_id in self.state.paused:
+            self.state.paused.remove(node_id)
+        self.state.save()
+        self._apply_rules(node_id)
+
+    def _create(self, node_id: int) -> Any:
+        node = self.node(node_id)
+        log4j = kafka_dist.log4j_config()
+        opts = kafka_config.jvm_options(self._spec.kafka.heap_mb, node.log_dir, log4j, self.run_id)
+        java = ["java", *opts, "-cp", f"{image.LIBS}/*", "kafka.Kafka", str(node.config_file)]
+        # process 1 is the JVM itself (exec), its output appended to stdout.log as locally
+        command = ["sh", "-c", 'exec "$@" >>"$0" 2>&1', str(node.log_dir / "stdout.log"), *java]
+        api = self._docker.api
+        host_config = api.create_host_config(
+            binds={str(node.home): {"bind": str(node.home), "mode": "rw"},
+                   str(log4j): {"bind": str(log4j), "mode": "ro"}},
+            network_mode=self._network_name, cap_add=["NET_ADMIN"],
+        )  # fmt: skip
+        networking = api.create_networking_config(
+            {self._network_name: api.create_endpoint_config(ipv4_address=node.address)})
+        created = api.create_container(
+            self._image, command=command, name=self._container_name(node_id), hostname=f"n{node_id}",
+            labels={LABEL: self.run_id}, host_config=host_config, networking_config=networking,
+            working_dir=str(node.home),
+        )  # fmt: skip
+        return self._docker.containers.get(created["Id"])
+
+    def kill(self, node: int) -> None:
+        with self._lock:
+            container = self._container(node)
+            container.reload()
+            if container.status == "paused":
+                container.unpause()  # a frozen process takes its SIGKILL only once thawed
+            if container.status in ("running", "paused"):
+                container.kill()
+                self._wait_exited(node)
+            if node in self.state.paused:
+                self.state.paused.remove(node)
+            self.state.save()
+
+    def start_node(self, node: int) -> None:
+        with self._lock:
+            if not self.node(node).is_alive():
+                self._launch(node)
+
+    def stop_node(self, node: int, timeout: float = 30.0) -> None:
+        with self._lock:
+            container = self._container(node)
+            container.reload()
+            if container.status == "paused":
+                container.unpause()  # a frozen process cannot shut down
+            if container.status in ("running", "paused"):
+                container.stop(timeout=int(timeout))  # SIGTERM, SIGKILL after timeout
+                self._wait_exited(node)
+            if node in self.state.paused:
+                self.state.paused.remove(node)
+            self.state.save()
+
+    def pause(self, node: int) -> None:
+        with self._lock:
+            if self.node(node).is_alive() and node not in self.state.paused:
+                self._container(node).pause()
+                self.state.paused.append(node)
+                self.state.save()
+
+    def resume(self, node: int) -> None:
+        with self._lock:
+            container = self._container(node)
+            container.reload()
+            if container.status == "paused":
+                container.unpause()
+            if node in self.state.paused:
+                self.state.paused.remove(node)
+                self.state.save()
+
+    def _wait_exited(self, node: int) -> None:
+        proc = self.state.nodes.get(node)
+        if proc is not None and not wait_until(lambda: not proc.alive(), time.monotonic() + 30):
+            raise ClusterError(f"node {node}'s container did not exit")
+
+    # -- Partitionable --------------------------------------------------------------
+
+    def partition(self, grudge: Grudge) -> None:
+        with self._lock:
+            netns.grudge_rules(self.layout, grudge)  # validates the node ids
+            self._grudge = {n: sorted(set(ds)) for n, ds in grudge.items()}
+            for node in self.node_ids:
+                self._apply_grudge(node)
+
+    def heal_network(self) -> None:
+        with self._lock:
+            self._grudge = {}
+            for node in self.node_ids:
+                self._apply_grudge(node)
+
+    def _apply_rules(self, node: int) -> None:
+        """The grudge chain in a freshly started container, then its part of the grudge."""
+        for rule in netns.chain_rules():
+            self._iptables(node, rule)
+        self._apply_grudge(node)
+
+    def _apply_grudge(self, node: int) -> None:
+        proc = self.state.nodes.get(node)
+        if proc is None or not proc.alive():
+            return  # no network namespace now; applied when it starts
+        for rule in netns.grudge_rules(self.layout, self._grudge)[node]:
+            self._iptables(node, rule)
+
+    def _iptables(self, node: int, rule: Sequence[str]) -> None:
+        proc = self.state.nodes[node]
+        assert proc is not None
+        netns.run(["nsenter", "-t", str(proc.pid), "-n", "iptables", "-w", "5", *rule])
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        out["bridge"] = f"docker network {self._network_name}"
+        out["image"] = self._image
+        return out
+
+
+def labelled_runs() -> list[str]:
+    """Run ids on the containers and networks of the engine that carry :data:`LABEL`."""
+    client = _client()
+    labelled = {"label": LABEL}
+    found = {c.labels.get(LABEL, "") for c in client.containers.list(all=True, filters=labelled)}
+    found |= {n.attrs.get("Labels", {}).get(LABEL, "") for n in client.networks.list(filters=labelled)}
+    client.close()
+    return sorted(found - {""})
+
+
+def remove_labelled(client: Any, chosen: Callable[[str], bool]) -> list[str]:
+    """Remove every container, then every network, labelled ``faultline.run=<id>`` with
+    ``chosen(id)`` true; returns the run ids. Nothing without the label is looked at."""
+    runs: set[str] = set()
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        rid = container.labels.get(LABEL, "")
+        if chosen(rid):
+            runs.add(rid)
+            with contextlib.suppress(Exception):  # already gone
+                container.remove(force=True)
+    for network in client.networks.list(filters={"label": LABEL}):
+        rid = network.attrs.get("Labels", {}).get(LABEL, "")
+        if chosen(rid):
+            runs.add(rid)
+            with contextlib.suppress(Exception):
+                network.remove()
+    return sorted(runs)

@@ -1,0 +1,90 @@
+"""The docker backend's image, built here with no registry at all.
+
+``faultline/kafka:<version>`` is a Debian root filesystem made by ``debootstrap`` from
+Debian's packages (a JRE, iptables, iproute2), cached in ``<cache>/docker/rootfs-<suite>``,
+with the Kafka jars the set-up resolves from Maven Central in ``/opt/kafka/libs``,
+imported into the engine with ``docker import``. Nothing is pulled. A user's own image
+(``--image``) must have ``java`` on its PATH and Kafka's jars in ``/opt/kafka/libs``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from faultline.cluster import kafka_dist
+from faultline.cluster.kafka_dist import Report
+from faultline.errors import SetupError
+
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+PACKAGES = ("openjdk-17-jre-headless", "iptables", "iproute2")
+#: Where the image keeps Kafka's jars: the broker's class path is ``LIBS/*``.
+LIBS = "/opt/kafka/libs"
+_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def default_image(version: str) -> str:
+    return f"faultline/kafka:{version}"
+
+
+def exists(image: str) -> bool:
+    """True when the engine has ``image``."""
+    done = subprocess.run(["docker", "image", "inspect", image], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def rootfs(report: Report) -> Path:
+    """The cached Debian root filesystem (made once, by debootstrap)."""
+    out = kafka_dist.cache_dir() / "docker" / f"rootfs-{SUITE}"
+    if (out / ".complete").exists():
+        return out
+    kafka_dist.ensure_debian_commands(("debootstrap",), report)
+    report(f"debootstrap {SUITE} with {', '.join(PACKAGES)} (once; a few minutes)")
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(tmp), MIRROR],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SetupError(f"debootstrap failed: {(done.stdout + done.stderr).strip()[-300:]}")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    (out / ".complete").touch()
+    return out
+
+
+def ensure_image(version: str, report: Report, image: str | None = None) -> str:
+    """The image a docker cluster of Kafka ``version`` runs: ``image`` when given (it must
+    exist in the engine), else ``faultline/kafka:<version>``, built when missing. Returns
+    its name; SetupError naming the fix."""
+    if image is not None:
+        if not exists(image):
+            raise SetupError(f"the engine has no image {image!r}; docker load or docker build it first")
+        return image
+    name = default_image(version)
+    if exists(name):
+        return name
+    t0 = time.monotonic()
+    base = rootfs(report)
+    dist = kafka_dist.ensure_kafka(version, None, report)
+    libs = base / LIBS.lstrip("/")
+    shutil.rmtree(libs, ignore_errors=True)
+    shutil.copytree(dist.libs, libs)
+    report(f"importing {name} into the engine")
+    tar = subprocess.Popen(["tar", "-C", str(base), "--exclude=./.complete", "-c", "."],
+                           stdout=subprocess.PIPE)  # fmt: skip
+    done = subprocess.run(
+        ["docker", "import", "--change", f"ENV PATH={_PATH}", "--change", "LABEL faultline.image=kafka",
+         "-", name],
+        stdin=tar.stdout, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    tar.wait()
+    if done.returncode != 0 or tar.returncode != 0:
+        raise SetupError(f"docker import of {name} failed: {done.stderr.strip()[-300:]}")
+    report(f"built {name} in {time.monotonic() - t0:.0f} s")
+    return name
