@@ -18,7 +18,7 @@ from rich.console import Console
 
 from faultline.cluster import kafka_dist
 from faultline.sweep.matrix import load_matrix
-from faultline.sweep.runner import check_disk, disk_needed, prepare, run_sweep
+from faultline.sweep.runner import check_disk, disk_needed, prepare, run_sweep, size
 
 
 @click.command("sweep")
@@ -32,15 +32,15 @@ def sweep(matrix_file: Path, out: Path | None) -> None:
     matrix = load_matrix(matrix_file)
     sweep_dir = out if out is not None else Path("results") / "sweeps" / matrix.name
     manifest = prepare(matrix, sweep_dir)
-    todo = [c for c in matrix.cells
-            if next(s for s in manifest.cells if s.id == c.id).status != "done"]
+    done = {s.id for s in manifest.cells if s.status == "done"}
+    todo = [c for c in matrix.cells if c.id not in done]
     console = Console(stderr=True)
     for version in sorted({(c.spec.kafka.version, c.spec.kafka.home) for c in todo},
                           key=lambda v: v[0]):
         kafka_dist.ensure_kafka(*version, report=lambda line: console.print(line, highlight=False))
     check_disk(sweep_dir, todo)
     console.print(f"sweep {matrix.name}: {len(matrix.cells)} cells, {len(todo)} to run "
-                  f"(about {disk_needed(todo) / 1e9:.1f} GB) into {sweep_dir}", highlight=False)
+                  f"(about {size(disk_needed(todo))}) into {sweep_dir}", highlight=False)
     try:
         run_sweep(matrix, sweep_dir, manifest, console=console)
     except KeyboardInterrupt:

@@ -35,7 +35,16 @@ from faultline.errors import SetupError, SpecError
 from faultline.run.runner import RunOutcome, run_test
 from faultline.rundir import RESULTS_FILE
 from faultline.spec import TestSpec
-from faultline.sweep.manifest import MATRIX_FILE, CellState, Manifest, Status, load, plan, utc_now
+from faultline.sweep.manifest import (
+    MATRIX_FILE,
+    CellState,
+    Manifest,
+    Status,
+    Valid,
+    load,
+    plan,
+    utc_now,
+)
 from faultline.sweep.matrix import Cell, Matrix
 
 #: Bytes of history one send costs (its invoke and completion lines, and its share of the
@@ -79,14 +88,15 @@ def check_disk(sweep_dir: Path, cells: Sequence[Cell]) -> None:
         where = where.parent
     free = shutil.disk_usage(where).free
     if need > free:
-        raise SetupError(f"the sweep needs about {_gb(need)} for {len(cells)} cell(s) "
+        raise SetupError(f"the sweep needs about {size(need)} for {len(cells)} cell(s) "
                          f"({HISTORY_BYTES_PER_SEND} B of history per send) but {where} "
-                         f"has {_gb(free)} free; free some space, lower workload.rate, "
+                         f"has {size(free)} free; free some space, lower workload.rate, "
                          f"or choose another --out")
 
 
-def _gb(n: float) -> str:
-    return f"{n / 1e9:.1f} GB"
+def size(n: float) -> str:
+    """Bytes for a person: GB with one decimal, MB below 1 GB."""
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
 
 
 def prepare(matrix: Matrix, sweep_dir: Path) -> Manifest:
@@ -143,15 +153,27 @@ def _run_one(cell: Cell, state: CellState, sweep_dir: Path, manifest: Manifest,
     except Exception as e:  # a cell's error, whatever it is, must not end the sweep
         _finish(state, "failed", _one_line(f"{type(e).__name__}: {e}"))
     else:
-        results = run_dir / RESULTS_FILE
         if outcome.error is not None:
             _finish(state, "failed", _one_line(outcome.error))
-        elif not results.exists():
-            _finish(state, "failed", f"the run left no {RESULTS_FILE}")
         else:
-            _finish(state, "done", None)
-            state.valid = orjson.loads(results.read_bytes()).get("valid", "unknown")
+            valid, why = _stored_verdict(run_dir / RESULTS_FILE)
+            _finish(state, "failed" if why else "done", why)
+            state.valid = valid
     manifest.save(sweep_dir)
+
+
+def _stored_verdict(path: Path) -> tuple[Valid, str | None]:
+    """results.json's ``valid`` (true, false or "unknown") and None, or None and a line
+    saying why there is none."""
+    try:
+        valid = orjson.loads(path.read_bytes()).get("valid")
+    except FileNotFoundError:
+        return None, f"the run left no {RESULTS_FILE}"
+    except (OSError, orjson.JSONDecodeError, AttributeError) as e:
+        return None, _one_line(f"{path.name} unreadable: {e}")
+    if valid is True or valid is False or valid == "unknown":
+        return valid, None
+    return None, f"{path.name} has no verdict (valid: {valid!r})"
 
 
 def _finish(state: CellState, status: Status, error: str | None) -> None:

@@ -52,7 +52,9 @@ class FakeRuns:
             raise KeyboardInterrupt
         if what == "error":
             return RunOutcome(run_dir, None, WorkloadStats(), error="cluster did not start")
-        if what != "no-results":
+        if what == "garbled":
+            (run_dir / "results.json").write_bytes(b'{"valid": tru')
+        elif what != "no-results":
             (run_dir / "results.json").write_bytes(orjson.dumps({"valid": what}))
         return RunOutcome(run_dir, what if what != "no-results" else None, WorkloadStats())
 
@@ -70,13 +72,15 @@ def statuses(sweep_dir: Path) -> list[tuple[str, Any, Any]]:
 
 
 def test_every_cell_runs_into_its_directory_and_the_manifest_says_how_it_ended(tmp_path: Path) -> None:
-    fake = FakeRuns({0: False, 1: "raise", 2: "error", 3: "no-results"})
-    manifest = run(tmp_path, fake)
+    fake = FakeRuns({0: False, 1: "raise", 2: "error", 3: "no-results", 4: "garbled", 5: "unknown"})
+    manifest = run(tmp_path, fake, matrix({**MATRIX, "cells": [{"seeds": 1}, {"seeds": 2}]}))
     assert fake.ran == ["acks=1,min_insync=1", "acks=1,min_insync=2", "acks=all,min_insync=1",
-                        "acks=all,min_insync=2"]
+                        "acks=all,min_insync=2", "seed=1", "seed=2"]
     assert statuses(tmp_path) == [
         ("done", False, None), ("failed", None, "RuntimeError: boom second line"),
-        ("failed", None, "cluster did not start"), ("failed", None, "the run left no results.json")]
+        ("failed", None, "cluster did not start"), ("failed", None, "the run left no results.json"),
+        ("failed", None, "results.json unreadable: unexpected end of data: line 1 column 14 (char 13)"),
+        ("done", "unknown", None)]
     spec = orjson.loads((tmp_path / "cells" / "acks=all,min_insync=2" / "test.json").read_bytes())
     assert (spec["producer"]["acks"], spec["topic"]["min_insync_replicas"], spec["name"]) == ("all", 2, "t")
     assert manifest.exit_code == 2
