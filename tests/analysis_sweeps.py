@@ -1,5 +1,5 @@
 """Sweep directories for the pipeline's tests, as ``faultline sweep`` leaves them
-(notes: the sweep-directory contract, ``faultline/analysis/sweepdir.py``).
+(the sweep directory of docs/analysis.md, read by ``faultline/analysis/sweepdir.py``).
 
 Cells are stored runs: the real run in ``tests/e2e/data/kill-partition`` (acks=all,
 kill + partition, no loss), and simulated runs of ``tests/e2e/report_runs.make_run``

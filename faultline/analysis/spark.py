@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -32,14 +33,18 @@ from faultline.errors import SetupError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-#: Settings every session gets: Arrow for Python<->JVM data, a small shuffle (the tables
-#: are small: one row per run, or per op grouped by run), no console progress bar.
+#: SQL settings every session gets, Spark Connect's included: Arrow for Python<->JVM data,
+#: partition values read as strings (a run id is not a number), UTC.
 CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.ui.enabled": "false",
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
+}
+#: What an embedded or cluster session (not Spark Connect's) also gets: no console
+#: progress bar (:class:`Progress` shows ours), no web UI.
+LOCAL_CONF: dict[str, str] = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.enabled": "false",
 }
 
 
@@ -77,23 +82,34 @@ def spark_env() -> dict[str, str]:
 def session(master: str | None = None, remote: str | None = None, *, app: str = "faultline-analyze",
             conf: dict[str, str] | None = None) -> SparkSession:
     """A SparkSession for the pipeline: ``remote`` (Spark Connect) wins over ``master``, which
-    defaults to ``local[*]``. An existing session of this process is reused (its master kept)."""
+    defaults to ``local[*]``. An existing session of this process is reused (its master kept).
+
+    ``remote`` is a server's ``sc://`` URL, whose executors must have faultline installed,
+    or ``local[N]``: pyspark then starts a Spark Connect server in this machine, with the
+    environment :func:`spark_env` gives."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - pyspark is a dependency
         raise SetupError(f"pyspark is not installed ({e}); make setup installs it") from None
     settings = {**CONF, **(conf or {})}
-    if remote:
+    if remote and remote.startswith("sc://"):
         builder = SparkSession.builder.remote(remote)
     else:
+        # local[N] as remote: pyspark starts a Spark Connect server here, with these settings
         os.environ.update(spark_env())
         log4j = resources.files("faultline.analysis") / "data" / "log4j2-spark.properties"
         quiet = f"-Dlog4j2.configurationFile={log4j}"
-        builder = SparkSession.builder.master(master or "local[*]").config(
-            "spark.driver.extraJavaOptions", quiet).config("spark.executor.extraJavaOptions", quiet)
+        settings = {**LOCAL_CONF, "spark.driver.extraJavaOptions": quiet,
+                    "spark.executor.extraJavaOptions": quiet, **settings}
+        builder = (SparkSession.builder.remote(remote) if remote
+                   else SparkSession.builder.master(master or "local[*]"))
     for k, v in settings.items():
         builder = builder.config(k, v)
-    spark = builder.appName(app).getOrCreate()
+    with warnings.catch_warnings():
+        # local[N] as remote: the server started with every setting; the client then sets
+        # each again at run time, and warns for those only a start can set
+        warnings.filterwarnings("ignore", "Failed to set spark", UserWarning)
+        spark = builder.appName(app).getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
     return spark
