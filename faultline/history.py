@@ -237,7 +237,7 @@ def history_lines(path: str | os.PathLike[str]) -> Generator[bytes, None, None]:
         frame = dctx.decompressobj()
         mid_frame = False
         rest = b""
-        while chunk := fh.read(1 << 20):
+        while chunk := fh.read(1 << 16):  # small: a chunk decompresses to ~20 times its size
             out = []
             while chunk:  # a chunk may end one frame and start the next
                 out.append(frame.decompress(chunk))

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from faultline.checkers import examples, explain
-from faultline.checkers.columns import NONE, OffsetMap, Part, aligned
+from faultline.checkers.columns import NONE, OffsetMap, Part, aligned, nones
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
@@ -68,6 +68,8 @@ from faultline.history import NEMESIS, Op, ReadResult
 from faultline.spec import TestSpec
 
 OPEN = 0
+#: The columns grow by this many slots at least (and by an eighth of what they hold).
+GROW = 1 << 16
 _STATUS = {"ok": OK, "fail": FAIL, "info": INFO}
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
 
@@ -133,7 +135,10 @@ class Engine:
         self.parts: list[Part] = []
         for p in range(spec.topic.partitions):
             self.part_id(spec.topic.name, p)
-        # Per-value columns, indexed by slot (slots in invoke order).
+        # Per-value columns, indexed by slot (slots in invoke order). While feeding they
+        # hold room past the last slot (empty cells, OPEN), so that an invoke stores four
+        # cells instead of appending eleven; :meth:`feed` cuts them to ``slots`` at its end.
+        self.slots = 0
         # value -> slot: an array indexed by value, as the workload's values are 0, 1, 2, ...
         # (8 B a value, where a dict costs ~100); any other value goes to its dict.
         self.vslot = OffsetMap()
@@ -187,13 +192,14 @@ class Engine:
         vslot, parts, tp_ids = self.vslot, self.parts, self.tp_ids
         slots, vput, vget = vslot.arr, vslot.put, vslot.get  # arr grows in place
         c_val, c_tp, c_proc, c_inv = self.c_val, self.c_tp, self.c_proc, self.c_inv
-        c_done, c_status, c_ack, c_drain = self.c_done, self.c_status, self.c_ack, self.c_drain
+        c_done, c_status, c_ack = self.c_done, self.c_status, self.c_ack
         c_read_t, c_read_off, c_read_by = self.c_read_t, self.c_read_off, self.c_read_by
         consumers, measures, errors = self.consumers, self.measures, self.errors
         completed = measures.completed
         gaps, backwards = self.gaps, self.backwards
         part_id = self.part_id
         ops = 0
+        n, room = self.slots, len(c_val)
         try:
             for d in rows:
                 ops += 1
@@ -206,19 +212,19 @@ class Engine:
                         tp = tp_ids.get((v["topic"], v["partition"]))
                         if tp is None:
                             tp = part_id(v["topic"], v["partition"])
-                        if val.__class__ is not int or val == NONE or vput(val, len(c_val)) != NONE:
+                        if val.__class__ is not int or val == NONE:
                             self._bad_value(d, val)
-                        c_val.append(val)
-                        c_tp.append(tp)
-                        c_proc.append(d["process"])
-                        c_inv.append(d["time"])
-                        c_done.append(NONE)
-                        c_status.append(OPEN)
-                        c_ack.append(NONE)
-                        c_drain.append(NONE)
-                        c_read_t.append(NONE)
-                        c_read_off.append(NONE)
-                        c_read_by.append(NONE)
+                        if 0 <= val < len(slots) and slots[val] == NONE:  # vput, inline
+                            slots[val] = n
+                        elif vput(val, n) != NONE:
+                            self._bad_value(d, val)
+                        if n == room:
+                            room = self._grow()
+                        c_val[n] = val
+                        c_tp[n] = tp
+                        c_proc[n] = d["process"]
+                        c_inv[n] = d["time"]
+                        n += 1
                         parts[tp].sends[OPEN] += 1
                         if measures.first_send is None:
                             measures.first_send = d["time"]
@@ -318,6 +324,24 @@ class Engine:
             raise HistoryError(self.source, _line(d), problem) from e
         finally:
             self.ops += ops
+            self.slots = n
+            for col in self._columns():
+                del col[n:]
+
+    def _columns(self) -> tuple[array[int], ...]:
+        return (self.c_val, self.c_tp, self.c_proc, self.c_inv, self.c_done, self.c_status,
+                self.c_ack, self.c_drain, self.c_read_t, self.c_read_off, self.c_read_by)
+
+    def _grow(self) -> int:
+        """Room for more slots in every column, empty (:data:`NONE`, OPEN); returns how many
+        slots the columns hold now."""
+        more = max(GROW, len(self.c_val) // 8)
+        for col in self._columns():
+            if col is self.c_status:
+                col.frombytes(bytes(more))  # OPEN is 0
+            else:
+                col.extend(nones(more))
+        return len(self.c_val)
 
     def _client_error(self, d: dict[str, Any]) -> None:
         """A client op other than a send that did not end ok, for the report's errors."""
@@ -357,16 +381,23 @@ class Engine:
         tp = self.part_id(v["topic"], v["partition"])
         part = self.parts[tp]
         vslot, c_tp, c_drain = self.vslot, self.c_tp, self.c_drain
+        slots, held = vslot.arr, part.drains.arr
         for off, val in v["records"]:
             if off.__class__ is not int or val.__class__ is not int:
                 raise TypeError("record")
-            cur = part.drains.put(off, val)
+            if 0 <= off < len(held):  # OffsetMap.put, inline
+                cur = held[off]
+                if cur == NONE:
+                    held[off] = val
+            else:
+                cur = part.drains.put(off, val)
+                held = part.drains.arr
             if cur == NONE:
                 part.drained += 1
             elif cur != val:
                 self._conflict(tp, off, cur, val, ("drain", t, None))
                 continue
-            s = vslot.get(val)
+            s = slots[val] if 0 <= val < len(slots) else vslot.get(val)
             if s == NONE or c_tp[s] != tp:
                 self._odd_read(tp, val, off, t, -1)
                 continue

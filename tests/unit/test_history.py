@@ -243,13 +243,13 @@ def test_a_zst_path_is_written_compressed_in_frames_that_read_back_the_same(tmp_
                                                        "offset": i}, None)]
             for w in (a, b):
                 w.append_many(ops)
-            if i == 1000:  # one frame now, and the rest in another at close
+            if i == 1000:  # a frame now, whatever the flusher thread does
                 with b._lock:
                     b._flush_frame()
     data = packed.read_bytes()
     assert data.startswith(ZSTD_MAGIC) and len(data) < plain.stat().st_size // 5
     assert b"".join(frames(data)) == zstandard.ZstdDecompressor().stream_reader(
-        data, read_across_frames=True).read() and len(frames(data)) == 2
+        data, read_across_frames=True).read() and len(frames(data)) >= 2  # the flusher may add some
     times = [r["time"] for r in iter_rows(plain)]
     assert [{**r, "time": 0} for r in iter_rows(packed)] == [{**r, "time": 0} for r in iter_rows(plain)]
     assert times == sorted(times) and len(times) == 6000
@@ -293,8 +293,8 @@ _KILLED_WRITER = """
 import os, signal, sys, time
 from faultline.history import HistoryWriter
 w = HistoryWriter(sys.argv[1])
-for i in range(50):
-    w.append(0, "invoke", "send", {"topic": "t", "partition": 0, "value": i})
+w.append_many([(0, "invoke", "send", {"topic": "t", "partition": 0, "value": i}, None)
+               for i in range(50)])  # one batch: a flush writes all of it
 deadline = time.monotonic() + 30
 while os.path.getsize(sys.argv[1]) == 0 and time.monotonic() < deadline:
     time.sleep(0.01)  # polls the condition: the flusher thread has written a frame

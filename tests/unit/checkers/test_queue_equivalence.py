@@ -2,7 +2,8 @@
 as a reference until the new one is proven: identical results.json objects, examples
 and stories included, on the stored real run and on generated histories, correct or
 mutated, with values the workload writes (0, 1, 2, ...) and values it never would
-(negative, far apart), which take the engine's other path."""
+(negative, far apart), which take the engine's other path, and columns that grow
+one slot at a time."""
 
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ def revalue(rows: Rows, shift: int, spread: int) -> None:
        mutations=st.lists(st.sampled_from(sorted(MUTATIONS)), max_size=3))
 def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, acks: str, shift: int,
                                             spread: int, mutations: list[str]) -> None:
+    grow = data.draw(st.sampled_from([1, 7, queue.GROW]), "how the columns grow")
     rows = copy.deepcopy(list(generate(shape)))
     for name in mutations:
         ix = Index(rows)
@@ -71,5 +73,9 @@ def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, a
             MUTATIONS[name][0](ix, data)
     revalue(rows, shift, spread)
     note(f"{shape}, acks={acks}, values * {spread} + {shift}, mutations {mutations}")
-    new, old = both(make_spec(acks=acks, partitions=shape.partitions), rows)
+    default, queue.GROW = queue.GROW, grow
+    try:
+        new, old = both(make_spec(acks=acks, partitions=shape.partitions), rows)
+    finally:
+        queue.GROW = default
     assert new == old
