@@ -28,12 +28,14 @@ unit: $(STAMP)
 
 # FAULTLINE_REQUIRE_ALL=1: the set-up just ran, so a skipped test (a missing
 # prerequisite) fails the run with the reason (tests/conftest.py).
-# The docker backend's set-up installs docker.io and starts dockerd where no engine runs;
-# the test session stops that dockerd at its end and restores the host's firewall
-# (tests/integration/conftest.py docker_engine), so nothing is left running.
+# The docker backend's set-up installs docker.io, builds the image and starts dockerd where
+# no engine runs; the test session stops that dockerd at its end and restores the host's
+# firewall (tests/integration/conftest.py docker_engine), and --stop-engine does it again
+# should pytest itself die, so nothing is left running (a user's own engine is untouched).
 test: setup lint
 	$(BIN)/faultline setup --backend docker
-	FAULTLINE_REQUIRE_ALL=1 $(BIN)/pytest -q --timeout=900 tests
+	FAULTLINE_REQUIRE_ALL=1 $(BIN)/pytest -q --timeout=900 tests; rc=$$?; \
+		$(BIN)/faultline setup --stop-engine; exit $$rc
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
