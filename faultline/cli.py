@@ -29,6 +29,7 @@ _COMMANDS: dict[str, str] = {
     "doctor": "faultline.cluster.cli:doctor",
     "cluster": "faultline.cluster.cli:cluster",
     "sweep": "faultline.sweep.cli:sweep",
+    "nightly": "faultline.nightly:nightly",
 }
 
 

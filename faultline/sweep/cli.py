@@ -17,7 +17,8 @@ import click
 from rich.console import Console
 
 from faultline.cluster import kafka_dist
-from faultline.sweep.matrix import load_matrix
+from faultline.sweep.manifest import Manifest
+from faultline.sweep.matrix import Matrix, load_matrix
 from faultline.sweep.runner import check_disk, disk_needed, prepare, run_sweep, size
 
 
@@ -31,10 +32,23 @@ def sweep(matrix_file: Path, out: Path | None) -> None:
     normal run directory under one sweep directory with a sweep.json manifest."""
     matrix = load_matrix(matrix_file)
     sweep_dir = out if out is not None else Path("results") / "sweeps" / matrix.name
+    manifest = run_matrix(matrix, sweep_dir, Console(stderr=True))
+    click.echo(f"sweep:   {sweep_dir}")
+    click.echo(f"cells:   done {manifest.count('done')}  failed {manifest.count('failed')}")
+    for state in manifest.cells:
+        click.echo(f"  {state.id}: {state.status}"
+                   + (f" ({state.error})" if state.error else f", valid {state.valid}"))
+    sys.exit(manifest.exit_code)
+
+
+def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console) -> Manifest:
+    """The whole of a sweep, for ``faultline sweep`` and ``faultline nightly``: prepare (or
+    resume) ``sweep_dir``, resolve every Kafka version the cells left need, refuse when the
+    disk would not hold them (SetupError), and run them. Ctrl-C exits 2 after saying which
+    cells are kept. Returns the manifest as saved."""
     manifest = prepare(matrix, sweep_dir)
     done = {s.id for s in manifest.cells if s.status == "done"}
     todo = [c for c in matrix.cells if c.id not in done]
-    console = Console(stderr=True)
     for version in sorted({(c.spec.kafka.version, c.spec.kafka.home) for c in todo},
                           key=lambda v: v[0]):
         kafka_dist.ensure_kafka(*version, report=lambda line: console.print(line, highlight=False))
@@ -42,14 +56,8 @@ def sweep(matrix_file: Path, out: Path | None) -> None:
     console.print(f"sweep {matrix.name}: {len(matrix.cells)} cells, {len(todo)} to run "
                   f"(about {size(disk_needed(todo))}) into {sweep_dir}", highlight=False)
     try:
-        run_sweep(matrix, sweep_dir, manifest, console=console)
+        return run_sweep(matrix, sweep_dir, manifest, console=console)
     except KeyboardInterrupt:
         click.echo(f"faultline: interrupted; {manifest.count('done')} cell(s) done are kept "
                    f"in {sweep_dir}; run the same command again to go on", err=True)
         sys.exit(2)
-    click.echo(f"sweep:   {sweep_dir}")
-    click.echo(f"cells:   done {manifest.count('done')}  failed {manifest.count('failed')}")
-    for state in manifest.cells:
-        click.echo(f"  {state.id}: {state.status}"
-                   + (f" ({state.error})" if state.error else f", valid {state.valid}"))
-    sys.exit(manifest.exit_code)

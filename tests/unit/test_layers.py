@@ -30,6 +30,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "analysis": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers", "report"}),
     "run": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers", "cluster",
                       "brokerstate", "workloads", "nemeses", "report"}),
+    "nightly": frozenset({"errors", "sweep", "analysis"}),
     "sweep": frozenset({"errors", "faults", "spec", "rundir", "cluster", "run"}),
 }
 
