@@ -36,7 +36,7 @@ from faultline.analysis.rows import OPS_SCHEMA, history_batches
 from faultline.analysis.sweepdir import Cell, Sweep, read_sweeps
 from faultline.checkers.stored import check_stored
 from faultline.errors import FaultlineError, HistoryError
-from faultline.rundir import HISTORY_FILE, TEST_FILE
+from faultline.rundir import TEST_FILE, find_history
 from faultline.spec import TestSpec
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def _ingest_ops(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for r in batch.to_pylist():
             try:
-                yield from history_batches(Path(r["run_dir"]), Path(r["run_dir"]) / HISTORY_FILE,
+                yield from history_batches(Path(r["run_dir"]), find_history(Path(r["run_dir"])),
                                            r["sweep"], r["run"])
             except FaultlineError:
                 continue
