@@ -29,7 +29,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "report": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers"}),
     "run": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers", "cluster",
                       "brokerstate", "workloads", "nemeses", "report"}),
-    "sweep": frozenset({"errors", "faults", "spec", "rundir", "cluster", "run"}),
+    "sweep": frozenset({"errors", "faults", "spec", "rundir", "cluster", "workloads", "run"}),
 }
 
 
