@@ -9,7 +9,9 @@
 
 Before the first run: the disk the cells left need is estimated (:func:`disk_needed`)
 and a sweep that would not fit is refused with the figure. A cell that errors is
-recorded ``failed`` with its one-line error and the sweep goes on. Ctrl-C: the cell
+recorded ``failed`` with its one-line error and the sweep goes on; each cell runs in a
+process of its own (:func:`run_isolated`), so that a cell whose process dies (a client
+library's failed assertion aborts it) is such an error too. Ctrl-C: the cell
 being run tears its cluster down (``run_test`` does), is recorded ``failed``
 (``interrupted``), and :class:`KeyboardInterrupt` propagates with the manifest saved.
 A cell's directory left by a failed or interrupted attempt is removed before the
@@ -19,9 +21,11 @@ cell runs again.
 from __future__ import annotations
 
 import io
+import multiprocessing
 import shutil
+import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -46,6 +50,7 @@ from faultline.sweep.manifest import (
     utc_now,
 )
 from faultline.sweep.matrix import Cell, Matrix
+from faultline.workloads.clients import WorkloadStats
 
 #: Bytes of history one send costs (its invoke and completion lines, and its share of the
 #: polls and the drain). Measured: a 20 s Kafka 3.9.1 run with kills at full speed wrote
@@ -59,6 +64,10 @@ FULL_SPEED_SENDS_PER_S = 37_500
 #: Seconds a cell takes beyond its main phase (cluster start, heal, drain, check,
 #: report) before one has been measured.
 CELL_OVERHEAD_S = 40.0
+
+
+#: Seconds a cell's process gets, after Ctrl-C, to tear its cluster down.
+INTERRUPT_GRACE_S = 120.0
 
 
 class RunCell(Protocol):
@@ -115,12 +124,14 @@ def prepare(matrix: Matrix, sweep_dir: Path) -> Manifest:
 
 
 def run_sweep(matrix: Matrix, sweep_dir: Path, manifest: Manifest, *, console: Console,
-              run_cell: RunCell = run_test) -> Manifest:
+              run_cell: RunCell | None = None) -> Manifest:
     """Run every cell of ``manifest`` that is not done; returns the manifest at the end.
 
     Contract as the module docstring says; ``manifest`` is :func:`prepare`'s, and is
-    updated in place and saved after every change.
+    updated in place and saved after every change. ``run_cell`` runs one cell
+    (default :func:`run_isolated`).
     """
+    run_cell = run_cell or run_isolated
     sweep_dir.mkdir(parents=True, exist_ok=True)
     (sweep_dir / MATRIX_FILE).write_text(yaml.safe_dump(dict(matrix.data), sort_keys=False),
                                          encoding="utf-8")
@@ -160,6 +171,54 @@ def _run_one(cell: Cell, state: CellState, sweep_dir: Path, manifest: Manifest,
             _finish(state, "failed" if why else "done", why)
             state.valid = valid
     manifest.save(sweep_dir)
+
+
+def run_isolated(spec: TestSpec, *, console: Console | None = None, run_dir: Path | None = None,
+                 target: Callable[[TestSpec, Path, multiprocessing.Queue[str | None]], None] | None = None,
+                 ) -> RunOutcome:
+    """Run ``spec`` into ``run_dir`` with :func:`~faultline.run.runner.run_test` in a new
+    process (``target``, default :func:`_run_in_child`, for the tests), and return what the
+    sweep needs of the outcome: its ``error``, or why the process ended without one.
+
+    The process is spawned, not forked (the parent has threads). Ctrl-C reaches it too
+    (same process group): it tears its cluster down and ends; the parent waits for that
+    (at most :data:`INTERRUPT_GRACE_S`), then raises KeyboardInterrupt. A process that
+    dies leaves its cluster to the next cluster start, which removes the leftovers of
+    runs whose owner is dead.
+    """
+    assert run_dir is not None
+    ctx = multiprocessing.get_context("spawn")
+    errors: multiprocessing.Queue[str | None] = ctx.Queue()
+    child = ctx.Process(target=target or _run_in_child, args=(spec, run_dir, errors),
+                        name=f"faultline-cell-{run_dir.name}")
+    child.start()
+    try:
+        child.join()
+    except KeyboardInterrupt:
+        child.join(INTERRUPT_GRACE_S)
+        if child.is_alive():
+            child.kill()
+            child.join()
+        raise
+    try:
+        error = errors.get(timeout=1.0)
+    except Exception:  # queue.Empty: it died before it could say
+        code = child.exitcode or 0
+        error = (f"the run's process died of signal {signal.Signals(-code).name}" if code < 0
+                 else f"the run's process exited with code {code}")
+    return RunOutcome(run_dir, None, WorkloadStats(), error=error)
+
+
+def _run_in_child(spec: TestSpec, run_dir: Path, errors: multiprocessing.Queue[str | None]) -> None:
+    """The cell's process: run_test, then the outcome's error (or None) on ``errors``."""
+    try:
+        outcome = run_test(spec, console=Console(file=io.StringIO()), run_dir=run_dir)
+    except KeyboardInterrupt:  # torn down by run_test; the parent records the interruption
+        return
+    except Exception as e:  # a bug, but the cell's: the sweep records it and goes on
+        errors.put(" ".join(f"{type(e).__name__}: {e}".split()))
+        return
+    errors.put(outcome.error)
 
 
 def _stored_verdict(path: Path) -> tuple[Valid, str | None]:

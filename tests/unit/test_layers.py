@@ -31,7 +31,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "run": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers", "cluster",
                       "brokerstate", "workloads", "nemeses", "report"}),
     "nightly": frozenset({"errors", "sweep", "analysis"}),
-    "sweep": frozenset({"errors", "faults", "spec", "rundir", "cluster", "run"}),
+    "sweep": frozenset({"errors", "faults", "spec", "rundir", "cluster", "workloads", "run"}),
 }
 
 

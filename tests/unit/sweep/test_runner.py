@@ -5,6 +5,8 @@ rerun runs again, Ctrl-C, the disk estimate."""
 from __future__ import annotations
 
 import io
+import multiprocessing
+import os
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +181,23 @@ def test_the_eta_counts_what_is_left_at_the_measured_overhead() -> None:
     assert progress.eta_s() == pytest.approx(3 * (10 + 20), abs=1)
 
 
+
+
+def _abort(spec: TestSpec, run_dir: Path, errors: multiprocessing.Queue[str | None]) -> None:
+    run_dir.mkdir(parents=True)
+    os.abort()  # as librdkafka's failed assertions do
+
+
+def _finish_run(spec: TestSpec, run_dir: Path, errors: multiprocessing.Queue[str | None]) -> None:
+    run_dir.mkdir(parents=True)
+    (run_dir / "results.json").write_text(f'{{"valid": true, "seed": {spec.seed}}}')
+    errors.put(None)
+
+
+def test_a_cell_whose_process_dies_is_an_error_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    spec = TestSpec(seed=7)
+    died = runner.run_isolated(spec, run_dir=tmp_path / "a", target=_abort)
+    assert died.error == "the run's process died of signal SIGABRT"
+    ran = runner.run_isolated(spec, run_dir=tmp_path / "b", target=_finish_run)
+    assert ran.error is None
+    assert orjson.loads((tmp_path / "b" / "results.json").read_bytes())["seed"] == 7
