@@ -240,6 +240,17 @@ class DockerCluster(LocalCluster):
         assert proc is not None
         netns.run(["nsenter", "-t", str(proc.pid), "-n", "iptables", "-w", "5", *rule])
 
+    def _reachability(self) -> str:
+        """Which running node could not reach which node's controller port (probed from
+        each container's network namespace, from the host for the host)."""
+        def enter(node: int) -> list[str]:
+            proc = self.state.nodes.get(node)
+            return ["nsenter", "-t", str(proc.pid if proc else 0), "-n"]
+
+        probes = netns.probe(self.layout, kafka_config.CONTROLLER_PORT, enter=enter)
+        lost = [str(p) for p in probes if not p.reached]
+        return "; ".join(lost) or "every node and the host reach every node's controller port"
+
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         out["bridge"] = f"docker network {self._network_name}"

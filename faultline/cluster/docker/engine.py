@@ -58,7 +58,7 @@ class HostState:
 
     forward_policy: dict[str, str]  # "iptables"/"ip6tables" -> ACCEPT, DROP, ...
     sysctls: dict[str, str]
-    had_tables: bool  # any iptables rule or table at all
+    tables: list[str]  # the nftables tables there were, "<family> <name>"
 
     @classmethod
     def read(cls) -> HostState:
@@ -71,7 +71,7 @@ class HostState:
         for key in _SYSCTLS:
             with contextlib.suppress(OSError):
                 sysctls[key] = (Path("/proc/sys") / key).read_text().strip()
-        return cls(policies, sysctls, bool(_saved().strip()))
+        return cls(policies, sysctls, _tables())
 
 
 _POLICY_RC = Path("/usr/sbin/policy-rc.d")
@@ -167,15 +167,21 @@ def restore(before: HostState) -> None:
         with contextlib.suppress(OSError):
             (Path("/proc/sys") / key).write_text(value)
     _out(["ip", "link", "delete", "docker0"])
-    if not before.had_tables and "\n-A " not in _saved() and which("nft"):
-        for line in _out(["nft", "list", "tables"]).splitlines():
-            family_table = line.split()[1:3]
-            if len(family_table) == 2:
-                _out(["nft", "delete", "table", *family_table])
+    for table in set(_tables()) - set(before.tables):
+        if not _has_rules(table):  # made by iptables for dockerd; nobody's rules in it
+            _out(["nft", "delete", "table", *table.split()])
 
 
-def _saved() -> str:
-    return _out(["iptables-save"]) + _out(["ip6tables-save"])
+def _tables() -> list[str]:
+    """The nftables tables, ``"<family> <name>"`` (none without ``nft``)."""
+    lines = _out(["nft", "list", "tables"]).splitlines() if which("nft") else []
+    return sorted(" ".join(ln.split()[1:3]) for ln in lines if len(ln.split()) == 3)
+
+
+def _has_rules(table: str) -> bool:
+    listing = _out(["nft", "list", "table", *table.split()]).splitlines()
+    return any(ln.strip() and ln.split()[0] not in ("table", "chain", "type", "policy", "}")
+               for ln in listing)  # fmt: skip
 
 
 def _out(cmd: list[str]) -> str:

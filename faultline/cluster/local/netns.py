@@ -31,7 +31,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from faultline.errors import ClusterError
@@ -231,10 +231,13 @@ class Probe:
         return f"{src} could not reach node {self.target} ({self.address}:{self.port}: {self.outcome})"
 
 
-def probe(layout: Layout, port: int, timeout: float = 2.0) -> list[Probe]:
+def probe(layout: Layout, port: int, timeout: float = 2.0,
+          enter: Callable[[int], list[str]] | None = None) -> list[Probe]:  # fmt: skip
     """A TCP connect from every node to every other node, and from the host to every node,
     on ``port``; all sources at once, so it takes about ``timeout`` at worst. A refused
-    connection counts as reached: a port nobody listens on still tells the path works."""
+    connection counts as reached: a port nobody listens on still tells the path works.
+    ``enter(node)`` is the command prefix that runs a command in the node's network
+    namespace (default: ``ip netns exec`` of the layout's namespace)."""
     sources: list[int | None] = [None, *layout.node_ids]
     plans: dict[int | None, list[int]] = {
         s: [t for t in layout.node_ids if t != s] for s in sources
@@ -242,7 +245,10 @@ def probe(layout: Layout, port: int, timeout: float = 2.0) -> list[Probe]:
     procs = {}
     for src, targets in plans.items():
         args = [sys.executable, "-c", _PROBE, str(timeout), *(f"{layout.address(t)}:{port}" for t in targets)]
-        cmd = args if src is None else ["ip", "netns", "exec", layout.namespace(src), *args]
+        if src is None:
+            cmd = args
+        else:
+            cmd = [*(enter(src) if enter else ["ip", "netns", "exec", layout.namespace(src)]), *args]
         procs[src] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out: list[Probe] = []
     for src, proc in procs.items():
