@@ -7,7 +7,7 @@ the history's size: bytes per acknowledged send and MB per minute of main phase.
 
     flock /tmp/fl-cluster.lock .venv/bin/python benchmarks/bench_run.py
     flock /tmp/fl-cluster.lock .venv/bin/python benchmarks/bench_run.py -- --time-limit 30
-    .venv/bin/python benchmarks/bench_run.py --output run.err RUN_DIR   # a run already made
+    .venv/bin/python benchmarks/bench_run.py --output run.err --run-dir RUN_DIR  # a run already made
 
 The times are the runner's own phase lines (``[  70.2s] draining``), which it prints
 when its output is not a terminal; ``--output`` reads them from a file kept from such
@@ -71,18 +71,17 @@ def report(output: str, run_dir: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--output", type=Path, help="the stderr of a run already made")
-    ap.add_argument("run_dir", nargs="?", type=Path, help="with --output: that run's directory")
+    ap.add_argument("--run-dir", type=Path, help="with --output: that run's directory")
     ap.add_argument("--faultline", default=str(Path(sys.executable).parent / "faultline"))
-    ap.add_argument("args", nargs=argparse.REMAINDER, help="after --: faultline run's options")
-    a = ap.parse_args()
+    a, rest = ap.parse_known_args()  # the rest, after --, are faultline run's options
     if a.output:
         if a.run_dir is None:
             ap.error("--output needs the run directory")
         report(a.output.read_text(), a.run_dir)
         return
-    args = [x for x in a.args if x != "--"] or DEFAULT_ARGS
+    args = [x for x in rest if x != "--"] or DEFAULT_ARGS
     proc = subprocess.run([a.faultline, "run", *args], capture_output=True, text=True, check=False)
     run = re.search(r"^run:\s+(\S+)", proc.stdout, re.MULTILINE)
     if run is None:

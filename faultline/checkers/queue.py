@@ -248,7 +248,13 @@ class Engine:
                             raise TypeError("offset")
                         if off >= 0:
                             c_ack[s] = off
-                            cur = part.acks.put(off, val)
+                            held = part.acks.arr
+                            if off < len(held):  # OffsetMap.put, inline
+                                cur = held[off]
+                                if cur == NONE:
+                                    held[off] = val
+                            else:
+                                cur = part.acks.put(off, val)
                             if cur != NONE and cur != val:
                                 self._conflict(tp, off, cur, val, ("ack", t, d["process"]))
                     elif d.get("error"):
