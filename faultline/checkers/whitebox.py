@@ -124,7 +124,7 @@ class Invariant:
 def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> None:
     """HistoryError naming the first line that lacks one of ``keys`` with its type, a
     partition line of metadata.jsonl without an integer ``partition``, or a replicas.jsonl
-    batch that is not four integers."""
+    batch that is not four or eight integers (replica_logs.py: the producer fields came later)."""
     for i, line in enumerate(lines, 1):
         need = dict(keys)
         if line.get("type") in ("partition", "partition-change"):
@@ -135,8 +135,11 @@ def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> Non
                                    f"expected {k!r} of type {kind.__name__}, got {line.get(k)!r}")
         batches = line.get("batches")
         if batches is not None and not all(
-                isinstance(b, list) and len(b) == 4 and all(type(x) is int for x in b) for b in batches):
-            raise HistoryError(str(path), i, "expected batches as [base, last, epoch, crc] integers")
+                isinstance(b, list) and len(b) in (4, 8) and all(type(x) is int for x in b)
+                for b in batches):
+            raise HistoryError(str(path), i, "expected batches as [base, last, epoch, crc] or [base, "
+                               "last, epoch, crc, producer id, producer epoch, base seq, last seq] "
+                               "integers")
 
 
 # --- leader changes ------------------------------------------------------------------
