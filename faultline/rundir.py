@@ -31,6 +31,7 @@ REPORT_FILE = "report.html"
 OBSERVATIONS_FILE = "observations.jsonl"
 METADATA_FILE = "metadata.jsonl"
 REPLICAS_FILE = "replicas.jsonl"
+CLIENT_LOG_FILE = "client-log.jsonl"
 NODES_DIR = "nodes"
 LATEST = "latest"
 

@@ -4,20 +4,20 @@ A workload is chosen by ``spec.workload.name`` (:func:`workload_for`); today the
 one, the queue (:mod:`.queue`: producers and consumers through confluent-kafka, with
 the classification of send outcomes in :mod:`.outcomes`). :mod:`.drain` reads every
 partition back after the run; :mod:`.clients` is what every client shares (process
-numbers, unique values, the journal, client configs).
+numbers, unique values, the journal, the client log, client configs).
 
 May import: errors, faults, spec, history.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Protocol
 
 from faultline.errors import SpecError
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
-from faultline.workloads.clients import ProcessIds, WorkloadStats
+from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats
 from faultline.workloads.queue import QueueWorkload
 
 
@@ -41,13 +41,21 @@ class Workload(Protocol):
     def stats(self) -> WorkloadStats: ...
 
 
-#: workload name -> its :class:`Workload`, made as ``cls(spec, bootstrap, history)``.
-WORKLOADS: Mapping[str, Callable[[TestSpec, str, HistoryWriter], Workload]] = {
+class MakeWorkload(Protocol):
+    """How a workload is made: ``cls(spec, bootstrap, history, client_log=...)``, the
+    client log (where the client library's own lines go) optional."""
+
+    def __call__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, *,
+                 client_log: ClientLog | None = None) -> Workload: ...
+
+
+#: workload name -> its :class:`Workload` class.
+WORKLOADS: Mapping[str, MakeWorkload] = {
     "queue": QueueWorkload,
 }
 
 
-def workload_for(spec: TestSpec) -> Callable[[TestSpec, str, HistoryWriter], Workload]:
+def workload_for(spec: TestSpec) -> MakeWorkload:
     """The workload class ``spec.workload.name`` names; SpecError naming the workloads
     there are when it is not one."""
     make = WORKLOADS.get(spec.workload.name)
