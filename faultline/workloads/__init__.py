@@ -6,7 +6,8 @@ the classification of send outcomes in :mod:`.outcomes`). :mod:`.drain` reads ev
 partition back after the run; :mod:`.clients` is what every client shares (process
 numbers, unique values, the journal, the client log, client configs).
 
-May import: errors, faults, spec, history.
+May import: errors, faults, spec, history, and cluster's kafka_dist (the Java client
+is built against the broker's distribution, :mod:`.java_client`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from faultline.errors import SpecError
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats
+from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
 
 
@@ -55,11 +57,19 @@ WORKLOADS: Mapping[str, MakeWorkload] = {
 }
 
 
+#: client under test -> the queue workload that drives it (``spec.workload.client``).
+CLIENTS: Mapping[str, MakeWorkload] = {
+    "librdkafka": QueueWorkload,
+    "java": JavaQueueWorkload,
+}
+
+
 def workload_for(spec: TestSpec) -> MakeWorkload:
-    """The workload class ``spec.workload.name`` names; SpecError naming the workloads
-    there are when it is not one."""
+    """The workload class ``spec.workload.name`` names, for the client
+    ``spec.workload.client`` names (the queue is the one workload both clients run);
+    SpecError naming the workloads there are when it is not one."""
     make = WORKLOADS.get(spec.workload.name)
     if make is None:
         raise SpecError(f"workload {spec.workload.name!r} is not available; "
                         f"workloads: {', '.join(WORKLOADS)}")
-    return make
+    return CLIENTS[spec.workload.client] if spec.workload.name == "queue" else make
