@@ -341,7 +341,8 @@ def agreed_end(reps: Sequence[Line]) -> int | None:
 
 
 def replicas_at(reps: Sequence[Line], offset: int) -> str:
-    """What each replica's log holds at ``offset``, in a phrase for a story."""
+    """What each replica's log holds at ``offset`` (the batch, and who wrote it where
+    ``replicas.jsonl`` says), in a phrase for a story."""
     held: dict[tuple[int, int, int, int], list[int]] = {}
     ends: list[str] = []
     for r in reps:
@@ -350,11 +351,18 @@ def replicas_at(reps: Sequence[Line], offset: int) -> str:
             held.setdefault(tuple(int(v) for v in batch), []).append(int(r["node"]))  # type: ignore[arg-type]
         else:
             ends.append(f"n{r['node']} ends at {r.get('log_end_offset')}")
-    said = [f"batch {b[0]}..{b[1]} (leader epoch {b[2]}, crc {b[3]}) on "
+    said = [f"batch {b[0]}..{b[1]} (leader epoch {b[2]}, crc {b[3]}{_producer(b)}) on "
             + ", ".join(f"n{n}" for n in nodes) for b, nodes in held.items()]
     if ends:
         said.append("nothing on " + ", ".join(ends))
     return f"the replicas' logs after the run hold at offset {offset}: " + "; ".join(said)
+
+
+def _producer(batch: Sequence[int]) -> str:
+    """``, producer id 1000 epoch 0 sequences 5..9`` for a batch that records one, else ``""``."""
+    if len(batch) < 8 or batch[4] < 0:
+        return ""
+    return f", producer id {batch[4]} epoch {batch[5]} sequences {batch[6]}..{batch[7]}"
 
 
 def _compare(inv: Invariant, p: int, a: Line, b: Line, hw: int, loss_permitted: bool) -> None:
