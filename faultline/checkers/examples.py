@@ -169,10 +169,10 @@ def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
         for source, t, proc in seen:
             sightings.append({"source": source, "value": x, "offset": off, "time": t,
                               "process": proc})
-    story = explain.inconsistent_offsets(
+    story = _with_replicas(e, tp, off, explain.inconsistent_offsets(
         e.parts[tp].topic, e.parts[tp].partition, off, sightings,
         e.drain_facts(tp, off, None), e.parts[tp].drain_time,
-        c.iso_reason(involves_ack, tp))
+        c.iso_reason(involves_ack, tp)))
     times = [x["time"] for x in sightings if x["time"] is not None]
     return {**e.where(tp), "offset": off,
             "values": sorted({x["value"] for x in sightings}), "involves_ack": involves_ack,
@@ -184,9 +184,9 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     tp, val, ack, drained = e.c_tp[s], e.c_val[s], e.c_ack[s], e.c_drain[s]
     sightings = [sighting(e, tp, "ack", ack, val), sighting(e, tp, "drain", drained, val)]
     part = e.parts[tp]
-    story = explain.inconsistent_offsets(part.topic, part.partition, ack, sightings,
-                                         e.drain_facts(tp, ack, val), part.drain_time,
-                                         c.iso_reason(True, tp))
+    story = _with_replicas(e, tp, ack, explain.inconsistent_offsets(
+        part.topic, part.partition, ack, sightings, e.drain_facts(tp, ack, val), part.drain_time,
+        c.iso_reason(True, tp)))
     return {**e.where(tp), "offset": ack, "values": [val], "value": val,
             "offsets": [ack, drained], "involves_ack": True, "sightings": sightings,
             "time": e.c_done[s], **c.tell(story)}

@@ -160,12 +160,13 @@ def test_client_lines_are_the_processs_relevant_ones_around_a_send() -> None:
     assert lines.around(2, 0, 30 * s) == []
 
 
-def test_a_lost_writes_story_says_who_wrote_the_batch_the_replicas_hold_there() -> None:
+def test_lost_write_and_offset_stories_say_who_wrote_the_batch_the_replicas_hold() -> None:
     """Value 10 acked at offset 0, where the replicas hold another producer's batch."""
     h = H()
     h.send(0, 10, offset=0)
     h.drain([(0, 99)])
     r = checked(h, [batch(0, 0, 2, 40, pid=PID + 5)])
-    ex = r.anomalies["lost-write"][0]
-    assert "producer id 1005 epoch 2 sequences 40..40) on n1, n2, n3" in " | ".join(
-        e["text"] for e in ex["story"])
+    for name in ("lost-write", "inconsistent-offsets"):
+        ex = r.anomalies[name][0]
+        assert "producer id 1005 epoch 2 sequences 40..40) on n1, n2, n3" in " | ".join(
+            e["text"] for e in ex["story"]), name
