@@ -22,6 +22,9 @@ _LEVELS = frozenset({"warning", "error", "critical"})
 _WORDS = ("epoch", "sequence", "timed out")
 #: How far before a send's invoke and after its completion a line is still lined up.
 MARGIN_NS = 1_000_000_000
+#: At most this many lines lined up with one anomaly (an epoch bump storm logs a few
+#: lines per partition per bump).
+MAX_LINES = 20
 
 
 def relevant(line: Line) -> bool:
@@ -49,10 +52,11 @@ class ClientLines:
         self._times = {p: [x["time"] for x in ls] for p, ls in self._lines.items()}
 
     def around(self, process: int, start: int, end: int) -> list[Line]:
-        """``process``'s lines from ``MARGIN_NS`` before ``start`` to ``MARGIN_NS`` after ``end``."""
+        """``process``'s first :data:`MAX_LINES` lines from ``MARGIN_NS`` before ``start``
+        to ``MARGIN_NS`` after ``end``."""
         times = self._times.get(process)
         if not times:
             return []
         lo = bisect_left(times, start - MARGIN_NS)
         hi = bisect_right(times, end + MARGIN_NS)
-        return self._lines[process][lo:hi]
+        return self._lines[process][lo:min(hi, lo + MAX_LINES)]

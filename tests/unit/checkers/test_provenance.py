@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from faultline.checkers.client_log import ClientLines
+from faultline.checkers.client_log import MAX_LINES, ClientLines
 from faultline.checkers.provenance import (
     Batches,
     Copy,
@@ -158,6 +158,8 @@ def test_client_lines_are_the_processs_relevant_ones_around_a_send() -> None:
                          {"time": "late", "process": 0, "facility": "DRAIN"}])
     assert [x["time"] for x in lines.around(0, 6 * s, 8 * s)] == [5 * s, 6 * s, 7 * s]
     assert lines.around(2, 0, 30 * s) == []
+    storm = ClientLines([line(i, facility="DRAIN") for i in range(MAX_LINES + 5)])
+    assert [x["time"] for x in storm.around(0, 0, 0)] == list(range(MAX_LINES))
 
 
 def test_lost_write_and_offset_stories_say_who_wrote_the_batch_the_replicas_hold() -> None:
