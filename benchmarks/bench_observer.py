@@ -6,6 +6,8 @@
 *segments*: a synthetic segment of record batches (hand-built v2 headers, the sizes a
 ``linger.ms=5`` producer makes) read cold by a fresh :class:`LogEndReader` (MB/s and
 batches/s of header walking), then the incremental read after 1000 more batches.
+*summary*: :func:`replica_summary` of the same segment (every batch header parsed into
+a replicas.jsonl line, after the run), cold and warm page cache alike.
 *round*: one :meth:`Observer.sample` on a real cluster with 3 partitions x 3 replicas
 after ``--records`` acks=all records per partition, median and max of ``--rounds``
 rounds, split into the client part (metadata + ListOffsets) and the disk part (LEO +
@@ -26,6 +28,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
+from faultline.brokerstate.replica_logs import replica_summary
 from faultline.brokerstate.segments import LogEndReader
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 
@@ -59,10 +62,15 @@ def bench_segments(batches: int, records_per_batch: int, body_bytes: int) -> Non
         t0 = time.perf_counter()
         reader.read()
         idle = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        summary = replica_summary(Path(tmp), "t", 0)
+        whole = time.perf_counter() - t0
+        assert summary is not None and len(summary["batches"]) == batches + 1000
     print(f"segment {size / 1e6:7.1f} MB, {batches} batches of {records_per_batch} records "
           f"({body_bytes} B body): cold {cold * 1e3:7.1f} ms ({size / 1e6 / cold:6.0f} MB/s, "
           f"{batches / cold / 1e3:5.0f} k batches/s); +1000 batches {warm * 1e3:5.2f} ms; "
-          f"nothing new {idle * 1e6:5.0f} us")
+          f"nothing new {idle * 1e6:5.0f} us; replica_summary {whole * 1e3:6.1f} ms "
+          f"({(batches + 1000) / whole / 1e3:4.0f} k batches/s)")
 
 
 def bench_round(records: int, rounds: int) -> None:

@@ -39,6 +39,7 @@ OBSERVATIONS_FILE = "observations.jsonl"
 METADATA_FILE = "metadata.jsonl"
 REPLICAS_FILE = "replicas.jsonl"
 CLUSTER_FILE = "cluster.json"
+CLIENT_LOG_FILE = "client-log.jsonl"
 NODES_DIR = "nodes"
 LATEST = "latest"
 

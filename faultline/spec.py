@@ -85,10 +85,13 @@ class ConsumerSpec:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
-    """Which workload (:data:`faultline.workloads.WORKLOADS`), and how hard its clients
-    drive the cluster; ``rate`` 0 means as fast as it goes."""
+    """Which workload (:data:`faultline.workloads.WORKLOADS`), with which client under
+    test (``librdkafka`` through confluent-kafka, or ``java``: the Java client of the
+    broker's version), and how hard its clients drive the cluster; ``rate`` 0 means as
+    fast as it goes."""
 
     name: str = "queue"
+    client: Literal["librdkafka", "java"] = "librdkafka"
     producers: int = 2
     consumers: int = 1
     rate: float = 0.0

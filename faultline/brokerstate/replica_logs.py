@@ -8,7 +8,16 @@ timestamps, and the producer id and sequence). One line per replica is enough::
 
     {"topic": "fl-queue", "partition": 0, "node": 2, "log_start_offset": 0,
      "log_end_offset": 1000, "hw_checkpoint": 990,
-     "batches": [[base_offset, last_offset, partition_leader_epoch, crc], ...]}
+     "batches": [[base_offset, last_offset, partition_leader_epoch, crc,
+                  producer_id, producer_epoch, base_sequence, last_sequence], ...]}
+
+The producer id, epoch and sequences say who wrote each batch, which is what tells a
+duplicate the broker failed to de-duplicate (one producer id, epoch and sequence
+stored twice) from one the client re-sent under a new epoch or producer id
+(:mod:`faultline.checkers.provenance`). ``-1`` where the batch has none (a
+non-idempotent producer); ``last_sequence`` is
+:attr:`faultline.brokerstate.segments.Batch.last_sequence`. Runs written before these
+fields were recorded have four-element batches; readers accept both.
 
 Parsing only the 61-byte batch headers (:func:`faultline.brokerstate.segments.read_batches`,
 which ends a segment at a torn tail or at what is not a v2 batch) costs a few ms per
@@ -44,6 +53,7 @@ def replica_summary(data_dir: Path, topic: str, partition: int) -> dict[str, Any
         "log_start_offset": batches[0].base_offset if batches else None,
         "log_end_offset": batches[-1].last_offset + 1 if batches else None,
         "hw_checkpoint": checkpoint.get((topic, partition)),
-        "batches": [[b.base_offset, b.last_offset, b.leader_epoch, b.crc] for b in batches],
+        "batches": [[b.base_offset, b.last_offset, b.leader_epoch, b.crc, b.producer_id,
+                     b.producer_epoch, b.base_sequence, b.last_sequence] for b in batches],
     }  # fmt: skip
 

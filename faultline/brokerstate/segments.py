@@ -6,7 +6,13 @@ batches. Every batch (magic v2, Kafka's ``DefaultRecordBatch``) starts with::
 
     baseOffset int64 @0 | batchLength int32 @8 (bytes after this field) |
     partitionLeaderEpoch int32 @12 | magic int8 @16 | crc uint32 @17 |
-    attributes int16 @21 | lastOffsetDelta int32 @23 | ...
+    attributes int16 @21 | lastOffsetDelta int32 @23 | baseTimestamp int64 @27 |
+    maxTimestamp int64 @35 | producerId int64 @43 | producerEpoch int16 @51 |
+    baseSequence int32 @53 | recordsCount int32 @57 | records @61 ...
+
+The producer id, epoch and base sequence are what the broker de-duplicates an
+idempotent producer's retries by; a batch without them (a non-idempotent producer)
+has ``-1`` in each (Kafka's NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE).
 
 A segment's batches are read up to the first header that is not a v2 batch header
 (:func:`iter_batches`: zeros of a preallocated file, a torn or garbled write; magic 0/1
@@ -43,22 +49,26 @@ log = logging.getLogger(__name__)
 
 #: Bytes before ``batchLength`` counts: baseOffset and batchLength itself (Kafka's LOG_OVERHEAD).
 LOG_OVERHEAD = 12
-#: Bytes of a batch header this module reads: up to and including ``lastOffsetDelta``.
-HEADER_SIZE = 27
-#: The smallest ``batchLength`` of a v2 batch: its 61-byte header without LOG_OVERHEAD.
-MIN_BATCH_LENGTH = 61 - LOG_OVERHEAD
+#: Bytes of a v2 batch header, all of which this module reads (up to ``recordsCount``).
+HEADER_SIZE = 61
+#: The smallest ``batchLength`` of a v2 batch: its header without LOG_OVERHEAD.
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+#: Kafka's NO_SEQUENCE (and NO_PRODUCER_ID, NO_PRODUCER_EPOCH): the batch has none.
+NO_SEQUENCE = -1
 MAGIC_V2 = 2
 #: The file each log dir keeps its replicas' high watermarks in.
 HW_CHECKPOINT = "replication-offset-checkpoint"
 _CHUNK = 1 << 20
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
-_HEAD = struct.Struct(">qiiBIhi")  # baseOffset .. lastOffsetDelta
+_HEAD = struct.Struct(">qiiBIhi16xqhi4x")  # baseOffset .. baseSequence; timestamps, count skipped
 _CHECKPOINT_ENTRY = re.compile(r"(\S+)\s+([0-9]+)\s+(-?[0-9]+)")
 
 
 class Batch(NamedTuple):
     """One record batch header: where it starts in its segment, which offsets it holds,
-    the leader epoch that wrote it and its CRC-32C (over everything after the CRC)."""
+    the leader epoch that wrote it, its CRC-32C (over everything after the CRC), and
+    the producer id, producer epoch and base sequence it was sent with (``-1`` each
+    when it has none)."""
 
     position: int
     size: int
@@ -66,11 +76,23 @@ class Batch(NamedTuple):
     last_offset: int
     leader_epoch: int
     crc: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
 
     @property
     def end(self) -> int:
         """The position just past the batch."""
         return self.position + self.size
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the batch's last record (Kafka's ``lastSequence``): the base
+        sequence plus ``lastOffsetDelta``, wrapping past 2^31 - 1 to 0 as producers do;
+        :data:`NO_SEQUENCE` when the batch has no base sequence."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset - self.base_offset) % (1 << 31)
 
 
 def iter_batches(buf: bytes, position: int = 0) -> Iterator[Batch]:
@@ -85,10 +107,11 @@ def iter_batches(buf: bytes, position: int = 0) -> Iterator[Batch]:
     """
     at = 0
     while at + HEADER_SIZE <= len(buf):
-        base, length, epoch, magic, crc, _attrs, delta = _HEAD.unpack_from(buf, at)
+        base, length, epoch, magic, crc, _attrs, delta, pid, pepoch, seq = _HEAD.unpack_from(buf, at)
         if magic != MAGIC_V2 or length < MIN_BATCH_LENGTH or base < 0 or delta < 0:
             return
-        yield Batch(position + at, LOG_OVERHEAD + length, base, base + delta, epoch, crc)
+        yield Batch(position + at, LOG_OVERHEAD + length, base, base + delta, epoch, crc,
+                    pid, pepoch, seq)
         at += LOG_OVERHEAD + length
 
 

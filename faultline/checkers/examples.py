@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from faultline.checkers import explain
+from faultline.checkers import explain, provenance
+from faultline.checkers.client_log import ClientLines
 from faultline.checkers.columns import NONE, Part
+from faultline.checkers.guarantees import culprit
 from faultline.checkers.verdict import Collected
 from faultline.checkers.whitebox import replicas_at
 
@@ -21,7 +23,7 @@ class Engine(Protocol):
     """What an example reads of the engine that fed the rows: per-value columns by slot
     (the partition, value, process, ack offset, completion time, first drain offset,
     first read's time, offset and reader), the slot of each value, every
-    topic-partition, and the facts it assembles for stories."""
+    topic-partition, the client log's lines, and the facts it assembles for stories."""
 
     @property
     def parts(self) -> Sequence[Part]: ...
@@ -44,7 +46,10 @@ class Engine(Protocol):
     def c_read_off(self) -> Sequence[int]: ...
     @property
     def c_read_by(self) -> Sequence[int]: ...
+    @property
+    def client_lines(self) -> ClientLines: ...
     def send_facts(self, s: int) -> explain.SendFacts: ...
+    def copies(self, tp: int, offsets: Sequence[int]) -> list[provenance.Copy | None]: ...
     def drain_facts(self, tp: int, offset: int | None, value: int | None) -> explain.DrainFacts: ...
     def where(self, tp: int) -> dict[str, Any]: ...
 
@@ -69,14 +74,29 @@ def _with_replicas(e: Engine, tp: int, offset: int | None,
     return [*story[0], {"time": None, "text": replicas_at(reps, offset)}], story[1]
 
 
+def _attributed(e: Engine, copies: list[provenance.Copy | None], cause: str,
+                sends: Sequence[explain.SendFacts]) -> tuple[explain.Attribution, dict[str, Any]]:
+    """The provenance of a duplicate's or a reordering's copies, and the client log's lines
+    of the sending process while its sends were open: for the story, and as example fields."""
+    who, why = culprit(cause)
+    start = min(f.invoke_time for f in sends)
+    end = max(f.end_time if f.end_time is not None else f.invoke_time for f in sends)
+    lines = e.client_lines.around(sends[0].process, start, end)
+    a = explain.Attribution(copies, cause, who, why, lines)
+    return a, {"copies": [None if x is None else x.to_json() for x in copies], "cause": cause,
+               "culprit": who, "client_events": [dict(x) for x in lines]}
+
+
 def reorder(e: Engine, c: Collected, prev: tuple[int, int], s: int) -> dict[str, Any]:
     first, second = e.send_facts(prev[1]), e.send_facts(s)
     second_at = e.c_drain[s]
+    copies = e.copies(e.c_tp[s], [prev[0], second_at])
+    a, fields = _attributed(e, copies, provenance.reorder_cause(*copies), [first, second])
     story = explain.nonmonotonic_send(first, second, prev[0], second_at,
-                                      c.reason("nonmonotonic-send", e.c_tp[s]))
+                                      c.reason("nonmonotonic-send", e.c_tp[s]), a)
     return {**e.where(e.c_tp[s]), "process": first.process,
             "values": [first.value, second.value], "offsets": [prev[0], second_at],
-            "time": second.invoke_time, **c.tell(story)}
+            "time": second.invoke_time, **fields, **c.tell(story)}
 
 
 def aborted(e: Engine, c: Collected, s: int) -> dict[str, Any]:
@@ -93,10 +113,13 @@ def aborted(e: Engine, c: Collected, s: int) -> dict[str, Any]:
 def duplicate(e: Engine, c: Collected, s: int, more: set[int]) -> dict[str, Any]:
     offsets = sorted({e.c_drain[s], *more})
     f = e.send_facts(s)
+    copies = e.copies(e.c_tp[s], offsets)
+    a, fields = _attributed(e, copies, provenance.duplicate_cause(copies), [f])
     story = explain.duplicate(f, f.value, offsets, f.topic, f.partition,
-                              c.reason("duplicate", e.c_tp[s]))
+                              c.reason("duplicate", e.c_tp[s]), a)
     return {**e.where(e.c_tp[s]), "value": f.value, "offsets": offsets,
-            "time": f.end_time if f.end_time is not None else f.invoke_time, **c.tell(story)}
+            "time": f.end_time if f.end_time is not None else f.invoke_time, **fields,
+            **c.tell(story)}
 
 
 def unexpected(e: Engine, c: Collected, tp: int, val: int, off: int, t: int, by: int,
@@ -145,10 +168,10 @@ def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
         for source, t, proc in seen:
             sightings.append({"source": source, "value": x, "offset": off, "time": t,
                               "process": proc})
-    story = explain.inconsistent_offsets(
+    story = _with_replicas(e, tp, off, explain.inconsistent_offsets(
         e.parts[tp].topic, e.parts[tp].partition, off, sightings,
         e.drain_facts(tp, off, None), e.parts[tp].drain_time,
-        c.iso_reason(involves_ack, tp))
+        c.iso_reason(involves_ack, tp)))
     times = [x["time"] for x in sightings if x["time"] is not None]
     return {**e.where(tp), "offset": off,
             "values": sorted({x["value"] for x in sightings}), "involves_ack": involves_ack,
@@ -160,9 +183,9 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     tp, val, ack, drained = e.c_tp[s], e.c_val[s], e.c_ack[s], e.c_drain[s]
     sightings = [sighting(e, tp, "ack", ack, val), sighting(e, tp, "drain", drained, val)]
     part = e.parts[tp]
-    story = explain.inconsistent_offsets(part.topic, part.partition, ack, sightings,
-                                         e.drain_facts(tp, ack, val), part.drain_time,
-                                         c.iso_reason(True, tp))
+    story = _with_replicas(e, tp, ack, explain.inconsistent_offsets(
+        part.topic, part.partition, ack, sightings, e.drain_facts(tp, ack, val), part.drain_time,
+        c.iso_reason(True, tp)))
     return {**e.where(tp), "offset": ack, "values": [val], "value": val,
             "offsets": [ack, drained], "involves_ack": True, "sightings": sightings,
             "time": e.c_done[s], **c.tell(story)}

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from faultline.checkers.provenance import Copy
+
 Event = dict[str, Any]
 Story = tuple[list[Event], str]
 
@@ -44,6 +46,40 @@ class DrainFacts:
     log_start_offset: int | None
     holds: int | None  # the value the drain has at the offset in question, if any
     offsets_of_value: Sequence[int]  # where the drain has the value in question
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Who wrote the copies of a duplicate (or two reordered sends), as the replicas'
+    batches say (``copies``, None where they do not), the ``cause`` that makes, its
+    ``culprit`` (broker, client or unknown) and ``why``, and the client log's lines of
+    the sending process meanwhile (``client_lines``)."""
+
+    copies: Sequence[Copy | None]
+    cause: str
+    culprit: str
+    why: str
+    client_lines: Sequence[Mapping[str, Any]]
+
+
+def _attribution_events(a: Attribution, offsets: Sequence[int]) -> list[Event]:
+    """A line per copy, then the client's own lines, each at its time."""
+    out: list[Event] = []
+    for off, copy in zip(offsets, a.copies, strict=True):
+        text = copy.text() if copy is not None else f"offset {off}: no replica's batch says who wrote it"
+        out.append({"time": None, "text": "the replicas' logs hold " + text})
+    for line in a.client_lines:
+        message = str(line.get("message", ""))
+        if message.startswith("[thrd:") and "]: " in message:  # librdkafka's thread tag
+            message = message.split("]: ", 1)[1]
+        out.append({"time": line.get("time"), "text": f"client log of process {line.get('process')} "
+                                                      f"({line.get('facility')}): {message}"})
+    return out
+
+
+def _blame(a: Attribution) -> str:
+    return {"broker": "The broker broke it: ", "client": "The client broke it: ",
+            "unknown": "Who wrote the copies is not known: "}[a.culprit] + a.why + ". "
 
 
 def secs(t: int | None) -> str:
@@ -174,13 +210,16 @@ def inconsistent_offsets(topic: str, partition: int, offset: int | None,
 
 
 def duplicate(s: SendFacts | None, value: int, offsets: Sequence[int], topic: str,
-              partition: int, permitted: str | None) -> Story:
-    """One value stored at more than one offset in the drain."""
-    ev = send_events(s) if s else []
+              partition: int, permitted: str | None, a: Attribution) -> Story:
+    """One value stored at more than one offset in the drain, and who wrote each copy."""
+    extra = _attribution_events(a, offsets)
+    ev = (send_events(s) if s else []) + [e for e in extra if e["time"] is not None]
+    ev.sort(key=lambda e: (e["time"] is None, e["time"] or 0))
     ev.append({"time": None, "text": f"the drain has value {value} at offsets "
                                       f"{', '.join(map(str, offsets))}"})
+    ev += [e for e in extra if e["time"] is None]
     return ev, (f"Value {value} is stored {len(offsets)} times in {topic}/{partition} (offsets "
-                f"{', '.join(map(str, offsets))}): a retry wrote it again. " + _verdict(permitted))
+                f"{', '.join(map(str, offsets))}). " + _blame(a) + _verdict(permitted))
 
 
 def aborted_read(s: SendFacts, read_time: int | None, read_offset: int | None,
@@ -212,13 +251,16 @@ def unexpected_value(topic: str, partition: int, value: int, offset: int, time: 
 
 
 def nonmonotonic_send(first: SendFacts, second: SendFacts, first_at: int, second_at: int,
-                      permitted: str | None) -> Story:
-    """Two ok sends of one producer to one partition stored in the opposite order."""
-    ev = send_events(first) + send_events(second)
+                      permitted: str | None, a: Attribution) -> Story:
+    """Two ok sends of one producer to one partition stored in the opposite order, and
+    who wrote each."""
+    extra = _attribution_events(a, [first_at, second_at])
+    ev = send_events(first) + send_events(second) + [e for e in extra if e["time"] is not None]
     ev.sort(key=lambda e: (e["time"] is None, e["time"] or 0))
+    ev += [e for e in extra if e["time"] is None]
     return ev, (f"Process {first.process} sent value {first.value} before value "
                 f"{second.value}, but they are stored at offsets {first_at} and {second_at}. "
-                + _verdict(permitted))
+                + _blame(a) + _verdict(permitted))
 
 
 def nonmonotonic_poll(process: int, offset: int, previous: int, time: int,

@@ -216,6 +216,41 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
     return {name: why[name] for name in ANOMALIES if name not in allowed}
 
 
+#: Who broke a promise, by the cause :mod:`faultline.checkers.provenance` reads from the
+#: batches of a duplicate or a reordering: ``broker`` (Kafka broke it), ``client`` (the
+#: client under test broke idempotence; the broker could not have told), or ``unknown``
+#: (the batches do not say). cause -> (culprit, reason for a person).
+CULPRITS: Mapping[str, tuple[str, str]] = {
+    "broker-dedup-failure": (
+        "broker", "one producer id, epoch and sequence is stored twice: the broker's "
+                  "de-duplication of a retried batch failed (a Kafka bug)"),
+    "broker-order-failure": (
+        "broker", "one producer id and epoch numbered the sends in order, and the broker "
+                  "stored them the other way round (a Kafka bug)"),
+    "client-epoch-bump": (
+        "client", "the same producer id re-sent it under a later epoch: the client under test "
+                  "bumped its epoch and re-sent a batch the broker had already written, which "
+                  "a new epoch's sequences cannot show as a retry (a violation of idempotence "
+                  "by the client)"),
+    "client-new-producer-id": (
+        "client", "another producer id re-sent it: the client under test re-sent after a "
+                  "restart or a producer id reset, where no broker can recognise a retry "
+                  "(a violation of idempotence by the client)"),
+    "client-resequenced": (
+        "client", "one producer id and epoch sent the records under sequence numbers that "
+                  "do not follow the sends: the client under test numbered them wrongly "
+                  "(a violation of idempotence by the client)"),
+    "unknown": (
+        "unknown", "the replicas' batches do not say who wrote the copies (no replicas.jsonl, "
+                   "batches recorded without producer ids, or a copy in no replica's log)"),
+}
+
+
+def culprit(cause: str) -> tuple[str, str]:
+    """``(culprit, reason)`` for a :mod:`~faultline.checkers.provenance` cause; see :data:`CULPRITS`."""
+    return CULPRITS[cause]
+
+
 #: Where the table permits what the reference model never shows, and why it stays so:
 #: the one list of such cells (the model's agreement test maps every difference to a
 #: key here and prints the count).

@@ -18,7 +18,7 @@ from faultline.checkers.table import HistoryTable
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
 from faultline.history import ReadResult, iter_rows
-from faultline.rundir import TEST_FILE, find_history
+from faultline.rundir import CLIENT_LOG_FILE, TEST_FILE, find_history, read_jsonl
 from faultline.spec import TestSpec
 
 
@@ -28,15 +28,17 @@ class Checker(Protocol):
 
     ``truncated`` is filled by the rows' reader once they are exhausted; ``source``
     names the history in errors; ``timeline`` and ``replicas`` are the broker's own
-    state when the run has it (:func:`~faultline.checkers.queue.check_rows` says how
-    the queue checker uses them). Raises HistoryError for a malformed op; any other
+    state when the run has it, ``client_log`` the client library's lines (empty
+    without); :func:`~faultline.checkers.queue.check_rows` says how the queue checker
+    uses them. Raises HistoryError for a malformed op; any other
     exception is the checker's own failure, which :func:`check_stored` turns into an
     ``unknown`` verdict, never a pass.
     """
 
     def __call__(self, spec: TestSpec, rows: Iterable[dict[str, Any]], *, truncated: ReadResult,
                  source: str, timeline: Timeline | None,
-                 replicas: Sequence[dict[str, Any]] | None) -> tuple[Result, HistoryTable | None]: ...
+                 replicas: Sequence[dict[str, Any]] | None,
+                 client_log: Iterable[dict[str, Any]]) -> tuple[Result, HistoryTable | None]: ...
 
 
 #: workload name (``spec.workload.name``) -> its checker.
@@ -69,7 +71,9 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     leader, which partitions elected a new one, when a node whose data was destroyed
     had caught up again) and the replicas' logs (a drain that stopped short of what
     every replica holds decides nothing past its end); see
-    :func:`faultline.checkers.queue.check_rows`. The white-box invariants are added as
+    :func:`faultline.checkers.queue.check_rows`. The client log (``client-log.jsonl``,
+    when there is one) lines the client's own account up with duplicates; one that
+    cannot be read is named in ``client_log_error`` and not used. The white-box invariants are added as
     ``white_box`` (:mod:`faultline.checkers.whitebox`), which never changes ``valid``;
     an unreadable white-box file is named in ``white_box.errors``. A checker that fails
     (anything but HistoryError) gives ``valid: "unknown"`` saying so, never a pass.
@@ -86,17 +90,26 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     if checker is None:
         raise SpecError(f"no checker for workload {spec.workload.name!r}; checkers: {', '.join(CHECKERS)}")
     files = BrokerFiles.read(run_dir)
+    client_log: list[dict[str, Any]] = []
+    client_log_error = None
+    if (run_dir / CLIENT_LOG_FILE).is_file():
+        try:
+            client_log = read_jsonl(run_dir / CLIENT_LOG_FILE)
+        except HistoryError as e:
+            client_log_error = str(e)
     if rows is None:
         rows = iter_rows(history, read)
     try:
         result, table = checker(spec, rows, truncated=read, source=str(history),
                                 timeline=partition_timeline(files.metadata, spec.topic.name),
-                                replicas=files.replicas)
+                                replicas=files.replicas, client_log=client_log)
     except HistoryError:
         raise
     except Exception as e:  # a checker bug must never pass a run
         return unknown_result("checker-error", f"the {spec.workload.name} checker failed: "
                                                f"{type(e).__name__}: {e}"), None
+    if client_log_error is not None:
+        result = replace(result, extra={**result.extra, "client_log_error": client_log_error})
     white = check_white_box(spec, files, result.to_json())
     if white is not None:
         result = replace(result, extra={**result.extra, "white_box": white})

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from faultline.checkers import explain
 from faultline.checkers.columns import Part
 from faultline.checkers.faults_seen import Timeline, faults_by_partition, nemesis_actions
-from faultline.checkers.guarantees import ISO_ACK, ISO_READS, GuaranteeConfig, forbidden, rules
+from faultline.checkers.guarantees import ISO_ACK, ISO_READS, GuaranteeConfig, culprit, forbidden, rules
 from faultline.checkers.measures import Measures
 from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES, UNKNOWN, Result
 from faultline.history import Op
@@ -67,6 +67,8 @@ class Collected:
         self.indeterminate = 0
         self.indeterminate_read = 0
         self.iso_ack_offset: list[int] = []  # slots: ack offset empty in the drain
+        self.causes: dict[str, dict[str, int]] = {}  # anomaly -> provenance cause -> count
+        self.violations_by: dict[str, set[str]] = {}  # culprit -> anomaly types it violated
 
     def set_faults(self, nemesis: Sequence[Op], measures: Measures, parts: Sequence[Part],
                    sent_to: set[int], timeline: Timeline | None = None) -> None:
@@ -91,16 +93,23 @@ class Collected:
         return self.part_rules[tp].get(ISO_ACK if involves_ack else ISO_READS)
 
     def add(self, name: str, tp: int, make: Callable[[], Example],
-            allowed: bool | None = None) -> None:
+            allowed: bool | None = None, cause: str | None = None) -> None:
         """Count one anomaly on partition ``tp``; build its example while fewer than
         MAX_EXAMPLES are kept.
 
         ``allowed`` says whether this instance is permitted (default: whether ``name``
         is on ``tp``); an inconsistent-offsets instance passes its own docs/design.md row's
-        answer (:meth:`iso_reason`).
+        answer (:meth:`iso_reason`). ``cause``, for the anomalies the batches can
+        attribute (:mod:`~faultline.checkers.provenance`), is counted, and a forbidden
+        instance is a violation by its culprit (:data:`~faultline.checkers.guarantees.CULPRITS`).
         """
         if allowed is None:
             allowed = name in self.part_rules[tp]
+        if cause is not None:
+            counts = self.causes.setdefault(name, {})
+            counts[cause] = counts.get(cause, 0) + 1
+            if not allowed:
+                self.violations_by.setdefault(culprit(cause)[0], set()).add(name)
         if not allowed:
             self.part_violations[tp].add(name)
         self.counts[name] += 1
@@ -236,6 +245,10 @@ def build_result(c: Collected, engine: Tally) -> Result:
             "forbidden_reasons": forbidden_reasons,
             "permitted_rules": dict(sorted({k: v for r in reversed(c.part_rules)
                                             for k, v in r.items()}.items())),
+            "causes": {name: dict(sorted(c.causes[name].items())) for name in ANOMALIES
+                       if name in c.causes},
+            "violations_by": {who: [n for n in ANOMALIES if n in names]
+                              for who, names in sorted(c.violations_by.items())},
             "faults_seen": sorted(set().union(*c.part_faults)),
             "config": dataclasses.asdict(c.config),
             "measures": c.measures,

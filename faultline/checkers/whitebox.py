@@ -124,7 +124,7 @@ class Invariant:
 def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> None:
     """HistoryError naming the first line that lacks one of ``keys`` with its type, a
     partition line of metadata.jsonl without an integer ``partition``, or a replicas.jsonl
-    batch that is not four integers."""
+    batch that is not four or eight integers (replica_logs.py: the producer fields came later)."""
     for i, line in enumerate(lines, 1):
         need = dict(keys)
         if line.get("type") in ("partition", "partition-change"):
@@ -135,8 +135,11 @@ def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> Non
                                    f"expected {k!r} of type {kind.__name__}, got {line.get(k)!r}")
         batches = line.get("batches")
         if batches is not None and not all(
-                isinstance(b, list) and len(b) == 4 and all(type(x) is int for x in b) for b in batches):
-            raise HistoryError(str(path), i, "expected batches as [base, last, epoch, crc] integers")
+                isinstance(b, list) and len(b) in (4, 8) and all(type(x) is int for x in b)
+                for b in batches):
+            raise HistoryError(str(path), i, "expected batches as [base, last, epoch, crc] or [base, "
+                               "last, epoch, crc, producer id, producer epoch, base seq, last seq] "
+                               "integers")
 
 
 # --- leader changes ------------------------------------------------------------------
@@ -338,7 +341,8 @@ def agreed_end(reps: Sequence[Line]) -> int | None:
 
 
 def replicas_at(reps: Sequence[Line], offset: int) -> str:
-    """What each replica's log holds at ``offset``, in a phrase for a story."""
+    """What each replica's log holds at ``offset`` (the batch, and who wrote it where
+    ``replicas.jsonl`` says), in a phrase for a story."""
     held: dict[tuple[int, int, int, int], list[int]] = {}
     ends: list[str] = []
     for r in reps:
@@ -347,11 +351,18 @@ def replicas_at(reps: Sequence[Line], offset: int) -> str:
             held.setdefault(tuple(int(v) for v in batch), []).append(int(r["node"]))  # type: ignore[arg-type]
         else:
             ends.append(f"n{r['node']} ends at {r.get('log_end_offset')}")
-    said = [f"batch {b[0]}..{b[1]} (leader epoch {b[2]}, crc {b[3]}) on "
+    said = [f"batch {b[0]}..{b[1]} (leader epoch {b[2]}, crc {b[3]}{_producer(b)}) on "
             + ", ".join(f"n{n}" for n in nodes) for b, nodes in held.items()]
     if ends:
         said.append("nothing on " + ", ".join(ends))
     return f"the replicas' logs after the run hold at offset {offset}: " + "; ".join(said)
+
+
+def _producer(batch: Sequence[int]) -> str:
+    """``, producer id 1000 epoch 0 sequences 5..9`` for a batch that records one, else ``""``."""
+    if len(batch) < 8 or batch[4] < 0:
+        return ""
+    return f", producer id {batch[4]} epoch {batch[5]} sequences {batch[6]}..{batch[7]}"
 
 
 def _compare(inv: Invariant, p: int, a: Line, b: Line, hw: int, loss_permitted: bool) -> None:

@@ -41,6 +41,7 @@ from typing import Any
 import jinja2
 import orjson
 
+from faultline.checkers.guarantees import CULPRITS
 from faultline.checkers.result import ANOMALIES
 from faultline.checkers.stored import check_stored_table
 from faultline.checkers.table import HistoryTable, SendTable, read_table
@@ -308,7 +309,19 @@ def expectations(run: RunData) -> list[dict[str, Any]]:
 
 _LEAD_KEYS = ("topic", "partition", "value", "offset", "offsets", "values", "process", "time")
 #: Keys shown elsewhere than in a column: the story, the explanation, the row's badge.
-_STORY_KEYS = frozenset(("story", "explanation", "sightings", "permitted"))
+_STORY_KEYS = frozenset(("story", "explanation", "sightings", "permitted", "copies",
+                         "client_events"))
+
+
+def who_broke_it(r: Mapping[str, Any], name: str) -> list[str]:
+    """Per cause of anomaly ``name`` (results.json ``causes``): how many, who is to blame
+    and why (:data:`~faultline.checkers.guarantees.CULPRITS`); empty when not attributed."""
+    causes = (r.get("causes") or {}).get(name) or {}
+    out = []
+    for cause, n in causes.items():
+        who, why = CULPRITS.get(cause, ("unknown", "an unknown cause"))
+        out.append(f"{cause} ×{n} ({who}): {why}")
+    return out
 
 
 def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
@@ -333,6 +346,7 @@ def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
                  "story": teller.lines(e),
                  "explanation": text(e["explanation"]) if e.get("explanation") else ""} for e in examples]
         out.append({"name": a, "count": total, "columns": keys, "rows": rows, "shown": len(rows),
+                    "causes": who_broke_it(r, a),
                     **{k: expected[a][k] for k in ("status", "reason")}})
     return out
 

@@ -85,6 +85,8 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 @click.option("--time-limit", type=float, help="Seconds of main phase.  [default: 60]")
 @click.option("--rate", type=float, help="Target sends per second, 0: as fast as it goes.  "
                                          "[default: 0]")
+@click.option("--client", type=click.Choice(("librdkafka", "java")),
+              help="The client under test.  [default: librdkafka]")
 @click.option("--producers", type=int, help="Producer clients.  [default: 2]")
 @click.option("--consumers", type=int, help="Consumer clients.  [default: 1]")
 @click.option("--seed", type=int, help="Seed of the nemesis schedule.  [default: 0]")
@@ -104,9 +106,9 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def run(spec_file: Path | None, name: str | None, acks: str | None, min_insync: int | None,
         replication_factor: int | None, partitions: int | None, unclean: bool | None,
         idempotence: bool | None, retries: int | None, time_limit: float | None,
-        rate: float | None, producers: int | None, consumers: int | None, seed: int | None,
-        kafka_version: str | None, nodes: int | None, backend: str | None, image: str | None,
-        nemesis: str | None,
+        rate: float | None, client: str | None, producers: int | None, consumers: int | None,
+        seed: int | None, kafka_version: str | None, nodes: int | None, backend: str | None,
+        image: str | None, nemesis: str | None,
         interval: float | None, max_concurrent: int | None, results: Path) -> None:
     """Run one test: workload and faults against a fresh cluster, then check and report.
 
@@ -122,7 +124,8 @@ def run(spec_file: Path | None, name: str | None, acks: str | None, min_insync: 
                   "min_insync_replicas": min_insync,
                   "unclean_leader_election_enable": unclean},
         "producer": {"acks": acks, "enable_idempotence": idempotence, "retries": retries},
-        "workload": {"producers": producers, "consumers": consumers, "rate": rate},
+        "workload": {"client": client, "producers": producers, "consumers": consumers,
+                     "rate": rate},
         "nemesis": {"faults": nemesis, "interval_s": interval,
                     "max_concurrent": max_concurrent},
     }

@@ -52,10 +52,10 @@ from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
 from faultline.nemeses.schedule import Step
-from faultline.rundir import HISTORY_FILE, OBSERVATIONS_FILE, TEST_FILE, new_run_dir
+from faultline.rundir import CLIENT_LOG_FILE, HISTORY_FILE, OBSERVATIONS_FILE, TEST_FILE, new_run_dir
 from faultline.spec import TestSpec
-from faultline.workloads import Workload, workload_for
-from faultline.workloads.clients import WorkloadStats
+from faultline.workloads import MakeWorkload, Workload, workload_for
+from faultline.workloads.clients import ClientLog, WorkloadStats
 from faultline.workloads.drain import PartitionDrain, drain
 
 Verdict = bool | Literal["unknown"] | None
@@ -89,7 +89,7 @@ class NemesisSchedule(Protocol):
 
 ClusterFactory = Callable[[TestSpec], Cluster]
 NemesisFactory = Callable[[TestSpec, Cluster], NemesisSchedule]
-WorkloadFactory = Callable[[TestSpec, str, HistoryWriter], Workload]
+WorkloadFactory = MakeWorkload
 
 
 @dataclass(slots=True)
@@ -197,7 +197,8 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
     topic = spec.topic.name
     nemesis = nemesis_factory(spec, cluster)
     nemesis.setup()
-    workload = make_workload(spec, bootstrap, history)
+    client_log = ClientLog(history.path.parent / CLIENT_LOG_FILE, history.now)
+    workload = make_workload(spec, bootstrap, history, client_log=client_log)
     progress.attach(workload, nemesis, history)
     healed = False
     try:
@@ -223,6 +224,7 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
                 nemesis.heal_all(history)
             with contextlib.suppress(Exception):
                 workload.stop(timeout=5.0)
+        client_log.close()
     outcome.stats = workload.stats()
     progress.detach()
 

@@ -4,20 +4,22 @@ A workload is chosen by ``spec.workload.name`` (:func:`workload_for`); today the
 one, the queue (:mod:`.queue`: producers and consumers through confluent-kafka, with
 the classification of send outcomes in :mod:`.outcomes`). :mod:`.drain` reads every
 partition back after the run; :mod:`.clients` is what every client shares (process
-numbers, unique values, the journal, client configs).
+numbers, unique values, the journal, the client log, client configs).
 
-May import: errors, faults, spec, history.
+May import: errors, faults, spec, history, and cluster's kafka_dist (the Java client
+is built against the broker's distribution, :mod:`.java_client`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Protocol
 
 from faultline.errors import SpecError
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
-from faultline.workloads.clients import ProcessIds, WorkloadStats
+from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats
+from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
 
 
@@ -41,17 +43,33 @@ class Workload(Protocol):
     def stats(self) -> WorkloadStats: ...
 
 
-#: workload name -> its :class:`Workload`, made as ``cls(spec, bootstrap, history)``.
-WORKLOADS: Mapping[str, Callable[[TestSpec, str, HistoryWriter], Workload]] = {
+class MakeWorkload(Protocol):
+    """How a workload is made: ``cls(spec, bootstrap, history, client_log=...)``, the
+    client log (where the client library's own lines go) optional."""
+
+    def __call__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, *,
+                 client_log: ClientLog | None = None) -> Workload: ...
+
+
+#: workload name -> its :class:`Workload` class.
+WORKLOADS: Mapping[str, MakeWorkload] = {
     "queue": QueueWorkload,
 }
 
 
-def workload_for(spec: TestSpec) -> Callable[[TestSpec, str, HistoryWriter], Workload]:
-    """The workload class ``spec.workload.name`` names; SpecError naming the workloads
-    there are when it is not one."""
+#: client under test -> the queue workload that drives it (``spec.workload.client``).
+CLIENTS: Mapping[str, MakeWorkload] = {
+    "librdkafka": QueueWorkload,
+    "java": JavaQueueWorkload,
+}
+
+
+def workload_for(spec: TestSpec) -> MakeWorkload:
+    """The workload class ``spec.workload.name`` names, for the client
+    ``spec.workload.client`` names (the queue is the one workload both clients run);
+    SpecError naming the workloads there are when it is not one."""
     make = WORKLOADS.get(spec.workload.name)
     if make is None:
         raise SpecError(f"workload {spec.workload.name!r} is not available; "
                         f"workloads: {', '.join(WORKLOADS)}")
-    return make
+    return CLIENTS[spec.workload.client] if spec.workload.name == "queue" else make

@@ -10,9 +10,12 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from faultline.history import HistoryWriter, OpType, PendingOp, Process
@@ -78,6 +81,62 @@ class Journal:
         """Journal ``ops`` in order with one write (see ``HistoryWriter.append_many``)."""
         if self._history is not None and ops:
             self._history.append_many(ops)
+
+
+class ClientLog:
+    """The producers' client-library log, as JSON lines on the history's clock
+    (``client-log.jsonl``, docs/history.md): what lets a duplicate be lined up with the
+    client's epoch bumps, sequence errors and request timeouts.
+
+    Each line: ``time`` (ns, ``clock``: the history's), ``process``, ``client`` (the
+    library's instance name), ``level`` (``debug`` ... ``critical``), ``facility``
+    (librdkafka's, e.g. ``DRAIN``, ``REQTMOUT``; ``ERROR`` for the error callback) and
+    ``message``. librdkafka's lines reach Python on the thread that polls the client,
+    so a line's time is when it was served, at most one poll interval late. Every line
+    at info or above also goes to the ``faultline.rdkafka`` logger, as before. Writes
+    are handed to the OS line by line under a lock; thread-safe.
+    """
+
+    def __init__(self, path: Path, clock: Callable[[], int]) -> None:
+        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def for_process(self, process: int) -> ProcessLog:
+        """The logger to give one client instance of ``process`` (its ``logger`` setting)."""
+        return ProcessLog(self, process)
+
+    def write(self, process: int, client: str, level: int, facility: str, message: str) -> None:
+        """One line; ``level`` as :mod:`logging` numbers it."""
+        name = logging.getLevelName(level).lower()
+        line = orjson.dumps({"time": self._clock(), "process": process, "client": client,
+                             "level": name, "facility": facility, "message": message}) + b"\n"
+        with self._lock:
+            if not self._file.closed:
+                self._file.write(line)
+        if level >= logging.INFO:
+            rdkafka_log.log(level, "%s [%s] %s", facility, client, message)
+
+    def close(self) -> None:
+        """Close the file; later lines are dropped."""
+        with self._lock:
+            self._file.close()
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessLog:
+    """A :class:`ClientLog` as one process's client library sees a logger: confluent-kafka
+    calls ``log(level, "%s [%s] %s", facility, instance name, message)``."""
+
+    client_log: ClientLog
+    process: int
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        if len(args) == 3:
+            facility, client, message = (str(a) for a in args)
+        else:  # not the shape confluent-kafka uses: keep the text whole
+            facility, client, message = "", "", fmt % args if args else fmt
+        self.client_log.write(self.process, client, level, facility, message)
 
 
 @dataclass(slots=True)

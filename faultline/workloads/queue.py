@@ -63,6 +63,7 @@ from faultline.workloads.clients import (
     MAX_OUTSTANDING,
     POLL_MAX_RECORDS,
     POLL_TIMEOUT_S,
+    ClientLog,
     Journal,
     ProcessIds,
     SendCounts,
@@ -123,6 +124,7 @@ class QueueProducer:
     values: Values
     rate: float = 0.0
     index: int = 0
+    client_log: ClientLog | None = None
     counts: SendCounts = field(default_factory=SendCounts)
     invoked: int = 0
     retired: int = 0
@@ -209,15 +211,28 @@ class QueueProducer:
     def _open(self, process: int) -> _ProducerSession:
         session: _ProducerSession | None = None
 
+        client_id = f"faultline-p{process}"
+        client_log = self.client_log
+
         def on_error(err: KafkaError) -> None:
             # A fatal (idempotence) error leaves the instance unusable: replace it. Its
             # outstanding sends complete with _FATAL, which classifies as info.
             if err.fatal() and session is not None:
                 session.retired = True
-            rdkafka_log.warning("producer p%s: %s", process, err)
+            if client_log is None:
+                rdkafka_log.warning("producer p%s: %s", process, err)
+            else:
+                client_log.write(process, client_id, logging.ERROR if err.fatal() else logging.WARNING,
+                                 "ERROR", str(err))
 
-        conf = producer_config(self.spec, self.bootstrap, f"faultline-p{process}")
+        conf = producer_config(self.spec, self.bootstrap, client_id)
         conf["error_cb"] = on_error
+        if client_log is not None:
+            conf["logger"] = client_log.for_process(process)
+            if self.spec.producer.enable_idempotence:
+                # The idempotence state machine's own lines (producer id, epoch bumps,
+                # drains): a few per event, none per message.
+                conf["debug"] = "eos"
         session = _ProducerSession(process, Producer(conf), [0] * self.spec.topic.partitions)
         s = session  # one callback per instance, not one closure per send
         session.on_delivery = lambda err, msg: self._delivered(s, err, msg)
@@ -361,7 +376,8 @@ class QueueConsumer:
 
 
 class QueueWorkload:
-    """N producers and M consumers on their own threads, sharing one history.
+    """N producers and M consumers on their own threads, sharing one history (and the
+    producers one :class:`ClientLog`, when given: the caller opens and closes it).
 
     Contract: :meth:`start` launches every client; :meth:`stop` asks them to stop,
     waits until each producer's outstanding sends have completed (bounded by the
@@ -371,7 +387,8 @@ class QueueWorkload:
     """
 
     def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter | None,
-                 processes: ProcessIds | None = None, values: Values | None = None) -> None:
+                 processes: ProcessIds | None = None, values: Values | None = None, *,
+                 client_log: ClientLog | None = None) -> None:
         w = spec.workload
         self.spec = spec
         self.journal = Journal(history)
@@ -380,7 +397,7 @@ class QueueWorkload:
         per_producer_rate = w.rate / w.producers if w.rate > 0 else 0.0
         self.producers = [
             QueueProducer(spec, bootstrap, self.journal, i, self.processes, self.values,
-                          rate=per_producer_rate, index=i)
+                          rate=per_producer_rate, index=i, client_log=client_log)
             for i in range(w.producers)
         ]
         self.consumers = [

@@ -24,7 +24,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "checkers": frozenset({"errors", "faults", "spec", "history", "rundir"}),
     "cluster": frozenset({"errors", "faults", "spec", "rundir"}),
     "brokerstate": frozenset({"errors", "faults", "spec", "rundir", "cluster"}),
-    "workloads": frozenset({"errors", "faults", "spec", "history"}),
+    "workloads": frozenset({"errors", "faults", "spec", "history", "cluster"}),
     "nemeses": frozenset({"errors", "faults", "spec", "history", "cluster", "brokerstate"}),
     "report": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers"}),
     "analysis": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers", "report"}),

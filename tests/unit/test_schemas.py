@@ -147,10 +147,12 @@ def test_metadata_lines_of_real_dumplogsegments_output_match() -> None:
 
 
 def test_replica_summary_lines_match(tmp_path: Path) -> None:
-    segment(tmp_path / "t-0", 0, batch(0, 3, b"abc") + batch(3, 2, b"de", epoch=1))
+    segment(tmp_path / "t-0", 0, batch(0, 3, b"abc") + batch(3, 2, b"de", epoch=1, producer=(9, 1, 5)))
     summary = replica_summary(tmp_path, "t", 0)
     assert summary is not None
     line = {**summary, "node": 2}
     REPLICAS.validate(line)
+    REPLICAS.validate({**line, "batches": [b[:4] for b in line["batches"]]})  # older runs
     assert not REPLICAS.is_valid({**line, "batches": [[0, 2, 0]]})
+    assert not REPLICAS.is_valid({**line, "batches": [[0, 2, 0, 1, -2, 0, 0, 0]]})
     assert not REPLICAS.is_valid({k: v for k, v in line.items() if k != "node"})

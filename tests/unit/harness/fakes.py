@@ -14,12 +14,13 @@ from faultline.cluster.protocol import PartitionState
 TOPIC = "fl-queue"
 
 
-def batch(base: int, records: int, body: bytes = b"v" * 20, magic: int = 2, epoch: int = 0) -> bytes:
-    """A v2 record batch written in leader epoch ``epoch``: the 61-byte header (CRC over
-    the body only, enough to tell two batches apart) and ``body`` standing in for the
-    records."""
+def batch(base: int, records: int, body: bytes = b"v" * 20, magic: int = 2, epoch: int = 0,
+          producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+    """A v2 record batch written in leader epoch ``epoch`` by ``producer`` (id, epoch, base
+    sequence; -1 each for none): the 61-byte header (CRC over the body only, enough to
+    tell two batches apart) and ``body`` standing in for the records."""
     rest = struct.pack(">iBIhiqqqhii", epoch, magic, zlib.crc32(body), 0, records - 1,
-                       0, 0, -1, -1, -1, records) + body
+                       0, 0, *producer, records) + body
     return struct.pack(">qi", base, len(rest)) + rest
 
 

@@ -84,18 +84,19 @@ def test_a_change_of_an_unseen_partition_has_unknown_state() -> None:
 
 
 def test_a_replica_is_summarized_batch_by_batch(tmp_path: Path) -> None:
-    seg = segment(tmp_path / "t-0", 0, batch(0, 3, b"abc") + batch(3, 2, b"de", epoch=1)
+    seg = segment(tmp_path / "t-0", 0, batch(0, 3, b"abc") + batch(3, 2, b"de", epoch=1, producer=(7, 2, 40))
                   + batch(5, 1, b"f", epoch=1)[:-1])  # the tail cut short
     (tmp_path / "replication-offset-checkpoint").write_text("0\n2\nt 0 4\nother 1 9\n")
     summary = replica_summary(tmp_path, "t", 0)
     assert summary == {
         "topic": "t", "partition": 0, "log_start_offset": 0, "log_end_offset": 5, "hw_checkpoint": 4,
-        "batches": [[0, 2, 0, zlib.crc32(b"abc")], [3, 4, 1, zlib.crc32(b"de")]]}
+        "batches": [[0, 2, 0, zlib.crc32(b"abc"), -1, -1, -1, -1],
+                    [3, 4, 1, zlib.crc32(b"de"), 7, 2, 40, 41]]}
     (tmp_path / "replication-offset-checkpoint").write_text("0\n3\nt 0 4\n")
     assert replica_summary(tmp_path, "t", 0) == {**summary, "hw_checkpoint": None}, "malformed"
     seg.write_bytes(seg.read_bytes()[:-(len(batch(5, 1, b"f")) - 1)])  # rolled after offset 4
     segment(tmp_path / "t-0", 5, batch(5, 1, b"f", epoch=1))
     assert replica_summary(tmp_path, "t", 0) == {
         **summary, "hw_checkpoint": None, "log_end_offset": 6,
-        "batches": [*summary["batches"], [5, 5, 1, zlib.crc32(b"f")]]}
+        "batches": [*summary["batches"], [5, 5, 1, zlib.crc32(b"f"), -1, -1, -1, -1]]}
     assert replica_summary(tmp_path, "t", 1) is None

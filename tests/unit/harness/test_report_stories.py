@@ -3,8 +3,14 @@ none for an example the checker did not tell."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import orjson
+
 from faultline.checkers.table import HistoryTable, Send, SendTable
+from faultline.report.page import build_report
 from faultline.report.stories import Storyteller, cell, story_lines
+from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 
 S = 1_000_000_000
 
@@ -54,3 +60,21 @@ def test_metadata_log_adds_the_leader_at_the_ack_and_the_next_election() -> None
         "metadata log: n2 led (epoch 4) since 0.000 s",
         "4.000 s: n3 was elected from the ELR (epoch 6; ISR before [], ELR [3])",
         "gone"]
+
+
+def test_the_report_says_who_broke_a_duplicate(tmp_path: Path) -> None:
+    """A stored run whose drain holds value 10 twice, the second copy written under a
+    later producer epoch: the report names the cause and its culprit, and the story
+    shows each copy's producer id, epoch and sequence."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.drain([(0, 10), (1, 10)])
+    (tmp_path / "test.json").write_bytes(orjson.dumps(make_spec().to_json()))
+    (tmp_path / "history.jsonl").write_bytes(b"".join(orjson.dumps(o.to_dict()) + b"\n" for o in h.ops))
+    batches = [[0, 0, 0, 11, 1000, 0, 7, 7], [1, 1, 0, 22, 1000, 1, 0, 0]]
+    (tmp_path / "replicas.jsonl").write_bytes(b"".join(orjson.dumps(
+        {"topic": TOPIC, "partition": 0, "node": n, "log_start_offset": 0, "log_end_offset": 2,
+         "hw_checkpoint": 2, "batches": batches}) + b"\n" for n in (1, 2, 3)))
+    page = build_report(tmp_path).read_text(encoding="utf-8")
+    assert "client-epoch-bump ×1 (client)" in page
+    assert "producer id 1000, epoch 1, sequence 0" in page

@@ -24,17 +24,26 @@ from tests.unit.harness.fakes import batch, segment
 DATA = Path(__file__).parent / "data"
 
 
-def test_batches_give_their_offsets_extent_epoch_and_crc() -> None:
-    a, b = batch(0, 3), batch(3, 1, b"w" * 100, epoch=7)
-    assert list(iter_batches(a + b)) == [Batch(0, len(a), 0, 2, 0, zlib.crc32(b"v" * 20)),
-                                         Batch(len(a), len(b), 3, 3, 7, zlib.crc32(b"w" * 100))]
+def test_batches_give_their_offsets_extent_epoch_crc_and_producer() -> None:
+    a, b = batch(0, 3), batch(3, 2, b"w" * 100, epoch=7, producer=(4242, 3, 17))
+    assert list(iter_batches(a + b)) == [
+        Batch(0, len(a), 0, 2, 0, zlib.crc32(b"v" * 20), -1, -1, -1),
+        Batch(len(a), len(b), 3, 4, 7, zlib.crc32(b"w" * 100), 4242, 3, 17)]
+    assert [x.last_sequence for x in iter_batches(a + b)] == [-1, 18]
     assert [x.position for x in iter_batches(a + b, position=1000)] == [1000, 1000 + len(a)]
 
 
 def test_a_batch_may_end_past_the_buffer_but_its_header_may_not() -> None:
     a, b = batch(0, 3), batch(3, 2)
-    assert [x.base_offset for x in iter_batches((a + b)[: len(a) + 27])] == [0, 3]
-    assert [x.base_offset for x in iter_batches((a + b)[: len(a) + 26])] == [0]
+    assert [x.base_offset for x in iter_batches((a + b)[: len(a) + 61])] == [0, 3]
+    assert [x.base_offset for x in iter_batches((a + b)[: len(a) + 60])] == [0]
+
+
+def test_the_last_sequence_wraps_as_a_producers_does() -> None:
+    """Kafka's DefaultRecordBatch.incrementSequence: past 2^31 - 1 the sequence goes on from 0."""
+    top = (1 << 31) - 1
+    [x] = iter_batches(batch(10, 3, producer=(5, 0, top - 1)))
+    assert (x.base_sequence, x.last_sequence) == (top - 1, 0)
 
 
 @pytest.mark.parametrize("junk", [
@@ -134,12 +143,14 @@ def test_a_segment_larger_than_one_read(tmp_path: Path) -> None:
 
 def test_a_segment_written_by_kafka() -> None:
     """Written by Kafka 4.3.1: idempotent batches of 1 and 5 records, 10 gzip-compressed
-    from another producer, then 3 from a plain producer. The offsets are those Kafka's
-    own ``DumpLogSegments`` prints for this file."""
+    from another producer, then 3 from a plain producer. The offsets, producer ids,
+    epochs and sequences are those Kafka's own ``DumpLogSegments`` prints for this file."""
     part = DATA / "kafka-4.3.1-p0"
     path = part / "00000000000000000000.log"
     batches = list(iter_batches(path.read_bytes()))
     assert [(b.base_offset, b.last_offset) for b in batches] == [(0, 0), (1, 5), (6, 15), (16, 18)]
+    assert [(b.producer_id, b.producer_epoch, b.base_sequence, b.last_sequence) for b in batches] == [
+        (0, 0, 0, 0), (0, 0, 1, 5), (1000, 0, 0, 9), (-1, -1, -1, -1)]
     assert batches[-1].end == path.stat().st_size
     assert list(read_batches(path)) == batches
     assert LogEndReader(part).read() == 19

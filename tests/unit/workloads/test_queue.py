@@ -9,19 +9,21 @@ retirement rules) and the history schema.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.spec import TestSpec
 from faultline.workloads import queue
-from faultline.workloads.clients import MAX_OUTSTANDING, Journal, ProcessIds, Values
+from faultline.workloads.clients import MAX_OUTSTANDING, ClientLog, Journal, ProcessIds, Values
 from faultline.workloads.queue import QueueConsumer, QueueProducer
 from tests.schemas import validator
 from tests.unit.workloads.fakes import FakeMessage
@@ -109,14 +111,19 @@ def validate_each_kind(ops: list[Op]) -> None:
 
 
 def run_producer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broker: Broker,
-                 spec: TestSpec = SPEC, fake: type[FakeProducer] = FakeProducer
-                 ) -> tuple[QueueProducer, list[Op]]:
-    """Producer 0 (later processes from 5 on) run against ``broker`` until it stops."""
+                 spec: TestSpec = SPEC, fake: type[FakeProducer] = FakeProducer,
+                 client_log: bool = False) -> tuple[QueueProducer, list[Op]]:
+    """Producer 0 (later processes from 5 on) run against ``broker`` until it stops;
+    with ``client_log``, its client library's lines go to ``tmp_path/client-log.jsonl``."""
     monkeypatch.setattr(queue, "Producer", lambda conf: fake(broker, conf))
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as history:
-        producer = QueueProducer(spec, "fake:9092", Journal(history), 0, ProcessIds(5), Values())
+        log = ClientLog(tmp_path / "client-log.jsonl", history.now) if client_log else None
+        producer = QueueProducer(spec, "fake:9092", Journal(history), 0, ProcessIds(5), Values(),
+                                 client_log=log)
         producer.run(broker.stop)
+        if log is not None:
+            log.close()
     ops = list(read_history(path))
     validate_each_kind(ops)
     return producer, ops
@@ -273,3 +280,38 @@ def test_a_poll_that_raises_is_info_and_a_fresh_consumer_reads_from_the_start(
     assert all(c.assigned == every_partition for c in made)
     assert all(c.closed for c in made)
     assert (consumer.polls, consumer.records, consumer.retired) == (4, 4, 1)
+
+
+class Logging(FakeProducer):
+    """Logs as librdkafka does through confluent-kafka when it is made, and reports a
+    transport error through the error callback on its first poll."""
+
+    def __init__(self, broker: Broker, conf: dict[str, Any]) -> None:
+        super().__init__(broker, conf)
+        name = f"{conf['client.id']}#producer-{len(broker.producers)}"
+        conf["logger"].log(logging.DEBUG, "%s [%s] %s", "DRAIN", name, "bumped epoch to PID{Id:7,Epoch:1}")
+        self.errors = [KafkaError(KafkaError._TRANSPORT)]
+
+    def poll(self, timeout: float) -> int:
+        while self.errors:
+            self.conf["error_cb"](self.errors.pop())
+        return super().poll(timeout)
+
+
+def test_the_producers_client_library_lines_go_to_the_client_log(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Each instance logs under its own process, on the history's clock; with idempotence
+    librdkafka's eos debug context is on; the error callback's lines go there too, and
+    only lines at info or above reach the faultline log."""
+    broker = Broker(lambda fp, part, v: "_MSG_TIMED_OUT" if len(broker.producers) == 1 else None,
+                    lambda b: len(b.producers) == 2 and b.delivered > 300)
+    with caplog.at_level(logging.DEBUG, logger="faultline.rdkafka"):
+        _, ops = run_producer(monkeypatch, tmp_path, broker, fake=Logging, client_log=True)
+    assert [fp.conf["debug"] for fp in broker.producers] == ["eos", "eos"]
+    lines = [orjson.loads(x) for x in (tmp_path / "client-log.jsonl").read_bytes().splitlines()]
+    assert [(x["process"], x["level"], x["facility"]) for x in lines] == [
+        (0, "debug", "DRAIN"), (0, "warning", "ERROR"), (5, "debug", "DRAIN"), (5, "warning", "ERROR")]
+    assert lines[2]["client"] == "faultline-p5#producer-2"
+    assert lines[0]["message"] == "bumped epoch to PID{Id:7,Epoch:1}"
+    assert 0 < lines[0]["time"] <= lines[-1]["time"] <= ops[-1].time
+    assert [r.levelno for r in caplog.records if r.name == "faultline.rdkafka"] == [logging.WARNING] * 2

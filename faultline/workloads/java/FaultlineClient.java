@@ -1,0 +1,265 @@
+// The queue workload's clients as the Java client (org.apache.kafka:kafka-clients) runs them.
+//
+// Built and driven by faultline/workloads/java_client.py, which documents the protocol:
+// settings as key=value arguments; every op printed on stdout as one JSON line, an
+// invoke before the client is asked to do it and its completion when the client says
+// how it ended; the Python side classifies sends (outcomes.py, the same rules as for
+// librdkafka) and journals every line in the order printed. End of stdin: stop issuing
+// ops, complete every outstanding send, close every client, print {"f":"exit"}, exit 0.
+//
+// Processes: producers 0..N-1, consumers N..N+M-1; a client instance with a failed
+// send (producer) or a poll that threw (consumer) is retired and its successor takes
+// the next number. Values: 0, 1, 2, ... unique within the run.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.ApiException;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public final class FaultlineClient {
+    static final int MAX_OUTSTANDING = 5000;
+    static final int POLL_MAX_RECORDS = 1000;
+
+    static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+    static final AtomicBoolean STOP = new AtomicBoolean();
+    static final AtomicLong VALUES = new AtomicLong();
+    static AtomicInteger processes;
+    static Map<String, String> conf;
+
+    static synchronized void emit(String line) {
+        OUT.println(line);
+        OUT.flush();
+    }
+
+    static String str(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') b.append('\\').append(c);
+            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.append('"').toString();
+    }
+
+    static String op(int process, String type, String f, String value, String error) {
+        return "{\"process\":" + process + ",\"type\":\"" + type + "\",\"f\":\"" + f + "\",\"value\":"
+                + value + (error == null ? "" : ",\"error\":" + str(error)) + "}";
+    }
+
+    /** The Kafka error name of a send's or poll's exception (Errors' names for API errors). */
+    static String errorName(Throwable e) {
+        if (e instanceof ApiException) return Errors.forException(e).name();
+        return "_" + e.getClass().getSimpleName();
+    }
+
+    static String decode(byte[] raw) {
+        if (raw == null) return "null";
+        String s = new String(raw, StandardCharsets.UTF_8);
+        boolean canonical = !s.isEmpty() && s.length() < 19 && s.chars().allMatch(Character::isDigit)
+                && (s.equals("0") || s.charAt(0) != '0');
+        return canonical ? s : str(s);
+    }
+
+    static Properties common(String clientId) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", conf.get("bootstrap"));
+        p.put("client.id", clientId);
+        p.put("reconnect.backoff.max.ms", "1000");
+        p.put("metadata.max.age.ms", "5000");
+        return p;
+    }
+
+    // -- producers --------------------------------------------------------------------------
+
+    static final class Producer implements Runnable {
+        final int index;
+        final int partitions = Integer.parseInt(conf.get("partitions"));
+        final double rate = Double.parseDouble(conf.get("rate"));
+        final List<KafkaProducer<byte[], byte[]>> retiredInstances = new ArrayList<>();
+
+        Producer(int index) {
+            this.index = index;
+        }
+
+        KafkaProducer<byte[], byte[]> open(int process) {
+            Properties p = common("faultline-p" + process);
+            p.put("acks", conf.get("acks"));
+            p.put("enable.idempotence", conf.get("idempotence"));
+            p.put("retries", conf.get("retries"));
+            p.put("max.in.flight.requests.per.connection", conf.get("max_in_flight"));
+            p.put("delivery.timeout.ms", conf.get("delivery_timeout_ms"));
+            p.put("request.timeout.ms", conf.get("request_timeout_ms"));
+            p.put("linger.ms", conf.get("linger_ms"));
+            // send() waits for metadata at most as long as a send may take in all
+            p.put("max.block.ms", conf.get("delivery_timeout_ms"));
+            return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+        }
+
+        @Override
+        public void run() {
+            String topic = conf.get("topic");
+            int budget = Math.max(1, MAX_OUTSTANDING / partitions);
+            int process = index;
+            AtomicBoolean retired = new AtomicBoolean();
+            KafkaProducer<byte[], byte[]> producer = open(process);
+            Semaphore[] room = new Semaphore[partitions];
+            for (int i = 0; i < partitions; i++) room[i] = new Semaphore(budget);
+            int next = index % partitions;
+            long interval = rate > 0 ? (long) (1e9 / rate) : 0;
+            long due = System.nanoTime();
+            while (!STOP.get()) {
+                if (retired.get()) {
+                    retiredInstances.add(producer);
+                    process = processes.getAndIncrement();
+                    retired = new AtomicBoolean();
+                    producer = open(process);
+                }
+                if (interval > 0) {
+                    long wait = due - System.nanoTime();
+                    if (wait > 0) {
+                        sleepNanos(Math.min(wait, 50_000_000L));
+                        continue;
+                    }
+                    due = Math.max(due + interval, System.nanoTime() - 1_000_000_000L);
+                }
+                int partition = -1;
+                for (int k = 0; k < partitions && partition < 0; k++) {
+                    int candidate = (next + k) % partitions;
+                    if (room[candidate].tryAcquire()) partition = candidate;
+                }
+                if (partition < 0) {
+                    sleepNanos(1_000_000L);
+                    continue;
+                }
+                next = (partition + 1) % partitions;
+                long value = VALUES.getAndIncrement();
+                String v = "{\"topic\":" + str(topic) + ",\"partition\":" + partition + ",\"value\":" + value;
+                emit(op(process, "invoke", "send", v + "}", null));
+                final int proc = process;
+                final int part = partition;
+                final AtomicBoolean mine = retired;
+                try {
+                    producer.send(new ProducerRecord<>(topic, partition, null,
+                            Long.toString(value).getBytes(StandardCharsets.US_ASCII)), (meta, e) -> {
+                        room[part].release();
+                        if (e == null) {
+                            emit(op(proc, "done", "send", v + ",\"offset\":" + meta.offset() + "}", null));
+                        } else {
+                            mine.set(true);
+                            emit(op(proc, "done", "send", v + "}", errorName(e)));
+                        }
+                    });
+                } catch (RuntimeException e) {
+                    room[part].release();
+                    retired.set(true);
+                    emit(op(proc, "refused", "send", v + "}", errorName(e)));
+                }
+            }
+            Duration bound = Duration.ofMillis(Long.parseLong(conf.get("delivery_timeout_ms"))
+                    + Long.parseLong(conf.get("request_timeout_ms")) + 5000);
+            producer.close(bound);
+            for (KafkaProducer<byte[], byte[]> old : retiredInstances) old.close(bound);
+        }
+    }
+
+    // -- consumers --------------------------------------------------------------------------
+
+    static KafkaConsumer<byte[], byte[]> openConsumer(int process, String topic, int partitions) {
+        Properties p = common("faultline-c" + process);
+        p.put("enable.auto.commit", "false");
+        p.put("isolation.level", conf.get("isolation_level"));
+        p.put("max.poll.records", Integer.toString(POLL_MAX_RECORDS));
+        p.put("fetch.max.wait.ms", "100");
+        KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer());
+        List<TopicPartition> tps = new ArrayList<>();
+        for (int i = 0; i < partitions; i++) tps.add(new TopicPartition(topic, i));
+        c.assign(tps);
+        c.seekToBeginning(tps);
+        return c;
+    }
+
+    static void consume(int first) {
+        String topic = conf.get("topic");
+        int partitions = Integer.parseInt(conf.get("partitions"));
+        int process = first;
+        KafkaConsumer<byte[], byte[]> consumer = openConsumer(process, topic, partitions);
+        while (!STOP.get()) {
+            emit(op(process, "invoke", "poll", "null", null));
+            ConsumerRecords<byte[], byte[]> records;
+            try {
+                records = consumer.poll(Duration.ofMillis(100));
+            } catch (RuntimeException e) {
+                emit(op(process, "info", "poll", "null", errorName(e)));
+                consumer.close(Duration.ofSeconds(5));
+                process = processes.getAndIncrement();
+                consumer = openConsumer(process, topic, partitions);
+                continue;
+            }
+            StringBuilder b = new StringBuilder("{\"records\":[");
+            boolean comma = false;
+            for (ConsumerRecord<byte[], byte[]> r : records) {
+                if (comma) b.append(',');
+                comma = true;
+                b.append('[').append(str(r.topic())).append(',').append(r.partition()).append(',')
+                        .append(r.offset()).append(',').append(decode(r.value())).append(']');
+            }
+            emit(op(process, "ok", "poll", b.append("]}").toString(), null));
+        }
+        consumer.close(Duration.ofSeconds(5));
+    }
+
+    static void sleepNanos(long nanos) {
+        try {
+            Thread.sleep(nanos / 1_000_000L, (int) (nanos % 1_000_000L));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        conf = new HashMap<>();
+        for (String a : args) {
+            int eq = a.indexOf('=');
+            conf.put(a.substring(0, eq), a.substring(eq + 1));
+        }
+        int producers = Integer.parseInt(conf.get("producers"));
+        int consumers = Integer.parseInt(conf.get("consumers"));
+        processes = new AtomicInteger(Integer.parseInt(conf.get("first_free_process")));
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < producers; i++) threads.add(new Thread(new Producer(i), "producer-" + i));
+        for (int j = 0; j < consumers; j++) {
+            final int process = producers + j;
+            threads.add(new Thread(() -> consume(process), "consumer-" + j));
+        }
+        for (Thread t : threads) t.start();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        while (in.readLine() != null) {
+            // any line is ignored; the end of stdin stops the clients
+        }
+        STOP.set(true);
+        for (Thread t : threads) t.join();
+        emit("{\"f\":\"exit\",\"next_process\":" + processes.get() + "}");
+    }
+}

@@ -1,0 +1,252 @@
+"""The queue workload with the Java client under test (``workload.client: java``):
+``org.apache.kafka:kafka-clients`` of the broker's own version, driven by a small JVM
+program, writing the same history ops as the librdkafka clients of :mod:`.queue`.
+
+The program (``java/FaultlineClient.java``, package data) is compiled once, against the
+kafka-clients jar of the broker's distribution (resolved from Maven Central by
+:mod:`faultline.cluster.kafka_dist`), into ``<cache>/java-client-<version>-<hash>/``;
+the hash is the source's, so an edited program is rebuilt. :func:`ensure_java_client`
+does it (``faultline setup`` too, via :func:`faultline.cluster.setup.run_setup`'s caller).
+
+Protocol. The program takes the spec's settings as ``key=value`` arguments, runs the
+producers and consumers of :mod:`.queue` (same processes, values, outstanding budget
+per partition, rate, retirement of an instance after a failed send or a poll that
+threw) and prints every op as one JSON line on stdout: an invoke before the client is
+asked to do it, a completion when the client says how it ended. A send's completion
+is ``type: "done"`` with the Kafka error name (``Errors`` names for API errors,
+``_<ExceptionClass>`` otherwise) or none; it is classified here by
+:func:`~faultline.workloads.outcomes.classify_delivery`, the rules the librdkafka
+workload uses, so an error this table does not know is indeterminate (``info``).
+``type: "refused"`` is a ``send()`` that threw (:func:`~faultline.workloads.outcomes.classify_produce_call`).
+Polls are journaled as printed. Lines are journaled in the order printed, on the
+history's clock as they are read. End of stdin stops the clients; the program
+completes outstanding sends, closes its clients, prints ``{"f": "exit",
+"next_process": n}`` and exits; later process numbers (the drain's) start at ``n``.
+Its stderr (the client's log: producer ids and epochs, errors) goes to the client log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from importlib import resources
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from faultline.cluster import kafka_dist
+from faultline.errors import SetupError
+from faultline.history import HistoryWriter, PendingOp
+from faultline.spec import TestSpec
+from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats, rdkafka_log
+from faultline.workloads.outcomes import classify_delivery, classify_produce_call
+
+MAIN_CLASS = "FaultlineClient"
+#: Log lines of the Java client worth keeping: warnings, and the idempotence state.
+_LOG4J = """\
+status = error
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = %p %c{1} %m%n
+rootLogger.level = warn
+rootLogger.appenderRef.err.ref = err
+logger.txn.name = org.apache.kafka.clients.producer.internals.TransactionManager
+logger.txn.level = info
+"""
+
+_log = logging.getLogger(__name__)
+
+
+def _source() -> bytes:
+    return (resources.files("faultline.workloads") / "java" / f"{MAIN_CLASS}.java").read_bytes()
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+def ensure_java_client(version: str, home: str | None = None,
+                       report: kafka_dist.Report = _quiet) -> list[str]:
+    """The JVM command (java, options, class path, main class) that runs the Java client
+    against Kafka ``version``'s kafka-clients, compiling it on first use; SetupError
+    naming the fix when javac is missing or the build fails."""
+    dist = kafka_dist.ensure_kafka(version, home, report)
+    source = _source()
+    out = kafka_dist.cache_dir() / f"java-client-{dist.version}-{hashlib.sha1(source).hexdigest()[:12]}"
+    if not (out / f"{MAIN_CLASS}.class").exists():
+        javac = shutil.which("javac", path=str(dist.java.parent)) or shutil.which("javac")
+        if not javac:
+            raise SetupError("javac not found; install a JDK 17+: apt-get install -y openjdk-17-jdk-headless")
+        report(f"compiling the Java client against kafka-clients {dist.version} into {out}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=out.parent, prefix=".javac-") as tmp:
+            src = Path(tmp) / f"{MAIN_CLASS}.java"
+            src.write_bytes(source)
+            (Path(tmp) / "log4j2.properties").write_text(_LOG4J)
+            done = subprocess.run([javac, "-nowarn", "-d", tmp, "-cp", dist.classpath, str(src)],
+                                  capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SetupError(f"javac failed on the Java client: {done.stderr.strip()[-500:]}")
+            src.unlink()
+            Path(tmp).rename(out)
+    return [str(dist.java), f"-Dlog4j2.configurationFile={out / 'log4j2.properties'}", "-Xmx256m",
+            "-cp", f"{out}:{dist.classpath}", MAIN_CLASS]
+
+
+class JavaQueueWorkload:
+    """The queue workload's clients in one JVM (see the module docstring); the
+    :class:`~faultline.workloads.Workload` contract of :class:`.queue.QueueWorkload`."""
+
+    def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, *,
+                 client_log: ClientLog | None = None) -> None:
+        w = spec.workload
+        self.spec = spec
+        self.bootstrap = bootstrap
+        self.history = history
+        self.client_log = client_log
+        self.processes = ProcessIds(w.producers + w.consumers)
+        self._stats = WorkloadStats()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._threads: list[threading.Thread] = []
+        self._errors: list[BaseException] = []
+
+    def _args(self) -> list[str]:
+        s, p, w = self.spec, self.spec.producer, self.spec.workload
+        settings = {
+            "bootstrap": self.bootstrap, "topic": s.topic.name, "partitions": s.topic.partitions,
+            "producers": w.producers, "consumers": w.consumers, "rate": w.rate / max(1, w.producers),
+            "first_free_process": w.producers + w.consumers, "acks": p.acks,
+            "idempotence": str(p.enable_idempotence).lower(), "retries": p.retries,
+            "max_in_flight": p.max_in_flight, "delivery_timeout_ms": p.delivery_timeout_ms,
+            "request_timeout_ms": p.request_timeout_ms, "linger_ms": p.linger_ms,
+            "isolation_level": s.consumer.isolation_level,
+        }
+        return [f"{k}={v}" for k, v in settings.items()]
+
+    def start(self) -> None:
+        """Build (if need be) and start the JVM, and the threads that journal its output."""
+        command = ensure_java_client(self.spec.kafka.version, self.spec.kafka.home)
+        self._proc = subprocess.Popen([*command, *self._args()], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert self._proc.stdout is not None and self._proc.stderr is not None
+        for name, target, stream in (("faultline-java-ops", self._journal, self._proc.stdout),
+                                     ("faultline-java-log", self._log, self._proc.stderr)):
+            t = threading.Thread(target=self._guard, args=(target, stream), name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _guard(self, target: Any, stream: IO[bytes]) -> None:
+        try:
+            target(stream)
+        except BaseException as e:  # a harness bug must not vanish with its thread
+            _log.exception("%s crashed", threading.current_thread().name)
+            self._errors.append(e)
+
+    def _journal(self, stream: IO[bytes]) -> None:
+        """Journal the program's ops, a read's worth of complete lines per write."""
+        tail = b""
+        while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
+            *lines, tail = (tail + chunk).split(b"\n")
+            self.history.append_many([op for raw in lines if (op := self._op(orjson.loads(raw)))])
+
+    def _op(self, d: dict[str, Any]) -> PendingOp | None:
+        """The history op of one printed line (None for the exit line), counted."""
+        retries = self.spec.producer.retries
+        s = self._stats
+        f: str = d["f"]
+        typ: Any = d.get("type")
+        process: int = d["process"] if f != "exit" else -1
+        if f == "exit":
+            self.processes = ProcessIds(int(d["next_process"]))
+            return None
+        value: Any = d.get("value")
+        error: str | None = d.get("error")
+        if f == "send" and typ == "invoke":
+            s.invoked += 1
+        elif f == "send":
+            c = classify_produce_call(error or "") if typ == "refused" else classify_delivery(
+                error, retries=retries)
+            typ, error = c.type, c.error
+            if typ == "ok":
+                s.ok += 1
+            elif typ == "fail":
+                s.fail += 1
+            else:
+                s.info += 1
+        elif f == "poll" and typ != "invoke":
+            s.polls += 1
+            s.polled_records += len((value or {}).get("records") or ())
+        return (process, typ, f, value, error)
+
+    def _log(self, stream: IO[bytes]) -> None:
+        """The client's log lines (stderr) into the client log, or the faultline log."""
+        for raw in stream:
+            text = raw.decode("utf-8", "backslashreplace").rstrip()
+            level_name, _, rest = text.partition(" ")
+            level = logging.getLevelName(level_name)
+            level = level if isinstance(level, int) else logging.INFO
+            facility, _, message = rest.partition(" ")
+            process = _process_of(message)
+            if self.client_log is not None and process is not None:
+                self.client_log.write(process, f"faultline-p{process}", level, facility, message)
+            else:
+                rdkafka_log.log(level, "java client: %s", text)
+
+    def request_stop(self) -> None:
+        """End the program's stdin: its clients stop issuing ops."""
+        if self._proc is not None and self._proc.stdin is not None and not self._proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                self._proc.stdin.close()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop, wait for the program to complete its sends and exit (bounded as the
+        librdkafka workload's stop), killing it past the bound; re-raises a journaling
+        thread's exception."""
+        self.request_stop()
+        p = self.spec.producer
+        bound = (p.delivery_timeout_ms + p.request_timeout_ms) / 1000 + 15.0
+        if timeout is not None:
+            bound = min(bound, timeout)
+        deadline = time.monotonic() + bound
+        if self._proc is not None:
+            try:
+                self._proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _log.warning("the Java client did not stop within %.0f s; killed", bound)
+                self._proc.kill()
+                self._proc.wait()
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        if self._errors:
+            raise self._errors[0]
+
+    @property
+    def running(self) -> bool:
+        """True while the program runs."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def stats(self) -> WorkloadStats:
+        """Totals so far (exact once :meth:`stop` has returned)."""
+        return self._stats
+
+
+def _process_of(message: str) -> int | None:
+    """The process in a Java client log line's ``[Producer clientId=faultline-p3]``."""
+    at = message.find("clientId=faultline-")
+    if at < 0:
+        return None
+    digits = ""
+    for ch in message[at + len("clientId=faultline-") + 1:]:
+        if not ch.isdigit():
+            break
+        digits += ch
+    return int(digits) if digits else None

@@ -1,0 +1,74 @@
+"""The Java client's printed lines as history ops: sends classified by the librdkafka
+workload's rules, polls as printed, the exit line's next process number; its log lines
+attributed to their process."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import orjson
+
+from faultline.history import HistoryWriter, read_history
+from faultline.spec import TestSpec
+from faultline.workloads.clients import ClientLog
+from faultline.workloads.java_client import JavaQueueWorkload
+
+SEND = {"topic": "fl-queue", "partition": 1, "value": 7}
+
+
+class Trickle(io.RawIOBase):
+    """A pipe that hands out at most 7 bytes per read, so lines arrive cut."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        n = min(7, len(b), len(self.data))
+        b[:n], self.data = self.data[:n], self.data[n:]
+        return n
+
+
+def test_printed_lines_become_classified_ops(tmp_path: Path) -> None:
+    printed = [
+        {"process": 0, "type": "invoke", "f": "send", "value": SEND},
+        {"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 3}},
+        {"process": 0, "type": "invoke", "f": "send", "value": {**SEND, "value": 8}},
+        {"process": 0, "type": "done", "f": "send", "value": {**SEND, "value": 8},
+         "error": "REQUEST_TIMED_OUT"},
+        {"process": 1, "type": "invoke", "f": "send", "value": {**SEND, "value": 9}},
+        {"process": 1, "type": "refused", "f": "send", "value": {**SEND, "value": 9},
+         "error": "_KafkaException"},
+        {"process": 2, "type": "invoke", "f": "poll", "value": None},
+        {"process": 2, "type": "ok", "f": "poll", "value": {"records": [["fl-queue", 1, 3, 7]]}},
+        {"f": "exit", "next_process": 6},
+    ]
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = JavaQueueWorkload(TestSpec(), "x:9092", history)
+        data = b"".join(orjson.dumps(x) + b"\n" for x in printed)
+        w._journal(io.BufferedReader(Trickle(data)))
+    ops = list(read_history(tmp_path / "history.jsonl"))
+    assert [(o.process, o.type, o.f, o.error) for o in ops] == [
+        (0, "invoke", "send", None), (0, "ok", "send", None),
+        (0, "invoke", "send", None), (0, "info", "send", "REQUEST_TIMED_OUT"),
+        (1, "invoke", "send", None), (1, "fail", "send", "_KafkaException"),
+        (2, "invoke", "poll", None), (2, "ok", "poll", None)]
+    assert ops[1].value == {**SEND, "offset": 3} and ops[-1].value == printed[7]["value"]
+    s = w.stats()
+    assert (s.invoked, s.ok, s.info, s.fail, s.polls, s.polled_records) == (3, 1, 1, 1, 1, 1)
+    assert w.processes.take() == 6
+
+
+def test_log_lines_go_to_their_process(tmp_path: Path) -> None:
+    log = ClientLog(tmp_path / "client-log.jsonl", lambda: 5)
+    w = JavaQueueWorkload(TestSpec(), "x:9092", HistoryWriter(tmp_path / "h.jsonl"), client_log=log)
+    w._log(io.BytesIO(b"INFO TransactionManager [Producer clientId=faultline-p12] ProducerId set to 4 "
+                      b"with epoch 1\nWARN NetworkClient no client named here\n"))
+    log.close()
+    [line] = [orjson.loads(x) for x in (tmp_path / "client-log.jsonl").read_bytes().splitlines()]
+    assert (line["process"], line["level"], line["facility"], line["time"]) == (
+        12, "info", "TransactionManager", 5)
+    assert line["message"].endswith("ProducerId set to 4 with epoch 1")
