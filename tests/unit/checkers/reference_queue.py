@@ -55,7 +55,8 @@ from functools import partial
 from sys import intern
 from typing import Any
 
-from faultline.checkers import examples, explain
+from faultline.checkers import examples, explain, provenance
+from faultline.checkers.client_log import ClientLines
 from faultline.checkers.columns import NONE, Part, aligned
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
@@ -74,17 +75,19 @@ _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, In
 
 def check(spec: TestSpec, ops: Iterable[Op], *, truncated: bool = False,
           unavailable_after_ns: int | None = None, timeline: Timeline | None = None,
-          replicas: Sequence[dict[str, Any]] | None = None) -> Result:
+          replicas: Sequence[dict[str, Any]] | None = None,
+          client_log: Iterable[dict[str, Any]] = ()) -> Result:
     """Check a history given as ops; see :func:`check_rows`."""
     return check_rows(spec, (op.to_dict() for op in ops), truncated=truncated,
                       unavailable_after_ns=unavailable_after_ns, timeline=timeline,
-                      replicas=replicas)
+                      replicas=replicas, client_log=client_log)
 
 
 def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
                truncated: bool | ReadResult = False, source: str = "history",
                unavailable_after_ns: int | None = None, timeline: Timeline | None = None,
-               replicas: Sequence[dict[str, Any]] | None = None) -> Result:
+               replicas: Sequence[dict[str, Any]] | None = None,
+               client_log: Iterable[dict[str, Any]] = ()) -> Result:
     """Check a history given as parsed rows (dicts with docs/history.md's fields).
 
     ``truncated`` says the history was cut short (its verdict is then at most
@@ -98,10 +101,14 @@ def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
     says how far every replica's log agrees. A complete drain that stopped below that
     end stopped short: what it did not read cannot be lost, so lost writes and phantom
     reads at or past its end are set aside as unknown (``short-drain``), never counted.
+    The replicas' batches also say who wrote each copy of a duplicate and each of two
+    reordered sends (:mod:`faultline.checkers.provenance`), and ``client_log``,
+    ``client-log.jsonl``'s lines, what the producer logged meanwhile; neither changes
+    what is counted, only who is named (``causes``, ``violations_by``) and the stories.
     Raises HistoryError for a malformed op; any other exception is a checker bug, which
     :func:`faultline.checkers.stored.check_stored` turns into an ``unknown`` verdict.
     """
-    engine = Engine(spec, source, timeline, replicas)
+    engine = Engine(spec, source, timeline, replicas, client_log)
     engine.feed(rows)
     cut = truncated if isinstance(truncated, bool) else truncated.truncated
     return engine.finish(cut, unavailable_after_ns)
@@ -111,11 +118,14 @@ class Engine:
     """One pass over the rows (:meth:`feed`), then :meth:`finish` decides. Internal."""
 
     def __init__(self, spec: TestSpec, source: str, timeline: Timeline | None = None,
-                 replicas: Sequence[dict[str, Any]] | None = None) -> None:
+                 replicas: Sequence[dict[str, Any]] | None = None,
+                 client_log: Iterable[dict[str, Any]] = ()) -> None:
         self.spec = spec
         self.source = source
         self.timeline = timeline
         self.replicas = replicas
+        self.client_lines = ClientLines(client_log)
+        self._batches: dict[int, provenance.Batches] = {}  # tp -> its replicas' batches, when asked
         self.tp_ids: dict[tuple[str, int], int] = {}
         self.parts: list[Part] = []
         for p in range(spec.topic.partitions):
@@ -421,8 +431,9 @@ class Engine:
                     if prev is None or drained > prev[0]:
                         highest[key] = (drained, s)
                     elif drained < prev[0]:
-                        c.add("nonmonotonic-send", tp,
-                              partial(examples.reorder, self, c, prev, s))
+                        first, second = self.copies(tp, (prev[0], drained))
+                        c.add("nonmonotonic-send", tp, partial(examples.reorder, self, c, prev, s),
+                              cause=provenance.reorder_cause(first, second))
             elif status == FAIL:
                 if read_t != NONE:
                     c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
@@ -431,7 +442,9 @@ class Engine:
             else:
                 c.indeterminate += 1
         for s, offsets in sorted(self.dups.items()):
-            c.add("duplicate", self.c_tp[s], partial(examples.duplicate, self, c, s, offsets))
+            tp = self.c_tp[s]
+            cause = provenance.duplicate_cause(self.copies(tp, sorted({self.c_drain[s], *offsets})))
+            c.add("duplicate", tp, partial(examples.duplicate, self, c, s, offsets), cause=cause)
         for (tp, val), (off, t, by, n) in sorted(self.odd_reads.items()):
             c.add("unexpected-value", tp,
                   partial(examples.unexpected, self, c, tp, val, off, t, by, n))
@@ -485,6 +498,14 @@ class Engine:
             skipped = part.drains.any_between(prev, off)
             if skipped:
                 c.add("poll-skip", tp, partial(examples.skip, self, c, tp, p, prev, off, t, skipped))
+
+    def copies(self, tp: int, offsets: Iterable[int]) -> list[provenance.Copy | None]:
+        """The record at each offset of partition ``tp`` as its replicas' batches say
+        (None where they do not)."""
+        batches = self._batches.get(tp)
+        if batches is None:
+            batches = self._batches[tp] = provenance.Batches(self.parts[tp].replicas)
+        return [batches.copy_at(off) for off in offsets]
 
     def drain_facts(self, tp: int, offset: int | None, value: int | None) -> explain.DrainFacts:
         """What the drain of partition ``tp`` says at ``offset`` and about ``value``."""
