@@ -19,6 +19,7 @@ from typing import Any
 from confluent_kafka import (
     Consumer,
     IsolationLevel,
+    KafkaError,
     KafkaException,
     Producer,
     TopicCollection,
@@ -78,12 +79,24 @@ def create_health_topic(admin: AdminClient, node_ids: Sequence[int]) -> None:
                             replica_assignment=assignment), 10)
 
 
-def _create(admin: AdminClient, new: NewTopic, timeout: float) -> None:
-    try:
-        admin.create_topics([new], request_timeout=timeout)[new.topic].result(timeout=timeout + 5)
-    except KafkaException as e:
-        if "TOPIC_ALREADY_EXISTS" not in str(e):
-            raise ClusterError(f"cannot create topic {new.topic}: {e}") from None
+#: Errors of a CreateTopics request that never got its answer: sending it again is safe
+#: (a topic it did create answers TOPIC_ALREADY_EXISTS). librdkafka destroys the handles of
+#: the bootstrap brokers once metadata names the real ones, failing what was in flight on
+#: them with _DESTROY_BROKER (seen creating the health topic on Kafka 3.9.1).
+_UNANSWERED = frozenset({KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT})
+
+
+def _create(admin: AdminClient, new: NewTopic, timeout: float, attempts: int = 3) -> None:
+    for attempt in range(1, attempts + 1):
+        try:
+            admin.create_topics([new], request_timeout=timeout)[new.topic].result(timeout=timeout + 5)
+            return
+        except KafkaException as e:
+            if "TOPIC_ALREADY_EXISTS" in str(e):
+                return
+            if attempt == attempts or e.args[0].code() not in _UNANSWERED:
+                raise ClusterError(f"cannot create topic {new.topic}: {e}") from None
+            time.sleep(0.5)
 
 
 def partition_states(admin: AdminClient, topic: str) -> dict[int, PartitionState]:
