@@ -18,16 +18,17 @@ ROOT = Path(faultline.__file__).parent
 ALLOWED: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "faults": frozenset(),
-    "spec": frozenset({"errors", "faults"}),
+    "targeted": frozenset({"errors"}),
+    "spec": frozenset({"errors", "faults", "targeted"}),
     "history": frozenset({"errors", "spec"}),
     "rundir": frozenset({"errors"}),
     "checkers": frozenset({"errors", "faults", "spec", "history", "rundir"}),
     "cluster": frozenset({"errors", "faults", "spec", "rundir"}),
     "brokerstate": frozenset({"errors", "faults", "spec", "rundir", "cluster"}),
     "workloads": frozenset({"errors", "faults", "spec", "history"}),
-    "nemeses": frozenset({"errors", "faults", "spec", "history", "cluster", "brokerstate"}),
+    "nemeses": frozenset({"errors", "faults", "targeted", "spec", "history", "cluster", "brokerstate"}),
     "report": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers"}),
-    "run": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers", "cluster",
+    "run": frozenset({"errors", "faults", "targeted", "spec", "history", "rundir", "checkers", "cluster",
                       "brokerstate", "workloads", "nemeses", "report"}),
 }
 
