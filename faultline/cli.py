@@ -24,6 +24,7 @@ _COMMANDS: dict[str, str] = {
     "check": "faultline.checkers.cli:check",
     "report": "faultline.report.cli:report",
     "model": "faultline.checkers.model.cli:model",
+    "hunt": "faultline.run.hunt:hunt_command",
     "setup": "faultline.cluster.cli:setup",
     "doctor": "faultline.cluster.cli:doctor",
     "cluster": "faultline.cluster.cli:cluster",
