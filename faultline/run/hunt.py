@@ -236,8 +236,9 @@ def read_try(run_dir: Path | None, error: str | None) -> Try:
 def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
          run: RunFn, echo: Callable[[str], None] = lambda _: None) -> list[Row]:
     """The hunt's rows: for each recipe the model says shows a permitted anomaly on
-    ``config`` (one not already hunted by an earlier recipe), up to ``tries`` runs (all of them with ``every_try``) until each shows;
-    then ``safe_tries`` runs of the same recipes on the safe config."""
+    ``config`` (one not already hunted by an earlier recipe), up to ``tries`` runs (all
+    of them with ``every_try``) until each shows; then ``safe_tries`` runs of the same
+    recipes on the safe config."""
     permitted = config.permitted()
     rows: list[Row] = []
     covered: set[str] = set()
