@@ -65,9 +65,13 @@ class ScriptedNemesis:
     it stops ``run`` after the action in progress (a wait stops at once) and heals.
     """
 
-    def __init__(self, cluster: Cluster, steps: Sequence[TargetedStep]) -> None:
+    def __init__(self, cluster: Cluster, steps: Sequence[TargetedStep],
+                 states: Callable[[], dict[int, PartitionState]] | None = None) -> None:
+        """``states`` reads the test topic's partitions live (default: :meth:`_states`,
+        Metadata requests to every broker at once); it raises NemesisError when nothing answers."""
         self.cluster = cluster
         self.steps = tuple(steps)
+        self._read_states = states or self._states
         self.kill, self.pause, self.stop = KillNemesis(), PauseNemesis(), StopNemesis()
         self.wipe, self.partition = WipeNemesis(), PartitionNemesis()
         #: why the schedule ended before its last step (None: it ran to the end, or runs)
@@ -138,7 +142,7 @@ class ScriptedNemesis:
     def _view(self, controller: bool = False) -> View:
         active = with_timeout(self.cluster.active_controller, LIVE_STATE_TIMEOUT_S,
                               "active controller") if controller else None
-        return View(self._states(), active)
+        return View(self._read_states(), active)
 
     def _courtesy(self) -> View:
         """The view for a step that names its nodes (``node 3``, a bound name): live state
