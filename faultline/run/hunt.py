@@ -24,6 +24,7 @@ written as ``hunt.html`` beside the runs (``<results>/hunt-<UTC time>/``).
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import sys
@@ -128,13 +129,17 @@ class HuntConfig:
 
     def permitted(self) -> dict[str, str]:
         """Anomaly -> the model's shortest schedule, for the hunt's fault kinds."""
-        cfg = self.model_config()
-        cell = Cell(self.acks, self.min_insync, self.unclean, HUNT_FAULTS, elr=cfg.elr)
-        return {name: " ".join(map(str, s)) for name, s in explore_cell(cell, ON_DEMAND_BOUND).items()}
+        return dict(_permitted(Cell(self.acks, self.min_insync, self.unclean, HUNT_FAULTS,
+                                    elr=self.model_config().elr)))
 
     def predicted(self, recipe: Recipe) -> frozenset[str]:
         """The anomalies the model shows when it replays ``recipe``'s model schedule."""
         return outcome(replay(self.model_config(), recipe.model_steps())).names
+
+
+@functools.cache
+def _permitted(cell: Cell) -> tuple[tuple[str, str], ...]:
+    return tuple((name, " ".join(map(str, s))) for name, s in explore_cell(cell, ON_DEMAND_BOUND).items())
 
 
 def safe(version: str) -> HuntConfig:
@@ -250,7 +255,7 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
             rows.append(Row(recipe, config, hunted, config.predicted(recipe), permitted))
     safe_config = safe(config.kafka_version)
     safe_permitted = safe_config.permitted()
-    if safe_config != config:
+    if safe_config != config and safe_tries:
         rows += [Row(r.recipe, safe_config, (), safe_config.predicted(r.recipe), safe_permitted)
                  for r in list(rows)]
     for row in rows:
