@@ -58,8 +58,10 @@ from faultline.spec import (
     WorkloadSpec,
 )
 
-#: The fault kinds the model explores for a hunt: what the recipes use.
-HUNT_FAULTS = frozenset({"kill", "pause", LEADER_FAULT})
+#: The fault kinds the model explores for a hunt: what the recipes use, with data
+#: destroyed on at most :data:`HUNT_DATA_LOSS` replica.
+HUNT_FAULTS = frozenset({"kill", "pause", "wipe", LEADER_FAULT})
+HUNT_DATA_LOSS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,19 @@ RECIPES: tuple[Recipe, ...] = (
         "alone, which acknowledges alone; it is killed and a stale follower is elected uncleanly. On 5 "
         "nodes, so that the KRaft quorum survives two paused followers.",
         time_limit_s=30.0, nodes=5),
+    Recipe(
+        "wipe-last-isr-member",
+        "produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) tick tick tick wipe(1) restart(1) "
+        "resume(2) resume(3) tick fetch(2) fetch(3)",
+        ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
+         "wait for 1 s", "wipe leader of 0 as old", "restart old", "resume held",
+         "wait until 0 caught up within 30 s"),
+        "Committed writes on every replica; the followers are held until the controller fences them and "
+        "the ISR is the leader alone; that last ISR member comes back empty. Without KIP-966 (Kafka "
+        "before 4.1) it is the only electable replica and leads with an empty log; with it, the "
+        "follower that left the ISR below min.insync is in the ELR and is elected instead. On 5 nodes, "
+        "so that the KRaft quorum survives two paused followers.",
+        time_limit_s=35.0, nodes=5),
 )
 
 
@@ -130,7 +145,7 @@ class HuntConfig:
     def permitted(self) -> dict[str, str]:
         """Anomaly -> the model's shortest schedule, for the hunt's fault kinds."""
         return dict(_permitted(Cell(self.acks, self.min_insync, self.unclean, HUNT_FAULTS,
-                                    elr=self.model_config().elr)))
+                                    HUNT_DATA_LOSS, elr=self.model_config().elr)))
 
     def predicted(self, recipe: Recipe) -> frozenset[str]:
         """The anomalies the model shows when it replays ``recipe``'s model schedule."""
@@ -178,11 +193,11 @@ class Row:
 
     @property
     def violations(self) -> list[str]:
-        """Findings: anomalies seen that the model forbids here, and invalid verdicts."""
+        """Findings: anomalies seen that the model's replay of the recipe does not show
+        on this config, and invalid verdicts."""
         out: list[str] = []
         for i, t in enumerate(self.tries, 1):
-            extra = sorted(a for a, n in t.seen.items() if n and a not in self.predicted
-                           and a not in self.shortest)
+            extra = sorted(a for a, n in t.seen.items() if n and a not in self.predicted)
             if extra:
                 out.append(f"try {i}: {', '.join(extra)} seen, which the model forbids")
             if t.valid is False:
@@ -239,11 +254,12 @@ def read_try(run_dir: Path | None, error: str | None) -> Try:
 
 
 def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
-         run: RunFn, echo: Callable[[str], None] = lambda _: None) -> list[Row]:
+         run: RunFn, echo: Callable[[str], None] = lambda _: None,
+         safe_version: str | None = None) -> list[Row]:
     """The hunt's rows: for each recipe the model says shows a permitted anomaly on
     ``config`` (one not already hunted by an earlier recipe), up to ``tries`` runs (all
     of them with ``every_try``) until each shows; then ``safe_tries`` runs of the same
-    recipes on the safe config."""
+    recipes on the safe config (on ``safe_version``, default the config's own)."""
     permitted = config.permitted()
     rows: list[Row] = []
     covered: set[str] = set()
@@ -253,7 +269,7 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
         covered.update(hunted)
         if hunted:
             rows.append(Row(recipe, config, hunted, config.predicted(recipe), permitted))
-    safe_config = safe(config.kafka_version)
+    safe_config = safe(safe_version or config.kafka_version)
     safe_permitted = safe_config.permitted()
     if safe_config != config and safe_tries:
         rows += [Row(r.recipe, safe_config, (), safe_config.predicted(r.recipe), safe_permitted)
@@ -272,16 +288,25 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
     return rows
 
 
-def render_table(rows: Sequence[Row]) -> str:
-    """The printed table: one line per recipe and config."""
+def unhunted(config: HuntConfig, rows: Sequence[Row]) -> dict[str, str]:
+    """Anomalies the model permits on ``config`` that no row hunts: no recipe of the
+    mapping table shows them (anomaly -> the model's shortest schedule)."""
+    hunted = {a for r in rows if r.config == config for a in r.hunted}
+    return {a: s for a, s in config.permitted().items() if a not in hunted}
+
+
+def render_table(rows: Sequence[Row], missing: dict[str, str] | None = None) -> str:
+    """The printed table: one line per recipe and config; then what no recipe hunts."""
     lines = [f"{'recipe':34} {'config':48} {'model predicts':34} result"]
     for r in rows:
         lines.append(f"{r.recipe.name:34} {r.config.label:48} "
                      f"{', '.join(sorted(r.predicted)) or 'nothing':34} {r.outcome_text()}")
+    for a, s in (missing or {}).items():
+        lines.append(f"{a}: permitted by the model ({s}), but no recipe of the mapping table shows it")
     return "\n".join(lines)
 
 
-def render_page(rows: Sequence[Row], root: Path) -> str:
+def render_page(rows: Sequence[Row], root: Path, missing: dict[str, str] | None = None) -> str:
     """``hunt.html``: the table with every run linked, the recipes' schedules, no assets."""
     e = html.escape
     body: list[str] = []
@@ -310,6 +335,8 @@ model predicts when it replays the recipe's model schedule, the model's shortest
 the anomalies it permits there, and what real Kafka showed (links: each try's report).</p>
 <table><tr><th>recipe</th><th>config</th><th>hunted</th><th>model predicts</th>
 <th>model's shortest schedules</th><th>real Kafka</th><th>tries</th></tr>{"".join(body)}</table>
+{"".join(f"<p>{e(a)}: permitted by the model (<code>{e(sched)}</code>), but no recipe of the mapping "
+         f"table shows it: not hunted.</p>" for a, sched in (missing or {}).items())}
 <h2>Recipes</h2>{recipes}</body></html>
 """
 
@@ -338,24 +365,28 @@ def _run_one(results: Path) -> RunFn:
               help="Run all --tries even after the anomaly showed (to measure how often it does).")
 @click.option("--safe-tries", type=click.IntRange(0, 100), default=1, show_default=True,
               help="Runs of each recipe on the safe config (acks=all, min.insync=2, unclean off).")
+@click.option("--safe-version", default=None,
+              help="Kafka version of the safe-config runs.  [default: --kafka-version]")
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Results directory; the hunt goes to RESULTS/hunt-<time>/.")
 def hunt_command(acks: str, min_insync: int, unclean: bool, kafka_version: str, tries: int,
-                 every_try: bool, safe_tries: int, results: Path) -> None:
+                 every_try: bool, safe_tries: int, safe_version: str | None, results: Path) -> None:
     """Show on real Kafka the losses the reference model permits for a config, and their
     absence on the safe config. Exit 0: no violation; 1: a violation; 2: an error."""
     config = HuntConfig(acks, min_insync, unclean, kafka_version)  # type: ignore[arg-type]
     root = results / f"hunt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
-    rows = hunt(config, tries, every_try, safe_tries, _run_one(root), lambda s: click.echo(s, err=True))
+    rows = hunt(config, tries, every_try, safe_tries, _run_one(root), lambda s: click.echo(s, err=True),
+                safe_version)
+    missing = unhunted(config, rows)
     if not rows:
         click.echo(f"the model permits none of the anomalies a recipe hunts on {config.label}; "
                    f"permitted: {', '.join(config.permitted()) or 'none'}")
         return
-    click.echo(render_table(rows))
+    click.echo(render_table(rows, missing))
     root.mkdir(parents=True, exist_ok=True)
-    page = write_atomic(root / "hunt.html", render_page(rows, root).encode())
+    page = write_atomic(root / "hunt.html", render_page(rows, root, missing).encode())
     click.echo(f"page: {page}")
     sys.exit(1 if any(r.violations for r in rows) else 0)
 
 
-__all__ = ["RECIPES", "HuntConfig", "Recipe", "Row", "Try", "hunt", "hunt_command"]
+__all__ = ["RECIPES", "HuntConfig", "Recipe", "Row", "Try", "hunt", "hunt_command", "unhunted"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 
 from faultline.history import HistoryWriter
-from faultline.run.hunt import RECIPES, HuntConfig, Row, hunt, render_page, render_table
+from faultline.run.hunt import RECIPES, HuntConfig, Row, hunt, render_page, render_table, unhunted
 from faultline.spec import TestSpec
 
 
@@ -105,3 +105,20 @@ def test_the_page_links_each_try_and_stands_alone(tmp_path: Path) -> None:
     assert f'href="{LOSSY}/0/report.html"' in page and f'href="{SAFE}/0/report.html"' in page
     assert "http" not in page and "<script" not in page
     assert "demonstrated" in render_table(rows)
+
+
+def test_a_wipe_of_the_last_isr_member_is_hunted_without_elr_and_checked_with_it(tmp_path: Path) -> None:
+    runs = FakeRuns(tmp_path, {})
+    rows = hunt(HuntConfig("all", 2, False, "3.9.1"), tries=1, every_try=False, safe_tries=1, run=runs,
+                safe_version="4.3.1")
+    assert [(r.recipe.name, r.config.kafka_version, r.hunted, sorted(r.predicted)) for r in rows] == [
+        ("wipe-last-isr-member", "3.9.1", ("lost-write", "phantom-read"), ["lost-write", "phantom-read"]),
+        ("wipe-last-isr-member", "4.3.1", (), [])]
+    assert [s.kafka.version for s in runs.specs] == ["3.9.1", "4.3.1"]
+
+
+def test_what_no_recipe_shows_is_listed_as_not_hunted(tmp_path: Path) -> None:
+    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=0, run=FakeRuns(tmp_path, {LOSSY: [1]}))
+    missing = unhunted(ACKS1, rows)
+    assert list(missing) == ["phantom-read"], "acks=1 permits it through a wipe (the ELR's limit)"
+    assert "phantom-read: permitted by the model" in render_table(rows, missing)
