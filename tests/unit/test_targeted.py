@@ -148,3 +148,12 @@ def test_what_a_condition_saw_is_said() -> None:
     step = parse_step("wait until isr of 0 is {leader}")
     assert isinstance(step, Wait)
     assert condition_met(step, VIEW, {}, None) == (False, "0: leader 1 isr {1,3}")
+
+
+def test_the_example_schedule_is_a_valid_spec() -> None:
+    from pathlib import Path
+
+    from faultline.run.cli import build_spec
+
+    spec = build_spec(Path(__file__).parents[2] / "examples" / "acks1-lost-write.yaml", {})
+    assert spec.nemesis.schedule[3] == "crash leader of 0 as old" and spec.producer.acks == "1"
