@@ -117,6 +117,19 @@ RECIPES: tuple[Recipe, ...] = (
         "follower that left the ISR below min.insync is in the ELR and is elected instead. On 5 nodes, "
         "so that the KRaft quorum survives two paused followers.",
         time_limit_s=35.0, nodes=5),
+    Recipe(
+        "elr-limit-unclean-restarts",
+        "produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) tick tick tick crash(2) crash(3) "
+        "wipe(1) restart(2) restart(3) tick restart(1) tick fetch(2) fetch(3)",
+        ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
+         "crash held", "wipe leader of 0 as old", "restart old", "restart held",
+         "wait until 0 caught up within 40 s"),
+        "KIP-966's limit (the model's elr-unclean-restart-loss): as wipe-last-isr-member until the ISR "
+        "is the leader alone, then the held followers are killed, so they come back from an unclean "
+        "shutdown and leave the ELR; the leader is wiped. ISR and ELR are empty, and the controller "
+        "elects the last known leader, empty: committed data lost with one wipe, no unclean setting. "
+        "On 5 nodes.",
+        time_limit_s=40.0, nodes=5),
 )
 
 
@@ -255,15 +268,16 @@ def read_try(run_dir: Path | None, error: str | None) -> Try:
 
 def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
          run: RunFn, echo: Callable[[str], None] = lambda _: None,
-         safe_version: str | None = None) -> list[Row]:
+         safe_version: str | None = None, recipes: Sequence[Recipe] = RECIPES) -> list[Row]:
     """The hunt's rows: for each recipe the model says shows a permitted anomaly on
     ``config`` (one not already hunted by an earlier recipe), up to ``tries`` runs (all
     of them with ``every_try``) until each shows; then ``safe_tries`` runs of the same
-    recipes on the safe config (on ``safe_version``, default the config's own)."""
+    recipes on the safe config (on ``safe_version``, default the config's own). Only
+    ``recipes`` are considered (default: the whole mapping table)."""
     permitted = config.permitted()
     rows: list[Row] = []
     covered: set[str] = set()
-    for recipe in RECIPES:  # each permitted anomaly is hunted with the first recipe that shows it
+    for recipe in recipes:  # each permitted anomaly is hunted with the first recipe that shows it
         hunted = tuple(a for a in MODEL_ANOMALIES
                        if a in permitted and a in config.predicted(recipe) and a not in covered)
         covered.update(hunted)
@@ -365,18 +379,22 @@ def _run_one(results: Path) -> RunFn:
               help="Run all --tries even after the anomaly showed (to measure how often it does).")
 @click.option("--safe-tries", type=click.IntRange(0, 100), default=1, show_default=True,
               help="Runs of each recipe on the safe config (acks=all, min.insync=2, unclean off).")
+@click.option("--recipe", "recipe_names", multiple=True, type=click.Choice([r.name for r in RECIPES]),
+              help="Only this recipe of the mapping table (repeatable).  [default: all]")
 @click.option("--safe-version", default=None,
               help="Kafka version of the safe-config runs.  [default: --kafka-version]")
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Results directory; the hunt goes to RESULTS/hunt-<time>/.")
 def hunt_command(acks: str, min_insync: int, unclean: bool, kafka_version: str, tries: int,
-                 every_try: bool, safe_tries: int, safe_version: str | None, results: Path) -> None:
+                 every_try: bool, safe_tries: int, recipe_names: tuple[str, ...], safe_version: str | None,
+                 results: Path) -> None:
     """Show on real Kafka the losses the reference model permits for a config, and their
     absence on the safe config. Exit 0: no violation; 1: a violation; 2: an error."""
     config = HuntConfig(acks, min_insync, unclean, kafka_version)  # type: ignore[arg-type]
     root = results / f"hunt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    chosen = [r for r in RECIPES if r.name in recipe_names] if recipe_names else list(RECIPES)
     rows = hunt(config, tries, every_try, safe_tries, _run_one(root), lambda s: click.echo(s, err=True),
-                safe_version)
+                safe_version, chosen)
     missing = unhunted(config, rows)
     if not rows:
         click.echo(f"the model permits none of the anomalies a recipe hunts on {config.label}; "

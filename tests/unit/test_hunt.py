@@ -42,13 +42,14 @@ class FakeRuns:
 
 
 ACKS1 = HuntConfig("1", 2, False)
+FOLLOWERS_HELD = [r for r in RECIPES if r.name == "leader-crash-followers-held"]
 LOSSY = "leader-crash-followers-held-acks1-misr2"
 SAFE = "leader-crash-followers-held-acksall-misr2"
 
 
 def test_acks1_hunts_the_followers_held_recipe_until_it_shows(tmp_path: Path) -> None:
     runs = FakeRuns(tmp_path, {LOSSY: [0, 0, 12]})
-    rows = hunt(ACKS1, tries=5, every_try=False, safe_tries=1, run=runs)
+    rows = hunt(ACKS1, tries=5, every_try=False, safe_tries=1, run=runs, recipes=FOLLOWERS_HELD)
     assert [(r.recipe.name, r.config.acks, r.hunted) for r in rows] == [
         ("leader-crash-followers-held", "1", ("lost-write", "inconsistent-offsets")),
         ("leader-crash-followers-held", "all", ())]
@@ -70,7 +71,7 @@ def test_every_try_runs_them_all(tmp_path: Path) -> None:
 
 def test_a_loss_on_the_safe_config_is_a_violation(tmp_path: Path) -> None:
     runs = FakeRuns(tmp_path, {LOSSY: [3], SAFE: [2]})
-    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=1, run=runs)
+    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=1, run=runs, recipes=FOLLOWERS_HELD)
     assert rows[1].violations == ["try 1: inconsistent-offsets, lost-write seen, which the model forbids",
                                   "try 1: the checker found the run invalid"]
     assert rows[1].outcome_text().startswith("VIOLATION")
@@ -84,10 +85,14 @@ def test_not_reproduced_says_why_from_the_journal(tmp_path: Path) -> None:
                                       "'wait until 0 has a new leader': not met within 20 s)")
 
 
-def test_the_safe_config_itself_hunts_nothing(tmp_path: Path) -> None:
+def test_the_safe_config_hunts_only_the_elr_limit(tmp_path: Path) -> None:
     runs = FakeRuns(tmp_path, {})
-    assert hunt(HuntConfig("all", 2, False), tries=3, every_try=False, safe_tries=1, run=runs) == []
-    assert runs.specs == []
+    rows = hunt(HuntConfig("all", 2, False), tries=1, every_try=False, safe_tries=1, run=runs)
+    assert [(r.recipe.name, r.hunted) for r in rows] == [
+        ("elr-limit-unclean-restarts", ("lost-write", "phantom-read"))], "one wipe, unclean restarts"
+    assert hunt(HuntConfig("all", 2, False), tries=1, every_try=False, safe_tries=1, run=runs,
+                recipes=FOLLOWERS_HELD) == []
+    assert len(runs.specs) == 1
 
 
 def test_unclean_election_is_hunted_on_five_nodes(tmp_path: Path) -> None:
@@ -118,7 +123,16 @@ def test_a_wipe_of_the_last_isr_member_is_hunted_without_elr_and_checked_with_it
 
 
 def test_what_no_recipe_shows_is_listed_as_not_hunted(tmp_path: Path) -> None:
-    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=0, run=FakeRuns(tmp_path, {LOSSY: [1]}))
+    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=0, run=FakeRuns(tmp_path, {LOSSY: [1]}),
+                recipes=FOLLOWERS_HELD)
     missing = unhunted(ACKS1, rows)
     assert list(missing) == ["phantom-read"], "acks=1 permits it through a wipe (the ELR's limit)"
     assert "phantom-read: permitted by the model" in render_table(rows, missing)
+
+
+def test_acks1_with_the_whole_table_hunts_phantom_reads_with_the_elr_limit(tmp_path: Path) -> None:
+    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=0, run=FakeRuns(tmp_path, {}))
+    assert [(r.recipe.name, r.hunted) for r in rows] == [
+        ("leader-crash-followers-held", ("lost-write", "inconsistent-offsets")),
+        ("elr-limit-unclean-restarts", ("phantom-read",))]
+    assert unhunted(ACKS1, rows) == {}
