@@ -239,9 +239,12 @@ RunFn = Callable[[TestSpec], tuple[Path | None, str | None]]
 def spec_for(recipe: Recipe, config: HuntConfig, seed: int) -> TestSpec:
     """The run of ``recipe`` on ``config``: short, three partitions, the recipe's schedule."""
     idempotent = config.acks == "all"
+    # The KRaft controller looks for partitions to elect uncleanly every
+    # unclean.leader.election.interval.ms (minutes by default): far longer than a short run.
+    unclean = {"unclean.leader.election.interval.ms": "1000"} if config.unclean else {}
     return TestSpec(
         name=f"{recipe.name}-{config.slug}", seed=seed, time_limit_s=recipe.time_limit_s,
-        kafka=KafkaSpec(version=config.kafka_version, nodes=recipe.nodes, heap_mb=384),
+        kafka=KafkaSpec(version=config.kafka_version, nodes=recipe.nodes, heap_mb=384, broker_config=unclean),
         topic=TopicSpec(min_insync_replicas=config.min_insync, unclean_leader_election_enable=config.unclean),
         producer=ProducerSpec(acks=config.acks, enable_idempotence=idempotent),
         workload=WorkloadSpec(rate=300.0),

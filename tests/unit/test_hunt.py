@@ -101,6 +101,7 @@ def test_unclean_election_is_hunted_on_five_nodes(tmp_path: Path) -> None:
     assert [(r.recipe.name, r.hunted) for r in rows] == [
         ("unclean-election-stale-follower", ("lost-write", "phantom-read", "inconsistent-offsets"))]
     assert runs.specs[0].kafka.nodes == 5 and runs.specs[0].topic.unclean_leader_election_enable
+    assert runs.specs[0].kafka.broker_config == {"unclean.leader.election.interval.ms": "1000"}
 
 
 def test_the_page_links_each_try_and_stands_alone(tmp_path: Path) -> None:
