@@ -236,9 +236,15 @@ class Row:
 RunFn = Callable[[TestSpec], tuple[Path | None, str | None]]
 
 
-def spec_for(recipe: Recipe, config: HuntConfig, seed: int) -> TestSpec:
-    """The run of ``recipe`` on ``config``: short, three partitions, the recipe's schedule."""
-    idempotent = config.acks == "all"
+def spec_for(recipe: Recipe, config: HuntConfig, seed: int, hunting: bool = True) -> TestSpec:
+    """The run of ``recipe`` on ``config``: short, three partitions, the recipe's schedule.
+
+    A run that hunts a loss has idempotence off: librdkafka's idempotent producer meets
+    a partition that lost its acknowledged tail with a fatal OUT_OF_ORDER_SEQUENCE_NUMBER,
+    which ends the workload before the drain. A run that must stay clean (``hunting``
+    False) keeps it on with acks=all, the safe config as users run it.
+    """
+    idempotent = config.acks == "all" and not hunting
     # The KRaft controller looks for partitions to elect uncleanly every
     # unclean.leader.election.interval.ms (minutes by default): far longer than a short run.
     unclean = {"unclean.leader.election.interval.ms": "1000"} if config.unclean else {}
@@ -294,7 +300,7 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
     for row in rows:
         limit = tries if row.hunted else safe_tries
         for i in range(1, limit + 1):
-            run_dir, error = run(spec_for(row.recipe, row.config, seed=i))
+            run_dir, error = run(spec_for(row.recipe, row.config, seed=i, hunting=bool(row.hunted)))
             t = read_try(run_dir, error)
             row.tries.append(t)
             shown = ", ".join(f"{a} {n}" for a, n in t.seen.items() if n) or "no anomaly"
@@ -362,10 +368,14 @@ def _run_one(results: Path) -> RunFn:
     def run(spec: TestSpec) -> tuple[Path | None, str | None]:
         from faultline.run.runner import run_test
 
+        before = set(results.glob(f"{spec.name}/2*"))
         try:
             outcome = run_test(spec, results=results, console=Console(file=io.StringIO()))
         except FaultlineError as e:
             return None, str(e)
+        except Exception as e:  # e.g. a fatal client error the workload let through: one try lost
+            made = sorted(set(results.glob(f"{spec.name}/2*")) - before)
+            return (made[-1] if made else None), f"the run crashed: {type(e).__name__}: {e}".splitlines()[0]
         return outcome.run_dir, outcome.error
     return run
 
