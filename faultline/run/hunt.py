@@ -68,7 +68,8 @@ HUNT_DATA_LOSS = 1
 class Recipe:
     """One row of the mapping table: a targeted schedule and the model schedule it realises.
 
-    ``model`` is in the model's step syntax, replica 1 the first leader; ``nodes`` is
+    ``model`` is in the model's step syntax, replica 1 the first leader; it ends with a
+    ``produce`` after the failover, as the real workload keeps writing; ``nodes`` is
     the cluster size the targeted schedule needs; ``time_limit_s`` covers the schedule.
     """
 
@@ -107,7 +108,7 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe(
         "wipe-last-isr-member",
         "produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) tick tick tick wipe(1) restart(1) "
-        "resume(2) resume(3) tick fetch(2) fetch(3)",
+        "resume(2) resume(3) tick fetch(2) fetch(3) produce",
         ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
          "wait for 1 s", "wipe leader of 0 as old", "restart old", "resume held",
          "wait until 0 caught up within 30 s"),
@@ -120,7 +121,7 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe(
         "elr-limit-unclean-restarts",
         "produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) tick tick tick crash(2) crash(3) "
-        "wipe(1) restart(2) restart(3) tick restart(1) tick fetch(2) fetch(3)",
+        "wipe(1) restart(2) restart(3) tick restart(1) tick fetch(2) fetch(3) produce",
         ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
          "crash held", "wipe leader of 0 as old", "restart old", "restart held",
          "wait until 0 caught up within 40 s"),

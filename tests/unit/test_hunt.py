@@ -89,7 +89,8 @@ def test_the_safe_config_hunts_only_the_elr_limit(tmp_path: Path) -> None:
     runs = FakeRuns(tmp_path, {})
     rows = hunt(HuntConfig("all", 2, False), tries=1, every_try=False, safe_tries=1, run=runs)
     assert [(r.recipe.name, r.hunted) for r in rows] == [
-        ("elr-limit-unclean-restarts", ("lost-write", "phantom-read"))], "one wipe, unclean restarts"
+        ("elr-limit-unclean-restarts", ("lost-write", "phantom-read", "inconsistent-offsets"))], \
+        "one wipe, unclean restarts"
     assert hunt(HuntConfig("all", 2, False), tries=1, every_try=False, safe_tries=1, run=runs,
                 recipes=FOLLOWERS_HELD) == []
     assert len(runs.specs) == 1
@@ -118,7 +119,8 @@ def test_a_wipe_of_the_last_isr_member_is_hunted_without_elr_and_checked_with_it
     rows = hunt(HuntConfig("all", 2, False, "3.9.1"), tries=1, every_try=False, safe_tries=1, run=runs,
                 safe_version="4.3.1")
     assert [(r.recipe.name, r.config.kafka_version, r.hunted, sorted(r.predicted)) for r in rows] == [
-        ("wipe-last-isr-member", "3.9.1", ("lost-write", "phantom-read"), ["lost-write", "phantom-read"]),
+        ("wipe-last-isr-member", "3.9.1", ("lost-write", "phantom-read", "inconsistent-offsets"),
+         ["inconsistent-offsets", "lost-write", "phantom-read"]),
         ("wipe-last-isr-member", "4.3.1", (), [])]
     assert [s.kafka.version for s in runs.specs] == ["3.9.1", "4.3.1"]
 
