@@ -25,6 +25,7 @@ _COMMANDS: dict[str, str] = {
     "report": "faultline.report.cli:report",
     "analyze": "faultline.analysis.cli:analyze_command",
     "model": "faultline.checkers.model.cli:model",
+    "hunt": "faultline.run.hunt:hunt_command",
     "setup": "faultline.cluster.cli:setup",
     "doctor": "faultline.cluster.cli:doctor",
     "cluster": "faultline.cluster.cli:cluster",

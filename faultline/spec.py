@@ -20,6 +20,7 @@ import orjson
 
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
+from faultline.targeted import parse_schedule
 
 Acks = Literal["0", "1", "all"]
 ACKS: tuple[str, ...] = typing.get_args(Acks)
@@ -99,11 +100,13 @@ class WorkloadSpec:
 
 @dataclass(frozen=True, slots=True)
 class NemesisSpec:
-    """Which faults the schedule mixes, and how often."""
+    """Which faults the seeded schedule mixes, and how often; or, instead, a targeted
+    ``schedule`` (steps in roles and observed states, :mod:`faultline.targeted`)."""
 
     faults: tuple[str, ...] = ()
     interval_s: float = 10.0
     max_concurrent: int = 1
+    schedule: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +274,10 @@ def _validate(spec: TestSpec) -> None:
         (not unknown_faults,
          f"unknown fault(s) {', '.join(unknown_faults)}; known: {', '.join(FAULTS)}")
     )
+    checks.append((not (n.faults and n.schedule),
+                   "nemesis.faults and nemesis.schedule exclude each other: give a seeded mix "
+                   "of faults or a targeted schedule"))
     for ok, message in checks:
         if not ok:
             raise SpecError(message)
+    parse_schedule(n.schedule, t.partitions, k.nodes)

@@ -23,8 +23,10 @@ verdict decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
 Seams for the parts written elsewhere: the cluster comes from ``cluster_factory``
 (default: the backend ``spec.backend`` names, :func:`~faultline.cluster.backends.cluster_for`),
 the workload from :func:`~faultline.workloads.workload_for`, the nemesis from
-``nemesis_factory`` (default :meth:`~faultline.nemeses.package.NemesisPackage.from_spec`,
-which does nothing for a spec without faults), the verdict from
+``nemesis_factory`` (default: :class:`~faultline.nemeses.scripted.ScriptedNemesis` for a
+spec with a targeted ``nemesis.schedule``, else
+:meth:`~faultline.nemeses.package.NemesisPackage.from_spec`, which does nothing for a
+spec without faults), the verdict from
 :func:`faultline.checkers.cli.check_run` and the report from :func:`_report`.
 """
 
@@ -115,8 +117,12 @@ class RunOutcome:
 
 
 def _nemesis_package(spec: TestSpec, cluster: Cluster) -> NemesisSchedule:
+    """The spec's targeted schedule when it has one, else its seeded mix of faults."""
     from faultline.nemeses.package import NemesisPackage
+    from faultline.nemeses.scripted import ScriptedNemesis
 
+    if spec.nemesis.schedule:
+        return ScriptedNemesis.from_spec(spec, cluster)
     return NemesisPackage.from_spec(spec, cluster)
 
 

@@ -1,0 +1,339 @@
+"""The scripted nemesis: runs a targeted schedule (:mod:`faultline.targeted`) step by step.
+
+Where the seeded package (:mod:`faultline.nemeses.package`) draws faults at random
+times, this one runs the spec's ``nemesis.schedule`` in order from the start of the
+main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controller``)
+from live metadata when its step runs, and waiting on what the metadata shows
+(``until isr of 0 is {leader}``). It drives the same family nemeses (kill, pause, stop,
+wipe, partition), so it heals the same way, and keeps the runner's contract
+(``setup``, ``run``, ``heal_all``, ``active``; see
+:class:`faultline.run.runner.NemesisSchedule`).
+
+Journal (docs/history.md, "nemesis"): each action is an invoke and a completion,
+``type: "info"``, ``process: "nemesis"``, ``f`` the family's action (``crash`` is
+``kill``, ``restart`` is ``start`` after a ``stop`` or ``kill`` of a running node,
+``isolate`` is ``partition``); the invoke's value carries ``step`` (the step as
+written), ``role`` (its target as written), ``targets`` (the node ids the role
+resolved to), ``nodes`` and ``leaders`` as every nemesis op does, and for ``isolate``
+the whole ``grudge`` in effect. Waits are journaled as ``f: "wait"`` pairs whose
+completion carries ``result`` (met, and after how long) and ``seen`` (the partitions'
+leader and ISR at the last look); a wait not met in time has an ``error`` and ends
+the schedule, as does a step whose role cannot be resolved (no leader, say). Faults
+still in effect stay until ``heal_all``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from faultline.cluster import kafka_client
+from faultline.cluster.protocol import Cluster, PartitionState
+from faultline.errors import NemesisError
+from faultline.history import HistoryWriter, Op
+from faultline.nemeses.base import LIVE_STATE_TIMEOUT_S, NodeFault, completed, with_timeout
+from faultline.nemeses.kill import KillNemesis
+from faultline.nemeses.partition import PartitionNemesis, complete, nodes_of, to_json
+from faultline.nemeses.pause import PauseNemesis
+from faultline.nemeses.schedule import Step
+from faultline.nemeses.stop import StopNemesis
+from faultline.nemeses.wipe import WipeNemesis
+from faultline.spec import TestSpec
+from faultline.targeted import Action, View, Wait, condition_met, parse_schedule, resolve
+from faultline.targeted import Step as TargetedStep
+
+log = logging.getLogger(__name__)
+
+#: How often a ``wait until`` looks at the metadata, in seconds.
+POLL_S = 0.5
+#: How long one broker may take to answer a Metadata request of the schedule, in seconds.
+METADATA_TIMEOUT_S = 2.0
+
+
+class ScheduleEnded(Exception):
+    """The schedule cannot go on (a role with no node, a wait not met); already journaled."""
+
+
+class ScriptedNemesis:
+    """Runs ``steps`` against ``cluster``; see the module docstring.
+
+    Thread-safety: ``heal_all`` may be called from another thread while ``run`` runs;
+    it stops ``run`` after the action in progress (a wait stops at once) and heals.
+    """
+
+    def __init__(self, cluster: Cluster, steps: Sequence[TargetedStep],
+                 states: Callable[[], dict[int, PartitionState]] | None = None) -> None:
+        """``states`` reads the test topic's partitions live (default: :meth:`_states`,
+        Metadata requests to every broker at once); it raises NemesisError when nothing answers."""
+        self.cluster = cluster
+        self.steps = tuple(steps)
+        self._read_states = states or self._states
+        self.kill, self.pause, self.stop = KillNemesis(), PauseNemesis(), StopNemesis()
+        self.wipe, self.partition = WipeNemesis(), PartitionNemesis()
+        #: why the schedule ended before its last step (None: it ran to the end, or runs)
+        self.ended: str | None = None
+        self._grudge: dict[int, frozenset[int]] = {}
+        self._bindings: dict[str, tuple[int, ...]] = {}
+        self._last_leader: dict[int, int | None] = {}
+        self._lock = threading.RLock()
+        self._halt = threading.Event()
+        self._set_up = False
+
+    @classmethod
+    def from_spec(cls, spec: TestSpec, cluster: Cluster) -> ScriptedNemesis:
+        """The nemesis for ``spec.nemesis.schedule`` (validated when the spec was built)."""
+        steps = parse_schedule(spec.nemesis.schedule, spec.topic.partitions, spec.kafka.nodes)
+        return cls(cluster, steps)
+
+    def _needed(self) -> list[Any]:
+        verbs = {s.verb for s in self.steps if isinstance(s, Action)}
+        need: list[Any] = []
+        if verbs & {"crash", "restart"}:
+            need += [self.kill, self.stop]
+        if verbs & {"pause", "resume"}:
+            need.append(self.pause)
+        if "wipe" in verbs:
+            need.append(self.wipe)
+        if verbs & {"isolate", "heal"}:
+            need.append(self.partition)
+        return need
+
+    def setup(self) -> None:
+        """Bind the family nemeses the steps use; NemesisError if the backend lacks one."""
+        for nemesis in self._needed():
+            nemesis.setup(self.cluster)
+        self._set_up = True
+
+    @property
+    def active(self) -> list[Step]:
+        """Faults in effect now, as schedule steps (for the progress line)."""
+        held = [Step(0.0, n.family, n.family, 0.0, 0)
+                for n in (self.kill, self.pause, self.stop, self.wipe) if n.faulted]
+        if self._grudge:
+            held.append(Step(0.0, "partition", "isolate", 0.0, 0))
+        return held
+
+    # -- running ------------------------------------------------------------------
+
+    def run(self, until: float, history: HistoryWriter) -> None:
+        """Run the steps in order until the last, the ``time.monotonic()`` deadline
+        ``until``, ``heal_all``, or a step that cannot go on (journaled, in ``ended``)."""
+        if not self._set_up:
+            self.setup()
+        try:
+            for step in self.steps:
+                if self._halt.is_set() or time.monotonic() >= until:
+                    return
+                if isinstance(step, Wait):
+                    self._wait(step, until, history)
+                    continue
+                with self._lock:
+                    if self._halt.is_set():
+                        return
+                    self._act(step, history)
+        except ScheduleEnded as e:
+            self.ended = str(e)
+            log.warning("targeted schedule ended early: %s", e)
+
+    def _view(self, controller: bool = False) -> View:
+        active = with_timeout(self.cluster.active_controller, LIVE_STATE_TIMEOUT_S,
+                              "active controller") if controller else None
+        return View(self._read_states(), active)
+
+    def _courtesy(self) -> View:
+        """The view for a step that names its nodes (``node 3``, a bound name): live state
+        only feeds the op's ``leaders`` snapshot there, so none is no reason to stop."""
+        try:
+            return self._view()
+        except NemesisError as e:
+            log.info("no leader snapshot for the nemesis op: %s", e)
+            return View({})
+
+    def _states(self) -> dict[int, PartitionState]:
+        """The topic's partitions from the first broker that answers a Metadata request.
+
+        A schedule pauses and isolates brokers on purpose, and a client that knows every
+        broker may send its request to one that will never answer; so each proxy gets a
+        short-lived client of its own (which asks its one bootstrap broker), all at once.
+        NemesisError with every broker's reason when none answers in time.
+        """
+        topic = self.cluster.spec.topic.name
+        answers: queue.Queue[tuple[str, dict[int, PartitionState] | Exception]] = queue.Queue()
+
+        def ask(proxy: str) -> None:
+            try:
+                admin = kafka_client.new_admin(proxy, METADATA_TIMEOUT_S)
+                answers.put((proxy, kafka_client.metadata_states(admin, topic, METADATA_TIMEOUT_S)))
+            except Exception as e:  # no answer from this broker: another may give one
+                answers.put((proxy, e))
+
+        proxies = self.cluster.bootstrap_servers().split(",")
+        for proxy in proxies:
+            threading.Thread(target=ask, args=(proxy,), name="nemesis-metadata", daemon=True).start()
+        deadline = time.monotonic() + METADATA_TIMEOUT_S + 1.0
+        errors: list[str] = []
+        for _ in proxies:
+            try:
+                proxy, got = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if isinstance(got, dict):
+                return got
+            errors.append(f"{proxy}: {got}")
+        raise NemesisError(f"no broker answered for {topic}'s metadata within "
+                           f"{METADATA_TIMEOUT_S:.0f} s ({'; '.join(errors) or 'no answer'})")
+
+    def _leaders(self, view: View) -> dict[str, int]:
+        topic = self.cluster.spec.topic.name
+        return {f"{topic}/{p}": s.leader for p, s in sorted(view.partitions.items()) if s.leader is not None}
+
+    def _act(self, step: Action, history: HistoryWriter) -> None:
+        value: dict[str, Any] = {"step": step.text}
+        if step.verb == "heal":
+            self._journaled(history, "heal", {**value, "kind": "isolate", "nodes": nodes_of(self._grudge)},
+                            self.partition.invoke)
+            self._grudge = {}
+            return
+        assert step.target is not None
+        live = step.target.role not in ("node", "name")
+        try:
+            view = self._view(controller=step.target.role == "controller") if live else self._courtesy()
+            targets = resolve(step.target, view, self._bindings)
+        except (NemesisError, ValueError) as e:
+            history.append("nemesis", "info", _ACTION[step.verb], {**value, "role": str(step.target)})
+            history.append("nemesis", "info", _ACTION[step.verb],
+                           {**value, "role": str(step.target), "nodes": [], "result": "skipped"},
+                           error=f"no target: {e}")
+            raise ScheduleEnded(f"{step.text!r}: no target: {e}") from None
+        if step.target.partition is not None:
+            self._last_leader[step.target.partition] = view.partitions[step.target.partition].leader
+        if step.bind is not None:
+            self._bindings[step.bind] = targets
+        value.update(role=str(step.target), targets=list(targets), leaders=self._leaders(view))
+        nodes = list(targets)
+        if step.verb == "crash":
+            self._journaled(history, "kill", {**value, "kind": "kill", "nodes": nodes}, self.kill.invoke)
+        elif step.verb == "pause":
+            self._journaled(history, "pause", {**value, "kind": "pause", "nodes": nodes}, self.pause.invoke)
+        elif step.verb == "resume":
+            self._journaled(history, "resume", {**value, "kind": "pause", "nodes": nodes}, self.pause.invoke)
+        elif step.verb == "wipe":
+            self._journaled(history, "wipe", {**value, "kind": "wipe", "nodes": nodes}, self.wipe.invoke)
+        elif step.verb == "isolate":
+            group = set(targets)
+            rest = {n.id for n in self.cluster.nodes} - group
+            grudge = dict(self._grudge)
+            for node, drops in complete([group, rest]).items():
+                grudge[node] = grudge.get(node, frozenset()) | drops
+            self._grudge = grudge
+            self._journaled(history, "partition", {**value, "kind": "isolate", "grudge": to_json(grudge),
+                                                   "nodes": nodes_of(grudge)}, self.partition.invoke)
+        elif step.verb == "restart":
+            running = [n for n in nodes if self.cluster.node(n).is_alive()]
+            if running:
+                down: NodeFault = self.kill if step.unclean else self.stop
+                self._journaled(history, down.family, {**value, "kind": down.family, "nodes": running},
+                                down.invoke)
+            self._journaled(history, "start", {**value, "kind": "restart", "nodes": nodes}, self._start)
+
+    def _start(self, op: Op) -> Op:
+        """Start each node of ``op``, through the nemesis that took it down (so its
+        teardown no longer counts it), or directly if none did."""
+        for node in (op.value or {}).get("nodes", []):
+            owners = [n for n in (self.kill, self.wipe, self.stop) if node in n.faulted] or [self.kill]
+            for owner in owners:
+                owner.invoke(Op(op.index, op.time, op.process, op.type, "start", {"nodes": [node]}))
+        return completed(op, result="started")
+
+    def _journaled(self, history: HistoryWriter, f: str, value: dict[str, Any],
+                   invoke: Callable[[Op], Op]) -> None:
+        """One action as an invoke and a completion op; a failure is journaled on the
+        completion and ends the schedule (teardown heals what may be left)."""
+        op = history.append("nemesis", "info", f, value)
+        try:
+            done = invoke(op)
+        except Exception as e:  # journaled, then the schedule stops
+            error = f"{type(e).__name__}: {e}".splitlines()[0]
+            history.append("nemesis", "info", f, value, error=error)
+            raise ScheduleEnded(f"{value.get('step')!r} failed: {error}") from e
+        history.append("nemesis", "info", done.f, done.value, error=done.error)
+
+    def _wait(self, wait: Wait, until: float, history: HistoryWriter) -> None:
+        started = time.monotonic()
+        value: dict[str, Any] = {"step": wait.text, "within_s": wait.seconds}
+        history.append("nemesis", "info", "wait", value)
+        if wait.kind == "for":
+            self._halt.wait(max(0.0, min(started + wait.seconds, until) - started))
+            history.append("nemesis", "info", "wait", {**value, "result": "waited"})
+            return
+        deadline = min(started + wait.seconds, until)
+        previous = self._last_leader.get(wait.partition) if wait.partition is not None else None
+        known = wait.partition in self._last_leader
+        seen = "nothing yet"
+        while True:
+            try:
+                view = self._view()
+                if not known and wait.partition is not None:
+                    state = view.partitions.get(wait.partition)
+                    previous, known = (state.leader if state is not None else None), True
+                met, seen = condition_met(wait, view, self._bindings, previous)
+            except NemesisError as e:
+                met, seen = False, f"no metadata: {e}"
+            if met:
+                history.append("nemesis", "info", "wait", {
+                    **value, "result": f"met after {time.monotonic() - started:.1f} s", "seen": seen})
+                return
+            if time.monotonic() >= deadline or self._halt.wait(POLL_S):
+                break
+        if self._halt.is_set():
+            history.append("nemesis", "info", "wait", {**value, "result": "stopped", "seen": seen})
+            raise ScheduleEnded(f"{wait.text!r}: stopped by the heal")
+        bound = min(wait.seconds, until - started)
+        history.append("nemesis", "info", "wait", {**value, "result": "not met", "seen": seen},
+                       error=f"not met within {bound:.0f} s")
+        raise ScheduleEnded(f"{wait.text!r} not met within {bound:.0f} s (last seen: {seen})")
+
+    # -- healing ------------------------------------------------------------------
+
+    def heal_all(self, history: HistoryWriter | None = None) -> None:
+        """Stop ``run`` and undo every fault in effect: journaled heals first (network,
+        paused nodes, nodes down), then every family nemesis's teardown regardless.
+        Raises NemesisError only if a teardown could not heal, after trying all."""
+        self._halt.set()
+        errors: list[str] = []
+        with self._lock:
+            if history is not None:
+                heals: list[tuple[str, dict[str, Any], Callable[[Op], Op]]] = []
+                if self._grudge:
+                    heals.append(("heal", {"kind": "isolate", "nodes": nodes_of(self._grudge)},
+                                  self.partition.invoke))
+                if self.pause.faulted:
+                    heals.append(("resume", {"kind": "pause", "nodes": sorted(self.pause.faulted)},
+                                  self.pause.invoke))
+                down = sorted(self.kill.faulted | self.wipe.faulted | self.stop.faulted)
+                if down:
+                    heals.append(("start", {"kind": "restart", "nodes": down}, self._start))
+                for f, value, invoke in heals:
+                    try:
+                        self._journaled(history, f, value, invoke)
+                    except ScheduleEnded:  # journaled; the teardown below tries again
+                        pass
+                    except Exception as e:  # e.g. a closed history: the teardowns still run
+                        errors.append(f"{f}: {e}")
+            self._grudge = {}
+            for nemesis in self._needed():
+                try:
+                    nemesis.teardown()
+                except Exception as e:  # every nemesis gets its teardown
+                    errors.append(f"{nemesis.family}: {e}")
+        if errors:
+            raise NemesisError(f"could not heal every fault: {'; '.join(errors)}")
+
+
+#: A targeted verb -> the history action its invoke op is journaled as when it has no target.
+_ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "resume",
+           "wipe": "wipe", "isolate": "partition"}

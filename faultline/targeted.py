@@ -1,0 +1,360 @@
+"""Targeted fault schedules: steps named by roles and observed states, not node numbers. Pure.
+
+A targeted schedule is a list of steps, one line each, run in order from the start of
+the main phase (:mod:`faultline.nemeses.scripted` executes it). Partitions ``P`` are
+partition numbers of the test topic; ``N`` a node id; ``NAME`` a name an earlier step
+bound with ``as NAME``::
+
+    crash   TARGET [as NAME]        SIGKILL; the node stays down
+    restart TARGET [unclean]        a down node: start it; a running one: stop it
+                                    (SIGTERM, controlled shutdown; unclean: SIGKILL),
+                                    then start it
+    pause   TARGET [as NAME]        SIGSTOP
+    resume  TARGET                  SIGCONT
+    wipe    TARGET [as NAME]        SIGKILL and delete its partition data; stays down
+    isolate TARGET [as NAME]        cut the target's nodes (as one group) off from the
+                                    others; adds to any isolation already in effect
+    heal                            remove every network partition
+    wait for SECONDS s
+    wait until CONDITION [within SECONDS s]     (default bound: 30 s)
+
+    TARGET     leader of P | followers of P | follower of P | controller | node N | N | NAME
+    CONDITION  isr of P is {MEMBER, ...}       MEMBER: leader | N | NAME
+               P has a new leader
+               P caught up | caught up          (every replica of P, or of every
+                                                 partition, in the ISR)
+
+Roles are resolved from live state when their step runs: ``leader of P`` is P's
+current leader, ``followers of P`` every other replica of P, ``follower of P`` the
+lowest-numbered follower in P's ISR, ``controller`` the active KRaft controller.
+``P has a new leader`` holds once P is led by a node other than the leader that the
+schedule last resolved for P (or, before any, the one P had when the wait began).
+Every wait is bounded; a wait that is not met in time ends the schedule.
+
+Words are case-insensitive; ``the`` and ``a`` are ignored (``crash the leader of 0``).
+:func:`parse_schedule` validates a whole schedule up front and raises SpecError with
+one line naming the step; :func:`resolve` and :func:`condition_met` are the pure
+halves of execution, over a :class:`View` of live state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from faultline.errors import SpecError
+
+#: Verbs that take a target, and whether they may bind a name with ``as``.
+VERBS: Mapping[str, bool] = {"crash": True, "restart": False, "pause": True, "resume": False,
+                             "wipe": True, "isolate": True}
+#: The default bound of ``wait until``, in seconds.
+DEFAULT_WAIT_S = 30.0
+#: The longest any wait may be, in seconds.
+MAX_WAIT_S = 600.0
+
+_RESERVED = frozenset({*VERBS, "heal", "wait", "for", "until", "within", "as", "of", "leader",
+                       "followers", "follower", "controller", "node", "isr", "is", "has", "new",
+                       "caught", "up", "unclean", "clean", "s"})
+_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+_SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
+
+Role = Literal["leader", "followers", "follower", "controller", "node", "name"]
+WaitKind = Literal["for", "isr", "new-leader", "caught-up"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Whom a step acts on: a role of partition ``partition``, node ``node`` or ``name``."""
+
+    role: Role
+    partition: int | None = None
+    node: int | None = None
+    name: str | None = None
+
+    def __str__(self) -> str:
+        if self.role in ("leader", "followers", "follower"):
+            return f"{self.role} of {self.partition}"
+        if self.role == "node":
+            return f"node {self.node}"
+        if self.role == "name":
+            return str(self.name)
+        return self.role
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
+    :data:`VERBS` or ``heal`` (which has no target)."""
+
+    verb: str
+    target: Target | None
+    text: str
+    bind: str | None = None
+    unclean: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """A wait: ``for`` a fixed time, or until a condition within ``seconds``.
+
+    ``members`` (for ``isr``) are ``"leader"``, node ids, or bound names.
+    """
+
+    kind: WaitKind
+    seconds: float
+    text: str
+    partition: int | None = None
+    members: tuple[int | str, ...] = ()
+
+
+Step = Action | Wait
+
+
+class PartitionLike(Protocol):
+    """What a step reads of one partition (``faultline.cluster.protocol.PartitionState``)."""
+
+    @property
+    def leader(self) -> int | None: ...
+    @property
+    def isr(self) -> tuple[int, ...]: ...
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """Live state at one moment: the test topic's partitions and the active controller."""
+
+    partitions: Mapping[int, PartitionLike]
+    controller: int | None = None
+
+
+def parse_schedule(lines: Sequence[str], partitions: int | None = None,
+                   nodes: int | None = None) -> tuple[Step, ...]:
+    """Parse and validate a whole schedule; SpecError naming the first bad step.
+
+    With ``partitions`` and ``nodes`` known, partition numbers and node ids are checked
+    against them. A name must be bound (``as NAME``) by an earlier step before use.
+    """
+    steps: list[Step] = []
+    bound: set[str] = set()
+    for i, line in enumerate(lines):
+        where = f"nemesis.schedule[{i}] {line!r}"
+        try:
+            step = parse_step(line)
+            _check(step, bound, partitions, nodes)
+        except ValueError as e:
+            raise SpecError(f"{where}: {e}") from None
+        if isinstance(step, Action) and step.bind is not None:
+            bound.add(step.bind)
+        steps.append(step)
+    return tuple(steps)
+
+
+def parse_step(text: str) -> Step:
+    """One step; ValueError saying what is wrong and what would be right."""
+    words = [w for w in re.findall(r"\{[^}]*\}|[^\s{}]+", text.lower()) if w not in ("the", "a")]
+    if not words:
+        raise ValueError("empty step")
+    verb, rest = words[0], words[1:]
+    if verb == "heal":
+        if rest:
+            raise ValueError("heal takes nothing after it (it removes every partition)")
+        return Action("heal", None, text)
+    if verb == "wait":
+        return _parse_wait(rest, text)
+    if verb not in VERBS:
+        raise ValueError(f"unknown step {verb!r}; steps: {', '.join([*VERBS, 'heal', 'wait'])}")
+    bind: str | None = None
+    unclean = False
+    if len(rest) >= 2 and rest[-2] == "as":
+        if not VERBS[verb]:
+            raise ValueError(f"{verb} cannot bind a name (as ...): it only undoes a fault")
+        bind = rest[-1]
+        if not _NAME.match(bind) or bind in _RESERVED:
+            raise ValueError(f"{bind!r} cannot be a name: use a word such as old_leader, not one of "
+                             "the schedule's own words")
+        rest = rest[:-2]
+    if verb == "restart" and rest and rest[-1] in ("clean", "unclean"):
+        unclean = rest[-1] == "unclean"
+        rest = rest[:-1]
+    return Action(verb, _parse_target(rest), text, bind, unclean)
+
+
+def _parse_target(words: Sequence[str]) -> Target:
+    if len(words) == 3 and words[0] in ("leader", "followers", "follower") and words[1] == "of":
+        return Target(words[0], partition=_int(words[2], "partition"))  # type: ignore[arg-type]
+    if words == ["controller"]:
+        return Target("controller")
+    if len(words) == 2 and words[0] == "node":
+        return Target("node", node=_int(words[1], "node id"))
+    if len(words) == 1 and words[0].isdigit():
+        return Target("node", node=int(words[0]))
+    if len(words) == 1 and _NAME.match(words[0]) and words[0] not in _RESERVED:
+        return Target("name", name=words[0])
+    raise ValueError(f"no target {' '.join(words) or '(none)'!r}; targets: leader of P, followers of P, "
+                     "follower of P, controller, node N, N, or a name bound with 'as'")
+
+
+def _parse_wait(words: Sequence[str], text: str) -> Wait:
+    if words[:1] == ["for"]:
+        return Wait("for", _seconds(words[1:], "wait for"), text)
+    if words[:1] != ["until"]:
+        raise ValueError("wait needs 'for SECONDS s' or 'until CONDITION [within SECONDS s]'")
+    cond = list(words[1:])
+    bound = DEFAULT_WAIT_S
+    if "within" in cond:
+        at = cond.index("within")
+        bound = _seconds(cond[at + 1:], "within")
+        cond = cond[:at]
+    if len(cond) == 4 and cond[0] == "isr" and cond[1] == "of" and cond[3] == "is":
+        raise ValueError("isr of P is needs a set, e.g. {leader} or {1,2}")
+    if len(cond) == 5 and cond[:2] == ["isr", "of"] and cond[3] == "is":
+        return Wait("isr", bound, text, _int(cond[2], "partition"), _members(cond[4]))
+    if len(cond) == 4 and cond[1:] == ["has", "new", "leader"]:
+        return Wait("new-leader", bound, text, _int(cond[0], "partition"))
+    if cond == ["caught", "up"]:
+        return Wait("caught-up", bound, text)
+    if len(cond) == 3 and cond[1:] == ["caught", "up"]:
+        return Wait("caught-up", bound, text, _int(cond[0], "partition"))
+    raise ValueError(f"unknown condition {' '.join(cond) or '(none)'!r}; conditions: isr of P is {{...}}, "
+                     "P has a new leader, P caught up, caught up")
+
+
+def _members(word: str) -> tuple[int | str, ...]:
+    if not (word.startswith("{") and word.endswith("}")):
+        raise ValueError(f"expected a set such as {{leader}} or {{1,2}}, not {word!r}")
+    out: list[int | str] = []
+    for m in re.split(r"[\s,]+", word[1:-1].strip()):
+        if not m:
+            continue
+        if m.isdigit():
+            out.append(int(m))
+        elif m == "leader" or (_NAME.match(m) and m not in _RESERVED):
+            out.append(m)
+        else:
+            raise ValueError(f"{m!r} in {word} is not leader, a node id or a name")
+    if not out:
+        raise ValueError("an ISR is never empty while it has a leader: name at least one member")
+    return tuple(out)
+
+
+def _seconds(words: Sequence[str], what: str) -> float:
+    text = "".join(words)
+    m = _SECONDS.match(text)
+    if m is None:
+        raise ValueError(f"{what} needs a number of seconds, e.g. '2 s', not {' '.join(words)!r}")
+    value = float(m.group(1))
+    if not 0 < value <= MAX_WAIT_S:
+        raise ValueError(f"{what}: seconds must be above 0 and at most {MAX_WAIT_S:.0f}, not {value:g}")
+    return value
+
+
+def _int(word: str, what: str) -> int:
+    if not word.isdigit():
+        raise ValueError(f"expected a {what} (a number), not {word!r}")
+    return int(word)
+
+
+def _check(step: Step, bound: Collection[str], partitions: int | None, nodes: int | None) -> None:
+    parts: list[int] = []
+    ids: list[int] = []
+    names: list[str] = []
+    if isinstance(step, Action) and step.target is not None:
+        t = step.target
+        parts += [t.partition] if t.partition is not None else []
+        ids += [t.node] if t.node is not None else []
+        names += [t.name] if t.name is not None else []
+    elif isinstance(step, Wait):
+        parts += [step.partition] if step.partition is not None else []
+        ids += [m for m in step.members if isinstance(m, int)]
+        names += [m for m in step.members if isinstance(m, str) and m != "leader"]
+    for p in parts:
+        if partitions is not None and p >= partitions:
+            raise ValueError(f"the topic has partitions 0 to {partitions - 1}, not {p}")
+    for n in ids:
+        if nodes is not None and not 1 <= n <= nodes:
+            raise ValueError(f"nodes are 1 to {nodes}, not {n}")
+    for name in names:
+        if name not in bound:
+            raise ValueError(f"{name!r} is not bound: name a target first, "
+                             f"e.g. 'crash leader of 0 as {name}'")
+
+
+def resolve(target: Target, view: View, bindings: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """The node ids ``target`` names in ``view``, sorted; ValueError when there are none
+    (no leader, no follower in the ISR, no active controller, an unbound name)."""
+    if target.role == "node":
+        assert target.node is not None
+        return (target.node,)
+    if target.role == "name":
+        assert target.name is not None
+        if target.name not in bindings:
+            raise ValueError(f"{target.name!r} is not bound")
+        return bindings[target.name]
+    if target.role == "controller":
+        if view.controller is None:
+            raise ValueError("there is no active controller")
+        return (view.controller,)
+    assert target.partition is not None
+    state = view.partitions.get(target.partition)
+    if state is None:
+        raise ValueError(f"partition {target.partition} is not in the metadata")
+    if state.leader is None:
+        raise ValueError(f"partition {target.partition} has no leader")
+    if target.role == "leader":
+        return (state.leader,)
+    if target.role == "followers":
+        followers = tuple(sorted(set(state.replicas) - {state.leader}))
+        if not followers:
+            raise ValueError(f"partition {target.partition} has no follower")
+        return followers
+    in_sync = sorted(set(state.isr) - {state.leader})
+    if not in_sync:
+        raise ValueError(f"partition {target.partition} has no follower in its ISR {sorted(state.isr)}")
+    return (in_sync[0],)
+
+
+def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]],
+                  previous_leader: int | None) -> tuple[bool, str]:
+    """Whether ``wait``'s condition holds in ``view``, and what was seen (for the
+    journal and for a wait that times out). ``previous_leader`` is the leader a ``new
+    leader`` must differ from. ``for`` waits are never met here: they only take time."""
+    if wait.kind == "for":
+        return False, "waiting"
+    parts = [wait.partition] if wait.partition is not None else sorted(view.partitions)
+    seen = "; ".join(f"{p}: leader {_show(view.partitions.get(p), 'leader')} isr "
+                     f"{_show(view.partitions.get(p), 'isr')}" for p in parts)
+    if wait.kind == "caught-up":
+        ok = bool(parts) and all(_full(view.partitions.get(p)) for p in parts)
+        return ok, seen
+    assert wait.partition is not None
+    state = view.partitions.get(wait.partition)
+    if state is None or state.leader is None:
+        return False, seen
+    if wait.kind == "new-leader":
+        return state.leader != previous_leader, seen
+    want: set[int] = set()
+    for m in wait.members:
+        if m == "leader":
+            want.add(state.leader)
+        elif isinstance(m, int):
+            want.add(m)
+        else:
+            want.update(bindings.get(m, ()))
+    return set(state.isr) == want, seen
+
+
+def _full(state: PartitionLike | None) -> bool:
+    return (state is not None and state.leader is not None and bool(state.replicas)
+            and set(state.isr) == set(state.replicas))
+
+
+def _show(state: PartitionLike | None, what: str) -> str:
+    if state is None:
+        return "?"
+    if what == "leader":
+        return str(state.leader) if state.leader is not None else "none"
+    return "{" + ",".join(map(str, sorted(state.isr))) + "}"

@@ -1,0 +1,39 @@
+"""A targeted schedule on real Kafka: with acks=1, holding the followers back while the
+leader acknowledges and then crashing the leader loses acknowledged writes; the same
+schedule with acks=all, min.insync=2 loses nothing. Two short runs through the runner,
+the scripted nemesis and the checker (the hunt's own path, :func:`faultline.run.hunt.spec_for`)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from faultline.run.hunt import RECIPES, HuntConfig, Try, read_try, safe, spec_for
+from faultline.run.runner import run_test
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+RECIPE = next(r for r in RECIPES if r.name == "leader-crash-followers-held")
+
+
+def _try(config: HuntConfig, results: Path, hunting: bool) -> Try:
+    outcome = run_test(spec_for(RECIPE, config, seed=1, hunting=hunting), results=results,
+                       console=Console(file=io.StringIO()))
+    assert outcome.error is None, outcome.error
+    t = read_try(outcome.run_dir, outcome.error)
+    print(f"{config.label}: {t.seen}, valid={t.valid}, {t.note or 'schedule ran to its end'}")
+    return t
+
+
+def test_acks1_loses_acknowledged_writes_and_the_safe_config_does_not(
+        local_backend: None, tmp_path: Path) -> None:
+    lossy = _try(HuntConfig("1", 2, False), tmp_path, hunting=True)
+    assert lossy.note == "", "the schedule ran to its end"
+    assert lossy.seen["lost-write"] > 0, "acks=1: writes only the crashed leader had are lost"
+    assert lossy.valid is True, "the loss is one acks=1 permits"
+    clean = _try(safe(HuntConfig("1", 2, False).kafka_version), tmp_path, hunting=False)
+    assert clean.note == ""
+    assert clean.seen["lost-write"] == 0 and clean.valid is True

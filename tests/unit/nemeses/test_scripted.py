@@ -1,0 +1,136 @@
+"""The scripted nemesis against the in-memory fake cluster: roles resolved from the
+(fake) live state as each step runs, the journal, restarts, waits, and the final heal.
+Whether the faults do what they should on Kafka is the integration test's business
+(tests/integration/test_hunt.py)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from faultline.cluster.protocol import PartitionState
+from faultline.history import HistoryWriter, Op, read_history
+from faultline.nemeses.scripted import ScriptedNemesis
+from faultline.spec import NemesisSpec, TestSpec
+from tests.unit.nemeses.test_package import FakeCluster
+
+
+class Live:
+    """The fake's metadata: partition 0 led by ``leader`` with ``isr``; settable."""
+
+    def __init__(self) -> None:
+        self.leader: int | None = 1
+        self.isr: tuple[int, ...] = (1, 2, 3)
+        self.reads = 0
+
+    def __call__(self) -> dict[int, PartitionState]:
+        self.reads += 1
+        return {p: PartitionState(self.leader if p == 0 else 2, self.isr if p == 0 else (1, 2, 3), (1, 2, 3))
+                for p in range(3)}
+
+
+def _run(tmp_path: Path, schedule: tuple[str, ...], live: Live,
+         until_s: float = 5.0) -> tuple[FakeCluster, ScriptedNemesis, list[Op]]:
+    spec = TestSpec(nemesis=NemesisSpec(schedule=schedule))
+    cluster = FakeCluster(spec, tmp_path)
+    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    nemesis._read_states = live
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    nemesis.setup()
+    nemesis.run(time.monotonic() + until_s, history)
+    nemesis.heal_all(history)
+    history.close()
+    return cluster, nemesis, list(read_history(tmp_path / "history.jsonl"))
+
+
+def _done(ops: list[Op]) -> list[tuple[str, list[int]]]:
+    """(f, nodes) of each completed action, in order."""
+    return [(op.f, op.value.get("nodes")) for op in ops if "result" in (op.value or {}) and op.f != "wait"]
+
+
+def test_roles_resolve_when_their_step_runs_and_are_journaled(tmp_path: Path) -> None:
+    live = Live()
+    cluster, nemesis, ops = _run(tmp_path, (
+        "pause followers of 0 as held", "crash leader of 0 as old", "resume held", "restart old"), live)
+    assert nemesis.ended is None
+    assert _done(ops) == [("pause", [2, 3]), ("kill", [1]), ("resume", [2, 3]), ("start", [1])]
+    crash = next(op for op in ops if op.f == "kill")
+    assert crash.value["step"] == "crash leader of 0 as old"
+    assert crash.value["role"] == "leader of 0" and crash.value["targets"] == [1]
+    assert crash.value["leaders"]["fl-queue/0"] == 1
+    assert [c for c in cluster.calls if c[0] != "heal_network"] == [
+        ("pause", 2), ("pause", 3), ("kill", 1), ("resume", 2), ("resume", 3), ("start_node", 1)]
+    assert cluster.clean()
+
+
+def test_a_clean_restart_of_a_running_node_stops_it_an_unclean_one_kills_it(tmp_path: Path) -> None:
+    cluster, _, ops = _run(tmp_path, ("restart leader of 0", "restart node 2 unclean"), Live())
+    assert _done(ops) == [("stop", [1]), ("start", [1]), ("kill", [2]), ("start", [2])]
+    assert cluster.calls == [("stop_node", 1), ("start_node", 1), ("kill", 2), ("start_node", 2)]
+
+
+def test_the_final_heal_undoes_what_the_schedule_left(tmp_path: Path) -> None:
+    cluster, _, ops = _run(tmp_path, ("isolate controller", "pause follower of 0", "wipe leader of 0"),
+                           Live())
+    heals = [(f, n) for f, n in _done(ops) if f in ("heal", "resume", "start")]
+    assert heals == [("heal", [1, 2, 3]), ("resume", [2]), ("start", [1])]
+    assert cluster.clean()
+    grudge = next(op for op in ops if op.f == "partition").value["grudge"]
+    assert grudge == {"1": [2], "2": [1, 3], "3": [2]}, "the controller (2) alone on its side"
+
+
+def test_isolations_add_up_until_heal(tmp_path: Path) -> None:
+    _, _, ops = _run(tmp_path, ("isolate node 1", "isolate node 2", "heal"), Live())
+    grudges = [op.value["grudge"] for op in ops if op.f == "partition" and "result" in op.value]
+    assert grudges == [{"1": [2, 3], "2": [1], "3": [1]}, {"1": [2, 3], "2": [1, 3], "3": [1, 2]}]
+    assert [op.f for op in ops if op.f == "heal" and "result" in op.value] == ["heal"]
+
+
+def test_a_wait_is_met_when_the_state_shows_it(tmp_path: Path) -> None:
+    class Shrinking(Live):
+        def __call__(self) -> dict[int, PartitionState]:
+            if self.reads >= 3:  # the ISR shrinks on the fourth look
+                self.isr = (1,)
+            return Live.__call__(self)
+
+    live = Shrinking()
+    _, nemesis, ops = _run(tmp_path, ("pause followers of 0", "wait until isr of 0 is {leader} within 10 s",
+                                      "crash leader of 0"), live)
+    assert nemesis.ended is None
+    wait = [op for op in ops if op.f == "wait"][-1]
+    assert wait.value["result"].startswith("met after") and wait.value["seen"] == "0: leader 1 isr {1}"
+    assert ("kill", [1]) in _done(ops)
+
+
+def test_a_wait_not_met_in_time_ends_the_schedule(tmp_path: Path) -> None:
+    _, nemesis, ops = _run(tmp_path, ("crash leader of 0 as old", "wait until 0 has a new leader within 1 s",
+                                      "restart old"), Live())
+    assert nemesis.ended is not None and "not met within 1 s" in nemesis.ended
+    wait = [op for op in ops if op.f == "wait"][-1]
+    assert wait.error == "not met within 1 s" and wait.value["seen"] == "0: leader 1 isr {1,2,3}"
+    # the schedule's own restart never ran; the final heal started the node
+    starts = [op for op in ops if op.f == "start" and "result" in op.value]
+    assert len(starts) == 1 and "step" not in starts[0].value
+
+
+def test_a_new_leader_is_one_other_than_the_leader_last_resolved(tmp_path: Path) -> None:
+    class Failover(Live):
+        def __call__(self) -> dict[int, PartitionState]:
+            if self.reads >= 1:  # after the crash resolved leader 1, 3 takes over at once
+                self.leader = 3
+            return Live.__call__(self)
+
+    _, nemesis, ops = _run(tmp_path, ("crash leader of 0", "wait until 0 has a new leader within 2 s"),
+                           Failover())
+    assert nemesis.ended is None
+    assert [op for op in ops if op.f == "wait"][-1].value["seen"] == "0: leader 3 isr {1,2,3}"
+
+
+def test_a_role_with_no_node_is_journaled_as_skipped_and_ends_the_schedule(tmp_path: Path) -> None:
+    live = Live()
+    live.leader = None
+    cluster, nemesis, ops = _run(tmp_path, ("crash leader of 0", "pause node 2"), live)
+    assert nemesis.ended is not None and "partition 0 has no leader" in nemesis.ended
+    skipped = [op for op in ops if op.f == "kill"][-1]
+    assert skipped.value["result"] == "skipped" and skipped.error == "no target: partition 0 has no leader"
+    assert cluster.calls == []

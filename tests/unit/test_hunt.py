@@ -1,0 +1,141 @@
+"""The hunt's bookkeeping with a fake run: which recipes run on which config, how many
+tries, what counts as demonstrated, as a violation, and why nothing showed. The model
+is the real one; only the cluster runs are fake (tests/integration/test_hunt.py has
+real ones)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from faultline.history import HistoryWriter
+from faultline.run.hunt import RECIPES, HuntConfig, Row, hunt, render_page, render_table, unhunted
+from faultline.spec import TestSpec
+
+
+class FakeRuns:
+    """Writes a run directory per call: results.json with ``lost`` lost writes for the
+    n-th call of a spec name (``plan[name][n]``, 0 past its end) and a history whose one
+    nemesis op carries ``error`` when given."""
+
+    def __init__(self, root: Path, plan: dict[str, list[int]], error: str | None = None) -> None:
+        self.root, self.plan, self.error = root, plan, error
+        self.specs: list[TestSpec] = []
+
+    def __call__(self, spec: TestSpec) -> tuple[Path | None, str | None]:
+        n = sum(1 for s in self.specs if s.name == spec.name)
+        self.specs.append(spec)
+        run_dir = self.root / spec.name / str(n)
+        run_dir.mkdir(parents=True)
+        plan = self.plan.get(spec.name, [])
+        lost = plan[n] if n < len(plan) else 0
+        counts = {"lost-write": lost, "phantom-read": 0, "inconsistent-offsets": lost}
+        valid = lost == 0 or spec.producer.acks == "1"
+        (run_dir / "results.json").write_bytes(orjson.dumps({"valid": valid, "anomaly_counts": counts}))
+        history = HistoryWriter(run_dir / "history.jsonl")
+        history.append("nemesis", "info", "wait", {"step": "wait until 0 has a new leader"})
+        history.append("nemesis", "info", "wait", {"step": "wait until 0 has a new leader", "result": "x"},
+                       error=self.error)
+        history.close()
+        return run_dir, None
+
+
+ACKS1 = HuntConfig("1", 2, False)
+FOLLOWERS_HELD = [r for r in RECIPES if r.name == "leader-crash-followers-held"]
+LOSSY = "leader-crash-followers-held-acks1-misr2"
+SAFE = "leader-crash-followers-held-acksall-misr2"
+
+
+def test_acks1_hunts_the_followers_held_recipe_until_it_shows(tmp_path: Path) -> None:
+    runs = FakeRuns(tmp_path, {LOSSY: [0, 0, 12]})
+    rows = hunt(ACKS1, tries=5, every_try=False, safe_tries=1, run=runs, recipes=FOLLOWERS_HELD)
+    assert [(r.recipe.name, r.config.acks, r.hunted) for r in rows] == [
+        ("leader-crash-followers-held", "1", ("lost-write", "inconsistent-offsets")),
+        ("leader-crash-followers-held", "all", ())]
+    assert [s.name for s in runs.specs] == [LOSSY] * 3 + [SAFE], "stops at the first try that shows it"
+    assert rows[0].demonstrated and rows[0].first_try("lost-write") == 3
+    assert rows[0].outcome_text().startswith("demonstrated (lost-write on try 3")
+    assert rows[1].outcome_text() == "stays valid in 1 of 1 run(s)"
+    assert not any(r.violations for r in rows)
+    spec = runs.specs[0]
+    assert spec.nemesis.schedule == RECIPES[0].schedule and not spec.producer.enable_idempotence
+    assert runs.specs[-1].producer.enable_idempotence and runs.specs[-1].topic.min_insync_replicas == 2
+
+
+def test_every_try_runs_them_all(tmp_path: Path) -> None:
+    runs = FakeRuns(tmp_path, {LOSSY: [5, 0, 7]})
+    rows = hunt(ACKS1, tries=3, every_try=True, safe_tries=0, run=runs)
+    assert len(rows[0].tries) == 3 and "shown in 2 of 3" in rows[0].outcome_text()
+
+
+def test_a_loss_on_the_safe_config_is_a_violation(tmp_path: Path) -> None:
+    runs = FakeRuns(tmp_path, {LOSSY: [3], SAFE: [2]})
+    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=1, run=runs, recipes=FOLLOWERS_HELD)
+    assert rows[1].violations == ["try 1: inconsistent-offsets, lost-write seen, which the model forbids",
+                                  "try 1: the checker found the run invalid"]
+    assert rows[1].outcome_text().startswith("VIOLATION")
+    assert "class=bad" in render_page(rows, tmp_path)
+
+
+def test_not_reproduced_says_why_from_the_journal(tmp_path: Path) -> None:
+    runs = FakeRuns(tmp_path, {}, error="not met within 20 s")
+    rows = hunt(ACKS1, tries=2, every_try=False, safe_tries=0, run=runs)
+    assert rows[0].outcome_text() == ("not reproduced in 2 tries (the schedule stopped at "
+                                      "'wait until 0 has a new leader': not met within 20 s)")
+
+
+def test_the_safe_config_hunts_only_the_elr_limit(tmp_path: Path) -> None:
+    runs = FakeRuns(tmp_path, {})
+    rows = hunt(HuntConfig("all", 2, False), tries=1, every_try=False, safe_tries=1, run=runs)
+    assert [(r.recipe.name, r.hunted) for r in rows] == [
+        ("elr-limit-unclean-restarts", ("lost-write", "phantom-read", "inconsistent-offsets"))], \
+        "one wipe, unclean restarts"
+    assert hunt(HuntConfig("all", 2, False), tries=1, every_try=False, safe_tries=1, run=runs,
+                recipes=FOLLOWERS_HELD) == []
+    assert len(runs.specs) == 1
+
+
+def test_unclean_election_is_hunted_on_five_nodes(tmp_path: Path) -> None:
+    runs = FakeRuns(tmp_path, {})
+    rows = hunt(HuntConfig("all", 1, True), tries=1, every_try=False, safe_tries=0, run=runs)
+    assert [(r.recipe.name, r.hunted) for r in rows] == [
+        ("unclean-election-stale-follower", ("lost-write", "phantom-read", "inconsistent-offsets"))]
+    assert runs.specs[0].kafka.nodes == 5 and runs.specs[0].topic.unclean_leader_election_enable
+    assert runs.specs[0].kafka.broker_config == {"unclean.leader.election.interval.ms": "1000"}
+
+
+def test_the_page_links_each_try_and_stands_alone(tmp_path: Path) -> None:
+    rows: list[Row] = hunt(ACKS1, tries=2, every_try=True, safe_tries=1,
+                           run=FakeRuns(tmp_path, {LOSSY: [1, 1]}))
+    page = render_page(rows, tmp_path)
+    assert f'href="{LOSSY}/0/report.html"' in page and f'href="{SAFE}/0/report.html"' in page
+    assert "http" not in page and "<script" not in page
+    assert "demonstrated" in render_table(rows)
+
+
+def test_a_wipe_of_the_last_isr_member_is_hunted_without_elr_and_checked_with_it(tmp_path: Path) -> None:
+    runs = FakeRuns(tmp_path, {})
+    rows = hunt(HuntConfig("all", 2, False, "3.9.1"), tries=1, every_try=False, safe_tries=1, run=runs,
+                safe_version="4.3.1")
+    assert [(r.recipe.name, r.config.kafka_version, r.hunted, sorted(r.predicted)) for r in rows] == [
+        ("wipe-last-isr-member", "3.9.1", ("lost-write", "phantom-read", "inconsistent-offsets"),
+         ["inconsistent-offsets", "lost-write", "phantom-read"]),
+        ("wipe-last-isr-member", "4.3.1", (), [])]
+    assert [s.kafka.version for s in runs.specs] == ["3.9.1", "4.3.1"]
+
+
+def test_what_no_recipe_shows_is_listed_as_not_hunted(tmp_path: Path) -> None:
+    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=0, run=FakeRuns(tmp_path, {LOSSY: [1]}),
+                recipes=FOLLOWERS_HELD)
+    missing = unhunted(ACKS1, rows)
+    assert list(missing) == ["phantom-read"], "acks=1 permits it through a wipe (the ELR's limit)"
+    assert "phantom-read: permitted by the model" in render_table(rows, missing)
+
+
+def test_acks1_with_the_whole_table_hunts_phantom_reads_with_the_elr_limit(tmp_path: Path) -> None:
+    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=0, run=FakeRuns(tmp_path, {}))
+    assert [(r.recipe.name, r.hunted) for r in rows] == [
+        ("leader-crash-followers-held", ("lost-write", "inconsistent-offsets")),
+        ("elr-limit-unclean-restarts", ("phantom-read",))]
+    assert unhunted(ACKS1, rows) == {}

@@ -1,0 +1,159 @@
+"""The targeted schedule language: parsing, validation, role resolution, conditions."""
+
+from __future__ import annotations
+
+import pytest
+
+from faultline.cluster.protocol import PartitionState
+from faultline.errors import SpecError
+from faultline.spec import NemesisSpec, TestSpec
+from faultline.targeted import (
+    Action,
+    Target,
+    View,
+    Wait,
+    condition_met,
+    parse_schedule,
+    parse_step,
+    resolve,
+)
+
+#: partition 0 led by 1 with ISR {1,3}; partition 1 leaderless; partition 2 led by 2 alone
+VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
+             1: PartitionState(None, (3,), (1, 2, 3)),
+             2: PartitionState(2, (2,), (2, 3, 1))}, controller=3)
+
+
+@pytest.mark.parametrize(("text", "step"), [
+    ("crash leader of 0 as old", Action("crash", Target("leader", partition=0), "crash leader of 0 as old",
+                                        bind="old")),
+    ("Pause the followers of 2",
+     Action("pause", Target("followers", partition=2), "Pause the followers of 2")),
+    ("isolate a follower of 1",
+     Action("isolate", Target("follower", partition=1), "isolate a follower of 1")),
+    ("wipe controller", Action("wipe", Target("controller"), "wipe controller")),
+    ("restart node 3 unclean", Action("restart", Target("node", node=3), "restart node 3 unclean",
+                                      unclean=True)),
+    ("restart old", Action("restart", Target("name", name="old"), "restart old")),
+    ("resume 2", Action("resume", Target("node", node=2), "resume 2")),
+    ("heal", Action("heal", None, "heal")),
+    ("wait for 2 s", Wait("for", 2.0, "wait for 2 s")),
+    ("wait for 1.5s", Wait("for", 1.5, "wait for 1.5s")),
+    ("wait until isr of 0 is {leader} within 20 s",
+     Wait("isr", 20.0, "wait until isr of 0 is {leader} within 20 s", 0, ("leader",))),
+    ("wait until isr of 1 is {leader, 3}", Wait("isr", 30.0, "wait until isr of 1 is {leader, 3}", 1,
+                                                ("leader", 3))),
+    ("wait until 0 has a new leader", Wait("new-leader", 30.0, "wait until 0 has a new leader", 0)),
+    ("wait until caught up within 5 s", Wait("caught-up", 5.0, "wait until caught up within 5 s")),
+    ("wait until 2 caught up", Wait("caught-up", 30.0, "wait until 2 caught up", 2)),
+])
+def test_steps_parse(text: str, step: Action | Wait) -> None:
+    assert parse_step(text) == step
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    (["crsh leader of 0"], "unknown step 'crsh'"),
+    (["crash leader 0"], "no target 'leader 0'"),
+    (["crash leader of 7"], "partitions 0 to 2, not 7"),
+    (["pause node 9"], "nodes are 1 to 3, not 9"),
+    (["restart old"], "'old' is not bound"),
+    (["resume held as x"], "resume cannot bind a name"),
+    (["crash leader of 0 as leader"], "'leader' cannot be a name"),
+    (["wait for ever"], "wait for needs a number of seconds"),
+    (["wait for 0 s"], "above 0 and at most 600"),
+    (["wait until 0 is happy"], "unknown condition '0 is happy'"),
+    (["wait until isr of 0 is"], "needs a set"),
+    (["wait until isr of 0 is {}"], "name at least one member"),
+    (["wait until isr of 0 is {held}"], "'held' is not bound"),
+    (["wait"], "wait needs 'for SECONDS s'"),
+    (["heal 2"], "heal takes nothing"),
+    (["pause followers of 0 as held", "", "resume held"], "nemesis.schedule[1] '': empty step"),
+])
+def test_bad_schedules_are_one_line_naming_the_step(lines: list[str], message: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_schedule(lines, partitions=3, nodes=3)
+    text = str(info.value)
+    assert message in text and "\n" not in text
+    assert text.startswith("nemesis.schedule[")
+
+
+def test_names_bound_earlier_are_accepted() -> None:
+    steps = parse_schedule(["pause followers of 0 as held", "wait until isr of 0 is {leader}",
+                            "crash leader of 0 as old", "resume held", "restart old unclean"], 3, 3)
+    assert [type(s).__name__ for s in steps] == ["Action", "Wait", "Action", "Action", "Action"]
+
+
+def test_the_spec_validates_its_schedule() -> None:
+    with pytest.raises(SpecError, match=r"nemesis.schedule\[0\] 'crash leader of 5': the topic has"):
+        TestSpec(nemesis=NemesisSpec(schedule=("crash leader of 5",)))
+    with pytest.raises(SpecError, match="exclude each other"):
+        TestSpec(nemesis=NemesisSpec(faults=("kill",), schedule=("crash leader of 0",)))
+    spec = TestSpec.from_mapping({"nemesis": {"schedule": ["pause followers of 0 as held", "resume held"]}})
+    assert spec.nemesis.schedule == ("pause followers of 0 as held", "resume held")
+
+
+@pytest.mark.parametrize(("target", "nodes"), [
+    (Target("leader", partition=0), (1,)),
+    (Target("followers", partition=0), (2, 3)),
+    (Target("follower", partition=0), (3,)),  # the follower in the ISR, not 2
+    (Target("followers", partition=2), (1, 3)),
+    (Target("controller"), (3,)),
+    (Target("node", node=2), (2,)),
+    (Target("name", name="held"), (2, 3)),
+])
+def test_roles_resolve_from_live_state(target: Target, nodes: tuple[int, ...]) -> None:
+    assert resolve(target, VIEW, {"held": (2, 3)}) == nodes
+
+
+@pytest.mark.parametrize(("target", "message"), [
+    (Target("leader", partition=1), "partition 1 has no leader"),
+    (Target("follower", partition=2), "no follower in its ISR [2]"),
+    (Target("leader", partition=5), "partition 5 is not in the metadata"),
+    (Target("name", name="gone"), "'gone' is not bound"),
+])
+def test_a_role_with_no_node_is_an_error(target: Target, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        resolve(target, VIEW, {})
+    assert message in str(info.value)
+
+
+def test_no_active_controller_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no active controller"):
+        resolve(Target("controller"), View(VIEW.partitions), {})
+
+
+def _cond(text: str, view: View = VIEW, previous: int | None = None) -> bool:
+    step = parse_step(text)
+    assert isinstance(step, Wait)
+    return condition_met(step, view, {"held": (2, 3), "one": (3,)}, previous)[0]
+
+
+def test_conditions() -> None:
+    assert _cond("wait until isr of 2 is {leader}")
+    assert not _cond("wait until isr of 0 is {leader}")
+    assert _cond("wait until isr of 0 is {leader, one}")
+    assert _cond("wait until isr of 0 is {1,3}")
+    assert not _cond("wait until isr of 1 is {3}"), "a leaderless partition meets no ISR condition"
+    assert _cond("wait until 0 has a new leader", previous=2)
+    assert not _cond("wait until 0 has a new leader", previous=1)
+    assert not _cond("wait until 1 has a new leader", previous=1), "no leader is not a new leader"
+    assert not _cond("wait until 0 caught up")
+    full = View({0: PartitionState(2, (1, 2, 3), (1, 2, 3))})
+    assert _cond("wait until 0 caught up", full)
+    assert _cond("wait until caught up", full)
+    assert not _cond("wait until caught up"), "every partition must be caught up"
+
+
+def test_what_a_condition_saw_is_said() -> None:
+    step = parse_step("wait until isr of 0 is {leader}")
+    assert isinstance(step, Wait)
+    assert condition_met(step, VIEW, {}, None) == (False, "0: leader 1 isr {1,3}")
+
+
+def test_the_example_schedule_is_a_valid_spec() -> None:
+    from pathlib import Path
+
+    from faultline.run.cli import build_spec
+
+    spec = build_spec(Path(__file__).parents[2] / "examples" / "acks1-lost-write.yaml", {})
+    assert spec.nemesis.schedule[3] == "crash leader of 0 as old" and spec.producer.acks == "1"
