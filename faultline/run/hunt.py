@@ -46,7 +46,7 @@ from faultline.checkers.model.steps import Step
 from faultline.checkers.model.table import ON_DEMAND_BOUND, Cell, explore_cell
 from faultline.errors import FaultlineError, HistoryError
 from faultline.history import NEMESIS, read_history
-from faultline.rundir import HISTORY_FILE, REPORT_FILE, RESULTS_FILE, write_atomic
+from faultline.rundir import REPORT_FILE, RESULTS_FILE, write_atomic
 from faultline.spec import (
     ACKS,
     DEFAULT_KAFKA_VERSION,
@@ -267,7 +267,7 @@ def read_try(run_dir: Path | None, error: str | None) -> Try:
     seen = {a: int(n) for a, n in results.get("anomaly_counts", {}).items() if a in MODEL_ANOMALIES}
     note = error or ""
     try:
-        failed = [op for op in read_history(run_dir / HISTORY_FILE) if op.process == NEMESIS and op.error]
+        failed = [op for op in read_history(run_dir) if op.process == NEMESIS and op.error]
     except HistoryError as e:
         failed, note = [], note or str(e)
     if failed and not note:

@@ -15,6 +15,7 @@ from rich.console import Console
 from faultline.checkers.stored import check_stored
 from faultline.history import ReadResult, read_history
 from faultline.run.runner import RunOutcome, run_test
+from faultline.rundir import find_history
 from faultline.spec import KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
 from tests.schemas import valid_lines
 
@@ -32,14 +33,14 @@ def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> Ru
 def test_the_java_clients_history_is_checked_by_the_same_checker(outcome: RunOutcome) -> None:
     assert outcome.error is None and outcome.recovered
     assert json.loads((outcome.run_dir / "test.json").read_text())["workload"]["client"] == "java"
-    valid_lines(outcome.run_dir / "history.jsonl", "history.schema.json")
+    valid_lines(find_history(outcome.run_dir), "history.schema.json")
     acked: dict[int, tuple[int, int]] = {}
     drained: dict[int, list[tuple[int, int]]] = defaultdict(list)
     senders: set[int] = set()
     polled = 0
     kills = 0
     result = ReadResult()
-    for op in read_history(outcome.run_dir / "history.jsonl", result):  # validates pairing
+    for op in read_history(outcome.run_dir, result):  # validates pairing
         v = op.value
         if op.f == "send" and op.type == "ok":
             acked[v["value"]] = (v["partition"], v["offset"])

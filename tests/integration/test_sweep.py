@@ -56,7 +56,7 @@ def test_every_cell_is_a_run_directory_with_what_its_cluster_was(swept: tuple[Pa
     for cell, version in zip(cells, VERSIONS, strict=True):
         run_dir = out / cell["run_dir"]
         found = validate_run_dir(run_dir)
-        assert {"test.json", "results.json", "history.jsonl", "metadata.jsonl", "replicas.jsonl",
+        assert {"test.json", "results.json", "history.jsonl.zst", "metadata.jsonl", "replicas.jsonl",
                 "cluster.json"} <= set(found), (version, found)
         assert json.loads((run_dir / "test.json").read_text())["kafka"]["version"] == version
         assert json.loads((run_dir / "results.json").read_text())["valid"] == cell["valid"]
