@@ -154,7 +154,7 @@ class QueueProducer:
                 if interval:
                     now = time.monotonic()
                     if due > now:
-                        self._poll(producer, min(due - now, 0.05))
+                        self._poll(session, min(due - now, 0.05))
                         continue
                     n = min(room, SEND_BATCH, int((now - due) / interval) + 1)
                     due = max(due + max(n, 0) * interval, now - 1.0)
@@ -162,7 +162,7 @@ class QueueProducer:
                     # Wait for room for a real batch: fewer, larger writes and loops.
                     n = min(room, SEND_BATCH) if room >= MIN_BATCH else 0
                 if n <= 0:
-                    self._poll(producer, 0.005)
+                    self._poll(session, 0.005)
                     continue
                 process = session.process
                 batch: list[tuple[int, int]] = []
@@ -190,13 +190,13 @@ class QueueProducer:
                         self._refused(session, partition, value, error_name(e))
                 # Serve callbacks; their completions are journaled with the next batch of
                 # invokes (or by the next wait), microseconds from now.
-                producer.poll(0)
+                _serve(session, 0)
         finally:
             self._finish(self._flush_timeout_s())
 
-    def _poll(self, producer: Producer, timeout: float) -> None:
+    def _poll(self, session: _ProducerSession, timeout: float) -> None:
         """Serve delivery callbacks, then journal the completions they produced."""
-        producer.poll(timeout)
+        _serve(session, timeout)
         self._journal_done()
 
     def _journal_done(self) -> None:
@@ -248,7 +248,7 @@ class QueueProducer:
         """Serve retired instances' callbacks; drop those with nothing outstanding."""
         keep: list[_ProducerSession] = []
         for s in self._old:
-            self._poll(s.producer, 0)
+            self._poll(s, 0)
             if len(s.producer) > 0:
                 keep.append(s)
         self._old = keep
@@ -290,7 +290,7 @@ class QueueProducer:
         self._journal_done()
         for s in sessions:
             while len(s.producer) > 0 and time.monotonic() < deadline:
-                self._poll(s.producer, min(0.1, max(0.0, deadline - time.monotonic())))
+                self._poll(s, min(0.1, max(0.0, deadline - time.monotonic())))
         for s in sessions:
             if len(s.producer) > 0:
                 # Purged sends report _PURGE_QUEUE / _PURGE_INFLIGHT, classified as usual.
@@ -302,6 +302,19 @@ class QueueProducer:
                              s.process, len(s.producer))
         self._old = []
         self._session = None
+
+
+def _serve(session: _ProducerSession, timeout: float) -> None:
+    """``poll()`` the session's instance. librdkafka raises a fatal (idempotence) error from
+    ``poll()`` as well as through ``error_cb``: the instance is then unusable and is retired
+    like any other; its outstanding sends complete with ``_FATAL`` (info) or are purged at
+    the end. Any other exception is a bug and propagates."""
+    try:
+        session.producer.poll(timeout)
+    except KafkaException as e:
+        if not e.args[0].fatal():
+            raise
+        session.retired = True
 
 
 # -- consumers -----------------------------------------------------------------------------

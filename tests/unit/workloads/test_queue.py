@@ -218,6 +218,35 @@ def test_a_refused_produce_fails_the_send_and_frees_its_room(
     assert len(broker.producers) == 1 and producer.counts.fail == len(refused)
 
 
+def test_a_fatal_error_raised_by_poll_retires_the_instance(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """librdkafka raises a fatal idempotence error (OUT_OF_ORDER_SEQUENCE_NUMBER after a
+    loss) from poll(): the instance is retired, its held sends complete ``info`` _FATAL
+    under its process, and a fresh instance goes on sending; the run does not die of it."""
+    def decide(p: FakeProducer, partition: int, value: int) -> str | None:
+        if p is broker.producers[0]:
+            return "_FATAL" if p.raised else HOLD
+        return None
+
+    broker = Broker(decide, lambda b: b.delivered >= 300)
+
+    class Fatal(FakeProducer):
+        raised = False
+
+        def poll(self, timeout: float) -> int:
+            if self is self.broker.producers[0] and self.produced and not self.raised:
+                self.raised = True
+                raise KafkaException(KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, fatal=True))
+            return super().poll(timeout)
+
+    producer, ops = run_producer(monkeypatch, tmp_path, broker, fake=Fatal)
+
+    first = [op for op in ops if op.process == 0 and op.type != "invoke"]
+    assert first and {(op.type, op.error) for op in first} == {("info", "_FATAL")}
+    assert len(broker.producers) == 2 and producer.retired == 1
+    assert any(op.process == 5 and op.type == "ok" for op in ops)
+
+
 # -- consumers ---------------------------------------------------------------------------------
 
 
