@@ -167,11 +167,6 @@ class DockerCluster(LocalCluster):
                 self.state.paused.remove(node)
             self.state.save()
 
-    def start_node(self, node: int) -> None:
-        with self._lock:
-            if not self.node(node).is_alive():
-                self._launch(node)
-
     def stop_node(self, node: int, timeout: float = 30.0) -> None:
         with self._lock:
             container = self._container(node)
