@@ -1,6 +1,8 @@
-"""``faultline nightly`` for real: a 2 x 2 matrix (acks 1 / all x Kafka 4.3.1 / 3.9.1) of
-short runs on real clusters, then the Spark pipeline, comparison.html and junit.xml; a
-rerun of the same night runs no cell again and analyzes the same runs."""
+"""``faultline nightly`` for real (and so ``faultline sweep``, which it runs): a 2 x 2 matrix
+(acks 1 / all x Kafka 4.3.1 / 3.9.1, the second version of a nightly sweep) of short runs
+on real clusters, each cell a complete run directory, broker state included; then the
+Spark pipeline, comparison.html and junit.xml; a rerun of the same night runs no cell
+again and analyzes the same runs."""
 
 from __future__ import annotations
 
@@ -58,8 +60,9 @@ def test_every_cell_is_a_run_directory_with_what_its_cluster_was(night: tuple[Pa
     for cell in cells:
         run_dir = sweep / cell["run_dir"]
         found = validate_run_dir(run_dir)
-        assert {"results.json", "metadata.jsonl", "replicas.jsonl", "cluster.json",
-                "report.html"} <= set(found), (cell["id"], found)
+        assert {"test.json", "results.json", "history.jsonl.zst", "metadata.jsonl",
+                "replicas.jsonl", "cluster.json"} <= set(found), (cell["id"], found)
+        assert (run_dir / "report.html").exists()
         version = json.loads((run_dir / "test.json").read_text())["kafka"]["version"]
         facts = json.loads((run_dir / "cluster.json").read_text())
         assert facts["kafka_version"] == version and cell["id"].endswith(f"version={version}")
@@ -67,6 +70,8 @@ def test_every_cell_is_a_run_directory_with_what_its_cluster_was(night: tuple[Pa
         assert facts["dump_log_segments"] == ("kafka.tools.DumpLogSegments" if old
                                               else "org.apache.kafka.tools.DumpLogSegments")
         assert facts["eligible_leader_replicas"] is (not old), facts
+        assert json.loads((run_dir / "results.json").read_text())["valid"] == cell["valid"]
+    assert yaml.safe_load((sweep / "matrix.yaml").read_text()) == MATRIX
 
 
 def test_the_analysis_has_the_tables_the_page_and_a_test_case_per_cell(
