@@ -14,6 +14,7 @@ from rich.console import Console
 
 from faultline.history import read_history
 from faultline.run.runner import RunOutcome, run_test
+from faultline.rundir import PLAIN_HISTORY_FILE
 from faultline.spec import KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
 from tests.schemas import RUN_FILES, validate_run_dir
 
@@ -51,17 +52,20 @@ def test_the_cluster_recovers_and_every_partition_drains(outcome: RunOutcome) ->
 
 
 def test_the_run_directory_validates(outcome: RunOutcome) -> None:
-    assert validate_run_dir(outcome.run_dir) == list(RUN_FILES)
+    assert validate_run_dir(outcome.run_dir) == [n for n in RUN_FILES if n != PLAIN_HISTORY_FILE]
 
 
 def test_the_guarantees_hold(outcome: RunOutcome) -> None:
     """Kafka's guarantees hold: nothing acknowledged is lost, no read is lost, and the
     broker's invariants held. The one violation a real run may show here is the client's,
     not Kafka's: librdkafka's idempotent producer can write a timed-out batch twice after
-    an epoch bump (confluentinc/librdkafka #4953; issue 15 will tell the two apart from the
-    batches' producer ids and epochs). Any other violation fails."""
+    an epoch bump (confluentinc/librdkafka #4953), which the batches' producer ids and
+    epochs tell apart: every duplicate must be the client's (``violations_by``). Any other
+    violation, or a duplicate the broker or nobody can be named for, fails."""
     results = json.loads((outcome.run_dir / "results.json").read_text())
     assert set(results["violations"]) <= {"duplicate"}, (results["violations"], results["unknown"])
+    if results["violations"]:
+        assert results["violations_by"] == {"client": ["duplicate"]}, results["causes"]
     info = {op.value["value"] for op in read_history(outcome.run_dir)
             if op.f == "send" and op.type == "info"}
     duplicated = {e["value"] for e in results["anomalies"].get("duplicate", [])}
