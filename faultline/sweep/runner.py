@@ -52,15 +52,14 @@ from faultline.sweep.manifest import (
 from faultline.sweep.matrix import Cell, Matrix
 from faultline.workloads.clients import WorkloadStats
 
-#: Bytes of history one send costs (its invoke and completion lines, and its share of the
-#: polls and the drain). Measured: a 20 s Kafka 3.9.1 run with kills at full speed wrote
-#: 186.5 MB of history.jsonl for 581,617 sends, 321 B each. The one figure that
-#: compressing the history (history.jsonl.zst) lowers.
-HISTORY_BYTES_PER_SEND = 320
+#: Bytes of run directory one acknowledged send costs: its share of history.jsonl.zst
+#: (invoke, completion, polls, drain), of history.sends.parquet and of the other files.
+#: Measured: the 8 cells of examples/smoke.yaml at full speed wrote 19-23 B per send
+#: (e.g. 74.6 MB for 3,792,587 sends), plus 1.7 MB of broker logs per cell.
+HISTORY_BYTES_PER_SEND = 24
 #: Sends per second a full-speed workload (``rate`` 0) reaches on this project's 2-core
-#: machine, at most: 29,000/s measured in that run, rounded up to the 12 MB of history
-#: per second seen at full speed.
-FULL_SPEED_SENDS_PER_S = 37_500
+#: machine, at most: 84,000/s measured in the same sweep (acks=1, lose-unflushed).
+FULL_SPEED_SENDS_PER_S = 85_000
 #: Seconds a cell takes beyond its main phase (cluster start, heal, drain, check,
 #: report) before one has been measured.
 CELL_OVERHEAD_S = 40.0
