@@ -52,11 +52,12 @@ from faultline.sweep.manifest import (
 from faultline.sweep.matrix import Cell, Matrix
 from faultline.workloads.clients import WorkloadStats
 
-#: Bytes of run directory one acknowledged send costs: its share of history.jsonl.zst
-#: (invoke, completion, polls, drain), of history.sends.parquet and of the other files.
-#: Measured: the 8 cells of examples/smoke.yaml at full speed wrote 19-23 B per send
-#: (e.g. 74.6 MB for 3,792,587 sends), plus 1.7 MB of broker logs per cell.
-HISTORY_BYTES_PER_SEND = 24
+#: Bytes of run directory one acknowledged send costs, at most: its share of
+#: history.jsonl.zst (invoke, completion, polls, drain), of history.sends.parquet and of
+#: the other files. Measured on examples/smoke.yaml's 8 cells: 19-23 B per send at full
+#: speed (74.6 MB for 3,792,587 sends), 74 B at 2,000 sends/s (the polls' and the other
+#: files' share is larger at a low rate); plus 1.7 MB of broker logs per cell.
+HISTORY_BYTES_PER_SEND = 80
 #: Sends per second a full-speed workload (``rate`` 0) reaches on this project's 2-core
 #: machine, at most: 84,000/s measured in the same sweep (acks=1, lose-unflushed).
 FULL_SPEED_SENDS_PER_S = 85_000

@@ -157,7 +157,7 @@ def test_the_disk_estimate_refuses_with_the_figure(tmp_path: Path,
     cells = matrix().cells
     full = runner.FULL_SPEED_SENDS_PER_S * runner.HISTORY_BYTES_PER_SEND
     assert runner.disk_needed(cells) == 4 * 10 * full
-    runner.check_disk(tmp_path / "new" / "dir", cells)  # 82 MB fits
+    runner.check_disk(tmp_path / "new" / "dir", cells)  # 272 MB fits
     monkeypatch.setattr(runner, "HISTORY_BYTES_PER_SEND", 10**11)
     need = 4 * 10 * runner.FULL_SPEED_SENDS_PER_S * 10**11 / 1e9
     with pytest.raises(SetupError,
