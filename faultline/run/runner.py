@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Self
 
 import orjson
 from rich.console import Console
@@ -334,14 +334,39 @@ class _TrackingHistory(HistoryWriter):
         return op
 
 
-class _Progress:
+class LiveLine:
+    """One rich live line, redrawn from :meth:`_render`, while the ``with`` block runs, when
+    ``console`` is a terminal; elsewhere ``_live`` stays None and the subclass prints lines."""
+
+    def __init__(self, console: Console, refresh_per_second: float) -> None:
+        self._console = console
+        self._refresh = refresh_per_second
+        self._live: Live | None = None
+
+    def _render(self) -> Text:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        if self._console.is_terminal:
+            self._live = Live(get_renderable=self._render, console=self._console,
+                              refresh_per_second=self._refresh, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+
+class _Progress(LiveLine):
     """The live status line: phase, elapsed, sends ok/fail/info, polls, current fault.
 
     On a terminal it is one rich live line; elsewhere each phase is printed once.
     """
 
     def __init__(self, console: Console, spec: TestSpec) -> None:
-        self._console = console
+        super().__init__(console, refresh_per_second=4)
         self._spec = spec
         self._phase = "starting"
         self._t0 = time.monotonic()
@@ -350,19 +375,6 @@ class _Progress:
         self._nemesis: NemesisSchedule | None = None
         self._history: _TrackingHistory | None = None
         self._stats = WorkloadStats()
-        self._live: Live | None = None
-
-    def __enter__(self) -> _Progress:
-        if self._console.is_terminal:
-            self._live = Live(get_renderable=self._render, console=self._console,
-                              refresh_per_second=4, transient=False)
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live is not None:
-            self._live.__exit__(None, None, None)
-            self._live = None
 
     def phase(self, name: str) -> None:
         self._phase = name

@@ -32,11 +32,10 @@ from typing import Protocol
 import orjson
 import yaml
 from rich.console import Console
-from rich.live import Live
 from rich.text import Text
 
 from faultline.errors import SetupError, SpecError
-from faultline.run.runner import RunOutcome, run_test
+from faultline.run.runner import LiveLine, RunOutcome, run_test
 from faultline.rundir import RESULTS_FILE
 from faultline.spec import TestSpec
 from faultline.sweep.manifest import (
@@ -245,31 +244,18 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:500]
 
 
-class _Progress:
+class _Progress(LiveLine):
     """The live sweep line: cells done / failed / left, elapsed, estimated time left, and
     the cell running. On a terminal one rich live line; elsewhere a line per cell."""
 
     def __init__(self, console: Console, manifest: Manifest, cells: dict[str, Cell]) -> None:
-        self._console = console
+        super().__init__(console, refresh_per_second=2)
         self._manifest = manifest
         self._cells = cells
         self._t0 = time.monotonic()
         self._cell_t0 = self._t0
         self._current: CellState | None = None
         self._overheads: list[float] = []  # seconds each cell took beyond its main phase
-        self._live: Live | None = None
-
-    def __enter__(self) -> _Progress:
-        if self._console.is_terminal:
-            self._live = Live(get_renderable=self._render, console=self._console,
-                              refresh_per_second=2, transient=False)
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live is not None:
-            self._live.__exit__(None, None, None)
-            self._live = None
 
     def start(self, state: CellState) -> None:
         self._current, self._cell_t0 = state, time.monotonic()
