@@ -87,10 +87,11 @@ def _attributed(e: Engine, copies: list[provenance.Copy | None], cause: str,
                "culprit": who, "client_events": [dict(x) for x in lines]}
 
 
-def reorder(e: Engine, c: Collected, prev: tuple[int, int], s: int) -> dict[str, Any]:
+def reorder(e: Engine, c: Collected, prev: tuple[int, int], s: int,
+            copies: list[provenance.Copy | None]) -> dict[str, Any]:
+    """``copies``: the records at the two offsets, as the engine read them to count it."""
     first, second = e.send_facts(prev[1]), e.send_facts(s)
     second_at = e.c_drain[s]
-    copies = e.copies(e.c_tp[s], [prev[0], second_at])
     a, fields = _attributed(e, copies, provenance.reorder_cause(*copies), [first, second])
     story = explain.nonmonotonic_send(first, second, prev[0], second_at,
                                       c.reason("nonmonotonic-send", e.c_tp[s]), a)
@@ -110,10 +111,11 @@ def aborted(e: Engine, c: Collected, s: int) -> dict[str, Any]:
             "reader": reader, **c.tell(story)}
 
 
-def duplicate(e: Engine, c: Collected, s: int, more: set[int]) -> dict[str, Any]:
-    offsets = sorted({e.c_drain[s], *more})
+def duplicate(e: Engine, c: Collected, s: int, offsets: list[int],
+              copies: list[provenance.Copy | None]) -> dict[str, Any]:
+    """``offsets``: every offset the value was read at, sorted; ``copies``: the records
+    there, as the engine read them to count it."""
     f = e.send_facts(s)
-    copies = e.copies(e.c_tp[s], offsets)
     a, fields = _attributed(e, copies, provenance.duplicate_cause(copies), [f])
     story = explain.duplicate(f, f.value, offsets, f.topic, f.partition,
                               c.reason("duplicate", e.c_tp[s]), a)

@@ -431,9 +431,10 @@ class Engine:
                     if prev is None or drained > prev[0]:
                         highest[key] = (drained, s)
                     elif drained < prev[0]:
-                        first, second = self.copies(tp, (prev[0], drained))
-                        c.add("nonmonotonic-send", tp, partial(examples.reorder, self, c, prev, s),
-                              cause=provenance.reorder_cause(first, second))
+                        copies = self.copies(tp, (prev[0], drained))
+                        c.add("nonmonotonic-send", tp,
+                              partial(examples.reorder, self, c, prev, s, copies),
+                              cause=provenance.reorder_cause(*copies))
             elif status == FAIL:
                 if read_t != NONE:
                     c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
@@ -443,8 +444,10 @@ class Engine:
                 c.indeterminate += 1
         for s, offsets in sorted(self.dups.items()):
             tp = self.c_tp[s]
-            cause = provenance.duplicate_cause(self.copies(tp, sorted({self.c_drain[s], *offsets})))
-            c.add("duplicate", tp, partial(examples.duplicate, self, c, s, offsets), cause=cause)
+            at = sorted({self.c_drain[s], *offsets})
+            copies = self.copies(tp, at)
+            c.add("duplicate", tp, partial(examples.duplicate, self, c, s, at, copies),
+                  cause=provenance.duplicate_cause(copies))
         for (tp, val), (off, t, by, n) in sorted(self.odd_reads.items()):
             c.add("unexpected-value", tp,
                   partial(examples.unexpected, self, c, tp, val, off, t, by, n))
