@@ -4,44 +4,20 @@ playwright as tests/e2e/test_report_browser.py does). Screenshots go to ``test-a
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
 from tests.e2e.conftest import Analyzed
-from tests.e2e.test_report_browser import ARTIFACTS, CHROMIUM, FLAGS, VIEWPORT
+from tests.e2e.test_report_browser import VIEWPORT, opened
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def page(analyzed: Analyzed) -> Iterator[tuple[Page, dict[str, list[str]]]]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"Debian's chromium is not at {CHROMIUM}: `faultline setup` (or `apt-get install -y "
-                    "chromium`) installs it")
-    seen: dict[str, list[str]] = {"errors": [], "requests": []}
-    with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="fl-chromium-") as profile:
-        ctx = pw.chromium.launch_persistent_context(
-            profile, executable_path=str(CHROMIUM), headless=True, args=FLAGS, viewport=VIEWPORT)
-        try:
-            pg = ctx.new_page()
-            pg.on("pageerror", lambda e: seen["errors"].append(f"uncaught: {e}"))
-            pg.on("console", lambda m: seen["errors"].append(f"console.{m.type}: {m.text}")
-                  if m.type in ("error", "assert") else None)
-            pg.on("request", lambda r: seen["requests"].append(r.url))
-            pg.goto((analyzed.out / "comparison.html").as_uri(), wait_until="load")
-            pg.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0"
-                                 " && Bokeh.documents[0].is_idle", timeout=60_000)
-            ARTIFACTS.mkdir(exist_ok=True)
-            pg.screenshot(path=str(ARTIFACTS / "comparison.png"))
-            pg.screenshot(path=str(ARTIFACTS / "comparison-full.png"), full_page=True)
-            yield pg, seen
-        finally:
-            ctx.close()
-    shutil.rmtree(profile, ignore_errors=True)
+    yield from opened((analyzed.out / "comparison.html").as_uri(), "comparison")
 
 
 def test_loads_offline_without_errors(analyzed: Analyzed, page: tuple[Page, dict[str, list[str]]]) -> None:

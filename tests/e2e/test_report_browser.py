@@ -37,8 +37,10 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[StoredRun, Path]:
     return run, build_report(run.path)
 
 
-@pytest.fixture(scope="module")
-def page(stored: tuple[StoredRun, Path]) -> Iterator[tuple[Page, dict[str, list[str]]]]:
+def opened(url: str, shots: str) -> Iterator[tuple[Page, dict[str, list[str]]]]:
+    """``url`` open in headless Chromium once its Bokeh documents are idle, with the page's
+    ``errors`` (uncaught exceptions, console errors, failed requests) and ``requests`` seen
+    so far; screenshots ``<shots>.png`` and ``<shots>-full.png`` in :data:`ARTIFACTS`."""
     if not CHROMIUM.exists():
         pytest.skip(f"Debian's chromium is not at {CHROMIUM}: `faultline setup` (or `apt-get install -y "
                     "chromium`) installs it")
@@ -53,16 +55,21 @@ def page(stored: tuple[StoredRun, Path]) -> Iterator[tuple[Page, dict[str, list[
                   if m.type in ("error", "assert") else None)
             pg.on("request", lambda r: seen["requests"].append(r.url))
             pg.on("requestfailed", lambda r: seen["errors"].append(f"request failed: {r.url}"))
-            pg.goto(stored[1].as_uri(), wait_until="load")
+            pg.goto(url, wait_until="load")
             pg.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0"
                                  " && Bokeh.documents[0].is_idle", timeout=60_000)
             ARTIFACTS.mkdir(exist_ok=True)
-            pg.screenshot(path=str(ARTIFACTS / "report-lost-write.png"))
-            pg.screenshot(path=str(ARTIFACTS / "report-lost-write-full.png"), full_page=True)
+            pg.screenshot(path=str(ARTIFACTS / f"{shots}.png"))
+            pg.screenshot(path=str(ARTIFACTS / f"{shots}-full.png"), full_page=True)
             yield pg, seen
         finally:
             ctx.close()
     shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def page(stored: tuple[StoredRun, Path]) -> Iterator[tuple[Page, dict[str, list[str]]]]:
+    yield from opened(stored[1].as_uri(), "report-lost-write")
 
 
 def test_loads_without_javascript_errors(page: tuple[Page, dict[str, list[str]]]) -> None:
