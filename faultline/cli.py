@@ -28,7 +28,7 @@ _COMMANDS: dict[str, str] = {
     "hunt": "faultline.run.hunt:hunt_command",
     "setup": "faultline.cluster.cli:setup",
     "doctor": "faultline.cluster.cli:doctor",
-    "cluster": "faultline.cluster.cli:cluster",
+    "cluster": "faultline.run.cluster_cli:cluster",
     "sweep": "faultline.sweep.cli:sweep",
     "nightly": "faultline.nightly:nightly",
 }

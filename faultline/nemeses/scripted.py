@@ -25,7 +25,9 @@ still in effect stay until ``heal_all``.
 from __future__ import annotations
 
 import logging
+import math
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +35,7 @@ from typing import Any
 
 from faultline.cluster import kafka_client
 from faultline.cluster.protocol import Cluster, PartitionState
-from faultline.errors import NemesisError
+from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op
 from faultline.nemeses.base import LIVE_STATE_TIMEOUT_S, NodeFault, completed, with_timeout
 from faultline.nemeses.kill import KillNemesis
@@ -82,6 +84,7 @@ class ScriptedNemesis:
         self._lock = threading.RLock()
         self._halt = threading.Event()
         self._set_up = False
+        self._completions: list[Op] = []  # of the step run_step runs
 
     @classmethod
     def from_spec(cls, spec: TestSpec, cluster: Cluster) -> ScriptedNemesis:
@@ -128,16 +131,24 @@ class ScriptedNemesis:
             for step in self.steps:
                 if self._halt.is_set() or time.monotonic() >= until:
                     return
-                if isinstance(step, Wait):
-                    self._wait(step, until, history)
-                    continue
-                with self._lock:
-                    if self._halt.is_set():
-                        return
-                    self._act(step, history)
+                self.run_step(step, history, until)
         except ScheduleEnded as e:
             self.ended = str(e)
             log.warning("targeted schedule ended early: %s", e)
+
+    def run_step(self, step: TargetedStep, history: HistoryWriter, until: float = math.inf) -> list[Op]:
+        """Run one step now, journaled; its completion ops (none once ``heal_all`` has
+        stopped the nemesis). ScheduleEnded, already journaled, when the step could not
+        be done (no target, an action that failed, a wait not met by its bound or ``until``).
+        One step at a time: ``run`` and ``run_step`` are never called concurrently."""
+        self._completions = []
+        if isinstance(step, Wait):
+            self._wait(step, until, history)
+        else:
+            with self._lock:
+                if not self._halt.is_set():
+                    self._act(step, history)
+        return self._completions
 
     def _view(self, controller: bool = False) -> View:
         active = with_timeout(self.cluster.active_controller, LIVE_STATE_TIMEOUT_S,
@@ -260,7 +271,7 @@ class ScriptedNemesis:
             error = f"{type(e).__name__}: {e}".splitlines()[0]
             history.append("nemesis", "info", f, value, error=error)
             raise ScheduleEnded(f"{value.get('step')!r} failed: {error}") from e
-        history.append("nemesis", "info", done.f, done.value, error=done.error)
+        self._completions.append(history.append("nemesis", "info", done.f, done.value, error=done.error))
 
     def _wait(self, wait: Wait, until: float, history: HistoryWriter) -> None:
         started = time.monotonic()
@@ -268,7 +279,7 @@ class ScriptedNemesis:
         history.append("nemesis", "info", "wait", value)
         if wait.kind == "for":
             self._halt.wait(max(0.0, min(started + wait.seconds, until) - started))
-            history.append("nemesis", "info", "wait", {**value, "result": "waited"})
+            self._completions.append(history.append("nemesis", "info", "wait", {**value, "result": "waited"}))
             return
         deadline = min(started + wait.seconds, until)
         previous = self._last_leader.get(wait.partition) if wait.partition is not None else None
@@ -284,8 +295,8 @@ class ScriptedNemesis:
             except NemesisError as e:
                 met, seen = False, f"no metadata: {e}"
             if met:
-                history.append("nemesis", "info", "wait", {
-                    **value, "result": f"met after {time.monotonic() - started:.1f} s", "seen": seen})
+                self._completions.append(history.append("nemesis", "info", "wait", {
+                    **value, "result": f"met after {time.monotonic() - started:.1f} s", "seen": seen}))
                 return
             if time.monotonic() >= deadline or self._halt.wait(POLL_S):
                 break
@@ -337,3 +348,99 @@ class ScriptedNemesis:
 #: A targeted verb -> the history action its invoke op is journaled as when it has no target.
 _ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "resume",
            "wipe": "wipe", "isolate": "partition"}
+
+
+class HandNemesis(ScriptedNemesis):
+    """A targeted schedule typed one step at a time: a hand-driven session's nemesis.
+
+    :meth:`submit` (from any thread) hands a step to :meth:`run`, which runs it as the
+    scripted nemesis runs a step of its schedule, journaled the same way, and returns
+    its completion ops; a step that fails is journaled and reported, and the next one
+    runs all the same (it does not end anything). ``run`` serves steps until
+    ``heal_all`` or its deadline; a step submitted after that is refused. Every family
+    nemesis is bound at ``setup``, since any step may come. Names bound with ``as``
+    stay bound for later steps.
+    """
+
+    def __init__(self, cluster: Cluster,
+                 states: Callable[[], dict[int, PartitionState]] | None = None) -> None:
+        super().__init__(cluster, (), states)
+        #: set once ``run`` serves steps, with ``journal`` the history it journals to
+        self.serving = threading.Event()
+        self.journal: HistoryWriter | None = None
+        self._inbox: queue.Queue[_Request] = queue.Queue()
+        self._closed = False
+        self._texts: list[str] = []  # every step accepted so far: later ones may use its names
+
+    def _needed(self) -> list[Any]:
+        return [self.kill, self.stop, self.pause, self.wipe, self.partition]
+
+    def parse(self, text: str) -> TargetedStep:
+        """``text`` as a step, checked against the topic's partitions, the nodes and the
+        names bound so far; ``TOPIC/P`` (the test topic's) reads as ``P``. SpecError with
+        what is wrong."""
+        spec = self.cluster.spec
+        text = re.sub(rf"(?<![\w./-]){re.escape(spec.topic.name)}/(\d+)\b", r"\1", text.strip())
+        lines = [*self._texts, text]
+        try:
+            return parse_schedule(lines, spec.topic.partitions, spec.kafka.nodes)[-1]
+        except SpecError as e:  # the schedule's own error names its index: only this step can be wrong
+            raise SpecError(str(e).removeprefix(f"nemesis.schedule[{len(lines) - 1}] ")) from None
+
+    def submit(self, text: str) -> list[Op]:
+        """Run the step ``text`` in ``run``'s thread and wait for it; its completion ops.
+        SpecError when it does not parse; NemesisError when it failed (journaled) or
+        the nemesis no longer serves steps."""
+        request = _Request(self.parse(text))
+        with self._lock:
+            if self._closed:
+                raise NemesisError("the session is ending: it takes no more steps")
+            self._texts.append(request.step.text)
+            self._inbox.put(request)
+        request.done.wait()
+        if request.error is not None:
+            raise NemesisError(request.error)
+        return request.ops
+
+    def run(self, until: float, history: HistoryWriter) -> None:
+        """Serve submitted steps, one at a time, until ``heal_all`` or ``until``."""
+        if not self._set_up:
+            self.setup()
+        self.journal = history
+        self.serving.set()
+        try:
+            while not self._halt.is_set() and time.monotonic() < until:
+                try:
+                    request = self._inbox.get(timeout=POLL_S)
+                except queue.Empty:
+                    continue
+                try:
+                    request.ops = self.run_step(request.step, history, until)
+                    if not request.ops:
+                        request.error = f"{request.step.text!r}: not run, the session is ending"
+                except ScheduleEnded as e:
+                    request.error = str(e)
+                except Exception as e:  # reported to whoever typed the step; the session goes on
+                    log.exception("step %r failed", request.step.text)
+                    request.error = f"{request.step.text!r} failed: {type(e).__name__}: {e}".splitlines()[0]
+                finally:
+                    request.done.set()
+        finally:
+            with self._lock:
+                self._closed = True
+            while not self._inbox.empty():
+                left = self._inbox.get()
+                left.error = f"{left.step.text!r}: not run, the session is ending"
+                left.done.set()
+
+
+class _Request:
+    """One submitted step and, once ``done``, its completion ops or its error."""
+
+    __slots__ = ("done", "error", "ops", "step")
+
+    def __init__(self, step: TargetedStep) -> None:
+        self.step = step
+        self.done = threading.Event()
+        self.ops: list[Op] = []
+        self.error: str | None = None

@@ -140,21 +140,6 @@ def run(spec_file: Path | None, name: str | None, acks: str | None, min_insync: 
         click.echo(f"faultline: interrupted; the partial run is in {results / 'latest'}",
                    err=True)
         sys.exit(2)
-    s = outcome.stats
-    click.echo(f"run:     {outcome.run_dir}")
-    click.echo(f"sends:   ok {s.ok}  fail {s.fail}  info {s.info}   "
-               f"polls {s.polls} ({s.polled_records} records)")
-    if not outcome.recovered and outcome.error is None:
-        click.echo("cluster: some partition did not become quiescent after the heal")
-    for d in outcome.drains:
-        if not d.complete:
-            click.echo(f"drain:   partition {d.partition} incomplete: {d.error}")
-    if outcome.error is not None:
-        click.echo(f"error:   {outcome.error}")
-    verdict = {True: "valid", False: "INVALID", "unknown": "unknown", None: "not checked"}
-    click.echo(f"verdict: {verdict[outcome.valid]}")
-    if outcome.white_box is not None:
-        click.echo(f"broker:  white-box invariants {outcome.white_box}")
-    if outcome.report is not None:
-        click.echo(f"report:  {outcome.report}")
+    for line in outcome.lines():
+        click.echo(line)
     sys.exit(outcome.exit_code)

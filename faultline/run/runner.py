@@ -108,6 +108,27 @@ class RunOutcome:
     #: results.json's ``white_box.summary`` with its verdict, when the run had broker state
     white_box: str | None = None
 
+    def lines(self) -> list[str]:
+        """What a person reads of the outcome, one line each: where, the sends, the drain's
+        and the run's errors, the verdict, the white-box line and the report."""
+        s = self.stats
+        out = [f"run:     {self.run_dir}",
+               f"sends:   ok {s.ok}  fail {s.fail}  info {s.info}   "
+               f"polls {s.polls} ({s.polled_records} records)"]
+        if not self.recovered and self.error is None:
+            out.append("cluster: some partition did not become quiescent after the heal")
+        out += [f"drain:   partition {d.partition} incomplete: {d.error}"
+                for d in self.drains if not d.complete]
+        if self.error is not None:
+            out.append(f"error:   {self.error}")
+        verdict = {True: "valid", False: "INVALID", "unknown": "unknown", None: "not checked"}
+        out.append(f"verdict: {verdict[self.valid]}")
+        if self.white_box is not None:
+            out.append(f"broker:  white-box invariants {self.white_box}")
+        if self.report is not None:
+            out.append(f"report:  {self.report}")
+        return out
+
     @property
     def exit_code(self) -> int:
         """0 valid, 1 invalid, 2 unknown, not checked, or failed."""
@@ -130,12 +151,15 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
              console: Console | None = None,
              cluster_factory: ClusterFactory | None = None,
              nemesis_factory: NemesisFactory = _nemesis_package,
-             run_dir: Path | None = None) -> RunOutcome:
+             run_dir: Path | None = None,
+             end_main_phase: threading.Event | None = None) -> RunOutcome:
     """Run ``spec`` once, as the module docstring describes, and return the outcome.
 
     The run directory is a new ``results/<name>/<timestamp>/``, or ``run_dir`` when given
     (created here, with its parents; it must not exist yet; ``results/latest`` is then
-    left alone): a sweep puts each cell's run where its manifest says.
+    left alone): a sweep puts each cell's run where its manifest says. Setting
+    ``end_main_phase`` ends the main phase before ``spec.time_limit_s`` (a hand-driven
+    session's ``faultline cluster down``); the run then goes on as at its time limit.
 
     Contract: ``test.json`` is on disk before the cluster starts; the cluster is torn
     down before this returns, whatever happened; a :class:`FaultlineError` on the way
@@ -158,7 +182,7 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
         history = _TrackingHistory(run_dir / HISTORY_FILE)
         try:
             _lifecycle(spec, run_dir, history, progress, outcome, factory, make_workload,
-                       nemesis_factory)
+                       nemesis_factory, end_main_phase or threading.Event())
         except FaultlineError as e:
             outcome.error = str(e)
             _log.error("run failed: %s", e)
@@ -175,7 +199,8 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
 
 def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progress: _Progress,
                outcome: RunOutcome, cluster_factory: ClusterFactory,
-               make_workload: WorkloadFactory, nemesis_factory: NemesisFactory) -> None:
+               make_workload: WorkloadFactory, nemesis_factory: NemesisFactory,
+               end_main_phase: threading.Event) -> None:
     progress.phase("starting cluster")
     with cluster_factory(spec) as cluster:
         progress.phase("creating topic")
@@ -183,7 +208,7 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
         bootstrap = cluster.bootstrap_servers()
         with _observing(spec, cluster, run_dir / OBSERVATIONS_FILE, history):
             _main_phase_and_drain(spec, cluster, bootstrap, history, progress, outcome,
-                                  make_workload, nemesis_factory)
+                                  make_workload, nemesis_factory, end_main_phase)
 
         progress.phase("collecting broker state")
         collect_broker_state(cluster, spec, run_dir)
@@ -198,8 +223,10 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
 
 def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
                           history: _TrackingHistory, progress: _Progress, outcome: RunOutcome,
-                          make_workload: WorkloadFactory, nemesis_factory: NemesisFactory) -> None:
-    """Workload and nemesis for ``time_limit_s``, heal, recover, drain; fills ``outcome``."""
+                          make_workload: WorkloadFactory, nemesis_factory: NemesisFactory,
+                          end_main_phase: threading.Event) -> None:
+    """Workload and nemesis for ``time_limit_s`` (or until ``end_main_phase`` is set), heal,
+    recover, drain; fills ``outcome``."""
     topic = spec.topic.name
     nemesis = nemesis_factory(spec, cluster)
     nemesis.setup()
@@ -214,8 +241,8 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
         progress.main_phase(deadline)
         workload.start()
         nemesis_thread.start()
-        while time.monotonic() < deadline and workload.running:
-            time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+        while time.monotonic() < deadline and workload.running and not end_main_phase.is_set():
+            end_main_phase.wait(min(0.25, max(0.0, deadline - time.monotonic())))
         workload.request_stop()
         progress.phase("healing")
         nemesis.heal_all(history)

@@ -1,16 +1,21 @@
 """The scripted nemesis against the in-memory fake cluster: roles resolved from the
-(fake) live state as each step runs, the journal, restarts, waits, and the final heal.
+(fake) live state as each step runs, the journal, restarts, waits, and the final heal;
+and the hand-driven one (HandNemesis), fed one step at a time.
 Whether the faults do what they should on Kafka is the integration test's business
 (tests/integration/test_hunt.py)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from faultline.cluster.protocol import PartitionState
+from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op, read_history
-from faultline.nemeses.scripted import ScriptedNemesis
+from faultline.nemeses.scripted import HandNemesis, ScriptedNemesis
 from faultline.spec import NemesisSpec, TestSpec
 from tests.unit.nemeses.test_package import FakeCluster
 
@@ -134,3 +139,54 @@ def test_a_role_with_no_node_is_journaled_as_skipped_and_ends_the_schedule(tmp_p
     skipped = [op for op in ops if op.f == "kill"][-1]
     assert skipped.value["result"] == "skipped" and skipped.error == "no target: partition 0 has no leader"
     assert cluster.calls == []
+
+
+def test_steps_by_hand_run_in_turn_journaled_as_a_schedule_s_and_a_failed_one_ends_nothing(
+        tmp_path: Path) -> None:
+    live = Live()
+    cluster = FakeCluster(TestSpec(), tmp_path)
+    nemesis = HandNemesis(cluster, live)  # type: ignore[arg-type]
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    nemesis.setup()
+    serving = threading.Thread(target=nemesis.run, args=(time.monotonic() + 60, history))
+    serving.start()
+    try:
+        crash = nemesis.submit("crash leader of fl-queue/0 as old")  # the issue's spelling of 0
+        assert [(op.f, op.value["nodes"], op.value["result"]) for op in crash] == [
+            ("kill", [1], "killed node 1")]
+        live.leader, live.isr = 2, (2,)
+        with pytest.raises(NemesisError, match="no follower in its ISR"):
+            nemesis.submit("pause follower of 0")
+        restart = nemesis.submit("restart old")  # a name bound by an earlier step
+        assert [(op.f, op.value["nodes"]) for op in restart] == [("start", [1])]
+        waited = nemesis.submit("wait until isr of 0 is {2}")
+        assert [op.value["result"] for op in waited] == ["met after 0.0 s"]
+    finally:
+        nemesis.heal_all(history)
+        serving.join()
+    with pytest.raises(NemesisError, match="the session is ending"):
+        nemesis.submit("heal")
+    history.close()
+    ops = list(read_history(tmp_path / "history.jsonl"))
+    kill = next(op for op in ops if op.f == "kill")
+    assert kill.value["step"] == "crash leader of 0 as old"
+    assert kill.value["role"] == "leader of 0" and kill.value["targets"] == [1]
+    skipped = next(op for op in ops if op.f == "pause" and "result" in op.value)
+    assert skipped.value["result"] == "skipped" and skipped.error is not None
+    assert _done(ops) == [("kill", [1]), ("pause", []), ("start", [1])]
+    assert [c for c in cluster.calls if c[0] != "heal_network"] == [("kill", 1), ("start_node", 1)]
+    assert cluster.clean()
+
+
+@pytest.mark.parametrize(("step", "message"), [
+    ("crash leader of 7", "'crash leader of 7': the topic has partitions 0 to 2, not 7"),
+    ("restart node 4", "'restart node 4': nodes are 1 to 3, not 4"),
+    ("resume held", "'resume held': 'held' is not bound: name a target first"),
+    ("explode node 1", "'explode node 1': unknown step 'explode'"),
+])
+def test_a_bad_step_by_hand_is_one_line_naming_it_and_journals_nothing(tmp_path: Path, step: str,
+                                                                        message: str) -> None:
+    nemesis = HandNemesis(FakeCluster(TestSpec(), tmp_path), Live())  # type: ignore[arg-type]
+    with pytest.raises(SpecError) as e:
+        nemesis.submit(step)
+    assert str(e.value).startswith(message), str(e.value)
