@@ -1,18 +1,28 @@
-"""``faultline cluster up|status|down`` and ``faultline doctor`` as a person runs them: the
-installed command in a process of its own. ``up`` leaves a cluster that outlives the
-command; ``down`` removes every trace of it; bad input is one line and exit code 2."""
+"""``faultline cluster up|status|down``, the steps of a session by hand, and ``faultline
+doctor`` as a person runs them: the installed command in a process of its own. ``up``
+leaves a cluster (and its session) that outlives the command; each step is journaled
+into the session's history; ``down`` ends the session as a checked run and removes every
+trace of the cluster, as does the next ``down`` when the session died; bad input is one
+line and exit code 2."""
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from faultline.cluster.local import netns, runstate
+from faultline.cluster.waiting import wait_until
+from faultline.history import history_lines
+from faultline.run import session
+from tests.schemas import validate_run_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.usefixtures("local_backend")]
 
@@ -39,7 +49,7 @@ def _traces(run_id: str) -> list[str]:
 
 
 def test_up_status_down() -> None:
-    up = _faultline("cluster", "up", "--nodes", "1", "--heap-mb", "320")
+    up = _faultline("cluster", "up", "--no-session", "--nodes", "1", "--heap-mb", "320")
     assert up.returncode == 0, up.stdout + up.stderr
     m = re.search(r"stop it with: faultline cluster down (\w+)", up.stdout)
     assert m, up.stdout
@@ -59,6 +69,61 @@ def test_up_status_down() -> None:
     assert f"cluster {run_id} is down" in down.stdout
     assert _traces(run_id) == []
     assert f"no local cluster run '{run_id}'" in _one_error_line(_faultline("cluster", "status", run_id))
+
+
+def test_a_session_by_hand_journals_each_step_with_its_targets_and_ends_as_a_checked_run(
+        tmp_path: Path) -> None:
+    up = _faultline("cluster", "up", "--heap-mb", "384", "--rate", "50", "--results", str(tmp_path))
+    assert up.returncode == 0, up.stdout + up.stderr
+    m = re.search(r"end it with: faultline cluster down (\w+)", up.stdout)
+    assert m and "run by a session" in up.stdout, up.stdout
+    run_id = m[1]
+    run_dir = Path(re.findall(r"session: (\S+)", up.stdout)[0])
+    try:
+        crash = _faultline("cluster", "crash", "leader of fl-queue/0")
+        assert crash.returncode == 0, crash.stderr
+        m = re.fullmatch(r"crash leader of fl-queue/0 \(leader of 0 = node (\d)\) -> kill \1: "
+                         r"killed node \1\n", crash.stdout)
+        assert m, crash.stdout
+        leader = int(m[1])
+        restart = _faultline("cluster", "restart", str(leader), "--unclean")
+        assert restart.stdout == f"restart {leader} unclean -> start {leader}: started\n", restart.stderr
+        isolate = _faultline("cluster", "isolate", "2")
+        assert isolate.returncode == 0 and isolate.stdout.startswith("isolate 2 -> partition"), isolate.stderr
+        assert _faultline("cluster", "heal").returncode == 0
+        assert "the topic has partitions 0 to 2, not 7" in _one_error_line(
+            _faultline("cluster", "crash", "leader", "of", "7"))
+    finally:
+        down = _faultline("cluster", "down", run_id)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "verdict: valid\n" in down.stdout and down.stdout.endswith(f"cluster {run_id} is down\n")
+    assert _traces(run_id) == []
+    assert {"test.json", "history.jsonl.zst", "results.json"} <= set(validate_run_dir(run_dir))
+    ops = [orjson.loads(line) for line in history_lines(run_dir / "history.jsonl.zst")]
+    steps = [(op["f"], op["value"]["step"], op["value"].get("targets")) for op in ops
+             if op["process"] == "nemesis" and "result" in op["value"]]
+    assert steps == [("kill", "crash leader of 0", [leader]),
+                     ("start", f"restart {leader} unclean", [leader]),
+                     ("partition", "isolate 2", [2]), ("heal", "heal", None)]
+    check = _faultline("check", str(run_dir))
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_session_that_died_leaves_nothing_the_next_down_does_not_remove(tmp_path: Path) -> None:
+    up = _faultline("cluster", "up", "--nodes", "1", "--heap-mb", "320", "--results", str(tmp_path))
+    assert up.returncode == 0, up.stdout + up.stderr
+    m = re.search(r"end it with: faultline cluster down (\w+)", up.stdout)
+    assert m, up.stdout
+    run_id = m[1]
+    owner = runstate.RunState.load(run_id).owner
+    assert owner is not None
+    os.kill(owner.pid, signal.SIGKILL)
+    assert wait_until(lambda: not owner.alive(), time.monotonic() + 10), "SIGKILL did not end the session"
+    assert _traces(run_id), "the cluster outlives its session until the next down"
+    down = _faultline("cluster", "down")
+    assert f"removed leftovers of crashed run {run_id}" in down.stdout, down.stdout + down.stderr
+    assert _traces(run_id) == [] and not session.socket_path(run_id).exists()
+    assert "no hand-driven session runs" in _one_error_line(_faultline("cluster", "heal"))
 
 
 def test_down_and_status_of_an_unknown_run_are_one_line() -> None:
