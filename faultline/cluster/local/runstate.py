@@ -7,7 +7,8 @@ first namespace is created and removed after the last one is gone.
 
 Other engineers' runs share the machine, so a run is only ever removed when it is
 *stale*: its owner process is dead (pid and start time, so a reused pid does not count),
-or, for a detached run (``faultline cluster up``), when none of its processes is left.
+or, for a detached run (``faultline cluster up --no-session``), when none of its
+processes is left. (A session's cluster is owned by the session process.)
 Names and processes of a run are recognised by the run id: every namespace and link is
 ``fl<run-id>...`` and every process started for a run carries ``FAULTLINE_RUN=<run-id>``
 in its environment.
