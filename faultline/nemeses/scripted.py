@@ -20,6 +20,9 @@ completion carries ``result`` (met, and after how long) and ``seen`` (the partit
 leader and ISR at the last look); a wait not met in time has an ``error`` and ends
 the schedule, as does a step whose role cannot be resolved (no leader, say). Faults
 still in effect stay until ``heal_all``.
+
+:class:`HandNemesis` is the same nemesis fed one step at a time from outside (a session
+by hand, ``faultline cluster crash leader of 0``); there a failed step ends nothing.
 """
 
 from __future__ import annotations
