@@ -21,7 +21,7 @@ from confluent_kafka import KafkaException
 
 from faultline.cluster.local import runstate
 from faultline.cluster.local.cluster import LocalCluster
-from faultline.errors import ClusterError, FaultlineError
+from faultline.errors import ClusterError, FaultlineError, SpecError
 from faultline.run import session
 from faultline.run.cli import build_spec
 
@@ -64,6 +64,9 @@ def up(spec_file: Path | None, nodes: int | None, kafka_version: str | None, kaf
     spec = build_spec(spec_file, overrides)
     if spec_file is None:
         spec = replace(spec, name="cluster")
+    if spec.backend != "local":
+        raise SpecError(f"faultline cluster runs the local backend, not {spec.backend!r}: "
+                        "drop backend from the spec file")
     if not with_session:
         c = LocalCluster(spec)
         c.start()
