@@ -104,6 +104,10 @@ class HistoryWriter:
     _pending: list[bytes] = field(init=False, repr=False, default_factory=list)
     _pending_bytes: int = field(init=False, repr=False, default=0)
     _closed: threading.Event = field(init=False, repr=False, default_factory=threading.Event)
+    _shut: bool = field(init=False, repr=False, default=False)
+    #: Held from taking a frame (under ``_lock``) until it is written: frames reach the
+    #: file in the order they were taken, and appends go on while one is compressed.
+    _io: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
@@ -122,9 +126,10 @@ class HistoryWriter:
         """Journal one op and return it as written."""
         with self._lock:  # the monotonic clock read under the lock keeps time ordered
             op = Op(self._next, self.now(), process, type, f, value, error)
-            self._write(_lines(op.index, op.time, ((process, type, f, value, error),)))
+            frame = self._write(_lines(op.index, op.time, ((process, type, f, value, error),)))
             self._next += 1
-            return op
+        self._emit(frame)
+        return op
 
     def append_many(self, ops: Sequence[PendingOp]) -> None:
         """Journal several ops, ``(process, type, f, value, error)`` each, with one write.
@@ -138,33 +143,48 @@ class HistoryWriter:
             return
         with self._lock:
             t, first = self.now(), self._next
-            self._write(_lines(first, t, ops))
+            frame = self._write(_lines(first, t, ops))
             self._next = first + len(ops)
+        self._emit(frame)
 
-    def _write(self, data: bytes) -> None:
-        """Hand ``data`` to the OS, or to the pending frame when compressing; under the lock."""
+    def _write(self, data: bytes) -> bytes | None:
+        """Hand ``data`` to the OS, or to the pending frame when compressing; under the
+        lock. Returns a full frame's lines, taken, for :meth:`_emit` after the lock."""
+        if self._shut:
+            raise ValueError("write to a closed history")
         if self._zstd is None:
             self._write_raw(data)
-            return
-        if self._file.closed:
-            raise ValueError("write to a closed history")
+            return None
         self._pending.append(data)
         self._pending_bytes += len(data)
-        if self._pending_bytes >= FRAME_BYTES:
-            self._flush_frame()
+        return self._take() if self._pending_bytes >= FRAME_BYTES else None
 
-    def _flush_frame(self) -> None:
-        """Write the pending lines as one zstd frame; under the lock."""
-        if self._pending and self._zstd is not None:
-            self._write_raw(self._zstd.compress(b"".join(self._pending)))
-            self._pending.clear()
-            self._pending_bytes = 0
+    def _take(self) -> bytes | None:
+        """The pending lines, now off the list, with ``_io`` acquired for :meth:`_emit`;
+        None if nothing is pending. Under the lock."""
+        if not self._pending:
+            return None
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        self._io.acquire()
+        return data
+
+    def _emit(self, data: bytes | None) -> None:
+        """Compress and write a frame :meth:`_take` gave, outside the lock; releases ``_io``."""
+        if data is None:
+            return
+        assert self._zstd is not None
+        try:
+            self._write_raw(self._zstd.compress(data))
+        finally:
+            self._io.release()
 
     def _flush_every(self) -> None:
         while not self._closed.wait(FLUSH_S):
             with self._lock:
-                if not self._file.closed:
-                    self._flush_frame()
+                frame = None if self._shut else self._take()
+            self._emit(frame)
 
     def _write_raw(self, data: bytes) -> None:
         view = memoryview(data)
@@ -175,9 +195,13 @@ class HistoryWriter:
         """Flush what is pending and close the file; later appends raise ValueError."""
         self._closed.set()
         with self._lock:
-            if not self._file.closed:
-                self._flush_frame()
-                self._file.close()
+            if self._shut:
+                return
+            self._shut = True
+            frame = self._take()
+        self._emit(frame)
+        with self._io:  # every frame taken before is written
+            self._file.close()
 
     def __enter__(self) -> HistoryWriter:
         return self

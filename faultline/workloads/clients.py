@@ -209,6 +209,8 @@ def decode_value(raw: bytes | None) -> int | str | None:
     else the text as it is (undecodable bytes escaped), None for a null value."""
     if raw is None:
         return None
+    if raw.isdigit() and (raw[0] != 0x30 or len(raw) == 1):  # bytes.isdigit: ASCII only
+        return int(raw)
     text = raw.decode("utf-8", "backslashreplace")
     if text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0")):
         return int(text)

@@ -245,7 +245,8 @@ def test_a_zst_path_is_written_compressed_in_frames_that_read_back_the_same(tmp_
                 w.append_many(ops)
             if i == 1000:  # a frame now, whatever the flusher thread does
                 with b._lock:
-                    b._flush_frame()
+                    frame = b._take()
+                b._emit(frame)
     data = packed.read_bytes()
     assert data.startswith(ZSTD_MAGIC) and len(data) < plain.stat().st_size // 5
     assert b"".join(frames(data)) == zstandard.ZstdDecompressor().stream_reader(
@@ -310,3 +311,25 @@ def test_a_killed_writer_leaves_a_readable_prefix_of_whole_frames(tmp_path: Path
     rr = ReadResult()
     got = [o.value["value"] for o in read_history(path, rr)]
     assert got[:50] == list(range(50)) and len(got) in (50, 51) and rr.truncated is False
+
+
+def test_frames_compressed_outside_the_lock_reach_the_file_in_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends go on while a frame is compressed; the frames still land in index order."""
+    monkeypatch.setattr("faultline.history.FRAME_BYTES", 2048)  # a frame every ~20 appends
+    path = tmp_path / "history.jsonl.zst"
+
+    def appender(w: HistoryWriter, process: int) -> None:
+        for i in range(1500):
+            w.append_many([(process, "invoke", "send", {"topic": "t", "partition": 0, "value": i}, None)])
+
+    with HistoryWriter(path) as w:
+        threads = [threading.Thread(target=appender, args=(w, p)) for p in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    rows = list(iter_rows(path))
+    assert [r["index"] for r in rows] == list(range(6000))
+    assert [r["time"] for r in rows] == sorted(r["time"] for r in rows)
+    assert len(frames(path.read_bytes())) > 100
