@@ -101,6 +101,8 @@ def status(run_id: str | None) -> None:
         if i:
             click.echo("")
         _print_status(LocalCluster.attach(rid))
+        if (run_dir := session.run_dir_of(rid)) is not None:
+            click.echo(f"  session: {run_dir} (end it with: faultline cluster down {rid})")
 
 
 @cluster.command()

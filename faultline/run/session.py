@@ -59,6 +59,8 @@ from faultline.spec import TestSpec
 SOCKET_NAME = "session.sock"
 #: The run directory's log, where the session's own output goes once ``up`` has returned.
 LOG_NAME = "faultline.log"
+#: Beside the socket: the session's run directory, for ``cluster status``.
+RUN_DIR_NAME = "session.run_dir"
 
 
 class Ready(NamedTuple):
@@ -71,6 +73,14 @@ class Ready(NamedTuple):
 def socket_path(run_id: str) -> Path:
     """Where the session of cluster ``run_id`` listens (its run state directory)."""
     return runstate.runs_dir() / run_id / SOCKET_NAME
+
+
+def run_dir_of(run_id: str) -> Path | None:
+    """The run directory of the session of cluster ``run_id``; None if no session runs it."""
+    try:
+        return Path((socket_path(run_id).parent / RUN_DIR_NAME).read_text())
+    except FileNotFoundError:
+        return None
 
 
 def sessions() -> list[str]:
@@ -232,6 +242,7 @@ class _Session:
         self._nemesis.serving.wait()
         assert self._nemesis.journal is not None
         run_dir = self._nemesis.journal.path.parent
+        (socket_path(run_id).parent / RUN_DIR_NAME).write_text(str(run_dir.resolve()))
         sys.stdout.write("ready " + orjson.dumps({"run_id": run_id, "run_dir": str(run_dir)}).decode() + "\n")
         sys.stdout.flush()
         # ``up`` stops reading here: from now on the session writes to the run's log

@@ -91,6 +91,8 @@ def test_a_session_by_hand_journals_each_step_with_its_targets_and_ends_as_a_che
         isolate = _faultline("cluster", "isolate", "2")
         assert isolate.returncode == 0 and isolate.stdout.startswith("isolate 2 -> partition"), isolate.stderr
         assert _faultline("cluster", "heal").returncode == 0
+        assert f"  session: {run_dir.resolve()} (end it with: faultline cluster down {run_id})\n" in \
+            _faultline("cluster", "status").stdout
         assert "the topic has partitions 0 to 2, not 7" in _one_error_line(
             _faultline("cluster", "crash", "leader", "of", "7"))
     finally:
