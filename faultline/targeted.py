@@ -14,7 +14,15 @@ bound with ``as NAME``::
     wipe    TARGET [as NAME]        SIGKILL and delete its partition data; stays down
     isolate TARGET [as NAME]        cut the target's nodes (as one group) off from the
                                     others; adds to any isolation already in effect
-    heal                            remove every network partition
+    hold    TARGET [as NAME]        cut only replication between the target's nodes (as
+                                    one group) and the others: inter-broker traffic is
+                                    dropped, the controller listener and the clients'
+                                    proxies are not, so a held node stays registered,
+                                    unfenced and in the KRaft quorum, but neither fetches
+                                    from nor serves fetches to the others; adds to any
+                                    hold already in effect
+    release TARGET                  lift the holds on the target's nodes
+    heal                            remove every network partition and hold
     wait for SECONDS s
     wait until CONDITION [within SECONDS s]     (default bound: 30 s)
 
@@ -23,6 +31,8 @@ bound with ``as NAME``::
                P has a new leader
                P caught up | caught up          (every replica of P, or of every
                                                  partition, in the ISR)
+               TARGET registered                (every node of TARGET registered and
+                                                 unfenced: listed by DescribeCluster)
 
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
@@ -48,7 +58,7 @@ from faultline.errors import SpecError
 
 #: Verbs that take a target, and whether they may bind a name with ``as``.
 VERBS: Mapping[str, bool] = {"crash": True, "restart": False, "pause": True, "resume": False,
-                             "wipe": True, "isolate": True}
+                             "wipe": True, "isolate": True, "hold": True, "release": False}
 #: The default bound of ``wait until``, in seconds.
 DEFAULT_WAIT_S = 30.0
 #: The longest any wait may be, in seconds.
@@ -56,12 +66,12 @@ MAX_WAIT_S = 600.0
 
 _RESERVED = frozenset({*VERBS, "heal", "wait", "for", "until", "within", "as", "of", "leader",
                        "followers", "follower", "controller", "node", "isr", "is", "has", "new",
-                       "caught", "up", "unclean", "clean", "s"})
+                       "caught", "up", "unclean", "clean", "registered", "s"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
 Role = Literal["leader", "followers", "follower", "controller", "node", "name"]
-WaitKind = Literal["for", "isr", "new-leader", "caught-up"]
+WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +109,8 @@ class Action:
 class Wait:
     """A wait: ``for`` a fixed time, or until a condition within ``seconds``.
 
-    ``members`` (for ``isr``) are ``"leader"``, node ids, or bound names.
+    ``members`` (for ``isr``) are ``"leader"``, node ids, or bound names; ``target``
+    (for ``registered``) whose nodes must be registered.
     """
 
     kind: WaitKind
@@ -107,6 +118,7 @@ class Wait:
     text: str
     partition: int | None = None
     members: tuple[int | str, ...] = ()
+    target: Target | None = None
 
 
 Step = Action | Wait
@@ -125,10 +137,12 @@ class PartitionLike(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """Live state at one moment: the test topic's partitions and the active controller."""
+    """Live state at one moment: the test topic's partitions, the active controller, and
+    the brokers registered and unfenced (None: not read)."""
 
     partitions: Mapping[int, PartitionLike]
     controller: int | None = None
+    registered: frozenset[int] | None = None
 
 
 def parse_schedule(lines: Sequence[str], partitions: int | None = None,
@@ -161,7 +175,7 @@ def parse_step(text: str) -> Step:
     verb, rest = words[0], words[1:]
     if verb == "heal":
         if rest:
-            raise ValueError("heal takes nothing after it (it removes every partition)")
+            raise ValueError("heal takes nothing after it (it removes every partition and hold)")
         return Action("heal", None, text)
     if verb == "wait":
         return _parse_wait(rest, text)
@@ -219,8 +233,10 @@ def _parse_wait(words: Sequence[str], text: str) -> Wait:
         return Wait("caught-up", bound, text)
     if len(cond) == 3 and cond[1:] == ["caught", "up"]:
         return Wait("caught-up", bound, text, _int(cond[0], "partition"))
+    if len(cond) >= 2 and cond[-1] == "registered":
+        return Wait("registered", bound, text, target=_parse_target(cond[:-1]))
     raise ValueError(f"unknown condition {' '.join(cond) or '(none)'!r}; conditions: isr of P is {{...}}, "
-                     "P has a new leader, P caught up, caught up")
+                     "P has a new leader, P caught up, caught up, TARGET registered")
 
 
 def _members(word: str) -> tuple[int | str, ...]:
@@ -262,12 +278,12 @@ def _check(step: Step, bound: Collection[str], partitions: int | None, nodes: in
     parts: list[int] = []
     ids: list[int] = []
     names: list[str] = []
-    if isinstance(step, Action) and step.target is not None:
-        t = step.target
+    t = step.target
+    if t is not None:
         parts += [t.partition] if t.partition is not None else []
         ids += [t.node] if t.node is not None else []
         names += [t.name] if t.name is not None else []
-    elif isinstance(step, Wait):
+    if isinstance(step, Wait):
         parts += [step.partition] if step.partition is not None else []
         ids += [m for m in step.members if isinstance(m, int)]
         names += [m for m in step.members if isinstance(m, str) and m != "leader"]
@@ -324,6 +340,15 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
     leader`` must differ from. ``for`` waits are never met here: they only take time."""
     if wait.kind == "for":
         return False, "waiting"
+    if wait.kind == "registered":
+        assert wait.target is not None
+        if view.registered is None:
+            return False, "registered brokers not read"
+        seen = f"registered {sorted(view.registered)}"
+        try:
+            return set(resolve(wait.target, view, bindings)) <= view.registered, seen
+        except ValueError as e:
+            return False, f"{seen}; {wait.target}: {e}"
     parts = [wait.partition] if wait.partition is not None else sorted(view.partitions)
     seen = "; ".join(f"{p}: leader {_show(view.partitions.get(p), 'leader')} isr "
                      f"{_show(view.partitions.get(p), 'isr')}" for p in parts)

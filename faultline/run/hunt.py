@@ -69,8 +69,8 @@ class Recipe:
     """One row of the mapping table: a targeted schedule and the model schedule it realises.
 
     ``model`` is in the model's step syntax, replica 1 the first leader; it ends with a
-    ``produce`` after the failover, as the real workload keeps writing; ``nodes`` is
-    the cluster size the targeted schedule needs; ``time_limit_s`` covers the schedule.
+    ``produce`` after the failover, as the real workload keeps writing;
+    ``time_limit_s`` covers the schedule. Every recipe runs on 3 nodes.
     """
 
     name: str
@@ -78,7 +78,6 @@ class Recipe:
     schedule: tuple[str, ...]
     why: str
     time_limit_s: float = 20.0
-    nodes: int = 3
 
     def model_steps(self) -> tuple[Step, ...]:
         return tuple(Step.parse(s) for s in self.model.split())
@@ -96,41 +95,39 @@ RECIPES: tuple[Recipe, ...] = (
         "the ISR takes over and the old leader truncates what only it had."),
     Recipe(
         "unclean-election-stale-follower",
-        "pause(2) pause(3) produce tick tick tick crash(1) resume(2) resume(3) tick produce restart(1) "
-        "fetch(1)",
-        ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
-         "wait for 1 s", "crash leader of 0 as old", "resume held",
-         "wait until 0 has a new leader within 30 s", "restart old"),
-        "Followers held until the controller fences them (the model's ticks): the ISR is the leader "
-        "alone, which acknowledges alone; it is killed and a stale follower is elected uncleanly. On 5 "
-        "nodes, so that the KRaft quorum survives two paused followers.",
-        time_limit_s=30.0, nodes=5),
+        "cut(1,2) cut(1,3) produce tick tick tick crash(1) tick heal produce restart(1) fetch(1)",
+        ("wait for 2 s", "hold followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
+         "wait for 1 s", "crash leader of 0 as old", "wait until 0 has a new leader within 30 s",
+         "release held", "restart old"),
+        "The followers are held (replication cut, still in the KRaft quorum) until the leader drops "
+        "them from the ISR for lag (the model's ticks): the ISR is the leader alone, which acknowledges "
+        "alone; it is killed and a stale follower, registered all along, is elected uncleanly.",
+        time_limit_s=30.0),
     Recipe(
         "wipe-last-isr-member",
-        "produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) tick tick tick wipe(1) restart(1) "
-        "resume(2) resume(3) tick fetch(2) fetch(3) produce",
-        ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
-         "wait for 1 s", "wipe leader of 0 as old", "restart old", "resume held",
+        "produce fetch(2) fetch(3) fetch(2) fetch(3) cut(1,2) cut(1,3) produce tick tick tick wipe(1) heal "
+        "tick fetch(2) fetch(3) produce",
+        ("wait for 2 s", "hold followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
+         "wait for 1 s", "wipe leader of 0 as old", "restart old", "release held",
          "wait until 0 caught up within 30 s"),
-        "Committed writes on every replica; the followers are held until the controller fences them and "
-        "the ISR is the leader alone; that last ISR member comes back empty. Without KIP-966 (Kafka "
-        "before 4.1) it is the only electable replica and leads with an empty log; with it, the "
-        "follower that left the ISR below min.insync is in the ELR and is elected instead. On 5 nodes, "
-        "so that the KRaft quorum survives two paused followers.",
-        time_limit_s=35.0, nodes=5),
+        "Committed writes on every replica; the followers are held until the leader drops them from "
+        "the ISR for lag and the ISR is the leader alone; that last ISR member comes back empty. Without "
+        "KIP-966 (Kafka before 4.1) it is the only electable replica and leads with an empty log; with "
+        "it, a follower that left the ISR below min.insync is in the ELR and is elected instead.",
+        time_limit_s=35.0),
     Recipe(
         "elr-limit-unclean-restarts",
-        "produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) tick tick tick crash(2) crash(3) "
-        "wipe(1) restart(2) restart(3) tick restart(1) tick fetch(2) fetch(3) produce",
-        ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
-         "crash held", "wipe leader of 0 as old", "restart old", "restart held",
-         "wait until 0 caught up within 40 s"),
+        "produce fetch(2) fetch(3) fetch(2) fetch(3) cut(1,2) cut(1,3) produce tick tick tick crash(2) "
+        "crash(3) tick restart(2) restart(3) tick wipe(1) heal tick fetch(2) fetch(3) produce",
+        ("wait for 2 s", "hold followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
+         "crash held", "wait for 8 s", "restart held", "wait until held registered within 60 s",
+         "wipe leader of 0 as old", "restart old", "release held", "wait until 0 caught up within 40 s"),
         "KIP-966's limit (the model's elr-unclean-restart-loss): as wipe-last-isr-member until the ISR "
-        "is the leader alone, then the held followers are killed, so they come back from an unclean "
-        "shutdown and leave the ELR; the leader is wiped. ISR and ELR are empty, and the controller "
-        "elects the last known leader, empty: committed data lost with one wipe, no unclean setting. "
-        "On 5 nodes.",
-        time_limit_s=40.0, nodes=5),
+        "is the leader alone, then the held followers are killed, fenced (the 8 s exceed the session "
+        "timeout: the model's tick) and restarted: back from an unclean shutdown, they leave the ELR. "
+        "The leader is wiped: ISR and ELR are empty, and the controller elects the last known leader, "
+        "empty: committed data lost with one wipe, no unclean setting.",
+        time_limit_s=75.0),
 )
 
 
@@ -251,7 +248,7 @@ def spec_for(recipe: Recipe, config: HuntConfig, seed: int, hunting: bool = True
     unclean = {"unclean.leader.election.interval.ms": "1000"} if config.unclean else {}
     return TestSpec(
         name=f"{recipe.name}-{config.slug}", seed=seed, time_limit_s=recipe.time_limit_s,
-        kafka=KafkaSpec(version=config.kafka_version, nodes=recipe.nodes, heap_mb=384, broker_config=unclean),
+        kafka=KafkaSpec(version=config.kafka_version, nodes=3, heap_mb=384, broker_config=unclean),
         topic=TopicSpec(min_insync_replicas=config.min_insync, unclean_leader_election_enable=config.unclean),
         producer=ProducerSpec(acks=config.acks, enable_idempotence=idempotent),
         workload=WorkloadSpec(rate=300.0),
