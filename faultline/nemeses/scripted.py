@@ -17,11 +17,11 @@ value carries ``step`` (the step as written), ``role`` (its target as written),
 ``targets`` (the node ids the role resolved to), ``nodes`` and ``leaders`` as every
 nemesis op does, and for ``isolate``, ``hold`` and ``release`` the whole ``grudge``
 and ``replication`` grudge (inter-broker traffic only) in effect after the step
-(``kind`` ``isolate``, ``hold``, ``release``). Waits are journaled as ``f: "wait"`` pairs whose
-completion carries ``result`` (met, and after how long) and ``seen`` (the partitions'
-leader and ISR at the last look); a wait not met in time has an ``error`` and ends
-the schedule, as does a step whose role cannot be resolved (no leader, say). Faults
-still in effect stay until ``heal_all``.
+(``kind`` ``isolate``, ``hold``, ``release``). Waits are journaled as ``f: "wait"``
+pairs whose completion carries ``result`` (met, and after how long) and ``seen`` (the
+partitions' leader and ISR at the last look, or the registered brokers); a wait not
+met in time has an ``error`` and ends the schedule, as does a step whose role cannot
+be resolved (no leader, say). Faults still in effect stay until ``heal_all``.
 """
 
 from __future__ import annotations
