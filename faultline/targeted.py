@@ -27,6 +27,7 @@ bound with ``as NAME``::
     wait until CONDITION [within SECONDS s]     (default bound: 30 s)
 
     TARGET     leader of P | followers of P | follower of P | controller | node N | N | NAME
+               | first of NAME | second of NAME  (the lowest, the next node id NAME bound)
     CONDITION  isr of P is {MEMBER, ...}       MEMBER: leader | N | NAME
                P has a new leader
                P caught up | caught up          (every replica of P, or of every
@@ -66,17 +67,18 @@ MAX_WAIT_S = 600.0
 
 _RESERVED = frozenset({*VERBS, "heal", "wait", "for", "until", "within", "as", "of", "leader",
                        "followers", "follower", "controller", "node", "isr", "is", "has", "new",
-                       "caught", "up", "unclean", "clean", "registered", "s"})
+                       "caught", "up", "unclean", "clean", "registered", "first", "second", "s"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
-Role = Literal["leader", "followers", "follower", "controller", "node", "name"]
+Role = Literal["leader", "followers", "follower", "controller", "node", "name", "first", "second"]
 WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered"]
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Whom a step acts on: a role of partition ``partition``, node ``node`` or ``name``."""
+    """Whom a step acts on: a role of partition ``partition``, node ``node``, ``name``, or
+    the ``first`` or ``second`` node of ``name``."""
 
     role: Role
     partition: int | None = None
@@ -90,6 +92,8 @@ class Target:
             return f"node {self.node}"
         if self.role == "name":
             return str(self.name)
+        if self.role in ("first", "second"):
+            return f"{self.role} of {self.name}"
         return self.role
 
 
@@ -200,6 +204,9 @@ def parse_step(text: str) -> Step:
 def _parse_target(words: Sequence[str]) -> Target:
     if len(words) == 3 and words[0] in ("leader", "followers", "follower") and words[1] == "of":
         return Target(words[0], partition=_int(words[2], "partition"))  # type: ignore[arg-type]
+    if len(words) == 3 and words[0] in ("first", "second") and words[1] == "of" and _NAME.match(words[2]) \
+            and words[2] not in _RESERVED:
+        return Target(words[0], name=words[2])  # type: ignore[arg-type]
     if words == ["controller"]:
         return Target("controller")
     if len(words) == 2 and words[0] == "node":
@@ -209,7 +216,8 @@ def _parse_target(words: Sequence[str]) -> Target:
     if len(words) == 1 and _NAME.match(words[0]) and words[0] not in _RESERVED:
         return Target("name", name=words[0])
     raise ValueError(f"no target {' '.join(words) or '(none)'!r}; targets: leader of P, followers of P, "
-                     "follower of P, controller, node N, N, or a name bound with 'as'")
+                     "follower of P, controller, node N, N, a name bound with 'as', first of NAME, "
+                     "second of NAME")
 
 
 def _parse_wait(words: Sequence[str], text: str) -> Wait:
@@ -305,11 +313,17 @@ def resolve(target: Target, view: View, bindings: Mapping[str, tuple[int, ...]])
     if target.role == "node":
         assert target.node is not None
         return (target.node,)
-    if target.role == "name":
+    if target.role in ("name", "first", "second"):
         assert target.name is not None
         if target.name not in bindings:
             raise ValueError(f"{target.name!r} is not bound")
-        return bindings[target.name]
+        if target.role == "name":
+            return bindings[target.name]
+        nodes = sorted(bindings[target.name])
+        at = 0 if target.role == "first" else 1
+        if at >= len(nodes):
+            raise ValueError(f"{target.name!r} names {len(nodes)} node(s): it has no {target.role}")
+        return (nodes[at],)
     if target.role == "controller":
         if view.controller is None:
             raise ValueError("there is no active controller")

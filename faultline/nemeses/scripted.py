@@ -224,7 +224,7 @@ class ScriptedNemesis:
             self._grudge, self._replication = {}, {}
             return
         assert step.target is not None
-        live = step.target.role not in ("node", "name")
+        live = step.target.role not in ("node", "name", "first", "second")
         try:
             view = self._view(controller=step.target.role == "controller") if live else self._courtesy()
             targets = resolve(step.target, view, self._bindings)

@@ -20,6 +20,8 @@ model                                        targeted
                                              cut both ways, controller links kept)
 ``pause(2) pause(3)`` / ``resume(2) ...``    ``pause followers of 0 as held`` / ``resume held``
 ``crash(2) crash(3)`` / ``restart(2) ...``   ``crash held`` / ``restart held``
+``crash(k)``, ``restart(k)``, k a follower,   ``crash first of held`` (k = 2; ``second``: 3),
+once ``held`` is bound                       ``restart first of held``
 ``crash(1)``                                 ``crash leader of 0 as old``
 ``wipe(1)``                                  ``wipe leader of 0 as old``, ``restart old``
                                              (the model's wipe restarts at once)
@@ -32,15 +34,20 @@ ticks: another replica leads                 ``wait until 0 has a new leader wit
 ticks: the controller fenced the crashed     ``wait for S s``, S the broker session timeout
 followers                                    + 2 s, so that their restart is a new
                                              registration
-ticks: it unfenced the restarted followers   ``wait until held registered within 60 s``
+ticks: it unfenced the restarted followers   ``wait until F registered within 60 s``, F
+                                             ``held``, ``first of held`` or ``second of held``
 steps after the last fault or ``heal``       nothing: the run's own heal and drain play
                                              the model's settling
 ==========================================  ===============================================
 
-Anything else (a fault on one follower alone, ``isolate``, ``cut`` between the
-followers, ticks whose change none of the waits can observe, an ISR other than the
-leader alone) raises :class:`CompileError` naming the step: the compiler covers the
-steps it can realise faithfully, no more. The waits come from replaying the schedule
+On 3 combined KRaft nodes the followers are two of the three voters: with both down or
+paused the quorum is gone, and with it the controller, which the model's never is; so
+ticks while both are out (the controller acting) are refused, and a recipe that
+restarts the followers does it one at a time. Anything else (a fault on one follower
+before ``held`` is bound, ``isolate``, ``cut`` between the followers, ticks whose change
+none of the waits can observe, an ISR other than the leader alone) raises
+:class:`CompileError` naming the step: the compiler covers the steps it can realise
+faithfully, no more. The waits come from replaying the schedule
 on one model config (the one the recipe demonstrates); the compiled schedule then runs
 unchanged on every config, so on another config a wait may not be met (a safe config
 where the ISR never empties, say), which ends that run's schedule early, as any unmet
@@ -105,6 +112,9 @@ def compile_schedule(steps: Sequence[Step], config: ModelConfig,
             i += 1
             continue
         if step.kind == "tick":
+            if all(not r.up or r.paused for rid, r in st.replicas.items() if rid in FOLLOWERS):
+                raise CompileError(f"{where}: both followers are down or paused, so two of the three "
+                                   "KRaft voters: the quorum is gone, and the model's controller acts here")
             before = _Seen.of(st)
             while i <= last and steps[i].kind == "tick":
                 apply(st, steps[i])
@@ -122,6 +132,11 @@ def compile_schedule(steps: Sequence[Step], config: ModelConfig,
             apply(st, step)
             apply(st, pair)
             i += 2
+            continue
+        if step.kind in ("crash", "restart") and step.a in FOLLOWERS and "held" in bound:
+            out.append(f"{step.kind} {_followers(frozenset({step.a}))}")
+            apply(st, step)
+            i += 1
             continue
         if step.kind in ("crash", "wipe", "restart") and step.a == LEADER:
             if step.kind != "restart" and held and produced:
@@ -160,6 +175,13 @@ def _on_followers(step: Step, pair: Step | None) -> bool:
     return {step.a, pair.a} == FOLLOWERS
 
 
+def _followers(replicas: frozenset[int]) -> str:
+    """The target naming followers ``replicas`` once ``held`` binds both (2 the first)."""
+    if replicas == FOLLOWERS:
+        return "held"
+    return f"{'first' if replicas == {2} else 'second'} of held"
+
+
 def _wait(before: _Seen, after: _Seen, session_timeout_ms: int, where: str) -> str:
     """The wait on what a run of ticks changed (module docstring)."""
     if after.isr != before.isr and after.isr == {LEADER} and after.leader == LEADER:
@@ -167,10 +189,10 @@ def _wait(before: _Seen, after: _Seen, session_timeout_ms: int, where: str) -> s
     if after.leader not in (None, LEADER, before.leader):
         return "wait until 0 has a new leader within 30 s"
     fenced, unfenced = after.fenced - before.fenced, before.fenced - after.fenced
-    if fenced and fenced == FOLLOWERS and fenced <= after.down:
+    if fenced and fenced <= FOLLOWERS and fenced <= after.down:
         return f"wait for {session_timeout_ms / 1000 + 2:g} s"
-    if unfenced and unfenced == FOLLOWERS and not unfenced & after.down:
-        return "wait until held registered within 60 s"
+    if unfenced and unfenced <= FOLLOWERS and not unfenced & after.down:
+        return f"wait until {_followers(unfenced)} registered within 60 s"
     raise CompileError(f"{where}: the ticks change nothing a wait can observe (leader {before.leader} -> "
                        f"{after.leader}, ISR {sorted(before.isr)} -> {sorted(after.isr)}, fenced "
                        f"{sorted(before.fenced)} -> {sorted(after.fenced)})")

@@ -29,14 +29,25 @@ def test_an_unclean_election_after_the_followers_are_held() -> None:
         "release held", "restart old")
 
 
-def test_crashed_followers_are_fenced_then_restarted_as_new_registrations() -> None:
-    schedule = _compile(f"{HELD} crash(2) crash(3) tick restart(2) restart(3) tick wipe(1) heal tick "
-                        "fetch(2)", ELR)
+def test_crashed_followers_are_fenced_then_restarted_as_new_registrations_one_at_a_time() -> None:
+    schedule = _compile(f"{HELD} crash(2) tick restart(2) tick crash(3) tick restart(3) tick wipe(1) heal "
+                        "tick fetch(2)", ELR)
     assert schedule == (
         "wait for 2 s", "hold followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
-        "crash held", "wait for 8 s", "restart held", "wait until held registered within 60 s",
+        "crash first of held", "wait for 8 s", "restart first of held",
+        "wait until first of held registered within 60 s",
+        "crash second of held", "wait for 8 s", "restart second of held",
+        "wait until second of held registered within 60 s",
         "wait for 1 s", "wipe leader of 0 as old", "restart old", "release held")
     assert parse_schedule(schedule, partitions=3, nodes=3), "valid as a spec's nemesis.schedule"
+
+
+def test_no_controller_action_while_both_followers_are_out() -> None:
+    # two of three combined KRaft nodes down: no quorum, so no fencing, no election
+    with pytest.raises(CompileError, match=r"step 14 tick: both followers are down or paused"):
+        _compile(f"{HELD} crash(2) crash(3) tick restart(2) restart(3)", ELR)
+    assert _compile("pause(2) pause(3) produce crash(1) resume(2) resume(3) tick", ELR)[-1] == \
+        "wait until 0 has a new leader within 30 s", "no tick while they are paused: allowed"
 
 
 def test_no_wait_for_the_leader_alone_when_nothing_was_produced_while_held() -> None:

@@ -51,6 +51,7 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
     ("release held", Action("release", Target("name", name="held"), "release held")),
     ("wait until held registered within 60 s",
      Wait("registered", 60.0, "wait until held registered within 60 s", target=Target("name", name="held"))),
+    ("crash second of held", Action("crash", Target("second", name="held"), "crash second of held")),
     ("wait until node 2 registered",
      Wait("registered", 30.0, "wait until node 2 registered", target=Target("node", node=2))),
 ])
@@ -77,6 +78,7 @@ def test_steps_parse(text: str, step: Action | Wait) -> None:
     (["release held as x"], "release cannot bind a name"),
     (["wait until held registered"], "'held' is not bound"),
     (["wait until registered"], "unknown condition 'registered'"),
+    (["crash first of old"], "'old' is not bound"),
     (["wait until node 7 registered"], "nodes are 1 to 3, not 7"),
     (["pause followers of 0 as held", "", "resume held"], "nemesis.schedule[1] '': empty step"),
 ])
@@ -111,6 +113,8 @@ def test_the_spec_validates_its_schedule() -> None:
     (Target("controller"), (3,)),
     (Target("node", node=2), (2,)),
     (Target("name", name="held"), (2, 3)),
+    (Target("first", name="held"), (2,)),
+    (Target("second", name="held"), (3,)),
 ])
 def test_roles_resolve_from_live_state(target: Target, nodes: tuple[int, ...]) -> None:
     assert resolve(target, VIEW, {"held": (2, 3)}) == nodes
@@ -121,10 +125,11 @@ def test_roles_resolve_from_live_state(target: Target, nodes: tuple[int, ...]) -
     (Target("follower", partition=2), "no follower in its ISR [2]"),
     (Target("leader", partition=5), "partition 5 is not in the metadata"),
     (Target("name", name="gone"), "'gone' is not bound"),
+    (Target("second", name="one"), "'one' names 1 node(s): it has no second"),
 ])
 def test_a_role_with_no_node_is_an_error(target: Target, message: str) -> None:
     with pytest.raises(ValueError) as info:
-        resolve(target, VIEW, {})
+        resolve(target, VIEW, {"one": (3,)})
     assert message in str(info.value)
 
 
