@@ -34,6 +34,8 @@ bound with ``as NAME``::
                                                  partition, in the ISR)
                TARGET registered                (every node of TARGET registered and
                                                  unfenced: listed by DescribeCluster)
+               TARGET fenced                    (no node of TARGET listed: fenced, or
+                                                 never registered)
 
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
@@ -67,12 +69,12 @@ MAX_WAIT_S = 600.0
 
 _RESERVED = frozenset({*VERBS, "heal", "wait", "for", "until", "within", "as", "of", "leader",
                        "followers", "follower", "controller", "node", "isr", "is", "has", "new",
-                       "caught", "up", "unclean", "clean", "registered", "first", "second", "s"})
+                       "caught", "up", "unclean", "clean", "registered", "fenced", "first", "second", "s"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
 Role = Literal["leader", "followers", "follower", "controller", "node", "name", "first", "second"]
-WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered"]
+WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +116,7 @@ class Wait:
     """A wait: ``for`` a fixed time, or until a condition within ``seconds``.
 
     ``members`` (for ``isr``) are ``"leader"``, node ids, or bound names; ``target``
-    (for ``registered``) whose nodes must be registered.
+    (for ``registered`` and ``fenced``) whose nodes must be listed, or not.
     """
 
     kind: WaitKind
@@ -241,10 +243,10 @@ def _parse_wait(words: Sequence[str], text: str) -> Wait:
         return Wait("caught-up", bound, text)
     if len(cond) == 3 and cond[1:] == ["caught", "up"]:
         return Wait("caught-up", bound, text, _int(cond[0], "partition"))
-    if len(cond) >= 2 and cond[-1] == "registered":
-        return Wait("registered", bound, text, target=_parse_target(cond[:-1]))
+    if len(cond) >= 2 and cond[-1] in ("registered", "fenced"):
+        return Wait(cond[-1], bound, text, target=_parse_target(cond[:-1]))  # type: ignore[arg-type]
     raise ValueError(f"unknown condition {' '.join(cond) or '(none)'!r}; conditions: isr of P is {{...}}, "
-                     "P has a new leader, P caught up, caught up, TARGET registered")
+                     "P has a new leader, P caught up, caught up, TARGET registered, TARGET fenced")
 
 
 def _members(word: str) -> tuple[int | str, ...]:
@@ -354,13 +356,15 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
     leader`` must differ from. ``for`` waits are never met here: they only take time."""
     if wait.kind == "for":
         return False, "waiting"
-    if wait.kind == "registered":
+    if wait.kind in ("registered", "fenced"):
         assert wait.target is not None
         if view.registered is None:
             return False, "registered brokers not read"
         seen = f"registered {sorted(view.registered)}"
         try:
-            return set(resolve(wait.target, view, bindings)) <= view.registered, seen
+            nodes = set(resolve(wait.target, view, bindings))
+            return (nodes <= view.registered if wait.kind == "registered"
+                    else not nodes & view.registered), seen
         except ValueError as e:
             return False, f"{seen}; {wait.target}: {e}"
     parts = [wait.partition] if wait.partition is not None else sorted(view.partitions)

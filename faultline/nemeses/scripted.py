@@ -313,7 +313,7 @@ class ScriptedNemesis:
         seen = "nothing yet"
         while True:
             try:
-                view = self._view(registered=wait.kind == "registered")
+                view = self._view(registered=wait.kind in ("registered", "fenced"))
                 if not known and wait.partition is not None:
                     state = view.partitions.get(wait.partition)
                     previous, known = (state.leader if state is not None else None), True

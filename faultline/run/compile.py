@@ -31,11 +31,10 @@ a fault on 1 while the followers are held    first ``wait for 1 s``: the leader
 or paused and the model produced since       acknowledges alone what they do not have
 ticks: the ISR became the leader alone       ``wait until isr of 0 is {leader} within 20 s``
 ticks: another replica leads                 ``wait until 0 has a new leader within 30 s``
-ticks: the controller fenced the crashed     ``wait for S s``, S the broker session timeout
-followers                                    + 2 s, so that their restart is a new
-                                             registration
-ticks: it unfenced the restarted followers   ``wait until F registered within 60 s``, F
-                                             ``held``, ``first of held`` or ``second of held``
+ticks: the controller fenced the crashed     ``wait until F fenced within 30 s``, F ``held``,
+followers                                    ``first of held`` or ``second of held`` (so
+                                             that a restart is a new registration)
+ticks: it unfenced the restarted followers   ``wait until F registered within 60 s``
 steps after the last fault or ``heal``       nothing: the run's own heal and drain play
                                              the model's settling
 ==========================================  ===============================================
@@ -61,7 +60,6 @@ from dataclasses import dataclass
 
 from faultline.checkers.model.state import ModelConfig, State
 from faultline.checkers.model.steps import Step, apply, initial_state
-from faultline.spec import KafkaSpec
 
 LEADER, FOLLOWERS = 1, frozenset({2, 3})
 #: Steps the real cluster performs on its own.
@@ -89,8 +87,7 @@ class _Seen:
                      frozenset(r.rid for r in st.replicas.values() if not r.up))
 
 
-def compile_schedule(steps: Sequence[Step], config: ModelConfig,
-                     session_timeout_ms: int = KafkaSpec().broker_session_timeout_ms) -> tuple[str, ...]:
+def compile_schedule(steps: Sequence[Step], config: ModelConfig) -> tuple[str, ...]:
     """The targeted schedule for the model's ``steps``, replayed on ``config`` (3
     replicas); CompileError naming the first step no rule covers (module docstring)."""
     if config.replication_factor != 3:
@@ -119,7 +116,7 @@ def compile_schedule(steps: Sequence[Step], config: ModelConfig,
             while i <= last and steps[i].kind == "tick":
                 apply(st, steps[i])
                 i += 1
-            out.append(_wait(before, _Seen.of(st), session_timeout_ms, where))
+            out.append(_wait(before, _Seen.of(st), where))
             continue
         pair = steps[i + 1] if i + 1 < len(steps) else None
         if step.kind in _GROUP and _on_followers(step, pair):
@@ -182,7 +179,7 @@ def _followers(replicas: frozenset[int]) -> str:
     return f"{'first' if replicas == {2} else 'second'} of held"
 
 
-def _wait(before: _Seen, after: _Seen, session_timeout_ms: int, where: str) -> str:
+def _wait(before: _Seen, after: _Seen, where: str) -> str:
     """The wait on what a run of ticks changed (module docstring)."""
     if after.isr != before.isr and after.isr == {LEADER} and after.leader == LEADER:
         return "wait until isr of 0 is {leader} within 20 s"
@@ -190,7 +187,7 @@ def _wait(before: _Seen, after: _Seen, session_timeout_ms: int, where: str) -> s
         return "wait until 0 has a new leader within 30 s"
     fenced, unfenced = after.fenced - before.fenced, before.fenced - after.fenced
     if fenced and fenced <= FOLLOWERS and fenced <= after.down:
-        return f"wait for {session_timeout_ms / 1000 + 2:g} s"
+        return f"wait until {_followers(fenced)} fenced within 30 s"
     if unfenced and unfenced <= FOLLOWERS and not unfenced & after.down:
         return f"wait until {_followers(unfenced)} registered within 60 s"
     raise CompileError(f"{where}: the ticks change nothing a wait can observe (leader {before.leader} -> "

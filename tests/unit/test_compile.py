@@ -34,9 +34,9 @@ def test_crashed_followers_are_fenced_then_restarted_as_new_registrations_one_at
                         "tick fetch(2)", ELR)
     assert schedule == (
         "wait for 2 s", "hold followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
-        "crash first of held", "wait for 8 s", "restart first of held",
+        "crash first of held", "wait until first of held fenced within 30 s", "restart first of held",
         "wait until first of held registered within 60 s",
-        "crash second of held", "wait for 8 s", "restart second of held",
+        "crash second of held", "wait until second of held fenced within 30 s", "restart second of held",
         "wait until second of held registered within 60 s",
         "wait for 1 s", "wipe leader of 0 as old", "restart old", "release held")
     assert parse_schedule(schedule, partitions=3, nodes=3), "valid as a spec's nemesis.schedule"

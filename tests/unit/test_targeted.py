@@ -166,6 +166,8 @@ def test_registered_needs_every_node_of_the_target_listed() -> None:
     assert not _cond("wait until held registered", seen), "2 of held (2, 3) is not registered"
     assert _cond("wait until held registered", View(VIEW.partitions, registered=frozenset({1, 2, 3})))
     assert not _cond("wait until node 3 registered"), "brokers not read: not met"
+    assert _cond("wait until node 2 fenced", seen) and not _cond("wait until node 3 fenced", seen)
+    assert not _cond("wait until held fenced", seen), "3 of held (2, 3) is still listed"
     step = parse_step("wait until leader of 1 registered")
     assert isinstance(step, Wait)
     assert condition_met(step, seen, {}, None) == (False, "registered [1, 3]; leader of 1: partition 1 has "
