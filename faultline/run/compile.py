@@ -20,7 +20,7 @@ model                                        targeted
                                              cut both ways, controller links kept)
 ``pause(2) pause(3)`` / ``resume(2) ...``    ``pause followers of 0 as held`` / ``resume held``
 ``crash(2) crash(3)`` / ``restart(2) ...``   ``crash held`` / ``restart held``
-``crash(k)``, ``restart(k)``, k a follower,   ``crash first of held`` (k = 2; ``second``: 3),
+``crash(k)``, ``restart(k)``, k a follower,  ``crash first of held`` (k = 2; ``second``: 3),
 once ``held`` is bound                       ``restart first of held``
 ``crash(1)``                                 ``crash leader of 0 as old``
 ``wipe(1)``                                  ``wipe leader of 0 as old``, ``restart old``
@@ -46,11 +46,10 @@ restarts the followers does it one at a time. Anything else (a fault on one foll
 before ``held`` is bound, ``isolate``, ``cut`` between the followers, ticks whose change
 none of the waits can observe, an ISR other than the leader alone) raises
 :class:`CompileError` naming the step: the compiler covers the steps it can realise
-faithfully, no more. The waits come from replaying the schedule
-on one model config (the one the recipe demonstrates); the compiled schedule then runs
-unchanged on every config, so on another config a wait may not be met (a safe config
-where the ISR never empties, say), which ends that run's schedule early, as any unmet
-wait does.
+faithfully, no more. The waits come from replaying the schedule on one model config
+(the one the recipe demonstrates); the compiled schedule then runs unchanged on every
+config, so on another config a wait may not be met (a safe config where the ISR never
+empties, say), which ends that run's schedule early, as any unmet wait does.
 """
 
 from __future__ import annotations
