@@ -15,17 +15,20 @@ a shortest schedule leans on what the model leaves out. A follower there fetches
 on ``fetch(k)``, so ``produce crash(1)`` means "the followers did not fetch", which on
 a real cluster must become a hold placed before the produce and kept shorter than
 ``replica.lag.time.max.ms`` (no ``tick`` between); the search also faults single
-followers in any order and pauses or wipes whichever replica is shortest, roles the
-compiler would have to bind one by one. A recipe states the hold (``cut(1,2)
-cut(1,3)``, ``pause(2) pause(3)``) and faults the leader or both followers together,
-which the rule table covers; its replay on the config shows the same anomalies as the
-shortest schedule (``predicted``, printed beside it in the table).
+followers in any order before anything binds them and pauses or wipes whichever
+replica is shortest; and its controller never fails, so it may crash both followers
+and tick (``crash(3) crash(2) tick``), which on 3 combined KRaft nodes takes the quorum
+down. A recipe states the hold (``cut(1,2) cut(1,3)``, ``pause(2) pause(3)``), faults
+the leader, both followers, or one of them once both are bound, and keeps a quorum
+wherever the controller acts, which the rule table covers; its replay on the config
+shows the same anomalies as the shortest schedule (``predicted``, printed beside it in
+the table).
 All recipes run on 3 nodes: a follower is held by cutting replication only (the
 ``hold`` step), so it stays in the KRaft quorum.
 
 Each recipe runs on a fresh cluster (a normal run directory: history, results.json,
 report.html) up to ``tries`` times, until the checker's results show every anomaly it
-hunts; then the same recipe runs on the safe config (:data:`SAFE`: acks=all,
+hunts; then the same recipe runs on the safe config (:func:`safe`: acks=all,
 min.insync=2, unclean off, idempotence on), where the model forbids them, and must stay
 valid. An anomaly seen where the model forbids it, or a run the checker finds invalid,
 is a violation: a finding about Kafka or about the model. The table is printed and
