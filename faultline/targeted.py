@@ -14,15 +14,28 @@ bound with ``as NAME``::
     wipe    TARGET [as NAME]        SIGKILL and delete its partition data; stays down
     isolate TARGET [as NAME]        cut the target's nodes (as one group) off from the
                                     others; adds to any isolation already in effect
-    heal                            remove every network partition
+    hold    TARGET [as NAME]        cut only replication between the target's nodes (as
+                                    one group) and the others: inter-broker traffic is
+                                    dropped, the controller listener and the clients'
+                                    proxies are not, so a held node stays registered,
+                                    unfenced and in the KRaft quorum, but neither fetches
+                                    from nor serves fetches to the others; adds to any
+                                    hold already in effect
+    release TARGET                  lift the holds on the target's nodes
+    heal                            remove every network partition and hold
     wait for SECONDS s
     wait until CONDITION [within SECONDS s]     (default bound: 30 s)
 
     TARGET     leader of P | followers of P | follower of P | controller | node N | N | NAME
+               | first of NAME | second of NAME  (the lowest, the next node id NAME bound)
     CONDITION  isr of P is {MEMBER, ...}       MEMBER: leader | N | NAME
                P has a new leader
                P caught up | caught up          (every replica of P, or of every
                                                  partition, in the ISR)
+               TARGET registered                (every node of TARGET registered and
+                                                 unfenced: listed by DescribeCluster)
+               TARGET fenced                    (no node of TARGET listed: fenced, or
+                                                 never registered)
 
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
@@ -48,7 +61,7 @@ from faultline.errors import SpecError
 
 #: Verbs that take a target, and whether they may bind a name with ``as``.
 VERBS: Mapping[str, bool] = {"crash": True, "restart": False, "pause": True, "resume": False,
-                             "wipe": True, "isolate": True}
+                             "wipe": True, "isolate": True, "hold": True, "release": False}
 #: The default bound of ``wait until``, in seconds.
 DEFAULT_WAIT_S = 30.0
 #: The longest any wait may be, in seconds.
@@ -56,17 +69,18 @@ MAX_WAIT_S = 600.0
 
 _RESERVED = frozenset({*VERBS, "heal", "wait", "for", "until", "within", "as", "of", "leader",
                        "followers", "follower", "controller", "node", "isr", "is", "has", "new",
-                       "caught", "up", "unclean", "clean", "s"})
+                       "caught", "up", "unclean", "clean", "registered", "fenced", "first", "second", "s"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
-Role = Literal["leader", "followers", "follower", "controller", "node", "name"]
-WaitKind = Literal["for", "isr", "new-leader", "caught-up"]
+Role = Literal["leader", "followers", "follower", "controller", "node", "name", "first", "second"]
+WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced"]
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Whom a step acts on: a role of partition ``partition``, node ``node`` or ``name``."""
+    """Whom a step acts on: a role of partition ``partition``, node ``node``, ``name``, or
+    the ``first`` or ``second`` node of ``name``."""
 
     role: Role
     partition: int | None = None
@@ -80,6 +94,8 @@ class Target:
             return f"node {self.node}"
         if self.role == "name":
             return str(self.name)
+        if self.role in ("first", "second"):
+            return f"{self.role} of {self.name}"
         return self.role
 
 
@@ -99,7 +115,8 @@ class Action:
 class Wait:
     """A wait: ``for`` a fixed time, or until a condition within ``seconds``.
 
-    ``members`` (for ``isr``) are ``"leader"``, node ids, or bound names.
+    ``members`` (for ``isr``) are ``"leader"``, node ids, or bound names; ``target``
+    (for ``registered`` and ``fenced``) whose nodes must be listed, or not.
     """
 
     kind: WaitKind
@@ -107,6 +124,7 @@ class Wait:
     text: str
     partition: int | None = None
     members: tuple[int | str, ...] = ()
+    target: Target | None = None
 
 
 Step = Action | Wait
@@ -125,10 +143,12 @@ class PartitionLike(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """Live state at one moment: the test topic's partitions and the active controller."""
+    """Live state at one moment: the test topic's partitions, the active controller, and
+    the brokers registered and unfenced (None: not read)."""
 
     partitions: Mapping[int, PartitionLike]
     controller: int | None = None
+    registered: frozenset[int] | None = None
 
 
 def parse_schedule(lines: Sequence[str], partitions: int | None = None,
@@ -161,7 +181,7 @@ def parse_step(text: str) -> Step:
     verb, rest = words[0], words[1:]
     if verb == "heal":
         if rest:
-            raise ValueError("heal takes nothing after it (it removes every partition)")
+            raise ValueError("heal takes nothing after it (it removes every partition and hold)")
         return Action("heal", None, text)
     if verb == "wait":
         return _parse_wait(rest, text)
@@ -186,6 +206,9 @@ def parse_step(text: str) -> Step:
 def _parse_target(words: Sequence[str]) -> Target:
     if len(words) == 3 and words[0] in ("leader", "followers", "follower") and words[1] == "of":
         return Target(words[0], partition=_int(words[2], "partition"))  # type: ignore[arg-type]
+    if len(words) == 3 and words[0] in ("first", "second") and words[1] == "of" and _NAME.match(words[2]) \
+            and words[2] not in _RESERVED:
+        return Target(words[0], name=words[2])  # type: ignore[arg-type]
     if words == ["controller"]:
         return Target("controller")
     if len(words) == 2 and words[0] == "node":
@@ -195,7 +218,8 @@ def _parse_target(words: Sequence[str]) -> Target:
     if len(words) == 1 and _NAME.match(words[0]) and words[0] not in _RESERVED:
         return Target("name", name=words[0])
     raise ValueError(f"no target {' '.join(words) or '(none)'!r}; targets: leader of P, followers of P, "
-                     "follower of P, controller, node N, N, or a name bound with 'as'")
+                     "follower of P, controller, node N, N, a name bound with 'as', first of NAME, "
+                     "second of NAME")
 
 
 def _parse_wait(words: Sequence[str], text: str) -> Wait:
@@ -219,8 +243,10 @@ def _parse_wait(words: Sequence[str], text: str) -> Wait:
         return Wait("caught-up", bound, text)
     if len(cond) == 3 and cond[1:] == ["caught", "up"]:
         return Wait("caught-up", bound, text, _int(cond[0], "partition"))
+    if len(cond) >= 2 and cond[-1] in ("registered", "fenced"):
+        return Wait(cond[-1], bound, text, target=_parse_target(cond[:-1]))  # type: ignore[arg-type]
     raise ValueError(f"unknown condition {' '.join(cond) or '(none)'!r}; conditions: isr of P is {{...}}, "
-                     "P has a new leader, P caught up, caught up")
+                     "P has a new leader, P caught up, caught up, TARGET registered, TARGET fenced")
 
 
 def _members(word: str) -> tuple[int | str, ...]:
@@ -262,12 +288,12 @@ def _check(step: Step, bound: Collection[str], partitions: int | None, nodes: in
     parts: list[int] = []
     ids: list[int] = []
     names: list[str] = []
-    if isinstance(step, Action) and step.target is not None:
-        t = step.target
+    t = step.target
+    if t is not None:
         parts += [t.partition] if t.partition is not None else []
         ids += [t.node] if t.node is not None else []
         names += [t.name] if t.name is not None else []
-    elif isinstance(step, Wait):
+    if isinstance(step, Wait):
         parts += [step.partition] if step.partition is not None else []
         ids += [m for m in step.members if isinstance(m, int)]
         names += [m for m in step.members if isinstance(m, str) and m != "leader"]
@@ -289,11 +315,17 @@ def resolve(target: Target, view: View, bindings: Mapping[str, tuple[int, ...]])
     if target.role == "node":
         assert target.node is not None
         return (target.node,)
-    if target.role == "name":
+    if target.role in ("name", "first", "second"):
         assert target.name is not None
         if target.name not in bindings:
             raise ValueError(f"{target.name!r} is not bound")
-        return bindings[target.name]
+        if target.role == "name":
+            return bindings[target.name]
+        nodes = sorted(bindings[target.name])
+        at = 0 if target.role == "first" else 1
+        if at >= len(nodes):
+            raise ValueError(f"{target.name!r} names {len(nodes)} node(s): it has no {target.role}")
+        return (nodes[at],)
     if target.role == "controller":
         if view.controller is None:
             raise ValueError("there is no active controller")
@@ -324,6 +356,17 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
     leader`` must differ from. ``for`` waits are never met here: they only take time."""
     if wait.kind == "for":
         return False, "waiting"
+    if wait.kind in ("registered", "fenced"):
+        assert wait.target is not None
+        if view.registered is None:
+            return False, "registered brokers not read"
+        seen = f"registered {sorted(view.registered)}"
+        try:
+            nodes = set(resolve(wait.target, view, bindings))
+            return (nodes <= view.registered if wait.kind == "registered"
+                    else not nodes & view.registered), seen
+        except ValueError as e:
+            return False, f"{seen}; {wait.target}: {e}"
     parts = [wait.partition] if wait.partition is not None else sorted(view.partitions)
     seen = "; ".join(f"{p}: leader {_show(view.partitions.get(p), 'leader')} isr "
                      f"{_show(view.partitions.get(p), 'isr')}" for p in parts)

@@ -180,9 +180,12 @@ class Pausable(Protocol):
 class Partitionable(Protocol):
     """Network partitions between nodes; client traffic (the proxies) is not affected."""
 
-    def partition(self, grudge: Grudge) -> None:
+    def partition(self, grudge: Grudge, replication: Grudge | None = None) -> None:
         """Make the network exactly ``grudge``: node ``a`` drops every packet from each node
-        in ``grudge[a]``. Replaces any earlier grudge."""
+        in ``grudge[a]``; and ``replication``: node ``a`` drops only inter-broker traffic
+        (the BROKER listener's port, either way) from each node in ``replication[a]``, so
+        those nodes stay in the KRaft quorum and serve clients but do not replicate from
+        each other. Replaces any earlier grudge and replication grudge."""
         ...
 
     def heal_network(self) -> None:

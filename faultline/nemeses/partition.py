@@ -103,6 +103,10 @@ def to_json(grudge: Mapping[int, Collection[int]]) -> dict[str, list[int]]:
     return {str(k): sorted(v) for k, v in sorted(grudge.items())}
 
 
+def _from_json(raw: Mapping[str, Collection[int]]) -> Grudge:
+    return {int(k): frozenset(int(d) for d in v) for k, v in raw.items()}
+
+
 def nodes_of(grudge: Mapping[int, Collection[int]]) -> list[int]:
     """Every node the grudge touches (dropping or dropped), sorted."""
     seen: set[int] = set(grudge)
@@ -180,13 +184,24 @@ class PartitionNemesis:
                 "leaders": leaders, **extra}
 
     def invoke(self, op: Op) -> Op:
+        """``partition``: make the network exactly the value's ``grudge`` and
+        ``replication`` grudge (inter-broker traffic only; either may be absent: empty).
+        ``heal``: remove every rule, or, when the value carries a ``grudge`` or a
+        ``replication`` grudge (what stays in effect after a partial heal), make the
+        network exactly that."""
         net = partitionable(self.cluster, self.family)
+        value = op.value or {}
+        grudge, replication = _from_json(value.get("grudge", {})), _from_json(value.get("replication", {}))
         if op.f == "partition":
-            raw = (op.value or {}).get("grudge", {})
-            grudge = {int(k): frozenset(int(d) for d in v) for k, v in raw.items()}
-            net.partition(grudge)
-            return completed(op, result=f"cut {sum(len(v) for v in grudge.values())} directed links")
+            net.partition(grudge, replication or None)
+            cut = sum(len(v) for v in grudge.values())
+            held = sum(len(v) for v in replication.values())
+            return completed(op, result=f"cut {cut} directed links" + (
+                f" and the replication of {held}" if held else ""))
         if op.f == "heal":
+            if grudge or replication:
+                net.partition(grudge, replication or None)
+                return completed(op, result="network partly healed")
             net.heal_network()
             return completed(op, result="network healed")
         raise NemesisError(f"the 'partition' nemesis cannot {op.f!r}")

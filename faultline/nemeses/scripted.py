@@ -12,14 +12,16 @@ wipe, partition), so it heals the same way, and keeps the runner's contract
 Journal (docs/history.md, "nemesis"): each action is an invoke and a completion,
 ``type: "info"``, ``process: "nemesis"``, ``f`` the family's action (``crash`` is
 ``kill``, ``restart`` is ``start`` after a ``stop`` or ``kill`` of a running node,
-``isolate`` is ``partition``); the invoke's value carries ``step`` (the step as
-written), ``role`` (its target as written), ``targets`` (the node ids the role
-resolved to), ``nodes`` and ``leaders`` as every nemesis op does, and for ``isolate``
-the whole ``grudge`` in effect. Waits are journaled as ``f: "wait"`` pairs whose
-completion carries ``result`` (met, and after how long) and ``seen`` (the partitions'
-leader and ISR at the last look); a wait not met in time has an ``error`` and ends
-the schedule, as does a step whose role cannot be resolved (no leader, say). Faults
-still in effect stay until ``heal_all``.
+``isolate`` and ``hold`` are ``partition``, ``release`` is ``heal``); the invoke's
+value carries ``step`` (the step as written), ``role`` (its target as written),
+``targets`` (the node ids the role resolved to), ``nodes`` and ``leaders`` as every
+nemesis op does, and for ``isolate``, ``hold`` and ``release`` the whole ``grudge``
+and ``replication`` grudge (inter-broker traffic only) in effect after the step
+(``kind`` ``isolate``, ``hold``, ``release``). Waits are journaled as ``f: "wait"``
+pairs whose completion carries ``result`` (met, and after how long) and ``seen`` (the
+partitions' leader and ISR at the last look, or the registered brokers); a wait not
+met in time has an ``error`` and ends the schedule, as does a step whose role cannot
+be resolved (no leader, say). Faults still in effect stay until ``heal_all``.
 
 :class:`HandNemesis` is the same nemesis fed one step at a time from outside (a session
 by hand, ``faultline cluster crash leader of 0``); there a failed step ends nothing.
@@ -34,7 +36,9 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+from confluent_kafka.admin import AdminClient
 
 from faultline.cluster import kafka_client
 from faultline.cluster.protocol import Cluster, PartitionState
@@ -52,6 +56,8 @@ from faultline.targeted import Action, View, Wait, condition_met, parse_schedule
 from faultline.targeted import Step as TargetedStep
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: How often a ``wait until`` looks at the metadata, in seconds.
 POLL_S = 0.5
@@ -71,17 +77,22 @@ class ScriptedNemesis:
     """
 
     def __init__(self, cluster: Cluster, steps: Sequence[TargetedStep],
-                 states: Callable[[], dict[int, PartitionState]] | None = None) -> None:
+                 states: Callable[[], dict[int, PartitionState]] | None = None,
+                 registered: Callable[[], set[int]] | None = None) -> None:
         """``states`` reads the test topic's partitions live (default: :meth:`_states`,
-        Metadata requests to every broker at once); it raises NemesisError when nothing answers."""
+        Metadata requests to every broker at once), ``registered`` the brokers registered
+        and unfenced (default: :meth:`_registered`, likewise); each raises NemesisError
+        when nothing answers."""
         self.cluster = cluster
         self.steps = tuple(steps)
         self._read_states = states or self._states
+        self._read_registered = registered or self._registered
         self.kill, self.pause, self.stop = KillNemesis(), PauseNemesis(), StopNemesis()
         self.wipe, self.partition = WipeNemesis(), PartitionNemesis()
         #: why the schedule ended before its last step (None: it ran to the end, or runs)
         self.ended: str | None = None
         self._grudge: dict[int, frozenset[int]] = {}
+        self._replication: dict[int, frozenset[int]] = {}
         self._bindings: dict[str, tuple[int, ...]] = {}
         self._last_leader: dict[int, int | None] = {}
         self._lock = threading.RLock()
@@ -104,7 +115,7 @@ class ScriptedNemesis:
             need.append(self.pause)
         if "wipe" in verbs:
             need.append(self.wipe)
-        if verbs & {"isolate", "heal"}:
+        if verbs & {"isolate", "hold", "release", "heal"}:
             need.append(self.partition)
         return need
 
@@ -121,6 +132,8 @@ class ScriptedNemesis:
                 for n in (self.kill, self.pause, self.stop, self.wipe) if n.faulted]
         if self._grudge:
             held.append(Step(0.0, "partition", "isolate", 0.0, 0))
+        if self._replication:
+            held.append(Step(0.0, "partition", "hold", 0.0, 0))
         return held
 
     # -- running ------------------------------------------------------------------
@@ -153,10 +166,11 @@ class ScriptedNemesis:
                     self._act(step, history)
         return self._completions
 
-    def _view(self, controller: bool = False) -> View:
+    def _view(self, controller: bool = False, registered: bool = False) -> View:
         active = with_timeout(self.cluster.active_controller, LIVE_STATE_TIMEOUT_S,
                               "active controller") if controller else None
-        return View(self._read_states(), active)
+        brokers = frozenset(self._read_registered()) if registered else None
+        return View(self._read_states(), active, brokers)
 
     def _courtesy(self) -> View:
         """The view for a step that names its nodes (``node 3``, a bound name): live state
@@ -168,20 +182,31 @@ class ScriptedNemesis:
             return View({})
 
     def _states(self) -> dict[int, PartitionState]:
-        """The topic's partitions from the first broker that answers a Metadata request.
+        """The topic's partitions from the first broker that answers a Metadata request
+        (:meth:`_ask`)."""
+        topic = self.cluster.spec.topic.name
+        return self._ask(lambda admin: kafka_client.metadata_states(admin, topic, METADATA_TIMEOUT_S),
+                         f"{topic}'s metadata")
+
+    def _registered(self) -> set[int]:
+        """The brokers registered and unfenced, from the first broker that answers a
+        DescribeCluster request (:meth:`_ask`)."""
+        return self._ask(lambda admin: kafka_client.registered_brokers(admin, METADATA_TIMEOUT_S),
+                         "the registered brokers")
+
+    def _ask(self, request: Callable[[AdminClient], _T], what: str) -> _T:
+        """``request``'s answer from the first broker that gives one.
 
         A schedule pauses and isolates brokers on purpose, and a client that knows every
         broker may send its request to one that will never answer; so each proxy gets a
         short-lived client of its own (which asks its one bootstrap broker), all at once.
         NemesisError with every broker's reason when none answers in time.
         """
-        topic = self.cluster.spec.topic.name
-        answers: queue.Queue[tuple[str, dict[int, PartitionState] | Exception]] = queue.Queue()
+        answers: queue.Queue[tuple[str, _T | Exception]] = queue.Queue()
 
         def ask(proxy: str) -> None:
             try:
-                admin = kafka_client.new_admin(proxy, METADATA_TIMEOUT_S)
-                answers.put((proxy, kafka_client.metadata_states(admin, topic, METADATA_TIMEOUT_S)))
+                answers.put((proxy, request(kafka_client.new_admin(proxy, METADATA_TIMEOUT_S))))
             except Exception as e:  # no answer from this broker: another may give one
                 answers.put((proxy, e))
 
@@ -195,10 +220,10 @@ class ScriptedNemesis:
                 proxy, got = answers.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
-            if isinstance(got, dict):
+            if not isinstance(got, Exception):
                 return got
             errors.append(f"{proxy}: {got}")
-        raise NemesisError(f"no broker answered for {topic}'s metadata within "
+        raise NemesisError(f"no broker answered for {what} within "
                            f"{METADATA_TIMEOUT_S:.0f} s ({'; '.join(errors) or 'no answer'})")
 
     def _leaders(self, view: View) -> dict[str, int]:
@@ -208,12 +233,12 @@ class ScriptedNemesis:
     def _act(self, step: Action, history: HistoryWriter) -> None:
         value: dict[str, Any] = {"step": step.text}
         if step.verb == "heal":
-            self._journaled(history, "heal", {**value, "kind": "isolate", "nodes": nodes_of(self._grudge)},
+            self._journaled(history, "heal", {**value, "kind": "isolate", "nodes": self._network_nodes()},
                             self.partition.invoke)
-            self._grudge = {}
+            self._grudge, self._replication = {}, {}
             return
         assert step.target is not None
-        live = step.target.role not in ("node", "name")
+        live = step.target.role not in ("node", "name", "first", "second")
         try:
             view = self._view(controller=step.target.role == "controller") if live else self._courtesy()
             targets = resolve(step.target, view, self._bindings)
@@ -237,15 +262,20 @@ class ScriptedNemesis:
             self._journaled(history, "resume", {**value, "kind": "pause", "nodes": nodes}, self.pause.invoke)
         elif step.verb == "wipe":
             self._journaled(history, "wipe", {**value, "kind": "wipe", "nodes": nodes}, self.wipe.invoke)
-        elif step.verb == "isolate":
+        elif step.verb in ("isolate", "hold"):
             group = set(targets)
             rest = {n.id for n in self.cluster.nodes} - group
-            grudge = dict(self._grudge)
+            which = self._grudge if step.verb == "isolate" else self._replication
             for node, drops in complete([group, rest]).items():
-                grudge[node] = grudge.get(node, frozenset()) | drops
-            self._grudge = grudge
-            self._journaled(history, "partition", {**value, "kind": "isolate", "grudge": to_json(grudge),
-                                                   "nodes": nodes_of(grudge)}, self.partition.invoke)
+                which[node] = which.get(node, frozenset()) | drops
+            self._journaled(history, "partition", {**value, "kind": step.verb, **self._network(),
+                                                   "nodes": nodes_of(which)}, self.partition.invoke)
+        elif step.verb == "release":
+            released = set(targets)
+            self._replication = {n: d - released for n, d in self._replication.items()
+                                 if n not in released and d - released}
+            self._journaled(history, "heal", {**value, "kind": "release", **self._network(), "nodes": nodes},
+                            self.partition.invoke)
         elif step.verb == "restart":
             running = [n for n in nodes if self.cluster.node(n).is_alive()]
             if running:
@@ -253,6 +283,13 @@ class ScriptedNemesis:
                 self._journaled(history, down.family, {**value, "kind": down.family, "nodes": running},
                                 down.invoke)
             self._journaled(history, "start", {**value, "kind": "restart", "nodes": nodes}, self._start)
+
+    def _network(self) -> dict[str, Any]:
+        """The network faults in effect, in the history form."""
+        return {"grudge": to_json(self._grudge), "replication": to_json(self._replication)}
+
+    def _network_nodes(self) -> list[int]:
+        return sorted(set(nodes_of(self._grudge)) | set(nodes_of(self._replication)))
 
     def _start(self, op: Op) -> Op:
         """Start each node of ``op``, through the nemesis that took it down (so its
@@ -290,7 +327,7 @@ class ScriptedNemesis:
         seen = "nothing yet"
         while True:
             try:
-                view = self._view()
+                view = self._view(registered=wait.kind in ("registered", "fenced"))
                 if not known and wait.partition is not None:
                     state = view.partitions.get(wait.partition)
                     previous, known = (state.leader if state is not None else None), True
@@ -322,8 +359,8 @@ class ScriptedNemesis:
         with self._lock:
             if history is not None:
                 heals: list[tuple[str, dict[str, Any], Callable[[Op], Op]]] = []
-                if self._grudge:
-                    heals.append(("heal", {"kind": "isolate", "nodes": nodes_of(self._grudge)},
+                if self._grudge or self._replication:
+                    heals.append(("heal", {"kind": "isolate", "nodes": self._network_nodes()},
                                   self.partition.invoke))
                 if self.pause.faulted:
                     heals.append(("resume", {"kind": "pause", "nodes": sorted(self.pause.faulted)},
@@ -338,7 +375,7 @@ class ScriptedNemesis:
                         pass
                     except Exception as e:  # e.g. a closed history: the teardowns still run
                         errors.append(f"{f}: {e}")
-            self._grudge = {}
+            self._grudge, self._replication = {}, {}
             for nemesis in self._needed():
                 try:
                     nemesis.teardown()
@@ -350,7 +387,7 @@ class ScriptedNemesis:
 
 #: A targeted verb -> the history action its invoke op is journaled as when it has no target.
 _ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "resume",
-           "wipe": "wipe", "isolate": "partition"}
+           "wipe": "wipe", "isolate": "partition", "hold": "partition", "release": "heal"}
 
 
 class HandNemesis(ScriptedNemesis):

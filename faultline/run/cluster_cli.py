@@ -196,8 +196,10 @@ def _verb(verb: str, what: str) -> click.Command:
 for _name, _what in {"crash": "SIGKILL the nodes of TARGET; they stay down until a restart.",
                      "pause": "SIGSTOP the nodes of TARGET.", "resume": "SIGCONT the nodes of TARGET.",
                      "wipe": "SIGKILL the nodes of TARGET and delete their partition data.",
-                     "isolate": "Cut the nodes of TARGET off from the others (adds to any isolation)."
-                     }.items():
+                     "isolate": "Cut the nodes of TARGET off from the others (adds to any isolation).",
+                     "hold": "Cut only the inter-broker traffic of TARGET's nodes: they stop fetching "
+                             "but stay registered with the controller and serve clients.",
+                     "release": "Lift the hold on the nodes of TARGET."}.items():
     cluster.add_command(_verb(_name, _what))
 
 
@@ -213,7 +215,7 @@ def restart(target: tuple[str, ...], unclean: bool, run_id: str | None) -> None:
 @cluster.command()
 @_run
 def heal(run_id: str | None) -> None:
-    """Remove every network partition, journaled by the session."""
+    """Remove every network partition and hold, journaled by the session."""
     _send("heal", run_id)
 
 

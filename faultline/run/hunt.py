@@ -3,19 +3,32 @@ config, and its absence on the safe config.
 
 For the config (acks, min.insync, unclean, Kafka version) the model explores fault
 schedules (:func:`faultline.checkers.model.table.explore_cell`, faults kill and pause,
-leaders included) and names each anomaly it permits with its shortest schedule. The
-model's steps (``produce``, ``fetch(2)``, ``tick`` ...) are not things a real cluster
-can be told to do step by step: a real follower fetches on its own, time passes on its
-own. So the schedules are *not* compiled mechanically; :data:`RECIPES` is the mapping
-table, each row a targeted schedule (:mod:`faultline.targeted`) together with the model
-schedule it realises (where the model's "no fetch" becomes "pause the followers", a
-model ``tick`` the real timeouts). The model replays each recipe's schedule on the
-config; a recipe is hunted for the anomalies that replay shows and the exploration
-permits.
+leaders included) and names each anomaly it permits with its shortest schedule. Each of
+:data:`RECIPES` is a model schedule, compiled into a targeted schedule
+(:mod:`faultline.targeted`) by :func:`faultline.run.compile.compile_schedule`, whose
+per-step rule table derives each wait from the model's replayed state. The model
+replays each recipe on the config; a recipe is hunted for the anomalies that replay
+shows and the exploration permits.
+
+Why the recipes, and not the exploration's shortest schedules, are what is compiled:
+a shortest schedule leans on what the model leaves out. A follower there fetches only
+on ``fetch(k)``, so ``produce crash(1)`` means "the followers did not fetch", which on
+a real cluster must become a hold placed before the produce and kept shorter than
+``replica.lag.time.max.ms`` (no ``tick`` between); the search also faults single
+followers in any order before anything binds them and pauses or wipes whichever
+replica is shortest; and its controller never fails, so it may crash both followers
+and tick (``crash(3) crash(2) tick``), which on 3 combined KRaft nodes takes the quorum
+down. A recipe states the hold (``cut(1,2) cut(1,3)``, ``pause(2) pause(3)``), faults
+the leader, both followers, or one of them once both are bound, and keeps a quorum
+wherever the controller acts, which the rule table covers; its replay on the config
+shows the same anomalies as the shortest schedule (``predicted``, printed beside it in
+the table).
+All recipes run on 3 nodes: a follower is held by cutting replication only (the
+``hold`` step), so it stays in the KRaft quorum.
 
 Each recipe runs on a fresh cluster (a normal run directory: history, results.json,
 report.html) up to ``tries`` times, until the checker's results show every anomaly it
-hunts; then the same recipe runs on the safe config (:data:`SAFE`: acks=all,
+hunts; then the same recipe runs on the safe config (:func:`safe`: acks=all,
 min.insync=2, unclean off, idempotence on), where the model forbids them, and must stay
 valid. An anomaly seen where the model forbids it, or a run the checker finds invalid,
 is a violation: a finding about Kafka or about the model. The table is printed and
@@ -46,6 +59,7 @@ from faultline.checkers.model.steps import Step
 from faultline.checkers.model.table import ON_DEMAND_BOUND, Cell, explore_cell
 from faultline.errors import FaultlineError, HistoryError
 from faultline.history import NEMESIS, read_history
+from faultline.run.compile import compile_schedule
 from faultline.rundir import REPORT_FILE, RESULTS_FILE, write_atomic
 from faultline.spec import (
     ACKS,
@@ -66,71 +80,73 @@ HUNT_DATA_LOSS = 1
 
 @dataclass(frozen=True, slots=True)
 class Recipe:
-    """One row of the mapping table: a targeted schedule and the model schedule it realises.
+    """A model schedule that shows an anomaly, and the config it is compiled on.
 
     ``model`` is in the model's step syntax, replica 1 the first leader; it ends with a
-    ``produce`` after the failover, as the real workload keeps writing; ``nodes`` is
-    the cluster size the targeted schedule needs; ``time_limit_s`` covers the schedule.
+    ``produce`` after the failover, as the real workload keeps writing. ``on`` is the
+    model config whose replay the compiler reads its waits from (the one the recipe
+    demonstrates); the compiled :attr:`schedule` runs unchanged on every config.
+    ``time_limit_s`` covers the schedule. Every recipe runs on 3 nodes.
     """
 
     name: str
     model: str
-    schedule: tuple[str, ...]
+    on: ModelConfig
     why: str
     time_limit_s: float = 20.0
-    nodes: int = 3
 
     def model_steps(self) -> tuple[Step, ...]:
         return tuple(Step.parse(s) for s in self.model.split())
 
+    @property
+    def schedule(self) -> tuple[str, ...]:
+        """The targeted schedule: :func:`faultline.run.compile.compile_schedule` of the model's."""
+        return compile_schedule(self.model_steps(), self.on)
 
-#: The mapping table from model schedules to targeted schedules (see the module docstring).
+
+def _on(acks: Acks, min_insync: int, unclean: bool = False, elr: bool = True) -> ModelConfig:
+    return ModelConfig(replication_factor=3, acks=acks, min_insync=min_insync, unclean=unclean, elr=elr)
+
+
+#: The recipes: model schedules compiled into targeted ones (see the module docstring).
 RECIPES: tuple[Recipe, ...] = (
     Recipe(
         "leader-crash-followers-held",
         "pause(2) pause(3) produce crash(1) resume(2) resume(3) tick produce restart(1) fetch(1)",
-        ("wait for 2 s", "pause followers of 0 as held", "wait for 1 s", "crash leader of 0 as old",
-         "resume held", "wait until 0 has a new leader within 20 s", "restart old"),
+        _on("1", 2),
         "The model's 'produce crash(1)' with no fetch between: a real follower fetches on its own, so "
         "both are paused while the leader acknowledges, then the leader is killed; a follower still in "
         "the ISR takes over and the old leader truncates what only it had."),
     Recipe(
         "unclean-election-stale-follower",
-        "pause(2) pause(3) produce tick tick tick crash(1) resume(2) resume(3) tick produce restart(1) "
-        "fetch(1)",
-        ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
-         "wait for 1 s", "crash leader of 0 as old", "resume held",
-         "wait until 0 has a new leader within 30 s", "restart old"),
-        "Followers held until the controller fences them (the model's ticks): the ISR is the leader "
-        "alone, which acknowledges alone; it is killed and a stale follower is elected uncleanly. On 5 "
-        "nodes, so that the KRaft quorum survives two paused followers.",
-        time_limit_s=30.0, nodes=5),
+        "cut(1,2) cut(1,3) produce tick tick tick crash(1) tick heal produce restart(1) fetch(1)",
+        _on("all", 1, unclean=True),
+        "The followers are held (replication cut, still in the KRaft quorum) until the leader drops "
+        "them from the ISR for lag (the model's ticks): the ISR is the leader alone, which acknowledges "
+        "alone; it is killed and a stale follower, registered all along, is elected uncleanly.",
+        time_limit_s=30.0),
     Recipe(
         "wipe-last-isr-member",
-        "produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) tick tick tick wipe(1) restart(1) "
-        "resume(2) resume(3) tick fetch(2) fetch(3) produce",
-        ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
-         "wait for 1 s", "wipe leader of 0 as old", "restart old", "resume held",
-         "wait until 0 caught up within 30 s"),
-        "Committed writes on every replica; the followers are held until the controller fences them and "
-        "the ISR is the leader alone; that last ISR member comes back empty. Without KIP-966 (Kafka "
-        "before 4.1) it is the only electable replica and leads with an empty log; with it, the "
-        "follower that left the ISR below min.insync is in the ELR and is elected instead. On 5 nodes, "
-        "so that the KRaft quorum survives two paused followers.",
-        time_limit_s=35.0, nodes=5),
+        "produce fetch(2) fetch(3) fetch(2) fetch(3) cut(1,2) cut(1,3) produce tick tick tick wipe(1) heal "
+        "tick fetch(2) fetch(3) produce",
+        _on("all", 2, elr=False),
+        "Committed writes on every replica; the followers are held until the leader drops them from "
+        "the ISR for lag and the ISR is the leader alone; that last ISR member comes back empty. Without "
+        "KIP-966 (Kafka before 4.1) it is the only electable replica and leads with an empty log; with "
+        "it, a follower that left the ISR below min.insync is in the ELR and is elected instead.",
+        time_limit_s=35.0),
     Recipe(
         "elr-limit-unclean-restarts",
-        "produce fetch(2) fetch(3) fetch(2) fetch(3) pause(2) pause(3) tick tick tick crash(2) crash(3) "
-        "wipe(1) restart(2) restart(3) tick restart(1) tick fetch(2) fetch(3) produce",
-        ("wait for 2 s", "pause followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
-         "crash held", "wipe leader of 0 as old", "restart old", "restart held",
-         "wait until 0 caught up within 40 s"),
+        "produce fetch(2) fetch(3) fetch(2) fetch(3) cut(1,2) cut(1,3) produce tick tick tick crash(2) "
+        "tick restart(2) tick crash(3) tick restart(3) tick wipe(1) heal tick fetch(2) fetch(3) produce",
+        _on("all", 2),
         "KIP-966's limit (the model's elr-unclean-restart-loss): as wipe-last-isr-member until the ISR "
-        "is the leader alone, then the held followers are killed, so they come back from an unclean "
-        "shutdown and leave the ELR; the leader is wiped. ISR and ELR are empty, and the controller "
-        "elects the last known leader, empty: committed data lost with one wipe, no unclean setting. "
-        "On 5 nodes.",
-        time_limit_s=40.0, nodes=5),
+        "is the leader alone, then each held follower in turn is killed, fenced (the model's tick: the "
+        "session timeout) and restarted: back from an unclean shutdown, it leaves the ELR (one at a "
+        "time, so that two of the three KRaft voters stay up). The leader is wiped: ISR and ELR are "
+        "empty, and the controller elects the last known leader, empty: committed data lost with one "
+        "wipe, no unclean setting.",
+        time_limit_s=100.0),
 )
 
 
@@ -251,7 +267,7 @@ def spec_for(recipe: Recipe, config: HuntConfig, seed: int, hunting: bool = True
     unclean = {"unclean.leader.election.interval.ms": "1000"} if config.unclean else {}
     return TestSpec(
         name=f"{recipe.name}-{config.slug}", seed=seed, time_limit_s=recipe.time_limit_s,
-        kafka=KafkaSpec(version=config.kafka_version, nodes=recipe.nodes, heap_mb=384, broker_config=unclean),
+        kafka=KafkaSpec(version=config.kafka_version, nodes=3, heap_mb=384, broker_config=unclean),
         topic=TopicSpec(min_insync_replicas=config.min_insync, unclean_leader_election_enable=config.unclean),
         producer=ProducerSpec(acks=config.acks, enable_idempotence=idempotent),
         workload=WorkloadSpec(rate=300.0),
@@ -283,7 +299,7 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
     ``config`` (one not already hunted by an earlier recipe), up to ``tries`` runs (all
     of them with ``every_try``) until each shows; then ``safe_tries`` runs of the same
     recipes on the safe config (on ``safe_version``, default the config's own). Only
-    ``recipes`` are considered (default: the whole mapping table)."""
+    ``recipes`` are considered (default: all of :data:`RECIPES`)."""
     permitted = config.permitted()
     rows: list[Row] = []
     covered: set[str] = set()
@@ -314,7 +330,7 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
 
 def unhunted(config: HuntConfig, rows: Sequence[Row]) -> dict[str, str]:
     """Anomalies the model permits on ``config`` that no row hunts: no recipe of the
-    mapping table shows them (anomaly -> the model's shortest schedule)."""
+    recipe shows them (anomaly -> the model's shortest schedule)."""
     hunted = {a for r in rows if r.config == config for a in r.hunted}
     return {a: s for a, s in config.permitted().items() if a not in hunted}
 
@@ -326,7 +342,7 @@ def render_table(rows: Sequence[Row], missing: dict[str, str] | None = None) -> 
         lines.append(f"{r.recipe.name:34} {r.config.label:48} "
                      f"{', '.join(sorted(r.predicted)) or 'nothing':34} {r.outcome_text()}")
     for a, s in (missing or {}).items():
-        lines.append(f"{a}: permitted by the model ({s}), but no recipe of the mapping table shows it")
+        lines.append(f"{a}: permitted by the model ({s}), but no recipe shows it")
     return "\n".join(lines)
 
 
@@ -346,7 +362,8 @@ def render_page(rows: Sequence[Row], root: Path, missing: dict[str, str] | None 
                     f"<td>{e(', '.join(sorted(r.predicted)) or 'nothing')}</td><td>{shortest or '-'}</td>"
                     f"<td>{e(r.outcome_text())}</td><td>{runs}</td></tr>")
     recipes = "".join(
-        f"<h3>{e(rec.name)}</h3><p>{e(rec.why)}</p><p>model: <code>{e(rec.model)}</code></p>"
+        f"<h3>{e(rec.name)}</h3><p>{e(rec.why)}</p><p>model: <code>{e(rec.model)}</code>, compiled "
+        f"with the waits of its replay on {e(_label(rec.on))}:</p>"
         f"<pre>{e(chr(10).join(rec.schedule))}</pre>"
         for rec in RECIPES if any(r.recipe == rec for r in rows))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>faultline hunt</title>
@@ -354,15 +371,20 @@ def render_page(rows: Sequence[Row], root: Path, missing: dict[str, str] | None 
 td,th{{border:1px solid #ccc;padding:4px 8px;vertical-align:top}} tr.ok td:nth-child(6){{color:#070}}
 tr.bad td{{background:#fdd}} tr.miss td:nth-child(6){{color:#a60}} code,pre{{background:#f4f4f4}}</style>
 </head><body><h1>faultline hunt</h1>
-<p>Each row: a targeted schedule (the mapping table's recipe) on one config; what the reference
+<p>Each row: a targeted schedule (a recipe's model schedule, compiled) on one config; what the reference
 model predicts when it replays the recipe's model schedule, the model's shortest schedules for
 the anomalies it permits there, and what real Kafka showed (links: each try's report).</p>
 <table><tr><th>recipe</th><th>config</th><th>hunted</th><th>model predicts</th>
 <th>model's shortest schedules</th><th>real Kafka</th><th>tries</th></tr>{"".join(body)}</table>
-{"".join(f"<p>{e(a)}: permitted by the model (<code>{e(sched)}</code>), but no recipe of the mapping "
-         f"table shows it: not hunted.</p>" for a, sched in (missing or {}).items())}
+{"".join(f"<p>{e(a)}: permitted by the model (<code>{e(sched)}</code>), but no recipe shows it: "
+         f"not hunted.</p>" for a, sched in (missing or {}).items())}
 <h2>Recipes</h2>{recipes}</body></html>
 """
+
+
+def _label(cfg: ModelConfig) -> str:
+    return (f"acks={cfg.acks} min.insync={cfg.min_insync} unclean={str(cfg.unclean).lower()} "
+            f"elr={str(cfg.elr).lower()}")
 
 
 def _run_one(results: Path) -> RunFn:
@@ -394,7 +416,7 @@ def _run_one(results: Path) -> RunFn:
 @click.option("--safe-tries", type=click.IntRange(0, 100), default=1, show_default=True,
               help="Runs of each recipe on the safe config (acks=all, min.insync=2, unclean off).")
 @click.option("--recipe", "recipe_names", multiple=True, type=click.Choice([r.name for r in RECIPES]),
-              help="Only this recipe of the mapping table (repeatable).  [default: all]")
+              help="Only this recipe (repeatable).  [default: all]")
 @click.option("--safe-version", default=None,
               help="Kafka version of the safe-config runs.  [default: --kafka-version]")
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),

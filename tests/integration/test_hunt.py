@@ -1,7 +1,10 @@
-"""A targeted schedule on real Kafka: with acks=1, holding the followers back while the
-leader acknowledges and then crashing the leader loses acknowledged writes; the same
-schedule with acks=all, min.insync=2 loses nothing. Two short runs through the runner,
-the scripted nemesis and the checker (the hunt's own path, :func:`faultline.run.hunt.spec_for`)."""
+"""Targeted schedules on real Kafka, 3 nodes: with acks=1, holding the followers back
+while the leader acknowledges and then crashing the leader loses acknowledged writes;
+the same schedule with acks=all, min.insync=2 loses nothing; and with min.insync=1 and
+unclean election on, followers held by a replication cut (alive, in the KRaft quorum)
+until the ISR is the leader alone lose writes through an unclean election. Short runs
+through the runner, the scripted nemesis and the checker (the hunt's own path,
+:func:`faultline.run.hunt.spec_for`)."""
 
 from __future__ import annotations
 
@@ -11,16 +14,17 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from faultline.run.hunt import RECIPES, HuntConfig, Try, read_try, safe, spec_for
+from faultline.run.hunt import RECIPES, HuntConfig, Recipe, Try, read_try, safe, spec_for
 from faultline.run.runner import run_test
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 RECIPE = next(r for r in RECIPES if r.name == "leader-crash-followers-held")
+UNCLEAN = next(r for r in RECIPES if r.name == "unclean-election-stale-follower")
 
 
-def _try(config: HuntConfig, results: Path, hunting: bool) -> Try:
-    outcome = run_test(spec_for(RECIPE, config, seed=1, hunting=hunting), results=results,
+def _try(config: HuntConfig, results: Path, hunting: bool, recipe: Recipe = RECIPE) -> Try:
+    outcome = run_test(spec_for(recipe, config, seed=1, hunting=hunting), results=results,
                        console=Console(file=io.StringIO()))
     assert outcome.error is None, outcome.error
     t = read_try(outcome.run_dir, outcome.error)
@@ -37,3 +41,11 @@ def test_acks1_loses_acknowledged_writes_and_the_safe_config_does_not(
     clean = _try(safe(HuntConfig("1", 2, False).kafka_version), tmp_path, hunting=False)
     assert clean.note == ""
     assert clean.seen["lost-write"] == 0 and clean.valid is True
+
+
+def test_held_followers_lose_writes_through_an_unclean_election_on_three_nodes(
+        local_backend: None, tmp_path: Path) -> None:
+    lossy = _try(HuntConfig("all", 1, True), tmp_path, hunting=True, recipe=UNCLEAN)
+    assert lossy.note == "", "the ISR shrank to the leader and a held follower was elected"
+    assert lossy.seen["lost-write"] > 0, "writes only the crashed leader had are lost"
+    assert lossy.valid is True, "unclean election permits the loss"

@@ -96,12 +96,14 @@ def test_the_safe_config_hunts_only_the_elr_limit(tmp_path: Path) -> None:
     assert len(runs.specs) == 1
 
 
-def test_unclean_election_is_hunted_on_five_nodes(tmp_path: Path) -> None:
+def test_unclean_election_is_hunted_on_three_nodes_with_the_followers_held(tmp_path: Path) -> None:
     runs = FakeRuns(tmp_path, {})
     rows = hunt(HuntConfig("all", 1, True), tries=1, every_try=False, safe_tries=0, run=runs)
     assert [(r.recipe.name, r.hunted) for r in rows] == [
         ("unclean-election-stale-follower", ("lost-write", "phantom-read", "inconsistent-offsets"))]
-    assert runs.specs[0].kafka.nodes == 5 and runs.specs[0].topic.unclean_leader_election_enable
+    assert runs.specs[0].kafka.nodes == 3 and runs.specs[0].topic.unclean_leader_election_enable
+    assert "hold followers of 0 as held" in runs.specs[0].nemesis.schedule, \
+        "two paused followers of three would take the KRaft quorum down: replication is cut instead"
     assert runs.specs[0].kafka.broker_config == {"unclean.leader.election.interval.ms": "1000"}
 
 

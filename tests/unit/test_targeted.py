@@ -46,6 +46,14 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
     ("wait until 0 has a new leader", Wait("new-leader", 30.0, "wait until 0 has a new leader", 0)),
     ("wait until caught up within 5 s", Wait("caught-up", 5.0, "wait until caught up within 5 s")),
     ("wait until 2 caught up", Wait("caught-up", 30.0, "wait until 2 caught up", 2)),
+    ("hold followers of 0 as held",
+     Action("hold", Target("followers", partition=0), "hold followers of 0 as held", bind="held")),
+    ("release held", Action("release", Target("name", name="held"), "release held")),
+    ("wait until held registered within 60 s",
+     Wait("registered", 60.0, "wait until held registered within 60 s", target=Target("name", name="held"))),
+    ("crash second of held", Action("crash", Target("second", name="held"), "crash second of held")),
+    ("wait until node 2 registered",
+     Wait("registered", 30.0, "wait until node 2 registered", target=Target("node", node=2))),
 ])
 def test_steps_parse(text: str, step: Action | Wait) -> None:
     assert parse_step(text) == step
@@ -67,6 +75,11 @@ def test_steps_parse(text: str, step: Action | Wait) -> None:
     (["wait until isr of 0 is {held}"], "'held' is not bound"),
     (["wait"], "wait needs 'for SECONDS s'"),
     (["heal 2"], "heal takes nothing"),
+    (["release held as x"], "release cannot bind a name"),
+    (["wait until held registered"], "'held' is not bound"),
+    (["wait until registered"], "unknown condition 'registered'"),
+    (["crash first of old"], "'old' is not bound"),
+    (["wait until node 7 registered"], "nodes are 1 to 3, not 7"),
     (["pause followers of 0 as held", "", "resume held"], "nemesis.schedule[1] '': empty step"),
 ])
 def test_bad_schedules_are_one_line_naming_the_step(lines: list[str], message: str) -> None:
@@ -100,6 +113,8 @@ def test_the_spec_validates_its_schedule() -> None:
     (Target("controller"), (3,)),
     (Target("node", node=2), (2,)),
     (Target("name", name="held"), (2, 3)),
+    (Target("first", name="held"), (2,)),
+    (Target("second", name="held"), (3,)),
 ])
 def test_roles_resolve_from_live_state(target: Target, nodes: tuple[int, ...]) -> None:
     assert resolve(target, VIEW, {"held": (2, 3)}) == nodes
@@ -110,10 +125,11 @@ def test_roles_resolve_from_live_state(target: Target, nodes: tuple[int, ...]) -
     (Target("follower", partition=2), "no follower in its ISR [2]"),
     (Target("leader", partition=5), "partition 5 is not in the metadata"),
     (Target("name", name="gone"), "'gone' is not bound"),
+    (Target("second", name="one"), "'one' names 1 node(s): it has no second"),
 ])
 def test_a_role_with_no_node_is_an_error(target: Target, message: str) -> None:
     with pytest.raises(ValueError) as info:
-        resolve(target, VIEW, {})
+        resolve(target, VIEW, {"one": (3,)})
     assert message in str(info.value)
 
 
@@ -142,6 +158,20 @@ def test_conditions() -> None:
     assert _cond("wait until 0 caught up", full)
     assert _cond("wait until caught up", full)
     assert not _cond("wait until caught up"), "every partition must be caught up"
+
+
+def test_registered_needs_every_node_of_the_target_listed() -> None:
+    seen = View(VIEW.partitions, registered=frozenset({1, 3}))
+    assert _cond("wait until node 3 registered", seen)
+    assert not _cond("wait until held registered", seen), "2 of held (2, 3) is not registered"
+    assert _cond("wait until held registered", View(VIEW.partitions, registered=frozenset({1, 2, 3})))
+    assert not _cond("wait until node 3 registered"), "brokers not read: not met"
+    assert _cond("wait until node 2 fenced", seen) and not _cond("wait until node 3 fenced", seen)
+    assert not _cond("wait until held fenced", seen), "3 of held (2, 3) is still listed"
+    step = parse_step("wait until leader of 1 registered")
+    assert isinstance(step, Wait)
+    assert condition_met(step, seen, {}, None) == (False, "registered [1, 3]; leader of 1: partition 1 has "
+                                                          "no leader")
 
 
 def test_what_a_condition_saw_is_said() -> None:

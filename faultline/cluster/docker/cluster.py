@@ -63,6 +63,7 @@ class DockerCluster(LocalCluster):
         self._docker: Any = None
         self._image = ""
         self._grudge: dict[int, list[int]] = {}
+        self._replication: dict[int, list[int]] = {}
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -204,16 +205,17 @@ class DockerCluster(LocalCluster):
 
     # -- Partitionable --------------------------------------------------------------
 
-    def partition(self, grudge: Grudge) -> None:
+    def partition(self, grudge: Grudge, replication: Grudge | None = None) -> None:
         with self._lock:
-            netns.grudge_rules(self.layout, grudge)  # validates the node ids
+            netns.grudge_rules(self.layout, grudge, replication)  # validates the node ids
             self._grudge = {n: sorted(set(ds)) for n, ds in grudge.items()}
+            self._replication = {n: sorted(set(ds)) for n, ds in (replication or {}).items()}
             for node in self.node_ids:
                 self._apply_grudge(node)
 
     def heal_network(self) -> None:
         with self._lock:
-            self._grudge = {}
+            self._grudge, self._replication = {}, {}
             for node in self.node_ids:
                 self._apply_grudge(node)
 
@@ -227,7 +229,7 @@ class DockerCluster(LocalCluster):
         proc = self.state.nodes.get(node)
         if proc is None or not proc.alive():
             return  # no network namespace now; applied when it starts
-        for rule in netns.grudge_rules(self.layout, self._grudge)[node]:
+        for rule in netns.grudge_rules(self.layout, self._grudge, self._replication)[node]:
             self._iptables(node, rule)
 
     def _iptables(self, node: int, rule: Sequence[str]) -> None:

@@ -444,9 +444,9 @@ class LocalCluster:
 
     # -- Partitionable ----------------------------------------------------------------
 
-    def partition(self, grudge: Grudge) -> None:
+    def partition(self, grudge: Grudge, replication: Grudge | None = None) -> None:
         with self._lock:
-            plan = netns.grudge_commands(self.layout, grudge)
+            plan = netns.grudge_commands(self.layout, grudge, replication)
             for cmds in plan.values():
                 for cmd in cmds:
                     netns.run(cmd)

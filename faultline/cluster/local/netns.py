@@ -16,7 +16,11 @@ The host end is the clients' side (Toxiproxy connects from there).
 
 Partitions are iptables rules in a chain ``FAULTLINE`` inside each node's namespace,
 jumped to from ``INPUT``, so the host's own firewall is never read for writing or
-touched. Every command is an argument list; nothing goes through a shell.
+touched. A grudge drops every packet from a node; a *replication* grudge only the
+packets to or from the brokers' inter-broker listener
+(:data:`faultline.cluster.kafka_config.BROKER_PORT`), so the nodes it names stay in
+the KRaft quorum (controller listener) and reachable by clients (from the host),
+but no longer replicate from each other. Every command is an argument list; nothing goes through a shell.
 
 :func:`probe` and :func:`diagnose` tell whether nodes reach each other, and if not,
 which firewall stands between them (``faultline doctor``, a start-up that times out).
@@ -34,6 +38,7 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from faultline.cluster.kafka_config import BROKER_PORT
 from faultline.errors import ClusterError
 
 #: Every name the local backend gives starts with this, then the run id.
@@ -133,17 +138,20 @@ def chain_commands(namespace: str) -> list[list[str]]:
 
 
 def grudge_rules(
-    layout: Layout, grudge: Mapping[int, Collection[int]]
+    layout: Layout, grudge: Mapping[int, Collection[int]],
+    replication: Mapping[int, Collection[int]] | None = None,
 ) -> dict[int, list[list[str]]]:
-    """node -> the iptables arguments that make its chain exactly its part of ``grudge``.
+    """node -> the iptables arguments that make its chain exactly its part of ``grudge``
+    (drop every packet from those nodes) and of ``replication`` (drop their packets to
+    or from the inter-broker port :data:`BROKER_PORT` only).
 
     Each node's chain is flushed first, so applying a grudge replaces the last one.
-    Nodes absent from ``grudge`` get a flushed chain (they drop nothing).
+    Nodes absent from both get a flushed chain (they drop nothing).
     """
-    unknown = sorted(
-        {n for n in grudge if n not in layout.node_ids}
-        | {d for ds in grudge.values() for d in ds if d not in layout.node_ids}
-    )
+    replication = replication or {}
+    named = [*grudge.items(), *replication.items()]
+    unknown = sorted({n for n, _ in named if n not in layout.node_ids}
+                     | {d for _, ds in named for d in ds if d not in layout.node_ids})
     if unknown:
         raise ValueError(f"grudge names unknown node(s) {unknown}; nodes are {list(layout.node_ids)}")
     out: dict[int, list[list[str]]] = {}
@@ -151,16 +159,21 @@ def grudge_rules(
         rules = [["-F", CHAIN]]
         for src in sorted(set(grudge.get(node, ())) - {node}):
             rules.append(["-A", CHAIN, "-s", f"{layout.address(src)}/32", "-j", "DROP"])
+        for src in sorted(set(replication.get(node, ())) - set(grudge.get(node, ())) - {node}):
+            for port in ("--dport", "--sport"):
+                rules.append(["-A", CHAIN, "-s", f"{layout.address(src)}/32", "-p", "tcp", port,
+                              str(BROKER_PORT), "-j", "DROP"])
         out[node] = rules
     return out
 
 
 def grudge_commands(
-    layout: Layout, grudge: Mapping[int, Collection[int]]
+    layout: Layout, grudge: Mapping[int, Collection[int]],
+    replication: Mapping[int, Collection[int]] | None = None,
 ) -> dict[int, list[list[str]]]:
     """:func:`grudge_rules`, each run in its node's namespace."""
     return {node: [_ipt(layout.namespace(node), *r) for r in rules]
-            for node, rules in grudge_rules(layout, grudge).items()}  # fmt: skip
+            for node, rules in grudge_rules(layout, grudge, replication).items()}  # fmt: skip
 
 
 def heal_commands(layout: Layout) -> list[list[str]]:

@@ -1,5 +1,5 @@
-"""kill, pause, stop, partition and toxics on one real cluster of each backend: each
-fault's effect as Kafka reports it, and its heal.
+"""kill, pause, stop, partition, a replication hold and toxics on one real cluster of
+each backend: each fault's effect as Kafka reports it, and its heal.
 
 These faults heal fully, so the module shares one cluster; every test starts from and
 returns to a full ISR.
@@ -19,7 +19,7 @@ from faultline.cluster.local.cluster import LocalCluster
 from faultline.history import HistoryWriter, read_history
 from faultline.nemeses.base import NodeFault
 from faultline.nemeses.kill import KillNemesis
-from faultline.nemeses.partition import PartitionNemesis
+from faultline.nemeses.partition import PartitionNemesis, complete, to_json
 from faultline.nemeses.pause import PauseNemesis
 from faultline.nemeses.schedule import Step
 from faultline.nemeses.stop import StopNemesis
@@ -158,6 +158,40 @@ def test_isolating_the_controller_moves_the_controller(cluster: LocalCluster) ->
         nemesis.invoke(nemesis_op("heal", {"nodes": value["nodes"]}))
         nemesis.teardown()
     cluster.wait_healthy(120)
+
+
+def test_a_held_follower_leaves_the_isr_stays_registered_and_catches_up(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    """The replication cut (targeted ``hold``): inter-broker traffic only, so the held
+    follower lags out of the ISR while it still heartbeats to the controller, and the
+    clients, through the proxies, keep writing."""
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)
+    follower = _follower(cluster)
+    others = [n for n in (1, 2, 3) if n != follower]
+    value = {"grudge": {}, "replication": to_json(complete([[follower], others])), "nodes": [1, 2, 3]}
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as history:
+        workload = QueueWorkload(SPEC, cluster.bootstrap_servers(), history)
+        workload.start()
+        try:
+            nemesis.invoke(nemesis_op("partition", value))
+            out = wait_until(lambda: follower not in _isr(cluster), 60,
+                             f"held follower {follower} leaving the ISR")
+            shrunk = history.now()
+            assert follower in cluster.registered_brokers(), \
+                f"held follower {follower} is still registered and unfenced (heartbeats pass)"
+            wait_until(lambda: any(at >= shrunk and kind == "ok" for at, kind, _ in _sends(path)), 60,
+                       "a send acknowledged with the follower held")
+            report(f"hold: follower {follower} left the ISR {out:.1f} s after the cut, registered "
+                   f"brokers {sorted(cluster.registered_brokers())}, sends still acknowledged")
+            nemesis.invoke(nemesis_op("heal", {"nodes": [follower]}))
+            back = wait_until(lambda: follower in _isr(cluster), 120,
+                              f"follower {follower} rejoining the ISR")
+            report(f"release: follower {follower} back in the ISR {back:.1f} s after the heal")
+        finally:
+            workload.stop()
+            nemesis.teardown()
 
 
 def _sends(path: Path) -> list[tuple[int, str, int]]:

@@ -75,6 +75,19 @@ def test_grudge_isolating_one_node() -> None:
     assert all(c[:3] == ["ip", "netns", "exec"] for cmds in plan.values() for c in cmds)
 
 
+def test_a_replication_grudge_drops_only_the_broker_port() -> None:
+    plan = netns.grudge_rules(LAYOUT, {3: {1}}, replication={1: {2, 3}, 2: {1}})
+    assert plan[1][1:] == [
+        ["-A", CHAIN, "-s", f"10.241.7.{a}/32", "-p", "tcp", way, "9092", "-j", "DROP"]
+        for a in (12, 13) for way in ("--dport", "--sport")]
+    assert plan[2][1:] == [["-A", CHAIN, "-s", "10.241.7.11/32", "-p", "tcp", way, "9092", "-j", "DROP"]
+                           for way in ("--dport", "--sport")]
+    assert plan[3][1:] == [["-A", CHAIN, "-s", "10.241.7.11/32", "-j", "DROP"]], \
+        "a node it drops entirely needs no port rule"
+    with pytest.raises(ValueError, match=r"unknown node\(s\) \[4\]"):
+        netns.grudge_rules(LAYOUT, {}, replication={4: {1}})
+
+
 def test_grudge_replaces_and_ignores_self() -> None:
     plan = netns.grudge_commands(LAYOUT, {2: [2, 3]})
     assert [len(plan[i]) for i in (1, 2, 3)] == [1, 2, 1]  # flushed, flush+1 rule, flushed

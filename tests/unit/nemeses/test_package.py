@@ -43,6 +43,7 @@ class FakeCluster:
         self.nodes: Sequence[FakeNode] = [FakeNode(i, root) for i in range(1, spec.kafka.nodes + 1)]
         self.calls: list[tuple[str, Any]] = []
         self.grudge: Mapping[int, Collection[int]] = {}
+        self.replication: Mapping[int, Collection[int]] = {}
         self.toxics: list[str] = []
         self.fail: set[str] = set()
         self.controller: int | None = 2
@@ -84,13 +85,14 @@ class FakeCluster:
         self._call("resume", node)
         self.node(node).paused = False
 
-    def partition(self, grudge: Mapping[int, Collection[int]]) -> None:
+    def partition(self, grudge: Mapping[int, Collection[int]],
+                  replication: Mapping[int, Collection[int]] | None = None) -> None:
         self._call("partition", grudge)
-        self.grudge = grudge
+        self.grudge, self.replication = grudge, replication or {}
 
     def heal_network(self) -> None:
         self._call("heal_network", None)
-        self.grudge = {}
+        self.grudge, self.replication = {}, {}
 
     def add_toxic(self, node: int, kind: str, attributes: Mapping[str, int | float],
                   stream: str = "downstream", toxicity: float = 1.0) -> str:
@@ -114,7 +116,7 @@ class FakeCluster:
 
     def clean(self) -> bool:
         return (all(n.alive and not n.paused for n in self.nodes) and not self.grudge
-                and not self.toxics)
+                and not self.replication and not self.toxics)
 
 
 def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

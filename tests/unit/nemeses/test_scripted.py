@@ -91,6 +91,45 @@ def test_isolations_add_up_until_heal(tmp_path: Path) -> None:
     assert [op.f for op in ops if op.f == "heal" and "result" in op.value] == ["heal"]
 
 
+def test_holds_cut_replication_add_up_are_released_per_node_and_leave_isolations(tmp_path: Path) -> None:
+    spec = TestSpec(nemesis=NemesisSpec(schedule=(
+        "hold followers of 0 as held", "isolate node 3", "hold node 1", "release node 2")))
+    cluster = FakeCluster(spec, tmp_path)
+    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    nemesis._read_states = Live()
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 5, history)
+        assert nemesis.ended is None
+        assert cluster.grudge == {3: {1, 2}, 1: {3}, 2: {3}}, "the isolation outlives the release"
+        assert cluster.replication == {1: {3}, 3: {1}}, "2 released; 1 and 3 still cut from each other"
+        nemesis.heal_all(history)
+    assert cluster.clean()
+    ops = list(read_history(tmp_path / "history.jsonl"))
+    done = [(op.f, op.value["kind"], op.value["replication"]) for op in ops
+            if "result" in op.value and "replication" in op.value]
+    assert done == [
+        ("partition", "hold", {"1": [2, 3], "2": [1], "3": [1]}),
+        ("partition", "isolate", {"1": [2, 3], "2": [1], "3": [1]}),
+        ("partition", "hold", {"1": [2, 3], "2": [1], "3": [1]}),  # 1 already held from both
+        ("heal", "release", {"1": [3], "3": [1]}),
+    ]
+    assert _done(ops)[-1] == ("heal", [1, 2, 3]), "the final heal removes the rest"
+
+
+def test_a_registered_wait_reads_the_registered_brokers(tmp_path: Path) -> None:
+    spec = TestSpec(nemesis=NemesisSpec(schedule=("crash follower of 0 as gone",
+                                                  "wait until gone registered within 2 s")))
+    cluster = FakeCluster(spec, tmp_path)
+    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    nemesis._read_states = Live()
+    nemesis._read_registered = lambda: {1, 3}
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 5, history)
+        nemesis.heal_all(history)
+    wait = [op for op in read_history(tmp_path / "history.jsonl") if op.f == "wait"][-1]
+    assert nemesis.ended is not None and wait.value["seen"] == "registered [1, 3]"
+
+
 def test_a_wait_is_met_when_the_state_shows_it(tmp_path: Path) -> None:
     class Shrinking(Live):
         def __call__(self) -> dict[int, PartitionState]:

@@ -1,0 +1,194 @@
+"""Compile a reference-model schedule into a targeted schedule (:mod:`faultline.targeted`). Pure.
+
+The model (:mod:`faultline.checkers.model`) runs one partition, replica 1 its first
+leader, and moves only when a step says so: a follower fetches only on ``fetch(k)``,
+time passes only on ``tick``. A real cluster moves on its own: the workload writes all
+the time, a follower fetches unless something stops it, timers run. So the compiler
+turns each fault step into the targeted step that causes it, and each run of ticks
+into a wait on what the model's own replayed state shows changed; steps the real
+cluster performs on its own compile to nothing. The rules, in order of the schedule:
+
+==========================================  ===============================================
+model                                        targeted
+==========================================  ===============================================
+(start)                                      ``wait for 2 s``: the workload's first writes
+                                             reach every replica (the model's opening
+                                             ``produce``/``fetch`` steps)
+``produce``, ``fetch(k)``                    nothing: the workload writes, an unheld
+                                             follower fetches, on their own
+``cut(1,2) cut(1,3)``                        ``hold followers of 0 as held`` (replication
+                                             cut both ways, controller links kept)
+``pause(2) pause(3)`` / ``resume(2) ...``    ``pause followers of 0 as held`` / ``resume held``
+``crash(2) crash(3)`` / ``restart(2) ...``   ``crash held`` / ``restart held``
+``crash(k)``, ``restart(k)``, k a follower,  ``crash first of held`` (k = 2; ``second``: 3),
+once ``held`` is bound                       ``restart first of held``
+``crash(1)``                                 ``crash leader of 0 as old``
+``wipe(1)``                                  ``wipe leader of 0 as old``, ``restart old``
+                                             (the model's wipe restarts at once)
+``restart(1)``                               ``restart old``
+``heal``                                     ``release held``
+a fault on 1 while the followers are held    first ``wait for 1 s``: the leader
+or paused and the model produced since       acknowledges alone what they do not have
+ticks: the ISR became the leader alone       ``wait until isr of 0 is {leader} within 20 s``
+ticks: another replica leads                 ``wait until 0 has a new leader within 30 s``
+ticks: the controller fenced the crashed     ``wait until F fenced within 30 s``, F ``held``,
+followers                                    ``first of held`` or ``second of held`` (so
+                                             that a restart is a new registration)
+ticks: it unfenced the restarted followers   ``wait until F registered within 60 s``
+steps after the last fault or ``heal``       nothing: the run's own heal and drain play
+                                             the model's settling
+==========================================  ===============================================
+
+On 3 combined KRaft nodes the followers are two of the three voters: with both down or
+paused the quorum is gone, and with it the controller, which the model's never is; so
+ticks while both are out (the controller acting) are refused, and a recipe that
+restarts the followers does it one at a time. Anything else (a fault on one follower
+before ``held`` is bound, ``isolate``, ``cut`` between the followers, ticks whose change
+none of the waits can observe, an ISR other than the leader alone) raises
+:class:`CompileError` naming the step: the compiler covers the steps it can realise
+faithfully, no more. The waits come from replaying the schedule on one model config
+(the one the recipe demonstrates); the compiled schedule then runs unchanged on every
+config, so on another config a wait may not be met (a safe config where the ISR never
+empties, say), which ends that run's schedule early, as any unmet wait does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from faultline.checkers.model.state import ModelConfig, State
+from faultline.checkers.model.steps import Step, apply, initial_state
+
+LEADER, FOLLOWERS = 1, frozenset({2, 3})
+#: Steps the real cluster performs on its own.
+_ON_ITS_OWN = frozenset({"produce", "produce-to", "fetch"})
+#: Fault kinds that act on both followers together, and their targeted verbs.
+_GROUP = {"cut": "hold", "pause": "pause", "resume": "resume", "crash": "crash", "restart": "restart"}
+
+
+class CompileError(ValueError):
+    """A model step the compiler has no faithful targeted step for."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """What the waits read of the model's state."""
+
+    leader: int | None
+    isr: frozenset[int]
+    fenced: frozenset[int]
+    down: frozenset[int]
+
+    @staticmethod
+    def of(st: State) -> _Seen:
+        return _Seen(st.c_leader, st.c_isr, st.fenced,
+                     frozenset(r.rid for r in st.replicas.values() if not r.up))
+
+
+def compile_schedule(steps: Sequence[Step], config: ModelConfig) -> tuple[str, ...]:
+    """The targeted schedule for the model's ``steps``, replayed on ``config`` (3
+    replicas); CompileError naming the first step no rule covers (module docstring)."""
+    if config.replication_factor != 3:
+        raise CompileError("the compiler maps replica 1 to the leader of 0 and 2, 3 to its followers: "
+                           "replication factor 3 only")
+    st = initial_state(config)
+    out: list[str] = ["wait for 2 s"]
+    last = max((i for i, s in enumerate(steps) if s.kind not in (*_ON_ITS_OWN, "tick")), default=-1)
+    bound: set[str] = set()
+    held = False  # the followers cut or paused
+    produced = False  # the model produced while they were
+    i = 0
+    while i <= last:
+        step = steps[i]
+        where = f"step {i + 1} {step}"
+        if step.kind in _ON_ITS_OWN:
+            produced |= held and step.kind != "fetch"
+            apply(st, step)
+            i += 1
+            continue
+        if step.kind == "tick":
+            if all(not r.up or r.paused for rid, r in st.replicas.items() if rid in FOLLOWERS):
+                raise CompileError(f"{where}: both followers are down or paused, so two of the three "
+                                   "KRaft voters: the quorum is gone, and the model's controller acts here")
+            before = _Seen.of(st)
+            while i <= last and steps[i].kind == "tick":
+                apply(st, steps[i])
+                i += 1
+            out.append(_wait(before, _Seen.of(st), where))
+            continue
+        pair = steps[i + 1] if i + 1 < len(steps) else None
+        if step.kind in _GROUP and _on_followers(step, pair):
+            assert pair is not None
+            verb = _GROUP[step.kind]
+            out.append(f"{verb} {'held' if 'held' in bound else 'followers of 0 as held'}")
+            bound.add("held")
+            held = {"cut": True, "pause": True, "resume": False}.get(step.kind, held)
+            produced &= held
+            apply(st, step)
+            apply(st, pair)
+            i += 2
+            continue
+        if step.kind in ("crash", "restart") and step.a in FOLLOWERS and "held" in bound:
+            out.append(f"{step.kind} {_followers(frozenset({step.a}))}")
+            apply(st, step)
+            i += 1
+            continue
+        if step.kind in ("crash", "wipe", "restart") and step.a == LEADER:
+            if step.kind != "restart" and held and produced:
+                out.append("wait for 1 s")
+            if step.kind == "restart":
+                if "old" not in bound:
+                    raise CompileError(f"{where}: replica 1 restarts before any fault took it down")
+                out.append("restart old")
+            else:
+                out.append(f"{'wipe' if step.kind == 'wipe' else 'crash'} "
+                           f"{'old' if 'old' in bound else 'leader of 0 as old'}")
+                bound.add("old")
+                if step.kind == "wipe":
+                    out.append("restart old")
+            apply(st, step)
+            i += 1
+            continue
+        if step.kind == "heal" and held and st.cuts:
+            out.append("release held")
+            held = produced = False
+            apply(st, step)
+            i += 1
+            continue
+        raise CompileError(f"{where}: no targeted step realises it (the compiler covers faults on "
+                           "replica 1, on both followers together, and a heal of their hold)")
+    return tuple(out)
+
+
+def _on_followers(step: Step, pair: Step | None) -> bool:
+    """``step`` and ``pair`` do the same to both followers (``cut``: each from replica 1)."""
+    if pair is None or pair.kind != step.kind:
+        return False
+    if step.kind == "cut":
+        links = {frozenset((s.a, s.b)) for s in (step, pair)}
+        return links == {frozenset((LEADER, f)) for f in FOLLOWERS}
+    return {step.a, pair.a} == FOLLOWERS
+
+
+def _followers(replicas: frozenset[int]) -> str:
+    """The target naming followers ``replicas`` once ``held`` binds both (2 the first)."""
+    if replicas == FOLLOWERS:
+        return "held"
+    return f"{'first' if replicas == {2} else 'second'} of held"
+
+
+def _wait(before: _Seen, after: _Seen, where: str) -> str:
+    """The wait on what a run of ticks changed (module docstring)."""
+    if after.isr != before.isr and after.isr == {LEADER} and after.leader == LEADER:
+        return "wait until isr of 0 is {leader} within 20 s"
+    if after.leader not in (None, LEADER, before.leader):
+        return "wait until 0 has a new leader within 30 s"
+    fenced, unfenced = after.fenced - before.fenced, before.fenced - after.fenced
+    if fenced and fenced <= FOLLOWERS and fenced <= after.down:
+        return f"wait until {_followers(fenced)} fenced within 30 s"
+    if unfenced and unfenced <= FOLLOWERS and not unfenced & after.down:
+        return f"wait until {_followers(unfenced)} registered within 60 s"
+    raise CompileError(f"{where}: the ticks change nothing a wait can observe (leader {before.leader} -> "
+                       f"{after.leader}, ISR {sorted(before.isr)} -> {sorted(after.isr)}, fenced "
+                       f"{sorted(before.fenced)} -> {sorted(after.fenced)})")
