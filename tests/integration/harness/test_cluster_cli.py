@@ -91,6 +91,9 @@ def test_a_session_by_hand_journals_each_step_with_its_targets_and_ends_as_a_che
         isolate = _faultline("cluster", "isolate", "2")
         assert isolate.returncode == 0 and isolate.stdout.startswith("isolate 2 -> partition"), isolate.stderr
         assert _faultline("cluster", "heal").returncode == 0
+        hold = _faultline("cluster", "hold", "3")
+        assert hold.returncode == 0 and hold.stdout.startswith("hold 3 -> partition"), hold.stdout + hold.stderr
+        assert _faultline("cluster", "release", "3").returncode == 0
         assert f"  session: {run_dir.resolve()} (end it with: faultline cluster down {run_id})\n" in \
             _faultline("cluster", "status").stdout
         assert "the topic has partitions 0 to 2, not 7" in _one_error_line(
@@ -106,7 +109,8 @@ def test_a_session_by_hand_journals_each_step_with_its_targets_and_ends_as_a_che
              if op["process"] == "nemesis" and "result" in op["value"]]
     assert steps == [("kill", "crash leader of 0", [leader]),
                      ("start", f"restart {leader} unclean", [leader]),
-                     ("partition", "isolate 2", [2]), ("heal", "heal", None)]
+                     ("partition", "isolate 2", [2]), ("heal", "heal", None),
+                     ("partition", "hold 3", [3]), ("heal", "release 3", [3])]
     check = _faultline("check", str(run_dir))
     assert check.returncode == 0, check.stdout + check.stderr
 
