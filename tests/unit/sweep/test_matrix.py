@@ -137,3 +137,15 @@ def test_the_examples_are_valid_matrices() -> None:
         "acks": 3, "min_insync": 2, "unclean": 2, "faults": 5, "version": 2, "seeds": 2}
     assert len(nightly.cells) == 3 * 2 * 2 * 5 * 2 * 2
     assert {c.spec.kafka.version for c in nightly.cells} == {"4.3.1", "3.9.1"}
+
+
+def test_a_kept_schedule_is_a_regression_sweep() -> None:
+    """examples/unclean-regression.yaml: the hunt's compiled schedule in every cell."""
+    from faultline.run.compile import compile_schedule
+    from faultline.run.hunt import RECIPES, HuntConfig
+
+    recipe = next(r for r in RECIPES if r.name == "unclean-election-stale-follower")
+    cells = load_matrix(EXAMPLES / "unclean-regression.yaml").cells
+    assert [c.spec.topic.unclean_leader_election_enable for c in cells] == [True, False]
+    compiled = compile_schedule(recipe.model_steps(), HuntConfig("all", 1, True).model_config())
+    assert all(tuple(c.spec.nemesis.schedule) == compiled for c in cells)
