@@ -47,7 +47,8 @@ class OffsetMap:
                 arr[offset] = value
             return cur
         if n <= offset < n + MAX_GROW:
-            arr.extend(nones(max(offset + 1 - n, n // 2 + 1024)))
+            # an eighth more: the maps hold one cell per offset (value), and slack is memory
+            arr.extend(nones(max(offset + 1 - n, n // 8 + 1024)))
             arr[offset] = value
             return NONE
         cur = self.extra.get(offset, NONE)
@@ -114,7 +115,7 @@ class Part:
         self.drain_time: int | None = None
         self.drained = 0
         self.polled = 0
-        self.sends = [0, 0, 0, 0]  # open, ok, fail, info
+        self.sends = [0, 0, 0, 0]  # open, ok, fail, info; counted from the columns after a feed
         self.replicas: list[Mapping[str, Any]] = []  # its replicas.jsonl lines, by node
         self.agreed: int | None = None  # every replica holds the same batches below it
 

@@ -154,7 +154,7 @@ class Engine:
         # (8 B a value, where a dict costs ~100); any other value goes to its dict.
         self.vslot = OffsetMap()
         self.c_val: array[int] = array("q")
-        self.c_tp: array[int] = array("q")
+        self.c_tp: array[int] = array("i")  # a partition id: an index into ``parts``
         self.c_proc: array[int] = array("q")
         self.c_inv: array[int] = array("q")
         self.c_done: array[int] = array("q")
@@ -236,7 +236,6 @@ class Engine:
                         c_proc[n] = d["process"]
                         c_inv[n] = d["time"]
                         n += 1
-                        parts[tp].sends[OPEN] += 1
                         if measures.first_send is None:
                             measures.first_send = d["time"]
                         continue
@@ -248,17 +247,15 @@ class Engine:
                     status = _STATUS[typ]
                     t = d["time"]
                     tp = c_tp[s]
-                    part = parts[tp]
                     c_status[s] = status
                     c_done[s] = t
-                    part.sends[OPEN] -= 1
-                    part.sends[status] += 1
                     if status == OK:
                         off = v.get("offset", -1)
                         if off.__class__ is not int:
                             raise TypeError("offset")
                         if off >= 0:
                             c_ack[s] = off
+                            part = parts[tp]
                             held = part.acks.arr
                             if off < len(held):  # OffsetMap.put, inline
                                 cur = held[off]
@@ -344,18 +341,29 @@ class Engine:
             self.slots = n
             for col in self._columns():
                 del col[n:]
+            self._count_sends()
 
     def _columns(self) -> tuple[array[int], ...]:
         return (self.c_val, self.c_tp, self.c_proc, self.c_inv, self.c_done, self.c_status,
                 self.c_ack, self.c_drain, self.c_read_t, self.c_read_off, self.c_read_by)
+
+    def _count_sends(self) -> None:
+        """Set each partition's :attr:`Part.sends` from the columns (counted once here, not
+        per row in the hot loop)."""
+        width = len(self.parts) * 4
+        counts = (np.bincount(np.frombuffer(self.c_tp, np.int32) * 4
+                              + np.frombuffer(self.c_status, np.int8), minlength=width)
+                  if self.slots else np.zeros(width, np.int64))
+        for tp, part in enumerate(self.parts):
+            part.sends = counts[tp * 4:tp * 4 + 4].tolist()
 
     def _grow(self) -> int:
         """Room for more slots in every column, empty (:data:`NONE`, OPEN); returns how many
         slots the columns hold now."""
         more = max(GROW, len(self.c_val) // 8)
         for col in self._columns():
-            if col is self.c_status:
-                col.frombytes(bytes(more))  # OPEN is 0
+            if col is self.c_status or col is self.c_tp:
+                col.frombytes(bytes(more * col.itemsize))  # OPEN is 0; a part is always set
             else:
                 col.extend(nones(more))
         return len(self.c_val)
@@ -377,7 +385,7 @@ class Engine:
             return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
 
         sends = SendTable(
-            [(p.topic, p.partition) for p in self.parts], view(self.c_val), view(self.c_tp),
+            [(p.topic, p.partition) for p in self.parts], view(self.c_val), view(self.c_tp, np.int32),
             view(self.c_proc), view(self.c_inv), view(self.c_done), view(self.c_status, np.int8),
             view(self.c_ack), codes, list(errors))
         m = self.measures

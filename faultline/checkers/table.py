@@ -73,7 +73,7 @@ class SendTable:
 
     parts: list[tuple[str, int]]
     value: I64
-    part: I64
+    part: npt.NDArray[np.int32]
     process: I64
     invoke_time: I64
     end_time: I64
@@ -97,7 +97,7 @@ class SendTable:
 
         return SendTable(
             parts, col([s.value for s in sends], np.int64),
-            col([parts.index((s.topic, s.partition)) for s in sends], np.int64),
+            col([parts.index((s.topic, s.partition)) for s in sends], np.int32),
             col([s.process for s in sends], np.int64), col([s.invoke_time for s in sends], np.int64),
             col([s.end_time for s in sends], np.int64),
             col([OUTCOMES.index(s.outcome) for s in sends], np.int8),
@@ -210,7 +210,7 @@ def read_table(path: Path, history: Path) -> HistoryTable | None:
     names = [str(e) for e in meta["errors"]]
     codes = pc.index_in(arrow.column("error").cast(pa.string()), value_set=pa.array(names, pa.string()))
     sends = SendTable(
-        [(str(t), int(p)) for t, p in meta["parts"]], col("value", np.int64), col("part", np.int64),
+        [(str(t), int(p)) for t, p in meta["parts"]], col("value", np.int64), col("part", np.int32),
         col("process", np.int64), col("invoke_time", np.int64), col("end_time", np.int64),
         col("outcome", np.int8), col("offset", np.int64),
         codes.combine_chunks().fill_null(-1).to_numpy().astype(np.int32), names)
