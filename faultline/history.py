@@ -182,8 +182,8 @@ class HistoryWriter:
 
     def _flush_every(self) -> None:
         while not self._closed.wait(FLUSH_S):
-            with self._lock:
-                frame = None if self._shut else self._take()
+            with self._lock:  # once shut, nothing is pending: close took it
+                frame = self._take()
             self._emit(frame)
 
     def _write_raw(self, data: bytes) -> None:
