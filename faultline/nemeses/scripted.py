@@ -457,7 +457,7 @@ class HandNemesis(ScriptedNemesis):
                 try:
                     request.ops = self.run_step(request.step, history, until)
                     if not request.ops:
-                        request.error = f"{request.step.text!r}: not run, the session is ending"
+                        request.error = request.not_run()
                 except ScheduleEnded as e:
                     request.error = str(e)
                 except Exception as e:  # reported to whoever typed the step; the session goes on
@@ -470,7 +470,7 @@ class HandNemesis(ScriptedNemesis):
                 self._closed = True
             while not self._inbox.empty():
                 left = self._inbox.get()
-                left.error = f"{left.step.text!r}: not run, the session is ending"
+                left.error = left.not_run()
                 left.done.set()
 
 
@@ -484,3 +484,7 @@ class _Request:
         self.done = threading.Event()
         self.ops: list[Op] = []
         self.error: str | None = None
+
+    def not_run(self) -> str:
+        """The error of a step the ending session did not run."""
+        return f"{self.step.text!r}: not run, the session is ending"

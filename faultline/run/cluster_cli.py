@@ -2,11 +2,11 @@
 
 ``up`` starts a cluster and a *session* (:mod:`faultline.run.session`): a run whose
 workload goes on and whose faults are typed one at a time (``crash``, ``restart``,
-``pause``, ``resume``, ``wipe``, ``isolate``, ``heal``, ``step``), each journaled into the
-session's own history; ``down`` ends it as a run ends (heal, drain, check, report) and
-removes the cluster. ``up --no-session`` leaves a bare cluster instead (a *detached* run,
-recorded in the state directory; nothing journals). ``status`` and ``down`` find either
-from any process.
+``pause``, ``resume``, ``wipe``, ``isolate``, ``hold``, ``release``, ``heal``, ``step``),
+each journaled into the session's own history; ``down`` ends it as a run ends (heal,
+drain, check, report) and removes the cluster. ``up --no-session`` leaves a bare cluster
+instead (a *detached* run, recorded in the state directory; nothing journals).
+``status`` and ``down`` find either from any process.
 """
 
 from __future__ import annotations
@@ -83,9 +83,9 @@ def up(spec_file: Path | None, nodes: int | None, kafka_version: str | None, kaf
     ready = session.start(spec, results, lambda line: click.echo(line, err=True))
     _print_status(LocalCluster.attach(ready.run_id))
     click.echo(f"  session: {ready.run_dir}  ({spec.workload.rate:g} sends/s, everything journaled)")
-    click.echo("\nfaults:  faultline cluster crash|restart [--unclean]|pause|resume|wipe|isolate TARGET, "
-               "heal,\n         step \"wait until isr of 0 is {leader}\"   (TARGET: leader of 0, followers "
-               "of 0,\n         follower of 0, controller, node 2, 2)")
+    click.echo("\nfaults:  faultline cluster crash|restart [--unclean]|pause|resume|wipe|isolate|hold|"
+               "release TARGET,\n         heal, step \"wait until isr of 0 is {leader}\"\n"
+               "         (TARGET: leader of 0, followers of 0, follower of 0, controller, node 2, 2)")
     click.echo(f"end it with: faultline cluster down {ready.run_id}   (heal, drain, check, report)")
 
 
