@@ -164,7 +164,8 @@ def test_each_partition_is_read_whole_by_its_own_fresh_consumer(
 
     assert [(d.partition, d.process, d.complete, d.records, d.error) for d in drains] == [
         (0, 10, True, 2, None), (1, 11, True, 2, None)]
-    assert [(op.process, op.type, op.value) for op in ops] == [
+    # the partitions are read in parallel: each process's ops in order, the processes interleaved
+    assert [(op.process, op.type, op.value) for op in sorted(ops, key=lambda op: op.process)] == [
         (10, "invoke", {"topic": TOPIC, "partition": 0}),
         (10, "ok", {"topic": TOPIC, "partition": 0, "log_start_offset": 0, "high_watermark": 2,
                     "records": [[0, 5], [1, 7]], "last": True}),
@@ -172,10 +173,11 @@ def test_each_partition_is_read_whole_by_its_own_fresh_consumer(
         (11, "ok", {"topic": TOPIC, "partition": 1, "log_start_offset": 3, "high_watermark": 5,
                     "records": [[3, 9], [4, 2]], "last": True}),
     ]
-    assert [c.conf["client.id"] for c in kafka.consumers] == ["faultline-drain10", "faultline-drain11"]
-    assert [c.assigned for c in kafka.consumers] == [[(TOPIC, 0, OFFSET_BEGINNING)],
-                                                     [(TOPIC, 1, OFFSET_BEGINNING)]]
-    assert all(c.closed for c in kafka.consumers)
+    consumers = sorted(kafka.consumers, key=lambda c: c.conf["client.id"])
+    assert [c.conf["client.id"] for c in consumers] == ["faultline-drain10", "faultline-drain11"]
+    assert [c.assigned for c in consumers] == [[(TOPIC, 0, OFFSET_BEGINNING)],
+                                               [(TOPIC, 1, OFFSET_BEGINNING)]]
+    assert all(c.closed for c in consumers)
 
 
 @pytest.mark.parametrize("per_consume", [3, 4, 1000])
