@@ -304,11 +304,11 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
     rows: list[Row] = []
     covered: set[str] = set()
     for recipe in recipes:  # each permitted anomaly is hunted with the first recipe that shows it
-        hunted = tuple(a for a in MODEL_ANOMALIES
-                       if a in permitted and a in config.predicted(recipe) and a not in covered)
+        predicted = config.predicted(recipe)
+        hunted = tuple(a for a in MODEL_ANOMALIES if a in permitted and a in predicted and a not in covered)
         covered.update(hunted)
         if hunted:
-            rows.append(Row(recipe, config, hunted, config.predicted(recipe), permitted))
+            rows.append(Row(recipe, config, hunted, predicted, permitted))
     safe_config = safe(safe_version or config.kafka_version)
     safe_permitted = safe_config.permitted()
     if safe_config != config and safe_tries:
