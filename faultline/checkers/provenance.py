@@ -37,9 +37,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: Every cause, in the order results.json lists them.
-CAUSES: tuple[str, ...] = ("broker-dedup-failure", "broker-order-failure", "client-epoch-bump",
-                           "client-new-producer-id", "client-resequenced", "unknown")
 _SEQUENCES = 1 << 31  # sequences wrap past 2^31 - 1 to 0
 
 
