@@ -51,25 +51,19 @@ class MakeWorkload(Protocol):
                  client_log: ClientLog | None = None) -> Workload: ...
 
 
-#: workload name -> its :class:`Workload` class.
-WORKLOADS: Mapping[str, MakeWorkload] = {
-    "queue": QueueWorkload,
-}
-
-
-#: client under test -> the queue workload that drives it (``spec.workload.client``).
-CLIENTS: Mapping[str, MakeWorkload] = {
-    "librdkafka": QueueWorkload,
-    "java": JavaQueueWorkload,
+#: workload name -> client under test (``spec.workload.client``) -> the :class:`Workload`
+#: class that drives it (the queue is the one workload both clients run).
+WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
+    "queue": {"librdkafka": QueueWorkload, "java": JavaQueueWorkload},
 }
 
 
 def workload_for(spec: TestSpec) -> MakeWorkload:
     """The workload class ``spec.workload.name`` names, for the client
-    ``spec.workload.client`` names (the queue is the one workload both clients run);
-    SpecError naming the workloads there are when it is not one."""
-    make = WORKLOADS.get(spec.workload.name)
-    if make is None:
+    ``spec.workload.client`` names; SpecError naming the workloads there are when it is
+    not one."""
+    clients = WORKLOADS.get(spec.workload.name)
+    if clients is None:
         raise SpecError(f"workload {spec.workload.name!r} is not available; "
                         f"workloads: {', '.join(WORKLOADS)}")
-    return CLIENTS[spec.workload.client] if spec.workload.name == "queue" else make
+    return clients[spec.workload.client]
