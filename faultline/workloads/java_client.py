@@ -164,10 +164,10 @@ class JavaQueueWorkload:
         s = self._stats
         f: str = d["f"]
         typ: Any = d.get("type")
-        process: int = d["process"] if f != "exit" else -1
         if f == "exit":
             self.processes = ProcessIds(int(d["next_process"]))
             return None
+        process: int = d["process"]
         value: Any = d.get("value")
         error: str | None = d.get("error")
         if f == "send" and typ == "invoke":
