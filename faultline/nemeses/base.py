@@ -38,6 +38,7 @@ from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
 from faultline.history import Op
 from faultline.nemeses.schedule import Step
+from faultline.targeted import PartitionLike
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,12 @@ def leaders_snapshot(cluster: Cluster, timeout: float = SNAPSHOT_TIMEOUT_S) -> d
     except NemesisError as e:
         log.info("no leader snapshot for the nemesis op: %s", e)
         return {}
+    return leaders_json(topic, states)
+
+
+def leaders_json(topic: str, states: Mapping[int, PartitionLike]) -> dict[str, int]:
+    """``{"<topic>/<partition>": leader}`` of ``states``, leaderless partitions left out:
+    the ``leaders`` of a nemesis op."""
     return {f"{topic}/{p}": s.leader for p, s in sorted(states.items()) if s.leader is not None}
 
 

@@ -44,7 +44,7 @@ from faultline.cluster import kafka_client
 from faultline.cluster.protocol import Cluster, PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op
-from faultline.nemeses.base import LIVE_STATE_TIMEOUT_S, NodeFault, completed, with_timeout
+from faultline.nemeses.base import LIVE_STATE_TIMEOUT_S, NodeFault, completed, leaders_json, with_timeout
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.partition import PartitionNemesis, complete, nodes_of, to_json
 from faultline.nemeses.pause import PauseNemesis
@@ -226,10 +226,6 @@ class ScriptedNemesis:
         raise NemesisError(f"no broker answered for {what} within "
                            f"{METADATA_TIMEOUT_S:.0f} s ({'; '.join(errors) or 'no answer'})")
 
-    def _leaders(self, view: View) -> dict[str, int]:
-        topic = self.cluster.spec.topic.name
-        return {f"{topic}/{p}": s.leader for p, s in sorted(view.partitions.items()) if s.leader is not None}
-
     def _act(self, step: Action, history: HistoryWriter) -> None:
         value: dict[str, Any] = {"step": step.text}
         if step.verb == "heal":
@@ -252,16 +248,16 @@ class ScriptedNemesis:
             self._last_leader[step.target.partition] = view.partitions[step.target.partition].leader
         if step.bind is not None:
             self._bindings[step.bind] = targets
-        value.update(role=str(step.target), targets=list(targets), leaders=self._leaders(view))
+        value.update(role=str(step.target), targets=list(targets),
+                     leaders=leaders_json(self.cluster.spec.topic.name, view.partitions))
         nodes = list(targets)
-        if step.verb == "crash":
-            self._journaled(history, "kill", {**value, "kind": "kill", "nodes": nodes}, self.kill.invoke)
-        elif step.verb == "pause":
-            self._journaled(history, "pause", {**value, "kind": "pause", "nodes": nodes}, self.pause.invoke)
-        elif step.verb == "resume":
-            self._journaled(history, "resume", {**value, "kind": "pause", "nodes": nodes}, self.pause.invoke)
-        elif step.verb == "wipe":
-            self._journaled(history, "wipe", {**value, "kind": "wipe", "nodes": nodes}, self.wipe.invoke)
+        node_faults: dict[str, tuple[str, NodeFault]] = {
+            "crash": ("kill", self.kill), "pause": ("pause", self.pause),
+            "resume": ("pause", self.pause), "wipe": ("wipe", self.wipe)}
+        if step.verb in node_faults:
+            kind, nemesis = node_faults[step.verb]
+            self._journaled(history, _ACTION[step.verb], {**value, "kind": kind, "nodes": nodes},
+                            nemesis.invoke)
         elif step.verb in ("isolate", "hold"):
             group = set(targets)
             rest = {n.id for n in self.cluster.nodes} - group
