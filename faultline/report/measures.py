@@ -159,17 +159,22 @@ class LatencyPoints:
 
 
 def latency_points(sends: SendTable, max_points: int = 4000) -> LatencyPoints:
-    """Every completed send as (invoke time, latency, outcome), downsampled to ``max_points``.
+    """Every completed send as (invoke time, latency, outcome), downsampled to about
+    ``max_points``.
 
-    Downsampling keeps every non-ok send (they are few and they are the story), the
-    slowest tenth of the budget, and an even stride of the rest, in time order.
+    Downsampling keeps the non-ok sends (the story) up to half the budget, an even
+    stride of them beyond (a run of many faults can fail hundreds of thousands: the
+    errors plot counts every one), the slowest tenth of the budget, and an even stride
+    of the rest, in time order.
     """
     done = np.flatnonzero(sends.end_time != NONE)
     done = done[np.argsort(sends.invoke_time[done], kind="stable")]
     total = len(done)
     lat = sends.end_time[done] - sends.invoke_time[done]
     if total > max_points:
-        keep = sends.outcome[done] != 1
+        failed = np.flatnonzero(sends.outcome[done] != 1)
+        keep = np.zeros(total, dtype=bool)
+        keep[failed[::max(1, -(-len(failed) // (max_points // 2)))]] = True  # ceil: at most half
         keep[np.argsort(lat, kind="stable")[-(max_points // 10):]] = True
         budget = max(max_points - int(keep.sum()), 1)
         keep[::max(total // budget, 1)] = True

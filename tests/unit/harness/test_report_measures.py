@@ -49,6 +49,18 @@ def test_latency_points_downsample_keeps_failures_and_the_slowest() -> None:
     assert small.shown == small.total == 100
 
 
+def test_latency_points_bound_many_failures() -> None:
+    # half of 20k sends failed: they get half the budget, spread evenly over the run
+    sends = SendTable.of([Send(0, i, "t", 0, i * 1_000_000, i * 1_000_000 + 2_000_000,
+                               "fail" if i % 2 else "ok", None if i % 2 else i)
+                          for i in range(20_000)])
+    pts = m.latency_points(sends, max_points=1000)
+    fails = [t for t, o in zip(pts.invoke_s, pts.outcome, strict=True) if o == "fail"]
+    assert pts.total == 20_000 and pts.shown <= 1100
+    assert len(fails) >= 500 and fails[0] < 0.1 and fails[-1] > 19.9
+    assert "ok" in pts.outcome
+
+
 def test_throughput_percentiles_errors() -> None:
     sends = _sends(1000)
     b = m.Buckets.over(S, {"bucket_ns": S})
