@@ -88,11 +88,12 @@ def _attributed(e: Engine, copies: list[provenance.Copy | None], cause: str,
 
 
 def reorder(e: Engine, c: Collected, prev: tuple[int, int], s: int,
-            copies: list[provenance.Copy | None]) -> dict[str, Any]:
-    """``copies``: the records at the two offsets, as the engine read them to count it."""
+            copies: list[provenance.Copy | None], cause: str) -> dict[str, Any]:
+    """``copies``: the records at the two offsets, as the engine read them to count it;
+    ``cause``: what it counted them as (:func:`provenance.reorder_cause`)."""
     first, second = e.send_facts(prev[1]), e.send_facts(s)
     second_at = e.c_drain[s]
-    a, fields = _attributed(e, copies, provenance.reorder_cause(*copies), [first, second])
+    a, fields = _attributed(e, copies, cause, [first, second])
     story = explain.nonmonotonic_send(first, second, prev[0], second_at,
                                       c.reason("nonmonotonic-send", e.c_tp[s]), a)
     return {**e.where(e.c_tp[s]), "process": first.process,
@@ -112,11 +113,12 @@ def aborted(e: Engine, c: Collected, s: int) -> dict[str, Any]:
 
 
 def duplicate(e: Engine, c: Collected, s: int, offsets: list[int],
-              copies: list[provenance.Copy | None]) -> dict[str, Any]:
+              copies: list[provenance.Copy | None], cause: str) -> dict[str, Any]:
     """``offsets``: every offset the value was read at, sorted; ``copies``: the records
-    there, as the engine read them to count it."""
+    there, as the engine read them to count it; ``cause``: what it counted them as
+    (:func:`provenance.duplicate_cause`)."""
     f = e.send_facts(s)
-    a, fields = _attributed(e, copies, provenance.duplicate_cause(copies), [f])
+    a, fields = _attributed(e, copies, cause, [f])
     story = explain.duplicate(f, f.value, offsets, f.topic, f.partition,
                               c.reason("duplicate", e.c_tp[s]), a)
     return {**e.where(e.c_tp[s]), "value": f.value, "offsets": offsets,

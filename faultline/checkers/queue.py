@@ -530,9 +530,10 @@ class Engine:
                         highest[key] = (drained, s)
                     elif drained < prev[0]:
                         copies = self.copies(tp, (prev[0], drained))
+                        cause = provenance.reorder_cause(*copies)
                         c.add("nonmonotonic-send", tp,
-                              partial(examples.reorder, self, c, prev, s, copies),
-                              cause=provenance.reorder_cause(*copies))
+                              partial(examples.reorder, self, c, prev, s, copies, cause),
+                              cause=cause)
             elif status == FAIL:
                 if read_t != NONE:
                     c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
@@ -544,8 +545,9 @@ class Engine:
             tp = self.c_tp[s]
             at = sorted({self.c_drain[s], *offsets})
             copies = self.copies(tp, at)
-            c.add("duplicate", tp, partial(examples.duplicate, self, c, s, at, copies),
-                  cause=provenance.duplicate_cause(copies))
+            cause = provenance.duplicate_cause(copies)
+            c.add("duplicate", tp, partial(examples.duplicate, self, c, s, at, copies, cause),
+                  cause=cause)
         for (tp, val), (off, t, by, n) in sorted(self.odd_reads.items()):
             c.add("unexpected-value", tp,
                   partial(examples.unexpected, self, c, tp, val, off, t, by, n))
