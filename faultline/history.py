@@ -269,15 +269,9 @@ def history_lines(path: str | os.PathLike[str]) -> Generator[bytes, None, None]:
                 chunk = b""
                 if frame.eof:
                     chunk, frame = frame.unused_data, dctx.decompressobj()
-            lines = io.BytesIO(rest + b"".join(out))
-            for line in lines:
-                if line.endswith(b"\n"):
-                    yield line
-                else:
-                    rest = line
-                    break
-            else:
-                rest = b""
+            lines = io.BytesIO(rest + b"".join(out)).readlines()  # split in C, newlines kept
+            rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+            yield from lines
         if rest or mid_frame:
             yield rest
     finally:
