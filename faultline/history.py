@@ -17,10 +17,11 @@ reports and the Spark pipeline can use it anywhere.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import threading
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -238,7 +239,8 @@ def read_history(path: str | os.PathLike[str], result: ReadResult | None = None,
     yield from map(Op.from_dict, iter_rows(path, result, validate=validate))
 
 
-def history_lines(path: str | os.PathLike[str]) -> Generator[bytes, None, None]:
+def history_lines(path: str | os.PathLike[str],
+                  follow: Callable[[], bool] | None = None) -> Generator[bytes, None, None]:
     """The raw lines of a history, newline included, decompressed when it is zstd (told
     by its first bytes, not its name); ``path`` is a history file or a run directory
     (:func:`faultline.rundir.find_history`).
@@ -247,6 +249,11 @@ def history_lines(path: str | os.PathLike[str]) -> Generator[bytes, None, None]:
     then a last line without a newline (empty when the cut fell between lines), which
     a reader takes for a cut write. A frame whose checksum fails raises
     ``zstandard.ZstdError``. Raises HistoryError naming the file when it cannot be opened.
+
+    ``follow`` reads a history its run is still writing: at the end of the file the
+    reader waits for more (polling every :data:`FOLLOW_S`) until ``follow()`` is true,
+    which must mean that the writer has closed it; then it reads to the end and stops,
+    exactly as it would have read the closed file.
     """
     name = _history_file(path)
     try:
@@ -254,28 +261,53 @@ def history_lines(path: str | os.PathLike[str]) -> Generator[bytes, None, None]:
     except OSError as e:
         raise HistoryError(name, None, f"cannot open: {e.strerror}") from None
     try:
-        if fh.peek(len(ZSTD_MAGIC))[:len(ZSTD_MAGIC)] != ZSTD_MAGIC:
-            yield from fh
-            return
-        dctx = zstandard.ZstdDecompressor()
-        frame = dctx.decompressobj()
+        chunks = _chunks(fh, follow)
+        head = b""
+        for chunk in chunks:  # enough of the start to tell a compressed file
+            head += chunk
+            if len(head) >= len(ZSTD_MAGIC):
+                break
+        dctx = zstandard.ZstdDecompressor() if head.startswith(ZSTD_MAGIC) else None
+        frame = dctx.decompressobj() if dctx else None
         mid_frame = False
         rest = b""
-        while chunk := fh.read(1 << 16):  # small: a chunk decompresses to ~20 times its size
-            out = []
-            while chunk:  # a chunk may end one frame and start the next
-                out.append(frame.decompress(chunk))
-                mid_frame = not frame.eof
-                chunk = b""
-                if frame.eof:
-                    chunk, frame = frame.unused_data, dctx.decompressobj()
-            lines = io.BytesIO(rest + b"".join(out)).readlines()  # split in C, newlines kept
+        for chunk in itertools.chain((head,), chunks):
+            if dctx is None or frame is None:
+                data = chunk
+            else:
+                out = []
+                while chunk:  # a chunk may end one frame and start the next
+                    out.append(frame.decompress(chunk))
+                    mid_frame = not frame.eof
+                    chunk = b""
+                    if frame.eof:
+                        chunk, frame = frame.unused_data, dctx.decompressobj()
+                data = b"".join(out)
+            lines = io.BytesIO(rest + data).readlines()  # split in C, newlines kept
             rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
             yield from lines
         if rest or mid_frame:
             yield rest
     finally:
         fh.close()
+
+
+#: How often a followed history is polled for more at its end.
+FOLLOW_S = 0.05
+
+
+def _chunks(fh: IO[bytes], follow: Callable[[], bool] | None) -> Iterator[bytes]:
+    """``fh``'s bytes, in chunks small enough that one decompresses to ~1 MB; with
+    ``follow``, also what is appended, until ``follow()`` is true and the end is read."""
+    while True:
+        closed = follow is not None and follow()  # asked before the read: then it saw all
+        chunk = fh.read(1 << 16)
+        if chunk:
+            yield chunk
+        elif follow is None or closed:
+            return
+        else:
+            time.sleep(FOLLOW_S)
 
 
 def _history_file(path: str | os.PathLike[str]) -> str:
@@ -285,7 +317,8 @@ def _history_file(path: str | os.PathLike[str]) -> str:
 
 
 def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
-              *, validate: bool = True) -> Iterator[dict[str, Any]]:
+              *, validate: bool = True,
+              follow: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
     """Stream a history's lines as parsed dicts, checked as :func:`read_history` says.
 
     ``path`` is a run directory or a history file, plain or zstd-compressed
@@ -294,11 +327,12 @@ def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
     in an :class:`Op`. Checkers that stream millions of lines use the rows directly
     (building an Op costs more than parsing the line). Each row has ``index``,
     ``time``, ``process``, ``type`` and ``f`` checked; ``value`` and ``error`` may be
-    absent. Rows must not be mutated by the caller if it also keeps them.
+    absent. Rows must not be mutated by the caller if it also keeps them. ``follow``
+    reads a history while its run writes it (:func:`history_lines`).
     """
     result = result if result is not None else ReadResult()
     name = _history_file(path)
-    lines = history_lines(name)
+    lines = history_lines(name, follow)
     checker = _PairingChecker(name) if validate else None
     expected_index = 0
     last_time = 0

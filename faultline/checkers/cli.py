@@ -11,6 +11,7 @@ instead of the history.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +29,17 @@ from faultline.rundir import RESULTS_FILE, SENDS_FILE, find_history, write_atomi
 EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
 
 
-def check_run(run_dir: Path) -> Result:
+def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result:
     """Check a run directory (:func:`~faultline.checkers.stored.check_stored`) and write its
-    ``results.json`` and ``history.sends.parquet``; return the Result.
+    ``results.json`` and ``history.sends.parquet``; return the Result. ``follow`` reads
+    the history while its run still writes it (:func:`~faultline.checkers.stored.check_stored_table`).
 
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
     ``valid: "unknown"`` and why, then raises the SpecError / HistoryError.
     """
     run_dir = Path(run_dir)
     try:
-        result, table = check_stored_table(run_dir)
+        result, table = check_stored_table(run_dir, follow=follow)
     except FaultlineError as e:
         if run_dir.is_dir():
             write_results(run_dir, unknown_result("unreadable-input", str(e)))

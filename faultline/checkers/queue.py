@@ -47,10 +47,10 @@ never a pass.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from sys import intern
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -73,6 +73,15 @@ OPEN = 0
 GROW = 1 << 16
 _STATUS = {"ok": OK, "fail": FAIL, "info": INFO}
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
+
+
+class BrokerState(NamedTuple):
+    """What the run's broker state and client log give the checker (:func:`check_rows`
+    says how it uses each); empty by default, for a history alone."""
+
+    timeline: Timeline | None = None
+    replicas: Sequence[dict[str, Any]] | None = None
+    client_log: Iterable[dict[str, Any]] = ()
 
 
 def check(spec: TestSpec, ops: Iterable[Op], *, truncated: bool = False,
@@ -110,37 +119,41 @@ def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
     Raises HistoryError for a malformed op; any other exception is a checker bug, which
     :func:`faultline.checkers.stored.check_stored` turns into an ``unknown`` verdict.
     """
+    state = BrokerState(timeline, replicas, client_log)
     return check_rows_table(spec, rows, truncated=truncated, source=source,
-                            unavailable_after_ns=unavailable_after_ns, timeline=timeline,
-                            replicas=replicas, client_log=client_log, table=False)[0]
+                            unavailable_after_ns=unavailable_after_ns, broker=lambda: state,
+                            table=False)[0]
 
 
 def check_rows_table(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
                      truncated: bool | ReadResult = False, source: str = "history",
-                     unavailable_after_ns: int | None = None, timeline: Timeline | None = None,
-                     replicas: Sequence[dict[str, Any]] | None = None,
-                     client_log: Iterable[dict[str, Any]] = (),
+                     unavailable_after_ns: int | None = None,
+                     broker: Callable[[], BrokerState] = BrokerState,
                      table: bool = True) -> tuple[Result, HistoryTable | None]:
     """:func:`check_rows`, and from the same pass the history's sends as columns
     (:class:`~faultline.checkers.table.HistoryTable`, what a report needs; None unless
-    ``table``)."""
-    engine = Engine(spec, source, timeline, replicas, client_log)
+    ``table``).
+
+    ``broker`` gives the broker state once the rows are exhausted, not before: a
+    history followed while its run goes on (``faultline run``'s check) has its
+    broker state only when it is closed. By default there is none.
+    """
+    engine = Engine(spec, source)
     engine.feed(rows)
     cut = truncated if isinstance(truncated, bool) else truncated.truncated
-    return engine.finish(cut, unavailable_after_ns), engine.table(cut) if table else None
+    return engine.finish(cut, unavailable_after_ns, broker()), engine.table(cut) if table else None
 
 
 class Engine:
     """One pass over the rows (:meth:`feed`), then :meth:`finish` decides. Internal."""
 
-    def __init__(self, spec: TestSpec, source: str, timeline: Timeline | None = None,
-                 replicas: Sequence[dict[str, Any]] | None = None,
-                 client_log: Iterable[dict[str, Any]] = ()) -> None:
+    def __init__(self, spec: TestSpec, source: str) -> None:
         self.spec = spec
         self.source = source
-        self.timeline = timeline
-        self.replicas = replicas
-        self.client_lines = ClientLines(client_log)
+        # the broker state, given to finish
+        self.timeline: Timeline | None = None
+        self.replicas: Sequence[dict[str, Any]] | None = None
+        self.client_lines = ClientLines(())
         self._batches: dict[int, provenance.Batches] = {}  # tp -> its replicas' batches, when asked
         self.tp_ids: dict[tuple[str, int], int] = {}
         self.parts: list[Part] = []
@@ -457,8 +470,11 @@ class Engine:
         else:
             seen[3] += 1
 
-    def finish(self, truncated: bool, unavailable_after_ns: int | None) -> Result:
-        """Decide, once every row has been fed."""
+    def finish(self, truncated: bool, unavailable_after_ns: int | None,
+               broker: BrokerState) -> Result:
+        """Decide, once every row has been fed, with the run's broker state."""
+        self.timeline, self.replicas = broker.timeline, broker.replicas
+        self.client_lines = ClientLines(broker.client_log)
         if unavailable_after_ns is not None:
             self.measures.unavailable_after_ns = unavailable_after_ns
         if self.c_inv:  # invoke times never decrease: the last is the latest

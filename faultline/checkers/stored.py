@@ -6,13 +6,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from faultline.checkers.faults_seen import Timeline
-from faultline.checkers.queue import check_rows_table
+from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import Result, unknown_result
 from faultline.checkers.table import HistoryTable
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
@@ -27,24 +26,45 @@ class Checker(Protocol):
     same pass the history's sends as columns (:class:`~faultline.checkers.table.HistoryTable`).
 
     ``truncated`` is filled by the rows' reader once they are exhausted; ``source``
-    names the history in errors; ``timeline`` and ``replicas`` are the broker's own
-    state when the run has it, ``client_log`` the client library's lines (empty
-    without); :func:`~faultline.checkers.queue.check_rows` says how the queue checker
+    names the history in errors; ``broker``, called once the rows are exhausted (and
+    not before: a followed history's run writes its broker state before it closes the
+    history), gives the broker's own state when the run has it and the client library's
+    lines; :func:`~faultline.checkers.queue.check_rows` says how the queue checker
     uses them. Raises HistoryError for a malformed op; any other
     exception is the checker's own failure, which :func:`check_stored` turns into an
     ``unknown`` verdict, never a pass.
     """
 
     def __call__(self, spec: TestSpec, rows: Iterable[dict[str, Any]], *, truncated: ReadResult,
-                 source: str, timeline: Timeline | None,
-                 replicas: Sequence[dict[str, Any]] | None,
-                 client_log: Iterable[dict[str, Any]]) -> tuple[Result, HistoryTable | None]: ...
+                 source: str, broker: Callable[[], BrokerState]) -> tuple[Result, HistoryTable | None]: ...
 
 
 #: workload name (``spec.workload.name``) -> its checker.
 CHECKERS: Mapping[str, Checker] = {
     "queue": check_rows_table,
 }
+
+
+@dataclass(slots=True)
+class _RunState:
+    """A run's broker state and client log, read when the checker asks for them (once
+    it has read the history); what was read stays here for the white box."""
+
+    run_dir: Path
+    spec: TestSpec
+    files: BrokerFiles | None = None
+    client_log_error: str | None = None
+
+    def __call__(self) -> BrokerState:
+        self.files = BrokerFiles.read(self.run_dir)
+        client_log: list[dict[str, Any]] = []
+        if (self.run_dir / CLIENT_LOG_FILE).is_file():
+            try:
+                client_log = read_jsonl(self.run_dir / CLIENT_LOG_FILE)
+            except HistoryError as e:
+                self.client_log_error = str(e)
+        return BrokerState(partition_timeline(self.files.metadata, self.spec.topic.name),
+                           self.files.replicas, client_log)
 
 
 def check_stored(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
@@ -55,7 +75,8 @@ def check_stored(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
 
 
 def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
-                       truncated: bool = False) -> tuple[Result, HistoryTable | None]:
+                       truncated: bool = False,
+                       follow: Callable[[], bool] | None = None) -> tuple[Result, HistoryTable | None]:
     """The one check of a stored run, from its files alone, and from the same pass over
     the history its sends as columns (None when the checker failed); writes nothing.
 
@@ -63,6 +84,10 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     reads them back from its ``ops`` table, :mod:`faultline.analysis.check`) instead of
     its history file, with ``truncated`` saying whether that file's last line was cut;
     every other file still comes from ``run_dir``, and the check is the same.
+    ``follow``, without ``rows``, reads the history while its run still writes it, until
+    ``follow()`` says it is closed (:func:`faultline.history.history_lines`); the other
+    files are read after the history, so they must be written before it is closed, as
+    :func:`faultline.run.runner.run_test` does.
 
     ``faultline check``, ``faultline run`` (through :func:`check_run`) and the report
     all judge a run here, so they cannot disagree. A cut last history line is tolerated
@@ -89,27 +114,19 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     checker = CHECKERS.get(spec.workload.name)
     if checker is None:
         raise SpecError(f"no checker for workload {spec.workload.name!r}; checkers: {', '.join(CHECKERS)}")
-    files = BrokerFiles.read(run_dir)
-    client_log: list[dict[str, Any]] = []
-    client_log_error = None
-    if (run_dir / CLIENT_LOG_FILE).is_file():
-        try:
-            client_log = read_jsonl(run_dir / CLIENT_LOG_FILE)
-        except HistoryError as e:
-            client_log_error = str(e)
     if rows is None:
-        rows = iter_rows(history, read)
+        rows = iter_rows(history, read, follow=follow)
+    state = _RunState(run_dir, spec)
     try:
-        result, table = checker(spec, rows, truncated=read, source=str(history),
-                                timeline=partition_timeline(files.metadata, spec.topic.name),
-                                replicas=files.replicas, client_log=client_log)
+        result, table = checker(spec, rows, truncated=read, source=str(history), broker=state)
     except HistoryError:
         raise
     except Exception as e:  # a checker bug must never pass a run
         return unknown_result("checker-error", f"the {spec.workload.name} checker failed: "
                                                f"{type(e).__name__}: {e}"), None
-    if client_log_error is not None:
-        result = replace(result, extra={**result.extra, "client_log_error": client_log_error})
+    if state.client_log_error is not None:
+        result = replace(result, extra={**result.extra, "client_log_error": state.client_log_error})
+    files = state.files or BrokerFiles.read(run_dir)  # read already, unless the checker did not ask
     white = check_white_box(spec, files, result.to_json())
     if white is not None:
         result = replace(result, extra={**result.extra, "white_box": white})

@@ -15,7 +15,7 @@
         batches (replicas.jsonl), for the white-box checks
     collect node configs and logs into nodes/
     teardown (always: also on errors and Ctrl-C)
-    check -> results.json; report -> report.html
+    check -> results.json (done while the run goes on: :class:`_LiveCheck`); report -> report.html
 
 ``results/latest`` points at the newest run directory as soon as it exists. The
 verdict decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
@@ -34,6 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -180,19 +183,20 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
     progress = _Progress(console, spec)
     with _client_log(run_dir / "faultline.log"), progress:
         history = _TrackingHistory(run_dir / HISTORY_FILE)
-        try:
-            _lifecycle(spec, run_dir, history, progress, outcome, factory, make_workload,
-                       nemesis_factory, end_main_phase or threading.Event())
-        except FaultlineError as e:
-            outcome.error = str(e)
-            _log.error("run failed: %s", e)
-        finally:
-            history.close()
-        if outcome.error is None:
-            progress.phase("checking")
-            outcome.valid, outcome.white_box = _check(run_dir)
-            progress.phase("report")
-            outcome.report = _report(run_dir)
+        with _LiveCheck(run_dir) as live:
+            try:
+                _lifecycle(spec, run_dir, history, progress, outcome, factory, make_workload,
+                           nemesis_factory, end_main_phase or threading.Event())
+            except FaultlineError as e:
+                outcome.error = str(e)
+                _log.error("run failed: %s", e)
+            finally:
+                history.close()
+            if outcome.error is None:
+                progress.phase("checking")
+                outcome.valid, outcome.white_box = live.verdict()
+                progress.phase("report")
+                outcome.report = _report(run_dir)
         progress.phase("done")
     return outcome
 
@@ -296,14 +300,75 @@ def _observing(spec: TestSpec, cluster: Cluster, path: Path, history: HistoryWri
                 _log.error("stopping the observer failed: %s", e)
 
 
-def _check(run_dir: Path) -> tuple[Verdict, str | None]:
+class _LiveCheck:
+    """The run's check, done while the run goes on.
+
+    A child process (:func:`_check_following`), at the lowest CPU priority so that the
+    test keeps the machine, reads the history as the run writes it, so that after the
+    run only its tail (the drain) and the decisions remain to do. It
+    is :func:`~faultline.checkers.cli.check_run` itself, the history followed until
+    :meth:`verdict` says it is closed: the same check as ``faultline check`` of the run
+    directory afterwards, which reads the same bytes and the same broker state (the
+    run writes that before it closes the history). Should the child fail, the run is
+    checked the ordinary way, after it. Leaving the block stops the child.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        ctx = multiprocessing.get_context("spawn")  # not fork: this process runs threads
+        self.run_dir = run_dir
+        self._closed = ctx.Event()
+        self._verdicts, child_end = ctx.Pipe(duplex=False)
+        self._child = ctx.Process(target=_check_following, args=(run_dir, self._closed, child_end),
+                                  name="faultline-check", daemon=True)
+        self._child.start()
+        child_end.close()
+
+    def verdict(self) -> tuple[Verdict, str | None]:
+        """The verdict and white-box line (:func:`_check`), once the history is closed."""
+        self._closed.set()
+        try:
+            return self._verdicts.recv()  # type: ignore[no-any-return]
+        except EOFError:  # the child ended without one
+            self._child.join()
+            _log.warning("checking while the run went on failed (exit code %s); checking now",
+                         self._child.exitcode)
+            return _check(run_dir=self.run_dir)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._child.is_alive():
+            self._child.terminate()
+        self._child.join()
+        self._verdicts.close()
+
+
+def _check_following(run_dir: Path, closed: Any, verdicts: Any) -> None:
+    """The child of :class:`_LiveCheck`: check the run as its history grows, send the
+    verdict. Ctrl-C is the parent's to handle: it ends the child; should the parent die
+    without (SIGKILL), the child ends at the history's end, writing nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(19)
+    parent = os.getppid()
+
+    def history_closed() -> bool:
+        if os.getppid() != parent:
+            raise SystemExit(1)  # the run is gone: nothing to check
+        return bool(closed.is_set())
+
+    verdicts.send(_check(run_dir, follow=history_closed))
+
+
+def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Verdict, str | None]:
     """The checker's verdict and its white-box line (``None`` without broker state); the
-    checker writes ``results.json`` (also when it fails)."""
+    checker writes ``results.json`` (also when it fails). ``follow``: see
+    :func:`~faultline.checkers.cli.check_run`."""
     from faultline.checkers.cli import check_run
     from faultline.checkers.whitebox import verdict_line
 
     try:
-        result = check_run(run_dir)
+        result = check_run(run_dir, follow)
     except FaultlineError as e:
         _log.error("checking %s failed: %s", run_dir, e)
         return "unknown", None

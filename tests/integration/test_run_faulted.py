@@ -9,9 +9,11 @@ from __future__ import annotations
 import io
 import json
 
+import orjson
 import pytest
 from rich.console import Console
 
+from faultline.checkers.stored import check_stored
 from faultline.history import read_history
 from faultline.run.runner import RunOutcome, run_test
 from faultline.rundir import PLAIN_HISTORY_FILE
@@ -72,3 +74,13 @@ def test_the_guarantees_hold(outcome: RunOutcome) -> None:
     print(f"duplicates: {len(duplicated)}, of sends that ended info: {len(duplicated & info)}")
     assert outcome.valid is True or results["violations"] == ["duplicate"]
     assert results["white_box"]["valid"] is True, results["white_box"]["summary"]
+
+
+def test_the_check_made_while_the_run_went_on_is_the_stored_runs(outcome: RunOutcome) -> None:
+    """The runner checks while the run goes on, in a child following the history: its
+    results.json is exactly what checking the stored run afterwards gives, and it did not
+    fall back to checking after the run."""
+    stored = orjson.loads(orjson.dumps(check_stored(outcome.run_dir).to_json()))
+    assert json.loads((outcome.run_dir / "results.json").read_text()) == stored
+    assert stored["stats"]["send"]["ok"] == outcome.stats.ok > 0
+    assert "checking while the run went on failed" not in (outcome.run_dir / "faultline.log").read_text()

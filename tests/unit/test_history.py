@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -333,3 +334,29 @@ def test_frames_compressed_outside_the_lock_reach_the_file_in_order(
     assert [r["index"] for r in rows] == list(range(6000))
     assert [r["time"] for r in rows] == sorted(r["time"] for r in rows)
     assert len(frames(path.read_bytes())) > 100
+
+
+@pytest.mark.parametrize("name", ["history.jsonl.zst", "history.jsonl"])
+def test_a_followed_history_is_read_whole_while_it_is_written(tmp_path: Path, name: str) -> None:
+    """A reader following a history its writer still appends to waits at its end (also
+    before the first byte, and in the middle of a frame or a line), and stops once told
+    the writer closed it, having read what the closed file holds."""
+    path = tmp_path / name
+    writer = HistoryWriter(path)
+    closed = threading.Event()
+    got: list[dict[str, Any]] = []
+    read = ReadResult()
+    reader = threading.Thread(target=lambda: got.extend(iter_rows(path, read, follow=closed.is_set)))
+    reader.start()
+    for i in range(400):
+        writer.append_many([(0, "invoke", "send", {"topic": "t", "partition": 0, "value": i}, None),
+                            (0, "ok", "send", {"topic": "t", "partition": 0, "value": i, "offset": i},
+                             None)])
+        if i % 100 == 0:
+            time.sleep(0.3)  # past FLUSH_S: the reader waits with part of the history
+    assert reader.is_alive(), "it waits for more until the history is closed"
+    writer.close()
+    closed.set()
+    reader.join(10)
+    assert not reader.is_alive() and not read.truncated
+    assert got == list(iter_rows(path)) and len(got) == 800

@@ -1,0 +1,58 @@
+"""The run's check done while the run goes on (:class:`faultline.run.runner._LiveCheck`):
+its child process never outlives the run, whether the run ends by Ctrl-C or is killed.
+(That its verdict is the stored run's: tests/integration/test_run_faulted.py.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from faultline.spec import TestSpec
+
+#: A run that has begun: test.json, a history being written, the live check started.
+RUN = """
+import sys, time
+from pathlib import Path
+from faultline.history import HistoryWriter
+from faultline.run.runner import _LiveCheck
+run_dir = Path(sys.argv[1])
+history = HistoryWriter(run_dir / "history.jsonl.zst")
+history.append(0, "invoke", "send", {"topic": "fl-queue", "partition": 0, "value": 0})
+with _LiveCheck(run_dir) as live:
+    print(live._child.pid, flush=True)
+    time.sleep(60)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is gone for our purpose: it only waits to be reaped
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
+def test_the_checking_child_ends_with_the_run(tmp_path: Path, how: signal.Signals) -> None:
+    (tmp_path / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
+    run = subprocess.Popen([sys.executable, "-c", RUN, str(tmp_path)], stdout=subprocess.PIPE,
+                           text=True)
+    assert run.stdout is not None
+    child = int(run.stdout.readline())
+    time.sleep(1.0)
+    assert alive(child), "it follows the history while the run goes on"
+    run.send_signal(how)
+    run.wait(10)
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child), f"the checking child outlived a run ended by {how.name}"
+    assert not (tmp_path / "results.json").exists(), "a run that did not finish gets no verdict"
