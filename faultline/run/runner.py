@@ -346,8 +346,9 @@ class _LiveCheck:
 
 def _check_following(run_dir: Path, closed: Any, verdicts: Any) -> None:
     """The child of :class:`_LiveCheck`: check the run as its history grows, send the
-    verdict. Ctrl-C is the parent's to handle: it ends the child; should the parent die
-    without (SIGKILL), the child ends at the history's end, writing nothing."""
+    verdict; what it logs goes to the run's ``faultline.log``, as the parent's does. Ctrl-C
+    is the parent's to handle: it ends the child; should the parent die without
+    (SIGKILL), the child ends at the history's end, writing nothing."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(19)
     parent = os.getppid()
@@ -357,7 +358,8 @@ def _check_following(run_dir: Path, closed: Any, verdicts: Any) -> None:
             raise SystemExit(1)  # the run is gone: nothing to check
         return bool(closed.is_set())
 
-    verdicts.send(_check(run_dir, follow=history_closed))
+    with _client_log(run_dir / "faultline.log"):
+        verdicts.send(_check(run_dir, follow=history_closed))
 
 
 def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Verdict, str | None]:

@@ -56,3 +56,29 @@ def test_the_checking_child_ends_with_the_run(tmp_path: Path, how: signal.Signal
         time.sleep(0.05)
     assert not alive(child), f"the checking child outlived a run ended by {how.name}"
     assert not (tmp_path / "results.json").exists(), "a run that did not finish gets no verdict"
+
+
+#: A run whose history turns out malformed (a completion with no invoke), checked by the
+#: live check once the history is closed.
+MALFORMED = """
+import sys
+from pathlib import Path
+from faultline.history import HistoryWriter
+from faultline.run.runner import _LiveCheck
+run_dir = Path(sys.argv[1])
+history = HistoryWriter(run_dir / "history.jsonl.zst")
+with _LiveCheck(run_dir) as live:
+    history.append(0, "ok", "send", {"topic": "fl-queue", "partition": 0, "value": 7, "offset": 0})
+    history.close()
+    print(live.verdict())
+"""
+
+
+def test_what_the_checking_child_logs_goes_to_the_runs_log(tmp_path: Path) -> None:
+    (tmp_path / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
+    done = subprocess.run([sys.executable, "-c", MALFORMED, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "('unknown', None)"
+    assert "has no open invoke" in (tmp_path / "faultline.log").read_text()
+    assert "has no open invoke" not in done.stderr, "the terminal belongs to the progress line"
+    assert orjson.loads((tmp_path / "results.json").read_bytes())["valid"] == "unknown"
