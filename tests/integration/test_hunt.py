@@ -9,6 +9,7 @@ through the runner, the scripted nemesis and the checker (the hunt's own path,
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,12 @@ def test_acks1_loses_acknowledged_writes_and_the_safe_config_does_not(
     assert lossy.valid is True, "the loss is one acks=1 permits"
     clean = _try(safe(HuntConfig("1", 2, False).kafka_version), tmp_path, hunting=False)
     assert clean.note == ""
-    assert clean.seen["lost-write"] == 0 and clean.valid is True
+    assert clean.seen["lost-write"] == 0
+    # The one violation a safe config may show is the client's: librdkafka's idempotent
+    # producer can write a timed-out batch twice after an epoch bump (#4953), which the
+    # batches' producer ids and epochs name (as in test_run_faulted.py).
+    results = json.loads((clean.run_dir / "results.json").read_text())
+    assert clean.valid is True or results["violations_by"] == {"client": ["duplicate"]}, results["causes"]
 
 
 def test_held_followers_lose_writes_through_an_unclean_election_on_three_nodes(

@@ -155,7 +155,15 @@ public final class FaultlineClient {
                 next = (partition + 1) % partitions;
                 long value = VALUES.getAndIncrement();
                 String v = "{\"topic\":" + str(topic) + ",\"partition\":" + partition + ",\"value\":" + value;
-                emit(op(process, "invoke", "send", v + "}", null));
+                // A failed send's callback retires the process under this lock, on the
+                // client's thread: no invoke of it may follow that completion.
+                synchronized (retired) {
+                    if (retired.get()) {
+                        room[partition].release();
+                        continue;
+                    }
+                    emit(op(process, "invoke", "send", v + "}", null));
+                }
                 final int proc = process;
                 final int part = partition;
                 final AtomicBoolean mine = retired;
@@ -166,8 +174,10 @@ public final class FaultlineClient {
                         if (e == null) {
                             emit(op(proc, "done", "send", v + ",\"offset\":" + meta.offset() + "}", null));
                         } else {
-                            mine.set(true);
-                            emit(op(proc, "done", "send", v + "}", errorName(e)));
+                            synchronized (mine) {
+                                mine.set(true);
+                                emit(op(proc, "done", "send", v + "}", errorName(e)));
+                            }
                         }
                     });
                 } catch (RuntimeException e) {
