@@ -267,29 +267,38 @@ def history_lines(path: str | os.PathLike[str],
             head += chunk
             if len(head) >= len(ZSTD_MAGIC):
                 break
-        dctx = zstandard.ZstdDecompressor() if head.startswith(ZSTD_MAGIC) else None
-        frame = dctx.decompressobj() if dctx else None
-        mid_frame = False
+        frames = _Frames() if head.startswith(ZSTD_MAGIC) else None
         rest = b""
         for chunk in itertools.chain((head,), chunks):
-            if dctx is None or frame is None:
-                data = chunk
-            else:
-                out = []
-                while chunk:  # a chunk may end one frame and start the next
-                    out.append(frame.decompress(chunk))
-                    mid_frame = not frame.eof
-                    chunk = b""
-                    if frame.eof:
-                        chunk, frame = frame.unused_data, dctx.decompressobj()
-                data = b"".join(out)
+            data = frames.decompress(chunk) if frames is not None else chunk
             lines = io.BytesIO(rest + data).readlines()  # split in C, newlines kept
             rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
             yield from lines
-        if rest or mid_frame:
+        if rest or (frames is not None and frames.mid_frame):
             yield rest
     finally:
         fh.close()
+
+
+class _Frames:
+    """A sequence of zstd frames, decompressed from chunks cut anywhere."""
+
+    __slots__ = ("_dctx", "_frame", "mid_frame")
+
+    def __init__(self) -> None:
+        self._dctx = zstandard.ZstdDecompressor()
+        self._frame = self._dctx.decompressobj()
+        self.mid_frame = False  # the last chunk ended inside a frame
+
+    def decompress(self, chunk: bytes) -> bytes:
+        out = []
+        while chunk:  # a chunk may end one frame and start the next
+            out.append(self._frame.decompress(chunk))
+            self.mid_frame = not self._frame.eof
+            chunk = b""
+            if self._frame.eof:
+                chunk, self._frame = self._frame.unused_data, self._dctx.decompressobj()
+        return b"".join(out)
 
 
 #: How often a followed history is polled for more at its end.

@@ -26,7 +26,7 @@ class Checker(Protocol):
     same pass the history's sends as columns (:class:`~faultline.checkers.table.HistoryTable`).
 
     ``truncated`` is filled by the rows' reader once they are exhausted; ``source``
-    names the history in errors; ``broker``, called once the rows are exhausted (and
+    names the history in errors; ``broker``, called once the rows are exhausted, always (and
     not before: a followed history's run writes its broker state before it closes the
     history), gives the broker's own state when the run has it and the client library's
     lines; :func:`~faultline.checkers.queue.check_rows` says how the queue checker
@@ -126,8 +126,8 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
                                                f"{type(e).__name__}: {e}"), None
     if state.client_log_error is not None:
         result = replace(result, extra={**result.extra, "client_log_error": state.client_log_error})
-    files = state.files or BrokerFiles.read(run_dir)  # read already, unless the checker did not ask
-    white = check_white_box(spec, files, result.to_json())
+    assert state.files is not None, "a checker calls broker once it has read the rows"
+    white = check_white_box(spec, state.files, result.to_json())
     if white is not None:
         result = replace(result, extra={**result.extra, "white_box": white})
     return result, table
