@@ -33,6 +33,7 @@ spec without faults), the verdict from
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import multiprocessing
 import os
@@ -69,9 +70,9 @@ Verdict = bool | Literal["unknown"] | None
 RECOVERY_TIMEOUT_S = 60.0
 #: How long the drain may spend on one partition.
 DRAIN_TIMEOUT_S = 60.0
-#: The observer's samples, in the run directory (docs/history.md).
-
 _log = logging.getLogger(__name__)
+#: prctl(2): the signal the kernel sends this process when its parent dies.
+_PR_SET_PDEATHSIG = 1
 
 
 class NemesisSchedule(Protocol):
@@ -318,8 +319,8 @@ class _LiveCheck:
         self.run_dir = run_dir
         self._closed = ctx.Event()
         self._verdicts, child_end = ctx.Pipe(duplex=False)
-        self._child = ctx.Process(target=_check_following, args=(run_dir, self._closed, child_end),
-                                  name="faultline-check", daemon=True)
+        self._child = ctx.Process(target=_check_following, name="faultline-check", daemon=True,
+                                  args=(run_dir, os.getpid(), self._closed, child_end))
         self._child.start()
         child_end.close()
 
@@ -344,22 +345,22 @@ class _LiveCheck:
         self._verdicts.close()
 
 
-def _check_following(run_dir: Path, closed: Any, verdicts: Any) -> None:
-    """The child of :class:`_LiveCheck`: check the run as its history grows, send the
-    verdict; what it logs goes to the run's ``faultline.log``, as the parent's does. Ctrl-C
-    is the parent's to handle: it ends the child; should the parent die without
-    (SIGKILL), the child ends at the history's end, writing nothing."""
+def _check_following(run_dir: Path, parent: int, closed: Any, verdicts: Any) -> None:
+    """The child of :class:`_LiveCheck` (``parent``: the run's pid): check the run as its
+    history grows, send the verdict; what it logs goes to the run's ``faultline.log``, as
+    the parent's does. Ctrl-C is the parent's to handle: it ends the child. Should the
+    parent die without (SIGKILL), the kernel kills the child with it (``PR_SET_PDEATHSIG``:
+    a child at the lowest priority on a busy machine would take long to notice), and no
+    verdict is written."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:
+        return  # the run died before the line above: nothing to check
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(19)
-    parent = os.getppid()
-
-    def history_closed() -> bool:
-        if os.getppid() != parent:
-            raise SystemExit(1)  # the run is gone: nothing to check
-        return bool(closed.is_set())
-
     with _client_log(run_dir / "faultline.log"):
-        verdicts.send(_check(run_dir, follow=history_closed))
+        verdicts.send(_check(run_dir, follow=closed.is_set))
 
 
 def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Verdict, str | None]:

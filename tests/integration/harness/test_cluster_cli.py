@@ -23,6 +23,7 @@ from faultline.cluster.waiting import wait_until
 from faultline.history import history_lines
 from faultline.run import session
 from tests.schemas import validate_run_dir
+from tests.verdicts import assert_kafka_held
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.usefixtures("local_backend")]
 
@@ -100,8 +101,11 @@ def test_a_session_by_hand_journals_each_step_with_its_targets_and_ends_as_a_che
             _faultline("cluster", "crash", "leader", "of", "7"))
     finally:
         down = _faultline("cluster", "down", run_id)
-    assert down.returncode == 0, down.stdout + down.stderr
-    assert "verdict: valid\n" in down.stdout and down.stdout.endswith(f"cluster {run_id} is down\n")
+    results = orjson.loads((run_dir / "results.json").read_bytes())
+    assert_kafka_held(results)
+    verdict, code = ("valid", 0) if results["valid"] else ("INVALID", 1)
+    assert down.returncode == code and f"verdict: {verdict}\n" in down.stdout, down.stdout + down.stderr
+    assert down.stdout.endswith(f"cluster {run_id} is down\n"), down.stdout
     assert _traces(run_id) == []
     assert {"test.json", "history.jsonl.zst", "results.json"} <= set(validate_run_dir(run_dir))
     ops = [orjson.loads(line) for line in history_lines(run_dir / "history.jsonl.zst")]
@@ -112,7 +116,7 @@ def test_a_session_by_hand_journals_each_step_with_its_targets_and_ends_as_a_che
                      ("partition", "isolate 2", [2]), ("heal", "heal", None),
                      ("partition", "hold 3", [3]), ("heal", "release 3", [3])]
     check = _faultline("check", str(run_dir))
-    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.returncode == down.returncode, check.stdout + check.stderr
 
 
 def test_a_session_that_died_leaves_nothing_the_next_down_does_not_remove(tmp_path: Path) -> None:

@@ -50,8 +50,8 @@ def test_the_checking_child_ends_with_the_run(tmp_path: Path, how: signal.Signal
     time.sleep(1.0)
     assert alive(child), "it follows the history while the run goes on"
     run.send_signal(how)
-    run.wait(10)
-    deadline = time.monotonic() + 10
+    run.wait(30)  # bounds generous for a loaded machine: the test is that it ends, not how fast
+    deadline = time.monotonic() + 30
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child), f"the checking child outlived a run ended by {how.name}"
