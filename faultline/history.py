@@ -16,9 +16,14 @@ reports and the Spark pipeline can use it anywhere.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import itertools
 import os
+import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -76,9 +81,17 @@ class Op:
 #: The first bytes of a zstd frame: how a reader tells a compressed history.
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: A compressed history's frames: at most this long after an op is appended it is
-#: handed to the OS, and a frame is written early once this many bytes are pending.
+#: handed to the frame writer, and a frame is sent early once this many bytes are pending.
 FLUSH_S = 0.2
 FRAME_BYTES = 1 << 20
+#: The pipe to the frame writer holds this much (``F_SETPIPE_SZ``; Linux's default,
+#: 64 KiB, would stall the appending threads while a frame is compressed).
+PIPE_BYTES = 1 << 20
+#: A message to the frame writer: its length, then its chunks. A chunk is the header
+#: (first index, shared time, length of the encoded ops), then the ops as one JSON
+#: array of ``[process, type, f, value, error]``.
+_MESSAGE = struct.Struct("<q")
+_CHUNK = struct.Struct("<qqq")
 
 
 @dataclass(slots=True)
@@ -87,36 +100,50 @@ class HistoryWriter:
 
     Contract: ``append`` assigns a dense ``index`` and a non-decreasing ``time`` under
     one lock. A path ending in ``.zst`` is written compressed, as a sequence of
-    independent zstd frames (with checksums), one per flushed batch: an op is handed
-    to the OS at most :data:`FLUSH_S` after ``append`` returns (a background thread
-    flushes the batch) or sooner once :data:`FRAME_BYTES` are pending, and at
-    :meth:`close`; a process killed mid-run leaves every frame before the last flush,
-    a prefix any zstd reader decodes. Any other path is written plain, the line handed
-    to the OS before ``append`` returns. It never fsyncs: a journal that survives power
-    loss is not what a test run needs.
+    independent zstd frames (with checksums), one per flushed batch, by a child
+    process, the frame writer (:func:`_write_frames`): the appending threads only
+    encode their ops, and making the lines and compressing them costs the workload's
+    clients nothing of their interpreter. An op reaches the frame writer at most
+    :data:`FLUSH_S` after ``append`` returns (a background thread flushes the batch)
+    or sooner once :data:`FRAME_BYTES` are pending, and at :meth:`close`. The frame
+    writer writes every whole batch it was sent, even when this process is killed
+    (it then reads the end of its pipe) or interrupted (it runs in a process group
+    of its own, out of reach of the terminal's Ctrl-C), so a run that dies leaves a
+    prefix any zstd reader decodes. :meth:`close` waits for it, and raises
+    HistoryError when it failed. Any other path is written plain, in this process,
+    the line handed to the OS before ``append`` returns. It never fsyncs: a journal
+    that survives power loss is not what a test run needs.
     """
 
     path: Path
-    _file: IO[bytes] = field(init=False, repr=False)
+    _file: IO[bytes] | None = field(init=False, repr=False, default=None)
+    _writer: subprocess.Popen[bytes] | None = field(init=False, repr=False, default=None)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _t0: int = field(init=False, repr=False, default=0)
     _next: int = field(init=False, repr=False, default=0)
-    _zstd: zstandard.ZstdCompressor | None = field(init=False, repr=False, default=None)
     _pending: list[bytes] = field(init=False, repr=False, default_factory=list)
     _pending_bytes: int = field(init=False, repr=False, default=0)
     _closed: threading.Event = field(init=False, repr=False, default_factory=threading.Event)
     _shut: bool = field(init=False, repr=False, default=False)
-    #: Held from taking a frame (under ``_lock``) until it is written: frames reach the
-    #: file in the order they were taken, and appends go on while one is compressed.
+    #: Held from taking a batch (under ``_lock``) until it is in the pipe: batches reach
+    #: the frame writer in the order they were taken, and appends go on meanwhile.
     _io: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
         self._t0 = time.monotonic_ns()
-        if Path(self.path).name.endswith(".zst"):
-            self._zstd = zstandard.ZstdCompressor(level=3, write_checksum=True)
-            threading.Thread(target=self._flush_every, name="faultline-history-flush",
-                             daemon=True).start()
+        if not Path(self.path).name.endswith(".zst"):
+            self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
+            return
+        with open(self.path, "ab") as out:
+            self._writer = subprocess.Popen(  # ended by close(), or by its pipe's end
+                [sys.executable, "-c", "from faultline.history import _write_frames; _write_frames()"],
+                stdin=subprocess.PIPE, stdout=out, stderr=subprocess.PIPE, bufsize=0,
+                process_group=0)
+        assert self._writer.stdin is not None
+        with contextlib.suppress(OSError):  # a smaller pipe only stalls appends sooner
+            fcntl.fcntl(self._writer.stdin, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        threading.Thread(target=self._flush_every, name="faultline-history-flush",
+                         daemon=True).start()
 
     def now(self) -> int:
         """Nanoseconds since this writer opened; the clock every op's ``time`` uses."""
@@ -127,16 +154,16 @@ class HistoryWriter:
         """Journal one op and return it as written."""
         with self._lock:  # the monotonic clock read under the lock keeps time ordered
             op = Op(self._next, self.now(), process, type, f, value, error)
-            frame = self._write(_lines(op.index, op.time, ((process, type, f, value, error),)))
+            batch = self._write(op.index, op.time, ((process, type, f, value, error),))
             self._next += 1
-        self._emit(frame)
+        self._emit(batch)
         return op
 
     def append_many(self, ops: Sequence[PendingOp]) -> None:
         """Journal several ops, ``(process, type, f, value, error)`` each, with one write.
 
         Same contract as :meth:`append` for every op (dense indexes, one shared
-        ``time``, consecutive lines), and all of them are handed to the OS before it
+        ``time``, consecutive lines), and all of them are handed on before it
         returns. It exists for throughput: a pipelined producer journals a batch of
         invokes before producing them, and the completions one ``poll()`` served.
         """
@@ -144,71 +171,123 @@ class HistoryWriter:
             return
         with self._lock:
             t, first = self.now(), self._next
-            frame = self._write(_lines(first, t, ops))
+            batch = self._write(first, t, ops)
             self._next = first + len(ops)
-        self._emit(frame)
+        self._emit(batch)
 
-    def _write(self, data: bytes) -> bytes | None:
-        """Hand ``data`` to the OS, or to the pending frame when compressing; under the
-        lock. Returns a full frame's lines, taken, for :meth:`_emit` after the lock."""
+    def _write(self, first: int, t: int, ops: Sequence[PendingOp]) -> bytes | None:
+        """Hand ``ops`` to the OS, or to the pending batch when compressing; under the
+        lock. Returns a full batch, taken, for :meth:`_emit` after the lock."""
         if self._shut:
             raise ValueError("write to a closed history")
-        if self._zstd is None:
-            self._write_raw(data)
+        if self._file is not None:
+            _write_all(self._file, _lines(first, t, ops))
             return None
-        self._pending.append(data)
+        data = orjson.dumps(ops)  # the ops' JSON, checked here: a bad value raises now
+        self._pending += (_CHUNK.pack(first, t, len(data)), data)
         self._pending_bytes += len(data)
         return self._take() if self._pending_bytes >= FRAME_BYTES else None
 
     def _take(self) -> bytes | None:
-        """The pending lines, now off the list, with ``_io`` acquired for :meth:`_emit`;
-        None if nothing is pending. Under the lock."""
+        """The pending chunks as one message, now off the list, with ``_io`` acquired
+        for :meth:`_emit`; None if nothing is pending. Under the lock."""
         if not self._pending:
             return None
-        data = b"".join(self._pending)
+        body = b"".join(self._pending)
         self._pending.clear()
         self._pending_bytes = 0
         self._io.acquire()
-        return data
+        return _MESSAGE.pack(len(body)) + body
 
-    def _emit(self, data: bytes | None) -> None:
-        """Compress and write a frame :meth:`_take` gave, outside the lock; releases ``_io``."""
-        if data is None:
+    def _emit(self, message: bytes | None) -> None:
+        """Send a message :meth:`_take` gave to the frame writer, outside the lock;
+        releases ``_io``. A frame writer that died is reported by :meth:`close`."""
+        if message is None:
             return
-        assert self._zstd is not None
+        assert self._writer is not None and self._writer.stdin is not None
         try:
-            self._write_raw(self._zstd.compress(data))
+            _write_all(self._writer.stdin, message)
+        except BrokenPipeError:
+            pass
         finally:
             self._io.release()
 
     def _flush_every(self) -> None:
         while not self._closed.wait(FLUSH_S):
             with self._lock:  # once shut, nothing is pending: close took it
-                frame = self._take()
-            self._emit(frame)
-
-    def _write_raw(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:  # a raw file may write less than asked
-            view = view[self._file.write(view) or 0:]
+                batch = self._take()
+            self._emit(batch)
 
     def close(self) -> None:
-        """Flush what is pending and close the file; later appends raise ValueError."""
+        """Flush what is pending and close the file; later appends raise ValueError.
+        Raises HistoryError when the frame writer failed (a full disk, say)."""
         self._closed.set()
         with self._lock:
             if self._shut:
                 return
             self._shut = True
-            frame = self._take()
-        self._emit(frame)
-        with self._io:  # every frame taken before is written
-            self._file.close()
+            batch = self._take()
+        self._emit(batch)
+        with self._io:  # every batch taken before is sent
+            if self._file is not None:
+                self._file.close()
+                return
+        writer = self._writer
+        assert writer is not None and writer.stdin is not None and writer.stderr is not None
+        with contextlib.suppress(BrokenPipeError):
+            writer.stdin.close()
+        why = writer.stderr.read().decode(errors="replace").strip()
+        writer.stderr.close()
+        if writer.wait() != 0:
+            last = why.splitlines()[-1] if why else f"exit status {writer.returncode}"
+            raise HistoryError(os.fspath(self.path), None, f"writing the history failed: {last}")
 
     def __enter__(self) -> HistoryWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _write_frames() -> None:
+    """The frame writer's main (:class:`HistoryWriter`): read messages from stdin until
+    its end, write each as one zstd frame of history lines to stdout.
+
+    A message cut by its sender's death is dropped: the frames before it are whole.
+    """
+    source = open(0, "rb", buffering=0, closefd=False)  # noqa: SIM115 - the process's own
+    out = open(1, "wb", buffering=0, closefd=False)  # noqa: SIM115
+    zstd = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    while (head := _read_exactly(source, _MESSAGE.size)) is not None:
+        body = _read_exactly(source, _MESSAGE.unpack(head)[0])
+        if body is None:
+            return
+        lines, at = [], 0
+        while at < len(body):
+            first, t, n = _CHUNK.unpack_from(body, at)
+            at += _CHUNK.size
+            lines.append(_lines(first, t, orjson.loads(body[at:at + n])))
+            at += n
+        _write_all(out, zstd.compress(b"".join(lines)))
+
+
+def _read_exactly(source: IO[bytes], n: int) -> bytes | None:
+    """``n`` bytes from ``source``, or None when it ends first."""
+    parts, want = [], n
+    while want:
+        part = source.read(want)
+        if not part:
+            return None
+        parts.append(part)
+        want -= len(part)
+    return b"".join(parts)
+
+
+def _write_all(out: IO[bytes], data: bytes) -> None:
+    """Write all of ``data`` to an unbuffered file, which may take less per call."""
+    view = memoryview(data)
+    while view:
+        view = view[out.write(view) or 0:]
 
 
 @dataclass(slots=True)

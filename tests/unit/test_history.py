@@ -3,6 +3,7 @@ line, and the pairing rules of docs/history.md."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
+from faultline.cluster.waiting import wait_until
 from faultline.errors import HistoryError
 from faultline.history import (
     ZSTD_MAGIC,
@@ -295,23 +297,74 @@ _KILLED_WRITER = """
 import os, signal, sys, time
 from faultline.history import HistoryWriter
 w = HistoryWriter(sys.argv[1])
+print(w._writer.pid, flush=True)
 w.append_many([(0, "invoke", "send", {"topic": "t", "partition": 0, "value": i}, None)
                for i in range(50)])  # one batch: a flush writes all of it
 deadline = time.monotonic() + 30
 while os.path.getsize(sys.argv[1]) == 0 and time.monotonic() < deadline:
-    time.sleep(0.01)  # polls the condition: the flusher thread has written a frame
+    time.sleep(0.01)  # polls the condition: the frame writer has written a frame
 w.append(0, "invoke", "send", {"topic": "t", "partition": 0, "value": 50})
-os.kill(os.getpid(), signal.SIGKILL)
+os.kill(os.getpid(), int(sys.argv[2]))
+try:
+    time.sleep(30)  # a Ctrl-C ends the sleep
+finally:
+    w.close()  # as a run does, on its way out
 """
+
+
+def gone(pid: int) -> bool:
+    """The process ``pid`` has ended (and, being nobody's child here, left no zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def run_killed_writer(path: Path, sig: signal.Signals, *, group: bool = False) -> int:
+    """Run _KILLED_WRITER until ``sig`` ends it (sent by itself or, with ``group``, to its
+    process group, as a terminal's Ctrl-C is); wait for its frame writer; return how it
+    ended."""
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(path),
+                             str(0 if group else sig)],
+                            stdout=subprocess.PIPE, process_group=0)
+    assert proc.stdout is not None
+    writer = int(proc.stdout.readline())
+    if group:
+        assert wait_until(lambda: path.stat().st_size > 0, time.monotonic() + 30)
+        time.sleep(0.1)  # the last append made, not yet flushed
+        os.killpg(proc.pid, sig)
+    code = proc.wait(30)
+    assert wait_until(lambda: gone(writer), time.monotonic() + 30), "the frame writer ends"
+    return code
 
 
 def test_a_killed_writer_leaves_a_readable_prefix_of_whole_frames(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl.zst"
-    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(path)], check=False)
-    assert proc.returncode == -signal.SIGKILL
+    assert run_killed_writer(path, signal.SIGKILL) == -signal.SIGKILL
     rr = ReadResult()
     got = [o.value["value"] for o in read_history(path, rr)]
     assert got[:50] == list(range(50)) and len(got) in (50, 51) and rr.truncated is False
+
+
+def test_a_ctrl_c_leaves_the_whole_history(tmp_path: Path) -> None:
+    """A Ctrl-C reaches the run's whole process group; the frame writer, in a group of its
+    own, is still there to write what the run hands it on its way out."""
+    path = tmp_path / "history.jsonl.zst"
+    assert run_killed_writer(path, signal.SIGINT, group=True) != 0
+    rr = ReadResult()
+    got = [o.value["value"] for o in read_history(path, rr)]
+    assert got == list(range(51)) and rr.truncated is False
+
+
+def test_a_frame_writer_that_fails_is_one_clear_error_at_close(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl.zst"
+    path.symlink_to("/dev/full")  # every write: no space left on device
+    w = HistoryWriter(path)
+    w.append(0, "invoke", "send", {"topic": "t", "partition": 0, "value": 0})
+    with pytest.raises(HistoryError, match=r"history\.jsonl\.zst: writing the history failed: "
+                       r".*No space left on device"):
+        w.close()
 
 
 def test_frames_compressed_outside_the_lock_reach_the_file_in_order(
