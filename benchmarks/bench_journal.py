@@ -9,9 +9,10 @@ raw one beside it) and reported as the median over rounds with its range, since 
 cluster's own rate drifts between rounds by more than journaling costs. Target:
 journaled >= 80% of raw.
 
-Memory: the resident set size of this process is sampled every second while
-journaling; a ``--memory-s`` run journals for that long and compares the first and
-last quarter, which stay level when the history streams to disk.
+Memory: the resident set size of this process and of its frame writer (the child
+that compresses the history) is sampled every second while journaling; a
+``--memory-s`` run journals for that long and compares the first and last quarter,
+which stay level when the history streams to disk.
 
     .venv/bin/python benchmarks/bench_journal.py                  # starts a local cluster (root)
     .venv/bin/python benchmarks/bench_journal.py --bootstrap 127.0.0.1:9092 --nodes 1
@@ -38,12 +39,16 @@ from faultline.workloads.clients import Values
 from faultline.workloads.queue import QueueWorkload
 
 
-def rss_mb() -> float:
-    """This process's resident set size in MiB (Linux)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+def rss_mb(history: HistoryWriter | None) -> float:
+    """The resident set size in MiB (Linux) of this process and, journaling to a
+    compressed history, of its frame writer (the child that compresses it)."""
+    pids = ["self"] + ([str(history._writer.pid)] if history and history._writer else [])
+    total = 0.0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) / 1024
+    return total
 
 
 @dataclass
@@ -71,7 +76,7 @@ def measure(spec: TestSpec, bootstrap: str, seconds: float, journaled: bool, val
 
     def sampler() -> None:
         while not stop.wait(1.0):
-            sample.rss.append(rss_mb())
+            sample.rss.append(rss_mb(history))
 
     t = threading.Thread(target=sampler, daemon=True)
     try:

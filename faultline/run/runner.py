@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, Self
+from typing import Any, Literal, Protocol, Self, TypeVar
 
 import orjson
 from rich.console import Console
@@ -73,6 +73,7 @@ DRAIN_TIMEOUT_S = 60.0
 _log = logging.getLogger(__name__)
 #: prctl(2): the signal the kernel sends this process when its parent dies.
 _PR_SET_PDEATHSIG = 1
+_T = TypeVar("_T")
 
 
 class NemesisSchedule(Protocol):
@@ -197,7 +198,7 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
                 progress.phase("checking")
                 outcome.valid, outcome.white_box = live.verdict()
                 progress.phase("report")
-                outcome.report = _report(run_dir)
+                outcome.report = live.report()
         progress.phase("done")
     return outcome
 
@@ -302,7 +303,7 @@ def _observing(spec: TestSpec, cluster: Cluster, path: Path, history: HistoryWri
 
 
 class _LiveCheck:
-    """The run's check, done while the run goes on.
+    """The run's check and report, done while the run goes on.
 
     A child process (:func:`_check_following`), at the lowest CPU priority so that the
     test keeps the machine, reads the history as the run writes it, so that after the
@@ -310,8 +311,10 @@ class _LiveCheck:
     is :func:`~faultline.checkers.cli.check_run` itself, the history followed until
     :meth:`verdict` says it is closed: the same check as ``faultline check`` of the run
     directory afterwards, which reads the same bytes and the same broker state (the
-    run writes that before it closes the history). Should the child fail, the run is
-    checked the ordinary way, after it. Leaving the block stops the child.
+    run writes that before it closes the history). Then it builds the report
+    (:func:`_report`, :meth:`report`), whose code it imported while the run went on.
+    Should the child fail, the run is checked, or reported, the ordinary way, after it.
+    Leaving the block stops the child.
     """
 
     def __init__(self, run_dir: Path) -> None:
@@ -327,13 +330,22 @@ class _LiveCheck:
     def verdict(self) -> tuple[Verdict, str | None]:
         """The verdict and white-box line (:func:`_check`), once the history is closed."""
         self._closed.set()
+        return self._from_child("checking", lambda: _check(self.run_dir))
+
+    def report(self) -> Path | None:
+        """The report's path, or None when it could not be built (:func:`_report`); after
+        :meth:`verdict`."""
+        return self._from_child("reporting", lambda: _report(self.run_dir))
+
+    def _from_child(self, what: str, otherwise: Callable[[], _T]) -> _T:
+        """What the child sends next; should it end without, ``otherwise()``, here."""
         try:
             return self._verdicts.recv()  # type: ignore[no-any-return]
-        except EOFError:  # the child ended without one
+        except EOFError:
             self._child.join()
-            _log.warning("checking while the run went on failed (exit code %s); checking now",
-                         self._child.exitcode)
-            return _check(run_dir=self.run_dir)
+            _log.warning("%s while the run went on failed (exit code %s); %s now", what,
+                         self._child.exitcode, what)
+            return otherwise()
 
     def __enter__(self) -> Self:
         return self
@@ -347,11 +359,13 @@ class _LiveCheck:
 
 def _check_following(run_dir: Path, parent: int, closed: Any, verdicts: Any) -> None:
     """The child of :class:`_LiveCheck` (``parent``: the run's pid): check the run as its
-    history grows, send the verdict; what it logs goes to the run's ``faultline.log``, as
-    the parent's does. Ctrl-C is the parent's to handle: it ends the child. Should the
-    parent die without (SIGKILL), the kernel kills the child with it (``PR_SET_PDEATHSIG``:
-    a child at the lowest priority on a busy machine would take long to notice), and no
-    verdict is written."""
+    history grows, send the verdict, then build the report and send its path (the
+    report's code, which takes most of a second to import, imported first, while the
+    run goes on); what it logs goes to the run's ``faultline.log``, as the parent's does.
+    Ctrl-C is the parent's to handle: it ends the child. Should the parent die without
+    (SIGKILL), the kernel kills the child with it (``PR_SET_PDEATHSIG``: a child at the
+    lowest priority on a busy machine would take long to notice), and no verdict is
+    written."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
@@ -359,8 +373,11 @@ def _check_following(run_dir: Path, parent: int, closed: Any, verdicts: Any) -> 
         return  # the run died before the line above: nothing to check
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(19)
+    import faultline.report.page  # noqa: F401 - not after the run, when it is waited for
+
     with _client_log(run_dir / "faultline.log"):
         verdicts.send(_check(run_dir, follow=closed.is_set))
+        verdicts.send(_report(run_dir))
 
 
 def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Verdict, str | None]:

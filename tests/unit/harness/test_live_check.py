@@ -82,3 +82,31 @@ def test_what_the_checking_child_logs_goes_to_the_runs_log(tmp_path: Path) -> No
     assert "has no open invoke" in (tmp_path / "faultline.log").read_text()
     assert "has no open invoke" not in done.stderr, "the terminal belongs to the progress line"
     assert orjson.loads((tmp_path / "results.json").read_bytes())["valid"] == "unknown"
+
+
+#: A run checked and reported by the live check; prints the verdict, the report's path
+#: and whether the run itself imported the report's code.
+REPORTED = """
+import sys
+from pathlib import Path
+from faultline.history import HistoryWriter
+from faultline.run.runner import _LiveCheck
+run_dir = Path(sys.argv[1])
+history = HistoryWriter(run_dir / "history.jsonl.zst")
+with _LiveCheck(run_dir) as live:
+    history.append(0, "invoke", "send", {"topic": "fl-queue", "partition": 0, "value": 7})
+    history.append(0, "ok", "send", {"topic": "fl-queue", "partition": 0, "value": 7, "offset": 0})
+    history.close()
+    print(live.verdict()[0], live.report(), "faultline.report.page" in sys.modules)
+"""
+
+
+def test_the_checking_child_builds_the_report(tmp_path: Path) -> None:
+    """The run waits for the report after its main phase; the child, which imported the
+    report's code while the run went on, builds it, and the run never imports it."""
+    (tmp_path / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
+    done = subprocess.run([sys.executable, "-c", REPORTED, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["unknown", str(tmp_path / "report.html"), "False"]
+    assert "fl-queue" in (tmp_path / "report.html").read_text()
+    assert orjson.loads((tmp_path / "results.json").read_bytes())["valid"] == "unknown"
