@@ -9,6 +9,10 @@ raw one beside it) and reported as the median over rounds with its range, since 
 cluster's own rate drifts between rounds by more than journaling costs. Target:
 journaled >= 80% of raw.
 
+First, without a cluster: the CPU time ``append_many`` costs the thread that calls it,
+per op (a client's own thread: what journaling takes from the workload's interpreter,
+whatever the machine's noise; the frame writer's work is not in it).
+
 Memory: the resident set size of this process and of its frame writer (the child
 that compresses the history) is sampled every second while journaling; a
 ``--memory-s`` run journals for that long and compares the first and last quarter,
@@ -32,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faultline.history import HistoryWriter, history_lines
+from faultline.history import HistoryWriter, PendingOp, history_lines
 from faultline.rundir import HISTORY_FILE, PLAIN_HISTORY_FILE
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec, WorkloadSpec
 from faultline.workloads.clients import Values
@@ -49,6 +53,22 @@ def rss_mb(history: HistoryWriter | None) -> float:
             if line.startswith("VmRSS:"):
                 total += int(line.split()[1]) / 1024
     return total
+
+
+def append_cost_ns(batches: int = 4000, per_batch: int = 50) -> float:
+    """CPU ns per op that ``append_many`` costs its calling thread, journaling send
+    completions in batches as a producer does."""
+    batch: list[PendingOp] = [(0, "ok", "send", {"topic": "fl-queue", "partition": i % 3,
+                                                  "value": i, "offset": i}, None)
+                              for i in range(per_batch)]
+    with tempfile.TemporaryDirectory(prefix="fl-bench-") as tmp:
+        history = HistoryWriter(Path(tmp) / HISTORY_FILE)
+        t = time.thread_time_ns()
+        for _ in range(batches):
+            history.append_many(batch)
+        cost = (time.thread_time_ns() - t) / (batches * per_batch)
+        history.close()
+    return cost
 
 
 @dataclass
@@ -148,6 +168,7 @@ def main() -> int:
                         replication_factor=rf, min_insync_replicas=min(2, rf)),
         workload=WorkloadSpec(producers=args.producers, consumers=0, rate=0.0),
     )
+    print(f"append_many in the calling thread: {append_cost_ns():.0f} ns CPU per op", flush=True)
     p = spec.producer
     print(f"config: {args.nodes} node(s), {args.partitions} partitions, rf {rf}, "
           f"acks={p.acks}, idempotence={p.enable_idempotence}, max.in.flight={p.max_in_flight}, "
