@@ -175,7 +175,7 @@ class HistoryWriter:
             self._next = first + len(ops)
         self._emit(batch)
 
-    def _write(self, first: int, t: int, ops: Sequence[PendingOp]) -> bytes | None:
+    def _write(self, first: int, t: int, ops: Sequence[PendingOp]) -> list[bytes] | None:
         """Hand ``ops`` to the OS, or to the pending batch when compressing; under the
         lock. Returns a full batch, taken, for :meth:`_emit` after the lock."""
         if self._shut:
@@ -185,30 +185,30 @@ class HistoryWriter:
             return None
         data = orjson.dumps(ops)  # the ops' JSON, checked here: a bad value raises now
         self._pending += (_CHUNK.pack(first, t, len(data)), data)
-        self._pending_bytes += len(data)
+        self._pending_bytes += _CHUNK.size + len(data)
         return self._take() if self._pending_bytes >= FRAME_BYTES else None
 
-    def _take(self) -> bytes | None:
-        """The pending chunks as one message, now off the list, with ``_io`` acquired
-        for :meth:`_emit`; None if nothing is pending. Under the lock."""
+    def _take(self) -> list[bytes] | None:
+        """The pending chunks behind their message's length, now off the list, with
+        ``_io`` acquired for :meth:`_emit`; None if nothing is pending. Under the lock,
+        so it only swaps the list: :meth:`_emit` joins it."""
         if not self._pending:
             return None
-        body = b"".join(self._pending)
-        self._pending.clear()
+        message = [_MESSAGE.pack(self._pending_bytes), *self._pending]
+        self._pending = []
         self._pending_bytes = 0
         self._io.acquire()
-        return _MESSAGE.pack(len(body)) + body
+        return message
 
-    def _emit(self, message: bytes | None) -> None:
+    def _emit(self, message: list[bytes] | None) -> None:
         """Send a message :meth:`_take` gave to the frame writer, outside the lock;
         releases ``_io``. A frame writer that died is reported by :meth:`close`."""
         if message is None:
             return
         assert self._writer is not None and self._writer.stdin is not None
         try:
-            _write_all(self._writer.stdin, message)
-        except BrokenPipeError:
-            pass
+            with contextlib.suppress(BrokenPipeError):
+                _write_all(self._writer.stdin, b"".join(message))
         finally:
             self._io.release()
 
@@ -227,14 +227,13 @@ class HistoryWriter:
                 return
             self._shut = True
             batch = self._take()
+        if self._file is not None:  # plain: every line is written already
+            self._file.close()
+            return
         self._emit(batch)
-        with self._io:  # every batch taken before is sent
-            if self._file is not None:
-                self._file.close()
-                return
         writer = self._writer
         assert writer is not None and writer.stdin is not None and writer.stderr is not None
-        with contextlib.suppress(BrokenPipeError):
+        with self._io, contextlib.suppress(BrokenPipeError):  # after every batch taken before
             writer.stdin.close()
         why = writer.stderr.read().decode(errors="replace").strip()
         writer.stderr.close()

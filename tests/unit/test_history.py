@@ -30,6 +30,7 @@ from faultline.history import (
     iter_rows,
     read_history,
 )
+from tests.processes import alive
 
 
 def line(i: int, p: Any = 0, typ: str = "invoke", f: str = "send", value: Any = None,
@@ -312,15 +313,6 @@ finally:
 """
 
 
-def gone(pid: int) -> bool:
-    """The process ``pid`` has ended (and, being nobody's child here, left no zombie)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 def run_killed_writer(path: Path, sig: signal.Signals, *, group: bool = False) -> int:
     """Run _KILLED_WRITER until ``sig`` ends it (sent by itself or, with ``group``, to its
     process group, as a terminal's Ctrl-C is); wait for its frame writer; return how it
@@ -335,7 +327,7 @@ def run_killed_writer(path: Path, sig: signal.Signals, *, group: bool = False) -
         time.sleep(0.1)  # the last append made, not yet flushed
         os.killpg(proc.pid, sig)
     code = proc.wait(30)
-    assert wait_until(lambda: gone(writer), time.monotonic() + 30), "the frame writer ends"
+    assert wait_until(lambda: not alive(writer), time.monotonic() + 30), "the frame writer ends"
     return code
 
 

@@ -4,7 +4,6 @@ its child process never outlives the run, whether the run ends by Ctrl-C or is k
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import orjson
 import pytest
 
 from faultline.spec import TestSpec
+from tests.processes import alive
 
 #: A run that has begun: test.json, a history being written, the live check started.
 RUN = """
@@ -29,15 +29,6 @@ with _LiveCheck(run_dir) as live:
     print(live._child.pid, flush=True)
     time.sleep(60)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is gone for our purpose: it only waits to be reaped
-    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
