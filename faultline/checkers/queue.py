@@ -8,6 +8,8 @@ It streams the history once; memory grows with the number of distinct values and
 offsets (int64 columns, see :mod:`faultline.checkers.columns`), not with the number
 of lines. Its size is the hot loop's (:meth:`Engine.feed`), which
 inlines the common ops on purpose; it is one module so that one pass decides everything.
+The decisions (:meth:`Engine.finish`) find with numpy, over the columns and the offset
+maps, the few sends and offsets that need one, and visit only those, in order.
 
 Anomalies (docs/design.md), with the choices made where the table leaves room:
 
@@ -56,7 +58,7 @@ import numpy as np
 
 from faultline.checkers import examples, explain, provenance
 from faultline.checkers.client_log import ClientLines
-from faultline.checkers.columns import NONE, OffsetMap, Part, aligned, nones
+from faultline.checkers.columns import NONE, OffsetMap, Part, disagreements, nones
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
@@ -71,6 +73,8 @@ from faultline.spec import TestSpec
 OPEN = 0
 #: The columns grow by this many slots at least (and by an eighth of what they hold).
 GROW = 1 << 16
+#: The sends :meth:`Engine._reorders` sorts at a time (its memory: ~150 B each).
+REORDER_BLOCK = 1 << 16
 _STATUS = {"ok": OK, "fail": FAIL, "info": INFO}
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
 
@@ -392,15 +396,11 @@ class Engine:
         codes = np.full(len(self.c_val), -1, dtype=np.int32)
         for s, e in self.errors.items():
             codes[s] = errors.setdefault(e, len(errors))
-        def view(col: array[int], dtype: type[np.generic] = np.int64) -> Any:
-            # the columns themselves, not copies: the engine is done with them, and
-            # while a view exists they cannot grow
-            return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
-
         sends = SendTable(
-            [(p.topic, p.partition) for p in self.parts], view(self.c_val), view(self.c_tp, np.int32),
-            view(self.c_proc), view(self.c_inv), view(self.c_done), view(self.c_status, np.int8),
-            view(self.c_ack), codes, list(errors))
+            [(p.topic, p.partition) for p in self.parts], _view(self.c_val),
+            _view(self.c_tp, np.int32), _view(self.c_proc), _view(self.c_inv),
+            _view(self.c_done), _view(self.c_status, np.int8), _view(self.c_ack), codes,
+            list(errors))
         m = self.measures
         return HistoryTable(sends, self.other_errors, self.ops, self.end_time, m.first_send,
                             max(m.last_send, self.c_inv[-1]) if self.c_inv else m.last_send,
@@ -519,44 +519,46 @@ class Engine:
 
     def _values(self, c: Collected) -> None:
         """Per-value decisions: lost, aborted, indeterminate, ack/drain disagreement,
-        nonmonotonic-send, duplicate."""
+        nonmonotonic-send, duplicate.
+
+        The columns say at once (numpy) which few slots need a decision; only those are
+        visited, in slot order, so anomalies are counted in the order the slots came.
+        """
         parts = self.parts
-        highest: dict[tuple[int, int], tuple[int, int]] = {}  # (proc, part) -> (stored, slot)
-        rows = zip(self.c_tp, self.c_status, self.c_ack, self.c_drain, self.c_read_t,
-                   self.c_proc, strict=True)
-        for s, (tp, status, ack, drained, read_t, proc) in enumerate(rows):
-            if status == OK:
-                part = parts[tp]
-                if part.complete:
-                    if drained == NONE:
-                        lso = part.lso or 0
-                        if (ack != NONE and ack < lso) or (ack == NONE and lso > 0):
-                            c.below_log_start += 1
-                        elif part.short is not None and (ack == NONE or ack >= part.hw):
-                            c.set_aside("lost-write", tp)
-                        else:
-                            c.add("lost-write", tp, partial(examples.lost, self, c, s))
-                    elif (ack != NONE and ack != drained and ack not in self.dups.get(s, ())
-                          and part.drains.get(ack) == NONE):
-                        c.iso_ack_offset.append(s)
-                if drained != NONE:  # where it is stored (a lost value is no reordering)
-                    key = (proc, tp)
-                    prev = highest.get(key)
-                    if prev is None or drained > prev[0]:
-                        highest[key] = (drained, s)
-                    elif drained < prev[0]:
-                        copies = self.copies(tp, (prev[0], drained))
-                        cause = provenance.reorder_cause(*copies)
-                        c.add("nonmonotonic-send", tp,
-                              partial(examples.reorder, self, c, prev, s, copies, cause),
-                              cause=cause)
-            elif status == FAIL:
-                if read_t != NONE:
-                    c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
-            elif read_t != NONE:
-                c.indeterminate_read += 1
-            else:
-                c.indeterminate += 1
+        status, tps = _view(self.c_status, np.int8), _view(self.c_tp, np.int32)
+        ack, drained, read_t = _view(self.c_ack), _view(self.c_drain), _view(self.c_read_t)
+        complete = np.array([p.complete for p in parts], dtype=bool)[tps]
+        ok, read = status == OK, read_t != NONE
+        unsettled = (status != OK) & (status != FAIL)
+        c.indeterminate_read += int(np.count_nonzero(unsettled & read))
+        c.indeterminate += int(np.count_nonzero(unsettled & ~read))
+        held = drained != NONE
+        visit = ok & complete & (~held | ((ack != NONE) & (ack != drained)))
+        visit |= (status == FAIL) & read
+        reorders = self._reorders(ok & held)
+        for s in sorted({*np.flatnonzero(visit).tolist(), *reorders}):
+            tp, stored = self.c_tp[s], self.c_drain[s]
+            if status[s] == OK and complete[s]:
+                part, ack_at = parts[tp], self.c_ack[s]
+                if stored == NONE:
+                    lso = part.lso or 0
+                    if (ack_at != NONE and ack_at < lso) or (ack_at == NONE and lso > 0):
+                        c.below_log_start += 1
+                    elif part.short is not None and (ack_at == NONE or ack_at >= part.hw):  # type: ignore[operator]
+                        c.set_aside("lost-write", tp)
+                    else:
+                        c.add("lost-write", tp, partial(examples.lost, self, c, s))
+                elif (ack_at != NONE and ack_at != stored and ack_at not in self.dups.get(s, ())
+                      and part.drains.get(ack_at) == NONE):
+                    c.iso_ack_offset.append(s)
+            elif status[s] == FAIL and read[s]:
+                c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
+            prev = reorders.get(s)
+            if prev is not None:  # where it is stored (a lost value is no reordering)
+                copies = self.copies(tp, (prev[0], stored))
+                cause = provenance.reorder_cause(*copies)
+                c.add("nonmonotonic-send", tp,
+                      partial(examples.reorder, self, c, prev, s, copies, cause), cause=cause)
         for s, offsets in sorted(self.dups.items()):
             tp = self.c_tp[s]
             at = sorted({self.c_drain[s], *offsets})
@@ -568,15 +570,55 @@ class Engine:
             c.add("unexpected-value", tp,
                   partial(examples.unexpected, self, c, tp, val, off, t, by, n))
 
+    def _reorders(self, held: Any) -> dict[int, tuple[int, int]]:
+        """The ``held`` sends (a mask of slots) stored below an earlier one of the same
+        process to the same partition, by drain offsets: slot -> (the highest offset an
+        earlier one of theirs is stored at, the first slot stored there).
+
+        Slots are taken a block at a time and sorted by (process, partition, slot); each
+        group's running maximum is then one ``np.maximum.accumulate`` over all groups at
+        once, on keys that rank the groups apart. Each group's highest so far is carried
+        into the next block as its first row: memory stays a block's, not the run's.
+        """
+        procs, tps, drained = _view(self.c_proc), _view(self.c_tp, np.int32), _view(self.c_drain)
+        out: dict[int, tuple[int, int]] = {}
+        # the groups' highest so far: process, partition, offset, slot (slot -1 sorts first)
+        carried = [np.zeros(0, np.int64)] * 4
+        for lo in range(0, len(held), REORDER_BLOCK):
+            at = lo + np.flatnonzero(held[lo:lo + REORDER_BLOCK])
+            if not at.size:
+                continue
+            p, t, d, slot = (np.concatenate((c, x)) for c, x in zip(
+                carried, (procs[at], tps[at], drained[at], at), strict=True))
+            first_row = np.concatenate((np.full(len(carried[0]), -1), at))
+            order = np.lexsort((first_row, t, p))
+            p, t, d, slot = p[order], t[order], d[order], slot[order]
+            starts = np.ones(len(p), dtype=bool)
+            starts[1:] = (p[1:] != p[:-1]) | (t[1:] != t[:-1])
+            ranked, rank = np.unique(d, return_inverse=True)
+            key = (np.cumsum(starts) - 1) * len(ranked) + rank.reshape(-1)
+            top = np.maximum.accumulate(key)  # within each group: the groups are ranked apart
+            rise = starts.copy()
+            rise[1:] |= key[1:] > top[:-1]
+            first = np.maximum.accumulate(np.where(rise, np.arange(len(key)), 0))
+            below = np.flatnonzero(~starts[1:] & (key[1:] < top[:-1]))
+            highest = ranked[top % len(ranked)]
+            for k, was, there in zip((slot[below + 1]).tolist(), highest[below].tolist(),
+                                     slot[first[below]].tolist(), strict=True):
+                out[k] = (was, there)
+            ends = np.append(np.flatnonzero(starts[1:]), len(p) - 1)
+            carried = [p[ends], t[ends], highest[ends], slot[first[ends]]]
+        return out
+
     def _offsets(self, c: Collected) -> None:
         """Per-offset decisions: inconsistent-offsets and phantom-read."""
+        conflicted: dict[int, set[int]] = {}
+        for tp, off in self.conflicts:
+            conflicted.setdefault(tp, set()).add(off)
         for tp, part in enumerate(self.parts):
             lso = part.lso or 0
-            for off, (a, p, dv) in aligned(part.acks, part.polls, part.drains):
-                # The common case, cheaply: everything that is there agrees.
-                if ((a == dv and p in (dv, NONE)) or (a == NONE and p == dv)) and (
-                        (tp, off) not in self.conflicts):
-                    continue
+            for off, (a, p, dv) in disagreements(part.acks, part.polls, part.drains,
+                                                 conflicted.get(tp, set())):
                 values = {x for x in (a, p, dv) if x != NONE}
                 extra = self.conflicts.get((tp, off), {})
                 values.update(extra)
@@ -644,6 +686,12 @@ class Engine:
 
     def where(self, tp: int) -> dict[str, Any]:
         return {"topic": self.parts[tp].topic, "partition": self.parts[tp].partition}
+
+
+def _view(col: array[int], dtype: type[np.generic] = np.int64) -> Any:
+    """A column as a numpy array: the column itself, not a copy, so only once the feed is
+    done (while a view exists, the column cannot grow)."""
+    return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
 
 
 def _line(d: Any) -> int | None:

@@ -50,14 +50,15 @@ never a pass.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
+from itertools import zip_longest
 from sys import intern
 from typing import Any
 
 from faultline.checkers import examples, explain, provenance
 from faultline.checkers.client_log import ClientLines
-from faultline.checkers.columns import NONE, Part, aligned
+from faultline.checkers.columns import NONE, OffsetMap, Part
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
@@ -571,3 +572,18 @@ def value_problem(d: Any) -> str | None:
                 for r in records):
             return "a drain ok's value needs 'records': [[offset, value], ...]"
     return None
+
+
+def aligned(*maps: OffsetMap) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """(offset, (value in each map)) for every offset below the longest array, then
+    every offset only a dict holds; ascending (faultline/checkers/columns.py at 564f4b9)."""
+    end = max(len(m.arr) for m in maps)
+    rows = enumerate(zip_longest(*(m.arr for m in maps), fillvalue=NONE))
+    patch = {o for m in maps for o in m.extra if 0 <= o < end}
+    if patch:  # an offset in one map's dict but inside another's array: look it up
+        for o, row in rows:
+            yield (o, tuple(m.get(o) for m in maps)) if o in patch else (o, row)
+    else:
+        yield from rows
+    for o in sorted({o for m in maps for o in m.extra if not 0 <= o < end}):
+        yield o, tuple(m.get(o) for m in maps)

@@ -2,19 +2,21 @@
 as a reference until the new one is proven: identical results.json objects, examples
 and stories included, on the stored real run and on generated histories, correct or
 mutated, with values the workload writes (0, 1, 2, ...) and values it never would
-(negative, far apart), which take the engine's other path, and columns that grow
-one slot at a time."""
+(negative, far apart), which take the engine's other path, offsets the offset maps'
+arrays cannot hold (negative, far out), columns that grow one slot at a time, and
+decisions taken a few sends and offsets at a time (so across many blocks)."""
 
 from __future__ import annotations
 
 import copy
+import random
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from faultline.checkers import queue
+from faultline.checkers import columns, queue
 from faultline.checkers.synthetic import Shape, generate
 from faultline.checkers.whitebox import BrokerFiles, partition_timeline
 from faultline.history import ReadResult, iter_rows
@@ -43,6 +45,37 @@ def test_the_stored_real_run_checks_the_same() -> None:
     assert new == old and new["stats"]["send"]["ok"] > 0
 
 
+def reoffset(rows: Rows, shift: int) -> None:
+    """Add ``shift`` to every offset: acks (those given), polls, drains, HW and log start.
+    Offsets past the arrays' reach (or negative) go to the maps' dicts."""
+    for r in rows:
+        v = r["value"]
+        if r["f"] == "send" and r["type"] == "ok" and v.get("offset", -1) >= 0:
+            v["offset"] += shift
+        elif r["f"] == "poll" and r["type"] == "ok":
+            v["records"] = [[t, p, o + shift, x] for t, p, o, x in v["records"]]
+        elif r["f"] == "drain" and r["type"] == "ok":
+            v["records"] = [[o + shift, x] for o, x in v["records"]]
+            for k in ("high_watermark", "log_start_offset"):
+                if isinstance(v.get(k), int):
+                    v[k] += shift
+
+
+def shuffle_drains(rows: Rows, seed: int) -> None:
+    """Shuffle the drained values among each partition's drained offsets: reorderings,
+    wrong acks and phantom reads by the hundred."""
+    by_part: dict[int, list[list[int]]] = {}
+    for r in rows:
+        if r["f"] == "drain" and r["type"] == "ok":
+            by_part.setdefault(r["value"]["partition"], []).extend(r["value"]["records"])
+    rng = random.Random(seed)
+    for records in by_part.values():
+        values = [x for _, x in records]
+        rng.shuffle(values)
+        for rec, x in zip(records, values, strict=True):
+            rec[1] = x
+
+
 def revalue(rows: Rows, shift: int, spread: int) -> None:
     """Give every value ``value * spread + shift``, in sends and reads alike."""
     def f(v: int) -> int:
@@ -62,20 +95,28 @@ def revalue(rows: Rows, shift: int, spread: int) -> None:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(shape=shapes, data=st.data(), acks=st.sampled_from(["all", "1", "0"]),
        shift=st.sampled_from([0, 0, -(10**6), 2**40]), spread=st.sampled_from([1, 1, 3, 2**21]),
+       offsets=st.sampled_from([0, 0, -50, 2**30]), shuffle=st.sampled_from([None, None, 1, 2]),
        mutations=st.lists(st.sampled_from(sorted(MUTATIONS)), max_size=3))
 def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, acks: str, shift: int,
-                                            spread: int, mutations: list[str]) -> None:
+                                            spread: int, offsets: int, shuffle: int | None,
+                                            mutations: list[str]) -> None:
     grow = data.draw(st.sampled_from([1, 7, queue.GROW]), "how the columns grow")
+    block = data.draw(st.sampled_from([1, 7, 1 << 20]), "how many sends and offsets decide at once")
     rows = copy.deepcopy(list(generate(shape)))
     for name in mutations:
         ix = Index(rows)
         if ix.polls:
             MUTATIONS[name][0](ix, data)
+    if shuffle is not None:
+        shuffle_drains(rows, shuffle)
     revalue(rows, shift, spread)
-    note(f"{shape}, acks={acks}, values * {spread} + {shift}, mutations {mutations}")
-    default, queue.GROW = queue.GROW, grow
+    reoffset(rows, offsets)
+    note(f"{shape}, acks={acks}, values * {spread} + {shift}, offsets + {offsets}, "
+         f"drains shuffled by seed {shuffle}, mutations {mutations}")
+    default = queue.GROW, queue.REORDER_BLOCK, columns.BLOCK
+    queue.GROW, queue.REORDER_BLOCK, columns.BLOCK = grow, block, block
     try:
         new, old = both(make_spec(acks=acks, partitions=shape.partitions), rows)
     finally:
-        queue.GROW = default
+        queue.GROW, queue.REORDER_BLOCK, columns.BLOCK = default
     assert new == old

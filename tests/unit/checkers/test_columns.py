@@ -1,0 +1,78 @@
+"""The offset maps and :func:`disagreements`, against their definitions written plainly:
+a dict per map, every offset visited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from faultline.checkers import columns
+from faultline.checkers.columns import NONE, OffsetMap, disagreements
+
+# Offsets near 0, near the arrays' reach (MAX_GROW is made small below), far out and
+# negative, so that a map holds some in its array and some in its dict, and an offset
+# one map keeps in its dict may lie inside another's array.
+offsets = st.one_of(st.integers(0, 40), st.integers(-5, -1), st.integers(60, 80),
+                    st.sampled_from([2**40, 2**40 + 1]))
+puts = st.lists(st.tuples(st.sampled_from([0, 1, 2]), offsets, st.integers(0, 3)), max_size=60)
+
+
+def agree(a: int, p: int, d: int) -> bool:
+    return (a == d and p in (d, NONE)) or (a == NONE and p == d)
+
+
+@settings(max_examples=300, deadline=None)
+@given(puts=puts, also=st.sets(offsets, max_size=4), block=st.sampled_from([1, 3, 1 << 20]))
+def test_disagreements_are_every_offset_where_the_maps_differ(
+        puts: list[tuple[int, int, int]], also: set[int], block: int) -> None:
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(columns, "MAX_GROW", 16)
+        m.setattr(columns, "BLOCK", block)
+        maps = [OffsetMap(), OffsetMap(), OffsetMap()]
+        plain: list[dict[int, int]] = [{}, {}, {}]
+        for which, off, value in puts:
+            before = plain[which].get(off, NONE)
+            if before == NONE:
+                plain[which][off] = value
+            assert maps[which].put(off, value) == before  # first value wins
+        got = list(disagreements(*maps, also))
+    rows = {o: tuple(p.get(o, NONE) for p in plain)
+            for o in set().union(*plain, also)}
+    want = {o: r for o, r in rows.items() if o in also or not agree(*r)}
+    assert dict(got) == want
+    assert len(got) == len(want)  # each once
+    # ascending, but offsets only a dict holds past the arrays' end come last
+    end = max(len(m.arr) for m in maps)
+    assert [o for o, _ in got] == (sorted(o for o in want if 0 <= o < end)
+                                   + sorted(o for o in want if not 0 <= o < end))
+
+
+@pytest.mark.parametrize("polled_first", [False, True])
+def test_an_offset_another_map_keeps_in_its_dict_is_compared_by_its_value(
+        polled_first: bool, monkeypatch: Any) -> None:
+    """A polled value at an offset inside the acks' and drains' arrays, but kept in the
+    polls' dict (past its own array's reach), is a disagreement."""
+    monkeypatch.setattr(columns, "MAX_GROW", 4)
+    acks, polls, drains = OffsetMap(), OffsetMap(), OffsetMap()
+    for o in range(2000):
+        acks.put(o, o)
+        drains.put(o, o)
+    if polled_first:
+        polls.put(0, 0)  # its array: the first 1024 offsets
+    polls.put(1500, 99)  # beyond its array's reach: its dict
+    assert 1500 in polls.extra
+    assert list(disagreements(acks, polls, drains, ())) == [(1500, (1500, 99, 1500))]
+
+
+def test_what_the_dict_held_moves_into_the_array_that_grows_over_it(monkeypatch: Any) -> None:
+    monkeypatch.setattr(columns, "MAX_GROW", 4)
+    m = OffsetMap()
+    m.put(0, 10)
+    m.put(1500, 7)  # past the array's reach: the dict
+    assert m.extra == {1500: 7}
+    for o in range(1, 1600):
+        m.put(o, 10 + o)
+    assert m.extra == {} and m.get(1500) == 7 and m.put(1500, 8) == 7
