@@ -10,6 +10,13 @@ it. ``faultline check``'s own function, ``check_run`` (which also writes the sen
 columns, ``history.sends.parquet``), then runs in a fresh child process, so its peak
 RSS is the checker's alone. Prints lines/s by wall clock and by CPU time (the machine
 may be shared), records/s, and peak RSS per distinct value.
+
+``--stages`` also prints, per history, what each stage of the check costs per line
+(CPU time, the better of two tries): each is timed as one more pass over the
+history, doing what the pass before did and one stage more (reading the lines, parsing them, the reader's shape
+checks, its pairing rules, the engine's feed, the decisions), so a stage's cost is
+its pass's less the one before; the rest (the sends' table, ``results.json``) is
+the whole check's less the last pass.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 
@@ -83,6 +92,46 @@ def child(run_dir: Path) -> None:
         "maxrss_mb": peak_rss_mb()}))
 
 
+def stages(run_dir: Path) -> None:
+    """Print what each stage of the check costs per line (see the module's docstring)."""
+    from faultline.checkers import queue
+    from faultline.history import history_lines, iter_rows
+
+    spec = TestSpec.load(run_dir / "test.json")
+
+    def feed(validate: bool = True) -> queue.Engine:
+        engine = queue.Engine(spec, "history")
+        engine.feed(iter_rows(run_dir, validate=validate))
+        return engine
+
+    passes: list[tuple[str, Callable[[], object]]] = [
+        ("reading the lines", lambda: deque(history_lines(run_dir), 0)),
+        ("parsing them (orjson)", lambda: deque(map(orjson.loads, history_lines(run_dir)), 0)),
+        ("the reader's shape checks", lambda: deque(iter_rows(run_dir, validate=False), 0)),
+        ("its pairing rules", lambda: deque(iter_rows(run_dir), 0)),
+        ("the engine's feed", feed),
+        ("the decisions", lambda: feed().finish(False, None, queue.BrokerState())),
+    ]
+    from faultline.checkers.cli import check_run
+
+    passes.append(("the table and results.json", lambda: check_run(run_dir)))
+    lines = sum(1 for _ in history_lines(run_dir))
+    check_run(run_dir)  # what it imports on first use (pyarrow's Parquet writer)
+    before = 0.0
+    for name, work in passes:
+        cpu = min(_cpu(work) for _ in range(2))
+        print(f"  {name:<28} {(cpu - before) / lines * 1e6:6.2f} us/line", flush=True)
+        before = cpu
+    print(f"  {'the whole check':<28} {before / lines * 1e6:6.2f} us/line")
+
+
+def _cpu(work: Callable[[], object]) -> float:
+    """The CPU time ``work()`` takes."""
+    cpu = time.process_time()
+    work()
+    return time.process_time() - cpu
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, action="append",
@@ -90,7 +139,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--compressed", action="store_true",
                     help=f"write {HISTORY_FILE} as a run does (default: {PLAIN_HISTORY_FILE})")
+    ap.add_argument("--stages", action="store_true",
+                    help="also print each stage's cost per line (more passes: slower)")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--stages-of", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.baseline:
@@ -100,6 +152,9 @@ def main() -> None:
         return
     if args.child:
         child(args.child)
+        return
+    if args.stages_of:
+        stages(args.stages_of)
         return
     baseline = subprocess.run([sys.executable, __file__, "--baseline"], check=True,
                               capture_output=True, text=True)
@@ -122,6 +177,8 @@ def main() -> None:
                   f"{n / r['wall_s']:>13,.0f} {n / r['cpu_s']:>12,.0f} "
                   f"{r['records'] / r['cpu_s']:>13,.0f} {r['maxrss_mb']:>11,.0f} "
                   f"{per_value:>8,.0f}   (generated in {gen_s:.0f}s)", flush=True)
+            if args.stages:
+                subprocess.run([sys.executable, __file__, "--stages-of", str(run_dir)], check=True)
 
 
 if __name__ == "__main__":
