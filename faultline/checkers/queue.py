@@ -301,21 +301,29 @@ class Engine:
                     tp = -1
                     arr = c_read_t  # rebound per partition below; any int64 array will do
                     part = None
+                    # per run of one partition's records: its last offset and count, kept
+                    # in locals and stored when the run ends
+                    last: int | None = None
+                    run = 0
                     for topic, partition, off, val in d["value"]["records"]:
                         if topic != key[0] or partition != key[1]:  # records come in runs
+                            if part is not None:
+                                last_of[tp] = last  # type: ignore[assignment]
+                                part.polled += run
                             key = (topic, partition)
                             tp = tp_ids.get(key, -1)
                             if tp < 0:
                                 tp = part_id(topic, partition)
                             part = parts[tp]
                             arr = part.polls.arr
+                            last = last_of.get(tp)
+                            run = 0
                         if off.__class__ is not int or val.__class__ is not int:
                             raise TypeError("record")
-                        last = last_of.get(tp)
                         if last is not None and off != last + 1:
                             (backwards if off <= last else gaps).append((tp, p, last, off, t))
-                        last_of[tp] = off
-                        part.polled += 1  # type: ignore[union-attr]
+                        last = off
+                        run += 1
                         if 0 <= off < len(arr):  # OffsetMap.put, inline
                             cur = arr[off]
                             if cur == NONE:
@@ -332,6 +340,9 @@ class Engine:
                             c_read_t[s] = t
                             c_read_off[s] = off
                             c_read_by[s] = p
+                    if part is not None:
+                        last_of[tp] = last  # type: ignore[assignment]
+                        part.polled += run
                 elif f == "drain":
                     if typ != "invoke":
                         self.drains[_STATUS[typ] - 1] += 1
@@ -419,35 +430,42 @@ class Engine:
         tp = self.part_id(v["topic"], v["partition"])
         part = self.parts[tp]
         vslot, c_tp, c_drain = self.vslot, self.c_tp, self.c_drain
+        c_read_t, c_read_off, c_read_by = self.c_read_t, self.c_read_off, self.c_read_by
         slots, held = vslot.arr, part.drains.arr
-        for off, val in v["records"]:
-            if off.__class__ is not int or val.__class__ is not int:
-                raise TypeError("record")
-            if 0 <= off < len(held):  # OffsetMap.put, inline
-                cur = held[off]
+        n_slots, n_held = len(slots), len(held)
+        drained = 0
+        try:
+            for off, val in v["records"]:
+                if off.__class__ is not int or val.__class__ is not int:
+                    raise TypeError("record")
+                if 0 <= off < n_held:  # OffsetMap.put, inline
+                    cur = held[off]
+                    if cur == NONE:
+                        held[off] = val
+                else:
+                    cur = part.drains.put(off, val)
+                    held = part.drains.arr
+                    n_held = len(held)
                 if cur == NONE:
-                    held[off] = val
-            else:
-                cur = part.drains.put(off, val)
-                held = part.drains.arr
-            if cur == NONE:
-                part.drained += 1
-            elif cur != val:
-                self._conflict(tp, off, cur, val, ("drain", t, None))
-                continue
-            s = slots[val] if 0 <= val < len(slots) else vslot.get(val)
-            if s == NONE or c_tp[s] != tp:
-                self._odd_read(tp, val, off, t, -1)
-                continue
-            if self.c_read_t[s] == NONE:
-                self.c_read_t[s] = t
-                self.c_read_off[s] = off
-                self.c_read_by[s] = -1
-            first = c_drain[s]
-            if first == NONE:
-                c_drain[s] = off
-            elif first != off:
-                self.dups.setdefault(s, set()).add(off)
+                    drained += 1
+                elif cur != val:
+                    self._conflict(tp, off, cur, val, ("drain", t, None))
+                    continue
+                s = slots[val] if 0 <= val < n_slots else vslot.get(val)
+                if s == NONE or c_tp[s] != tp:
+                    self._odd_read(tp, val, off, t, -1)
+                    continue
+                if c_read_t[s] == NONE:
+                    c_read_t[s] = t
+                    c_read_off[s] = off
+                    c_read_by[s] = -1
+                first = c_drain[s]
+                if first == NONE:
+                    c_drain[s] = off
+                elif first != off:
+                    self.dups.setdefault(s, set()).add(off)
+        finally:
+            part.drained += drained
         if v.get("last") is True:
             part.complete = True
             part.drain_time = t
