@@ -12,11 +12,11 @@ RSS is the checker's alone. Prints lines/s by wall clock and by CPU time (the ma
 may be shared), records/s, and peak RSS per distinct value.
 
 ``--stages`` also prints, per history, what each stage of the check costs per line
-(CPU time, the better of two tries): each is timed as one more pass over the
-history, doing what the pass before did and one stage more (reading the lines, parsing them, the reader's shape
-checks, its pairing rules, the engine's feed, the decisions), so a stage's cost is
-its pass's less the one before; the rest (the sends' table, ``results.json``) is
-the whole check's less the last pass.
+(CPU time, the better of two tries). Each stage is timed as one more pass over the
+history, doing what the pass before did and one stage more: reading the lines,
+parsing them, the reader's shape checks, its pairing rules, the engine's feed, the
+decisions. A stage's cost is its pass's less the one before; the rest (the sends'
+table, ``results.json``) is the whole check's less the last pass.
 """
 
 from __future__ import annotations
