@@ -42,8 +42,7 @@ class Engine(Protocol):
     def c_drain(self) -> Sequence[int]: ...
     @property
     def c_read_t(self) -> Sequence[int]: ...
-    @property
-    def c_read_off(self) -> Sequence[int]: ...
+    def read_off(self, s: int) -> int: ...
     @property
     def c_read_by(self) -> Sequence[int]: ...
     @property
@@ -105,7 +104,7 @@ def aborted(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     f = e.send_facts(s)
     by = e.c_read_by[s]
     reader = "the drain" if by == -1 else f"consumer {by}"
-    off = e.c_read_off[s]
+    off = e.read_off(s)
     story = explain.aborted_read(f, e.c_read_t[s], off, reader)
     return {**e.where(e.c_tp[s]), "value": f.value, "offset": off,
             "time": e.c_read_t[s], "process": f.process, "error": f.error,
@@ -140,7 +139,7 @@ def unexpected(e: Engine, c: Collected, tp: int, val: int, off: int, t: int, by:
 def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, Any]:
     s = e.slot(val)
     t = by = None
-    if s is not None and e.c_read_off[s] == off and e.c_read_by[s] != -1:
+    if s is not None and e.read_off(s) == off and e.c_read_by[s] != -1:
         t, by = e.c_read_t[s], e.c_read_by[s]
     part = e.parts[tp]
     story = _with_replicas(e, tp, off, explain.phantom_read(
@@ -156,7 +155,7 @@ def sighting(e: Engine, tp: int, source: str, off: int, val: int) -> dict[str, A
     p: Any = None
     if source == "ack" and s is not None:
         t, p = e.c_done[s], e.c_proc[s]
-    elif source == "poll" and s is not None and e.c_read_off[s] == off:
+    elif source == "poll" and s is not None and e.read_off(s) == off:
         t, p = e.c_read_t[s], e.c_read_by[s]
         p = None if p == -1 else p
     elif source == "drain":

@@ -73,8 +73,9 @@ from faultline.spec import TestSpec
 OPEN = 0
 #: The columns grow by this many slots at least (and by an eighth of what they hold).
 GROW = 1 << 16
-#: The sends :meth:`Engine._reorders` sorts at a time (its memory: ~150 B each).
-REORDER_BLOCK = 1 << 16
+#: The sends taken at a time by :meth:`Engine._reorders` (its memory: ~150 B each) and
+#: :attr:`Engine.c_val`.
+BLOCK = 1 << 16
 _STATUS = {"ok": OK, "fail": FAIL, "info": INFO}
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
 
@@ -164,13 +165,14 @@ class Engine:
         for p in range(spec.topic.partitions):
             self.part_id(spec.topic.name, p)
         # Per-value columns, indexed by slot (slots in invoke order). While feeding they
-        # hold room past the last slot (empty cells, OPEN), so that an invoke stores four
-        # cells instead of appending eleven; :meth:`feed` cuts them to ``slots`` at its end.
+        # hold room past the last slot (empty cells, OPEN), so that an invoke stores three
+        # cells instead of appending nine; :meth:`feed` cuts them to ``slots`` at its end.
         self.slots = 0
         # value -> slot: an array indexed by value, as the workload's values are 0, 1, 2, ...
-        # (8 B a value, where a dict costs ~100); any other value goes to its dict.
+        # (8 B a value, where a dict costs ~100); any other value goes to its dict. Its
+        # inverse, slot -> value, is made from it when asked (:attr:`c_val`).
         self.vslot = OffsetMap()
-        self.c_val: array[int] = array("q")
+        self._c_val: array[int] | None = None
         self.c_tp: array[int] = array("i")  # a partition id: an index into ``parts``
         self.c_proc: array[int] = array("q")
         self.c_inv: array[int] = array("q")
@@ -179,8 +181,10 @@ class Engine:
         self.c_ack: array[int] = array("q")
         self.c_drain: array[int] = array("q")  # first drain offset
         self.c_read_t: array[int] = array("q")  # first read (poll or drain)
-        self.c_read_off: array[int] = array("q")
         self.c_read_by: array[int] = array("q")  # consumer process, or -1 for the drain
+        # slot -> the first read's offset, where the ack (a poll's) or the first drain
+        # offset (the drain's) does not say it: few, so no column (:meth:`read_off`)
+        self.read_offs: dict[int, int] = {}
         self.errors: dict[int, str] = {}  # slot -> error of a fail / info send
         self.consumers: dict[int, dict[int, int]] = {}  # process -> part -> last offset
         self.gaps: list[tuple[int, int, int, int, int]] = []  # part, process, prev, off, time
@@ -219,15 +223,16 @@ class Engine:
         d: dict[str, Any] = {}
         vslot, parts, tp_ids = self.vslot, self.parts, self.tp_ids
         slots, vput, vget = vslot.arr, vslot.put, vslot.get  # arr grows in place
-        c_val, c_tp, c_proc, c_inv = self.c_val, self.c_tp, self.c_proc, self.c_inv
+        c_tp, c_proc, c_inv = self.c_tp, self.c_proc, self.c_inv
         c_done, c_status, c_ack = self.c_done, self.c_status, self.c_ack
-        c_read_t, c_read_off, c_read_by = self.c_read_t, self.c_read_off, self.c_read_by
+        c_read_t, c_read_by, read_offs = self.c_read_t, self.c_read_by, self.read_offs
         consumers, measures, errors = self.consumers, self.measures, self.errors
         completed = measures.completed
         gaps, backwards = self.gaps, self.backwards
         part_id = self.part_id
         ops = 0
-        n, room = self.slots, len(c_val)
+        n, room = self.slots, len(c_inv)
+        self._c_val = None
         try:
             for d in rows:
                 ops += 1
@@ -248,7 +253,6 @@ class Engine:
                             self._bad_value(d, val)
                         if n == room:
                             room = self._grow()
-                        c_val[n] = val
                         c_tp[n] = tp
                         c_proc[n] = d["process"]
                         c_inv[n] = d["time"]
@@ -272,6 +276,8 @@ class Engine:
                             raise TypeError("offset")
                         if off >= 0:
                             c_ack[s] = off
+                            if read_offs and read_offs.get(s) == off and c_read_by[s] != -1:
+                                del read_offs[s]  # polled before its ack, where it says
                             part = parts[tp]
                             held = part.acks.arr
                             if off < len(held):  # OffsetMap.put, inline
@@ -338,8 +344,9 @@ class Engine:
                             self._odd_read(tp, val, off, t, p)
                         elif c_read_t[s] == NONE:
                             c_read_t[s] = t
-                            c_read_off[s] = off
                             c_read_by[s] = p
+                            if off != c_ack[s] or p == -1:
+                                read_offs[s] = off
                     if part is not None:
                         last_of[tp] = last  # type: ignore[assignment]
                         part.polled += run
@@ -372,8 +379,26 @@ class Engine:
             self._count_sends()
 
     def _columns(self) -> tuple[array[int], ...]:
-        return (self.c_val, self.c_tp, self.c_proc, self.c_inv, self.c_done, self.c_status,
-                self.c_ack, self.c_drain, self.c_read_t, self.c_read_off, self.c_read_by)
+        return (self.c_tp, self.c_proc, self.c_inv, self.c_done, self.c_status,
+                self.c_ack, self.c_drain, self.c_read_t, self.c_read_by)
+
+    @property
+    def c_val(self) -> array[int]:
+        """slot -> value, once the feed is done: the value index (:attr:`vslot`) inverted,
+        made on first use, a block of it at a time. The feed keeps no column of values
+        (8 B a send less while it runs)."""
+        if self._c_val is None:
+            self._c_val = col = nones(self.slots)
+            if self.slots:
+                out, arr = np.frombuffer(col, np.int64), self.vslot.arr
+                index = np.frombuffer(arr, np.int64) if len(arr) else np.zeros(0, np.int64)
+                for lo in range(0, len(index), BLOCK):
+                    slots = index[lo:lo + BLOCK]
+                    held = np.flatnonzero(slots != NONE)
+                    out[slots[held]] = lo + held
+                for value, s in self.vslot.extra.items():
+                    col[s] = value
+        return self._c_val
 
     def _count_sends(self) -> None:
         """Set each partition's :attr:`Part.sends` from the columns (counted once here, not
@@ -388,13 +413,13 @@ class Engine:
     def _grow(self) -> int:
         """Room for more slots in every column, empty (:data:`NONE`, OPEN); returns how many
         slots the columns hold now."""
-        more = max(GROW, len(self.c_val) // 8)
+        more = max(GROW, len(self.c_inv) // 8)
         for col in self._columns():
             if col is self.c_status or col is self.c_tp:
                 col.frombytes(bytes(more * col.itemsize))  # OPEN is 0; a part is always set
             else:
                 col.extend(nones(more))
-        return len(self.c_val)
+        return len(self.c_inv)
 
     def _client_error(self, d: dict[str, Any]) -> None:
         """A client op other than a send that did not end ok, for the report's errors."""
@@ -430,7 +455,7 @@ class Engine:
         tp = self.part_id(v["topic"], v["partition"])
         part = self.parts[tp]
         vslot, c_tp, c_drain = self.vslot, self.c_tp, self.c_drain
-        c_read_t, c_read_off, c_read_by = self.c_read_t, self.c_read_off, self.c_read_by
+        c_read_t, c_read_by = self.c_read_t, self.c_read_by
         slots, held = vslot.arr, part.drains.arr
         n_slots, n_held = len(slots), len(held)
         drained = 0
@@ -455,9 +480,8 @@ class Engine:
                 if s == NONE or c_tp[s] != tp:
                     self._odd_read(tp, val, off, t, -1)
                     continue
-                if c_read_t[s] == NONE:
+                if c_read_t[s] == NONE:  # then c_drain[s] is empty too: it becomes off
                     c_read_t[s] = t
-                    c_read_off[s] = off
                     c_read_by[s] = -1
                 first = c_drain[s]
                 if first == NONE:
@@ -522,6 +546,17 @@ class Engine:
                 if len(reps) < self.spec.topic.replication_factor:
                     continue  # a replica's log is missing: nothing is agreed
                 part.agreed = agreed_end(reps)
+
+    def read_off(self, s: int) -> int:
+        """The offset of the first read of the send in slot ``s`` (:data:`NONE` if none):
+        kept in :attr:`read_offs` unless a poll's is the ack's offset, or the drain's its
+        first drain offset."""
+        if self.c_read_t[s] == NONE:
+            return NONE
+        off = self.read_offs.get(s)
+        if off is not None:
+            return off
+        return self.c_drain[s] if self.c_read_by[s] == -1 else self.c_ack[s]
 
     def send_facts(self, s: int) -> explain.SendFacts:
         """What the history says about the send in slot ``s``."""
@@ -602,8 +637,8 @@ class Engine:
         out: dict[int, tuple[int, int]] = {}
         # the groups' highest so far: process, partition, offset, slot (slot -1 sorts first)
         carried = [np.zeros(0, np.int64)] * 4
-        for lo in range(0, len(held), REORDER_BLOCK):
-            at = lo + np.flatnonzero(held[lo:lo + REORDER_BLOCK])
+        for lo in range(0, len(held), BLOCK):
+            at = lo + np.flatnonzero(held[lo:lo + BLOCK])
             if not at.size:
                 continue
             p, t, d, slot = (np.concatenate((c, x)) for c, x in zip(

@@ -99,22 +99,36 @@ def _create(admin: AdminClient, new: NewTopic, timeout: float, attempts: int = 3
             time.sleep(0.5)
 
 
+#: How long a topic may stay unknown to the brokers asked before :func:`partition_states`
+#: gives up: a broker learns of a new topic from the metadata log a moment after the
+#: controller does, and later on a loaded machine (seen in CI: a topic whose creation
+#: one broker had confirmed was unknown to the next one asked).
+UNKNOWN_FOR_S = 5.0
+
+
 def partition_states(admin: AdminClient, topic: str) -> dict[int, PartitionState]:
-    """partition -> leader, ISR and replicas of ``topic``; ClusterError if unknown.
+    """partition -> leader, ISR and replicas of ``topic``; ClusterError if unknown for
+    :data:`UNKNOWN_FOR_S` or not described.
 
     Asks DescribeTopics first. librdkafka sends it only to the broker the last metadata
     named as controller, and waits for it; after a fault took that broker out this
     times out until the broker is fenced, so a Metadata request, answered by any
     broker and carrying the same leader and ISR, is the fallback.
     """
-    futures = admin.describe_topics(TopicCollection([topic]), request_timeout=5)
-    try:
-        desc = futures[topic].result(timeout=6)
-    except KafkaException as e:
+    deadline = time.monotonic() + UNKNOWN_FOR_S
+    while True:
+        futures = admin.describe_topics(TopicCollection([topic]), request_timeout=5)
         try:
-            return metadata_states(admin, topic, 5.0)
-        except (KafkaException, LookupError):
-            raise ClusterError(f"cannot describe {topic}: {e}") from None
+            desc = futures[topic].result(timeout=6)
+            break
+        except KafkaException as e:
+            try:
+                return metadata_states(admin, topic, 5.0)
+            except (KafkaException, LookupError):
+                unknown = e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+                if not unknown or time.monotonic() >= deadline:
+                    raise ClusterError(f"cannot describe {topic}: {e}") from None
+            time.sleep(0.2)
     out: dict[int, PartitionState] = {}
     for p in desc.partitions:
         leader = int(p.leader.id) if p.leader is not None and p.leader.id >= 0 else None

@@ -1,7 +1,8 @@
 """REFERENCE, for tests only: the queue checker's engine as it was before its value ->
 slot map became an array (faultline/checkers/queue.py at ea31ca4), kept unchanged but for
-:meth:`Engine.slot` so that the equivalence tests (test_queue_equivalence.py) can hold
-the current engine's results equal to it. Delete it once the new engine is proven.
+:meth:`Engine.slot` and :meth:`Engine.read_off` (what the examples now ask) so that
+the equivalence tests (test_queue_equivalence.py) can hold the current engine's
+results equal to it. Delete it once the new engine is proven.
 
 The queue checker: what was acknowledged against what was read, per topic-partition.
 
@@ -526,6 +527,9 @@ class Engine:
 
     def slot(self, value: int) -> int | None:
         return self.vslot.get(value)
+
+    def read_off(self, s: int) -> int:
+        return self.c_read_off[s]
 
     def where(self, tp: int) -> dict[str, Any]:
         return {"topic": self.parts[tp].topic, "partition": self.parts[tp].partition}

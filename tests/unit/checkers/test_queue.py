@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from faultline.checkers.queue import check
+from faultline.checkers.columns import NONE
+from faultline.checkers.queue import Engine, check
 from faultline.checkers.result import ANOMALIES, Result, merge_valid
 from faultline.errors import HistoryError
 from faultline.spec import TestSpec
@@ -446,3 +447,36 @@ def test_partitions_extra() -> None:
                  "sends": {"ok": 2, "fail": 0, "info": 0, "open": 0},
                  "replicas_agree_to": None, "faults": [], "anomaly_counts": {},
                  "violations": [], "permitted_reasons": {}}
+
+
+def test_the_values_column_follows_every_feed() -> None:
+    """slot -> value is made from the value index when asked, and made again after a
+    further feed (values the index keeps in its array and in its dict alike)."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, -5, offset=1)  # a negative value: the index's dict
+    engine = Engine(make_spec(), "history")
+    rows = [op.to_dict() for op in h.ops]
+    engine.feed(rows[:2])
+    assert list(engine.c_val) == [10]
+    engine.feed(rows[2:])
+    assert list(engine.c_val) == [10, -5]
+
+
+def test_a_first_read_keeps_its_offset_only_where_the_ack_or_drain_does_not_say_it() -> None:
+    h = H()
+    h.invoke(0, 10)
+    h.poll(5, [(0, 10)])  # read before its ack, at the offset the ack will give
+    h.done(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.poll(-1, [(1, 11)])  # a consumer whose process is -1, the drain's marker
+    h.send(0, 12, offset=2)
+    h.poll(5, [(3, 12)])  # read where the ack did not say
+    h.send(0, 13, offset=4)
+    h.send(0, 14, offset=6)  # never read
+    h.drain([(0, 10), (5, 11), (3, 12), (4, 13)])
+    engine = Engine(make_spec(), "history")
+    engine.feed(op.to_dict() for op in h.ops)
+    assert engine.read_offs == {1: 1, 2: 3}
+    assert [engine.read_off(s) for s in range(5)] == [0, 1, 3, 4, NONE]
+    assert [engine.c_read_by[s] for s in range(4)] == [5, -1, 5, -1]

@@ -113,10 +113,10 @@ def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, a
     reoffset(rows, offsets)
     note(f"{shape}, acks={acks}, values * {spread} + {shift}, offsets + {offsets}, "
          f"drains shuffled by seed {shuffle}, mutations {mutations}")
-    default = queue.GROW, queue.REORDER_BLOCK, columns.BLOCK
-    queue.GROW, queue.REORDER_BLOCK, columns.BLOCK = grow, block, block
+    default = queue.GROW, queue.BLOCK, columns.BLOCK
+    queue.GROW, queue.BLOCK, columns.BLOCK = grow, block, block
     try:
         new, old = both(make_spec(acks=acks, partitions=shape.partitions), rows)
     finally:
-        queue.GROW, queue.REORDER_BLOCK, columns.BLOCK = default
+        queue.GROW, queue.BLOCK, columns.BLOCK = default
     assert new == old

@@ -1,14 +1,17 @@
-"""Creating a topic again after a request that never got its answer, and only then."""
+"""Creating a topic again after a request that never got its answer, and only then;
+describing a topic again while the broker asked does not know it yet, and only then."""
 
 from __future__ import annotations
 
 from concurrent.futures import Future
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from faultline.cluster import kafka_client
+from faultline.cluster.protocol import PartitionState
 from faultline.errors import ClusterError
 from faultline.spec import TopicSpec
 
@@ -54,3 +57,48 @@ def test_it_gives_up_after_three_unanswered_requests() -> None:
     with pytest.raises(ClusterError, match="_TRANSPORT"):
         kafka_client.create_topic(admin, TopicSpec(), 5)  # type: ignore[arg-type]
     assert admin.calls == 3
+
+
+class Describer:
+    """describe_topics fails with the next of ``errors`` (None: describes one partition,
+    led by node 1 with nodes 1 and 2 in sync); list_topics lists no topic."""
+
+    def __init__(self, *errors: int | None) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def describe_topics(self, topics: Any, request_timeout: float) -> dict[str, Future[Any]]:
+        self.calls += 1
+        done: Future[Any] = Future()
+        code = self.errors.pop(0)
+        node1, node2 = SimpleNamespace(id=1), SimpleNamespace(id=2)
+        if code is None:
+            done.set_result(SimpleNamespace(partitions=[SimpleNamespace(
+                id=0, leader=node1, isr=[node2, node1], replicas=[node1, node2])]))
+        else:
+            done.set_exception(KafkaException(KafkaError(code)))
+        return {"fl-queue": done}
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        return SimpleNamespace(topics={}, brokers={})
+
+
+def test_a_topic_unknown_to_the_broker_asked_is_asked_again() -> None:
+    admin = Describer(KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.UNKNOWN_TOPIC_OR_PART, None)
+    states = kafka_client.partition_states(admin, "fl-queue")  # type: ignore[arg-type]
+    assert states == {0: PartitionState(1, (1, 2), (1, 2))} and admin.calls == 3
+
+
+def test_a_topic_unknown_for_longer_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kafka_client, "UNKNOWN_FOR_S", 0.0)
+    admin = Describer(KafkaError.UNKNOWN_TOPIC_OR_PART, None)
+    with pytest.raises(ClusterError, match="cannot describe fl-queue"):
+        kafka_client.partition_states(admin, "fl-queue")  # type: ignore[arg-type]
+    assert admin.calls == 1
+
+
+def test_another_describe_error_is_not_retried() -> None:
+    admin = Describer(KafkaError._TIMED_OUT, None)
+    with pytest.raises(ClusterError, match="_TIMED_OUT"):
+        kafka_client.partition_states(admin, "fl-queue")  # type: ignore[arg-type]
+    assert admin.calls == 1
