@@ -99,9 +99,9 @@ def stages(run_dir: Path) -> None:
 
     spec = TestSpec.load(run_dir / "test.json")
 
-    def feed(validate: bool = True) -> queue.Engine:
+    def feed() -> queue.Engine:
         engine = queue.Engine(spec, "history")
-        engine.feed(iter_rows(run_dir, validate=validate))
+        engine.feed(iter_rows(run_dir))
         return engine
 
     passes: list[tuple[str, Callable[[], object]]] = [

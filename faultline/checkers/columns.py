@@ -96,6 +96,7 @@ def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,
     maps = (acks, polls, drains)
     end = max(len(m.arr) for m in maps)
     patch = {o for m in maps for o in m.extra if 0 <= o < end}  # held by another's dict
+    looked_up = patch | set(also)  # visited whatever the arrays say
 
     def row(o: int) -> tuple[int, int, int]:
         return acks.get(o), polls.get(o), drains.get(o)
@@ -105,7 +106,7 @@ def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,
         a, p, d = (_block(m.arr, lo, hi) for m in maps)
         odd = ~(((a == d) & ((p == d) | (p == NONE))) | ((a == NONE) & (p == d)))
         for o in sorted({*(lo + np.flatnonzero(odd)).tolist(),
-                         *(o for o in (*also, *patch) if lo <= o < hi)}):
+                         *(o for o in looked_up if lo <= o < hi)}):
             r = row(o)
             if o in also or not _agree(r):
                 yield o, r
@@ -116,7 +117,8 @@ def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,
             yield o, r
 
 
-#: How many offsets :func:`disagreements` compares at a time (its memory: ~27 B each).
+#: How many offsets :func:`disagreements` compares at a time (its memory: ~27 B each), and
+#: how many sends the queue checker's decisions take at a time (~150 B each).
 BLOCK = 1 << 16
 
 

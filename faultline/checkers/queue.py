@@ -56,7 +56,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from faultline.checkers import examples, explain, provenance
+from faultline.checkers import columns, examples, explain, provenance
 from faultline.checkers.client_log import ClientLines
 from faultline.checkers.columns import NONE, OffsetMap, Part, disagreements, nones
 from faultline.checkers.faults_seen import Timeline
@@ -73,9 +73,6 @@ from faultline.spec import TestSpec
 OPEN = 0
 #: The columns grow by this many slots at least (and by an eighth of what they hold).
 GROW = 1 << 16
-#: The sends taken at a time by :meth:`Engine._reorders` (its memory: ~150 B each) and
-#: :attr:`Engine.c_val`.
-BLOCK = 1 << 16
 _STATUS = {"ok": OK, "fail": FAIL, "info": INFO}
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
 
@@ -389,15 +386,13 @@ class Engine:
         (8 B a send less while it runs)."""
         if self._c_val is None:
             self._c_val = col = nones(self.slots)
-            if self.slots:
-                out, arr = np.frombuffer(col, np.int64), self.vslot.arr
-                index = np.frombuffer(arr, np.int64) if len(arr) else np.zeros(0, np.int64)
-                for lo in range(0, len(index), BLOCK):
-                    slots = index[lo:lo + BLOCK]
-                    held = np.flatnonzero(slots != NONE)
-                    out[slots[held]] = lo + held
-                for value, s in self.vslot.extra.items():
-                    col[s] = value
+            out, index, block = _view(col), _view(self.vslot.arr), columns.BLOCK
+            for lo in range(0, len(index), block):
+                slots = index[lo:lo + block]
+                held = np.flatnonzero(slots != NONE)
+                out[slots[held]] = lo + held
+            for value, s in self.vslot.extra.items():
+                col[s] = value
         return self._c_val
 
     def _count_sends(self) -> None:
@@ -459,37 +454,35 @@ class Engine:
         slots, held = vslot.arr, part.drains.arr
         n_slots, n_held = len(slots), len(held)
         drained = 0
-        try:
-            for off, val in v["records"]:
-                if off.__class__ is not int or val.__class__ is not int:
-                    raise TypeError("record")
-                if 0 <= off < n_held:  # OffsetMap.put, inline
-                    cur = held[off]
-                    if cur == NONE:
-                        held[off] = val
-                else:
-                    cur = part.drains.put(off, val)
-                    held = part.drains.arr
-                    n_held = len(held)
+        for off, val in v["records"]:
+            if off.__class__ is not int or val.__class__ is not int:
+                raise TypeError("record")
+            if 0 <= off < n_held:  # OffsetMap.put, inline
+                cur = held[off]
                 if cur == NONE:
-                    drained += 1
-                elif cur != val:
-                    self._conflict(tp, off, cur, val, ("drain", t, None))
-                    continue
-                s = slots[val] if 0 <= val < n_slots else vslot.get(val)
-                if s == NONE or c_tp[s] != tp:
-                    self._odd_read(tp, val, off, t, -1)
-                    continue
-                if c_read_t[s] == NONE:  # then c_drain[s] is empty too: it becomes off
-                    c_read_t[s] = t
-                    c_read_by[s] = -1
-                first = c_drain[s]
-                if first == NONE:
-                    c_drain[s] = off
-                elif first != off:
-                    self.dups.setdefault(s, set()).add(off)
-        finally:
-            part.drained += drained
+                    held[off] = val
+            else:
+                cur = part.drains.put(off, val)
+                held = part.drains.arr
+                n_held = len(held)
+            if cur == NONE:
+                drained += 1
+            elif cur != val:
+                self._conflict(tp, off, cur, val, ("drain", t, None))
+                continue
+            s = slots[val] if 0 <= val < n_slots else vslot.get(val)
+            if s == NONE or c_tp[s] != tp:
+                self._odd_read(tp, val, off, t, -1)
+                continue
+            if c_read_t[s] == NONE:  # then c_drain[s] is empty too: it becomes off
+                c_read_t[s] = t
+                c_read_by[s] = -1
+            first = c_drain[s]
+            if first == NONE:
+                c_drain[s] = off
+            elif first != off:
+                self.dups.setdefault(s, set()).add(off)
+        part.drained += drained
         if v.get("last") is True:
             part.complete = True
             part.drain_time = t
@@ -637,8 +630,9 @@ class Engine:
         out: dict[int, tuple[int, int]] = {}
         # the groups' highest so far: process, partition, offset, slot (slot -1 sorts first)
         carried = [np.zeros(0, np.int64)] * 4
-        for lo in range(0, len(held), BLOCK):
-            at = lo + np.flatnonzero(held[lo:lo + BLOCK])
+        block = columns.BLOCK
+        for lo in range(0, len(held), block):
+            at = lo + np.flatnonzero(held[lo:lo + block])
             if not at.size:
                 continue
             p, t, d, slot = (np.concatenate((c, x)) for c, x in zip(

@@ -117,18 +117,18 @@ def partition_states(admin: AdminClient, topic: str) -> dict[int, PartitionState
     """
     deadline = time.monotonic() + UNKNOWN_FOR_S
     while True:
-        futures = admin.describe_topics(TopicCollection([topic]), request_timeout=5)
         try:
-            desc = futures[topic].result(timeout=6)
+            desc = admin.describe_topics(TopicCollection([topic]), request_timeout=5)[
+                topic].result(timeout=6)
             break
         except KafkaException as e:
             try:
                 return metadata_states(admin, topic, 5.0)
             except (KafkaException, LookupError):
-                unknown = e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-                if not unknown or time.monotonic() >= deadline:
+                if (e.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART
+                        or time.monotonic() >= deadline):
                     raise ClusterError(f"cannot describe {topic}: {e}") from None
-            time.sleep(0.2)
+        time.sleep(0.2)
     out: dict[int, PartitionState] = {}
     for p in desc.partitions:
         leader = int(p.leader.id) if p.leader is not None and p.leader.id >= 0 else None

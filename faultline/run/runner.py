@@ -321,7 +321,7 @@ class _LiveCheck:
         ctx = multiprocessing.get_context("spawn")  # not fork: this process runs threads
         self.run_dir = run_dir
         self._closed = ctx.Event()
-        self._verdicts, child_end = ctx.Pipe(duplex=False)
+        self._answers, child_end = ctx.Pipe(duplex=False)
         self._child = ctx.Process(target=_check_following, name="faultline-check", daemon=True,
                                   args=(run_dir, os.getpid(), self._closed, child_end))
         self._child.start()
@@ -340,7 +340,7 @@ class _LiveCheck:
     def _from_child(self, what: str, otherwise: Callable[[], _T]) -> _T:
         """What the child sends next; should it end without, ``otherwise()``, here."""
         try:
-            return self._verdicts.recv()  # type: ignore[no-any-return]
+            return self._answers.recv()  # type: ignore[no-any-return]
         except EOFError:
             self._child.join()
             _log.warning("%s while the run went on failed (exit code %s); %s now", what,
@@ -354,10 +354,10 @@ class _LiveCheck:
         if self._child.is_alive():
             self._child.terminate()
         self._child.join()
-        self._verdicts.close()
+        self._answers.close()
 
 
-def _check_following(run_dir: Path, parent: int, closed: Any, verdicts: Any) -> None:
+def _check_following(run_dir: Path, parent: int, closed: Any, answers: Any) -> None:
     """The child of :class:`_LiveCheck` (``parent``: the run's pid): check the run as its
     history grows, send the verdict, then build the report and send its path (the
     report's code, which takes most of a second to import, imported first, while the
@@ -376,8 +376,8 @@ def _check_following(run_dir: Path, parent: int, closed: Any, verdicts: Any) -> 
     import faultline.report.page  # noqa: F401 - not after the run, when it is waited for
 
     with _client_log(run_dir / "faultline.log"):
-        verdicts.send(_check(run_dir, follow=closed.is_set))
-        verdicts.send(_report(run_dir))
+        answers.send(_check(run_dir, follow=closed.is_set))
+        answers.send(_report(run_dir))
 
 
 def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Verdict, str | None]:

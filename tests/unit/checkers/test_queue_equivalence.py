@@ -113,10 +113,10 @@ def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, a
     reoffset(rows, offsets)
     note(f"{shape}, acks={acks}, values * {spread} + {shift}, offsets + {offsets}, "
          f"drains shuffled by seed {shuffle}, mutations {mutations}")
-    default = queue.GROW, queue.BLOCK, columns.BLOCK
-    queue.GROW, queue.BLOCK, columns.BLOCK = grow, block, block
+    default = queue.GROW, columns.BLOCK
+    queue.GROW, columns.BLOCK = grow, block
     try:
         new, old = both(make_spec(acks=acks, partitions=shape.partitions), rows)
     finally:
-        queue.GROW, queue.BLOCK, columns.BLOCK = default
+        queue.GROW, columns.BLOCK = default
     assert new == old
