@@ -1,12 +1,14 @@
-"""Compact storage for the queue checker: int64 columns, offset-indexed maps, and what the
+"""Compact storage for the queue checker: columns, offset-indexed maps, and what the
 history says of each topic-partition (:class:`Part`).
 
 Memory must grow with the number of distinct values, not with the history's size,
 and a Python object per value costs ~10x an array slot; so per-value facts live in
-parallel ``array('q')`` columns indexed by a slot number, and per-offset facts in
-:class:`OffsetMap`, an array indexed by offset (offsets of a fresh topic are dense
-from 0) with a dict for the rare offset far outside it. :data:`NONE` marks an
-empty cell; it is the one int64 a history's value or offset may not be.
+parallel ``array('q')`` columns indexed by a slot number, or in int32 cells
+(:class:`Narrow`) where the values are small (offsets, processes), with a dict for
+the rare one that is not; and per-offset facts in :class:`OffsetMap`, int32 cells
+indexed by offset (offsets of a fresh topic are dense from 0), with a dict for the
+rare offset far outside them. :data:`NONE` marks an empty int64 cell; it is the one
+int64 a history's value or offset may not be.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ import numpy as np
 NONE = -(1 << 63)
 #: How far past its end an OffsetMap's array may grow for one offset; beyond, a dict.
 MAX_GROW = 1 << 20
+#: A :class:`Narrow` column's cells (an OffsetMap's too) are int32: EMPTY marks an empty
+#: one, WIDE one whose value is in its dict. A value fits when ``WIDE < value <= NARROW_MAX``.
+EMPTY = -(1 << 31)
+WIDE = EMPTY + 1
+NARROW_MAX = (1 << 31) - 1
 
 
 def nones(n: int) -> array[int]:
@@ -28,14 +35,58 @@ def nones(n: int) -> array[int]:
     return array("q", [NONE]) * n
 
 
-class OffsetMap:
-    """offset -> int64 value, first value wins; :meth:`put` reports what was there."""
+class Narrow:
+    """int64 cells kept in int32 ones, indexed from 0: the value at ``i`` is ``self[i]``
+    (:data:`NONE` when empty). A value that does not fit a cell goes to the dict
+    :attr:`extra`, its cell saying :data:`WIDE`. Code that inlines a store puts in
+    :attr:`arr` only a value that fits, in an :data:`EMPTY` cell, and leaves the rest
+    to ``self[i] = value``."""
 
     __slots__ = ("arr", "extra")
 
     def __init__(self) -> None:
-        self.arr: array[int] = array("q")
+        self.arr: array[int] = array("i")
         self.extra: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.arr)
+
+    def __getitem__(self, i: int) -> int:
+        cur = self.arr[i]
+        return NONE if cur == EMPTY else self.extra[i] if cur == WIDE else cur
+
+    def __setitem__(self, i: int, value: int) -> None:
+        if WIDE < value <= NARROW_MAX:
+            self.arr[i] = value
+        else:
+            self.arr[i] = WIDE
+            self.extra[i] = value
+
+    def grow(self, n: int) -> None:
+        """``n`` more empty cells."""
+        self.arr.extend(array("i", [EMPTY]) * n)
+
+    def view(self, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """The values at ``lo`` to ``hi`` - 1 as int64, :data:`NONE` past the end."""
+        out = np.full(hi - lo, NONE, dtype=np.int64)
+        if lo < len(self.arr):
+            cells = np.frombuffer(self.arr, dtype=np.int32)[lo:hi]
+            head = out[:len(cells)]
+            head[:] = cells
+            head[cells == EMPTY] = NONE
+            for k in np.flatnonzero(cells == WIDE).tolist():
+                head[k] = self.extra[lo + k]
+        return out
+
+
+class OffsetMap(Narrow):
+    """offset -> int64 value, first value wins; :meth:`put` reports what was there.
+
+    Offsets index the cells (4 B an offset: a workload's values fit one); any offset
+    outside them (negative, or far past their end) goes to the dict :attr:`extra` too.
+    """
+
+    __slots__ = ()
 
     def put(self, offset: int, value: int) -> int:
         """Store ``value`` at ``offset`` unless something is there; return what was there
@@ -43,18 +94,17 @@ class OffsetMap:
         arr = self.arr
         n = len(arr)
         if 0 <= offset < n:
-            cur = arr[offset]
+            cur = self[offset]
             if cur == NONE:
-                arr[offset] = value
+                self[offset] = value
             return cur
         if n <= offset < n + MAX_GROW:
             # an eighth more: the maps hold one cell per offset (value), and slack is memory
-            arr.extend(nones(max(offset + 1 - n, n // 8 + 1024)))
-            arr[offset] = value
-            if self.extra:  # what the dict held that the array now covers moves into it
+            self.grow(max(offset + 1 - n, n // 8 + 1024))
+            if self.extra:  # what the dict held that the cells now cover moves into them
                 for o in [o for o in self.extra if n <= o < len(arr)]:
-                    arr[o] = self.extra.pop(o)
-            return NONE
+                    self[o] = self.extra.pop(o)
+            return self.put(offset, value)
         cur = self.extra.get(offset, NONE)
         if cur == NONE:
             self.extra[offset] = value
@@ -63,22 +113,24 @@ class OffsetMap:
     def get(self, offset: int) -> int:
         """The value at ``offset``, or :data:`NONE`."""
         if 0 <= offset < len(self.arr):
-            return self.arr[offset]
+            return self[offset]
         return self.extra.get(offset, NONE)
 
     def items(self) -> Iterator[tuple[int, int]]:
-        """(offset, value) for every filled cell, offsets ascending."""
+        """(offset, value) for every filled cell: the cells' offsets ascending, then the
+        others (negative or far out), sorted."""
+        extra = self.extra
         for o, v in enumerate(self.arr):
-            if v != NONE:
-                yield o, v
-        for o in sorted(self.extra):
-            yield o, self.extra[o]
+            if v != EMPTY:
+                yield o, extra[o] if v == WIDE else v
+        for o in sorted(o for o in extra if not 0 <= o < len(self.arr)):
+            yield o, extra[o]
 
     def any_between(self, lo: int, hi: int) -> list[int]:
         """Filled offsets strictly between ``lo`` and ``hi``, ascending."""
         arr = self.arr
-        out = [o for o in range(max(lo + 1, 0), min(hi, len(arr))) if arr[o] != NONE]
-        out += sorted(o for o in self.extra if lo < o < hi)
+        out = [o for o in range(max(lo + 1, 0), min(hi, len(arr))) if arr[o] != EMPTY]
+        out += sorted(o for o in self.extra if lo < o < hi and not 0 <= o < len(arr))
         return out
 
 
@@ -95,7 +147,7 @@ def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,
     """
     maps = (acks, polls, drains)
     end = max(len(m.arr) for m in maps)
-    patch = {o for m in maps for o in m.extra if 0 <= o < end}  # held by another's dict
+    patch = {o for m in maps for o in m.extra if 0 <= o < end}  # held by a dict
     looked_up = patch | set(also)  # visited whatever the arrays say
 
     def row(o: int) -> tuple[int, int, int]:
@@ -103,7 +155,7 @@ def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,
 
     for lo in range(0, end, BLOCK):
         hi = min(end, lo + BLOCK)
-        a, p, d = (_block(m.arr, lo, hi) for m in maps)
+        a, p, d = (m.view(lo, hi) for m in maps)
         odd = ~(((a == d) & ((p == d) | (p == NONE))) | ((a == NONE) & (p == d)))
         for o in sorted({*(lo + np.flatnonzero(odd)).tolist(),
                          *(o for o in looked_up if lo <= o < hi)}):
@@ -120,14 +172,6 @@ def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,
 #: How many offsets :func:`disagreements` compares at a time (its memory: ~27 B each), and
 #: how many sends the queue checker's decisions take at a time (~150 B each).
 BLOCK = 1 << 16
-
-
-def _block(arr: array[int], lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """``arr[lo:hi]`` as int64, padded with :data:`NONE` past its end."""
-    out = np.full(hi - lo, NONE, dtype=np.int64)
-    part = np.frombuffer(arr, dtype=np.int64)[lo:hi] if lo < len(arr) else out[:0]
-    out[:len(part)] = part
-    return out
 
 
 def _agree(row: tuple[int, int, int]) -> bool:

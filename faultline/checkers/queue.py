@@ -5,9 +5,11 @@ A pure function of a test spec and a history (docs/history.md): :func:`check` ta
 path for files), and :func:`check_rows_table` gives besides the verdict the history's
 sends as columns, from the same pass, for the report (:mod:`faultline.checkers.table`).
 It streams the history once; memory grows with the number of distinct values and
-offsets (int64 columns, see :mod:`faultline.checkers.columns`), not with the number
-of lines. Its size is the hot loop's (:meth:`Engine.feed`), which
-inlines the common ops on purpose; it is one module so that one pass decides everything.
+offsets (columns of int64 or int32 cells, see :mod:`faultline.checkers.columns`; ~85 B
+a value at peak), not with the number of lines; a history of more than 2**31 - 1
+sends is refused (HistoryError), as slots live in int32 cells. Its size is the hot
+loop's (:meth:`Engine.feed`), which inlines the common ops on purpose; it is one
+module so that one pass decides everything.
 The decisions (:meth:`Engine.finish`) find with numpy, over the columns and the offset
 maps, the few sends and offsets that need one, and visit only those, in order.
 
@@ -58,7 +60,17 @@ import numpy as np
 
 from faultline.checkers import columns, examples, explain, provenance
 from faultline.checkers.client_log import ClientLines
-from faultline.checkers.columns import NONE, OffsetMap, Part, disagreements, nones
+from faultline.checkers.columns import (
+    EMPTY,
+    NARROW_MAX,
+    NONE,
+    WIDE,
+    Narrow,
+    OffsetMap,
+    Part,
+    disagreements,
+    nones,
+)
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
@@ -161,24 +173,25 @@ class Engine:
         self.parts: list[Part] = []
         for p in range(spec.topic.partitions):
             self.part_id(spec.topic.name, p)
-        # Per-value columns, indexed by slot (slots in invoke order). While feeding they
+        # Per-value columns, indexed by slot (slots in invoke order): times in int64
+        # cells, offsets and processes in int32 ones (:class:`Narrow`). While feeding they
         # hold room past the last slot (empty cells, OPEN), so that an invoke stores three
         # cells instead of appending nine; :meth:`feed` cuts them to ``slots`` at its end.
         self.slots = 0
         # value -> slot: an array indexed by value, as the workload's values are 0, 1, 2, ...
-        # (8 B a value, where a dict costs ~100); any other value goes to its dict. Its
+        # (4 B a value, where a dict costs ~100); any other value goes to its dict. Its
         # inverse, slot -> value, is made from it when asked (:attr:`c_val`).
         self.vslot = OffsetMap()
         self._c_val: array[int] | None = None
         self.c_tp: array[int] = array("i")  # a partition id: an index into ``parts``
-        self.c_proc: array[int] = array("q")
+        self.c_proc = Narrow()
         self.c_inv: array[int] = array("q")
         self.c_done: array[int] = array("q")
         self.c_status: array[int] = array("b")
-        self.c_ack: array[int] = array("q")
-        self.c_drain: array[int] = array("q")  # first drain offset
+        self.c_ack = Narrow()
+        self.c_drain = Narrow()  # first drain offset
         self.c_read_t: array[int] = array("q")  # first read (poll or drain)
-        self.c_read_by: array[int] = array("q")  # consumer process, or -1 for the drain
+        self.c_read_by = Narrow()  # consumer process, or -1 for the drain
         # slot -> the first read's offset, where the ack (a poll's) or the first drain
         # offset (the drain's) does not say it: few, so no column (:meth:`read_off`)
         self.read_offs: dict[int, int] = {}
@@ -220,9 +233,10 @@ class Engine:
         d: dict[str, Any] = {}
         vslot, parts, tp_ids = self.vslot, self.parts, self.tp_ids
         slots, vput, vget = vslot.arr, vslot.put, vslot.get  # arr grows in place
-        c_tp, c_proc, c_inv = self.c_tp, self.c_proc, self.c_inv
-        c_done, c_status, c_ack = self.c_done, self.c_status, self.c_ack
-        c_read_t, c_read_by, read_offs = self.c_read_t, self.c_read_by, self.read_offs
+        c_tp, c_inv, c_done, c_status = self.c_tp, self.c_inv, self.c_done, self.c_status
+        c_proc, procs, c_ack, acked = self.c_proc, self.c_proc.arr, self.c_ack, self.c_ack.arr
+        c_read_t, read_offs = self.c_read_t, self.read_offs
+        c_read_by, read_by = self.c_read_by, self.c_read_by.arr
         consumers, measures, errors = self.consumers, self.measures, self.errors
         completed = measures.completed
         gaps, backwards = self.gaps, self.backwards
@@ -244,14 +258,18 @@ class Engine:
                             tp = part_id(v["topic"], v["partition"])
                         if val.__class__ is not int or val == NONE:
                             self._bad_value(d, val)
-                        if 0 <= val < len(slots) and slots[val] == NONE:  # vput, inline
+                        if 0 <= val < len(slots) and slots[val] == EMPTY:  # vput, inline
                             slots[val] = n
                         elif vput(val, n) != NONE:
                             self._bad_value(d, val)
                         if n == room:
                             room = self._grow()
                         c_tp[n] = tp
-                        c_proc[n] = d["process"]
+                        p = d["process"]
+                        if WIDE < p <= NARROW_MAX:  # c_proc[n] = p, inline
+                            procs[n] = p
+                        else:
+                            c_proc[n] = p
                         c_inv[n] = d["time"]
                         n += 1
                         if measures.first_send is None:
@@ -259,7 +277,8 @@ class Engine:
                         continue
                     s = (slots[val] if val.__class__ is int and 0 <= val < len(slots)
                          else vget(val) if val.__class__ is int else NONE)
-                    if s == NONE or c_status[s] != OPEN or c_proc[s] != d["process"]:
+                    p = d["process"]
+                    if s < 0 or c_status[s] != OPEN or (procs[s] != p and c_proc[s] != p):
                         raise HistoryError(self.source, _line(d), f"send {typ} of value {val!r} "
                                            f"by process {d['process']} has no open invoke")
                     status = _STATUS[typ]
@@ -272,19 +291,21 @@ class Engine:
                         if off.__class__ is not int:
                             raise TypeError("offset")
                         if off >= 0:
-                            c_ack[s] = off
-                            if read_offs and read_offs.get(s) == off and c_read_by[s] != -1:
+                            if off <= NARROW_MAX:  # c_ack[s] = off, inline
+                                acked[s] = off
+                            else:
+                                c_ack[s] = off
+                            if read_offs and read_offs.get(s) == off and read_by[s] != -1:
                                 del read_offs[s]  # polled before its ack, where it says
                             part = parts[tp]
                             held = part.acks.arr
-                            if off < len(held):  # OffsetMap.put, inline
-                                cur = held[off]
-                                if cur == NONE:
-                                    held[off] = val
+                            if (off < len(held) and held[off] == EMPTY
+                                    and WIDE < val <= NARROW_MAX):  # OffsetMap.put, inline
+                                held[off] = val
                             else:
                                 cur = part.acks.put(off, val)
-                            if cur != NONE and cur != val:
-                                self._conflict(tp, off, cur, val, ("ack", t, d["process"]))
+                                if cur != NONE and cur != val:
+                                    self._conflict(tp, off, cur, val, ("ack", t, d["process"]))
                     elif d.get("error"):
                         errors[s] = intern(d["error"])  # a few names, many times
                     completed(tp, status, c_inv[s], t)
@@ -302,7 +323,7 @@ class Engine:
                         last_of = consumers[p] = {}
                     key: tuple[Any, Any] = ("", -1)
                     tp = -1
-                    arr = c_read_t  # rebound per partition below; any int64 array will do
+                    arr = slots  # rebound per partition below; any int32 array will do
                     part = None
                     # per run of one partition's records: its last offset and count, kept
                     # in locals and stored when the run ends
@@ -327,22 +348,26 @@ class Engine:
                             (backwards if off <= last else gaps).append((tp, p, last, off, t))
                         last = off
                         run += 1
-                        if 0 <= off < len(arr):  # OffsetMap.put, inline
-                            cur = arr[off]
-                            if cur == NONE:
-                                arr[off] = val
-                        else:
+                        cur = arr[off] if 0 <= off < len(arr) else WIDE
+                        if cur == EMPTY and WIDE < val <= NARROW_MAX:  # OffsetMap.put, inline
+                            arr[off] = val
+                        elif cur <= WIDE:  # the map's dict may hold it
                             cur = part.polls.put(off, val)  # type: ignore[union-attr]
                             arr = part.polls.arr  # type: ignore[union-attr]
-                        if cur != NONE and cur != val:
+                            if cur != NONE and cur != val:
+                                self._conflict(tp, off, cur, val, ("poll", t, p))
+                        elif cur != val:
                             self._conflict(tp, off, cur, val, ("poll", t, p))
                         s = slots[val] if 0 <= val < len(slots) else vget(val)
-                        if s == NONE or c_tp[s] != tp:
+                        if s < 0 or c_tp[s] != tp:
                             self._odd_read(tp, val, off, t, p)
                         elif c_read_t[s] == NONE:
                             c_read_t[s] = t
-                            c_read_by[s] = p
-                            if off != c_ack[s] or p == -1:
+                            if WIDE < p <= NARROW_MAX:  # c_read_by[s] = p, inline
+                                read_by[s] = p
+                            else:
+                                c_read_by[s] = p
+                            if (off != acked[s] and off != c_ack[s]) or p == -1:
                                 read_offs[s] = off
                     if part is not None:
                         last_of[tp] = last  # type: ignore[assignment]
@@ -376,8 +401,8 @@ class Engine:
             self._count_sends()
 
     def _columns(self) -> tuple[array[int], ...]:
-        return (self.c_tp, self.c_proc, self.c_inv, self.c_done, self.c_status,
-                self.c_ack, self.c_drain, self.c_read_t, self.c_read_by)
+        return (self.c_tp, self.c_proc.arr, self.c_inv, self.c_done, self.c_status,
+                self.c_ack.arr, self.c_drain.arr, self.c_read_t, self.c_read_by.arr)
 
     @property
     def c_val(self) -> array[int]:
@@ -386,10 +411,10 @@ class Engine:
         (8 B a send less while it runs)."""
         if self._c_val is None:
             self._c_val = col = nones(self.slots)
-            out, index, block = _view(col), _view(self.vslot.arr), columns.BLOCK
+            out, index, block = _view(col), _view(self.vslot.arr, np.int32), columns.BLOCK
             for lo in range(0, len(index), block):
                 slots = index[lo:lo + block]
-                held = np.flatnonzero(slots != NONE)
+                held = np.flatnonzero(slots >= 0)
                 out[slots[held]] = lo + held
             for value, s in self.vslot.extra.items():
                 col[s] = value
@@ -399,9 +424,10 @@ class Engine:
         """Set each partition's :attr:`Part.sends` from the columns (counted once here, not
         per row in the hot loop)."""
         width = len(self.parts) * 4
-        counts = (np.bincount(np.frombuffer(self.c_tp, np.int32) * 4
-                              + np.frombuffer(self.c_status, np.int8), minlength=width)
-                  if self.slots else np.zeros(width, np.int64))
+        counts = np.zeros(width, np.int64)
+        tps, status, block = _view(self.c_tp, np.int32), _view(self.c_status, np.int8), columns.BLOCK
+        for lo in range(0, self.slots, block):  # a block at a time: memory stays a block's
+            counts += np.bincount(tps[lo:lo + block] * 4 + status[lo:lo + block], minlength=width)
         for tp, part in enumerate(self.parts):
             part.sends = counts[tp * 4:tp * 4 + 4].tolist()
 
@@ -409,11 +435,14 @@ class Engine:
         """Room for more slots in every column, empty (:data:`NONE`, OPEN); returns how many
         slots the columns hold now."""
         more = max(GROW, len(self.c_inv) // 8)
-        for col in self._columns():
-            if col is self.c_status or col is self.c_tp:
-                col.frombytes(bytes(more * col.itemsize))  # OPEN is 0; a part is always set
-            else:
-                col.extend(nones(more))
+        if len(self.c_inv) + more > NARROW_MAX:  # a slot must fit the value index's int32 cells
+            raise HistoryError(self.source, None, f"more than {NARROW_MAX} sends")
+        for col in (self.c_tp, self.c_status):
+            col.frombytes(bytes(more * col.itemsize))  # OPEN is 0; a part is always set
+        for col in (self.c_inv, self.c_done, self.c_read_t):
+            col.extend(nones(more))
+        for narrow in (self.c_proc, self.c_ack, self.c_drain, self.c_read_by):
+            narrow.grow(more)
         return len(self.c_inv)
 
     def _client_error(self, d: dict[str, Any]) -> None:
@@ -421,16 +450,21 @@ class Engine:
         self.other_errors.append((d["time"], d["f"], d.get("error") or f"{d['type']} (no error)"))
 
     def table(self, truncated: bool) -> HistoryTable:
-        """The sends and what else a report needs, as columns (:mod:`.table`); after
-        :meth:`feed`."""
+        """The sends and what else a report needs, as columns (:mod:`.table`): the engine's
+        last use, after :meth:`finish`. It first lets go of what only the decisions read
+        (the offset maps, the drain and read columns), so that the column of values, made
+        now unless the decisions made it, takes their room, not more."""
+        for part in self.parts:
+            part.acks, part.polls, part.drains = OffsetMap(), OffsetMap(), OffsetMap()
+        del self.c_read_t[:], self.c_drain.arr[:], self.c_read_by.arr[:]
         errors: dict[str, int] = {}
         codes = np.full(len(self.c_val), -1, dtype=np.int32)
         for s, e in self.errors.items():
             codes[s] = errors.setdefault(e, len(errors))
         sends = SendTable(
             [(p.topic, p.partition) for p in self.parts], _view(self.c_val),
-            _view(self.c_tp, np.int32), _view(self.c_proc), _view(self.c_inv),
-            _view(self.c_done), _view(self.c_status, np.int8), _view(self.c_ack), codes,
+            _view(self.c_tp, np.int32), self.c_proc.view(0, self.slots), _view(self.c_inv),
+            _view(self.c_done), _view(self.c_status, np.int8), self.c_ack.view(0, self.slots), codes,
             list(errors))
         m = self.measures
         return HistoryTable(sends, self.other_errors, self.ops, self.end_time, m.first_send,
@@ -450,18 +484,18 @@ class Engine:
         tp = self.part_id(v["topic"], v["partition"])
         part = self.parts[tp]
         vslot, c_tp, c_drain = self.vslot, self.c_tp, self.c_drain
-        c_read_t, c_read_by = self.c_read_t, self.c_read_by
+        c_read_t, read_by, firsts = self.c_read_t, self.c_read_by.arr, c_drain.arr
         slots, held = vslot.arr, part.drains.arr
         n_slots, n_held = len(slots), len(held)
         drained = 0
         for off, val in v["records"]:
             if off.__class__ is not int or val.__class__ is not int:
                 raise TypeError("record")
-            if 0 <= off < n_held:  # OffsetMap.put, inline
-                cur = held[off]
-                if cur == NONE:
-                    held[off] = val
-            else:
+            cur = held[off] if 0 <= off < n_held else WIDE
+            if cur == EMPTY and WIDE < val <= NARROW_MAX:  # OffsetMap.put, inline
+                held[off] = val
+                cur = NONE
+            elif cur <= WIDE:  # the map's dict may hold it
                 cur = part.drains.put(off, val)
                 held = part.drains.arr
                 n_held = len(held)
@@ -471,16 +505,19 @@ class Engine:
                 self._conflict(tp, off, cur, val, ("drain", t, None))
                 continue
             s = slots[val] if 0 <= val < n_slots else vslot.get(val)
-            if s == NONE or c_tp[s] != tp:
+            if s < 0 or c_tp[s] != tp:
                 self._odd_read(tp, val, off, t, -1)
                 continue
             if c_read_t[s] == NONE:  # then c_drain[s] is empty too: it becomes off
                 c_read_t[s] = t
-                c_read_by[s] = -1
-            first = c_drain[s]
-            if first == NONE:
-                c_drain[s] = off
-            elif first != off:
+                read_by[s] = -1
+            first = firsts[s]
+            if first == EMPTY:
+                if WIDE < off <= NARROW_MAX:  # c_drain[s] = off, inline
+                    firsts[s] = off
+                else:
+                    c_drain[s] = off
+            elif first != off and (first != WIDE or c_drain[s] != off):
                 self.dups.setdefault(s, set()).add(off)
         part.drained += drained
         if v.get("last") is True:
@@ -572,19 +609,26 @@ class Engine:
         """
         parts = self.parts
         status, tps = _view(self.c_status, np.int8), _view(self.c_tp, np.int32)
-        ack, drained, read_t = _view(self.c_ack), _view(self.c_drain), _view(self.c_read_t)
-        complete = np.array([p.complete for p in parts], dtype=bool)[tps]
-        ok, read = status == OK, read_t != NONE
-        unsettled = (status != OK) & (status != FAIL)
-        c.indeterminate_read += int(np.count_nonzero(unsettled & read))
-        c.indeterminate += int(np.count_nonzero(unsettled & ~read))
-        held = drained != NONE
-        visit = ok & complete & (~held | ((ack != NONE) & (ack != drained)))
-        visit |= (status == FAIL) & read
-        reorders = self._reorders(ok & held)
-        for s in sorted({*np.flatnonzero(visit).tolist(), *reorders}):
+        read_t = _view(self.c_read_t)
+        complete = np.array([p.complete for p in parts], dtype=bool)
+        visit: list[int] = []
+        stored_ok = np.zeros(self.slots, dtype=bool)  # ok and in the drain: maybe reordered
+        for lo in range(0, self.slots, columns.BLOCK):  # memory: a block's, but for stored_ok
+            hi = min(lo + columns.BLOCK, self.slots)
+            drained = self.c_drain.view(lo, hi)
+            st, held, read = status[lo:hi], drained != NONE, read_t[lo:hi] != NONE
+            ok, unsettled = st == OK, (st != OK) & (st != FAIL)
+            c.indeterminate_read += int(np.count_nonzero(unsettled & read))
+            c.indeterminate += int(np.count_nonzero(unsettled & ~read))
+            acked = self.c_ack.view(lo, hi)
+            odd = ok & complete[tps[lo:hi]] & (~held | ((acked != NONE) & (acked != drained)))
+            odd |= (st == FAIL) & read
+            visit += (lo + np.flatnonzero(odd)).tolist()
+            stored_ok[lo:hi] = ok & held
+        reorders = self._reorders(stored_ok)
+        for s in sorted({*visit, *reorders}):
             tp, stored = self.c_tp[s], self.c_drain[s]
-            if status[s] == OK and complete[s]:
+            if status[s] == OK and complete[tp]:
                 part, ack_at = parts[tp], self.c_ack[s]
                 if stored == NONE:
                     lso = part.lso or 0
@@ -597,7 +641,7 @@ class Engine:
                 elif (ack_at != NONE and ack_at != stored and ack_at not in self.dups.get(s, ())
                       and part.drains.get(ack_at) == NONE):
                     c.iso_ack_offset.append(s)
-            elif status[s] == FAIL and read[s]:
+            elif status[s] == FAIL and read_t[s] != NONE:
                 c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
             prev = reorders.get(s)
             if prev is not None:  # where it is stored (a lost value is no reordering)
@@ -626,7 +670,7 @@ class Engine:
         once, on keys that rank the groups apart. Each group's highest so far is carried
         into the next block as its first row: memory stays a block's, not the run's.
         """
-        procs, tps, drained = _view(self.c_proc), _view(self.c_tp, np.int32), _view(self.c_drain)
+        tps = _view(self.c_tp, np.int32)
         out: dict[int, tuple[int, int]] = {}
         # the groups' highest so far: process, partition, offset, slot (slot -1 sorts first)
         carried = [np.zeros(0, np.int64)] * 4
@@ -635,8 +679,9 @@ class Engine:
             at = lo + np.flatnonzero(held[lo:lo + block])
             if not at.size:
                 continue
+            procs, drained = (col.view(lo, lo + block)[at - lo] for col in (self.c_proc, self.c_drain))
             p, t, d, slot = (np.concatenate((c, x)) for c, x in zip(
-                carried, (procs[at], tps[at], drained[at], at), strict=True))
+                carried, (procs, tps[at], drained, at), strict=True))
             first_row = np.concatenate((np.full(len(carried[0]), -1), at))
             order = np.lexsort((first_row, t, p))
             p, t, d, slot = p[order], t[order], d[order], slot[order]

@@ -1,7 +1,7 @@
 """The history's sends as columns, made by the checker's one pass and reused by the report.
 
-The queue checker already holds every send in int64 columns (one slot per send, in
-invoke order). :class:`HistoryTable` is those columns plus the few facts of the history
+The queue checker already holds every send in columns (one slot per send, in invoke
+order). :class:`HistoryTable` is those columns plus the few facts of the history
 that are not about a send (its span, its op count, the errors of polls and drains), so
 that the report, and any later pipeline, needs no second pass over a history of millions
 of lines. ``faultline check`` stores it beside ``results.json`` as

@@ -2,7 +2,9 @@
 slot map became an array (faultline/checkers/queue.py at ea31ca4), kept unchanged but for
 :meth:`Engine.slot` and :meth:`Engine.read_off` (what the examples now ask) so that
 the equivalence tests (test_queue_equivalence.py) can hold the current engine's
-results equal to it. Delete it once the new engine is proven.
+results equal to it. Delete it once the new engine is proven. Its offset maps are
+its own (int64 cells, as the engine's were before they became int32), so that the
+equivalence tests hold the engine's maps to them too.
 
 The queue checker: what was acknowledged against what was read, per topic-partition.
 
@@ -57,9 +59,9 @@ from itertools import zip_longest
 from sys import intern
 from typing import Any
 
-from faultline.checkers import examples, explain, provenance
+from faultline.checkers import columns, examples, explain, provenance
 from faultline.checkers.client_log import ClientLines
-from faultline.checkers.columns import NONE, OffsetMap, Part
+from faultline.checkers.columns import MAX_GROW, NONE, nones
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.measures import FAIL, INFO, OK, Measures
@@ -576,6 +578,65 @@ def value_problem(d: Any) -> str | None:
                 for r in records):
             return "a drain ok's value needs 'records': [[offset, value], ...]"
     return None
+
+
+class OffsetMap:
+    """offset -> int64 value, first value wins, in int64 cells (the engine's before its
+    cells became int32); :meth:`put` reports what was there."""
+
+    __slots__ = ("arr", "extra")
+
+    def __init__(self) -> None:
+        self.arr: array[int] = array("q")
+        self.extra: dict[int, int] = {}
+
+    def put(self, offset: int, value: int) -> int:
+        arr = self.arr
+        n = len(arr)
+        if 0 <= offset < n:
+            cur = arr[offset]
+            if cur == NONE:
+                arr[offset] = value
+            return cur
+        if n <= offset < n + MAX_GROW:
+            arr.extend(nones(max(offset + 1 - n, n // 8 + 1024)))
+            for o in [o for o in self.extra if n <= o < len(arr)]:
+                arr[o] = self.extra.pop(o)
+            return self.put(offset, value)
+        cur = self.extra.get(offset, NONE)
+        if cur == NONE:
+            self.extra[offset] = value
+        return cur
+
+    def get(self, offset: int) -> int:
+        if 0 <= offset < len(self.arr):
+            return self.arr[offset]
+        return self.extra.get(offset, NONE)
+
+    def items(self) -> Iterator[tuple[int, int]]:
+        for o, v in enumerate(self.arr):
+            if v != NONE:
+                yield o, v
+        for o in sorted(self.extra):
+            yield o, self.extra[o]
+
+    def any_between(self, lo: int, hi: int) -> list[int]:
+        arr = self.arr
+        out = [o for o in range(max(lo + 1, 0), min(hi, len(arr))) if arr[o] != NONE]
+        out += sorted(o for o in self.extra if lo < o < hi)
+        return out
+
+
+class Part(columns.Part):
+    """:class:`faultline.checkers.columns.Part` with this module's offset maps."""
+
+    __slots__ = ()
+
+    def __init__(self, topic: str, partition: int) -> None:
+        super().__init__(topic, partition)
+        self.acks: OffsetMap = OffsetMap()  # type: ignore[assignment]
+        self.polls: OffsetMap = OffsetMap()  # type: ignore[assignment]
+        self.drains: OffsetMap = OffsetMap()  # type: ignore[assignment]
 
 
 def aligned(*maps: OffsetMap) -> Iterator[tuple[int, tuple[int, ...]]]:

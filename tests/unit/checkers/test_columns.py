@@ -17,7 +17,9 @@ from faultline.checkers.columns import NONE, OffsetMap, disagreements
 # one map keeps in its dict may lie inside another's array.
 offsets = st.one_of(st.integers(0, 40), st.integers(-5, -1), st.integers(60, 80),
                     st.sampled_from([2**40, 2**40 + 1]))
-puts = st.lists(st.tuples(st.sampled_from([0, 1, 2]), offsets, st.integers(0, 3)), max_size=60)
+# Values small, and values an int32 cell cannot hold (the maps keep those in their dict).
+values = st.one_of(st.integers(0, 3), st.sampled_from([columns.EMPTY, columns.WIDE, 2**40]))
+puts = st.lists(st.tuples(st.sampled_from([0, 1, 2]), offsets, values), max_size=60)
 
 
 def agree(a: int, p: int, d: int) -> bool:
@@ -76,3 +78,29 @@ def test_what_the_dict_held_moves_into_the_array_that_grows_over_it(monkeypatch:
     for o in range(1, 1600):
         m.put(o, 10 + o)
     assert m.extra == {} and m.get(1500) == 7 and m.put(1500, 8) == 7
+
+
+def test_a_value_the_dict_holds_is_reported_when_its_own_put_grows_the_array(monkeypatch: Any) -> None:
+    """The growth is for the very offset the dict holds: the put finds the value there."""
+    monkeypatch.setattr(columns, "MAX_GROW", 4)
+    m = OffsetMap()
+    m.put(0, 10)  # the array: offsets 0 to 1023
+    m.put(2178, 7)  # past its reach: the dict
+    m.put(1025, 11)  # the array grows to 2176 offsets
+    assert len(m.arr) < 2178 < len(m.arr) + 4 and m.extra == {2178: 7}
+    assert m.put(2178, 8) == 7  # the array grows over it: 7 is there, and stays
+    assert m.get(2178) == 7 and m.extra == {}
+
+
+@pytest.mark.parametrize("value", [columns.EMPTY, columns.WIDE, columns.NARROW_MAX + 1, 2**62, -(2**40)])
+def test_a_value_an_int32_cell_cannot_hold_is_kept_whole(value: int) -> None:
+    m = OffsetMap()
+    assert m.put(3, value) == NONE and m.put(3, 1) == value
+    assert m.put(4, 1) == NONE  # beside it, an ordinary value in its cell
+    assert m.get(3) == value and list(m.items()) == [(3, value), (4, 1)]
+    assert m.any_between(0, 10) == [3, 4]
+    assert m.view(2, 6).tolist() == [NONE, value, 1, NONE]
+    other = OffsetMap()
+    other.put(3, 1)
+    other.put(4, 1)
+    assert list(disagreements(m, OffsetMap(), other, ())) == [(3, (value, NONE, 1))]

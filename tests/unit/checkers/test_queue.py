@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from faultline.checkers import queue
 from faultline.checkers.columns import NONE
 from faultline.checkers.queue import Engine, check
 from faultline.checkers.result import ANOMALIES, Result, merge_valid
@@ -480,3 +481,44 @@ def test_a_first_read_keeps_its_offset_only_where_the_ack_or_drain_does_not_say_
     assert engine.read_offs == {1: 1, 2: 3}
     assert [engine.read_off(s) for s in range(5)] == [0, 1, 3, 4, NONE]
     assert [engine.c_read_by[s] for s in range(4)] == [5, -1, 5, -1]
+
+
+@pytest.mark.parametrize("offset", [5, 2**40])
+def test_a_record_drained_twice_at_one_offset_is_no_duplicate(offset: int) -> None:
+    """The drain read one record twice (a retried fetch): one offset, so no duplicate,
+    whether the offset fits the drain offsets' int32 cells or waits in their dict."""
+    h = H()
+    h.send(0, 10, offset=offset)
+    h.drain([(offset, 10), (offset, 10)], hw=offset + 1)
+    r = run(h)
+    assert r.valid is True and r.anomaly_counts["duplicate"] == 0
+    h.drain([(offset + 1, 10)], hw=offset + 2)  # and once more, one offset further: one
+    assert run(h).anomaly_counts["duplicate"] == 1
+
+
+def test_a_first_read_past_int32_offsets_is_kept_only_where_the_ack_does_not_say_it() -> None:
+    """Offsets an int32 cell cannot hold are compared whole: a poll where the ack says
+    keeps no offset of its own."""
+    h = H()
+    h.send(0, 10, offset=2**40)
+    h.send(0, 11, offset=2**40 + 1)
+    h.poll(5, [(2**40, 10), (2**40 + 2, 11)])
+    h.drain([(2**40, 10), (2**40 + 2, 11)], hw=2**40 + 3, lso=2**40)
+    engine = Engine(make_spec(), "history")
+    engine.feed(op.to_dict() for op in h.ops)
+    assert engine.read_offs == {1: 2**40 + 2}
+    assert [engine.read_off(s) for s in range(2)] == [2**40, 2**40 + 2]
+
+
+def test_more_sends_than_int32_slots_is_refused_in_one_line(monkeypatch: Any) -> None:
+    """Slots live in int32 cells; the limit, made small here, is a HistoryError."""
+    monkeypatch.setattr(queue, "NARROW_MAX", 10)
+    monkeypatch.setattr(queue, "GROW", 4)
+    h = H()
+    for v in range(8):
+        h.send(0, v, offset=v)
+    assert run(h).valid is not None  # 8 sends: room for them
+    for v in range(8, 12):
+        h.send(0, v, offset=v)
+    with pytest.raises(HistoryError, match="more than 10 sends"):
+        run(h)

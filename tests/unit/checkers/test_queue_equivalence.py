@@ -2,9 +2,10 @@
 as a reference until the new one is proven: identical results.json objects, examples
 and stories included, on the stored real run and on generated histories, correct or
 mutated, with values the workload writes (0, 1, 2, ...) and values it never would
-(negative, far apart), which take the engine's other path, offsets the offset maps'
-arrays cannot hold (negative, far out), columns that grow one slot at a time, and
-decisions taken a few sends and offsets at a time (so across many blocks)."""
+(negative, far apart, the int32 cells' own marks), which take the engine's other path,
+offsets and processes the int32 cells cannot hold (negative, far out), columns that
+grow one slot at a time, and decisions taken a few sends and offsets at a time (so
+across many blocks)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
@@ -76,6 +78,13 @@ def shuffle_drains(rows: Rows, seed: int) -> None:
             rec[1] = x
 
 
+def reprocess(rows: Rows, shift: int) -> None:
+    """Add ``shift`` to every client process."""
+    for r in rows:
+        if isinstance(r["process"], int):
+            r["process"] += shift
+
+
 def revalue(rows: Rows, shift: int, spread: int) -> None:
     """Give every value ``value * spread + shift``, in sends and reads alike."""
     def f(v: int) -> int:
@@ -94,12 +103,13 @@ def revalue(rows: Rows, shift: int, spread: int) -> None:
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(shape=shapes, data=st.data(), acks=st.sampled_from(["all", "1", "0"]),
-       shift=st.sampled_from([0, 0, -(10**6), 2**40]), spread=st.sampled_from([1, 1, 3, 2**21]),
-       offsets=st.sampled_from([0, 0, -50, 2**30]), shuffle=st.sampled_from([None, None, 1, 2]),
+       shift=st.sampled_from([0, 0, -(10**6), 2**40, columns.EMPTY]),
+       spread=st.sampled_from([1, 1, 3, 2**21]), offsets=st.sampled_from([0, 0, -50, 2**30, 2**40]),
+       shuffle=st.sampled_from([None, None, 1, 2]), processes=st.sampled_from([0, 0, 2**40]),
        mutations=st.lists(st.sampled_from(sorted(MUTATIONS)), max_size=3))
 def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, acks: str, shift: int,
                                             spread: int, offsets: int, shuffle: int | None,
-                                            mutations: list[str]) -> None:
+                                            processes: int, mutations: list[str]) -> None:
     grow = data.draw(st.sampled_from([1, 7, queue.GROW]), "how the columns grow")
     block = data.draw(st.sampled_from([1, 7, 1 << 20]), "how many sends and offsets decide at once")
     rows = copy.deepcopy(list(generate(shape)))
@@ -111,7 +121,9 @@ def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, a
         shuffle_drains(rows, shuffle)
     revalue(rows, shift, spread)
     reoffset(rows, offsets)
+    reprocess(rows, processes)
     note(f"{shape}, acks={acks}, values * {spread} + {shift}, offsets + {offsets}, "
+         f"processes + {processes}, "
          f"drains shuffled by seed {shuffle}, mutations {mutations}")
     default = queue.GROW, columns.BLOCK
     queue.GROW, columns.BLOCK = grow, block
@@ -120,3 +132,15 @@ def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, a
     finally:
         queue.GROW, columns.BLOCK = default
     assert new == old
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_values_that_are_the_int32_cells_marks_check_the_same(seed: int) -> None:
+    """Values -2**31 and -2**31 + 1, the marks of the offset maps' int32 cells (empty, and
+    held in the dict), acknowledged, polled and drained at offsets that disagree: each
+    is kept whole, and every disagreement found."""
+    rows = copy.deepcopy(list(generate(Shape(seed=seed, values=60, partitions=1, fail=0, info=0))))
+    revalue(rows, columns.EMPTY, 1)
+    shuffle_drains(rows, seed)
+    new, old = both(make_spec(partitions=1), rows)
+    assert new == old and new["anomaly_counts"]["inconsistent-offsets"] > 0
