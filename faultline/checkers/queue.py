@@ -318,6 +318,7 @@ class Engine:
                         continue
                     p = d["process"]
                     t = d["time"]
+                    p_fits = WIDE < p <= NARROW_MAX  # c_read_by's cells hold it
                     last_of = consumers.get(p)
                     if last_of is None:
                         last_of = consumers[p] = {}
@@ -363,11 +364,12 @@ class Engine:
                             self._odd_read(tp, val, off, t, p)
                         elif c_read_t[s] == NONE:
                             c_read_t[s] = t
-                            if WIDE < p <= NARROW_MAX:  # c_read_by[s] = p, inline
+                            if p_fits:  # c_read_by[s] = p, inline
                                 read_by[s] = p
                             else:
                                 c_read_by[s] = p
-                            if (off != acked[s] and off != c_ack[s]) or p == -1:
+                            at = acked[s]  # the ack's offset, if it came and fits
+                            if (off != at and (at != WIDE or c_ack[s] != off)) or p == -1:
                                 read_offs[s] = off
                     if part is not None:
                         last_of[tp] = last  # type: ignore[assignment]
