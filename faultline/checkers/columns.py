@@ -48,9 +48,6 @@ class Narrow:
         self.arr: array[int] = array("i")
         self.extra: dict[int, int] = {}
 
-    def __len__(self) -> int:
-        return len(self.arr)
-
     def __getitem__(self, i: int) -> int:
         cur = self.arr[i]
         return NONE if cur == EMPTY else self.extra[i] if cur == WIDE else cur
@@ -123,15 +120,21 @@ class OffsetMap(Narrow):
         for o, v in enumerate(self.arr):
             if v != EMPTY:
                 yield o, extra[o] if v == WIDE else v
-        for o in sorted(o for o in extra if not 0 <= o < len(self.arr)):
+        for o in sorted(self.far()):
             yield o, extra[o]
 
     def any_between(self, lo: int, hi: int) -> list[int]:
         """Filled offsets strictly between ``lo`` and ``hi``, ascending."""
         arr = self.arr
         out = [o for o in range(max(lo + 1, 0), min(hi, len(arr))) if arr[o] != EMPTY]
-        out += sorted(o for o in self.extra if lo < o < hi and not 0 <= o < len(arr))
+        out += sorted(o for o in self.far() if lo < o < hi)
         return out
+
+    def far(self) -> Iterator[int]:
+        """The offsets outside the cells (negative, or far past their end) that the dict
+        holds; it also holds the values of cells that say :data:`WIDE`."""
+        n = len(self.arr)
+        return (o for o in self.extra if not 0 <= o < n)
 
 
 def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,
@@ -147,8 +150,9 @@ def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,
     """
     maps = (acks, polls, drains)
     end = max(len(m.arr) for m in maps)
-    patch = {o for m in maps for o in m.extra if 0 <= o < end}  # held by a dict
-    looked_up = patch | set(also)  # visited whatever the arrays say
+    # an offset one map holds in its dict, outside its cells but inside another's
+    patch = {o for m in maps for o in m.far() if 0 <= o < end}
+    looked_up = patch | set(also)  # visited whatever the cells say
 
     def row(o: int) -> tuple[int, int, int]:
         return acks.get(o), polls.get(o), drains.get(o)
@@ -162,7 +166,7 @@ def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,
             r = row(o)
             if o in also or not _agree(r):
                 yield o, r
-    for o in sorted({o for m in maps for o in m.extra if not 0 <= o < end}
+    for o in sorted({o for m in maps for o in m.far() if not 0 <= o < end}
                     | {o for o in also if not 0 <= o < end}):
         r = row(o)
         if o in also or not _agree(r):

@@ -280,7 +280,7 @@ class Engine:
                     p = d["process"]
                     if s < 0 or c_status[s] != OPEN or (procs[s] != p and c_proc[s] != p):
                         raise HistoryError(self.source, _line(d), f"send {typ} of value {val!r} "
-                                           f"by process {d['process']} has no open invoke")
+                                           f"by process {p} has no open invoke")
                     status = _STATUS[typ]
                     t = d["time"]
                     tp = c_tp[s]
@@ -305,7 +305,7 @@ class Engine:
                             else:
                                 cur = part.acks.put(off, val)
                                 if cur != NONE and cur != val:
-                                    self._conflict(tp, off, cur, val, ("ack", t, d["process"]))
+                                    self._conflict(tp, off, cur, val, ("ack", t, p))
                     elif d.get("error"):
                         errors[s] = intern(d["error"])  # a few names, many times
                     completed(tp, status, c_inv[s], t)
