@@ -670,10 +670,13 @@ class Engine:
         Slots are taken a block at a time and sorted by (process, partition, slot); each
         group's running maximum is then one ``np.maximum.accumulate`` over all groups at
         once, on keys that rank the groups apart. Each group's highest so far is carried
-        into the next block as its first row: memory stays a block's, not the run's.
+        into the next block as its first row, while its process has held slots after that
+        block: memory stays a block's and its processes', not the run's (every ``info``
+        retires a process, so a long run has many).
         """
         tps = _view(self.c_tp, np.int32)
         out: dict[int, tuple[int, int]] = {}
+        last_procs, last_slots = self._last_held(held)
         # the groups' highest so far: process, partition, offset, slot (slot -1 sorts first)
         carried = [np.zeros(0, np.int64)] * 4
         block = columns.BLOCK
@@ -701,8 +704,25 @@ class Engine:
                                      slot[first[below]].tolist(), strict=True):
                 out[k] = (was, there)
             ends = np.append(np.flatnonzero(starts[1:]), len(p) - 1)
+            ends = ends[last_slots[np.searchsorted(last_procs, p[ends])] >= lo + block]
             carried = [p[ends], t[ends], highest[ends], slot[first[ends]]]
         return out
+
+    def _last_held(self, held: Any) -> tuple[Any, Any]:
+        """The processes of the ``held`` slots (a mask), ascending, and each one's last
+        held slot; a block at a time."""
+        procs, lasts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for lo in range(0, len(held), columns.BLOCK):
+            at = lo + np.flatnonzero(held[lo:lo + columns.BLOCK])[::-1]
+            p, i = np.unique(self.c_proc.view(lo, lo + columns.BLOCK)[at - lo], return_index=True)
+            procs.append(p)
+            lasts.append(at[i])
+        p, s = np.concatenate(procs), np.concatenate(lasts)
+        order = np.lexsort((s, p))
+        p, s = p[order], s[order]
+        last = np.ones(len(p), dtype=bool)  # each process's last row: its last slot
+        last[:-1] = p[1:] != p[:-1]
+        return p[last], s[last]
 
     def _offsets(self, c: Collected) -> None:
         """Per-offset decisions: inconsistent-offsets and phantom-read."""
