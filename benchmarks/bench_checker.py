@@ -9,7 +9,9 @@ temporary run directory, plain or (``--compressed``) as zstd frames as a run wri
 it. ``faultline check``'s own function, ``check_run`` (which also writes the sends'
 columns, ``history.sends.parquet``), then runs in a fresh child process, so its peak
 RSS is the checker's alone. Prints lines/s by wall clock and by CPU time (the machine
-may be shared), records/s, and peak RSS per distinct value.
+may be shared), records/s, and peak RSS per distinct value: above a baseline, the
+interpreter with the checker imported and Arrow once used (its first use costs ~45 MB,
+whatever the history's size), and, from two sizes, as the slope between them.
 
 ``--stages`` also prints, per history, what each stage of the check costs per line
 (CPU time, the better of two tries). Each stage is timed as one more pass over the
@@ -146,8 +148,11 @@ def main() -> None:
     ap.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.baseline:
+        import pyarrow as pa
+
         import faultline.checkers.cli  # noqa: F401 - what the child imports
 
+        pa.table({"warm": [1]})  # Arrow's first use, as the child's Parquet table makes it
         print(peak_rss_mb())
         return
     if args.child:
@@ -159,9 +164,10 @@ def main() -> None:
     baseline = subprocess.run([sys.executable, __file__, "--baseline"], check=True,
                               capture_output=True, text=True)
     base_mb = float(baseline.stdout)
-    print(f"baseline RSS of the interpreter with the checker imported: {base_mb:.0f} MB")
+    print(f"baseline RSS of the interpreter with the checker imported and Arrow used: {base_mb:.0f} MB")
     print(f"{'lines':>11} {'values':>10} {'wall s':>7} {'cpu s':>7} {'lines/s wall':>13} "
           f"{'lines/s cpu':>12} {'records/s cpu':>13} {'peak RSS MB':>11} {'B/value':>8}")
+    peaks: list[tuple[int, float]] = []  # (values, peak RSS MB) of each size
     for lines in args.lines or [1_000_000, 10_000_000]:
         with tempfile.TemporaryDirectory(prefix="fl-bench-") as tmp:
             run_dir = Path(tmp)
@@ -173,12 +179,17 @@ def main() -> None:
             r = json.loads(out.stdout)
             assert r["valid"] is True, r
             per_value = (r["maxrss_mb"] - base_mb) * 2**20 / max(1, r["values"])
+            peaks.append((r["values"], r["maxrss_mb"]))
             print(f"{n:>11,} {r['values']:>10,} {r['wall_s']:>7.1f} {r['cpu_s']:>7.1f} "
                   f"{n / r['wall_s']:>13,.0f} {n / r['cpu_s']:>12,.0f} "
                   f"{r['records'] / r['cpu_s']:>13,.0f} {r['maxrss_mb']:>11,.0f} "
                   f"{per_value:>8,.0f}   (generated in {gen_s:.0f}s)", flush=True)
             if args.stages:
                 subprocess.run([sys.executable, __file__, "--stages-of", str(run_dir)], check=True)
+    (v0, m0), (v1, m1) = min(peaks), max(peaks)
+    if v1 > v0:
+        print(f"peak RSS per value between {v0:,} and {v1:,} values: "
+              f"{(m1 - m0) * 2**20 / (v1 - v0):.0f} B")
 
 
 if __name__ == "__main__":

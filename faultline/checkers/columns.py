@@ -63,6 +63,11 @@ class Narrow:
         """``n`` more empty cells."""
         self.arr.extend(array("i", [EMPTY]) * n)
 
+    def append(self, value: int) -> None:
+        """One more cell, holding ``value``."""
+        self.arr.append(EMPTY)
+        self[len(self.arr) - 1] = value
+
     def view(self, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int64]]:
         """The values at ``lo`` to ``hi`` - 1 as int64, :data:`NONE` past the end."""
         out = np.full(hi - lo, NONE, dtype=np.int64)
@@ -73,6 +78,48 @@ class Narrow:
             head[cells == EMPTY] = NONE
             for k in np.flatnonzero(cells == WIDE).tolist():
                 head[k] = self.extra[lo + k]
+        return out
+
+
+#: A :class:`Rising` column keeps one base per run of ``1 << RUN_BITS`` cells.
+RUN_BITS = 6
+
+
+class Rising(Narrow):
+    """int64 values that rise with their index, such as invoke times, stored in index
+    order: each is kept as its difference from the first of its run of
+    ``1 << RUN_BITS`` cells (:attr:`bases`, one int64 a run), in the int32 cells; a
+    difference that does not fit goes to the dict, as any value of a :class:`Narrow`.
+    So 4 B a value, where differences are below ~2.1 s of nanoseconds within a run.
+    Code that inlines :meth:`append` stores the base of a run's first cell, then each
+    cell's difference from it, as this does."""
+
+    __slots__ = ("bases",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bases: array[int] = array("q")
+
+    def __getitem__(self, i: int) -> int:
+        return self.bases[i >> RUN_BITS] + super().__getitem__(i)
+
+    def put(self, i: int, value: int) -> None:
+        """Store ``value`` in cell ``i``, the cell after the last one stored."""
+        if not i & ((1 << RUN_BITS) - 1):
+            self.bases.append(value)
+        Narrow.__setitem__(self, i, value - self.bases[i >> RUN_BITS])
+
+    def view(self, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """The values in cells ``lo`` to ``hi`` - 1 as int64: cells that were stored, ``lo``
+        the first of a run."""
+        out = super().view(lo, hi)
+        run = 1 << RUN_BITS
+        whole = len(out) // run * run
+        if len(out):
+            bases = np.frombuffer(self.bases, dtype=np.int64)[lo >> RUN_BITS:]
+            runs = out[:whole].reshape(-1, run)  # a view: added to in place
+            runs += bases[:whole // run, None]
+            out[whole:] += bases[whole // run:whole // run + 1]
         return out
 
 

@@ -46,11 +46,8 @@ class Engine(Protocol):
     def c_done(self) -> Sequence[int]: ...
     @property
     def c_drain(self) -> Cells: ...
-    @property
-    def c_read_t(self) -> Sequence[int]: ...
     def read_off(self, s: int) -> int: ...
-    @property
-    def c_read_by(self) -> Cells: ...
+    def first_read(self, s: int) -> tuple[int, int]: ...
     @property
     def client_lines(self) -> ClientLines: ...
     def send_facts(self, s: int) -> explain.SendFacts: ...
@@ -108,12 +105,12 @@ def reorder(e: Engine, c: Collected, prev: tuple[int, int], s: int,
 
 def aborted(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     f = e.send_facts(s)
-    by = e.c_read_by[s]
+    t, by = e.first_read(s)
     reader = "the drain" if by == -1 else f"consumer {by}"
     off = e.read_off(s)
-    story = explain.aborted_read(f, e.c_read_t[s], off, reader)
+    story = explain.aborted_read(f, t, off, reader)
     return {**e.where(e.c_tp[s]), "value": f.value, "offset": off,
-            "time": e.c_read_t[s], "process": f.process, "error": f.error,
+            "time": t, "process": f.process, "error": f.error,
             "reader": reader, **c.tell(story)}
 
 
@@ -145,8 +142,8 @@ def unexpected(e: Engine, c: Collected, tp: int, val: int, off: int, t: int, by:
 def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, Any]:
     s = e.slot(val)
     t = by = None
-    if s is not None and e.read_off(s) == off and e.c_read_by[s] != -1:
-        t, by = e.c_read_t[s], e.c_read_by[s]
+    if s is not None and e.read_off(s) == off and e.first_read(s)[1] != -1:
+        t, by = e.first_read(s)
     part = e.parts[tp]
     story = _with_replicas(e, tp, off, explain.phantom_read(
         part.topic, part.partition, val, off, t, by, None if s is None else e.send_facts(s),
@@ -162,7 +159,7 @@ def sighting(e: Engine, tp: int, source: str, off: int, val: int) -> dict[str, A
     if source == "ack" and s is not None:
         t, p = e.c_done[s], e.c_proc[s]
     elif source == "poll" and s is not None and e.read_off(s) == off:
-        t, p = e.c_read_t[s], e.c_read_by[s]
+        t, p = e.first_read(s)
         p = None if p == -1 else p
     elif source == "drain":
         t = e.parts[tp].drain_time

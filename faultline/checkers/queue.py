@@ -5,9 +5,10 @@ A pure function of a test spec and a history (docs/history.md): :func:`check` ta
 path for files), and :func:`check_rows_table` gives besides the verdict the history's
 sends as columns, from the same pass, for the report (:mod:`faultline.checkers.table`).
 It streams the history once; memory grows with the number of distinct values and
-offsets (columns of int64 or int32 cells, see :mod:`faultline.checkers.columns`; ~85 B
+offsets (columns of cells of 8 B and less, see :mod:`faultline.checkers.columns`; ~55 B
 a value at peak), not with the number of lines; a history of more than 2**31 - 1
-sends is refused (HistoryError), as slots live in int32 cells. Its size is the hot
+sends, or of more than 32,768 topic-partitions, is refused (HistoryError), as slots
+live in int32 cells and partition ids in int16 ones. Its size is the hot
 loop's (:meth:`Engine.feed`), which inlines the common ops on purpose; it is one
 module so that one pass decides everything.
 The decisions (:meth:`Engine.finish`) find with numpy, over the columns and the offset
@@ -53,7 +54,6 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from sys import intern
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -64,10 +64,12 @@ from faultline.checkers.columns import (
     EMPTY,
     NARROW_MAX,
     NONE,
+    RUN_BITS,
     WIDE,
     Narrow,
     OffsetMap,
     Part,
+    Rising,
     disagreements,
     nones,
 )
@@ -85,6 +87,9 @@ from faultline.spec import TestSpec
 OPEN = 0
 #: The columns grow by this many slots at least (and by an eighth of what they hold).
 GROW = 1 << 16
+RUN_MASK = (1 << RUN_BITS) - 1
+#: The highest topic-partition id (ids live in int16 cells).
+MAX_PARTS = (1 << 15) - 1
 _STATUS = {"ok": OK, "fail": FAIL, "info": INFO}
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
 
@@ -173,29 +178,40 @@ class Engine:
         self.parts: list[Part] = []
         for p in range(spec.topic.partitions):
             self.part_id(spec.topic.name, p)
-        # Per-value columns, indexed by slot (slots in invoke order): times in int64
-        # cells, offsets and processes in int32 ones (:class:`Narrow`). While feeding they
-        # hold room past the last slot (empty cells, OPEN), so that an invoke stores three
-        # cells instead of appending nine; :meth:`feed` cuts them to ``slots`` at its end.
+        # Per-value columns, indexed by slot (slots in invoke order): completion times in
+        # int64 cells, invoke times as int32 differences (:class:`Rising`), offsets and
+        # processes in int32 cells (:class:`Narrow`), partition ids in int16 ones. While
+        # feeding they hold room past the last slot (empty cells, OPEN), so that an invoke
+        # stores four cells instead of appending eight; :meth:`feed` cuts them to
+        # ``slots`` at its end.
         self.slots = 0
         # value -> slot: an array indexed by value, as the workload's values are 0, 1, 2, ...
         # (4 B a value, where a dict costs ~100); any other value goes to its dict. Its
         # inverse, slot -> value, is made from it when asked (:attr:`c_val`).
         self.vslot = OffsetMap()
         self._c_val: array[int] | None = None
-        self.c_tp: array[int] = array("i")  # a partition id: an index into ``parts``
+        self.c_tp: array[int] = array("h")  # a partition id: an index into ``parts``
         self.c_proc = Narrow()
-        self.c_inv: array[int] = array("q")
+        self.c_inv = Rising()  # invoke times never decrease in slot order
         self.c_done: array[int] = array("q")
         self.c_status: array[int] = array("b")
         self.c_ack = Narrow()
         self.c_drain = Narrow()  # first drain offset
-        self.c_read_t: array[int] = array("q")  # first read (poll or drain)
-        self.c_read_by = Narrow()  # consumer process, or -1 for the drain
+        # The first read (poll or drain) of each send: the number of the op that read it
+        # (EMPTY if none), in the op's time and reader (a consumer process, or -1 for the
+        # drain), kept once per op that read a send first (a poll reads hundreds). There
+        # are never more such ops than sends, so the numbers fit the cells.
+        self.c_read = Narrow()
+        self.read_t: array[int] = array("q")
+        self.read_by = Narrow()
         # slot -> the first read's offset, where the ack (a poll's) or the first drain
         # offset (the drain's) does not say it: few, so no column (:meth:`read_off`)
         self.read_offs: dict[int, int] = {}
-        self.errors: dict[int, str] = {}  # slot -> error of a fail / info send
+        # the errors of fail / info sends: slot and error (an index into error_names)
+        self.err_slots: array[int] = array("i")
+        self.err_codes: array[int] = array("i")
+        self.error_names: dict[str, int] = {}
+        self._errors_by_slot: tuple[Any, Any] | None = None
         self.consumers: dict[int, dict[int, int]] = {}  # process -> part -> last offset
         self.gaps: list[tuple[int, int, int, int, int]] = []  # part, process, prev, off, time
         self.backwards: list[tuple[int, int, int, int, int]] = []  # same, nonmonotonic-poll
@@ -219,6 +235,8 @@ class Engine:
         key = (topic, partition)
         i = self.tp_ids.get(key)
         if i is None:
+            if len(self.parts) > MAX_PARTS:  # ids live in int16 cells
+                raise HistoryError(self.source, None, f"more than {MAX_PARTS + 1} topic-partitions")
             i = self.tp_ids[key] = len(self.parts)
             self.parts.append(Part(topic, partition))
         return i
@@ -233,16 +251,18 @@ class Engine:
         d: dict[str, Any] = {}
         vslot, parts, tp_ids = self.vslot, self.parts, self.tp_ids
         slots, vput, vget = vslot.arr, vslot.put, vslot.get  # arr grows in place
-        c_tp, c_inv, c_done, c_status = self.c_tp, self.c_inv, self.c_done, self.c_status
+        c_tp, c_done, c_status = self.c_tp, self.c_done, self.c_status
+        c_inv, invs, inv_bases = self.c_inv, self.c_inv.arr, self.c_inv.bases
         c_proc, procs, c_ack, acked = self.c_proc, self.c_proc.arr, self.c_ack, self.c_ack.arr
-        c_read_t, read_offs = self.c_read_t, self.read_offs
-        c_read_by, read_by = self.c_read_by, self.c_read_by.arr
-        consumers, measures, errors = self.consumers, self.measures, self.errors
+        reads, read_t, read_by, readers = self.c_read.arr, self.read_t, self.read_by, self.read_by.arr
+        read_offs = self.read_offs
+        err_slots, err_codes, error_names = self.err_slots, self.err_codes, self.error_names
+        consumers, measures = self.consumers, self.measures
         completed = measures.completed
         gaps, backwards = self.gaps, self.backwards
         part_id = self.part_id
         ops = 0
-        n, room = self.slots, len(c_inv)
+        n, room = self.slots, len(c_done)
         self._c_val = None
         try:
             for d in rows:
@@ -270,7 +290,16 @@ class Engine:
                             procs[n] = p
                         else:
                             c_proc[n] = p
-                        c_inv[n] = d["time"]
+                        t = d["time"]  # c_inv.put(n, t), inline:
+                        if n & RUN_MASK:
+                            dt = t - inv_bases[n >> RUN_BITS]
+                        else:
+                            inv_bases.append(t)
+                            dt = 0
+                        if WIDE < dt <= NARROW_MAX:
+                            invs[n] = dt
+                        else:
+                            c_inv.put(n, t)
                         n += 1
                         if measures.first_send is None:
                             measures.first_send = d["time"]
@@ -295,7 +324,7 @@ class Engine:
                                 acked[s] = off
                             else:
                                 c_ack[s] = off
-                            if read_offs and read_offs.get(s) == off and read_by[s] != -1:
+                            if read_offs and read_offs.get(s) == off and readers[reads[s]] != -1:
                                 del read_offs[s]  # polled before its ack, where it says
                             part = parts[tp]
                             held = part.acks.arr
@@ -307,8 +336,17 @@ class Engine:
                                 if cur != NONE and cur != val:
                                     self._conflict(tp, off, cur, val, ("ack", t, p))
                     elif d.get("error"):
-                        errors[s] = intern(d["error"])  # a few names, many times
-                    completed(tp, status, c_inv[s], t)
+                        e = d["error"]
+                        if e.__class__ is not str:
+                            raise TypeError("error")
+                        err_slots.append(s)
+                        code = error_names.get(e)
+                        if code is None:
+                            code = error_names[e] = len(error_names)
+                        err_codes.append(code)
+                    dt = invs[s]  # c_inv[s], inline
+                    dt = dt if dt != WIDE else c_inv.extra[s]
+                    completed(tp, status, inv_bases[s >> RUN_BITS] + dt, t)
                 elif f == "poll":
                     if typ == "invoke":
                         continue
@@ -318,7 +356,7 @@ class Engine:
                         continue
                     p = d["process"]
                     t = d["time"]
-                    p_fits = WIDE < p <= NARROW_MAX  # c_read_by's cells hold it
+                    k = -1  # this poll's read op number, once it reads a send first
                     last_of = consumers.get(p)
                     if last_of is None:
                         last_of = consumers[p] = {}
@@ -362,12 +400,12 @@ class Engine:
                         s = slots[val] if 0 <= val < len(slots) else vget(val)
                         if s < 0 or c_tp[s] != tp:
                             self._odd_read(tp, val, off, t, p)
-                        elif c_read_t[s] == NONE:
-                            c_read_t[s] = t
-                            if p_fits:  # c_read_by[s] = p, inline
-                                read_by[s] = p
-                            else:
-                                c_read_by[s] = p
+                        elif reads[s] == EMPTY:
+                            if k < 0:
+                                k = len(read_t)
+                                read_t.append(t)
+                                read_by.append(p)
+                            reads[s] = k
                             at = acked[s]  # the ack's offset, if it came and fits
                             if (off != at and (at != WIDE or c_ack[s] != off)) or p == -1:
                                 read_offs[s] = off
@@ -403,8 +441,8 @@ class Engine:
             self._count_sends()
 
     def _columns(self) -> tuple[array[int], ...]:
-        return (self.c_tp, self.c_proc.arr, self.c_inv, self.c_done, self.c_status,
-                self.c_ack.arr, self.c_drain.arr, self.c_read_t, self.c_read_by.arr)
+        return (self.c_tp, self.c_proc.arr, self.c_inv.arr, self.c_done, self.c_status,
+                self.c_ack.arr, self.c_drain.arr, self.c_read.arr)
 
     @property
     def c_val(self) -> array[int]:
@@ -427,7 +465,7 @@ class Engine:
         per row in the hot loop)."""
         width = len(self.parts) * 4
         counts = np.zeros(width, np.int64)
-        tps, status, block = _view(self.c_tp, np.int32), _view(self.c_status, np.int8), columns.BLOCK
+        tps, status, block = _view(self.c_tp, np.int16), _view(self.c_status, np.int8), columns.BLOCK
         for lo in range(0, self.slots, block):  # a block at a time: memory stays a block's
             counts += np.bincount(tps[lo:lo + block] * 4 + status[lo:lo + block], minlength=width)
         for tp, part in enumerate(self.parts):
@@ -436,16 +474,15 @@ class Engine:
     def _grow(self) -> int:
         """Room for more slots in every column, empty (:data:`NONE`, OPEN); returns how many
         slots the columns hold now."""
-        more = max(GROW, len(self.c_inv) // 8)
-        if len(self.c_inv) + more > NARROW_MAX:  # a slot must fit the value index's int32 cells
+        more = max(GROW, len(self.c_done) // 8)
+        if len(self.c_done) + more > NARROW_MAX:  # a slot must fit the value index's int32 cells
             raise HistoryError(self.source, None, f"more than {NARROW_MAX} sends")
         for col in (self.c_tp, self.c_status):
             col.frombytes(bytes(more * col.itemsize))  # OPEN is 0; a part is always set
-        for col in (self.c_inv, self.c_done, self.c_read_t):
-            col.extend(nones(more))
-        for narrow in (self.c_proc, self.c_ack, self.c_drain, self.c_read_by):
+        self.c_done.extend(nones(more))
+        for narrow in (self.c_inv, self.c_proc, self.c_ack, self.c_drain, self.c_read):
             narrow.grow(more)
-        return len(self.c_inv)
+        return len(self.c_done)
 
     def _client_error(self, d: dict[str, Any]) -> None:
         """A client op other than a send that did not end ok, for the report's errors."""
@@ -454,23 +491,31 @@ class Engine:
     def table(self, truncated: bool) -> HistoryTable:
         """The sends and what else a report needs, as columns (:mod:`.table`): the engine's
         last use, after :meth:`finish`. It first lets go of what only the decisions read
-        (the offset maps, the drain and read columns), so that the column of values, made
-        now unless the decisions made it, takes their room, not more."""
+        (the offset maps, the drain and read columns), then of each column the table
+        takes a copy of once the copy is made, so that the table, made of int64 columns,
+        never holds more than the feed did."""
         for part in self.parts:
             part.acks, part.polls, part.drains = OffsetMap(), OffsetMap(), OffsetMap()
-        del self.c_read_t[:], self.c_drain.arr[:], self.c_read_by.arr[:]
-        errors: dict[str, int] = {}
-        codes = np.full(len(self.c_val), -1, dtype=np.int32)
-        for s, e in self.errors.items():
-            codes[s] = errors.setdefault(e, len(errors))
-        sends = SendTable(
-            [(p.topic, p.partition) for p in self.parts], _view(self.c_val),
-            _view(self.c_tp, np.int32), self.c_proc.view(0, self.slots), _view(self.c_inv),
-            _view(self.c_done), _view(self.c_status, np.int8), self.c_ack.view(0, self.slots), codes,
-            list(errors))
+        self.c_read, self.read_t, self.read_by, self.c_drain = Narrow(), array("q"), Narrow(), Narrow()
+        values = _view(self.c_val)
+        self.vslot = OffsetMap()
+        tps = _view(self.c_tp, np.int16).astype(np.int32)
+        self.c_tp = array("h")
+        procs = self.c_proc.view(0, self.slots)
+        self.c_proc = Narrow()
+        acks = self.c_ack.view(0, self.slots)
+        self.c_ack = Narrow()
+        invoked = self.c_inv.view(0, self.slots)
+        last = int(invoked[-1]) if self.slots else None
+        self.c_inv = Rising()
+        codes = np.full(self.slots, -1, dtype=np.int32)
+        codes[_view(self.err_slots, np.int32)] = _view(self.err_codes, np.int32)
+        sends = SendTable([(p.topic, p.partition) for p in self.parts], values, tps, procs,
+                          invoked, _view(self.c_done), _view(self.c_status, np.int8),
+                          acks, codes, list(self.error_names))
         m = self.measures
         return HistoryTable(sends, self.other_errors, self.ops, self.end_time, m.first_send,
-                            max(m.last_send, self.c_inv[-1]) if self.c_inv else m.last_send,
+                            m.last_send if last is None else max(m.last_send, last),
                             truncated)
 
     def _bad_value(self, d: dict[str, Any], val: Any) -> None:
@@ -486,7 +531,8 @@ class Engine:
         tp = self.part_id(v["topic"], v["partition"])
         part = self.parts[tp]
         vslot, c_tp, c_drain = self.vslot, self.c_tp, self.c_drain
-        c_read_t, read_by, firsts = self.c_read_t, self.c_read_by.arr, c_drain.arr
+        reads, firsts = self.c_read.arr, c_drain.arr
+        k = -1  # this drain's read op number, once it reads a send first
         slots, held = vslot.arr, part.drains.arr
         n_slots, n_held = len(slots), len(held)
         drained = 0
@@ -510,9 +556,12 @@ class Engine:
             if s < 0 or c_tp[s] != tp:
                 self._odd_read(tp, val, off, t, -1)
                 continue
-            if c_read_t[s] == NONE:  # then c_drain[s] is empty too: it becomes off
-                c_read_t[s] = t
-                read_by[s] = -1
+            if reads[s] == EMPTY:  # then c_drain[s] is empty too: it becomes off
+                if k < 0:
+                    k = len(self.read_t)
+                    self.read_t.append(t)
+                    self.read_by.append(-1)
+                reads[s] = k
             first = firsts[s]
             if first == EMPTY:
                 if WIDE < off <= NARROW_MAX:  # c_drain[s] = off, inline
@@ -551,8 +600,8 @@ class Engine:
         self.client_lines = ClientLines(broker.client_log)
         if unavailable_after_ns is not None:
             self.measures.unavailable_after_ns = unavailable_after_ns
-        if self.c_inv:  # invoke times never decrease: the last is the latest
-            self.measures.last_send = max(self.measures.last_send, self.c_inv[-1])
+        if self.slots:  # invoke times never decrease: the last is the latest
+            self.measures.last_send = max(self.measures.last_send, self.c_inv[self.slots - 1])
         collected = Collected(self.spec, GuaranteeConfig.from_spec(self.spec), truncated)
         collected.set_faults(self.nemesis, self.measures, self.parts, set(self.c_tp),
                              self.timeline)
@@ -583,12 +632,31 @@ class Engine:
         """The offset of the first read of the send in slot ``s`` (:data:`NONE` if none):
         kept in :attr:`read_offs` unless a poll's is the ack's offset, or the drain's its
         first drain offset."""
-        if self.c_read_t[s] == NONE:
+        k = self.c_read.arr[s]
+        if k == EMPTY:
             return NONE
         off = self.read_offs.get(s)
         if off is not None:
             return off
-        return self.c_drain[s] if self.c_read_by[s] == -1 else self.c_ack[s]
+        return self.c_drain[s] if self.read_by[k] == -1 else self.c_ack[s]
+
+    def first_read(self, s: int) -> tuple[int, int]:
+        """(time, reader) of the first read of the send in slot ``s``, which was read: the
+        reader is a consumer process, or -1 for the drain."""
+        k = self.c_read.arr[s]
+        return self.read_t[k], self.read_by[k]
+
+    def error(self, s: int) -> str | None:
+        """The error of the fail / info send in slot ``s``, or None."""
+        if self._errors_by_slot is None:
+            slots = _view(self.err_slots, np.int32)
+            order = np.argsort(slots, kind="stable")
+            self._errors_by_slot = (slots[order], _view(self.err_codes, np.int32)[order])
+        slots, codes = self._errors_by_slot
+        i = int(np.searchsorted(slots, s))
+        if i < len(slots) and slots[i] == s:
+            return list(self.error_names)[int(codes[i])]
+        return None
 
     def send_facts(self, s: int) -> explain.SendFacts:
         """What the history says about the send in slot ``s``."""
@@ -600,7 +668,7 @@ class Engine:
             process=self.c_proc[s], invoke_time=self.c_inv[s],
             end_time=None if done == NONE else done,
             outcome=("open", "ok", "fail", "info")[status],
-            offset=None if ack == NONE else ack, error=self.errors.get(s))
+            offset=None if ack == NONE else ack, error=self.error(s))
 
     def _values(self, c: Collected) -> None:
         """Per-value decisions: lost, aborted, indeterminate, ack/drain disagreement,
@@ -610,15 +678,15 @@ class Engine:
         visited, in slot order, so anomalies are counted in the order the slots came.
         """
         parts = self.parts
-        status, tps = _view(self.c_status, np.int8), _view(self.c_tp, np.int32)
-        read_t = _view(self.c_read_t)
+        status, tps = _view(self.c_status, np.int8), _view(self.c_tp, np.int16)
+        reads = _view(self.c_read.arr, np.int32)
         complete = np.array([p.complete for p in parts], dtype=bool)
         visit: list[int] = []
         stored_ok = np.zeros(self.slots, dtype=bool)  # ok and in the drain: maybe reordered
         for lo in range(0, self.slots, columns.BLOCK):  # memory: a block's, but for stored_ok
             hi = min(lo + columns.BLOCK, self.slots)
             drained = self.c_drain.view(lo, hi)
-            st, held, read = status[lo:hi], drained != NONE, read_t[lo:hi] != NONE
+            st, held, read = status[lo:hi], drained != NONE, reads[lo:hi] != EMPTY
             ok, unsettled = st == OK, (st != OK) & (st != FAIL)
             c.indeterminate_read += int(np.count_nonzero(unsettled & read))
             c.indeterminate += int(np.count_nonzero(unsettled & ~read))
@@ -643,7 +711,7 @@ class Engine:
                 elif (ack_at != NONE and ack_at != stored and ack_at not in self.dups.get(s, ())
                       and part.drains.get(ack_at) == NONE):
                     c.iso_ack_offset.append(s)
-            elif status[s] == FAIL and read_t[s] != NONE:
+            elif status[s] == FAIL and reads[s] != EMPTY:
                 c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
             prev = reorders.get(s)
             if prev is not None:  # where it is stored (a lost value is no reordering)
@@ -674,7 +742,7 @@ class Engine:
         block: memory stays a block's and its processes', not the run's (every ``info``
         retires a process, so a long run has many).
         """
-        tps = _view(self.c_tp, np.int32)
+        tps = _view(self.c_tp, np.int16)
         out: dict[int, tuple[int, int]] = {}
         last_procs, last_slots = self._last_held(held)
         # the groups' highest so far: process, partition, offset, slot (slot -1 sorts first)

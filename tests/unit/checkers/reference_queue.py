@@ -1,8 +1,8 @@
 """REFERENCE, for tests only: the queue checker's engine as it was before its value ->
 slot map became an array (faultline/checkers/queue.py at ea31ca4), kept unchanged but for
-:meth:`Engine.slot` and :meth:`Engine.read_off` (what the examples now ask) so that
-the equivalence tests (test_queue_equivalence.py) can hold the current engine's
-results equal to it. Delete it once the new engine is proven. Its offset maps are
+:meth:`Engine.slot`, :meth:`Engine.read_off` and :meth:`Engine.first_read` (what the
+examples now ask) so that the equivalence tests (test_queue_equivalence.py) can hold
+the current engine's results equal to it. Delete it once the new engine is proven. Its offset maps are
 its own (int64 cells, as the engine's were before they became int32), so that the
 equivalence tests hold the engine's maps to them too.
 
@@ -532,6 +532,9 @@ class Engine:
 
     def read_off(self, s: int) -> int:
         return self.c_read_off[s]
+
+    def first_read(self, s: int) -> tuple[int, int]:
+        return self.c_read_t[s], self.c_read_by[s]
 
     def where(self, tp: int) -> dict[str, Any]:
         return {"topic": self.parts[tp].topic, "partition": self.parts[tp].partition}

@@ -104,3 +104,37 @@ def test_a_value_an_int32_cell_cannot_hold_is_kept_whole(value: int) -> None:
     other.put(3, 1)
     other.put(4, 1)
     assert list(disagreements(m, OffsetMap(), other, ())) == [(3, (value, NONE, 1))]
+
+
+# Steps between successive times: equal, small, past an int32 cell (3 s of ns, 2**40),
+# and backwards (a history given as ops is not checked for order).
+steps = st.lists(st.sampled_from([0, 5, 3 * 10**9, 2**40, -7, -(3 * 10**9)]), max_size=300)
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=st.sampled_from([0, 10**18, -(2**62)]), steps=steps, data=st.data())
+def test_rising_times_read_back_whole_one_at_a_time_and_as_a_view(
+        first: int, steps: list[int], data: st.DataObject) -> None:
+    """A Rising column (a base per run of cells, int32 differences, a dict for the rest)
+    gives back every time stored, by index and as any view that starts a run."""
+    times, t = [], first
+    for step in steps:
+        t += step
+        times.append(t)
+    col = columns.Rising()
+    col.grow(len(times))
+    for i, t in enumerate(times):
+        col.put(i, t)
+    assert [col[i] for i in range(len(times))] == times
+    run = 1 << columns.RUN_BITS
+    lo = data.draw(st.integers(0, len(times) // run)) * run
+    hi = data.draw(st.integers(lo, len(times)))
+    assert col.view(lo, hi).tolist() == times[lo:hi]
+
+
+def test_a_narrow_column_appends_values_that_fit_and_values_that_do_not() -> None:
+    col = columns.Narrow()
+    for value in (5, -1, 2**40, columns.EMPTY):
+        col.append(value)
+    assert [col[i] for i in range(4)] == [5, -1, 2**40, columns.EMPTY]
+    assert col.extra == {2: 2**40, 3: columns.EMPTY}

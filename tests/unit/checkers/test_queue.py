@@ -480,7 +480,7 @@ def test_a_first_read_keeps_its_offset_only_where_the_ack_or_drain_does_not_say_
     engine.feed(op.to_dict() for op in h.ops)
     assert engine.read_offs == {1: 1, 2: 3}
     assert [engine.read_off(s) for s in range(5)] == [0, 1, 3, 4, NONE]
-    assert [engine.c_read_by[s] for s in range(4)] == [5, -1, 5, -1]
+    assert [engine.first_read(s)[1] for s in range(4)] == [5, -1, 5, -1]
 
 
 @pytest.mark.parametrize("offset", [5, 2**40])
@@ -521,4 +521,16 @@ def test_more_sends_than_int32_slots_is_refused_in_one_line(monkeypatch: Any) ->
     for v in range(8, 12):
         h.send(0, v, offset=v)
     with pytest.raises(HistoryError, match="more than 10 sends"):
+        run(h)
+
+
+def test_more_topic_partitions_than_int16_ids_is_refused_in_one_line(monkeypatch: Any) -> None:
+    """Partition ids live in int16 cells; the limit, made small here, is a HistoryError."""
+    monkeypatch.setattr(queue, "MAX_PARTS", 2)
+    h = H()
+    for part in range(3):
+        h.send(0, part, offset=0, part=part)
+    assert run(h).valid is not None  # ids 0, 1 and 2
+    h.poll(5, [(0, 9)], part=3)  # a fourth, read only
+    with pytest.raises(HistoryError, match="more than 3 topic-partitions"):
         run(h)

@@ -3,7 +3,8 @@ as a reference until the new one is proven: identical results.json objects, exam
 and stories included, on the stored real run and on generated histories, correct or
 mutated, with values the workload writes (0, 1, 2, ...) and values it never would
 (negative, far apart, the int32 cells' own marks), which take the engine's other path,
-offsets and processes the int32 cells cannot hold (negative, far out), columns that
+offsets and processes the int32 cells cannot hold (negative, far out), invoke times
+seconds apart (beyond the int32 cells of their differences), columns that
 grow one slot at a time, and decisions taken a few sends and offsets at a time (so
 across many blocks)."""
 
@@ -106,10 +107,11 @@ def revalue(rows: Rows, shift: int, spread: int) -> None:
        shift=st.sampled_from([0, 0, -(10**6), 2**40, columns.EMPTY]),
        spread=st.sampled_from([1, 1, 3, 2**21]), offsets=st.sampled_from([0, 0, -50, 2**30, 2**40]),
        shuffle=st.sampled_from([None, None, 1, 2]), processes=st.sampled_from([0, 0, 2**40]),
+       stretch=st.sampled_from([1, 1, 10**7]),
        mutations=st.lists(st.sampled_from(sorted(MUTATIONS)), max_size=3))
 def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, acks: str, shift: int,
                                             spread: int, offsets: int, shuffle: int | None,
-                                            processes: int, mutations: list[str]) -> None:
+                                            processes: int, stretch: int, mutations: list[str]) -> None:
     grow = data.draw(st.sampled_from([1, 7, queue.GROW]), "how the columns grow")
     block = data.draw(st.sampled_from([1, 7, 1 << 20]), "how many sends and offsets decide at once")
     rows = copy.deepcopy(list(generate(shape)))
@@ -122,8 +124,10 @@ def test_generated_histories_check_the_same(shape: Shape, data: st.DataObject, a
     revalue(rows, shift, spread)
     reoffset(rows, offsets)
     reprocess(rows, processes)
+    for r in rows:  # times seconds apart: beyond the int32 cells of invoke times
+        r["time"] *= stretch
     note(f"{shape}, acks={acks}, values * {spread} + {shift}, offsets + {offsets}, "
-         f"processes + {processes}, "
+         f"processes + {processes}, times * {stretch}, "
          f"drains shuffled by seed {shuffle}, mutations {mutations}")
     default = queue.GROW, columns.BLOCK
     queue.GROW, columns.BLOCK = grow, block
