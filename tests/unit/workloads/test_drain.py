@@ -18,7 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, KafkaError, KafkaE
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.spec import TestSpec
 from faultline.workloads import drain as drain_module
-from faultline.workloads.clients import ProcessIds
+from faultline.workloads.clients import ProcessIds, decode_value
 from faultline.workloads.drain import PartitionDrain, drain
 from tests.schemas import valid_lines
 from tests.unit.workloads.fakes import FakeMessage
@@ -42,13 +42,14 @@ class Clock:
 class Log:
     """One partition as the fake serves it.
 
-    ``records``: offset -> value (offsets missing between ``low`` and ``end`` hold no
-    record, as a transaction marker does); ``hw`` is what the watermark query answers;
+    ``records``: offset -> value, an int written as its decimal, or the raw bytes (or
+    None) of the record (offsets missing between ``low`` and ``end`` hold no record, as
+    a transaction marker does); ``hw`` is what the watermark query answers;
     ``stall_at``: the consumer serves nothing from this offset on; ``per_consume``:
     records one ``consume()`` returns at most, every other call returning none.
     """
 
-    def __init__(self, records: dict[int, int], low: int = 0, hw: int | None = None,
+    def __init__(self, records: dict[int, Any], low: int = 0, hw: int | None = None,
                  end: int | None = None, stall_at: int | None = None,
                  per_consume: int = 1000) -> None:
         self.records = records
@@ -111,7 +112,9 @@ class FakeConsumer:
             offset = max(self.next_offset, log.low)
             while offset < stop and len(out) < limit:
                 if offset in log.records:
-                    raw = str(log.records[offset]).encode("ascii")
+                    raw = log.records[offset]
+                    if isinstance(raw, int):
+                        raw = str(raw).encode("ascii")
                     out.append(FakeMessage(self.partition, offset, raw))
                 offset += 1
                 self.next_offset = offset
@@ -136,10 +139,11 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 
 def run_drain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kafka: FakeKafka,
-              ends: dict[int, int | str], timeout_s: float = 60.0
+              ends: dict[int, int | str], timeout_s: float = 60.0, schema: bool = True
               ) -> tuple[list[PartitionDrain], list[Op]]:
     """Drain ``ends`` from ``kafka`` into a real history; the results and the ops read
-    back, every line held to the history schema and the reader's pairing rules."""
+    back, every line held to the reader's pairing rules and (unless not ``schema``) to
+    the history schema."""
     def make(conf: dict[str, Any]) -> FakeConsumer:
         c = FakeConsumer(kafka, conf)
         kafka.consumers.append(c)
@@ -149,7 +153,8 @@ def run_drain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kafka: FakeKafka,
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as history:
         drains = drain(TestSpec(), "fake:9092", history, ProcessIds(10), ends, timeout_s=timeout_s)
-    valid_lines(path, "history.schema.json")
+    if schema:
+        valid_lines(path, "history.schema.json")
     return drains, list(read_history(path))
 
 
@@ -310,3 +315,16 @@ def test_an_empty_partition_is_last_with_no_records(
                 "records": [], "last": True})]
     assert drains == [PartitionDrain(0, 10, low, low, 0, True)]
     assert kafka.consumers[0].calls == 0
+
+
+def test_each_value_is_journaled_as_decode_value_gives_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, clock: Clock) -> None:
+    """A canonical decimal becomes an int; anything else (a leading zero, a sign, text,
+    bytes that are not UTF-8, digits that are not ASCII, a null) what decode_value says."""
+    raws = [b"0", b"42", b"007", b"-1", b"abc", b"\xff1", None, b"", "\u0663".encode()]
+    kafka = FakeKafka(clock, {0: Log(dict(enumerate(raws)))})
+    # text values are not the workload's, and the history schema allows none
+    drains, ops = run_drain(monkeypatch, tmp_path, kafka, {0: len(raws)}, schema=False)
+    records = [r for op in ops if op.type == "ok" for r in op.value["records"]]
+    assert records == [[i, decode_value(raw)] for i, raw in enumerate(raws)]
+    assert [v for _, v in records[:4]] == [0, 42, "007", "-1"] and drains[0].complete
