@@ -10,6 +10,8 @@ instead of the history.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,9 +47,19 @@ def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result
             write_results(run_dir, unknown_result("unreadable-input", str(e)))
         raise
     if table is not None:
+        _give_back_freed_memory()
         write_table(run_dir / SENDS_FILE, table, find_history(run_dir))
     write_results(run_dir, result)
     return result
+
+
+def _give_back_freed_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
+    where there is none). The check's pass leaves holes in the heap where its columns
+    grew and its decisions worked; the table's Parquet writer, which comes next, would
+    otherwise peak above them: 10 M lines, 358-374 MB -> 351 MB, in milliseconds."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def write_results(run_dir: Path, result: Result) -> Path:

@@ -5,7 +5,7 @@ A pure function of a test spec and a history (docs/history.md): :func:`check` ta
 path for files), and :func:`check_rows_table` gives besides the verdict the history's
 sends as columns, from the same pass, for the report (:mod:`faultline.checkers.table`).
 It streams the history once; memory grows with the number of distinct values and
-offsets (columns of cells of 8 B and less, see :mod:`faultline.checkers.columns`; ~55 B
+offsets (columns of cells of 8 B and less, see :mod:`faultline.checkers.columns`; ~60 B
 a value at peak), not with the number of lines; a history of more than 2**31 - 1
 sends, or of more than 32,768 topic-partitions, is refused (HistoryError), as slots
 live in int32 cells and partition ids in int16 ones. Its size is the hot
