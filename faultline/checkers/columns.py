@@ -81,8 +81,10 @@ class Narrow:
         return out
 
 
-#: A :class:`Rising` column keeps one base per run of ``1 << RUN_BITS`` cells.
+#: A :class:`Rising` column keeps one base per run of ``1 << RUN_BITS`` cells; a cell's
+#: place in its run is its index's ``RUN_MASK`` bits.
 RUN_BITS = 6
+RUN_MASK = (1 << RUN_BITS) - 1
 
 
 class Rising(Narrow):
@@ -91,8 +93,8 @@ class Rising(Narrow):
     ``1 << RUN_BITS`` cells (:attr:`bases`, one int64 a run), in the int32 cells; a
     difference that does not fit goes to the dict, as any value of a :class:`Narrow`.
     So 4 B a value, where differences are below ~2.1 s of nanoseconds within a run.
-    Code that inlines :meth:`append` stores the base of a run's first cell, then each
-    cell's difference from it, as this does."""
+    Code that inlines :meth:`put` stores the base of a run's first cell, then each
+    cell's difference from it, as it does."""
 
     __slots__ = ("bases",)
 
@@ -105,7 +107,7 @@ class Rising(Narrow):
 
     def put(self, i: int, value: int) -> None:
         """Store ``value`` in cell ``i``, the cell after the last one stored."""
-        if not i & ((1 << RUN_BITS) - 1):
+        if not i & RUN_MASK:
             self.bases.append(value)
         Narrow.__setitem__(self, i, value - self.bases[i >> RUN_BITS])
 

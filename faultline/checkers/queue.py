@@ -65,6 +65,7 @@ from faultline.checkers.columns import (
     NARROW_MAX,
     NONE,
     RUN_BITS,
+    RUN_MASK,
     WIDE,
     Narrow,
     OffsetMap,
@@ -87,7 +88,6 @@ from faultline.spec import TestSpec
 OPEN = 0
 #: The columns grow by this many slots at least (and by an eighth of what they hold).
 GROW = 1 << 16
-RUN_MASK = (1 << RUN_BITS) - 1
 #: The highest topic-partition id (ids live in int16 cells).
 MAX_PARTS = (1 << 15) - 1
 _STATUS = {"ok": OK, "fail": FAIL, "info": INFO}
@@ -302,7 +302,7 @@ class Engine:
                             c_inv.put(n, t)
                         n += 1
                         if measures.first_send is None:
-                            measures.first_send = d["time"]
+                            measures.first_send = t
                         continue
                     s = (slots[val] if val.__class__ is int and 0 <= val < len(slots)
                          else vget(val) if val.__class__ is int else NONE)
@@ -467,7 +467,8 @@ class Engine:
         counts = np.zeros(width, np.int64)
         tps, status, block = _view(self.c_tp, np.int16), _view(self.c_status, np.int8), columns.BLOCK
         for lo in range(0, self.slots, block):  # a block at a time: memory stays a block's
-            counts += np.bincount(tps[lo:lo + block] * 4 + status[lo:lo + block], minlength=width)
+            counts += np.bincount(tps[lo:lo + block].astype(np.int64) * 4 + status[lo:lo + block],
+                                  minlength=width)
         for tp, part in enumerate(self.parts):
             part.sends = counts[tp * 4:tp * 4 + 4].tolist()
 
@@ -506,17 +507,15 @@ class Engine:
         acks = self.c_ack.view(0, self.slots)
         self.c_ack = Narrow()
         invoked = self.c_inv.view(0, self.slots)
-        last = int(invoked[-1]) if self.slots else None
         self.c_inv = Rising()
         codes = np.full(self.slots, -1, dtype=np.int32)
         codes[_view(self.err_slots, np.int32)] = _view(self.err_codes, np.int32)
         sends = SendTable([(p.topic, p.partition) for p in self.parts], values, tps, procs,
                           invoked, _view(self.c_done), _view(self.c_status, np.int8),
                           acks, codes, list(self.error_names))
-        m = self.measures
+        m = self.measures  # finish made last_send the last invoke's time, if later
         return HistoryTable(sends, self.other_errors, self.ops, self.end_time, m.first_send,
-                            m.last_send if last is None else max(m.last_send, last),
-                            truncated)
+                            m.last_send, truncated)
 
     def _bad_value(self, d: dict[str, Any], val: Any) -> None:
         hash(val)  # an unhashable value is malformed: TypeError, which value_problem explains

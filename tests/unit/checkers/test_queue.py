@@ -534,3 +534,14 @@ def test_more_topic_partitions_than_int16_ids_is_refused_in_one_line(monkeypatch
     h.poll(5, [(0, 9)], part=3)  # a fourth, read only
     with pytest.raises(HistoryError, match="more than 3 topic-partitions"):
         run(h)
+
+
+def test_sends_to_a_partition_whose_id_passes_int16_arithmetic_are_counted() -> None:
+    """Ids live in int16 cells; counting sends per partition (id * 4 + outcome) must not
+    wrap for an id past 8,191."""
+    h = H()
+    h.send(0, 1, offset=0, part=9000)
+    h.send(0, 2, outcome="fail", part=9000)
+    r = Engine(make_spec(partitions=9001), "history")
+    r.feed(op.to_dict() for op in h.ops)
+    assert r.parts[9000].sends == [0, 1, 1, 0]
