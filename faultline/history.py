@@ -40,6 +40,11 @@ from faultline.rundir import find_history
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))
 NEMESIS = "nemesis"
+#: A send's value is a signed 64-bit integer from VALUE_MIN to VALUE_MAX (docs/history.md):
+#: the queue checker keeps the lowest 2**32 for the values read that no send can carry
+#: (a foreign record's text or null), so that its int64 columns hold those too.
+VALUE_MIN = -(1 << 63) + (1 << 32)
+VALUE_MAX = (1 << 63) - 1
 Process = int | Literal["nemesis"]
 #: An op not yet journaled: ``(process, type, f, value, error)``.
 PendingOp = tuple[Process, OpType, str, Any, str | None]

@@ -34,6 +34,7 @@ class Engine(Protocol):
     @property
     def parts(self) -> Sequence[Part]: ...
     def slot(self, value: int) -> int | None: ...
+    def shown(self, value: int) -> explain.Value: ...
     @property
     def c_tp(self) -> Sequence[int]: ...
     @property
@@ -131,11 +132,12 @@ def duplicate(e: Engine, c: Collected, s: int, offsets: list[int],
 def unexpected(e: Engine, c: Collected, tp: int, val: int, off: int, t: int, by: int,
                 n: int) -> dict[str, Any]:
     s = e.slot(val)
+    value = e.shown(val)
     reader = "the drain" if by == -1 else f"consumer {by}"
-    story = explain.unexpected_value(e.parts[tp].topic, e.parts[tp].partition, val,
+    story = explain.unexpected_value(e.parts[tp].topic, e.parts[tp].partition, value,
                                      off, t, reader, None if s is None else
                                      e.send_facts(s))
-    return {**e.where(tp), "value": val, "offset": off, "time": t, "reader": reader,
+    return {**e.where(tp), "value": explain.raw(value), "offset": off, "time": t, "reader": reader,
             "reads": n, **c.tell(story)}
 
 
@@ -144,15 +146,17 @@ def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, A
     t = by = None
     if s is not None and e.read_off(s) == off and e.first_read(s)[1] != -1:
         t, by = e.first_read(s)
-    part = e.parts[tp]
+    part, value = e.parts[tp], e.shown(val)
     story = _with_replicas(e, tp, off, explain.phantom_read(
-        part.topic, part.partition, val, off, t, by, None if s is None else e.send_facts(s),
+        part.topic, part.partition, value, off, t, by, None if s is None else e.send_facts(s),
         e.drain_facts(tp, off, val), c.faults, part.drain_time, c.reason("phantom-read", tp)))
-    return {**e.where(tp), "value": val, "offset": off, "time": t, "process": by,
+    return {**e.where(tp), "value": explain.raw(value), "offset": off, "time": t, "process": by,
             **c.tell(story)}
 
 
 def sighting(e: Engine, tp: int, source: str, off: int, val: int) -> dict[str, Any]:
+    """One source's association of ``off`` with ``val``; its ``value`` as a story takes
+    it (:func:`explain.raw` gives results.json's)."""
     s = e.slot(val)
     t: Any = None
     p: Any = None
@@ -163,7 +167,7 @@ def sighting(e: Engine, tp: int, source: str, off: int, val: int) -> dict[str, A
         p = None if p == -1 else p
     elif source == "drain":
         t = e.parts[tp].drain_time
-    return {"source": source, "value": val, "offset": off, "time": t, "process": p}
+    return {"source": source, "value": e.shown(val), "offset": off, "time": t, "process": p}
 
 
 def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
@@ -172,16 +176,18 @@ def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
                  for k, x in (("ack", a), ("poll", p), ("drain", dv)) if x != NONE]
     for x, seen in extra.items():
         for source, t, proc in seen:
-            sightings.append({"source": source, "value": x, "offset": off, "time": t,
+            sightings.append({"source": source, "value": e.shown(x), "offset": off, "time": t,
                               "process": proc})
     story = _with_replicas(e, tp, off, explain.inconsistent_offsets(
         e.parts[tp].topic, e.parts[tp].partition, off, sightings,
         e.drain_facts(tp, off, None), e.parts[tp].drain_time,
         c.iso_reason(involves_ack, tp)))
     times = [x["time"] for x in sightings if x["time"] is not None]
-    return {**e.where(tp), "offset": off,
-            "values": sorted({x["value"] for x in sightings}), "involves_ack": involves_ack,
-            "sightings": sightings, "time": min(times) if times else None,
+    values = sorted({x["value"] for x in sightings}, key=explain.order)
+    return {**e.where(tp), "offset": off, "values": [explain.raw(x) for x in values],
+            "involves_ack": involves_ack,
+            "sightings": [{**x, "value": explain.raw(x["value"])} for x in sightings],
+            "time": min(times) if times else None,
             **c.tell(story)}
 
 
@@ -193,7 +199,8 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
         part.topic, part.partition, ack, sightings, e.drain_facts(tp, ack, val), part.drain_time,
         c.iso_reason(True, tp)))
     return {**e.where(tp), "offset": ack, "values": [val], "value": val,
-            "offsets": [ack, drained], "involves_ack": True, "sightings": sightings,
+            "offsets": [ack, drained], "involves_ack": True,
+            "sightings": [{**x, "value": explain.raw(x["value"])} for x in sightings],
             "time": e.c_done[s], **c.tell(story)}
 
 

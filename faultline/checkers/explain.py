@@ -9,6 +9,7 @@ guarantees permit it. Pure: plain facts in, plain data out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,13 +39,39 @@ class SendFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class Foreign:
+    """A value read that no send can carry, as the history holds it: a foreign
+    record's text or null, or an integer outside a send's range. A story shows it as
+    JSON (``"abc"``, ``null``); results.json holds :attr:`raw` (:func:`raw`)."""
+
+    raw: str | int | None
+
+    def __str__(self) -> str:
+        return json.dumps(self.raw, ensure_ascii=False)
+
+
+#: A value as a story takes it: a send's integer, or a foreign one.
+Value = int | Foreign
+
+
+def raw(value: Value | None) -> str | int | None:
+    """A value as results.json holds it: the integer, or what the history held."""
+    return value.raw if isinstance(value, Foreign) else value
+
+
+def order(value: Value) -> tuple[bool, Any]:
+    """Integers ascending, then foreign values by their JSON."""
+    return (True, str(value)) if isinstance(value, Foreign) else (False, value)
+
+
+@dataclass(frozen=True, slots=True)
 class DrainFacts:
     """What the final drain says about one offset and one value of a partition."""
 
     complete: bool
     high_watermark: int | None
     log_start_offset: int | None
-    holds: int | None  # the value the drain has at the offset in question, if any
+    holds: Value | None  # the value the drain has at the offset in question, if any
     offsets_of_value: Sequence[int]  # where the drain has the value in question
 
 
@@ -119,7 +146,7 @@ def fault_events(after: int, faults: Sequence[Mapping[str, Any]]) -> list[Event]
     return out
 
 
-def drain_text(d: DrainFacts, offset: int | None, value: int | None) -> str:
+def drain_text(d: DrainFacts, offset: int | None, value: Value | None) -> str:
     """What the partition holds now at ``offset``, and where ``value`` is."""
     if not d.complete:
         return "the drain of this partition never completed, so its contents are not known"
@@ -144,7 +171,7 @@ def drain_text(d: DrainFacts, offset: int | None, value: int | None) -> str:
     return "the drain shows " + "; ".join(parts)
 
 
-def _finish(events: list[Event], d: DrainFacts, offset: int | None, value: int | None,
+def _finish(events: list[Event], d: DrainFacts, offset: int | None, value: Value | None,
             end_time: int | None) -> list[Event]:
     events.append({"time": end_time, "text": drain_text(d, offset, value)})
     return events
@@ -166,7 +193,7 @@ def lost_write(s: SendFacts, d: DrainFacts, faults: Sequence[Mapping[str, Any]],
                 + _verdict(permitted))
 
 
-def phantom_read(topic: str, partition: int, value: int, offset: int, time: int | None,
+def phantom_read(topic: str, partition: int, value: Value, offset: int, time: int | None,
                  process: int | None, send: SendFacts | None, d: DrainFacts,
                  faults: Sequence[Mapping[str, Any]], drain_time: int | None,
                  permitted: str | None) -> Story:
@@ -200,7 +227,7 @@ def inconsistent_offsets(topic: str, partition: int, offset: int | None,
         ev.append({"time": s.get("time"),
                    "text": f"{s['source']}{who}: value {s['value']} at offset {s['offset']}"})
     ev.sort(key=lambda e: (e["time"] is None, e["time"] or 0))
-    values = sorted({s["value"] for s in sightings})
+    values = sorted({s["value"] for s in sightings}, key=order)
     _finish(ev, d, offset, None, drain_time)
     what = (f"Offset {offset} of {topic}/{partition} was associated with values "
             f"{', '.join(map(str, values))}" if len(values) > 1 else
@@ -234,14 +261,17 @@ def aborted_read(s: SendFacts, read_time: int | None, read_offset: int | None,
                 "harness classified an indeterminate error as a failure.")
 
 
-def unexpected_value(topic: str, partition: int, value: int, offset: int, time: int,
+def unexpected_value(topic: str, partition: int, value: Value, offset: int, time: int,
                      reader: str, send: SendFacts | None) -> Story:
     """A value read that no send to this partition carried (before it was read)."""
     ev: list[Event] = send_events(send) if send else []
     ev.append({"time": time, "text": f"{reader} read value {value} at offset {offset} "
                                      f"of {topic}/{partition}"})
     ev.sort(key=lambda e: (e["time"] is None, e["time"] or 0))
-    if send is None:
+    if isinstance(value, Foreign):
+        why = ("no send can carry it (the workload writes decimal integers): another "
+               "producer wrote to the topic, or the record was corrupted")
+    elif send is None:
         why = "no send in the history carried it (stale data on the topic, or corruption)"
     elif (send.topic, send.partition) != (topic, partition):
         why = f"its send went to {send.topic}/{send.partition}"

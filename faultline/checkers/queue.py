@@ -31,7 +31,11 @@ Anomalies (docs/design.md), with the choices made where the table leaves room:
 - duplicate: one value at more than one offset in the drain.
 - aborted-read: a value read (poll or drain) whose send ended ``fail``.
 - unexpected-value: a value read from a partition that no send to that partition
-  carried before the read (never sent, sent elsewhere, or read before its invoke).
+  carried before the read (never sent, sent elsewhere, or read before its invoke),
+  counted once per partition and value. A value no send can carry (a record's text
+  or null, as the workload journals another producer's record) is one too; it takes
+  part in the offsets' rules like any other (a poll-skip over it, a phantom read of
+  it, an ack at its offset), as a code in the maps (:meth:`Engine.shown`).
 - nonmonotonic-send: two ok sends of one process to one partition, the one invoked
   first stored higher, by drain offsets (where the value is stored, whatever the
   ack said; a value missing from the drain is a lost write, not a reordering, and
@@ -42,8 +46,8 @@ Anomalies (docs/design.md), with the choices made where the table leaves room:
 - poll-skip: a consumer's successive records for a partition jumped over offsets
   that hold records in the completed drain.
 
-Malformed values (a send without an integer ``value``, a poll record that is not
-``[topic, partition, offset, value]``, ...) raise HistoryError naming the line
+Malformed values (a send without a 64-bit integer ``value``, a poll record that is
+not ``[topic, partition, offset, value]``, ...) raise HistoryError naming the line
 (``index + 1``). Any other exception inside the checker is a bug, which
 :func:`faultline.checkers.stored.check_stored` turns into ``valid: "unknown"``,
 never a pass.
@@ -82,7 +86,7 @@ from faultline.checkers.table import HistoryTable, SendTable
 from faultline.checkers.verdict import Collected, build_result
 from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
-from faultline.history import NEMESIS, Op, ReadResult
+from faultline.history import NEMESIS, VALUE_MAX, VALUE_MIN, Op, ReadResult
 from faultline.spec import TestSpec
 
 OPEN = 0
@@ -218,6 +222,12 @@ class Engine:
         # (part, offset) -> {value: [(source, time, process)]}, for same-source conflicts
         self.conflicts: dict[tuple[int, int], dict[int, list[tuple[str, Any, Any]]]] = {}
         self.odd_reads: dict[tuple[int, int], list[int]] = {}  # (part, value) -> off, t, by, n
+        # A value read that no send can carry (a foreign record's text or null, a number
+        # out of VALUE_MIN..VALUE_MAX) stands in the maps as a code: NONE + 1 + its number
+        # here (:meth:`shown`); and where the drain held each, (part, code) -> offsets.
+        self.foreign: dict[Any, int] = {}
+        self.foreign_values: list[Any] = []
+        self.foreign_at: dict[tuple[int, int], list[int]] = {}
         self.dups: dict[int, set[int]] = {}  # slot -> further drain offsets
         self.nemesis: list[Op] = []
         self.measures = Measures()
@@ -260,7 +270,7 @@ class Engine:
         consumers, measures = self.consumers, self.measures
         completed = measures.completed
         gaps, backwards = self.gaps, self.backwards
-        part_id = self.part_id
+        part_id, foreign = self.part_id, self._foreign
         ops = 0
         n, room = self.slots, len(c_done)
         self._c_val = None
@@ -276,7 +286,7 @@ class Engine:
                         tp = tp_ids.get((v["topic"], v["partition"]))
                         if tp is None:
                             tp = part_id(v["topic"], v["partition"])
-                        if val.__class__ is not int or val == NONE:
+                        if val.__class__ is not int or not VALUE_MIN <= val <= VALUE_MAX:
                             self._bad_value(d, val)
                         if 0 <= val < len(slots) and slots[val] == EMPTY:  # vput, inline
                             slots[val] = n
@@ -381,8 +391,9 @@ class Engine:
                             arr = part.polls.arr
                             last = last_of.get(tp)
                             run = 0
-                        if off.__class__ is not int or val.__class__ is not int:
-                            raise TypeError("record")
+                        if (off.__class__ is not int or val.__class__ is not int
+                                or not VALUE_MIN <= val <= VALUE_MAX):
+                            val = foreign(off, val)
                         if last is not None and off != last + 1:
                             (backwards if off <= last else gaps).append((tp, p, last, off, t))
                         last = off
@@ -519,10 +530,31 @@ class Engine:
 
     def _bad_value(self, d: dict[str, Any], val: Any) -> None:
         hash(val)  # an unhashable value is malformed: TypeError, which value_problem explains
-        what = ("was already sent" if val.__class__ is int and val != NONE
+        what = ("was already sent" if val.__class__ is int and VALUE_MIN <= val <= VALUE_MAX
                 and self.vslot.get(val) != NONE else "is not a usable integer")
-        raise HistoryError(self.source, _line(d), f"send value {val!r} {what}: "
-                           "values must be unique integers (docs/history.md)")
+        raise HistoryError(self.source, _line(d), f"send value {val!r} {what}: values must be "
+                           "unique 64-bit integers, from -2**63 + 2**32 (docs/history.md)")
+
+    def _foreign(self, off: Any, val: Any) -> int:
+        """The code standing for a value read (at offset ``off``) that no send can carry:
+        text or null (a foreign producer's record, as the workload journals it), or an
+        integer outside VALUE_MIN..VALUE_MAX; one code a value. Anything else, or an
+        offset that is not an integer, is a malformed record (TypeError)."""
+        if off.__class__ is not int or (val is not None and val.__class__ is not str
+                                        and val.__class__ is not int):
+            raise TypeError("record")
+        code = self.foreign.get(val)
+        if code is None:
+            code = self.foreign[val] = NONE + 1 + len(self.foreign_values)
+            self.foreign_values.append(val)
+        return code
+
+    def shown(self, value: int) -> explain.Value:
+        """A value of the maps and columns as the history holds it: the value read that a
+        foreign code stands for (:meth:`_foreign`), else the integer itself."""
+        if NONE < value < VALUE_MIN:
+            return explain.Foreign(self.foreign_values[value - NONE - 1])
+        return value
 
     def _drain(self, d: dict[str, Any]) -> None:
         v = d["value"]
@@ -536,8 +568,9 @@ class Engine:
         n_slots, n_held = len(slots), len(held)
         drained = 0
         for off, val in v["records"]:
-            if off.__class__ is not int or val.__class__ is not int:
-                raise TypeError("record")
+            if off.__class__ is not int or val.__class__ is not int or not VALUE_MIN <= val <= VALUE_MAX:
+                val = self._foreign(off, val)
+                self.foreign_at.setdefault((tp, val), []).append(off)
             cur = held[off] if 0 <= off < n_held else WIDE
             if cur == EMPTY and WIDE < val <= NARROW_MAX:  # OffsetMap.put, inline
                 held[off] = val
@@ -857,8 +890,10 @@ class Engine:
         s = self.slot(value) if value is not None else None
         if s is not None and self.c_tp[s] == tp and self.c_drain[s] != NONE:
             where = sorted({self.c_drain[s], *self.dups.get(s, ())})
+        elif value is not None:  # a foreign value (a code) or one never sent
+            where = sorted(set(self.foreign_at.get((tp, value), ())))
         return explain.DrainFacts(part.complete, part.hw, part.lso,
-                                  None if held == NONE else held, where)
+                                  None if held == NONE else self.shown(held), where)
 
     def slot(self, value: int) -> int | None:
         """The slot of the send that carried ``value``, or None."""
@@ -893,6 +928,9 @@ def value_problem(d: Any) -> str | None:
     def is_int(x: Any) -> bool:
         return x.__class__ is int
 
+    def is_read(x: Any) -> bool:  # a record's value: a foreign one is text or null
+        return x is None or x.__class__ is int or x.__class__ is str
+
     if f == "send":
         if not isinstance(v, dict) or not is_int(v.get("value")):
             return "a send's value must be an object with an integer 'value'"
@@ -904,7 +942,7 @@ def value_problem(d: Any) -> str | None:
         records = v.get("records") if isinstance(v, dict) else None
         if not isinstance(records, list) or not all(
                 isinstance(r, list) and len(r) == 4 and isinstance(r[0], str)
-                and all(is_int(x) for x in r[1:]) for r in records):
+                and is_int(r[1]) and is_int(r[2]) and is_read(r[3]) for r in records):
             return "a poll ok's value needs 'records': [[topic, partition, offset, value], ...]"
     elif f == "drain" and typ == "ok":
         if not isinstance(v, dict) or not isinstance(v.get("topic"), str) or not is_int(
@@ -912,7 +950,7 @@ def value_problem(d: Any) -> str | None:
             return "a drain ok's value needs a string 'topic' and an integer 'partition'"
         records = v.get("records")
         if not isinstance(records, list) or not all(
-                isinstance(r, list) and len(r) == 2 and all(is_int(x) for x in r)
+                isinstance(r, list) and len(r) == 2 and is_int(r[0]) and is_read(r[1])
                 for r in records):
             return "a drain ok's value needs 'records': [[offset, value], ...]"
     return None

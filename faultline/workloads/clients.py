@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
-from faultline.history import HistoryWriter, OpType, PendingOp, Process
+from faultline.history import VALUE_MAX, HistoryWriter, OpType, PendingOp, Process
 from faultline.spec import TestSpec
 
 #: Messages one producer may have queued or in flight before it waits.
@@ -205,16 +205,16 @@ def consumer_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str,
 
 
 def decode_value(raw: bytes | None) -> int | str | None:
-    """A record value as the history holds it: an int for canonical decimal ASCII,
-    else the text as it is (undecodable bytes escaped), None for a null value."""
+    """A record value as the history holds it: an int for canonical decimal ASCII that a
+    send can carry (up to VALUE_MAX), else the text as it is (bytes that are not UTF-8
+    escaped), None for a null value (docs/history.md)."""
     if raw is None:
         return None
     if raw.isdigit() and (raw[0] != 0x30 or len(raw) == 1):  # bytes.isdigit: ASCII only
-        return int(raw)
-    text = raw.decode("utf-8", "backslashreplace")
-    if text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0")):
-        return int(text)
-    return text
+        value = int(raw)
+        if value <= VALUE_MAX:
+            return value
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def error_name(e: BaseException) -> str:

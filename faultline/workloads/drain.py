@@ -110,9 +110,10 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
                 error = error_name(e)
                 break
             # offsets rise within a partition: the records below the end, in one pass;
-            # decode_value's common case (a canonical decimal) inline, per record
+            # decode_value's common case (a canonical decimal of at most 18 digits, so
+            # below VALUE_MAX) inline, per record
             records: list[list[Any]] = [
-                [m.offset(), int(raw) if raw is not None and raw.isdigit()
+                [m.offset(), int(raw) if raw is not None and raw.isdigit() and len(raw) < 19
                  and (raw[0] != 0x30 or len(raw) == 1) else decode_value(raw)]
                 for m in msgs if m.error() is None for raw in (m.value(),)]
             if records and records[-1][0] >= high - 1:

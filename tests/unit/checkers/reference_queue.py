@@ -530,6 +530,9 @@ class Engine:
     def slot(self, value: int) -> int | None:
         return self.vslot.get(value)
 
+    def shown(self, value: int) -> int:
+        return value  # the reference reads integer values only
+
     def read_off(self, s: int) -> int:
         return self.c_read_off[s]
 

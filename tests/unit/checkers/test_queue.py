@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from faultline.checkers import queue
@@ -13,7 +14,10 @@ from faultline.checkers.queue import Engine, check
 from faultline.checkers.result import ANOMALIES, Result, merge_valid
 from faultline.errors import HistoryError
 from faultline.spec import TestSpec
+from tests.schemas import validator
 from tests.unit.checkers.queue_hist import MS, TOPIC, H, make_spec
+
+RESULTS, HISTORY = validator("results.schema.json"), validator("history.schema.json")
 
 
 def run(h: H, spec: TestSpec | None = None, **kw: Any) -> Result:
@@ -313,6 +317,78 @@ def test_unexpected_values_never_sent_sent_elsewhere_or_read_before_invoke() -> 
     assert "no send" in whys[99]
 
 
+def foreign_records() -> H:
+    """Another producer's records among the workload's, as its consumers journal them:
+    text, a null, and digits past a send's values (as read from a file, they fit u64)."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.poll(5, [(0, 10), (1, "x"), (2, None)])  # read in order: no skip
+    h.send(0, 11, offset=1)  # acknowledged where the drain holds "x"
+    h.poll(6, [(0, 10), (3, 2**63)])  # jumped over 1 and 2, which hold records
+    h.poll(7, [(4, "y")])  # where the drain holds nothing
+    h.drain([(0, 10), (1, "x"), (2, None), (3, 2**63), (5, 11)], hw=6)
+    return h
+
+
+def test_a_value_no_send_can_carry_is_unexpected_and_holds_its_offset() -> None:
+    """Each such value is an unexpected-value once per partition, its reads counted, told
+    as the history holds it; and the offsets it holds count as any other's: read in
+    order it is no skip, jumped over it is one, an ack at its offset is inconsistent, a
+    poll of it where the drain holds nothing is a phantom read."""
+    r = run(foreign_records())
+    assert r.valid is False
+    assert seen(r) == {"unexpected-value", "poll-skip", "inconsistent-offsets", "phantom-read"}
+    unexpected = {e["value"]: e for e in r.anomalies["unexpected-value"]}
+    assert list(unexpected) == ["x", None, 2**63, "y"]  # in the order first read
+    assert [(e["offset"], e["reads"]) for e in unexpected.values()] == [(1, 2), (2, 2), (3, 2), (4, 1)]
+    assert 'consumer 5 read value "x" at offset 1' in story_text(unexpected["x"])
+    assert "no send can carry it" in unexpected[None]["explanation"]
+    assert "read value null at offset 2" in story_text(unexpected[None])
+    skip = r.anomalies["poll-skip"]
+    assert len(skip) == 1 and (skip[0]["process"], skip[0]["skipped"]) == (6, [1, 2])
+    iso = r.anomalies["inconsistent-offsets"]
+    assert [(e["offset"], e["values"], e["involves_ack"]) for e in iso] == [(1, [11, "x"], True)]
+    assert {(x["source"], x["value"]) for x in iso[0]["sightings"]} == {
+        ("ack", 11), ("poll", "x"), ("drain", "x")}
+    assert 'offset 1 holds value "x"' in story_text(iso[0])
+    phantom = r.anomalies["phantom-read"]
+    assert [(e["value"], e["offset"], e["process"]) for e in phantom] == [("y", 4, None)]
+    assert 'value "y" is nowhere in the partition' in phantom[0]["explanation"]
+    assert r.anomaly_counts["lost-write"] == 0  # 11 is in the drain, at 5
+    RESULTS.validate(orjson.loads(orjson.dumps(r.to_json())))
+    for op in foreign_records().ops:
+        HISTORY.validate(op.to_dict())
+
+
+def test_a_foreign_value_the_drain_holds_twice_is_named_at_both() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.poll(5, [(3, "x")])
+    h.drain([(0, 10), (1, "x"), (2, "x")])  # offset 3 is at its high watermark
+    r = run(h)
+    assert seen(r) == {"unexpected-value", "phantom-read"}
+    assert "value \"x\" is at offset(s) 1, 2" in r.anomalies["phantom-read"][0]["explanation"]
+    assert r.anomalies["unexpected-value"][0]["reads"] == 3
+
+
+@pytest.mark.parametrize("value", [-2**63 + 2**32 - 1, -2**63 + 1, 2**63])
+def test_a_send_value_out_of_range_is_an_error(value: int) -> None:
+    """The lowest 2**32 int64 values stand for foreign ones; a send may not carry them."""
+    h = clean()
+    h.send(3, value, offset=5)
+    with pytest.raises(HistoryError, match="not a usable integer") as e:
+        run(h)
+    assert e.value.line == len(h.ops) - 1
+
+
+def test_the_lowest_value_a_send_may_carry_is_read_as_sent() -> None:
+    h = H()
+    h.send(0, -2**63 + 2**32, offset=0)
+    h.poll(5, [(0, -2**63 + 2**32)])
+    h.drain([(0, -2**63 + 2**32)])
+    assert run(h).valid is True
+
+
 def test_nonmonotonic_send_forbidden_with_idempotence() -> None:
     h = H()
     h.invoke(0, 10)
@@ -380,6 +456,10 @@ def test_poll_skip_only_over_offsets_holding_records() -> None:
     ("poll", "ok", {"records": [[TOPIC, 0, 1]]}, "[topic, partition, offset, value]"),
     ("poll", "ok", {"records": [[TOPIC, 0, "1", 2]]}, "[topic, partition, offset, value]"),
     ("drain", "ok", {"topic": TOPIC, "partition": 0, "records": [[0]]}, "[offset, value]"),
+    ("poll", "ok", {"records": [[TOPIC, 0, 1, [2]]]}, "[topic, partition, offset, value]"),
+    ("poll", "ok", {"records": [[TOPIC, 0, 1, True]]}, "[topic, partition, offset, value]"),
+    ("drain", "ok", {"topic": TOPIC, "partition": 0, "records": [[0, 1.5]]}, "[offset, value]"),
+    ("drain", "ok", {"topic": TOPIC, "partition": 0, "records": [[None, "x"]]}, "[offset, value]"),
 ])
 def test_a_malformed_value_names_the_line(f: str, typ: str, value: Any, needle: str) -> None:
     h = clean()

@@ -79,7 +79,8 @@ def test_exit_codes(valid: bool | str | None, error: str | None, code: int) -> N
 @pytest.mark.parametrize(("raw", "value"), [
     (b"17", 17), (b"0", 0), (b"007", "007"), (b"-3", "-3"), (b" 1", " 1"), (b"x", "x"),
     (b"\xff", "\\xff"), (None, None), ("٣".encode(), "٣"), (b"1_000", "1_000"), (b"", ""),
-    (b"12\n", "12\n"), (b"+5", "+5"),
+    (b"12\n", "12\n"), (b"+5", "+5"), (b"9223372036854775807", 2**63 - 1),
+    (b"9223372036854775808", "9223372036854775808"),  # past a send's values (and the journal's)
 ])
 def test_record_values(raw: bytes | None, value: int | str | None) -> None:
     assert decode_value(raw) == value

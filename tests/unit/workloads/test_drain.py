@@ -139,11 +139,10 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 
 def run_drain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kafka: FakeKafka,
-              ends: dict[int, int | str], timeout_s: float = 60.0, schema: bool = True
+              ends: dict[int, int | str], timeout_s: float = 60.0
               ) -> tuple[list[PartitionDrain], list[Op]]:
     """Drain ``ends`` from ``kafka`` into a real history; the results and the ops read
-    back, every line held to the reader's pairing rules and (unless not ``schema``) to
-    the history schema."""
+    back, every line held to the reader's pairing rules and to the history schema."""
     def make(conf: dict[str, Any]) -> FakeConsumer:
         c = FakeConsumer(kafka, conf)
         kafka.consumers.append(c)
@@ -153,8 +152,7 @@ def run_drain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kafka: FakeKafka,
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as history:
         drains = drain(TestSpec(), "fake:9092", history, ProcessIds(10), ends, timeout_s=timeout_s)
-    if schema:
-        valid_lines(path, "history.schema.json")
+    valid_lines(path, "history.schema.json")
     return drains, list(read_history(path))
 
 
@@ -321,10 +319,11 @@ def test_each_value_is_journaled_as_decode_value_gives_it(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, clock: Clock) -> None:
     """A canonical decimal becomes an int; anything else (a leading zero, a sign, text,
     bytes that are not UTF-8, digits that are not ASCII, a null) what decode_value says."""
-    raws = [b"0", b"42", b"007", b"-1", b"abc", b"\xff1", None, b"", "\u0663".encode()]
+    raws = [b"0", b"42", b"007", b"-1", b"abc", b"\xff1", None, b"", "\u0663".encode(),
+            b"999999999999999999", b"9223372036854775807", b"9223372036854775808"]
     kafka = FakeKafka(clock, {0: Log(dict(enumerate(raws)))})
-    # text values are not the workload's, and the history schema allows none
-    drains, ops = run_drain(monkeypatch, tmp_path, kafka, {0: len(raws)}, schema=False)
+    drains, ops = run_drain(monkeypatch, tmp_path, kafka, {0: len(raws)})
     records = [r for op in ops if op.type == "ok" for r in op.value["records"]]
     assert records == [[i, decode_value(raw)] for i, raw in enumerate(raws)]
     assert [v for _, v in records[:4]] == [0, 42, "007", "-1"] and drains[0].complete
+    assert [v for _, v in records[-3:]] == [10**18 - 1, 2**63 - 1, "9223372036854775808"]
