@@ -34,10 +34,13 @@ def text(x: Any) -> str:
 
 
 def cell(key: str, v: Any) -> str:
-    """An example's field as a table cell: times in seconds, JSON cut at 240 characters."""
+    """An example's field as a table cell: times in seconds, JSON cut at 240 characters;
+    text as it is, but a ``value`` (a value read that no send can carry) quoted, apart
+    from the workload's integers."""
     if (key == "time" or key.endswith("_time")) and isinstance(v, int | float) and not isinstance(v, bool):
         return secs(v)
-    t = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), default=str)
+    t = (v if isinstance(v, str) and key != "value"
+         else json.dumps(v, separators=(",", ":"), default=str, ensure_ascii=False))
     return t if len(t) <= 240 else t[:237] + "..."
 
 

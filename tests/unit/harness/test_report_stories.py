@@ -41,6 +41,8 @@ def test_checker_story_kept_and_leader_added() -> None:
 def test_cells_and_story_forms() -> None:
     assert cell("time", 1_500_000_000) == "1.500 s" and cell("invoke_time", 0) == "0.000 s"
     assert cell("values", [1, 2]) == "[1,2]" and cell("offset", None) == "null"
+    assert cell("topic", "fl-queue") == "fl-queue" and cell("value", 17) == "17"
+    assert cell("value", "17") == '"17"' and cell("value", "é") == '"é"'  # read, not sent
     assert len(cell("x", list(range(1000)))) == 240
     assert story_lines("plain") == ["plain"] and story_lines(None) == []
 
