@@ -171,7 +171,8 @@ def sighting(e: Engine, tp: int, source: str, off: int, val: int) -> dict[str, A
 
 
 def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
-         extra: dict[int, list[tuple[str, Any, Any]]], involves_ack: bool) -> dict[str, Any]:
+         extra: dict[int, list[tuple[str, Any, Any]]], involves_ack: bool,
+         reads_disagree: bool) -> dict[str, Any]:
     sightings = [sighting(e, tp, k, off, x)
                  for k, x in (("ack", a), ("poll", p), ("drain", dv)) if x != NONE]
     for x, seen in extra.items():
@@ -181,11 +182,11 @@ def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
     story = _with_replicas(e, tp, off, explain.inconsistent_offsets(
         e.parts[tp].topic, e.parts[tp].partition, off, sightings,
         e.drain_facts(tp, off, None), e.parts[tp].drain_time,
-        c.iso_reason(involves_ack, tp)))
+        c.iso_reason(involves_ack, reads_disagree, tp)))
     times = [x["time"] for x in sightings if x["time"] is not None]
     values = sorted({x["value"] for x in sightings}, key=explain.order)
     return {**e.where(tp), "offset": off, "values": [explain.raw(x) for x in values],
-            "involves_ack": involves_ack,
+            "involves_ack": involves_ack, "reads_disagree": reads_disagree,
             "sightings": [{**x, "value": explain.raw(x["value"])} for x in sightings],
             "time": min(times) if times else None,
             **c.tell(story)}
@@ -197,9 +198,9 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     part = e.parts[tp]
     story = _with_replicas(e, tp, ack, explain.inconsistent_offsets(
         part.topic, part.partition, ack, sightings, e.drain_facts(tp, ack, val), part.drain_time,
-        c.iso_reason(True, tp)))
+        c.iso_reason(True, False, tp)))
     return {**e.where(tp), "offset": ack, "values": [val], "value": val,
-            "offsets": [ack, drained], "involves_ack": True,
+            "offsets": [ack, drained], "involves_ack": True, "reads_disagree": False,
             "sightings": [{**x, "value": explain.raw(x["value"])} for x in sightings],
             "time": e.c_done[s], **c.tell(story)}
 

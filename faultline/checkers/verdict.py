@@ -88,9 +88,16 @@ class Collected:
         """Why ``name`` is permitted on partition ``tp``, or None if it is forbidden."""
         return self.part_rules[tp].get(name)
 
-    def iso_reason(self, involves_ack: bool, tp: int) -> str | None:
-        """Why an inconsistent-offsets instance of this kind is permitted on ``tp``, or None."""
-        return self.part_rules[tp].get(ISO_ACK if involves_ack else ISO_READS)
+    def iso_reason(self, involves_ack: bool, reads_disagree: bool, tp: int) -> str | None:
+        """Why an inconsistent-offsets instance is permitted on ``tp``, or None: every
+        docs/design.md row that applies must permit it, the ack's when an ack's
+        association is wrong (``involves_ack``), the reads' when reads disagree among
+        themselves (``reads_disagree``; also when neither is said)."""
+        keys = [k for k, on in ((ISO_ACK, involves_ack), (ISO_READS, reads_disagree)) if on]
+        reasons = [self.part_rules[tp].get(k) for k in keys or [ISO_READS]]
+        if None in reasons:
+            return None
+        return "; ".join(dict.fromkeys(r for r in reasons if r is not None))
 
     def add(self, name: str, tp: int, make: Callable[[], Example],
             allowed: bool | None = None, cause: str | None = None) -> None:

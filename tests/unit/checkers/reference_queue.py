@@ -25,10 +25,13 @@ Anomalies (docs/design.md), with the choices made where the table leaves room:
 - inconsistent-offsets: one offset associated with two values across acks, polls and
   the drain (complete or not: every drained record is real), counted once per
   offset; also an ack whose offset the completed drain leaves empty while holding
-  the value elsewhere. ``involves_ack`` says which docs/design.md row judges it: true when
-  an ack's association is the wrong one (two acks disagree, or the drain holds
-  another value there, or with the drain silent a read disagrees with the ack);
-  false when the ack agrees with the drain and only reads disagree.
+  the value elsewhere. Two docs/design.md rows judge it, and each that applies must
+  permit it: the ack's (``involves_ack``) when an ack's association is the wrong one
+  (two acks disagree, or the drain holds another value there, or with the drain
+  silent a read disagrees with the ack); the reads' (``reads_disagree``) when the
+  reads (polls, the drain) hold more than one value there. An ack the drain agrees
+  with leaves only reads disagreeing; a wrong ack does not excuse reads that also
+  disagree among themselves.
 - duplicate: one value at more than one offset in the drain.
 - aborted-read: a value read (poll or drain) whose send ended ``fail``.
 - unexpected-value: a value read from a partition that no send to that partition
@@ -488,13 +491,16 @@ class Engine:
                                    if any(k == "ack" for k, _, _ in seen)}
                     involves_ack = a != NONE and (len(acked) > 1 or (
                         a != dv if dv != NONE else bool(values - acked)))
+                    reads_disagree = len({x for x in (p, dv) if x != NONE} | {
+                        x for x, seen in extra.items() if any(k != "ack" for k, _, _ in seen)}) > 1
                     c.add("inconsistent-offsets", tp,
-                          partial(examples.iso, self, c, tp, off, a, p, dv, extra, involves_ack),
-                          c.iso_reason(involves_ack, tp) is not None)
+                          partial(examples.iso, self, c, tp, off, a, p, dv, extra, involves_ack,
+                                  reads_disagree),
+                          c.iso_reason(involves_ack, reads_disagree, tp) is not None)
         for s in c.iso_ack_offset:
             tp = self.c_tp[s]
             c.add("inconsistent-offsets", tp, partial(examples.iso_value, self, c, s),
-                  c.iso_reason(True, tp) is not None)
+                  c.iso_reason(True, False, tp) is not None)
 
     def _consumers(self, c: Collected) -> None:
         for tp, p, prev, off, t in self.backwards:

@@ -317,6 +317,50 @@ def test_unexpected_values_never_sent_sent_elsewhere_or_read_before_invoke() -> 
     assert "no send" in whys[99]
 
 
+def two_reads_disagree(acked: bool) -> H:
+    """A consumer read 11 at offset 0, the (incomplete) drain 12; an acks=1 ack of 10 there
+    or not; a kill of the leader, which permits the acks=1 ack's loss but not committed
+    data's."""
+    h = H()
+    if acked:
+        h.send(0, 10, offset=0)
+    else:
+        h.send(0, 10, "info")
+    h.send(1, 11, "info")
+    h.send(2, 12, "info")
+    h.poll(5, [(0, 11)])
+    h.fault("kill", [1])
+    h.fault("start", [1])
+    h.drain([(0, 12)], last=False)
+    return h
+
+
+@pytest.mark.parametrize("acked", [False, True])
+def test_a_wrong_ack_does_not_excuse_reads_that_disagree_among_themselves(acked: bool) -> None:
+    """Found by review: the ack's row (as lost-write, permitted by acks=1 and a leader
+    fault) judged the whole instance, and two reads of committed data that differ went
+    unjudged; both rows apply, each must permit it."""
+    r = run(two_reads_disagree(acked), make_spec(acks="1"))
+    (iso,) = r.anomalies["inconsistent-offsets"]
+    assert (iso["involves_ack"], iso["reads_disagree"]) == (acked, True)
+    assert iso["permitted"] is False and r.valid is False
+    assert r.violations == ["inconsistent-offsets"]
+
+
+def test_a_wrong_ack_alone_is_judged_as_lost_write() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.fault("kill", [1])
+    h.fault("start", [1])
+    h.send(1, 11, offset=0)
+    h.poll(5, [(0, 11)])
+    h.drain([(0, 11)])
+    r = run(h, make_spec(acks="1"))
+    iso = r.anomalies["inconsistent-offsets"][0]
+    assert (iso["involves_ack"], iso["reads_disagree"], iso["permitted"]) == (True, False, True)
+    assert "as lost-write" in iso["explanation"]
+
+
 def foreign_records() -> H:
     """Another producer's records among the workload's, as its consumers journal them:
     text, a null, and digits past a send's values (as read from a file, they fit u64)."""
