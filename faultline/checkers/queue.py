@@ -585,8 +585,7 @@ class Engine:
             if cur == NONE:
                 drained += 1
             elif cur != val:
-                self._conflict(tp, off, cur, val, ("drain", t, None))
-                continue
+                self._conflict(tp, off, cur, val, ("drain", t, None))  # read all the same
             s = slots[val] if 0 <= val < n_slots else vslot.get(val)
             if s < 0 or c_tp[s] != tp:
                 self._odd_read(tp, val, off, t, -1)

@@ -329,8 +329,7 @@ class Engine:
             if cur == NONE:
                 part.drained += 1
             elif cur != val:
-                self._conflict(tp, off, cur, val, ("drain", t, None))
-                continue
+                self._conflict(tp, off, cur, val, ("drain", t, None))  # read all the same
             s = vslot.get(val)
             if s is None or c_tp[s] != tp:
                 self._odd_read(tp, val, off, t, -1)
