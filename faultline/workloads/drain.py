@@ -65,7 +65,8 @@ def drain(spec: TestSpec, bootstrap: str, history: HistoryWriter, processes: Pro
     ``records`` as ``[offset, value]``, ``log_start_offset`` (read once, before
     reading) and ``high_watermark``: the end it reads to. The final chunk has
     ``"last": true`` iff the partition had a log end and every offset below it was read
-    within ``timeout_s``; otherwise its ``error`` says why not. If the watermarks cannot
+    within ``timeout_s`` and no consumed message was an error (which stops its read);
+    otherwise its ``error`` says why not. If the watermarks cannot
     be read the op ends ``fail`` with the error (a read changes nothing).
     """
     topic = spec.topic.name
@@ -116,11 +117,16 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
                 [m.offset(), int(raw) if raw is not None and raw.isdigit() and len(raw) < 19
                  and (raw[0] != 0x30 or len(raw) == 1) else decode_value(raw)]
                 for m in msgs if m.error() is None for raw in (m.value(),)]
+            # an error in place of a record (a corrupt one, an offset reset) may leave a
+            # hole: the records come all the same, but the partition is not fully known
+            bad = next(x for m in msgs if (x := m.error()) is not None) if len(records) < len(msgs) else None
             if records and records[-1][0] >= high - 1:
                 done = True
                 records = [r for r in records if r[0] < high]
             if records:
                 position = records[-1][0] + 1
+            if bad is not None:
+                error = f"{bad.name()}: a consumed message was an error (read to {position})"
             room = DRAIN_CHUNK - len(chunk)
             while len(records) > room:  # full, and more to come: journal it
                 chunk += records[:room]
@@ -131,11 +137,13 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
                 history.append(process, "invoke", "drain", dict(key))
                 room = DRAIN_CHUNK
             chunk += records
+            if error is not None:
+                break
             if not msgs and not done:
                 position = max(position, consumer.position([tp])[0].offset)
                 done = position >= high
         total += len(chunk)
-        complete = done and known
+        complete = done and known and error is None
         final: dict[str, Any] = {**head, "records": chunk}
         if complete:
             final["last"] = True

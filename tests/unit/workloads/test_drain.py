@@ -113,6 +113,11 @@ class FakeConsumer:
             while offset < stop and len(out) < limit:
                 if offset in log.records:
                     raw = log.records[offset]
+                    if isinstance(raw, KafkaError):  # an error in place of the record
+                        out.append(FakeMessage(self.partition, offset, None, raw))
+                        offset += 1
+                        self.next_offset = offset
+                        continue
                     if isinstance(raw, int):
                         raw = str(raw).encode("ascii")
                     out.append(FakeMessage(self.partition, offset, raw))
@@ -327,3 +332,17 @@ def test_each_value_is_journaled_as_decode_value_gives_it(
     assert records == [[i, decode_value(raw)] for i, raw in enumerate(raws)]
     assert [v for _, v in records[:4]] == [0, 42, "007", "-1"] and drains[0].complete
     assert [v for _, v in records[-3:]] == [10**18 - 1, 2**63 - 1, "9223372036854775808"]
+
+
+def test_a_consumed_error_stops_the_read_and_withholds_last(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, clock: Clock) -> None:
+    """A message that is an error (librdkafka skips a corrupt record so) may stand for a
+    record the drain never got: what came is journaled, but the partition is not complete
+    (a hole would be a false lost write)."""
+    kafka = FakeKafka(clock, {0: Log({0: 5, 1: KafkaError(KafkaError._BAD_MSG), 2: 7})})
+    drains, ops = run_drain(monkeypatch, tmp_path, kafka, {0: 3})
+    assert not drains[0].complete and drains[0].error is not None
+    assert drains[0].error.startswith("_BAD_MSG: ")
+    records = [r for op in ops if op.type == "ok" for r in op.value["records"]]
+    assert records == [[0, 5], [2, 7]]
+    assert not any(op.value.get("last") for op in ops if op.type == "ok")
