@@ -113,7 +113,10 @@ class JavaQueueWorkload:
         self.bootstrap = bootstrap
         self.history = history
         self.client_log = client_log
-        self.processes = ProcessIds(w.producers + w.consumers)
+        # the numbers the program leaves free: from its exit line's, and past any it printed
+        self._first_free = w.producers + w.consumers
+        self._top = -1
+        self.processes = ProcessIds(self._first_free)
         self._stats = WorkloadStats()
         self._proc: subprocess.Popen[bytes] | None = None
         self._threads: list[threading.Thread] = []
@@ -165,9 +168,12 @@ class JavaQueueWorkload:
         f: str = d["f"]
         typ: Any = d.get("type")
         if f == "exit":
-            self.processes = ProcessIds(int(d["next_process"]))
+            self._first_free = int(d["next_process"])
+            self.processes = self._free()
             return None
         process: int = d["process"]
+        if process > self._top:
+            self._top = process
         value: Any = d.get("value")
         error: str | None = d.get("error")
         if f == "send" and typ == "invoke":
@@ -186,6 +192,11 @@ class JavaQueueWorkload:
             s.polls += 1
             s.polled_records += len((value or {}).get("records") or ())
         return (process, typ, f, value, error)
+
+    def _free(self) -> ProcessIds:
+        """Process numbers the program never used (the drain's): from the exit line's, or,
+        if it was killed before printing one, past the highest it printed."""
+        return ProcessIds(max(self._first_free, self._top + 1))
 
     def _log(self, stream: IO[bytes]) -> None:
         """The client's log lines (stderr) into the client log, or the faultline log."""
@@ -209,8 +220,9 @@ class JavaQueueWorkload:
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop, wait for the program to complete its sends and exit (bounded as the
-        librdkafka workload's stop), killing it past the bound; re-raises a journaling
-        thread's exception."""
+        librdkafka workload's stop), killing it past the bound, and for every line it
+        printed to be journaled; then :attr:`processes` hands out numbers it never used.
+        Re-raises a journaling thread's exception."""
         self.request_stop()
         p = self.spec.producer
         bound = (p.delivery_timeout_ms + p.request_timeout_ms) / 1000 + 15.0
@@ -225,7 +237,8 @@ class JavaQueueWorkload:
                 self._proc.kill()
                 self._proc.wait()
         for t in self._threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+            t.join()  # the program has exited: its streams end
+        self.processes = self._free()
         if self._errors:
             raise self._errors[0]
 

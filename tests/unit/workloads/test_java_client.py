@@ -62,6 +62,23 @@ def test_printed_lines_become_classified_ops(tmp_path: Path) -> None:
     assert w.processes.take() == 6
 
 
+def test_killed_before_its_exit_line_the_next_numbers_are_past_the_highest_printed(
+        tmp_path: Path) -> None:
+    """Found by review: a program killed at its stop bound prints no exit line, and the
+    drain took numbers the program had given its successors (the history then read as
+    a retired process invoking again: no verdict)."""
+    printed = [
+        {"process": 0, "type": "invoke", "f": "send", "value": SEND},
+        {"process": 0, "type": "done", "f": "send", "value": SEND, "error": "REQUEST_TIMED_OUT"},
+        {"process": 3, "type": "invoke", "f": "send", "value": {**SEND, "value": 8}},
+    ]  # TestSpec(): processes 0-2; 3 is process 0's successor
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = JavaQueueWorkload(TestSpec(), "x:9092", history)
+        w._journal(io.BufferedReader(Trickle(b"".join(orjson.dumps(x) + b"\n" for x in printed))))
+        w.stop()
+    assert w.processes.take() == 4
+
+
 def test_log_lines_go_to_their_process(tmp_path: Path) -> None:
     log = ClientLog(tmp_path / "client-log.jsonl", lambda: 5)
     w = JavaQueueWorkload(TestSpec(), "x:9092", HistoryWriter(tmp_path / "h.jsonl"), client_log=log)
