@@ -163,7 +163,6 @@ class JavaQueueWorkload:
 
     def _op(self, d: dict[str, Any]) -> PendingOp | None:
         """The history op of one printed line (None for the exit line), counted."""
-        retries = self.spec.producer.retries
         s = self._stats
         f: str = d["f"]
         typ: Any = d.get("type")
@@ -179,8 +178,7 @@ class JavaQueueWorkload:
         if f == "send" and typ == "invoke":
             s.invoked += 1
         elif f == "send":
-            c = classify_produce_call(error or "") if typ == "refused" else classify_delivery(
-                error, retries=retries)
+            c = classify_produce_call(error or "") if typ == "refused" else classify_delivery(error)
             typ, error = c.type, c.error
             if typ == "ok":
                 s.ok += 1

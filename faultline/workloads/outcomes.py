@@ -15,13 +15,16 @@ The reference is librdkafka's own per-message persistence status
 1. confluent-kafka (2.16) does not expose that status on ``Message``, only the final
    error, so the status is re-derived here from the error name, the way librdkafka
    derives it for a single attempt.
-2. librdkafka never *downgrades* a status: a message whose first attempt timed out in
-   flight stays ``POSSIBLY_PERSISTED`` even if a retry then fails with an error that by
-   itself means "not written" (``rd_kafka_msgq_set_metadata``,
-   ``rd_kafka_retry_msgq``). The final error only speaks for the final attempt. So
-   with retries on, a "not written" error proves nothing about the earlier attempts
-   and the send is ``info``. Only with ``retries=0`` (one counted attempt) does a
-   definite rejection make a ``fail``.
+2. The final error only speaks for the final attempt, and a message may have had
+   earlier ones, even with ``retries=0``: after an error that refreshes metadata
+   (``NOT_LEADER_FOR_PARTITION``, ``LEADER_NOT_AVAILABLE``, ``_DESTROY_BROKER`` when a
+   fenced broker leaves the metadata with the request in flight, ...) librdkafka
+   re-sends without counting a retry and calls the earlier attempt ``NOT_PERSISTED``
+   (``rd_kafka_handle_Produce_error``: ``incr_retry = 0``), although a request that was
+   sent may have been appended (KAFKA-13574). So no delivery report proves that no
+   attempt was written: a "not written" error makes a send ``info``, as every other
+   error does, and only a ``produce()`` call that raised (the message never entered
+   the client's queue) makes a ``fail``.
 
 Where this table deliberately disagrees with librdkafka, it is more cautious:
 ``NOT_LEADER_FOR_PARTITION`` (Kafka's ``NOT_LEADER_OR_FOLLOWER``) is indeterminate, as
@@ -29,11 +32,6 @@ in Jepsen, because a leader can append a batch, lose leadership while waiting fo
 ISR, answer ``NOT_LEADER_OR_FOLLOWER``, and the new leader can still hold and commit
 the batch (KAFKA-13574). ``KAFKA_STORAGE_ERROR`` likewise: the append may have reached
 the log before the log directory failed.
-
-One residual risk stays even at ``retries=0``: librdkafka re-sends after
-``NOT_LEADER_FOR_PARTITION`` without counting a retry (it believes nothing was
-written), so a KAFKA-13574 write followed by a definite rejection from the new leader
-reads as ``fail``. Runs that want no ``fail`` at all keep retries on.
 
 This module is pure: it names errors by librdkafka's ``KafkaError.name()`` strings
 and imports no Kafka client, so it can be tested and reused anywhere.
@@ -79,7 +77,7 @@ _MAYBE = Persisted.POSSIBLY_PERSISTED
 
 #: Delivery-report errors, keyed by ``KafkaError.name()``. ``status`` is what the error
 #: says about the attempt that returned it; :func:`classify_delivery` then accounts for
-#: earlier attempts.
+#: earlier attempts (point 2 above).
 DELIVERY_ERRORS: Mapping[str, ErrorRule] = {
     # -- broker rejections before the append: the log is untouched ----------------------
     "NOT_ENOUGH_REPLICAS": ErrorRule(
@@ -190,8 +188,9 @@ _UNKNOWN_ERROR = ErrorRule(
             "fail would invent an aborted-read")
 
 _EARLIER_ATTEMPT = (
-    "; with retries on, an earlier attempt of this message may have been sent and be "
-    "POSSIBLY_PERSISTED, a status librdkafka never downgrades")
+    "; but an earlier attempt of this message may have been sent and written (a "
+    "counted retry, or with retries=0 a re-send librdkafka does not count after an "
+    "error that refreshes metadata), so it is not certainly unwritten")
 
 
 def delivery_rule(error: str) -> ErrorRule:
@@ -199,19 +198,17 @@ def delivery_rule(error: str) -> ErrorRule:
     return DELIVERY_ERRORS.get(error, _UNKNOWN_ERROR)
 
 
-def classify_delivery(error: str | None, *, retries: int) -> Classification:
+def classify_delivery(error: str | None) -> Classification:
     """Classify a send from its delivery report.
 
-    ``error`` is ``KafkaError.name()`` or None for success; ``retries`` is the
-    producer's ``retries`` setting. Contract: the result is ``fail`` only when no
-    attempt of the message can have been written; ``ok`` only for ``error is None``.
+    ``error`` is ``KafkaError.name()`` or None for success. Contract: ``ok`` only for
+    ``error is None``, else ``info``: no delivery report proves that no attempt of the
+    message was written (the module docstring, point 2), whatever ``retries`` is.
     """
     if error is None:
         return Classification("ok", None, "acknowledged by the broker (PERSISTED)")
     rule = delivery_rule(error)
     if rule.status is Persisted.NOT_PERSISTED:
-        if retries == 0:
-            return Classification("fail", error, rule.reason)
         return Classification("info", error, rule.reason + _EARLIER_ATTEMPT)
     return Classification("info", error, rule.reason)
 

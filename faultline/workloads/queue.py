@@ -258,8 +258,8 @@ class QueueProducer:
         if partition is not None:  # always set: every send names its partition
             session.outstanding[partition] -= 1
         value = decode_value(msg.value())
-        c = classify_delivery(None if err is None else str(err.name()),
-                              retries=self.spec.producer.retries)
+        c = classify_delivery(None if err is None else str(err.name()))
+
         v: dict[str, Any] = {"topic": self.spec.topic.name, "partition": partition,
                              "value": value}
         if c.type == "ok":

@@ -129,22 +129,22 @@ def run_producer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broker: Broker
     return producer, ops
 
 
-@pytest.mark.parametrize(("retries", "error", "outcome"), [
-    (SPEC.producer.retries, "_MSG_TIMED_OUT", "info"),
-    (SPEC.producer.retries, "NOT_ENOUGH_REPLICAS", "info"),
-    (0, "NOT_ENOUGH_REPLICAS", "fail"),
+@pytest.mark.parametrize(("retries", "error"), [
+    (SPEC.producer.retries, "_MSG_TIMED_OUT"),
+    (SPEC.producer.retries, "NOT_ENOUGH_REPLICAS"),
+    (0, "NOT_ENOUGH_REPLICAS"),  # an uncounted re-send may have gone before it
 ])
 def test_an_indeterminate_send_retires_the_producer_instance(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, retries: int, error: str,
-        outcome: str) -> None:
-    """Value 3's report is ``error``. If that makes it ``info``, the next sends come from a
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, retries: int, error: str) -> None:
+    """Value 3's report is ``error``, which makes it ``info``: the next sends come from a
     fresh instance under a new process number, while the retired instance's outstanding
-    sends (held until then) complete under the old one. A ``fail`` retires nothing."""
+    sends (held until then) complete under the old one. (A refused send, the one way to
+    ``fail``, retires nothing: the test below.)"""
     def decide(p: FakeProducer, partition: int, value: int) -> str | None:
         if value == 3:
             return error
         successor = broker.producers[1:]
-        if (outcome == "info" and p is broker.producers[0] and not broker.stop.is_set()
+        if (p is broker.producers[0] and not broker.stop.is_set()
                 and (not successor or not successor[0].produced)):
             return HOLD  # in flight until the successor has sent
         return None
@@ -156,12 +156,8 @@ def test_an_indeterminate_send_retires_the_producer_instance(
     producer, ops = run_producer(monkeypatch, tmp_path, broker, spec)
 
     (report,) = [op for op in ops if op.type != "invoke" and op.value["value"] == 3]
-    assert (report.process, report.type, report.error) == (0, outcome, error)
+    assert (report.process, report.type, report.error) == (0, "info", error)
     assert all(op.type == "ok" for op in ops if op.type != "invoke" and op.value["value"] != 3)
-    if outcome == "fail":
-        assert {op.process for op in ops} == {0}
-        assert len(broker.producers) == 1 and producer.retired == 0
-        return
     assert [p.conf["client.id"] for p in broker.producers] == ["faultline-p0", "faultline-p5"]
     assert (producer.retired, producer.counts.info) == (1, 1)
     first_new = next(i for i, op in enumerate(ops) if op.process == 5)
