@@ -216,7 +216,8 @@ class QueueProducer:
 
         def on_error(err: KafkaError) -> None:
             # A fatal (idempotence) error leaves the instance unusable: replace it. Its
-            # outstanding sends complete with _FATAL, which classifies as info.
+            # outstanding sends complete as librdkafka purges them (_PURGE_QUEUE, _FATAL):
+            # info, as every delivery error.
             if err.fatal() and session is not None:
                 session.retired = True
             if client_log is None:
@@ -307,8 +308,8 @@ class QueueProducer:
 def _serve(session: _ProducerSession, timeout: float) -> None:
     """``poll()`` the session's instance. librdkafka raises a fatal (idempotence) error from
     ``poll()`` as well as through ``error_cb``: the instance is then unusable and is retired
-    like any other; its outstanding sends complete with ``_FATAL`` (info) or are purged at
-    the end. Any other exception is a bug and propagates."""
+    like any other; its outstanding sends complete as librdkafka purges them (info) or are
+    purged at the end. Any other exception is a bug and propagates."""
     try:
         session.producer.poll(timeout)
     except KafkaException as e:
