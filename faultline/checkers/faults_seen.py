@@ -19,7 +19,10 @@ nothing on another's. The tokens of one partition (``faults``) are:
   witness for the partition, it may have (the permissive reading);
 - ``data-loss>=N`` for N = 1 .. the most of its replicas whose data a ``wipe`` or
   ``lose-unflushed`` had destroyed *at once* (all of N = 1 .. 5 when the op names no
-  nodes). Without broker state a destroyed node counts for the rest of the run. Given
+  nodes). A ``lose-unflushed`` of one node whose completion says it cut nothing from
+  the partition (``truncated``: its ``new_end`` is its ``old_end``) destroyed nothing
+  there: it is a ``kill`` of that replica, as what it did was SIGKILL it. Without
+  broker state a destroyed node counts for the rest of the run. Given
   the partition's states from the KRaft metadata log (:data:`Timeline`), a node stops
   counting once the log shows it leave the partition's ISR after the fault and come
   back: rejoining the ISR means it fetched everything up to the HW again, so it again
@@ -170,14 +173,15 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             nodes = named & replicas if kind in NODE_FAULTS and named and replicas else named
             if named and not nodes:  # the fault touched no replica of this partition
                 continue
-            out[tp].add(kind)
+            did = "kill" if _cut_nothing(action, tp) else kind
+            out[tp].add(did)
             if kind in NODE_FAULTS:
                 if _hit_leader(action, nodes, tp, states[tp]):
                     out[tp].add("leader-fault")
                 seen = out_of_step[tp]
                 if seen is not None:
                     out_of_step[tp] = seen | nodes if nodes else None
-            if kind in DATA_LOSS_FAULTS:
+            if did in DATA_LOSS_FAULTS:
                 destroyed[tp].add(nodes, action.start)
     for tp in parts:
         if _elected(states[tp]):
@@ -188,6 +192,19 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             most = _MAX_NODES if seen is None else len(seen)
             out[tp].update(f"faulted>={n}" for n in range(1, most + 1))
     return {tp: frozenset(fs) for tp, fs in out.items()}
+
+
+def _cut_nothing(action: NemesisAction, tp: TopicPartition) -> bool:
+    """Whether ``action`` is a completed ``lose-unflushed`` of one node that says it cut
+    nothing from ``tp``'s log (its ``truncated`` entry: ``new_end`` equal to ``old_end``).
+    Anything less clear (several nodes, whose entries the op does not tell apart; no
+    completion, an error, no entry) may have destroyed data."""
+    if fault_of(action.f) != "lose-unflushed" or action.end is None or action.error is not None:
+        return False
+    truncated = action.value.get("truncated")
+    entry = truncated.get(f"{tp[0]}/{tp[1]}") if isinstance(truncated, dict) else None
+    return (len(nodes_of(action.value)) == 1 and isinstance(entry, dict)
+            and entry.get("old_end").__class__ is int and entry.get("old_end") == entry.get("new_end"))
 
 
 def _left_isr(states: Sequence[PartitionState] | None) -> set[str] | None:

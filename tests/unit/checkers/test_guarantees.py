@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from faultline.checkers.faults_seen import PartitionState, faults_of, nemesis_actions, nodes_of
+from faultline.checkers.faults_seen import (
+    PartitionState,
+    faults_by_partition,
+    faults_of,
+    nemesis_actions,
+    nodes_of,
+)
 from faultline.checkers.guarantees import (
     ISO_ACK,
     ISO_READS,
@@ -311,3 +317,40 @@ def test_a_forbidden_lost_write_names_the_guarantee_that_held() -> None:
     why = forbidden(c, frozenset({"kill", "leader-fault"}) | faulted(3))["lost-write"]
     assert "min.insync.replicas=2" in why and "unclean" in why
     assert "leader" in forbidden(c, frozenset({"kill"}) | faulted(2))["lost-write"]
+
+
+def _lose_unflushed(cut: dict[str, tuple[int, int]], nodes: list[int] | None = None) -> H:
+    """A lose-unflushed of node 1 (the leader) that cut each partition's log from its
+    old end to its new one, then the other replicas paused."""
+    h = H()
+    truncated = {tp: {"recovery_point": new, "old_end": old, "new_end": new, "bytes_removed": old - new}
+                 for tp, (old, new) in cut.items()}
+    h.fault("lose-unflushed", nodes or [1], leaders={"fl-queue/0": 1, "fl-queue/1": 1},
+            truncated=truncated)
+    h.fault("pause", [2])
+    h.fault("pause", [3])
+    return h
+
+
+def test_a_lose_unflushed_that_cut_nothing_from_a_partition_is_a_kill_there() -> None:
+    """Found by review: its data-loss was credited to every partition of the node, so a
+    partition whose log was wholly flushed had its losses excused (no ELR, one copy)."""
+    c = cfg(acks="all", min_insync_replicas=2, eligible_leader_replicas=False)
+    acts = nemesis_actions(_lose_unflushed({"fl-queue/0": (8, 8), "fl-queue/1": (8, 4)}).ops)
+    tps = [("fl-queue", 0), ("fl-queue", 1)]
+    flushed, cut = (faults_by_partition(acts, tps)[tp] for tp in tps)
+    assert "kill" in flushed and "lose-unflushed" not in flushed
+    assert not any(f.startswith("data-loss") for f in flushed)
+    assert "lost-write" not in permitted(c, flushed)
+    assert {"lose-unflushed", "data-loss>=1"} <= cut and "lost-write" in permitted(c, cut)
+
+
+@pytest.mark.parametrize("nodes", [[1], [1, 2]])
+def test_a_lose_unflushed_is_data_loss_unless_it_says_plainly_it_cut_nothing(nodes: list[int]) -> None:
+    """No entry for the partition, or an op of several nodes (whose entries the journal
+    does not tell apart): it may have cut, so it counts."""
+    acts = nemesis_actions(_lose_unflushed({"fl-queue/1": (8, 8)}, nodes).ops)
+    assert "data-loss>=1" in faults_by_partition(acts, [("fl-queue", 0)])[("fl-queue", 0)]
+    acts = nemesis_actions(_lose_unflushed({"fl-queue/0": (8, 8)}, nodes).ops)
+    assert ("data-loss>=1" in faults_by_partition(acts, [("fl-queue", 0)])[("fl-queue", 0)]) == (
+        len(nodes) > 1)
