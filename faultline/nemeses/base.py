@@ -214,9 +214,17 @@ class NodeFault:
     The target is drawn with ``step.pick`` from the nodes not ``busy``; nodes are
     remembered *before* the fault is applied, so ``teardown`` heals a fault that failed
     half-way as well as one whose graceful heal failed.
+
+    A node the fault cannot touch gets nothing done, and its completion does not name it:
+    one this nemesis holds faulted already, or (``needs_running``) one that is down (a
+    second ``crash`` by hand, a kill after a failed start). The checker credits a fault
+    only to the nodes its completion names, and none when it says ``skipped``.
     """
 
     family: str = ""
+    #: Whether the fault does something only to a running node (a kill, a pause, a stop);
+    #: one that destroys data (wipe, lose-unflushed) does it to a node that is down too.
+    needs_running = True
 
     def __init__(self) -> None:
         self._cluster: Cluster | None = None
@@ -245,13 +253,25 @@ class NodeFault:
         if op.f == FAMILIES[self.family].fault:
             results: list[str] = []
             extra: dict[str, Any] = {}
+            done: list[int] = []
             for node in nodes:
                 with self._lock:
-                    self._faulted.add(node)
+                    why = (f"node {node} was under this {self.family} already" if node in self._faulted
+                           else f"node {node} was down" if self.needs_running
+                           and not self.cluster.node(node).is_alive() else None)
+                    if why is None:
+                        self._faulted.add(node)
+                if why is not None:
+                    results.append(why + ": nothing done")
+                    continue
                 fields = self._fault(node)
                 results.append(fields.pop("result"))
                 extra.update(fields)
-            return completed(op, result="; ".join(r for r in results if r), **extra)
+                done.append(node)
+            result = "; ".join(r for r in results if r)
+            if nodes and not done:
+                return completed(op, nodes=[], result="skipped", why=result)
+            return completed(op, result=result, nodes=done, **extra)
         if op.f == FAMILIES[self.family].heal:
             for node in nodes:
                 self._heal(node)

@@ -206,6 +206,7 @@ class LoseUnflushedNemesis(NodeFault):
     """
 
     family = "lose-unflushed"
+    needs_running = False
 
     def _fault(self, node: int) -> dict[str, Any]:
         killable(self.cluster, self.family).kill(node)

@@ -19,6 +19,7 @@ class WipeNemesis(NodeFault):
     node stays down until ``start``."""
 
     family = "wipe"
+    needs_running = False
 
     def _fault(self, node: int) -> dict[str, Any]:
         killable(self.cluster, self.family).kill(node)

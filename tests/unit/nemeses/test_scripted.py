@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from faultline.checkers.faults_seen import faults_of, nemesis_actions
+from faultline.checkers.guarantees import GuaranteeConfig, permitted
 from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op, read_history
@@ -229,3 +231,27 @@ def test_a_bad_step_by_hand_is_one_line_naming_it_and_journals_nothing(tmp_path:
     with pytest.raises(SpecError) as e:
         nemesis.submit(step)
     assert str(e.value).startswith(message), str(e.value)
+
+
+def test_a_node_fault_on_a_node_already_down_does_nothing_and_credits_nothing(
+        tmp_path: Path) -> None:
+    """Found by review: ``crash old`` after ``wipe ... as old`` was journaled "killed node
+    1", and the kill it never did excused a loss (with ELR a kill makes one destroyed
+    copy enough). Now the completion says skipped, names no node, and the checker
+    credits no kill; the wipe's data loss stands."""
+    _, nemesis, ops = _run(tmp_path, ("pause followers of 0 as held",
+                                            "wipe leader of 0 as old", "crash old"), Live())
+    assert nemesis.ended is None
+    (kill,) = [a for a in nemesis_actions(ops) if a.f == "kill"]
+    assert (kill.skipped, kill.value["nodes"]) == (True, [])
+    assert kill.value["why"] == "node 1 was down: nothing done"
+    tokens = faults_of(ops)
+    assert "kill" not in tokens and {"wipe", "pause", "data-loss>=1"} <= tokens
+    elr = GuaranteeConfig(acks="all", min_insync_replicas=2, eligible_leader_replicas=True)
+    assert "lost-write" not in permitted(elr, tokens)
+
+
+def test_a_second_pause_of_a_paused_node_does_nothing(tmp_path: Path) -> None:
+    _, _, ops = _run(tmp_path, ("pause node 2", "pause node 2", "resume node 2"), Live())
+    pauses = [a for a in nemesis_actions(ops) if a.f == "pause"]
+    assert [(a.value["nodes"], a.skipped) for a in pauses] == [([2], False), ([], True)]
