@@ -9,7 +9,12 @@ nothing on another's. The tokens of one partition (``faults``) are:
 
 - the fault families that happened to it: ``kill``, ``pause``, ``stop``, ``partition``,
   ``wipe``, ``lose-unflushed`` when they touched one of its replicas (every node
-  counts while the metadata log does not name the replicas), ``toxics``, ``clock``;
+  counts while the metadata log does not name the replicas), ``toxics``, ``clock``.
+  A network partition touches the nodes it cut off from the majority when its grudge
+  splits the nodes cleanly and one side holds a majority (isolating a node, halves:
+  a replica on the majority side keeps its leader, or its leader keeps the quorum and
+  its followers there); any other (a bridge, a ring, a hold of replication only) every
+  node it names;
 - ``leader-fault`` when a node fault touched the partition's leader, or when the
   metadata log shows its leader change (an election moves leadership whatever caused
   it, and truncates what only the old leader had). A fault touched the leader when
@@ -167,7 +172,8 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
         kind = fault_of(action.f)
         if kind is None or action.skipped:
             continue
-        named = {str(n) for n in nodes_of(action.value)}
+        cut_off = _cut_off(action.value) if kind == "partition" else None
+        named = cut_off if cut_off is not None else {str(n) for n in nodes_of(action.value)}
         for tp in parts:
             replicas = _replicas(states[tp])
             nodes = named & replicas if kind in NODE_FAULTS and named and replicas else named
@@ -192,6 +198,26 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             most = _MAX_NODES if seen is None else len(seen)
             out[tp].update(f"faulted>={n}" for n in range(1, most + 1))
     return {tp: frozenset(fs) for tp, fs in out.items()}
+
+
+def _cut_off(value: Mapping[str, Any]) -> set[str] | None:
+    """The nodes a network partition's ``grudge`` cut off from the majority: when it splits
+    the nodes it names into sides whose nodes all reach each other and none across, and
+    one side holds more than half of them, the nodes outside it. None when it cannot say
+    so (no grudge, a ``replication`` hold, a side cut within, no majority side)."""
+    grudge = value.get("grudge")
+    if not isinstance(grudge, dict) or not grudge or value.get("replication"):
+        return None
+    if not all(isinstance(v, list) for v in grudge.values()):
+        return None
+    drops = {str(k): {str(d) for d in v} for k, v in grudge.items()}
+    named = set(drops).union(*drops.values())
+    side = {n: frozenset(m for m in named if m not in drops.get(n, ()) and n not in drops.get(m, ()))
+            for n in named}
+    if any(side[m] != s for s in side.values() for m in s):
+        return None
+    majority = [s for s in set(side.values()) if 2 * len(s) > len(named)]
+    return named - majority[0] if majority else None
 
 
 def _cut_nothing(action: NemesisAction, tp: TopicPartition) -> bool:

@@ -354,3 +354,41 @@ def test_a_lose_unflushed_is_data_loss_unless_it_says_plainly_it_cut_nothing(nod
     acts = nemesis_actions(_lose_unflushed({"fl-queue/0": (8, 8)}, nodes).ops)
     assert ("data-loss>=1" in faults_by_partition(acts, [("fl-queue", 0)])[("fl-queue", 0)]) == (
         len(nodes) > 1)
+
+
+ISOLATE_3 = {"3": [1, 2], "1": [3], "2": [3]}
+
+
+def test_isolating_a_follower_faults_only_it() -> None:
+    """Found by review: a grudge credited every node on both sides, so isolating a
+    follower was a fault on every partition's leader (acks=1: every loss excused). As
+    the model's isolate(3): only node 3 is touched; its leader 1 keeps the quorum."""
+    h = H()
+    h.fault("partition", [1, 2, 3], grudge=ISOLATE_3, leaders={"fl-queue/0": 1, "fl-queue/1": 3})
+    acts = nemesis_actions(h.ops)
+    p0, p1 = (faults_by_partition(acts, [tp])[tp] for tp in [("fl-queue", 0), ("fl-queue", 1)])
+    assert "partition" in p0 and "leader-fault" not in p0
+    assert "lost-write" not in permitted(cfg(acks="1", enable_idempotence=False), p0)
+    assert "leader-fault" in p1  # node 3 led partition 1: it was cut off from the quorum
+
+
+def test_halves_touch_no_partition_whose_replicas_are_all_on_the_majority_side() -> None:
+    h = H()
+    grudge = {"1": [2, 3, 4], "5": [2, 3, 4], "2": [1, 5], "3": [1, 5], "4": [1, 5]}
+    h.fault("partition", [1, 2, 3, 4, 5], grudge=grudge, leaders={"fl-queue/0": 2})
+    majority = frozenset({2, 3, 4})
+    timeline = {("fl-queue", 0): [PartitionState(-10**10, 2, majority, majority)]}
+    f = faults_by_partition(nemesis_actions(h.ops), [("fl-queue", 0)], timeline)[("fl-queue", 0)]
+    assert f == frozenset()
+
+
+@pytest.mark.parametrize("grudge", [
+    {"1": [3], "3": [1]},  # a bridge: 2 sees both
+    {"1": [2], "2": [1]},  # no side holds a majority of the nodes named
+    {"1": [2, 3], "2": [1], "3": [1, 2]},  # 2 and 3 sit on one side but are cut too
+])
+def test_a_grudge_that_is_no_clean_split_with_a_majority_touches_every_node_it_names(
+        grudge: dict[str, list[int]]) -> None:
+    h = H()
+    h.fault("partition", [1, 2, 3], grudge=grudge, leaders={"fl-queue/0": 1})
+    assert "leader-fault" in faults_of(h.ops)
