@@ -14,7 +14,7 @@ nothing on another's. The tokens of one partition (``faults``) are:
   splits the nodes cleanly and one side holds a majority (isolating a node, halves:
   a replica on the majority side keeps its leader, or its leader keeps the quorum and
   its followers there); any other (a bridge, a ring, a hold of replication only) every
-  node it names;
+  node it names. A ``stop`` that had to SIGKILL a node (``killed``) is a ``kill`` too;
 - ``leader-fault`` when a node fault touched the partition's leader, or when the
   metadata log shows its leader change (an election moves leadership whatever caused
   it, and truncates what only the old leader had). A fault touched the leader when
@@ -181,6 +181,8 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 continue
             did = "kill" if _cut_nothing(action, tp) else kind
             out[tp].add(did)
+            if kind == "stop" and action.value.get("killed") is True:  # no clean shutdown
+                out[tp].add("kill")
             if kind in NODE_FAULTS:
                 if _hit_leader(action, nodes, tp, states[tp]):
                     out[tp].add("leader-fault")

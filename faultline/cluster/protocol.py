@@ -157,9 +157,10 @@ class Killable(Protocol):
 class Stoppable(Protocol):
     """Graceful stop (SIGTERM: controlled shutdown moves leadership away first)."""
 
-    def stop_node(self, node: int, timeout: float = 30.0) -> None:
+    def stop_node(self, node: int, timeout: float = 30.0) -> bool:
         """SIGTERM the node and wait for it to exit; SIGKILL after ``timeout`` seconds.
-        Start it again with ``Killable.start_node``."""
+        True when it had to (the stop was then a kill: no clean shutdown). Start it again
+        with ``Killable.start_node``."""
         ...
 
 

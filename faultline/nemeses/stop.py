@@ -21,5 +21,7 @@ class StopNemesis(NodeFault):
     family = "stop"
 
     def _fault(self, node: int) -> dict[str, Any]:
-        stoppable(self.cluster, self.family).stop_node(node, STOP_TIMEOUT_S)
+        if stoppable(self.cluster, self.family).stop_node(node, STOP_TIMEOUT_S):
+            return {"result": f"node {node} did not stop within {STOP_TIMEOUT_S:.0f} s: killed",
+                    "killed": True}
         return {"result": f"stopped node {node}"}

@@ -168,18 +168,22 @@ class DockerCluster(LocalCluster):
                 self.state.paused.remove(node)
             self.state.save()
 
-    def stop_node(self, node: int, timeout: float = 30.0) -> None:
+    def stop_node(self, node: int, timeout: float = 30.0) -> bool:
         with self._lock:
             container = self._container(node)
             container.reload()
             if container.status == "paused":
                 container.unpause()  # a frozen process cannot shut down
+            killed = False
             if container.status in ("running", "paused"):
                 container.stop(timeout=int(timeout))  # SIGTERM, SIGKILL after timeout
                 self._wait_exited(node)
+                container.reload()
+                killed = container.attrs["State"]["ExitCode"] == 137  # 128 + SIGKILL
             if node in self.state.paused:
                 self.state.paused.remove(node)
             self.state.save()
+            return killed
 
     def pause(self, node: int) -> None:
         with self._lock:

@@ -395,11 +395,11 @@ class LocalCluster:
             if not self.node(node).is_alive():
                 self._launch(node)
 
-    def stop_node(self, node: int, timeout: float = 30.0) -> None:
+    def stop_node(self, node: int, timeout: float = 30.0) -> bool:
         with self._lock:
             proc = self._proc(node)
             if proc is None or not proc.alive():
-                return
+                return False
             os.kill(proc.pid, signal.SIGTERM)
             if node in self.state.paused:
                 os.kill(proc.pid, signal.SIGCONT)  # a stopped process cannot shut down
@@ -408,10 +408,12 @@ class LocalCluster:
                 self._reap(node)
                 return not proc.alive()
 
-            if not wait_until(exited, time.monotonic() + timeout):
+            killed = not wait_until(exited, time.monotonic() + timeout)
+            if killed:
                 runstate.kill_and_wait([proc.pid])
             self._reap(node)
             self.state.save()
+            return killed
 
     def pause(self, node: int) -> None:
         with self._lock:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from faultline.checkers.faults_seen import faults_of
 from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError
 from faultline.history import HistoryWriter, Op, read_history
@@ -36,7 +37,8 @@ class FakeNode:
 
 
 class FakeCluster:
-    """Every capability, in memory; ``fail`` names calls that raise."""
+    """Every capability, in memory; ``fail`` names calls that raise; ``stop_kills``: a
+    stop escalates to SIGKILL."""
 
     def __init__(self, spec: TestSpec, root: Path) -> None:
         self.spec = spec
@@ -47,6 +49,7 @@ class FakeCluster:
         self.toxics: list[str] = []
         self.fail: set[str] = set()
         self.controller: int | None = 2
+        self.stop_kills = False
         self._lock = threading.Lock()
 
     def _call(self, name: str, arg: Any) -> None:
@@ -73,9 +76,10 @@ class FakeCluster:
         self._call("start_node", node)
         self.node(node).alive = True
 
-    def stop_node(self, node: int, timeout: float = 30.0) -> None:
+    def stop_node(self, node: int, timeout: float = 30.0) -> bool:
         self._call("stop_node", node)
         self.node(node).alive = False
+        return self.stop_kills
 
     def pause(self, node: int) -> None:
         self._call("pause", node)
@@ -377,3 +381,21 @@ def test_yaml_spec_drives_the_package(tmp_path: Path) -> None:
     assert pkg.max_concurrent == 2 and set(pkg.nemeses) == {"kill", "partition", "toxics"}
     assert {s.family for s in pkg.schedule} == {"kill", "partition", "toxics"}
     assert all(2.0 <= s.hold_s <= 7.5 for s in pkg.schedule[:-1])
+
+
+@pytest.mark.parametrize("kills", [False, True])
+def test_a_stop_that_had_to_sigkill_is_journaled_and_credited_as_a_kill(
+        tmp_path: Path, kills: bool) -> None:
+    """Found by review: a controlled shutdown past its timeout is SIGKILLed, an unclean
+    shutdown, and was journaled and credited as a graceful stop (with ELR a kill makes
+    one destroyed copy enough: a permitted loss read as a violation)."""
+    cluster = FakeCluster(_spec(("stop",)), tmp_path)
+    cluster.stop_kills = kills
+    pkg = _package(cluster, [Step(0.0, "stop", "stop", 0.1, 0)])
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        pkg.run(time.monotonic() + 1.0, h)
+        pkg.heal_all(h)
+    ops = _ops(tmp_path / "h.jsonl")
+    stop = ops[1].value
+    assert ("killed" in stop, "did not stop within 30 s: killed" in stop["result"]) == (kills, kills)
+    assert ("kill" in faults_of(ops)) == kills and "stop" in faults_of(ops)
