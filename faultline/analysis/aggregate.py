@@ -105,9 +105,10 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
         F.avg("acked_per_s").alias("acked_per_s"),
         F.avg("unavailability").alias("unavailability"),
         F.min("fault_to_first_loss_s").alias("fault_to_first_loss_s"),
-        F.first("expected_loss").alias("expected_loss"),
-        F.first("expected_reason").alias("expected_reason"),
-        *[F.first(c).alias(c) for c in config],
+        # a run that never wrote test.json (failed, pending) has none of these
+        F.first("expected_loss", ignorenulls=True).alias("expected_loss"),
+        F.first("expected_reason", ignorenulls=True).alias("expected_reason"),
+        *[F.first(c, ignorenulls=True).alias(c) for c in config],
         F.sort_array(F.collect_list(F.struct("run", "seed", "status", "valid", "n_lost_write",
                                              "violations", "report", "error"))).alias("run_list"),
     )

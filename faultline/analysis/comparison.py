@@ -39,14 +39,20 @@ COLORS = {"violation": "#b3261e", "permitted": "#d08c00", "clean": "#1e7b34", "u
 ACKS_ORDER = ("0", "1", "all")
 
 
+#: The statuses from the worst: of two cells of one config on one night, the page shows the worse.
+SEVERITY = ("violation", "unknown", "permitted", "clean")
+
+
 def status(cell: Mapping[str, Any]) -> str:
-    """``violation``, ``permitted`` (loss, none forbidden), ``clean`` or ``unknown`` for a cells row."""
+    """``violation``, ``unknown`` (a run failed or its verdict is unknown: what it did not
+    decide may hide a forbidden loss), ``permitted`` (loss, none forbidden) or ``clean`` for
+    a cells row, in that order."""
     if cell.get("runs_violating"):
         return "violation"
-    if cell.get("runs_lost"):
-        return "permitted"
     if cell.get("runs_unknown") or cell.get("runs_failed") or not cell.get("runs"):
         return "unknown"
+    if cell.get("runs_lost"):
+        return "permitted"
     return "clean"
 
 
@@ -140,12 +146,22 @@ def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     return script, div
 
 
+def _worst(cells: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """Per (cell key, night), its cells row; of several (sweeps of one night) the worst by
+    :data:`SEVERITY`, then the newest."""
+    out: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for c in sorted(cells, key=lambda c: (-SEVERITY.index(status(c)), str(c["created"]))):
+        out[(str(c["cell"]), str(c["night"]))] = c
+    return out
+
+
 def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per cell key, its row per night (oldest first): status, k of n, lost writes."""
+    """Per cell key, its row per night (oldest first): status, k of n, lost writes; a
+    night with several sweeps of the cell shows the worst."""
     nights = sorted({str(c["night"]) for c in all_cells})
     per: dict[str, dict[str, Mapping[str, Any]]] = {}
-    for c in all_cells:
-        per.setdefault(str(c["cell"]), {})[str(c["night"])] = c
+    for (key, when), c in _worst(all_cells).items():
+        per.setdefault(key, {})[when] = c
     rows = []
     for key in sorted(per):
         entries = []
@@ -161,8 +177,8 @@ def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def render(all_cells: Sequence[Mapping[str, Any]], out: Path, sweeps: Sequence[str]) -> str:
     """The page's HTML; ``all_cells`` are the cells rows of every night, ``out`` the directory the
     page is written to (links to reports are relative to it)."""
-    latest_night = max((str(c["created"]) for c in all_cells), default="")
-    latest = [c for c in all_cells if str(c["created"]) == latest_night]
+    latest_night = max((str(c["night"]) for c in all_cells), default="")
+    latest = [c for (_, night), c in _worst(all_cells).items() if night == latest_night]
     script, div = price_plot(latest)
     counts = {s: sum(1 for c in latest if status(c) == s) for s in COLORS}
     env = jinja2.Environment(loader=jinja2.PackageLoader("faultline.analysis", "templates"),

@@ -21,11 +21,13 @@ at the paths ``sweep.json`` gives (a local or shared filesystem).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import shutil
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
@@ -78,6 +80,8 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
     where = {t: f"{out.rstrip('/')}/tables/{t}" for t in TABLES}
     ids = [s.id for s in sweeps]
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    for t in ("ops", "observations", "faults", "anomalies"):
+        forget_sweeps(where[t], ids)
 
     def step(what: str) -> Any:
         return progress.step(what) if progress is not None else nullcontext()
@@ -181,6 +185,20 @@ def _ingest_observations(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
                 yield from tables.observation_batches(Path(r["run_dir"]), r["sweep"], r["run"])
             except FaultlineError:
                 continue
+
+
+def forget_sweeps(path: str, ids: Collection[str]) -> None:
+    """Delete the ``sweep=`` partitions of ``ids`` from the table at ``path`` (a local
+    directory), before they are written again. Writing overwrites only the (sweep, run)
+    partitions it has rows for: a run whose anomalies (faults, ops) are gone since the
+    last analysis would otherwise keep its old ones."""
+    table = Path(path)
+    if not table.is_dir():
+        return
+    for part in table.iterdir():
+        key, _, value = part.name.partition("=")
+        if key == "sweep" and unquote(value) in ids:
+            shutil.rmtree(part)
 
 
 def _write(spark: SparkSession, rows: list[dict[str, Any]], path: str, partition_by: Sequence[str]) -> None:

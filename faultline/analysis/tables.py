@@ -123,8 +123,9 @@ def fault_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str, A
 
 def anomaly_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The ``anomalies`` rows of one run: every example results.json holds, its common fields as
-    columns and the whole example as JSON; ``violation`` when its type is a violation on its
-    partition (results.json's ``partitions[].violations``)."""
+    columns and the whole example as JSON; ``violation`` as the example's own ``permitted``
+    says when it says (the checker judges each inconsistent-offsets instance by itself),
+    else when its type is a violation on its partition (``partitions[].violations``)."""
     r = result or {}
     bad = {(x.get("topic"), x.get("partition"), v) for x in r.get("partitions") or ()
            if isinstance(x, dict) for v in x.get("violations") or ()}
@@ -139,7 +140,8 @@ def anomaly_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str,
                         "value": x.get("value") if isinstance(x.get("value"), int) else None,
                         "offset": x.get("offset") if isinstance(x.get("offset"), int) else None,
                         "time_ns": x.get("time") if isinstance(x.get("time"), int) else None,
-                        "violation": (x.get("topic"), x.get("partition"), kind) in bad,
+                        "violation": (x["permitted"] is False if isinstance(x.get("permitted"), bool)
+                                      else (x.get("topic"), x.get("partition"), kind) in bad),
                         "json": orjson.dumps(x).decode()})
     return out
 

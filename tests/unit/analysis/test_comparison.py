@@ -1,0 +1,79 @@
+"""What the nightly comparison shows of each cell (faultline/analysis/comparison.py), and
+the anomalies table's violation column (faultline/analysis/tables.py): found by a review,
+each test fails against the code before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from faultline.analysis.comparison import render, status, trend
+from faultline.analysis.junit import outcome
+from faultline.analysis.sweepdir import Cell
+from faultline.analysis.tables import anomaly_rows
+
+
+def cell_row(**kw: Any) -> dict[str, Any]:
+    """A cells row (docs/analysis.md), clean unless ``kw`` says otherwise."""
+    base = {"sweep": "n-1", "night": "2026-11-23", "created": "2026-11-23T02:00:00Z",
+            "cell": "producer.acks=1", "producer_acks": "1", "topic_min_insync_replicas": 1,
+            "nemesis_faults": "kill", "runs_total": 1, "runs": 1, "runs_failed": 0,
+            "runs_lost": 0, "runs_unknown": 0, "runs_violating": 0, "violations": [],
+            "lost_sum": 0, "lost_median": 0, "lost_max": 0, "p_loss": 0.0, "p_loss_low": 0.0,
+            "p_loss_high": 0.8, "expected_loss": "permitted", "expected_reason": "acks=1",
+            "run_list": []}
+    return {**base, **kw}
+
+
+def done(valid: str, lost: int = 0, error: str | None = None) -> dict[str, Any]:
+    return {"run": "r", "seed": 1, "status": "failed" if error else "done", "valid": valid,
+            "n_lost_write": lost, "violations": [], "report": None, "error": error}
+
+
+def test_a_permitted_loss_beside_an_undecided_run_is_unknown_as_junit_says(tmp_path: Path) -> None:
+    """An unknown verdict (a partition undecided) may hide a forbidden loss: the page showed
+    such a cell as permitted while JUnit and the exit code said unknown."""
+    unknown = cell_row(runs_lost=1, runs_unknown=1, lost_sum=3, p_loss=1.0,
+                       run_list=[done("unknown", 3)])
+    failed = cell_row(runs_total=2, runs_failed=1, runs_lost=1, lost_sum=1, p_loss=1.0,
+                      run_list=[done("true", 1), done("unknown", error="the cluster did not come up")])
+    for c in (unknown, failed):
+        assert status(c) == "unknown" and outcome(c)[0] == "error"
+    assert 'data-count="unknown">1 unknown' in render([unknown], tmp_path, ["n-1"])
+    assert status(cell_row(runs_lost=1, runs_violating=1, runs_unknown=1)) == "violation"
+    assert status(cell_row(runs_lost=1, lost_sum=2)) == "permitted"
+
+
+def test_every_sweep_of_the_newest_night_is_in_the_grid(tmp_path: Path) -> None:
+    """Only the newest sweep's cells were shown, so a violation of an earlier sweep the
+    same night vanished from a page titled with that night."""
+    bad = cell_row(sweep="a-1", created="2026-11-23T01:00:00Z", cell="kafka.version=3.7",
+                   runs_lost=1, runs_violating=1, violations=["lost-write"], lost_sum=1)
+    ok = cell_row(sweep="b-1", created="2026-11-23T03:00:00Z", cell="kafka.version=3.8")
+    html = render([bad, ok], tmp_path, ["a-1", "b-1"])
+    assert 'data-cell="kafka.version=3.7"' in html and 'data-cell="kafka.version=3.8"' in html
+
+
+def test_a_config_swept_twice_in_a_night_shows_its_worst_cell() -> None:
+    early = cell_row(sweep="a-1", created="2026-11-23T01:00:00Z", runs_lost=1, runs_violating=1,
+                     violations=["lost-write"], lost_sum=1)
+    late = cell_row(sweep="b-1", created="2026-11-23T03:00:00Z")
+    for cells in ([early, late], [late, early]):
+        (row,) = trend(cells)["rows"]
+        assert [e["status"] for e in row["nights"]] == ["violation"]
+    newer = cell_row(sweep="c-1", created="2026-11-23T04:00:00Z", runs_lost=2, lost_sum=2)
+    (row,) = trend([late, newer])["rows"]
+    assert [(e["status"], e["lost"]) for e in row["nights"]] == [("permitted", 2)]
+
+
+def test_an_anomaly_row_is_a_violation_as_its_example_says() -> None:
+    """The checker judges each inconsistent-offsets instance by itself: one forbidden and one
+    permitted on a partition were both flagged violations."""
+    result = {"partitions": [{"topic": "t", "partition": 0, "violations": ["inconsistent-offsets"]}],
+              "anomalies": {"inconsistent-offsets": [
+                  {"topic": "t", "partition": 0, "offset": 5, "permitted": False},
+                  {"topic": "t", "partition": 0, "offset": 9, "permitted": True},
+                  {"topic": "t", "partition": 0, "offset": 12}]}}
+    cell = Cell("n-1", "2026-11-23T02:00:00Z", "2026-11-23", "r1", {"seed": 1}, "done",
+                Path("/nonexistent"), None)
+    assert [r["violation"] for r in anomaly_rows(cell, result)] == [True, False, True]
