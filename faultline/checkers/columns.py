@@ -255,6 +255,15 @@ class Part:
         self.agreed: int | None = None  # every replica holds the same batches below it
 
     @property
+    def log_end(self) -> int | None:
+        """The greatest log end of its replicas (``replicas.jsonl``): no replica holds a
+        record at or past it. None unless every replica's line says its end."""
+        ends = [r.get("log_end_offset") for r in self.replicas]
+        if not ends or not all(e.__class__ is int for e in ends):
+            return None
+        return max(ends)  # type: ignore[type-var]
+
+    @property
     def short(self) -> int | None:
         """:attr:`agreed`, when the complete drain stopped below it (it stopped short);
         else None."""

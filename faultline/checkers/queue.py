@@ -137,7 +137,9 @@ def check_rows(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
     (:func:`faults_seen.faults_by_partition`); ``replicas``, ``replicas.jsonl``'s lines,
     says how far every replica's log agrees. A complete drain that stopped below that
     end stopped short: what it did not read cannot be lost, so lost writes and phantom
-    reads at or past its end are set aside as unknown (``short-drain``), never counted.
+    reads at or past its end are set aside as unknown (``short-drain``), never counted;
+    but a read at or past every replica's log end is a phantom read all the same (no
+    replica holds a record there).
     The replicas' batches also say who wrote each copy of a duplicate and each of two
     reordered sends (:mod:`faultline.checkers.provenance`), and ``client_log``,
     ``client-log.jsonl``'s lines, what the producer logged meanwhile; neither changes
@@ -841,8 +843,12 @@ class Engine:
                 if part.complete and off >= lso:
                     polled = ({p} if p != NONE else set()) | {
                         x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
+                    end = part.log_end
                     for x in sorted(polled - {dv}):
-                        if part.short is not None and off >= part.hw:  # type: ignore[operator]
+                        # past a short drain's end the record may be there, unread; not
+                        # past every replica's log end, where none holds one
+                        if (part.short is not None and off >= part.hw  # type: ignore[operator]
+                                and (end is None or off < end)):
                             c.set_aside("phantom-read", tp)
                         else:
                             c.add("phantom-read", tp,

@@ -12,12 +12,19 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from faultline.checkers.queue import BrokerState, check_rows_table
-from faultline.checkers.result import Result, unknown_result
+from faultline.checkers.result import UNKNOWN, Result, unknown_result
 from faultline.checkers.table import HistoryTable
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
 from faultline.history import ReadResult, iter_rows
-from faultline.rundir import CLIENT_LOG_FILE, TEST_FILE, find_history, read_jsonl
+from faultline.rundir import (
+    CLIENT_LOG_FILE,
+    METADATA_FILE,
+    REPLICAS_FILE,
+    TEST_FILE,
+    find_history,
+    read_jsonl,
+)
 from faultline.spec import TestSpec
 
 
@@ -100,7 +107,10 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     when there is one) lines the client's own account up with duplicates; one that
     cannot be read is named in ``client_log_error`` and not used. The white-box invariants are added as
     ``white_box`` (:mod:`faultline.checkers.whitebox`), which never changes ``valid``;
-    an unreadable white-box file is named in ``white_box.errors``. A checker that fails
+    an unreadable white-box file is named in ``white_box.errors``. But a metadata log or
+    replicas file the run has and the check could not read makes ``valid`` unknown
+    (``broker-state-unreadable``), whatever it was: what the file says can forbid a
+    loss the check permitted without it, or set aside one it counted. A checker that fails
     (anything but HistoryError) gives ``valid: "unknown"`` saying so, never a pass.
     Raises SpecError / HistoryError for an unreadable ``test.json`` or history, and
     SpecError for a workload that has no checker.
@@ -127,9 +137,23 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     if state.client_log_error is not None:
         result = replace(result, extra={**result.extra, "client_log_error": state.client_log_error})
     assert state.files is not None, "a checker calls broker once it has read the rows"
+    result = _undecided_without(result, state.files, run_dir)
     white = check_white_box(spec, state.files, result.to_json())
     if white is not None:
         result = replace(result, extra={**result.extra, "white_box": white})
     return result, table
+
+
+def _undecided_without(result: Result, files: BrokerFiles, run_dir: Path) -> Result:
+    """``result``, unknown if the run has a metadata log or replicas file the check
+    needed and could not read (check_stored_table says why)."""
+    unread = [name for name, lines in ((METADATA_FILE, files.metadata), (REPLICAS_FILE, files.replicas))
+              if lines is None and (run_dir / name).is_file()]
+    if not unread:
+        return result
+    why = (f"{' and '.join(unread)} could not be read ({'; '.join(files.errors)}): the broker's "
+           "own state might forbid what the check permitted without it, or set aside what it counted")
+    entry = {"kind": "broker-state-unreadable", "why": why, "affects_verdict": True}
+    return replace(result, valid=UNKNOWN, unknown=[*result.unknown, entry])
 
 

@@ -1,0 +1,71 @@
+"""A stored run whose broker-state files are there but cannot be read (found by a review):
+its verdict is unknown, whatever the check found without them. Each test fails before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from faultline.checkers.result import UNKNOWN
+from faultline.checkers.stored import check_stored
+from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
+
+
+def run_dir(path: Path, h: H, **files: str) -> Path:
+    """A run directory: an acks=1 spec, ``h`` as its history, and ``files`` by name."""
+    path.mkdir()
+    (path / "test.json").write_text(json.dumps(make_spec(acks="1", min_insync=1).to_json()))
+    (path / "history.jsonl").write_text("".join(json.dumps(o.to_dict()) + "\n" for o in h.ops))
+    for name, text in files.items():
+        (path / name).write_text(text)
+    return path
+
+
+def replica(node: int) -> dict[str, Any]:
+    return {"topic": TOPIC, "partition": 0, "node": node, "log_start_offset": 0, "log_end_offset": 5,
+            "hw_checkpoint": 5, "batches": [[0, 2, 0, 7], [3, 4, 0, 8]]}
+
+
+def test_an_unreadable_replicas_file_makes_a_loss_unknown(tmp_path: Path) -> None:
+    """Read, it shows the drain stopped short (unknown); cut mid-write, the check counted
+    the unread offsets as lost writes: a definite fail."""
+    h = H()
+    for off in range(5):
+        h.send(0, 100 + off, offset=off)
+    h.drain([(o, 100 + o) for o in range(3)], hw=3)
+    good = "".join(json.dumps(replica(n)) + "\n" for n in (1, 2, 3))
+    assert check_stored(run_dir(tmp_path / "ok", h, **{"replicas.jsonl": good})).valid == UNKNOWN
+    bad = check_stored(run_dir(tmp_path / "bad", h, **{"replicas.jsonl": good[:-20] + "\n"}))
+    assert bad.valid == UNKNOWN and bad.violations == ["lost-write"]
+    (entry,) = [u for u in bad.unknown if u["kind"] == "broker-state-unreadable"]
+    assert entry["affects_verdict"] is True and "replicas.jsonl" in entry["why"]
+
+
+def test_an_unreadable_metadata_log_does_not_let_a_loss_pass(tmp_path: Path) -> None:
+    """acks=1, a follower (node 2) killed: read, the metadata log shows node 1 led all along,
+    so the lost write is a violation; with one bad line, the permissive reading (the kill
+    may have hit the leader) passed the run."""
+    h = H()
+    h.t = 2_000_000_000
+    for off in range(5):
+        h.send(0, 100 + off, offset=off)
+    h.fault("kill", [2])
+    h.drain([(o, 100 + o) for o in range(4)], hw=4)
+    line = {"offset": 5, "time": -1_000_000_000, "type": "partition", "topic": TOPIC, "partition": 0,
+            "leader": 1, "isr": [1, 2, 3], "elr": [], "last_known_elr": [], "replicas": [1, 2, 3],
+            "leader_epoch": 0, "raw": {}}
+    good = json.dumps(line) + "\n"
+    ok = check_stored(run_dir(tmp_path / "ok", h, **{"metadata.jsonl": good}))
+    assert ok.valid is False and ok.violations == ["lost-write"]
+    broken = good + '{"offset": 6, "type": "partition", "topic": "fl-queue"}\n'
+    bad = check_stored(run_dir(tmp_path / "bad", h, **{"metadata.jsonl": broken}))
+    assert bad.valid == UNKNOWN
+    assert any(u["kind"] == "broker-state-unreadable" for u in bad.unknown)
+
+
+def test_a_missing_broker_state_file_changes_nothing(tmp_path: Path) -> None:
+    h = H()
+    h.send(0, 100, offset=0)
+    h.drain([(0, 100)])
+    assert check_stored(run_dir(tmp_path / "run", h)).valid is True
