@@ -32,6 +32,7 @@ Pure: replicas.jsonl lines in, plain values out.
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -72,8 +73,10 @@ class Batches:
                       for r in replicas]
 
     def copy_at(self, offset: int) -> Copy | None:
-        """The record at ``offset`` as the first replica (by node) whose batch holds it
-        with a producer id says; None when none does."""
+        """The record at ``offset`` as the replicas whose batch holds it with a producer id
+        say (the first by node, named); None when none does, or when two of them disagree
+        on who wrote it (producer id, epoch or sequence: then it is not known)."""
+        found: list[Copy] = []
         for node, bases, batches in self._reps:
             i = bisect_right(bases, offset) - 1
             if i < 0:
@@ -82,8 +85,10 @@ class Batches:
             if int(b[1]) < offset or len(b) < 8 or int(b[4]) < 0 or int(b[6]) < 0:
                 continue
             seq = (int(b[6]) + offset - int(b[0])) % _SEQUENCES
-            return Copy(offset, node, int(b[0]), int(b[1]), int(b[4]), int(b[5]), seq)
-        return None
+            found.append(Copy(offset, node, int(b[0]), int(b[1]), int(b[4]), int(b[5]), seq))
+        if not found or len({(c.producer_id, c.producer_epoch, c.sequence) for c in found}) > 1:
+            return None
+        return found[0]
 
 
 def pair_cause(a: Copy, b: Copy) -> str:
@@ -99,12 +104,11 @@ def pair_cause(a: Copy, b: Copy) -> str:
 
 def duplicate_cause(copies: Sequence[Copy | None]) -> str:
     """The cause of one value stored at several offsets, from its copies in offset order:
-    each later copy against the first; a broker failure among them wins (it is the
-    graver finding), else the first later copy's cause. ``unknown`` if a copy is."""
+    every two of them; a broker failure between any two wins (it is the graver finding),
+    else the cause of the first two. ``unknown`` if a copy is."""
     if len(copies) < 2 or any(c is None for c in copies):
         return "unknown"
-    first, *later = copies
-    causes = [pair_cause(first, c) for c in later]  # type: ignore[arg-type]
+    causes = [pair_cause(a, b) for a, b in itertools.combinations(copies, 2)]  # type: ignore[arg-type]
     return "broker-dedup-failure" if "broker-dedup-failure" in causes else causes[0]
 
 

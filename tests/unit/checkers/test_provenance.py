@@ -131,6 +131,18 @@ def test_a_copy_is_found_on_the_first_replica_holding_it_with_a_producer() -> No
     assert Batches(replicas([[0, 2, 0, 1, -1, -1, -1, -1]])).copy_at(1) is None  # no producer
 
 
+def test_who_wrote_a_record_the_replicas_disagree_on_is_not_known() -> None:
+    """Found by review: the first replica by node was believed, so another producer's
+    batch on n1 blamed the client for a copy n2 and n3 show the broker stored twice."""
+    h = duplicated()
+    same = [batch(0, 1, 0, 0), batch(2, 2, 0, 0)]
+    reps = replicas(same)
+    reps[0] = {**reps[0], "batches": [batch(0, 1, 0, 0), batch(2, 2, 0, 0, pid=PID + 7)]}
+    r = check(make_spec(), h.ops, replicas=reps)
+    assert r.extra["causes"] == {"duplicate": {"unknown": 1}}
+    assert checked(h, same).extra["causes"] == {"duplicate": {"broker-dedup-failure": 1}}
+
+
 def test_causes_of_pairs() -> None:
     a = Copy(0, 1, 0, 0, PID, 0, 5)
     assert pair_cause(a, Copy(9, 1, 9, 9, PID, 0, 5)) == "broker-dedup-failure"
@@ -141,6 +153,8 @@ def test_causes_of_pairs() -> None:
     assert duplicate_cause([a, bump, same]) == "broker-dedup-failure", "the broker's failure wins"
     assert duplicate_cause([a, same, bump]) == "broker-dedup-failure", "wherever it is"
     assert duplicate_cause([a, bump]) == "client-epoch-bump"
+    again = Copy(9, 1, 9, 9, PID, 1, 0)  # found by review: bump and again are one batch twice
+    assert duplicate_cause([a, bump, again]) == "broker-dedup-failure", "between any two"
     assert duplicate_cause([a, None]) == "unknown"
     wrapped = Copy(1, 1, 1, 1, PID, 0, 0)
     assert reorder_cause(Copy(0, 1, 0, 0, PID, 0, (1 << 31) - 1), wrapped) == "broker-order-failure"
