@@ -370,20 +370,24 @@ def _compare(inv: Invariant, p: int, a: Line, b: Line, hw: int, loss_permitted: 
         return
     lo = max(int(a["log_start_offset"]), int(b["log_start_offset"]))
     hi = min(int(a["log_end_offset"]), int(b["log_end_offset"]), hw)
-    theirs = {int(x[0]): x for x in b["batches"]}
-    for x in a["batches"]:
-        base, last = int(x[0]), int(x[1])
-        if base < lo or last >= hi:
+    ours, theirs = ({int(x[0]): x for x in r["batches"]} for r in (a, b))
+    for base in sorted(ours.keys() | theirs.keys()):  # a batch either one lacks is a difference too
+        x, y = ours.get(base), theirs.get(base)
+        if base < lo or int((x if x is not None else y)[1]) >= hi:  # type: ignore[index]
             continue
         inv.checked += 1
-        y = theirs.get(base)
-        if y is None or int(y[1]) != last or int(y[3]) != int(x[3]):
-            other = (f"a batch {y[0]}..{y[1]} crc {y[3]} (epoch {y[2]})" if y is not None
-                     else f"no batch starting at {base}")
+        if x is None or y is None or int(y[1]) != int(x[1]) or int(y[3]) != int(x[3]):
             inv.add({"time": None, "partition": p, "offset": base, "nodes": [int(a["node"]), int(b["node"])],
-                     "what": f"below HW {hw}: n{a['node']} has batch {base}..{last} crc {x[3]} "
-                             f"(epoch {x[2]}), n{b['node']} has {other}"}, permitted=loss_permitted)
+                     "what": f"below HW {hw}: n{a['node']} has {_batch_text(x, base)}, "
+                             f"n{b['node']} has {_batch_text(y, base)}"}, permitted=loss_permitted)
             return
+
+
+def _batch_text(x: Sequence[Any] | None, base: int) -> str:
+    """A replica's batch at ``base`` in an example, or that it has none."""
+    if x is None:
+        return f"no batch starting at {base}"
+    return f"batch {x[0]}..{x[1]} crc {x[3]} (epoch {x[2]})"
 
 
 # --- the whole ------------------------------------------------------------------------

@@ -113,6 +113,17 @@ def test_replicas_agree_below_the_hw_only() -> None:
     assert check_replicas_agree([a, rep(3, c["batches"], ckpt=10)], T, {}, {0}).permitted == 1
 
 
+def test_a_gap_in_either_replica_is_a_difference() -> None:
+    """Found by review: only the first replica's batches were walked, so a batch the first
+    lacked (a gap in the lower node's log) went unseen."""
+    full = rep(1, [[0, 2, 0, 7], [3, 5, 0, 8], [6, 9, 0, 9]])
+    gap = rep(2, [[0, 2, 0, 7], [6, 9, 0, 9]])
+    for pair in ([full, gap], [{**gap, "node": 1}, {**full, "node": 2}]):
+        inv = check_replicas_agree(pair, T, {0: 10}, set())
+        assert inv.violations == 1 and inv.examples[0]["offset"] == 3
+        assert "no batch starting at 3" in inv.examples[0]["what"]
+
+
 def test_results_validate_with_and_without_white_box(tmp_path: Path) -> None:
     plain = make_run(tmp_path / "plain", Scenario(metadata=False, observations=False))
     res = json.loads((plain.path / "results.json").read_text())
