@@ -52,18 +52,31 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
     logical state); a part that fails is logged, left unwritten and named in the
     returned list of errors, and the other part still runs. What was written, and how
     long it took, goes to the log. The metadata log is read from the active
-    controller's copy (else the largest).
+    controller's copy (else the largest); a backend that gives no access to it (docker)
+    has none, which is no error.
+
+    ``cluster.json`` also says which of the metadata log and the replicas' logs could
+    not be collected (``broker_state_errors``), and is written first saying the
+    collection did not finish: a run that dies in it, or whose collection failed, is
+    not read as one that never had that state (the check makes it unknown).
     """
     errors: list[str] = []
     run_dir = Path(run_dir)
     tool: str | None = None
     try:
+        _write_facts(run_dir, cluster_facts(spec.kafka.version, None, []), ["the collection did not finish"])
+    except OSError as e:
+        errors.append(f"cluster facts: {e}")
+    try:
         node = _metadata_node(cluster)
-        dist = kafka_dist.ensure_kafka(spec.kafka.version, spec.kafka.home)
-        tool = kafka_dist.dump_log_segments(dist)[1]
-        lines, took = metadata_log.decode_metadata(dist, node.metadata_dir, run_dir / METADATA_FILE,
-                                                   spec.start_wall_ms)
-        _log.info("decoded the metadata log of node %d: %d records in %.2f s", node.id, lines, took)
+        if node is None:
+            _log.info("this cluster backend gives no access to the nodes' metadata logs")
+        else:
+            dist = kafka_dist.ensure_kafka(spec.kafka.version, spec.kafka.home)
+            tool = kafka_dist.dump_log_segments(dist)[1]
+            lines, took = metadata_log.decode_metadata(dist, node.metadata_dir, run_dir / METADATA_FILE,
+                                                       spec.start_wall_ms)
+            _log.info("decoded the metadata log of node %d: %d records in %.2f s", node.id, lines, took)
     except (FaultlineError, OSError, ValueError, subprocess.SubprocessError) as e:
         errors.append(f"metadata log: {e}")
         _log.warning("decoding the metadata log failed: %s", e)
@@ -80,12 +93,16 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
         _log.warning("summarizing the replica logs failed: %s", e)
     try:
         metadata = read_jsonl(run_dir / METADATA_FILE) if (run_dir / METADATA_FILE).exists() else []
-        facts = cluster_facts(spec.kafka.version, tool, metadata)
-        write_atomic(run_dir / CLUSTER_FILE, orjson.dumps(facts, option=orjson.OPT_INDENT_2))
+        _write_facts(run_dir, cluster_facts(spec.kafka.version, tool, metadata), errors)
     except (FaultlineError, OSError) as e:
         errors.append(f"cluster facts: {e}")
         _log.warning("writing %s failed: %s", CLUSTER_FILE, e)
     return errors
+
+
+def _write_facts(run_dir: Path, facts: dict[str, Any], errors: list[str]) -> None:
+    data = {**facts, "broker_state_errors": list(errors)}
+    write_atomic(run_dir / CLUSTER_FILE, orjson.dumps(data, option=orjson.OPT_INDENT_2))
 
 
 def cluster_facts(version: str, dump_tool: str | None,
@@ -105,12 +122,13 @@ def cluster_facts(version: str, dump_tool: str | None,
             "eligible_leader_replicas": elr}
 
 
-def _metadata_node(cluster: Cluster) -> MetadataNode:
+def _metadata_node(cluster: Cluster) -> MetadataNode | None:
     """The active controller if its metadata log is readable, else the node with the
-    most metadata log bytes (a lagging voter only misses the tail)."""
+    most metadata log bytes (a lagging voter only misses the tail); None when the
+    backend gives no access to any."""
     nodes = [n for n in cluster.nodes if isinstance(n, MetadataNode)]
     if not nodes:
-        raise FaultlineError("this cluster backend gives no access to the nodes' metadata logs")
+        return None
     try:
         active = cluster.active_controller()
     except FaultlineError:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
 from faultline.checkers.table import HistoryTable
@@ -19,6 +21,7 @@ from faultline.errors import HistoryError, SpecError
 from faultline.history import ReadResult, iter_rows
 from faultline.rundir import (
     CLIENT_LOG_FILE,
+    CLUSTER_FILE,
     METADATA_FILE,
     REPLICAS_FILE,
     TEST_FILE,
@@ -108,7 +111,8 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     cannot be read is named in ``client_log_error`` and not used. The white-box invariants are added as
     ``white_box`` (:mod:`faultline.checkers.whitebox`), which never changes ``valid``;
     an unreadable white-box file is named in ``white_box.errors``. But a metadata log or
-    replicas file the run has and the check could not read makes ``valid`` unknown
+    replicas file the run has and the check could not read, or one ``cluster.json`` says
+    could not be collected (``broker_state_errors``), makes ``valid`` unknown
     (``broker-state-unreadable``), whatever it was: what the file says can forbid a
     loss the check permitted without it, or set aside one it counted. A checker that fails
     (anything but HistoryError) gives ``valid: "unknown"`` saying so, never a pass.
@@ -146,13 +150,23 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
 
 def _undecided_without(result: Result, files: BrokerFiles, run_dir: Path) -> Result:
     """``result``, unknown if the run has a metadata log or replicas file the check
-    needed and could not read (check_stored_table says why)."""
-    unread = [name for name, lines in ((METADATA_FILE, files.metadata), (REPLICAS_FILE, files.replicas))
+    needed and could not read, or could not collect one (check_stored_table says why)."""
+    unread = [f"{name} could not be read" for name, lines in
+              ((METADATA_FILE, files.metadata), (REPLICAS_FILE, files.replicas))
               if lines is None and (run_dir / name).is_file()]
+    problems = list(files.errors) if unread else []
+    if (run_dir / CLUSTER_FILE).is_file():
+        try:
+            said = orjson.loads((run_dir / CLUSTER_FILE).read_bytes()).get("broker_state_errors")
+        except (OSError, orjson.JSONDecodeError, AttributeError) as e:
+            said = [f"{CLUSTER_FILE} could not be read: {e}"]
+        if isinstance(said, list) and said:
+            unread.append("the broker state was not all collected")
+            problems += [str(x) for x in said]
     if not unread:
         return result
-    why = (f"{' and '.join(unread)} could not be read ({'; '.join(files.errors)}): the broker's "
-           "own state might forbid what the check permitted without it, or set aside what it counted")
+    why = (f"{' and '.join(unread)} ({'; '.join(problems)}): the broker's own state might "
+           "forbid what the check permitted without it, or set aside what it counted")
     entry = {"kind": "broker-state-unreadable", "why": why, "affects_verdict": True}
     return replace(result, valid=UNKNOWN, unknown=[*result.unknown, entry])
 

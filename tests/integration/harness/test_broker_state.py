@@ -77,6 +77,7 @@ def collected(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> 
         errors = collect_broker_state(cluster, spec, run_dir)
         collected_at = now()
         assert errors == []
+        assert orjson.loads((run_dir / "cluster.json").read_bytes())["broker_state_errors"] == []
         hw = {p: len(range(p, 2 * RECORDS, spec.topic.partitions)) for p in range(spec.topic.partitions)}
     yield Collected(run_dir, old, new, _lines(run_dir / "metadata.jsonl"),
                     _lines(run_dir / "replicas.jsonl"), hw, killed_at, restarted_at, collected_at)

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from faultline.checkers.result import UNKNOWN
 from faultline.checkers.stored import check_stored
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
@@ -69,3 +71,32 @@ def test_a_missing_broker_state_file_changes_nothing(tmp_path: Path) -> None:
     h.send(0, 100, offset=0)
     h.drain([(0, 100)])
     assert check_stored(run_dir(tmp_path / "run", h)).valid is True
+
+
+@pytest.mark.parametrize(("said", "valid"), [
+    ([], True),
+    (["metadata log: DumpLogSegments failed: timed out"], UNKNOWN),
+    (["the collection did not finish"], UNKNOWN),
+    (None, True),  # a run from before cluster.json said
+])
+def test_a_broker_state_cluster_json_says_was_not_collected_makes_the_verdict_unknown(
+        tmp_path: Path, said: list[str] | None, valid: Any) -> None:
+    """A collection that failed, or that a Ctrl-C or a crash cut, left no metadata log: read
+    as a run that never had one, the check permitted a loss on assumption."""
+    h = H()
+    h.send(0, 100, offset=0)
+    h.drain([(0, 100)])
+    cluster = {"kafka_version": "4.3.1", "dump_log_segments": None, "features": {},
+               "eligible_leader_replicas": None}
+    if said is not None:
+        cluster["broker_state_errors"] = said
+    r = check_stored(run_dir(tmp_path / "run", h, **{"cluster.json": json.dumps(cluster)}))
+    assert r.valid == valid
+    assert any(u["kind"] == "broker-state-unreadable" for u in r.unknown) == (valid == UNKNOWN)
+
+
+def test_an_unreadable_cluster_json_makes_the_verdict_unknown(tmp_path: Path) -> None:
+    h = H()
+    h.send(0, 100, offset=0)
+    h.drain([(0, 100)])
+    assert check_stored(run_dir(tmp_path / "run", h, **{"cluster.json": "{cut"})).valid == UNKNOWN
