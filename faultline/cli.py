@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from typing import Any
 
 import click
@@ -36,7 +37,8 @@ _COMMANDS: dict[str, str] = {
 
 class _Group(click.Group):
     """Loads commands lazily and turns FaultlineError and usage errors into one line and
-    exit code 2."""
+    exit code 2; an interruption, and any other exception (a bug: its traceback is
+    printed), exit 2 too, never 1, which says a run or a check found a violation."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         # click's own report of a usage error is four lines, the usage first
@@ -51,7 +53,7 @@ class _Group(click.Group):
             sys.exit(e.exit_code)
         except click.Abort:
             click.echo("faultline: aborted", err=True)
-            sys.exit(1)
+            sys.exit(2)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -70,6 +72,12 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except FaultlineError as e:
             click.echo(f"faultline: error: {e}", err=True)
+            sys.exit(2)
+        except (click.ClickException, click.Abort, KeyboardInterrupt, EOFError):
+            raise
+        except Exception as e:  # a bug: not a verdict
+            traceback.print_exc()
+            click.echo(f"faultline: internal error: {type(e).__name__}: {e}".splitlines()[0], err=True)
             sys.exit(2)
 
 

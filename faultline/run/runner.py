@@ -400,13 +400,13 @@ def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Ver
 
 def _report(run_dir: Path) -> Path | None:
     """THE single call site of the HTML report (report.html). A report that cannot be
-    built is logged and does not change the verdict."""
+    built, for any reason (a report bug too), is logged and does not change the verdict."""
     try:
         from faultline.report.page import build_report
 
         return build_report(run_dir)
-    except (FaultlineError, OSError) as e:
-        _log.error("building the report failed: %s", e)
+    except Exception as e:  # the verdict is written already: a report bug must not undo it
+        _log.exception("building the report failed: %s", e)
         return None
 
 

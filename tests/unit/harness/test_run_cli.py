@@ -175,3 +175,33 @@ def test_nemesis_none_runs_without_faults(tmp_path: Path, runs: list[TestSpec]) 
     assert result.exit_code == 0, result.output
     (spec,) = runs
     assert spec.nemesis.faults == ()
+
+
+@pytest.mark.parametrize("raised", [RuntimeError("a bug"), KeyError("x")])
+def test_a_crash_exits_2_not_1_which_says_invalid(monkeypatch: pytest.MonkeyPatch,
+                                                  raised: Exception) -> None:
+    """Found by review: an exception that is no FaultlineError (a client error the workload
+    let through, a bug) ended in a traceback and exit 1, the code for a violation."""
+    import faultline.run.runner as runner
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise raised
+
+    monkeypatch.setattr(runner, "run_test", crash)
+    result = CliRunner().invoke(main, ["run"])
+    assert result.exit_code == 2
+    assert f"faultline: internal error: {type(raised).__name__}" in result.output
+
+
+def test_a_report_that_fails_for_any_reason_leaves_the_verdict(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Found by review: a report bug (not a FaultlineError) escaped run_test after
+    results.json said valid, and the traceback's exit 1 said invalid."""
+    import faultline.report.page as page
+    from faultline.run.runner import _report
+
+    def broken(run_dir: Path) -> Path:
+        raise ValueError("a report bug")
+
+    monkeypatch.setattr(page, "build_report", broken)
+    assert _report(tmp_path) is None
