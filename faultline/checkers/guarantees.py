@@ -98,6 +98,11 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     if not c.enable_idempotence and c.retries > 0 and c.acks != "0":
         out["duplicate"] = ("enable.idempotence=false with retries: a retried batch whose "
                             "first attempt was written is written again")
+    elif not c.enable_idempotence and c.acks != "0" and "leader-fault" in faults:
+        out["duplicate"] = ("enable.idempotence=false and a leader fault: even with retries=0 "
+                            "librdkafka re-sends a batch, without counting a retry, after an error "
+                            "that refreshes metadata (NOT_LEADER_OR_FOLLOWER, a fenced broker), "
+                            "and its first attempt may have been written")
     elif "producer-restart" in faults:
         out["duplicate"] = "a producer was restarted and may have re-sent values"
 
@@ -121,9 +126,11 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
     up. Committed loss therefore needs ``leader-fault`` and every replica of the
     partition faulted (``faulted>=RF``; see :func:`every_replica_faulted`), and then
     either an unclean election or data destroyed on :func:`committed_copies` replicas.
-    With ELR an unclean election needs more: the ELR, which the last replica to leave
-    the ISR joins, passed over, by a fault that fences it (kill, pause, stop,
-    partition) or a second destroyed copy. The reference model finds no committed loss
+    With ELR an unclean election needs more: the ELR, which every replica that leaves
+    an ISR below min.insync.replicas joins with every committed record, passed over, by
+    a fault that fences it (kill, pause, stop, partition) or by unclean restarts of as
+    many replicas as a committed record is on (:func:`committed_copies`; at
+    min.insync.replicas=3 two leave the third in the ELR). The reference model finds no committed loss
     without these (its cells bounded by ``faulted<=N``, where an untouched follower
     never lags out), and finds it with them (``table.TARGETED``).
     """
@@ -131,11 +138,11 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
     if "leader-fault" not in faults or not every_replica_faulted(c, faults):
         return None
     node_faults = ", ".join(sorted(faults & NODE_FAULTS))
-    # With ELR the last replica to leave the ISR joins the ELR and is elected before any
-    # unclean candidate: only fencing it (a fault that stops or cuts it off) or its
-    # unclean restart (a second destroyed copy) lets an out-of-sync replica lead.
+    # With ELR a replica leaving an ISR below min.insync joins the ELR and is elected
+    # before any unclean candidate: only fencing it (a fault that stops or cuts it off) or
+    # unclean restarts of every copy of a committed record let an out-of-sync one lead.
     elr_passed_over = not c.eligible_leader_replicas or bool(
-        faults & (NODE_FAULTS - DATA_LOSS_FAULTS)) or "data-loss>=2" in faults
+        faults & (NODE_FAULTS - DATA_LOSS_FAULTS)) or f"data-loss>={committed_copies(c, faults)}" in faults
     if c.unclean_leader_election_enable and elr_passed_over:
         return ("unclean.leader.election.enable=true, the leader was faulted and so was every other "
                 f"replica ({node_faults}): no in-sync replica may be left, so an out-of-sync one "
@@ -206,7 +213,8 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
         "poll-skip": "a consumer reads every offset in order while " + committed,
         "duplicate": ("enable.idempotence=true: the broker drops a retried batch it already has"
                       if c.enable_idempotence else
-                      "nothing is sent twice: retries=0 or acks=0, and no producer was restarted"),
+                      "nothing is sent twice: acks=0, or retries=0 and no fault hit the leader (after "
+                      "which librdkafka re-sends uncounted), and no producer was restarted"),
         "nonmonotonic-send": ("enable.idempotence=true keeps each partition's order across retries"
                               if c.enable_idempotence else
                               "max.in.flight=1 or retries=0: no batch can overtake a retried one"),

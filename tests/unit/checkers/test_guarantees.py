@@ -392,3 +392,31 @@ def test_a_grudge_that_is_no_clean_split_with_a_majority_touches_every_node_it_n
     h = H()
     h.fault("partition", [1, 2, 3], grudge=grudge, leaders={"fl-queue/0": 1})
     assert "leader-fault" in faults_of(h.ops)
+
+
+def test_without_idempotence_a_leader_fault_permits_duplicates_even_with_retries_0() -> None:
+    """Found by review: librdkafka re-sends after NOT_LEADER_OR_FOLLOWER (or a fenced
+    broker) without counting a retry, so retries=0 does not mean once; the table said
+    nothing is sent twice and a real client re-send read as a violation."""
+    c = cfg(acks="all", enable_idempotence=False, retries=0, max_in_flight=1)
+    assert "duplicate" in permitted(c, frozenset({"kill", "leader-fault"}) | faulted(1))
+    assert "duplicate" not in permitted(c, frozenset({"kill"}) | faulted(1))  # a follower's
+    assert "duplicate" not in permitted(cfg(acks="0", enable_idempotence=False, retries=0),
+                                        frozenset({"kill", "leader-fault"}))
+    assert "duplicate" not in permitted(cfg(acks="all"), frozenset({"kill", "leader-fault"}))
+
+
+@pytest.mark.parametrize("fault", ["wipe", "lose-unflushed"])
+def test_with_elr_and_min_insync_3_two_destroyed_copies_do_not_pass_over_the_third(fault: str) -> None:
+    """Found by review: with min.insync.replicas=3 every replica leaving the ISR joins the
+    ELR with every committed record; two unclean restarts leave the third there, and it
+    is elected before any unclean candidate. A "second destroyed copy" was taken to
+    pass over the ELR and excused the loss (the model agrees: none)."""
+    c = cfg(acks="all", min_insync_replicas=3, unclean_leader_election_enable=True,
+            eligible_leader_replicas=True)
+    two = frozenset({fault, "leader-fault", "data-loss>=1", "data-loss>=2"}) | faulted(3)
+    assert not COMMITTED_LOSS & set(permitted(c, two))
+    assert set(permitted(c, two | {"data-loss>=3"})) >= COMMITTED_LOSS
+    two_of_2 = cfg(acks="all", min_insync_replicas=2, unclean_leader_election_enable=True,
+                   eligible_leader_replicas=True)
+    assert set(permitted(two_of_2, two)) >= COMMITTED_LOSS  # min.insync=2: unchanged
