@@ -52,8 +52,8 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
     logical state); a part that fails is logged, left unwritten and named in the
     returned list of errors, and the other part still runs. What was written, and how
     long it took, goes to the log. The metadata log is read from the active
-    controller's copy (else the largest); a backend that gives no access to it (docker)
-    has none, which is no error.
+    controller's copy (else the largest); a backend that gave no access to it would
+    have none, which is no error (both backends give it: docker's nodes are bind-mounted).
 
     ``cluster.json`` also says which of the metadata log and the replicas' logs could
     not be collected (``broker_state_errors``), and is written first saying the
@@ -65,8 +65,8 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
     tool: str | None = None
     try:
         _write_facts(run_dir, cluster_facts(spec.kafka.version, None, []), ["the collection did not finish"])
-    except OSError as e:
-        errors.append(f"cluster facts: {e}")
+    except OSError as e:  # the last write says what was collected
+        _log.warning("writing %s failed: %s", CLUSTER_FILE, e)
     try:
         node = _metadata_node(cluster)
         if node is None:

@@ -11,10 +11,13 @@ nothing on another's. The tokens of one partition (``faults``) are:
   ``wipe``, ``lose-unflushed`` when they touched one of its replicas (every node
   counts while the metadata log does not name the replicas), ``toxics``, ``clock``.
   A network partition touches the nodes it cut off from the majority when its grudge
-  splits the nodes cleanly and one side holds a majority (isolating a node, halves:
-  a replica on the majority side keeps its leader, or its leader keeps the quorum and
-  its followers there); any other (a bridge, a ring, a hold of replication only) every
-  node it names. A ``stop`` that had to SIGKILL a node (``killed``) is a ``kill`` too;
+  splits the nodes it names cleanly and one side holds a majority of them (isolating
+  a node, halves: a replica on the majority side keeps its leader, or its leader keeps
+  the quorum and its followers there; a bridge of 4 nodes, whose middle node the
+  grudge does not name, cuts off the node alone on its side); any other (a ring, a
+  hold of replication only, a split with no majority) every node it names. A
+  ``stop`` that had to SIGKILL nodes (``killed``) is a ``kill`` too of the partitions
+  they replicate;
 - ``leader-fault`` when a node fault touched the partition's leader, or when the
   metadata log shows its leader change (an election moves leadership whatever caused
   it, and truncates what only the old leader had). A fault touched the leader when
@@ -181,8 +184,9 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 continue
             did = "kill" if _cut_nothing(action, tp) else kind
             out[tp].add(did)
-            if kind == "stop" and action.value.get("killed") is True:  # no clean shutdown
-                out[tp].add("kill")
+            killed = action.value.get("killed")
+            if kind == "stop" and isinstance(killed, list) and nodes & {str(n) for n in killed}:
+                out[tp].add("kill")  # no clean shutdown of those
             if kind in NODE_FAULTS:
                 if _hit_leader(action, nodes, tp, states[tp]):
                     out[tp].add("leader-fault")

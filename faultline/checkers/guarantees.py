@@ -36,6 +36,9 @@ class GuaranteeConfig:
     max_in_flight: int = 5
     retries: int = 2147483647
     eligible_leader_replicas: bool = True
+    #: The client under test: librdkafka re-sends without counting a retry where the
+    #: Java client does not (the ``duplicate`` rule).
+    client: Literal["librdkafka", "java"] = "librdkafka"
 
     @classmethod
     def from_spec(cls, spec: TestSpec) -> GuaranteeConfig:
@@ -49,7 +52,8 @@ class GuaranteeConfig:
                    replication_factor=t.replication_factor,
                    unclean_leader_election_enable=t.unclean_leader_election_enable,
                    enable_idempotence=p.enable_idempotence, max_in_flight=p.max_in_flight,
-                   retries=p.retries, eligible_leader_replicas=elr_enabled(spec.kafka.version))
+                   retries=p.retries, eligible_leader_replicas=elr_enabled(spec.kafka.version),
+                   client=spec.workload.client)
 
 
 def elr_enabled(version: str) -> bool:
@@ -98,7 +102,8 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     if not c.enable_idempotence and c.retries > 0 and c.acks != "0":
         out["duplicate"] = ("enable.idempotence=false with retries: a retried batch whose "
                             "first attempt was written is written again")
-    elif not c.enable_idempotence and c.acks != "0" and "leader-fault" in faults:
+    elif (not c.enable_idempotence and c.acks != "0" and c.client == "librdkafka"
+          and "leader-fault" in faults):
         out["duplicate"] = ("enable.idempotence=false and a leader fault: even with retries=0 "
                             "librdkafka re-sends a batch, without counting a retry, after an error "
                             "that refreshes metadata (NOT_LEADER_OR_FOLLOWER, a fenced broker), "
@@ -213,8 +218,8 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
         "poll-skip": "a consumer reads every offset in order while " + committed,
         "duplicate": ("enable.idempotence=true: the broker drops a retried batch it already has"
                       if c.enable_idempotence else
-                      "nothing is sent twice: acks=0, or retries=0 and no fault hit the leader (after "
-                      "which librdkafka re-sends uncounted), and no producer was restarted"),
+                      "nothing is sent twice: acks=0, or retries=0 (with librdkafka: and no fault hit "
+                      "the leader, after which it re-sends uncounted), and no producer was restarted"),
         "nonmonotonic-send": ("enable.idempotence=true keeps each partition's order across retries"
                               if c.enable_idempotence else
                               "max.in.flight=1 or retries=0: no batch can overtake a retried one"),

@@ -584,10 +584,14 @@ class Engine:
                 cur = part.drains.put(off, val)
                 held = part.drains.arr
                 n_held = len(held)
+            # a value read where the drain had read another (the log changed under it) was
+            # read all the same (it is no lost write), but it is no second copy either
+            # (no one version of the log held it twice)
+            conflicted = cur != NONE and cur != val
             if cur == NONE:
                 drained += 1
-            elif cur != val:
-                self._conflict(tp, off, cur, val, ("drain", t, None))  # read all the same
+            elif conflicted:
+                self._conflict(tp, off, cur, val, ("drain", t, None))
             s = slots[val] if 0 <= val < n_slots else vslot.get(val)
             if s < 0 or c_tp[s] != tp:
                 self._odd_read(tp, val, off, t, -1)
@@ -604,7 +608,7 @@ class Engine:
                     firsts[s] = off
                 else:
                     c_drain[s] = off
-            elif first != off and (first != WIDE or c_drain[s] != off):
+            elif first != off and not conflicted and (first != WIDE or c_drain[s] != off):
                 self.dups.setdefault(s, set()).add(off)
         part.drained += drained
         if v.get("last") is True:

@@ -266,7 +266,8 @@ class NodeFault:
                     continue
                 fields = self._fault(node)
                 results.append(fields.pop("result"))
-                extra.update(fields)
+                for k, v in fields.items():  # lists (the nodes a stop had to kill) add up
+                    extra[k] = [*extra[k], *v] if isinstance(v, list) and k in extra else v
                 done.append(node)
             result = "; ".join(r for r in results if r)
             if nodes and not done:

@@ -23,5 +23,5 @@ class StopNemesis(NodeFault):
     def _fault(self, node: int) -> dict[str, Any]:
         if stoppable(self.cluster, self.family).stop_node(node, STOP_TIMEOUT_S):
             return {"result": f"node {node} did not stop within {STOP_TIMEOUT_S:.0f} s: killed",
-                    "killed": True}
+                    "killed": [node]}
         return {"result": f"stopped node {node}"}

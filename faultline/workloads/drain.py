@@ -117,8 +117,9 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
                 [m.offset(), int(raw) if raw is not None and raw.isdigit() and len(raw) < 19
                  and (raw[0] != 0x30 or len(raw) == 1) else decode_value(raw)]
                 for m in msgs if m.error() is None for raw in (m.value(),)]
-            # an error in place of a record (a corrupt one, an offset reset) may leave a
-            # hole: the records come all the same, but the partition is not fully known
+            # an error in place of a record (a corrupt one librdkafka skipped, a fetch error)
+            # may leave a hole: the records come all the same, but the partition is not
+            # fully known
             bad = next(x for m in msgs if (x := m.error()) is not None) if len(records) < len(msgs) else None
             if records and records[-1][0] >= high - 1:
                 done = True

@@ -326,10 +326,11 @@ class Engine:
             if off.__class__ is not int or val.__class__ is not int:
                 raise TypeError("record")
             cur = part.drains.put(off, val)
+            conflicted = cur != NONE and cur != val  # read all the same, but no second copy
             if cur == NONE:
                 part.drained += 1
-            elif cur != val:
-                self._conflict(tp, off, cur, val, ("drain", t, None))  # read all the same
+            elif conflicted:
+                self._conflict(tp, off, cur, val, ("drain", t, None))
             s = vslot.get(val)
             if s is None or c_tp[s] != tp:
                 self._odd_read(tp, val, off, t, -1)
@@ -341,7 +342,7 @@ class Engine:
             first = c_drain[s]
             if first == NONE:
                 c_drain[s] = off
-            elif first != off:
+            elif first != off and not conflicted:
                 self.dups.setdefault(s, set()).add(off)
         if v.get("last") is True:
             part.complete = True

@@ -404,6 +404,8 @@ def test_without_idempotence_a_leader_fault_permits_duplicates_even_with_retries
     assert "duplicate" not in permitted(cfg(acks="0", enable_idempotence=False, retries=0),
                                         frozenset({"kill", "leader-fault"}))
     assert "duplicate" not in permitted(cfg(acks="all"), frozenset({"kill", "leader-fault"}))
+    java = cfg(acks="all", enable_idempotence=False, retries=0, max_in_flight=1, client="java")
+    assert "duplicate" not in permitted(java, frozenset({"kill", "leader-fault"}) | faulted(1))
 
 
 @pytest.mark.parametrize("fault", ["wipe", "lose-unflushed"])
@@ -420,3 +422,17 @@ def test_with_elr_and_min_insync_3_two_destroyed_copies_do_not_pass_over_the_thi
     two_of_2 = cfg(acks="all", min_insync_replicas=2, unclean_leader_election_enable=True,
                    eligible_leader_replicas=True)
     assert set(permitted(two_of_2, two)) >= COMMITTED_LOSS  # min.insync=2: unchanged
+
+
+def test_a_stop_credits_a_kill_only_to_partitions_of_the_nodes_it_had_to_kill() -> None:
+    """Found by review: one node of a multi-node stop SIGKILLed credited a kill (with ELR:
+    one destroyed copy enough) to partitions of the nodes that stopped cleanly."""
+    h = H()
+    h.fault("stop", [1, 2], killed=[2])
+    acts = nemesis_actions(h.ops)
+    timeline = {("fl-queue", p): [PartitionState(-10**10, 1, frozenset(r), frozenset(r))]
+                for p, r in ((0, {1, 3, 4}), (1, {2, 3, 4}))}
+    tps = [("fl-queue", 0), ("fl-queue", 1)]
+    clean, killed = (faults_by_partition(acts, tps, timeline)[tp] for tp in tps)
+    assert "stop" in clean and "kill" not in clean
+    assert {"stop", "kill"} <= killed

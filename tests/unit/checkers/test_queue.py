@@ -376,6 +376,21 @@ def test_a_value_the_drain_read_where_it_had_read_another_is_not_lost() -> None:
     assert (acked_at_1["offset"], acked_at_1["offsets"]) == (1, [1, 0])
 
 
+def test_a_value_the_drain_reread_where_another_was_is_no_duplicate() -> None:
+    """Found by review of the fix above: the re-read value became a second copy (a
+    duplicate, forbidden with idempotence), though no one version of the log held it twice
+    (librdkafka seeks back silently when it meets a truncated log)."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.fault("kill", [1])
+    h.drain([(0, 10), (1, 11)], last=False)
+    h.drain([(0, 11)], hw=2)
+    r = run(h, make_spec(unclean=True))
+    assert r.anomaly_counts["duplicate"] == 0 and r.anomaly_counts["lost-write"] == 0
+    assert seen(r) == {"inconsistent-offsets"}
+
+
 def foreign_records() -> H:
     """Another producer's records among the workload's, as its consumers journal them:
     text, a null, and digits past a send's values (as read from a file, they fit u64)."""
