@@ -201,7 +201,7 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
         c.iso_reason(True, False, tp)))
     return {**e.where(tp), "offset": ack, "values": [val], "value": val,
             "offsets": [ack, drained], "involves_ack": True, "reads_disagree": False,
-            "sightings": [{**x, "value": explain.raw(x["value"])} for x in sightings],
+            "sightings": sightings,  # of a send's value: an integer, as results.json holds it
             "time": e.c_done[s], **c.tell(story)}
 
 

@@ -177,16 +177,18 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             continue
         cut_off = _cut_off(action.value) if kind == "partition" else None
         named = cut_off if cut_off is not None else {str(n) for n in nodes_of(action.value)}
+        flushed = _cut_nothing(action)
+        said = action.value.get("killed") if kind == "stop" else None
+        killed = {str(n) for n in said} if isinstance(said, list) else set()
         for tp in parts:
             replicas = _replicas(states[tp])
             nodes = named & replicas if kind in NODE_FAULTS and named and replicas else named
             if named and not nodes:  # the fault touched no replica of this partition
                 continue
-            did = "kill" if _cut_nothing(action, tp) else kind
+            did = "kill" if f"{tp[0]}/{tp[1]}" in flushed else kind
             out[tp].add(did)
-            killed = action.value.get("killed")
-            if kind == "stop" and isinstance(killed, list) and nodes & {str(n) for n in killed}:
-                out[tp].add("kill")  # no clean shutdown of those
+            if nodes & killed:  # a stop with no clean shutdown of those
+                out[tp].add("kill")
             if kind in NODE_FAULTS:
                 if _hit_leader(action, nodes, tp, states[tp]):
                     out[tp].add("leader-fault")
@@ -226,17 +228,17 @@ def _cut_off(value: Mapping[str, Any]) -> set[str] | None:
     return named - majority[0] if majority else None
 
 
-def _cut_nothing(action: NemesisAction, tp: TopicPartition) -> bool:
-    """Whether ``action`` is a completed ``lose-unflushed`` of one node that says it cut
-    nothing from ``tp``'s log (its ``truncated`` entry: ``new_end`` equal to ``old_end``).
+def _cut_nothing(action: NemesisAction) -> set[str]:
+    """The partitions (``"<topic>/<partition>"``) a completed ``lose-unflushed`` of one node
+    says it cut nothing from (its ``truncated`` entry: ``new_end`` equal to ``old_end``).
     Anything less clear (several nodes, whose entries the op does not tell apart; no
     completion, an error, no entry) may have destroyed data."""
-    if fault_of(action.f) != "lose-unflushed" or action.end is None or action.error is not None:
-        return False
     truncated = action.value.get("truncated")
-    entry = truncated.get(f"{tp[0]}/{tp[1]}") if isinstance(truncated, dict) else None
-    return (len(nodes_of(action.value)) == 1 and isinstance(entry, dict)
-            and entry.get("old_end").__class__ is int and entry.get("old_end") == entry.get("new_end"))
+    if (fault_of(action.f) != "lose-unflushed" or action.end is None or action.error is not None
+            or len(nodes_of(action.value)) != 1 or not isinstance(truncated, dict)):
+        return set()
+    return {tp for tp, entry in truncated.items() if isinstance(entry, dict)
+            and entry.get("old_end").__class__ is int and entry.get("old_end") == entry.get("new_end")}
 
 
 def _left_isr(states: Sequence[PartitionState] | None) -> set[str] | None:

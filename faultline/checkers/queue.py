@@ -276,6 +276,7 @@ class Engine:
         completed = measures.completed
         gaps, backwards = self.gaps, self.backwards
         part_id, foreign = self.part_id, self._foreign
+        vmin, vmax = VALUE_MIN, VALUE_MAX
         ops = 0
         n, room = self.slots, len(c_done)
         self._c_val = None
@@ -291,7 +292,7 @@ class Engine:
                         tp = tp_ids.get((v["topic"], v["partition"]))
                         if tp is None:
                             tp = part_id(v["topic"], v["partition"])
-                        if val.__class__ is not int or not VALUE_MIN <= val <= VALUE_MAX:
+                        if val.__class__ is not int or not vmin <= val <= vmax:
                             self._bad_value(d, val)
                         if 0 <= val < len(slots) and slots[val] == EMPTY:  # vput, inline
                             slots[val] = n
@@ -396,8 +397,7 @@ class Engine:
                             arr = part.polls.arr
                             last = last_of.get(tp)
                             run = 0
-                        if (off.__class__ is not int or val.__class__ is not int
-                                or not VALUE_MIN <= val <= VALUE_MAX):
+                        if off.__class__ is not int or val.__class__ is not int or not vmin <= val <= vmax:
                             val = foreign(off, val)
                         if last is not None and off != last + 1:
                             (backwards if off <= last else gaps).append((tp, p, last, off, t))
@@ -571,9 +571,10 @@ class Engine:
         k = -1  # this drain's read op number, once it reads a send first
         slots, held = vslot.arr, part.drains.arr
         n_slots, n_held = len(slots), len(held)
+        vmin, vmax = VALUE_MIN, VALUE_MAX
         drained = 0
         for off, val in v["records"]:
-            if off.__class__ is not int or val.__class__ is not int or not VALUE_MIN <= val <= VALUE_MAX:
+            if off.__class__ is not int or val.__class__ is not int or not vmin <= val <= vmax:
                 val = self._foreign(off, val)
                 self.foreign_at.setdefault((tp, val), []).append(off)
             cur = held[off] if 0 <= off < n_held else WIDE

@@ -11,8 +11,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-import orjson
-
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
 from faultline.checkers.table import HistoryTable
@@ -21,7 +19,6 @@ from faultline.errors import HistoryError, SpecError
 from faultline.history import ReadResult, iter_rows
 from faultline.rundir import (
     CLIENT_LOG_FILE,
-    CLUSTER_FILE,
     METADATA_FILE,
     REPLICAS_FILE,
     TEST_FILE,
@@ -141,28 +138,22 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     if state.client_log_error is not None:
         result = replace(result, extra={**result.extra, "client_log_error": state.client_log_error})
     assert state.files is not None, "a checker calls broker once it has read the rows"
-    result = _undecided_without(result, state.files, run_dir)
+    result = _undecided_without(result, state.files)
     white = check_white_box(spec, state.files, result.to_json())
     if white is not None:
         result = replace(result, extra={**result.extra, "white_box": white})
     return result, table
 
 
-def _undecided_without(result: Result, files: BrokerFiles, run_dir: Path) -> Result:
+def _undecided_without(result: Result, files: BrokerFiles) -> Result:
     """``result``, unknown if the run has a metadata log or replicas file the check
     needed and could not read, or could not collect one (check_stored_table says why)."""
-    unread = [f"{name} could not be read" for name, lines in
-              ((METADATA_FILE, files.metadata), (REPLICAS_FILE, files.replicas))
-              if lines is None and (run_dir / name).is_file()]
+    unread = [f"{name} could not be read" for name in files.unreadable
+              if name in (METADATA_FILE, REPLICAS_FILE)]
     problems = list(files.errors) if unread else []
-    if (run_dir / CLUSTER_FILE).is_file():
-        try:
-            said = orjson.loads((run_dir / CLUSTER_FILE).read_bytes()).get("broker_state_errors")
-        except (OSError, orjson.JSONDecodeError, AttributeError) as e:
-            said = [f"{CLUSTER_FILE} could not be read: {e}"]
-        if isinstance(said, list) and said:
-            unread.append("the broker state was not all collected")
-            problems += [str(x) for x in said]
+    if files.uncollected:
+        unread.append("the broker state was not all collected")
+        problems += files.uncollected
     if not unread:
         return result
     why = (f"{' and '.join(unread)} ({'; '.join(problems)}): the broker's own state might "

@@ -50,10 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, PartitionState, Timeline
 from faultline.checkers.result import UNKNOWN, Valid, merge_valid
 from faultline.errors import HistoryError
-from faultline.rundir import METADATA_FILE, OBSERVATIONS_FILE, REPLICAS_FILE, read_jsonl
+from faultline.rundir import CLUSTER_FILE, METADATA_FILE, OBSERVATIONS_FILE, REPLICAS_FILE, read_jsonl
 from faultline.spec import TestSpec
 
 #: results.json keeps at most this many examples per invariant.
@@ -398,13 +400,17 @@ class BrokerFiles:
     """A run's white-box files, each read and shape-checked once.
 
     A list holds a file's lines; None means the run has no such file or it could not
-    be read, which ``errors`` then says (one line each, naming file and line).
+    be read, which ``errors`` then says (one line each, naming file and line), and
+    ``unreadable`` names. ``uncollected`` is what ``cluster.json`` says could not be
+    collected (``broker_state_errors``), or why it could not be read.
     """
 
     metadata: list[dict[str, Any]] | None = None
     observations: list[dict[str, Any]] | None = None
     replicas: list[dict[str, Any]] | None = None
     errors: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
+    uncollected: tuple[str, ...] = ()
     #: Whether the run has any of the files.
     present: bool = False
 
@@ -412,6 +418,7 @@ class BrokerFiles:
     def read(cls, run_dir: Path) -> BrokerFiles:
         """Read what ``run_dir`` has; never raises for bad input."""
         errors: list[str] = []
+        unreadable: list[str] = []
         present = False
 
         def load(name: str, keys: Mapping[str, type]) -> list[dict[str, Any]] | None:
@@ -426,12 +433,24 @@ class BrokerFiles:
                 return lines
             except HistoryError as e:
                 errors.append(str(e))
+                unreadable.append(name)
                 return None
 
         return cls(load(METADATA_FILE, {"offset": int, "type": str}),
                    load(OBSERVATIONS_FILE, {"time": int, "partition": int}),
                    load(REPLICAS_FILE, {"partition": int, "node": int, "batches": list}),
-                   tuple(errors), present)
+                   tuple(errors), tuple(unreadable), _uncollected(Path(run_dir) / CLUSTER_FILE), present)
+
+
+def _uncollected(path: Path) -> tuple[str, ...]:
+    """What ``cluster.json`` says the run could not collect; nothing when it has no such file."""
+    if not path.is_file():
+        return ()
+    try:
+        said = orjson.loads(path.read_bytes()).get("broker_state_errors") or ()
+    except (OSError, orjson.JSONDecodeError, AttributeError) as e:
+        return (f"{CLUSTER_FILE} could not be read: {e}",)
+    return tuple(str(x) for x in said) if isinstance(said, list) else ()
 
 
 def check_white_box(spec: TestSpec, files: BrokerFiles,

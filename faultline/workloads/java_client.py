@@ -116,7 +116,7 @@ class JavaQueueWorkload:
         # the numbers the program leaves free: from its exit line's, and past any it printed
         self._first_free = w.producers + w.consumers
         self._top = -1
-        self.processes = ProcessIds(self._first_free)
+        self.processes = self._free()
         self._stats = WorkloadStats()
         self._proc: subprocess.Popen[bytes] | None = None
         self._threads: list[threading.Thread] = []

@@ -6,51 +6,8 @@ the current engine's results equal to it. Delete it once the new engine is prove
 its own (int64 cells, as the engine's were before they became int32), so that the
 equivalence tests hold the engine's maps to them too.
 
-The queue checker: what was acknowledged against what was read, per topic-partition.
-
-A pure function of a test spec and a history (docs/history.md): :func:`check` takes ops,
-:func:`check_rows` the parsed rows :func:`faultline.history.iter_rows` yields (the fast
-path for files). It streams the history once; memory grows with the number of
-distinct values and offsets (int64 columns, see :mod:`faultline.checkers.columns`),
-not with the number of lines. Its size is the hot loop's (:meth:`Engine.feed`), which
-inlines the common ops on purpose; it is one module so that one pass decides everything.
-
-Anomalies (docs/design.md), with the choices made where the table leaves room:
-
-- lost-write: an ``ok`` send whose value is not in its partition's completed drain.
-  Sends that ended ``info`` (or never completed) are never lost: unknown until read.
-  A value acknowledged below the drain's log start offset is unknown, not lost.
-- phantom-read: a polled record (offset, value) the completed drain does not hold at
-  that offset (records at or past the drain's HW were truncated away).
-- inconsistent-offsets: one offset associated with two values across acks, polls and
-  the drain (complete or not: every drained record is real), counted once per
-  offset; also an ack whose offset the completed drain leaves empty while holding
-  the value elsewhere. Two docs/design.md rows judge it, and each that applies must
-  permit it: the ack's (``involves_ack``) when an ack's association is the wrong one
-  (two acks disagree, or the drain holds another value there, or with the drain
-  silent a read disagrees with the ack); the reads' (``reads_disagree``) when the
-  reads (polls, the drain) hold more than one value there. An ack the drain agrees
-  with leaves only reads disagreeing; a wrong ack does not excuse reads that also
-  disagree among themselves.
-- duplicate: one value at more than one offset in the drain.
-- aborted-read: a value read (poll or drain) whose send ended ``fail``.
-- unexpected-value: a value read from a partition that no send to that partition
-  carried before the read (never sent, sent elsewhere, or read before its invoke).
-- nonmonotonic-send: two ok sends of one process to one partition, the one invoked
-  first stored higher, by drain offsets (where the value is stored, whatever the
-  ack said; a value missing from the drain is a lost write, not a reordering, and
-  an ack offset the drain disagrees with is an inconsistent-offsets).
-- nonmonotonic-poll: a consumer process got an offset at or below its previous one
-  for that partition (a process is never reassigned: ``mode: assign``, and a
-  consumer whose poll ended ``info`` is replaced by a new process).
-- poll-skip: a consumer's successive records for a partition jumped over offsets
-  that hold records in the completed drain.
-
-Malformed values (a send without an integer ``value``, a poll record that is not
-``[topic, partition, offset, value]``, ...) raise HistoryError naming the line
-(``index + 1``). Any other exception inside the checker is a bug, which
-:func:`faultline.checkers.stored.check_stored` turns into ``valid: "unknown"``,
-never a pass.
+Its anomalies, and the choices made where the table leaves room, are the engine's:
+see :mod:`faultline.checkers.queue`'s docstring.
 """
 
 from __future__ import annotations
