@@ -73,7 +73,8 @@ class _Group(click.Group):
         except FaultlineError as e:
             click.echo(f"faultline: error: {e}", err=True)
             sys.exit(2)
-        except (click.ClickException, click.Abort, KeyboardInterrupt, EOFError):
+        except (click.ClickException, click.Abort, click.exceptions.Exit, KeyboardInterrupt,
+                EOFError):  # click's own ends (Exit: --help, ctx.exit) and Ctrl-C
             raise
         except Exception as e:  # a bug: not a verdict
             traceback.print_exc()

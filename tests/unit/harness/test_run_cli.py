@@ -205,3 +205,14 @@ def test_a_report_that_fails_for_any_reason_leaves_the_verdict(
 
     monkeypatch.setattr(page, "build_report", broken)
     assert _report(tmp_path) is None
+
+
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["check", "-h"], ["cluster", "--help"],
+                                  ["cluster", "up", "--help"], ["--version"]])
+def test_help_and_version_exit_0_without_a_traceback(args: list[str]) -> None:
+    """Found in use: click ends ``--help`` of a command with ``Exit(0)``, which is no
+    ClickException, and was taken for a bug (a traceback, "internal error", exit 2)."""
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and "internal error" not in result.output
+    assert "Usage:" in result.output or "version" in result.output
