@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from faultline.checkers.faults_seen import fences
 from faultline.checkers.guarantees import GuaranteeConfig, permitted
 from faultline.faults import FAMILIES
 from faultline.spec import TestSpec
@@ -53,13 +54,16 @@ def wilson(k: N, n: N, sqrt: Callable[[Any], Any] = math.sqrt, z: float = Z95) -
 def worst_case_faults(spec: TestSpec) -> frozenset[str]:
     """The fault tokens (:mod:`faultline.checkers.faults_seen`) a partition may see in a run
     of ``spec``: its families; for node faults, a fault on its leader and every replica
-    faulted; for faults that destroy data, as many replicas at once as the nemesis may hit."""
+    faulted, and for those that may fence, every replica fenced (over a run, one after
+    another); for faults that destroy data, as many replicas at once as the nemesis may hit."""
     fams = [FAMILIES[f] for f in spec.nemesis.faults if f in FAMILIES]
     rf = spec.topic.replication_factor
     tokens = {f.name for f in fams}
     if any(f.on_nodes for f in fams):
         tokens.add("leader-fault")
         tokens.update(f"faulted>={n}" for n in range(1, rf + 1))
+    if any(fences(f.name, {}) for f in fams):
+        tokens.update(f"fenced>={n}" for n in range(1, rf + 1))
     if any(f.destroys_data for f in fams):
         tokens.update(f"data-loss>={n}" for n in range(1, min(spec.nemesis.max_concurrent, rf) + 1))
     return frozenset(tokens)

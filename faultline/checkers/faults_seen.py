@@ -43,6 +43,13 @@ nothing on another's. The tokens of one partition (``faults``) are:
   outside the ISR at some point (a replica can lag out of the ISR with no fault,
   under load). Without the metadata log, once a node fault touched the partition,
   every replica may have (N up to 5); with neither, none is listed;
+- ``fenced>=N`` for N = 1 .. how many of its replicas a fault may have fenced from the
+  KRaft controller or restarted uncleanly (:func:`fences`): every node fault on the
+  nodes it touched (as above), but a ``hold``, whose nodes keep the controller link
+  and stay registered and unfenced. Counted over the whole run, not at once (the
+  permissive reading); an op naming no node may have fenced any (N up to 5), and so
+  may any fault or load once the metadata log shows an unclean election there (a leader
+  from neither the ISR nor the ELR before: every member of both was fenced or dropped);
 - ``producer-restart`` when a nemesis op of that name says a producer was
   restarted and may have re-sent values (no workload does this yet).
 """
@@ -96,6 +103,7 @@ class PartitionState:
     leader: int | None
     isr: frozenset[int]
     replicas: frozenset[int] = frozenset()
+    elr: frozenset[int] = frozenset()
 
 
 #: topic-partition -> its state after each change, in metadata log order.
@@ -171,6 +179,11 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
     destroyed = {tp: _Destroyed(states[tp]) for tp in parts}
     # replicas faulted or seen out of the ISR; None: every replica may have been
     out_of_step: dict[TopicPartition, set[str] | None] = {tp: _left_isr(states[tp]) for tp in parts}
+    # replicas a fault may have fenced (see fences); None: every replica may have been,
+    # as when the metadata log shows an unclean election (the broker's own word: every
+    # ISR and ELR member was fenced or dropped, whatever fenced it, a fault or a load)
+    fenced: dict[TopicPartition, set[str] | None] = {
+        tp: None if _elected_unclean(states[tp]) else set() for tp in parts}
     for action in actions:
         kind = fault_of(action.f)
         if kind is None or action.skipped:
@@ -180,6 +193,7 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
         flushed = _cut_nothing(action)
         said = action.value.get("killed") if kind == "stop" else None
         killed = {str(n) for n in said} if isinstance(said, list) else set()
+        fencing = fences(kind, action.value)
         for tp in parts:
             replicas = _replicas(states[tp])
             nodes = named & replicas if kind in NODE_FAULTS and named and replicas else named
@@ -195,6 +209,9 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 seen = out_of_step[tp]
                 if seen is not None:
                     out_of_step[tp] = seen | nodes if nodes else None
+                were = fenced[tp]
+                if fencing and were is not None:
+                    fenced[tp] = were | nodes if nodes else None
             if did in DATA_LOSS_FAULTS:
                 destroyed[tp].add(nodes, action.start)
     for tp in parts:
@@ -205,7 +222,19 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
         if out[tp] & (NODE_FAULTS | {"leader-fault"}) or seen:
             most = _MAX_NODES if seen is None else len(seen)
             out[tp].update(f"faulted>={n}" for n in range(1, most + 1))
+        were = fenced[tp]
+        out[tp].update(f"fenced>={n}" for n in range(1, (_MAX_NODES if were is None else len(were)) + 1))
     return {tp: frozenset(fs) for tp, fs in out.items()}
+
+
+def fences(kind: str, value: Mapping[str, Any]) -> bool:
+    """Whether a fault of family ``kind`` (its op's ``value``) may fence the nodes it
+    touched from the KRaft controller, or restart them uncleanly (which drops them from
+    the ELR): every node fault (a kill, pause, stop, wipe, lose-unflushed, network
+    partition), but a ``hold``, which cuts only inter-broker traffic: its nodes keep
+    heartbeating to the controller, stay registered and unfenced, and an ELR member
+    among them is elected before any unclean candidate."""
+    return kind in NODE_FAULTS and not (kind == "partition" and value.get("kind") == "hold")
 
 
 def _cut_off(value: Mapping[str, Any]) -> set[str] | None:
@@ -247,6 +276,14 @@ def _left_isr(states: Sequence[PartitionState] | None) -> set[str] | None:
     if not states:
         return None
     return {str(n) for s in states for n in s.replicas - s.isr}
+
+
+def _elected_unclean(states: Sequence[PartitionState] | None) -> bool:
+    """Whether the metadata log shows the partition elect a leader that was in neither
+    the ISR nor the ELR before (an unclean election, or KIP-966's last known leader with
+    both empty)."""
+    return any(b.leader is not None and b.leader != a.leader and b.leader not in a.isr | a.elr
+               for a, b in itertools.pairwise(states or ()))
 
 
 def _replicas(states: Sequence[PartitionState] | None) -> set[str]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, NODE_FAULTS
+from faultline.checkers.faults_seen import NODE_FAULTS
 from faultline.checkers.result import ANOMALIES
 from faultline.spec import TestSpec
 
@@ -132,9 +132,15 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
     partition faulted (``faulted>=RF``; see :func:`every_replica_faulted`), and then
     either an unclean election or data destroyed on :func:`committed_copies` replicas.
     With ELR an unclean election needs more: the ELR, which every replica that leaves
-    an ISR below min.insync.replicas joins with every committed record, passed over, by
-    a fault that fences it (kill, pause, stop, partition) or by unclean restarts of as
-    many replicas as a committed record is on (:func:`committed_copies`; at
+    an ISR below min.insync.replicas joins with every committed record, passed over.
+    The controller elects an unfenced ISR member, else (ISR empty) an unfenced ELR
+    member, and only then any unfenced replica; a fenced ELR member stays in the ELR,
+    and only an unclean restart drops one. ISR and ELR together hold at least
+    :func:`min_isr` replicas but for those dropped by unclean restarts, so every one of
+    that many must have been fenced or restarted uncleanly (``fenced>=N``, see
+    :func:`faultline.checkers.faults_seen.fences`: a kill, pause, stop, network partition
+    or data-loss fault, not a ``hold``, whose nodes stay unfenced); or data destroyed on
+    as many replicas as a committed record is on (:func:`committed_copies`; at
     min.insync.replicas=3 two leave the third in the ELR). The reference model finds no committed loss
     without these (its cells bounded by ``faulted<=N``, where an untouched follower
     never lags out), and finds it with them (``table.TARGETED``).
@@ -144,14 +150,18 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
         return None
     node_faults = ", ".join(sorted(faults & NODE_FAULTS))
     # With ELR a replica leaving an ISR below min.insync joins the ELR and is elected
-    # before any unclean candidate: only fencing it (a fault that stops or cuts it off) or
-    # unclean restarts of every copy of a committed record let an out-of-sync one lead.
-    elr_passed_over = not c.eligible_leader_replicas or bool(
-        faults & (NODE_FAULTS - DATA_LOSS_FAULTS)) or f"data-loss>={committed_copies(c, faults)}" in faults
+    # before any unclean candidate: only fencing (or uncleanly restarting) every member
+    # of ISR and ELR, min_isr replicas, or unclean restarts of every copy of a committed
+    # record let an out-of-sync one lead.
+    elr_fenced = c.eligible_leader_replicas and f"fenced>={min_isr(c)}" in faults
+    elr_passed_over = (not c.eligible_leader_replicas or elr_fenced
+                       or f"data-loss>={committed_copies(c, faults)}" in faults)
     if c.unclean_leader_election_enable and elr_passed_over:
+        fenced = (f", and faults fenced or restarted uncleanly {min_isr(c)} or more replica(s), as many "
+                  "as the ISR and the eligible leader replicas hold together" if elr_fenced else "")
         return ("unclean.leader.election.enable=true, the leader was faulted and so was every other "
-                f"replica ({node_faults}): no in-sync replica may be left, so an out-of-sync one "
-                "may become leader")
+                f"replica ({node_faults}){fenced}: no in-sync replica may be left, so an out-of-sync "
+                "one may become leader")
     copies = committed_copies(c, faults)
     if f"data-loss>={copies}" not in faults:
         return None
@@ -184,10 +194,21 @@ def committed_copies(config: GuaranteeConfig, faults: frozenset[str]) -> int:
     elected from the ELR. But a kill is an unclean shutdown too: it drops a replica
     from the ELR with its log intact, and with ISR and ELR empty the controller elects
     the last known leader whatever it lost, so after kills one replica suffices again
-    (``elr-unclean-restart-loss``; the model's ``killed-out-wipe-leader``).
+    (``elr-unclean-restart-loss``; the model's ``killed-out-wipe-leader``). Emptying
+    them takes unclean restarts of every member, :func:`min_isr` replicas at least, so
+    only when faults fenced that many (``fenced>=N``): a kill of the wiped leader
+    itself leaves a held follower in the ELR, which is elected.
     """
-    if not config.eligible_leader_replicas or "kill" in faults:
+    if not config.eligible_leader_replicas:
         return 1
+    if "kill" in faults and f"fenced>={min_isr(config)}" in faults:
+        return 1
+    return min_isr(config)
+
+
+def min_isr(config: GuaranteeConfig) -> int:
+    """min.insync.replicas capped at the replication factor (Kafka's effective min ISR):
+    with ELR, the fewest replicas ISR and ELR hold together, but for unclean restarts."""
     return min(config.min_insync_replicas, config.replication_factor)
 
 

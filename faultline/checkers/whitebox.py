@@ -162,7 +162,8 @@ def partition_timeline(metadata: Iterable[Line] | None, topic: str) -> Timeline 
                 and type(p) is int and type(t) is int and isinstance(isr, list)):
             leader, replicas = line.get("leader"), line.get("replicas")
             out.setdefault((topic, p), []).append(PartitionState(
-                t, leader if type(leader) is int else None, _node_set(isr), _node_set(replicas)))
+                t, leader if type(leader) is int else None, _node_set(isr), _node_set(replicas),
+                _node_set(line.get("elr"))))
     return out
 
 

@@ -64,6 +64,12 @@ def faulted(n: int) -> frozenset[str]:
     return frozenset(f"faulted>={k}" for k in range(1, n + 1))
 
 
+def fenced(n: int) -> frozenset[str]:
+    """The tokens of a partition on which faults fenced (or restarted uncleanly) n
+    distinct replicas."""
+    return frozenset(f"fenced>={k}" for k in range(1, n + 1))
+
+
 def test_data_loss_on_min_insync_nodes_permits_committed_loss() -> None:
     c = cfg(acks="all", min_insync_replicas=2)
     assert "lost-write" not in permitted(c, faults("wipe", nodes=[1]))
@@ -144,7 +150,7 @@ def test_unclean_election_with_a_leader_fault_and_every_replica_faulted_permits_
     c = cfg(acks="all", unclean_leader_election_enable=True)
     assert permitted(c, frozenset()) == {}
     assert permitted(c, faults("toxic")) == {}
-    p = permitted(c, frozenset({"kill", "leader-fault"}) | faulted(3))
+    p = permitted(c, frozenset({"kill", "leader-fault"}) | faulted(3) | fenced(3))
     assert {"lost-write", "phantom-read", "inconsistent-offsets", "nonmonotonic-poll",
             "poll-skip"} == set(p)
 
@@ -207,7 +213,7 @@ def test_with_every_replica_faulted_a_kill_makes_one_wiped_node_enough(elr: bool
     # ISR and ELR empty the wiped last leader is elected (the model's
     # elr-unclean-restart-loss and killed-out-wipe-leader: crash(2) crash(3) ... wipe(1)).
     c = cfg(acks="all", min_insync_replicas=2, eligible_leader_replicas=elr)
-    r = rules(c, frozenset({"kill", "wipe", "leader-fault", "data-loss>=1"}) | faulted(3))
+    r = rules(c, frozenset({"kill", "wipe", "leader-fault", "data-loss>=1"}) | faulted(3) | fenced(3))
     assert set(r) >= COMMITTED_LOSS
     assert ("kill's unclean restart" in r["lost-write"]) == elr
     assert "lost-write" not in rules(c, frozenset({"kill", "leader-fault"}) | faulted(3))
@@ -219,11 +225,11 @@ def test_an_unclean_election_is_permitted_only_with_a_leader_fault(elr: bool, ac
     c = cfg(acks=acks, enable_idempotence=False, min_insync_replicas=1,
             unclean_leader_election_enable=True, eligible_leader_replicas=elr)
     # (with acks=1 a leader fault alone permits lost-write: reads below the HW tell)
-    followers = frozenset({"kill", "pause", "partition"}) | faulted(2)
+    followers = frozenset({"kill", "pause", "partition"}) | faulted(2) | fenced(2)
     assert not COMMITTED_READS & set(rules(c, followers))
-    assert not COMMITTED_READS & set(rules(c, followers | faulted(3)))
-    assert not COMMITTED_READS & set(rules(c, frozenset({"kill", "leader-fault"}) | faulted(1)))
-    assert set(rules(c, frozenset({"kill", "leader-fault"}) | faulted(3))) >= COMMITTED_READS
+    assert not COMMITTED_READS & set(rules(c, followers | faulted(3) | fenced(3)))
+    assert not COMMITTED_READS & set(rules(c, frozenset({"kill", "leader-fault"}) | faulted(1) | fenced(1)))
+    assert set(rules(c, frozenset({"kill", "leader-fault"}) | faulted(3) | fenced(1))) >= COMMITTED_READS
 
 
 def test_acks_0_acks_carry_no_offset_to_disagree_on() -> None:
@@ -436,3 +442,123 @@ def test_a_stop_credits_a_kill_only_to_partitions_of_the_nodes_it_had_to_kill() 
     clean, killed = (faults_by_partition(acts, tps, timeline)[tp] for tp in tps)
     assert "stop" in clean and "kill" not in clean
     assert {"stop", "kill"} <= killed
+
+
+#: ``hold followers of 0`` on 3 nodes, leader 1: the replication grudge it journals.
+HOLD_FOLLOWERS = {"1": [2, 3], "2": [1], "3": [1]}
+UNCLEAN_ELR = {"acks": "all", "unclean_leader_election_enable": True, "eligible_leader_replicas": True}
+
+
+def _then_kill_leader(h: H) -> frozenset[str]:
+    h.fault("kill", [1], kind="kill", leaders={"fl-queue/0": 1})
+    return faults_of(h.ops)
+
+
+def test_with_elr_a_hold_fences_no_follower_so_killing_the_leader_passes_over_no_elr() -> None:
+    """Found by review: a hold (replication only) gave the ``partition`` token, which was
+    taken to fence the ELR. The held followers keep heartbeating, stay registered and
+    unfenced, join the ELR as the ISR shrinks below min.insync.replicas, and are elected
+    from it when the leader is killed (PartitionChangeBuilder.isValidNewLeader): no
+    unclean candidate is reached, and the model's cut(1,2) cut(1,3) ... crash(1) loses
+    nothing at min.insync=2. At min.insync=1 the leader alone is the ISR, so killing it
+    leaves no unfenced ISR or ELR member, and an unclean election may lose data."""
+    h = H()
+    h.fault("partition", [1, 2, 3], kind="hold", grudge={}, replication=HOLD_FOLLOWERS,
+            leaders={"fl-queue/0": 1})
+    held = _then_kill_leader(h)
+    assert {"partition", "kill", "leader-fault", "faulted>=3"} <= held
+    assert not COMMITTED_LOSS & set(permitted(cfg(min_insync_replicas=2, **UNCLEAN_ELR), held))
+    assert set(permitted(cfg(min_insync_replicas=1, **UNCLEAN_ELR), held)) >= COMMITTED_LOSS
+    no_elr = cfg(min_insync_replicas=2, **{**UNCLEAN_ELR, "eligible_leader_replicas": False})
+    assert set(permitted(no_elr, held)) >= COMMITTED_LOSS  # without ELR: unchanged
+
+
+def test_with_elr_pausing_both_followers_and_killing_the_leader_may_pass_over_the_elr() -> None:
+    h = H()
+    h.fault("pause", [2, 3], kind="pause", leaders={"fl-queue/0": 1})
+    paused = _then_kill_leader(h)
+    assert set(permitted(cfg(min_insync_replicas=2, **UNCLEAN_ELR), paused)) >= COMMITTED_LOSS
+
+
+def test_with_elr_killing_the_leader_alone_does_not_pass_over_the_elr_of_lagged_followers() -> None:
+    """Found by review: one fencing fault on one replica was taken to pass over the whole
+    ELR. Here 2 and 3 lag out of the ISR (the metadata log shows it: every replica
+    faulted) and only leader 1 is killed: the ISR and ELR hold at least min.insync=2
+    replicas with every committed record, so an unfenced one of them is elected before
+    any unclean candidate (the model's lagged schedule loses nothing at min.insync=2)."""
+    replicas = frozenset({1, 2, 3})
+    timeline = {("fl-queue", 0): [PartitionState(-10**10, 1, replicas, replicas),
+                                  PartitionState(-10**9, 1, frozenset({1, 2}), replicas),
+                                  PartitionState(-10**8, 1, frozenset({1}), replicas)]}
+    h = H()
+    h.fault("kill", [1], kind="kill", leaders={"fl-queue/0": 1})
+    tp = ("fl-queue", 0)
+    one = faults_by_partition(nemesis_actions(h.ops), [tp], timeline)[tp]
+    assert {"kill", "leader-fault", "faulted>=3"} <= one
+    assert not COMMITTED_LOSS & set(permitted(cfg(min_insync_replicas=2, **UNCLEAN_ELR), one))
+    assert set(permitted(cfg(min_insync_replicas=1, **UNCLEAN_ELR), one)) >= COMMITTED_LOSS
+    # the same by tokens: fences of as many replicas as min.insync.replicas pass it over
+    tokens = frozenset({"kill", "leader-fault"}) | faulted(3)
+    assert not COMMITTED_LOSS & set(permitted(cfg(min_insync_replicas=2, **UNCLEAN_ELR), tokens))
+    assert set(permitted(cfg(min_insync_replicas=2, **UNCLEAN_ELR),
+                         tokens | fenced(2))) >= COMMITTED_LOSS
+
+
+def test_fenced_counts_the_replicas_a_fencing_fault_touched_and_a_hold_touches_none() -> None:
+    h = H()
+    h.fault("partition", [1, 2, 3], kind="hold", grudge={}, replication=HOLD_FOLLOWERS)
+    assert not any(f.startswith("fenced>=") for f in faults_of(h.ops))
+    h.fault("pause", [2], kind="pause")
+    h.fault("kill", [3], kind="kill")
+    h.fault("stop", [2], kind="stop")  # 2 again: distinct replicas count
+    assert {f for f in faults_of(h.ops) if f.startswith("fenced>=")} == {"fenced>=1", "fenced>=2"}
+    h.fault("partition", [1, 2, 3], kind="isolate", grudge={"1": [2, 3], "2": [1], "3": [1]})
+    assert "fenced>=3" in faults_of(h.ops)  # the isolate cut 1 off from the majority {2, 3}
+    unnamed = H()
+    unnamed.op("nemesis", "info", "kill", {})
+    unnamed.op("nemesis", "info", "kill", {"result": "done"})
+    assert "fenced>=5" in faults_of(unnamed.ops)  # an op naming no node: any may have been
+
+
+def test_with_elr_a_kill_and_a_wipe_of_the_same_leader_leave_a_held_follower_in_the_elr() -> None:
+    """Found by review: any kill made one wiped replica enough. Emptying ISR and ELR, so
+    that the wiped last known leader is elected, takes unclean restarts of all their
+    members, min.insync.replicas of them; here only leader 1 is killed and then wiped,
+    held follower 2 stays unfenced in the ELR and is elected (the model's _LAGGED
+    cut(1,2) ... crash(1) restart(1) ... wipe(1) loses nothing)."""
+    h = H()
+    h.fault("partition", [1, 2, 3], kind="hold", grudge={}, replication=HOLD_FOLLOWERS,
+            leaders={"fl-queue/0": 1})
+    h.fault("kill", [1], kind="kill", leaders={"fl-queue/0": 1})
+    h.fault("wipe", [1], kind="wipe", leaders={"fl-queue/0": 2})
+    same = faults_of(h.ops)
+    assert {"kill", "wipe", "data-loss>=1", "faulted>=3", "fenced>=1"} <= same and "fenced>=2" not in same
+    for unclean in (False, True):
+        c = cfg(acks="all", min_insync_replicas=2, unclean_leader_election_enable=unclean,
+                eligible_leader_replicas=True)
+        assert not COMMITTED_LOSS & set(permitted(c, same))
+        assert set(permitted(c, same | fenced(2))) >= COMMITTED_LOSS  # 2 killed too
+
+
+def test_with_elr_an_unclean_election_the_metadata_log_shows_passes_over_the_elr() -> None:
+    """The other direction of counting fences: a broker fenced by no fault the nemesis
+    injected (a JVM stalled past broker.session.timeout.ms on a loaded machine) is not
+    counted, yet the controller did elect uncleanly. The metadata log says so (leader 3
+    from neither ISR {1} nor ELR {2}): the ELR was passed over, whatever fenced 2, and a
+    committed loss is permitted, not a false violation. A clean election from the ELR
+    (leader 2) passes over nothing."""
+    replicas = frozenset({1, 2, 3})
+
+    def tokens(new_leader: int) -> frozenset[str]:
+        timeline = {("fl-queue", 0): [
+            PartitionState(-10**10, 1, replicas, replicas),
+            PartitionState(-10**9, 1, frozenset({1}), replicas, frozenset({2})),
+            PartitionState(10**12, new_leader, frozenset({new_leader}), replicas)]}
+        h = H()
+        h.fault("kill", [1], kind="kill", leaders={"fl-queue/0": 1})
+        tp = ("fl-queue", 0)
+        return faults_by_partition(nemesis_actions(h.ops), [tp], timeline)[tp]
+
+    c = cfg(min_insync_replicas=2, **UNCLEAN_ELR)
+    assert set(permitted(c, tokens(3))) >= COMMITTED_LOSS
+    assert not COMMITTED_LOSS & set(permitted(c, tokens(2)))

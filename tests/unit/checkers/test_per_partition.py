@@ -42,7 +42,7 @@ def test_a_kill_of_another_partitions_leader_excuses_nothing() -> None:
     assert r.valid is False and r.violations == ["lost-write"]
     p0, p1 = r.extra["partitions"]
     assert p0["violations"] == ["lost-write"] and "leader-fault" not in p0["faults"]
-    assert p1["faults"] == [*UNKNOWN_STEP, "kill", "leader-fault"]
+    assert p1["faults"] == [*UNKNOWN_STEP, "fenced>=1", "kill", "leader-fault"]
     assert "lost-write" in p1["permitted_reasons"]
     assert "(on fl-queue/1)" in r.extra["permitted_reasons"]["lost-write"]
     assert "(on fl-queue/0)" in r.extra["forbidden_reasons"]["lost-write"]
@@ -120,7 +120,7 @@ def test_an_election_in_the_metadata_log_is_a_leader_fault() -> None:
 def test_a_node_fault_on_no_replica_of_the_partition_does_not_count_for_it() -> None:
     five = {P0: [PartitionState(0, 1, ALL, ALL)]}
     assert faults_of(killed_at_5s(4).ops, five) == frozenset()
-    assert faults_of(killed_at_5s(3).ops, five) == frozenset({"kill", "faulted>=1"})
+    assert faults_of(killed_at_5s(3).ops, five) == frozenset({"kill", "faulted>=1", "fenced>=1"})
 
 
 # --- the replicas' logs against the drain ----------------------------------------------

@@ -29,6 +29,7 @@ import collections
 
 import pytest
 
+from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, fences
 from faultline.checkers.guarantees import BEYOND_MODEL, GuaranteeConfig, permitted
 from faultline.checkers.model.explore import Bound, legal_replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
@@ -50,10 +51,17 @@ DIFFERING_CELLS = 40
 def checker_faults(cell: Cell) -> frozenset[str]:
     """The checker's tokens for a run of a model cell: its fault kinds and leader fault,
     ``data-loss>=N`` up to its data-loss bound, ``faulted>=N`` up to its faulted bound
-    (every replica when unbounded)."""
+    (every replica when unbounded), and as many ``fenced>=N`` when a kind may fence (the
+    cell does not bound them apart: a ``partition`` cell isolates as well as cuts), but
+    no more than its data-loss bound when wipe / lose-unflushed are its only such kinds."""
     extra = {f"data-loss>={n}" for n in range(1, (cell.data_loss or 0) + 1)}
     touched = cell.replication_factor if cell.faulted is None else cell.faulted
     extra |= {f"faulted>={n}" for n in range(1, touched + 1)}
+    fencing = {kind for kind in cell.faults if fences(kind, {})}
+    if fencing:  # wipe and lose-unflushed alone reach at most data_loss replicas
+        most = (touched if fencing - DATA_LOSS_FAULTS or cell.data_loss is None
+                else min(touched, cell.data_loss))
+        extra |= {f"fenced>={n}" for n in range(1, most + 1)}
     return frozenset(cell.faults | extra)
 
 
@@ -177,3 +185,20 @@ def test_the_model_has_a_step_for_every_fault_family() -> None:
     for family in FAMILIES.values():
         assert family.model_steps, family.name
         assert set(family.model_steps) <= set(STEP_KINDS), family.name
+
+
+
+@pytest.mark.parametrize(("fault", "min_insync", "lost"), [
+    ("cut(1,2)", 2, False), ("cut(1,2)", 1, True), ("pause(2)", 2, True)])
+def test_with_elr_and_unclean_a_held_follower_is_elected_from_the_elr(
+        fault: str, min_insync: int, lost: bool) -> None:
+    # The model's side of the checker's fenced>=min.insync rule: 3 lags out, then 2 is
+    # held (replication cut, controller link kept) until the ISR is the leader alone, and
+    # the leader crashes. Held, 2 stays unfenced in the ELR and is elected: nothing is lost
+    # at min.insync=2 (at 1 the leader alone was the ISR and acked alone). Paused, 2 is
+    # fenced too, and 3, without the committed record, is elected uncleanly.
+    cell = Cell("all", min_insync, True, frozenset({"kill", "pause", "partition", "leader-fault"}), elr=True)
+    text = f"produce fetch(2) fetch(2) tick tick tick {fault} produce tick tick tick crash(1) tick produce"
+    st = legal_replay(cell.model_config(), cell.faults, Bound(), [Step.parse(t) for t in text.split()])
+    assert st is not None
+    assert ("lost-write" in outcome(st).names) == lost
