@@ -187,7 +187,6 @@ def test_the_model_has_a_step_for_every_fault_family() -> None:
         assert set(family.model_steps) <= set(STEP_KINDS), family.name
 
 
-
 @pytest.mark.parametrize(("fault", "min_insync", "lost"), [
     ("cut(1,2)", 2, False), ("cut(1,2)", 1, True), ("pause(2)", 2, True)])
 def test_with_elr_and_unclean_a_held_follower_is_elected_from_the_elr(
