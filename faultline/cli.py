@@ -86,3 +86,7 @@ class _Group(click.Group):
 @click.version_option(package_name="kafka-faultline")
 def main() -> None:
     """Jepsen-style fault injection against real Apache Kafka."""
+
+
+if __name__ == "__main__":  # python -m faultline.cli
+    main()

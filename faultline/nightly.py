@@ -61,10 +61,12 @@ def nightly(config: Path, results: Path, night: str | None, master: str | None,
     if night is None:
         night = datetime.now(UTC).strftime("%Y-%m-%d")
     else:
-        try:
-            datetime.strptime(night, "%Y-%m-%d")
+        try:  # zero-padded: the nights sort by name (night_sweeps)
+            ok = datetime.strptime(night, "%Y-%m-%d").strftime("%Y-%m-%d") == night
         except ValueError:
-            raise click.BadParameter(f"{night!r} is not a date YYYY-MM-DD", param_hint="--date") from None
+            ok = False
+        if not ok:
+            raise click.BadParameter(f"{night!r} is not a date YYYY-MM-DD", param_hint="--date")
     matrix = load_matrix(config)
     console = Console(stderr=True)
     night_dir = results / "nightly" / night

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from faultline.errors import HistoryError
+from faultline.errors import FaultlineError, HistoryError
 
 TEST_FILE = "test.json"
 #: The history as a run writes it: JSON lines in zstd frames (docs/history.md).
@@ -91,8 +91,12 @@ def _point_latest(results: Path, run_dir: Path) -> None:
 def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
     """Write ``data`` (bytes, or chunks of it) to ``path`` through a temporary file in the
     same directory, fsynced, then renamed over it; returns ``path``. On any error the
-    temporary file is removed and ``path`` is as it was."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary file is removed and ``path`` is as it was; one that the system raised
+    (a full disk, ``path`` a directory) is a FaultlineError naming ``path``."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise FaultlineError(f"{path}: cannot write: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             for chunk in [data] if isinstance(data, bytes) else data:
@@ -100,8 +104,10 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise FaultlineError(f"{path}: cannot write: {e.strerror or e}") from None
         raise
     return path
 

@@ -159,7 +159,10 @@ class TestSpec:
             raise SpecError(f"{path}: not valid JSON ({e})") from None
         if not isinstance(data, dict):
             raise SpecError(f"{path}: expected a JSON object")
-        return cls.from_mapping(data, source=str(path), strict=False)
+        try:
+            return cls.from_mapping(data, source=str(path), strict=False)
+        except SpecError as e:  # a value out of range is named as its option: say which file
+            raise SpecError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
 
 
 def _to_json(value: Any) -> Any:

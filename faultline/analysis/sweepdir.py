@@ -132,9 +132,9 @@ def read_sweeps(paths: Sequence[Path]) -> list[Sweep]:
     (the same sweep given twice)."""
     sweeps = sorted((read_sweep(p) for p in paths), key=lambda s: (s.created, s.name))
     seen: dict[str, Path] = {}
-    for s in sweeps:
-        other = seen.setdefault(s.id, s.path)
-        if other != s.path:
-            raise HistoryError(str(s.path), None, f"the same sweep as {other} (name {s.name!r}, "
+    for s in sweeps:  # another copy of the sweep, or the same directory given twice
+        if s.id in seen:
+            raise HistoryError(str(s.path), None, f"the same sweep as {seen[s.id]} (name {s.name!r}, "
                                                   f"created {s.created})")
+        seen[s.id] = s.path
     return sweeps

@@ -65,7 +65,7 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
     tool: str | None = None
     try:
         _write_facts(run_dir, cluster_facts(spec.kafka.version, None, []), ["the collection did not finish"])
-    except OSError as e:  # the last write says what was collected
+    except (FaultlineError, OSError) as e:  # the last write says what was collected
         _log.warning("writing %s failed: %s", CLUSTER_FILE, e)
     try:
         node = _metadata_node(cluster)
@@ -88,7 +88,7 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
         write_jsonl(run_dir / REPLICAS_FILE, summaries)
         _log.info("summarized %d replica logs (%d batches) in %.2f s", len(summaries),
                   sum(len(x["batches"]) for x in summaries), time.monotonic() - started)
-    except (OSError, ValueError) as e:
+    except (FaultlineError, OSError, ValueError) as e:
         errors.append(f"replica logs: {e}")
         _log.warning("summarizing the replica logs failed: %s", e)
     try:

@@ -25,7 +25,15 @@ from faultline.checkers.stored import check_stored_table
 from faultline.checkers.table import write_table
 from faultline.checkers.whitebox import verdict_line
 from faultline.errors import FaultlineError
-from faultline.rundir import RESULTS_FILE, SENDS_FILE, find_history, write_atomic
+from faultline.rundir import (
+    HISTORY_FILE,
+    PLAIN_HISTORY_FILE,
+    RESULTS_FILE,
+    SENDS_FILE,
+    TEST_FILE,
+    find_history,
+    write_atomic,
+)
 
 #: Exit codes of ``faultline check`` (and ``faultline run``), by verdict.
 EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
@@ -37,15 +45,16 @@ def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result
     the history while its run still writes it (:func:`~faultline.checkers.stored.check_stored_table`).
 
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
-    ``valid: "unknown"`` and why, then raises the SpecError / HistoryError.
+    ``valid: "unknown"`` and why (not in a directory that has neither: no run), then
+    raises the SpecError / HistoryError.
     """
     run_dir = Path(run_dir)
     try:
         result, table = check_stored_table(run_dir, follow=follow)
     except FaultlineError as e:
-        if run_dir.is_dir():
+        if any((run_dir / name).is_file() for name in (TEST_FILE, HISTORY_FILE, PLAIN_HISTORY_FILE)):
             write_results(run_dir, unknown_result("unreadable-input", str(e)))
-        raise
+        raise  # a directory with none of a run's files (not a run) gets no results.json
     if table is not None:
         _give_back_freed_memory()
         write_table(run_dir / SENDS_FILE, table, find_history(run_dir))

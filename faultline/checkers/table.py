@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from faultline.checkers.columns import NONE
+from faultline.errors import FaultlineError
 
 I64 = npt.NDArray[np.int64]
 OUTCOMES: tuple[str | None, ...] = (None, "ok", "fail", "info")
@@ -183,10 +184,14 @@ def write_table(path: Path, table: HistoryTable, history: Path) -> Path:
     tmp = path.with_name(f".{path.name}.tmp")
     # In row groups, so that memory stays one group's; only the errors, a few names,
     # are dictionary-encoded (a dictionary of a million distinct values costs more than it saves).
-    with pq.ParquetWriter(tmp, rows(0, 0).schema, compression="zstd", use_dictionary=["error"]) as w:
-        for lo in range(0, len(s), ROW_GROUP):
-            w.write_table(rows(lo, lo + ROW_GROUP))
-    os.replace(tmp, path)  # never half a table under the name
+    try:
+        with pq.ParquetWriter(tmp, rows(0, 0).schema, compression="zstd", use_dictionary=["error"]) as w:
+            for lo in range(0, len(s), ROW_GROUP):
+                w.write_table(rows(lo, lo + ROW_GROUP))
+        os.replace(tmp, path)  # never half a table under the name
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise FaultlineError(f"{path}: cannot write: {e.strerror or e}") from None
     return path
 
 

@@ -126,6 +126,8 @@ def load_run(run_dir: Path) -> RunData:
     stored = _read_json(results_path) if results_path.is_file() else None
     if stored is not None and not isinstance(stored, dict):
         raise HistoryError(str(results_path), None, "expected a JSON object")
+    if stored is not None:
+        _check_stored_types(results_path, stored)
     results = stored
     missing = [k for k, kind in _CHECKED.items() if not isinstance((stored or {}).get(k), kind)]
     if "partitions" not in missing and not all(  # from a checker that judged runs, not partitions
@@ -160,6 +162,24 @@ def _check(run_dir: Path) -> tuple[dict[str, Any], HistoryTable]:
     """
     result, table = check_stored_table(run_dir)
     return result.to_json(), table or HistoryTable(SendTable.of([]), [], 0, 0, None, 0, False)
+
+
+#: The types the page relies on, of results.json's fields docs/history.md lists.
+_STORED_TYPES: Mapping[str, type] = {"anomaly_counts": dict, "anomalies": dict, "permitted": list,
+                                     "violations": list, "unknown": list, "stats": dict}
+
+
+def _check_stored_types(path: Path, stored: dict[str, Any]) -> None:
+    """HistoryError naming the field when a stored results.json's field has the wrong type."""
+    for key, kind in _STORED_TYPES.items():
+        if key in stored and not isinstance(stored[key], kind):
+            want = "an object" if kind is dict else "a list"
+            raise HistoryError(str(path), None, f"{key}: expected {want}, got {stored[key]!r:.40}")
+    bad = [k for k, v in (stored.get("anomalies") or {}).items() if not isinstance(v, list)]
+    if bad:
+        raise HistoryError(str(path), None, f"anomalies.{bad[0]}: expected a list")
+    if "send" in (stats := stored.get("stats") or {}) and not isinstance(stats["send"], dict):
+        raise HistoryError(str(path), None, "stats.send: expected an object")
 
 
 def _read_json(path: Path) -> Any:

@@ -110,7 +110,7 @@ def load(sweep_dir: Path) -> Manifest | None:
         cells = [CellState(str(c["id"]), dict(c["axes"]), c["status"], c["valid"], c["error"],
                            c["started"], c["ended"]) for c in data["cells"]]
         manifest = Manifest(str(data["name"]), str(data["created"]), cells)
-    except (KeyError, TypeError) as e:
+    except (KeyError, TypeError, ValueError) as e:  # ValueError: "axes" not a mapping (dict("ab"))
         raise HistoryError(str(path), None, f"not a sweep manifest (at {e})") from None
     bad = [c.id for c in cells if c.status not in STATUSES]
     if bad:

@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from faultline.checkers.model.explore import LEADER_FAULT, Bound
 from faultline.checkers.model.outcome import MODEL_ANOMALIES
@@ -198,6 +199,17 @@ def model(scenario: str | None, list_: bool, as_json: bool, explore_: bool, acks
     """Replay a reference-model SCENARIO as a step table, list scenarios, or --explore."""
     if sum((list_, explore_, scenario is not None)) != 1:
         raise click.UsageError("give one of: SCENARIO, --list, --explore")
+    given = [name for name in ("acks", "min_insync", "unclean", "elr", "faults", "rf", "depth", "walks",
+                               "walk_length", "seed", "write")
+             if click.get_current_context().get_parameter_source(name) is ParameterSource.COMMANDLINE]
+    if given and not explore_:
+        raise click.UsageError(f"--{given[0].replace('_', '-')} goes with --explore")
+    config = [n for n in given if n in ("min_insync", "unclean", "elr", "rf")]
+    if config and acks is None:
+        raise click.UsageError(f"--{config[0].replace('_', '-')} needs --acks "
+                               "(without --acks the default matrix is explored)")
+    if acks is not None and min_insync > rf:
+        raise click.UsageError(f"--min-insync {min_insync} is above the replication factor (--rf {rf})")
     if list_:
         if as_json:
             click.echo(json.dumps({n: s.title for n, s in SCENARIOS.items()}, indent=2))

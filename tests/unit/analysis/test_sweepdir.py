@@ -64,3 +64,11 @@ def test_nights_in_order_and_no_sweep_twice(tmp_path: Path) -> None:
     assert [s.night for s in read_sweeps([late, early])] == ["2026-11-22", "2026-11-23"]
     with pytest.raises(HistoryError, match="the same sweep as"):
         read_sweeps([late, write(tmp_path / "c", manifest("2026-11-23T02:00:00Z"))])
+
+
+def test_one_sweep_directory_given_twice_is_refused(tmp_path: Path) -> None:
+    """Found in use: ``faultline analyze S S`` read every run twice and said "0 runs checked
+    (8 not)", exit 2, of a sweep that alone analyzes clean."""
+    s = write(tmp_path / "s", manifest())
+    with pytest.raises(HistoryError, match="the same sweep as"):
+        read_sweeps([s, tmp_path / "s"])

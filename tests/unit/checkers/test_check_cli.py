@@ -202,3 +202,52 @@ def test_a_workload_without_a_checker_is_one_line(tmp_path: Path) -> None:
     (d / "test.json").write_bytes(orjson.dumps({**spec, "workload": {**spec["workload"], "name": "bank"}}))
     code, out = invoke(d)
     assert code == 2 and out.strip() == "faultline: error: no checker for workload 'bank'; checkers: queue"
+
+
+@pytest.mark.parametrize(("command", "blocked"), [("check", "results.json"),
+                                                   ("check", "history.sends.parquet"),
+                                                   ("report", "report.html")])
+def test_an_output_that_cannot_be_written_is_one_line(tmp_path: Path, command: str, blocked: str) -> None:
+    """Found in use: a results.json, table or report.html that could not be written (here a
+    directory of that name; a full disk alike) ended in a traceback, "internal error"."""
+    d = run_dir(tmp_path, ok_history())
+    (d / blocked).mkdir()
+    r = CliRunner().invoke(main, [command, str(d)])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and "internal error" not in r.output
+    assert f"{blocked}: cannot write" in r.output
+    assert not list(d.glob(".*.tmp"))  # no temporary file left behind
+
+
+@pytest.mark.parametrize("field", [{"stats": "x"}, {"stats": {"send": 5}}, {"permitted": 5},
+                                   {"violations": 5}, {"unknown": 3}, {"anomalies": {"lost-write": 5}}])
+def test_report_refuses_a_results_json_of_wrong_types_in_one_line(
+        tmp_path: Path, field: dict[str, Any]) -> None:
+    """Found in use: a stored results.json whose listed fields had the wrong type crashed
+    the report (AttributeError / TypeError, "internal error")."""
+    d = run_dir(tmp_path, ok_history())
+    check_run(d)
+    data = orjson.loads((d / "results.json").read_bytes())
+    (d / "results.json").write_bytes(orjson.dumps({**data, **field}))
+    r = CliRunner().invoke(main, ["report", str(d)])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and "internal error" not in r.output
+    assert "results.json: " + next(iter(field)) in r.output
+    assert not (d / "report.html").exists()
+
+
+def test_a_stored_test_json_out_of_range_names_the_file(tmp_path: Path) -> None:
+    """Found in use: ``faultline check`` on a test.json with partitions -3 said only
+    "--partitions must be at least 1", an option the user never gave."""
+    d = run_dir(tmp_path, ok_history())
+    (d / "test.json").write_bytes(b'{"topic": {"partitions": -3}}')
+    code, out = invoke(d)
+    assert code == 2 and f"{d / 'test.json'}: --partitions must be at least 1, not -3" in out
+
+
+def test_a_directory_that_is_no_run_gets_no_results_json(tmp_path: Path) -> None:
+    """Found in use: ``faultline check`` on a directory with none of a run's files (a typo,
+    the results root) wrote a results.json into it."""
+    code, out = invoke(tmp_path)
+    assert code == 2 and "test.json: cannot read" in out
+    assert list(tmp_path.iterdir()) == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -216,3 +218,10 @@ def test_help_and_version_exit_0_without_a_traceback(args: list[str]) -> None:
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output and "internal error" not in result.output
     assert "Usage:" in result.output or "version" in result.output
+
+
+def test_python_dash_m_faultline_cli_runs_the_cli() -> None:
+    """Found in use: ``python -m faultline.cli --help`` printed nothing and exited 0."""
+    done = subprocess.run([sys.executable, "-m", "faultline.cli", "--help"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "Usage:" in done.stdout, done.stderr

@@ -149,3 +149,14 @@ def test_a_kept_schedule_is_a_regression_sweep() -> None:
     assert [c.spec.topic.unclean_leader_election_enable for c in cells] == [True, False]
     compiled = compile_schedule(recipe.model_steps(), HuntConfig("all", 1, True).model_config())
     assert all(tuple(c.spec.nemesis.schedule) == compiled for c in cells)
+
+
+def test_nightly_refuses_a_date_that_is_not_zero_padded(tmp_path: Path) -> None:
+    """Found in use: ``--date 2026-1-5`` passed; the nights sort by name, so that night
+    sorted after 2026-01-10 and was taken for the newest."""
+    f = tmp_path / "m.yaml"
+    f.write_text("axes: {nope: [1]}\n")  # a bad matrix: nothing would run past the date
+    result = CliRunner().invoke(main, ["nightly", str(f), "--date", "2026-1-5",
+                                       "--results", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "'2026-1-5' is not a date YYYY-MM-DD" in result.output

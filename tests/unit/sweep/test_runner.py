@@ -145,6 +145,16 @@ def test_the_manifest_round_trips_and_a_broken_one_is_one_line(tmp_path: Path) -
     assert load(tmp_path / "nowhere") is None
 
 
+def test_a_manifest_cell_whose_axes_are_no_mapping_is_one_line(tmp_path: Path) -> None:
+    """Found in use: "axes": "ab" (dict("ab"): ValueError) was a traceback, "internal error"."""
+    run(tmp_path, FakeRuns())
+    data = orjson.loads((tmp_path / "sweep.json").read_bytes())
+    data["cells"][0]["axes"] = "ab"
+    (tmp_path / "sweep.json").write_bytes(orjson.dumps(data))
+    with pytest.raises(HistoryError, match=r"sweep\.json: not a sweep manifest"):
+        load(tmp_path)
+
+
 def test_a_directory_of_another_matrix_is_refused(tmp_path: Path) -> None:
     run(tmp_path, FakeRuns())
     other = matrix({**MATRIX, "axes": {"acks": ["0"]}})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from faultline.checkers.model.cli import model
@@ -55,3 +56,19 @@ def test_elr_scenario_shows_the_elr_column_and_explore_takes_elr() -> None:
         assert out.exit_code == 0, out.output
         (key,) = json.loads(out.output)["cells"]
         assert key.endswith("faults=kill+leader-fault+wipe" + suffix)
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--explore", "--acks", "all", "--rf", "1", "--min-insync", "3"], "above the replication factor"),
+    (["--explore", "--min-insync", "1"], "--min-insync needs --acks"),
+    (["--explore", "--unclean"], "--unclean needs --acks"),
+    (["acks1-failover-loss", "--acks", "all"], "--acks goes with --explore"),
+    (["--list", "--depth", "2"], "--depth goes with --explore"),
+])
+def test_options_the_command_would_ignore_or_cannot_model_are_refused(args: list[str], says: str) -> None:
+    """Found in use: --min-insync 3 with --rf 1 explored a config Kafka refuses and found
+    nothing; config options without --acks, and explore options with a scenario, were
+    silently ignored (the default matrix took minutes; the scenario ran its own config)."""
+    res = CliRunner().invoke(model, args)
+    assert res.exit_code == 2, res.output
+    assert says in res.output
