@@ -9,6 +9,7 @@ with a message that names them.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -229,8 +230,12 @@ def _coerce(hint: Any, value: Any, where: str, strict: bool) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise SpecError(f"{where}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise SpecError(f"{where}: expected a finite number, got {value!r}")
         return float(value)
-    if hint is str:
+    if hint is str:  # YAML reads `name: 1` as an int: a number is its text
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise SpecError(f"{where}: expected a string, got {value!r}")
         return str(value)
     raise SpecError(f"{where}: cannot read a value of type {hint}")  # pragma: no cover
 

@@ -121,6 +121,11 @@ def _one_error_line(result: Result) -> str:
     ("producer:\n  enable_idempotence: yes please\n", "enable_idempotence: expected true or false"),
     ("topic: [\n", "not valid YAML (line 2)"),
     ("kafka: !!python/object:os.system {}\n", "not valid YAML (line 1): could not determine a constructor"),
+    # found by review: str() took anything (a topic named "None"), and a float inf or nan
+    ("topic:\n  name: null\n", "topic.name: expected a string, got None"),
+    ("topic:\n  name: [a, b]\n", "topic.name: expected a string, got ['a', 'b']"),
+    ("time_limit_s: .inf\n", "time_limit_s: expected a finite number, got inf"),
+    ("workload:\n  rate: .nan\n", "workload.rate: expected a finite number, got nan"),
 ])
 def test_a_bad_spec_file_is_one_line_naming_it(tmp_path: Path, runs: list[TestSpec], text: str,
                                                message: str) -> None:
