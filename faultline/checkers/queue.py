@@ -20,17 +20,19 @@ Anomalies (docs/design.md), with the choices made where the table leaves room:
   Sends that ended ``info`` (or never completed) are never lost: unknown until read.
   A value acknowledged below the drain's log start offset is unknown, not lost.
 - phantom-read: a polled record (offset, value) the completed drain does not hold at
-  that offset (records at or past the drain's HW were truncated away).
+  that offset (records at or past the drain's HW were truncated away); the drain holds
+  every value it read there, also one it read where it had read another.
 - inconsistent-offsets: one offset associated with two values across acks, polls and
   the drain (complete or not: every drained record is real), counted once per
   offset; also an ack whose offset the completed drain leaves empty while holding
-  the value elsewhere. Two docs/design.md rows judge it, and each that applies must
-  permit it: the ack's (``involves_ack``) when an ack's association is the wrong one
-  (two acks disagree, or the drain holds another value there, or with the drain
-  silent a read disagrees with the ack); the reads' (``reads_disagree``) when the
-  reads (polls, the drain) hold more than one value there. An ack the drain agrees
-  with leaves only reads disagreeing; a wrong ack does not excuse reads that also
-  disagree among themselves.
+  the value elsewhere (where it read: not below its log start, nor at or past a short
+  drain's end, set aside), once an offset like the rest. Two docs/design.md rows judge
+  it, and each that applies must permit it: the ack's (``involves_ack``) when an
+  ack's association is the wrong one (two acks disagree, or the drain holds another
+  value there, or with the drain silent a read disagrees with the ack); the reads'
+  (``reads_disagree``) when the reads (polls, the drain) hold more than one value
+  there. An ack the drain agrees with leaves only reads disagreeing; a wrong ack does
+  not excuse reads that also disagree among themselves.
 - duplicate: one value at more than one offset in the drain.
 - aborted-read: a value read (poll or drain) whose send ended ``fail``.
 - unexpected-value: a value read from a partition that no send to that partition
@@ -751,7 +753,13 @@ class Engine:
                         c.add("lost-write", tp, partial(examples.lost, self, c, s))
                 elif (ack_at != NONE and ack_at != stored and ack_at not in self.dups.get(s, ())
                       and part.drains.get(ack_at) == NONE):
-                    c.iso_ack_offset.append(s)
+                    # the drain says the ack's offset is empty only where it read: not below
+                    # its log start (unknown, as a loss there), nor at or past a short
+                    # drain's end (set aside)
+                    if part.short is not None and ack_at >= part.hw:  # type: ignore[operator]
+                        c.set_aside("inconsistent-offsets", tp)
+                    elif ack_at >= (part.lso or 0):
+                        c.iso_ack_offset.append(s)
             elif status[s] == FAIL and reads[s] != EMPTY:
                 c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
             prev = reorders.get(s)
@@ -838,6 +846,7 @@ class Engine:
         conflicted: dict[int, set[int]] = {}
         for tp, off in self.conflicts:
             conflicted.setdefault(tp, set()).add(off)
+        counted: set[tuple[int, int]] = set()  # (tp, offset): inconsistent, counted once
         for tp, part in enumerate(self.parts):
             lso = part.lso or 0
             for off, (a, p, dv) in disagreements(part.acks, part.polls, part.drains,
@@ -848,8 +857,11 @@ class Engine:
                 if part.complete and off >= lso:
                     polled = ({p} if p != NONE else set()) | {
                         x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
+                    # every value the drain read there is in it (the log changed under it)
+                    drained = {dv} | {
+                        x for x, seen in extra.items() if any(k == "drain" for k, _, _ in seen)}
                     end = part.log_end
-                    for x in sorted(polled - {dv}):
+                    for x in sorted(polled - drained):
                         # past a short drain's end the record may be there, unread; not
                         # past every replica's log end, where none holds one
                         if (part.short is not None and off >= part.hw  # type: ignore[operator]
@@ -869,12 +881,16 @@ class Engine:
                         a != dv if dv != NONE else bool(values - acked)))
                     reads_disagree = len({x for x in (p, dv) if x != NONE} | {
                         x for x, seen in extra.items() if any(k != "ack" for k, _, _ in seen)}) > 1
+                    counted.add((tp, off))
                     c.add("inconsistent-offsets", tp,
                           partial(examples.iso, self, c, tp, off, a, p, dv, extra, involves_ack,
                                   reads_disagree),
                           c.iso_reason(involves_ack, reads_disagree, tp) is not None)
-        for s in c.iso_ack_offset:
+        for s in c.iso_ack_offset:  # the ack's offset, empty in the drain: once an offset
             tp = self.c_tp[s]
+            if (tp, self.c_ack[s]) in counted:
+                continue
+            counted.add((tp, self.c_ack[s]))
             c.add("inconsistent-offsets", tp, partial(examples.iso_value, self, c, s),
                   c.iso_reason(True, False, tp) is not None)
 

@@ -388,7 +388,12 @@ class Engine:
                             c.add("lost-write", tp, partial(examples.lost, self, c, s))
                     elif (ack != NONE and ack != drained and ack not in self.dups.get(s, ())
                           and part.drains.get(ack) == NONE):
-                        c.iso_ack_offset.append(s)
+                        if ack < (part.lso or 0):  # the drain read nothing there
+                            pass
+                        elif part.short is not None and ack >= part.hw:  # type: ignore[operator]
+                            c.set_aside("inconsistent-offsets", tp)
+                        else:
+                            c.iso_ack_offset.append(s)
                 if drained != NONE:  # where it is stored (a lost value is no reordering)
                     key = (proc, tp)
                     prev = highest.get(key)
@@ -420,6 +425,7 @@ class Engine:
 
     def _offsets(self, c: Collected) -> None:
         """Per-offset decisions: inconsistent-offsets and phantom-read."""
+        counted: set[tuple[int, int]] = set()  # (tp, offset): inconsistent, counted once
         for tp, part in enumerate(self.parts):
             lso = part.lso or 0
             for off, (a, p, dv) in aligned(part.acks, part.polls, part.drains):
@@ -433,7 +439,9 @@ class Engine:
                 if part.complete and off >= lso:
                     polled = ({p} if p != NONE else set()) | {
                         x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
-                    for x in sorted(polled - {dv}):
+                    drained = {dv} | {
+                        x for x, seen in extra.items() if any(k == "drain" for k, _, _ in seen)}
+                    for x in sorted(polled - drained):
                         if part.short is not None and off >= part.hw:  # type: ignore[operator]
                             c.set_aside("phantom-read", tp)
                         else:
@@ -450,12 +458,16 @@ class Engine:
                         a != dv if dv != NONE else bool(values - acked)))
                     reads_disagree = len({x for x in (p, dv) if x != NONE} | {
                         x for x, seen in extra.items() if any(k != "ack" for k, _, _ in seen)}) > 1
+                    counted.add((tp, off))
                     c.add("inconsistent-offsets", tp,
                           partial(examples.iso, self, c, tp, off, a, p, dv, extra, involves_ack,
                                   reads_disagree),
                           c.iso_reason(involves_ack, reads_disagree, tp) is not None)
         for s in c.iso_ack_offset:
             tp = self.c_tp[s]
+            if (tp, self.c_ack[s]) in counted:
+                continue
+            counted.add((tp, self.c_ack[s]))
             c.add("inconsistent-offsets", tp, partial(examples.iso_value, self, c, s),
                   c.iso_reason(True, False, tp) is not None)
 

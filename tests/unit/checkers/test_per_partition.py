@@ -203,6 +203,21 @@ def test_a_read_past_every_replicas_log_end_is_a_phantom_read_even_after_a_short
     assert short["count"] == 5 + 2  # the lost writes (a value may be unread below 5), reads at 3, 4
 
 
+def test_an_ack_past_a_short_drains_end_is_not_said_empty() -> None:
+    """Found by review: 104 acknowledged at offset 4, drained at 1 (where 101 was
+    acknowledged too); the drain stopped short at 3, so it never read offset 4 and cannot
+    say it is empty there: set aside, not an inconsistent-offsets of the ack at 4."""
+    h = H()
+    for off in range(5):
+        h.send(0, 100 + off, offset=off)
+    h.drain([(0, 100), (1, 104), (2, 102)], hw=3)
+    r = check1(h, [replica(n, 5, SAME) for n in (1, 2, 3)])
+    iso = r.anomalies["inconsistent-offsets"]
+    assert [e["offset"] for e in iso] == [1]  # 101 acked where the drain read 104
+    (short,) = [u for u in r.unknown if u["kind"] == "short-drain"]
+    assert "inconsistent-offsets ×1" in short["why"]
+
+
 def test_faulted_counts_replicas_a_fault_touched_or_the_log_shows_out_of_the_isr() -> None:
     h = killed_at_5s(3)
     h.fault("pause", [2])

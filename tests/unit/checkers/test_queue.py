@@ -397,6 +397,65 @@ def test_a_value_the_drain_reread_where_another_was_is_no_duplicate() -> None:
     assert seen(r) == {"inconsistent-offsets"}
 
 
+def test_a_poll_of_the_value_the_drain_reread_at_that_offset_is_no_phantom() -> None:
+    """Found by review: the drain read 10 at offset 0, then (the log changed under it)
+    11; a consumer that had read 11 there saw a record the drain holds, yet only the
+    drain's first value counted, so its read was a phantom read (forbidden here)."""
+    h = H()
+    h.send(0, 10, "info")
+    h.send(0, 11, "info")
+    h.poll(5, [(0, 11)])
+    h.drain([(0, 10)], last=False)
+    h.drain([(0, 11)], hw=1)
+    r = run(h)
+    assert r.anomaly_counts["phantom-read"] == 0
+    assert seen(r) == {"inconsistent-offsets"}  # the drain's two reads at offset 0
+
+
+def test_an_ack_below_the_drains_log_start_is_not_said_empty() -> None:
+    """Found by review: 10 was acknowledged at offset 3, below the drain's log start 5,
+    and drained at 7. The drain never read offset 3, so it cannot say it holds nothing
+    there (10 may have been at 3 and 7, a copy deleted by retention): it was an
+    inconsistent-offsets involving the ack, forbidden where a duplicate is permitted."""
+    h = H()
+    h.send(0, 10, offset=3)
+    h.drain([(7, 10)], lso=5, hw=8)
+    r = run(h, make_spec(idempotence=False))
+    assert r.anomaly_counts["inconsistent-offsets"] == 0 and r.valid is True
+    h = H()
+    h.send(0, 10, offset=6)  # inside what the drain read: empty there, as before
+    h.drain([(7, 10)], lso=5, hw=8)
+    assert run(h, make_spec(idempotence=False)).anomaly_counts["inconsistent-offsets"] == 1
+
+
+def test_an_offset_is_inconsistent_once_however_many_acks_the_drain_left_it_empty_for() -> None:
+    """Found by review: two values acknowledged at offset 3, which the drain holds empty,
+    each drained elsewhere, counted offset 3 three times (the two acks disagreeing, and
+    each ack's offset empty); an ack and a poll disagreeing there, twice. Counted once
+    per offset (queue.py), as the examples name one offset."""
+    h = H()
+    h.send(0, 10, offset=3)
+    h.send(1, 11, offset=3)
+    h.drain([(0, 10), (1, 11)], hw=5)
+    r = run(h)
+    assert r.anomaly_counts["inconsistent-offsets"] == 1
+    (iso,) = r.anomalies["inconsistent-offsets"]
+    assert (iso["offset"], iso["values"], iso["involves_ack"]) == (3, [10, 11], True)
+    h = H()
+    h.send(0, 10, offset=3)
+    h.send(1, 12, "info")
+    h.poll(5, [(3, 12)])
+    h.drain([(0, 10)], hw=5)
+    r = run(h)
+    assert r.anomaly_counts["inconsistent-offsets"] == 1 and r.anomaly_counts["phantom-read"] == 1
+    assert r.anomalies["inconsistent-offsets"][0]["involves_ack"] is True
+    h = H()  # acks at two empty offsets: two offsets, two instances
+    h.send(0, 10, offset=3)
+    h.send(1, 11, offset=4)
+    h.drain([(0, 10), (1, 11)], hw=5)
+    assert run(h).anomaly_counts["inconsistent-offsets"] == 2
+
+
 def foreign_records() -> H:
     """Another producer's records among the workload's, as its consumers journal them:
     text, a null, and digits past a send's values (as read from a file, they fit u64)."""
