@@ -149,6 +149,8 @@ def _print_status(c: LocalCluster) -> None:
     d = c.describe()
     kind = "detached" if d["detached"] else (
         "run by a session" if d["run_id"] in session.sessions() else "owned by a running process")
+    if d["stale"]:  # its owner died (or, detached, none of its processes is left)
+        kind = "left by a crashed run: faultline cluster down removes it"
     click.echo(f"cluster {d['run_id']} (Kafka {d['kafka_version']}, {kind})")
     click.echo(f"  subnet {d['subnet']} bridge in {d['bridge']}, toxiproxy {d['toxiproxy']}")
     click.echo(f"  bootstrap {d['bootstrap_servers']}")

@@ -209,6 +209,8 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
                end_main_phase: threading.Event) -> None:
     progress.phase("starting cluster")
     with cluster_factory(spec) as cluster:
+        for rid in getattr(cluster, "removed_leftovers", ()):  # a backend that cleaned up says so
+            progress.say(f"removed leftovers of crashed run {rid}")
         progress.phase("creating topic")
         cluster.create_topic(spec.topic)
         bootstrap = cluster.bootstrap_servers()
@@ -493,6 +495,10 @@ class _Progress(LiveLine):
         if self._live is None:
             self._console.print(f"[{time.monotonic() - self._t0:6.1f}s] {name}",
                                 highlight=False)
+
+    def say(self, line: str) -> None:
+        """One line of its own, above the live line on a terminal."""
+        self._console.print(line, highlight=False)
 
     def main_phase(self, deadline: float) -> None:
         self._deadline = deadline

@@ -3,6 +3,7 @@ replaced by a recorder, so what would run shows here; bad input is one line."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,23 @@ def test_a_spec_file_sets_the_rest_and_a_backend_other_than_local_is_one_line(
         "faultline: error: faultline cluster runs the local backend, not 'docker': "
         "drop backend from the spec file"]
     assert len(started) == 1
+
+
+def test_status_of_a_crashed_run_says_so_not_that_a_process_owns_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from faultline.cluster.local.cluster import LocalCluster
+    from faultline.cluster.local.runstate import ProcId, RunState
+
+    monkeypatch.setenv("FAULTLINE_STATE", str(tmp_path))
+    monkeypatch.setattr(LocalCluster, "active_controller", lambda self: None)  # no cluster to ask
+    monkeypatch.setattr(LocalCluster, "topics", lambda self: [])
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    owner = ProcId(proc.pid, 1)  # a process that is gone
+    RunState(run_id="abc123", subnet="10.241.7.0/24", node_ids=[1, 2, 3], workdir=str(tmp_path / "w"),
+             owns_workdir=False, spec=TestSpec().to_json(), owner=owner,
+             proxy_ports={1: 4001, 2: 4002, 3: 4003}, nodes={1: owner, 2: owner, 3: owner}).save()
+    r = CliRunner().invoke(main, ["cluster", "status", "abc123"])
+    assert r.exit_code == 0, r.output
+    assert "cluster abc123 (Kafka" in r.output
+    assert "left by a crashed run: faultline cluster down removes it" in r.output, r.output

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -49,6 +50,8 @@ from faultline.cluster.toxiproxy import ToxiproxyClient, start_server
 from faultline.cluster.waiting import poll_until, wait_until
 from faultline.errors import ClusterError, SetupError
 from faultline.spec import TestSpec, TopicSpec
+
+_log = logging.getLogger(__name__)
 
 
 class LocalCluster:
@@ -77,6 +80,8 @@ class LocalCluster:
         self._last_seen: set[int] = set()  # brokers registered at the last look
         #: Seconds each step of the last start() took (network, toxiproxy, format, ready, ...).
         self.startup_timings: dict[str, float] = {}
+        #: Run ids of crashed runs whose leftovers the last start() removed first.
+        self.removed_leftovers: list[str] = []
 
     # -- identity -------------------------------------------------------------------
 
@@ -178,9 +183,11 @@ class LocalCluster:
         toxiproxy_bin = kafka_dist.ensure_toxiproxy()
         self._prepare()
         with runstate.locked():
-            runstate.cleanup_stale()
+            self.removed_leftovers = runstate.cleanup_stale()
             self._cleanup_stale()
             self._state = runstate.claim(self._spec, list(self.node_ids), self._workdir)
+        for rid in self.removed_leftovers:
+            _log.warning("removed leftovers of crashed run %s", rid)
         steps: list[tuple[str, Callable[[], None]]] = [
             ("network", self._build_network),
             ("toxiproxy", lambda: self._start_toxiproxy(toxiproxy_bin)),
@@ -530,7 +537,7 @@ class LocalCluster:
             "bridge": self.layout.bridge_namespace, "workdir": state.workdir,
             "toxiproxy": f"127.0.0.1:{state.toxiproxy_port}",
             "bootstrap_servers": self.bootstrap_servers(), "nodes": nodes,
-            "kafka_version": self._spec.kafka.version,
+            "kafka_version": self._spec.kafka.version, "stale": state.is_stale(),
         }  # fmt: skip
 
     def topics(self) -> list[str]:

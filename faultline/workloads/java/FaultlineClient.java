@@ -6,6 +6,8 @@
 // how it ended; the Python side classifies sends (outcomes.py, the same rules as for
 // librdkafka) and journals every line in the order printed. End of stdin: stop issuing
 // ops, complete every outstanding send, close every client, print {"f":"exit"}, exit 0.
+// The run that reads the ops is this process's parent: should it die (SIGKILL), nobody
+// journals them and no cleanup knows this process, so it halts at once (watchParent).
 //
 // Processes: producers 0..N-1, consumers N..N+M-1; a client instance with a failed
 // send (producer) or a poll that threw (consumer) is retired and its successor takes
@@ -248,7 +250,23 @@ public final class FaultlineClient {
         }
     }
 
+    /** Halt once the parent (the run) is gone: a dead parent's children are handed to
+     *  another, so the parent's pid changes. Without, a run killed with sends in flight
+     *  left this process sending for up to a delivery timeout, journaled by nobody. */
+    static void watchParent() {
+        long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+        Thread watcher = new Thread(() -> {
+            while (ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L) == parent) {
+                sleepNanos(100_000_000L);
+            }
+            Runtime.getRuntime().halt(3);
+        }, "parent-watcher");
+        watcher.setDaemon(true);
+        watcher.start();
+    }
+
     public static void main(String[] args) throws Exception {
+        watchParent();
         conf = new HashMap<>();
         for (String a : args) {
             int eq = a.indexOf('=');

@@ -3,10 +3,13 @@ harness killed with SIGKILL once a new run has started (it removes the leftovers
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import orjson
@@ -200,3 +203,65 @@ def test_a_sigkilled_faultline_run_holding_a_pause_is_cleaned_up(tmp_path: Path)
     _down(run_id)
     assert _traces(run_id, pids) == []
     assert _host_rules() == rules
+
+
+def test_a_faultline_run_after_a_sigkilled_harness_says_it_removed_its_leftovers(tmp_path: Path) -> None:
+    """The next run removes a crashed run's leftovers and says so, as ``cluster down`` does."""
+    proc, run_id, pids = _start_harness()
+    proc.kill()
+    proc.wait(10)
+    args = ["--name", "it-after-crash", "--time-limit", "1", "--rate", "50", "--results", str(tmp_path)]
+    done = subprocess.run([FAULTLINE, "run", *args], capture_output=True, text=True, timeout=240, check=False)
+    said = f"removed leftovers of crashed run {run_id}"
+    assert _traces(run_id, pids) == []
+    assert said in done.stdout + done.stderr, (done.stdout, done.stderr)
+    assert said in (tmp_path / "latest" / "faultline.log").read_text()
+
+
+def _children(pid: int, marker: str) -> list[int]:
+    """Pids of the children of ``pid`` whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == pid and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_the_java_client_of_a_sigkilled_run_does_not_outlive_it(tmp_path: Path) -> None:
+    """The Java client under test (a JVM of its own, the run's child, not the cluster's, so
+    no cleanup finds it) ends with a run killed by SIGKILL, also while its sends cannot
+    complete (every broker paused): else it goes on for its delivery timeout, sending to
+    a cluster nobody journals (or, its proxy's port reused, to the next run's)."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("producer: {delivery_timeout_ms: 120000}\n")
+    proc = subprocess.Popen([FAULTLINE, "run", "-f", str(spec), "--name", "it-java-crash", "--client", "java",
+                             "--rate", "50", "--time-limit", "120", "--results", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client: list[int] = []
+
+    def started() -> bool:
+        client[:] = _children(proc.pid, "FaultlineClient")
+        return bool(client)
+
+    try:
+        wait_until(started, 120, "the run's Java client", every=0.2)
+        (run_id,) = [rid for rid, s in runstate.load_all().items()
+                     if s is not None and s.owner is not None and s.owner.pid == proc.pid]
+        time.sleep(3)  # the client connected and sending
+        for node in RunState.load(run_id).nodes.values():
+            assert node is not None
+            os.kill(node.pid, signal.SIGSTOP)  # the sends in flight cannot complete now
+        time.sleep(1)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    try:
+        wait_until(lambda: _proc_state(client[0]) in (None, "Z"), 10, "the Java client's end")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(client[0], signal.SIGKILL)
+        _down(run_id)
