@@ -142,10 +142,11 @@ class Collected:
         return [name for name in ANOMALIES if any(name in seen for seen in self.part_violations)]
 
     def run_reasons(self, names: Sequence[str], engine: Tally) -> tuple[dict[str, str], dict[str, str]]:
-        """Run-wide ``permitted_reasons`` and ``forbidden_reasons``: per type, the reason
-        of the first partition that permits (forbids) it, naming the partitions when
-        not all of them agree. A forbidden type's reason comes from a partition where
-        it was seen, when there is one."""
+        """Run-wide ``permitted_reasons`` and ``forbidden_reasons``: per type, each
+        distinct reason of the partitions that permit (forbid) it, naming its partitions
+        when not all of them share it (one partition's reason is not said of another,
+        whose faults differ). A forbidden type's reasons from partitions where it was
+        seen come first."""
         allowed: dict[str, str] = {}
         denied: dict[str, str] = {}
         every = range(len(self.part_rules))
@@ -153,13 +154,22 @@ class Collected:
             yes = [tp for tp in every if name in self.part_rules[tp]]
             no = [tp for tp in every if tp not in yes]
             if yes:
-                allowed[name] = self.part_rules[yes[0]][name] + _on(engine, yes, every)
-            if no:
-                seen = [tp for tp in no if name in self.part_violations[tp]] or no
-                why = forbidden(self.config, self.part_faults[seen[0]])
-                if name in why:
-                    denied[name] = why[name] + _on(engine, no, every)
+                allowed[name] = _grouped([(tp, self.part_rules[tp][name]) for tp in yes], engine, every)
+            seen = [tp for tp in no if name in self.part_violations[tp]]
+            whys = [(tp, forbidden(self.config, self.part_faults[tp]).get(name))
+                    for tp in [*seen, *(tp for tp in no if tp not in seen)]]
+            if any(why is not None for _, why in whys):
+                denied[name] = _grouped([(tp, why) for tp, why in whys if why is not None], engine, every)
         return allowed, denied
+
+
+def _grouped(reasons: Sequence[tuple[int, str]], engine: Tally, every: range) -> str:
+    """Partitions' reasons as one text: each distinct reason once, followed by the
+    partitions it is theirs on unless it is every partition's."""
+    by: dict[str, list[int]] = {}
+    for tp, why in reasons:
+        by.setdefault(why, []).append(tp)
+    return "; ".join(why + _on(engine, tps, every) for why, tps in by.items())
 
 
 def _on(engine: Tally, tps: Sequence[int], every: range) -> str:

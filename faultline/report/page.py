@@ -245,21 +245,29 @@ class Verdict:
 
 
 def verdict(run: RunData) -> Verdict:
-    """Whether data was lost, and why, from the checker's results only."""
+    """Whether data was lost, and why, from the checker's results only.
+
+    Whatever the verdict, a loss is stated as decided only where it was: with anything
+    the checker could not decide (an unfinished or short drain, a cut history, unread
+    broker state) a count of lost writes is a floor and none lost is undecided."""
     r = run.results
     counts = _counts(r)
     lost = counts.get("lost-write", 0)
     permitted = set(r.get("permitted") or ())
     reasons = r.get("permitted_reasons") or {}
-    loss = (f"{lost} acknowledged write{'s' if lost != 1 else ''} lost" if lost
-            else "no acknowledged write lost")
+    undecided = [u for u in r.get("unknown") or ()
+                 if not isinstance(u, dict) or u.get("affects_verdict", True)]
+    loss = (f"{'at least ' if undecided else ''}{lost} acknowledged write{'s' if lost != 1 else ''} lost"
+            if lost else "data loss undecided" if undecided else "no acknowledged write lost")
     seen = [f"{a} ×{counts[a]}" for a in _types(r) if counts.get(a)]
     violations = list(r.get("violations") or ())
     valid = r.get("valid")
     if valid is False:
-        what = ", ".join(f"{a} ×{counts.get(a, 0)}" for a in violations) or "a forbidden anomaly"
+        what = (", ".join(_violation_count(r, a, counts.get(a, 0)) for a in violations)
+                or "a forbidden anomaly")
+        also = ("; undecided: " + ", ".join(_unknown_where(u) for u in undecided)) if undecided else ""
         return Verdict("invalid", "INVALID", loss,
-                       f"{what}: forbidden by Kafka's guarantees for {_under(run)}")
+                       f"{what}: forbidden by Kafka's guarantees for {_under(run)}{also}")
     if valid is True:
         if seen:
             by_reason: dict[str, list[str]] = {}  # one reason often permits several types
@@ -269,10 +277,19 @@ def verdict(run: RunData) -> Verdict:
             allowed = [", ".join(names) + (f": {why}" if why else "") for why, names in by_reason.items()]
             return Verdict("valid", "VALID", loss, "seen but permitted: " + "; ".join(allowed or seen))
         return Verdict("valid", "VALID", loss, f"no anomaly seen; the guarantees held for {_under(run)}")
-    unknown = [_unknown_text(u) for u in r.get("unknown") or ()
-               if not isinstance(u, dict) or u.get("affects_verdict", True)]
-    return Verdict("unknown", "UNKNOWN", loss if lost else "data loss undecided",
-                   "; ".join(unknown) or "the checker could not decide")
+    unknown = [_unknown_text(u) for u in undecided]
+    return Verdict("unknown", "UNKNOWN", loss, "; ".join(unknown) or "the checker could not decide")
+
+
+def _violation_count(r: Mapping[str, Any], name: str, total: int) -> str:
+    """``lost-write ×4``, or, when some of them were seen on partitions that permit
+    them, how many were on the partitions that forbid them, and which those are."""
+    where = [x for x in _summaries(r).values() if name in (x.get("violations") or ())]
+    there = sum(int((x.get("anomaly_counts") or {}).get(name, 0)) for x in where)
+    if not where or there >= total:
+        return f"{name} ×{total}"
+    parts = ", ".join(f"{x.get('topic', '')}/{x['partition']}" for x in where)
+    return f"{name} ×{there} on {parts} (of {total} seen)"
 
 
 def _under(run: RunData) -> str:
@@ -295,6 +312,14 @@ def _unknown_text(u: Any) -> str:
     return f"{u.get('kind', 'unknown')}{where}{count}: {u.get('why', '')}".rstrip(": ")
 
 
+def _unknown_where(u: Any) -> str:
+    """An ``unknown`` entry's kind and partition, in a few words."""
+    if not isinstance(u, dict):
+        return text(u)
+    where = f" {u['topic']}/{u['partition']}" if "topic" in u and "partition" in u else ""
+    return f"{u.get('kind', 'unknown')}{where}"
+
+
 def _counts(r: Mapping[str, Any]) -> dict[str, int]:
     counts = r.get("anomaly_counts") or {}
     return {str(k): int(v) for k, v in counts.items() if isinstance(v, int)}
@@ -311,16 +336,19 @@ def expectations(run: RunData) -> list[dict[str, Any]]:
     r = run.results
     counts, permitted = _counts(r), set(r.get("permitted") or ())
     violations = set(r.get("violations") or ())
-    reasons = {**(r.get("forbidden_reasons") or {}), **(r.get("permitted_reasons") or {})}
+    forbidden, allowing = r.get("forbidden_reasons") or {}, r.get("permitted_reasons") or {}
     rows = []
     for a in _types(r):
         n = counts.get(a, 0)
         allowed = a in permitted
         status = "violation" if a in violations or (n and not allowed) else (
             "permitted" if n else "none")
-        rows.append({"name": a, "count": n, "permitted": allowed,
-                     "reason": text(reasons[a]) if a in reasons else (
-                         "" if allowed or not n else f"forbidden for {_under(run)}"),
+        # a violation says which guarantee broke, also where another partition permits it
+        said = ([forbidden.get(a), allowing.get(a) and f"permitted: {text(allowing[a])}"]
+                if status == "violation" else [allowing.get(a) or forbidden.get(a)])
+        reason = "; ".join(text(x) for x in said if x)
+        rows.append({"name": a, "count": n, "permitted": allowed, "partly": allowed and a in forbidden,
+                     "reason": reason or ("" if allowed or not n else f"forbidden for {_under(run)}"),
                      "status": status})
     return rows
 
@@ -442,13 +470,17 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
         why = ("forbidden: " + ", ".join(violations) if violations else
                text(reasons["lost-write"]) if lost and "lost-write" in reasons else "")
         agreed = x.get("replicas_agree_to")
+        complete = bool(x.get("complete"))
+        short = isinstance(agreed, int) and isinstance(hw, int) and agreed > hw
         rows.append({
             "name": f"{p[0]}/{p[1]}", "acked": a.acked if a else 0,
             "availability": f"{100 * a.fraction:.1f}%" if a else "-",
             "outages": len(a.windows) if a else 0, "longest": f"{longest / 1e9:.2f} s" if longest else "-",
             "drained": drained, "hw": "-" if hw is None else hw, "log_start": "-" if lso is None else lso,
-            "complete": bool(x.get("complete")), "lost": lost, "violation": bool(violations),
-            "short": isinstance(agreed, int) and isinstance(hw, int) and agreed > hw,
+            "complete": complete, "violation": bool(violations), "short": short,
+            # a partition not drained to its end has no decided count of lost writes
+            "lost": (lost if complete and not short else
+                     f"{lost}, undecided past {hw}" if complete else "undecided"),
             "agreed": "-" if agreed is None else agreed,
             "faults": _tokens(x.get("faults") or ()), "why": why,
         })
@@ -557,6 +589,9 @@ def render_report(run: RunData) -> str:
         verdict=verdict(run), config=config_line(spec) + cluster_note(run.run_dir), ops=h.ops,
         truncated=run.truncated,
         sends={k: sends.get(k, 0) for k in ("ok", "fail", "info")},
+        sends_open=(r.get("stats") or {}).get("send_open", 0),
+        undecided=any(not isinstance(u, dict) or u.get("affects_verdict", True)
+                      for u in r.get("unknown") or ()),
         expectations=expectations(run), unknown=[_unknown_text(u) for u in r.get("unknown") or ()],
         faults_seen=", ".join(map(str, seen)) if isinstance(seen, list) else "",
         threshold=f"{(threshold if isinstance(threshold, int) else 1_000_000_000) / 1e9:g} s",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,16 @@ def test_valid_exits_0_and_writes_results(tmp_path: Path) -> None:
 def test_invalid_exits_1(tmp_path: Path) -> None:
     code, out = invoke(run_dir(tmp_path, lossy_history()))
     assert code == 1 and "INVALID" in out and "violations (not permitted): lost-write" in out
+
+
+def test_python_m_faultline_cli_check_exits_with_the_verdict(tmp_path: Path) -> None:
+    """``python -m faultline.cli check`` is the command, not a silent exit 0 (a nightly
+    script that calls it so must not read every run as valid)."""
+    run = str(run_dir(tmp_path, lossy_history()))
+    done = subprocess.run([sys.executable, "-m", "faultline.cli", "check", run],
+                          capture_output=True, text=True, cwd=Path(__file__).parents[3], timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("INVALID") and (tmp_path / "results.json").is_file()
 
 
 def test_permitted_loss_exits_0(tmp_path: Path) -> None:

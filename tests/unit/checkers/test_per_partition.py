@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from faultline.checkers.faults_seen import PartitionState, faults_of, leaders_between
-from faultline.checkers.guarantees import GuaranteeConfig, permitted
+from faultline.checkers.guarantees import GuaranteeConfig, forbidden, permitted
 from faultline.checkers.queue import check
 from faultline.checkers.result import UNKNOWN, Result
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
@@ -34,6 +34,20 @@ def acks1_two_partitions(lose_on: int, kill: int, leaders: dict[str, int]) -> H:
 
 def run(h: H, acks: str = "1", **kw: Any) -> Result:
     return check(make_spec(acks=acks, min_insync=1, partitions=2), h.ops, **kw)
+
+
+def test_a_forbidden_reason_is_said_only_of_the_partitions_it_is_true_of() -> None:
+    """acks=all: lost-write is forbidden on both partitions, for different reasons: p0's
+    leader was never hit, p1's was killed. results.json's run-wide reason must not say
+    p0's ("no fault hit the partition's leader") of the whole run."""
+    r = run(acks1_two_partitions(lose_on=0, kill=3, leaders={f"{TOPIC}/0": 2, f"{TOPIC}/1": 3}), acks="all")
+    assert r.valid is False and r.violations == ["lost-write"]
+    p0, p1 = r.extra["partitions"]
+    assert "leader-fault" not in p0["faults"] and "leader-fault" in p1["faults"]
+    config = GuaranteeConfig.from_spec(make_spec(acks="all", min_insync=1, partitions=2))
+    why0, why1 = (forbidden(config, frozenset(p["faults"]))["lost-write"] for p in (p0, p1))
+    assert why0 != why1
+    assert r.extra["forbidden_reasons"]["lost-write"] == f"{why0} (on {TOPIC}/0); {why1} (on {TOPIC}/1)"
 
 
 def test_a_kill_of_another_partitions_leader_excuses_nothing() -> None:
