@@ -17,7 +17,10 @@ is ``type: "done"`` with the Kafka error name (``Errors`` names for API errors,
 ``_<ExceptionClass>`` otherwise) or none; it is classified here by
 :func:`~faultline.workloads.outcomes.classify_delivery`, the rules the librdkafka
 workload uses, so an error this table does not know is indeterminate (``info``).
-``type: "refused"`` is a ``send()`` that threw (:func:`~faultline.workloads.outcomes.classify_produce_call`).
+``type: "refused"`` is a ``send()`` that threw (:func:`classify_refused`: ``fail`` only
+without idempotence). A send is journaled complete once: the Java client can complete one
+twice (a ``send()`` that threw after the append, whose batch completes too), and a later
+completion of a send already complete is dropped.
 Polls are journaled as printed. Lines are journaled in the order printed, on the
 history's clock as they are read. End of stdin stops the clients; the program
 completes outstanding sends, closes its clients, prints ``{"f": "exit",
@@ -46,7 +49,7 @@ from faultline.errors import SetupError
 from faultline.history import HistoryWriter, PendingOp
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats, rdkafka_log
-from faultline.workloads.outcomes import classify_delivery, classify_produce_call
+from faultline.workloads.outcomes import Classification, classify_delivery, classify_produce_call
 
 MAIN_CLASS = "FaultlineClient"
 #: Log lines of the Java client worth keeping: warnings, and the idempotence state.
@@ -64,6 +67,25 @@ logger.txn.level = info
 """
 
 _log = logging.getLogger(__name__)
+
+
+def classify_refused(error: str, idempotent: bool) -> Classification:
+    """Classify a Java ``send()`` that threw (``error``: the printed name).
+
+    Without idempotence the producer has no TransactionManager, and every exception
+    ``KafkaProducer.doSend`` throws precedes ``RecordAccumulator.append``: the record
+    never entered a batch, ``fail``. With it, ``doSend`` calls
+    ``TransactionManager.maybeAddPartition`` *after* the append (kafka-clients 3.3 to
+    4.3), which throws once the producer is in an error state (``maybeFailWithError``:
+    a ``KafkaException`` wrapping the fatal error) or a transition is pending: the
+    record is then in a batch the sender may already have sent (and will complete,
+    or abort, through the callback as well), so the send is ``info``.
+    """
+    if not idempotent:
+        return classify_produce_call(error)
+    return Classification("info", error, "send() threw, possibly after the record was appended "
+                          "to a batch (TransactionManager.maybeAddPartition follows "
+                          "RecordAccumulator.append in KafkaProducer.doSend)")
 
 
 def _source() -> bytes:
@@ -121,6 +143,8 @@ class JavaQueueWorkload:
         self._proc: subprocess.Popen[bytes] | None = None
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
+        #: The values of sends invoked and not yet complete (a send completes once).
+        self._open: set[Any] = set()
 
     def _args(self) -> list[str]:
         s, p, w = self.spec, self.spec.producer, self.spec.workload
@@ -177,8 +201,15 @@ class JavaQueueWorkload:
         error: str | None = d.get("error")
         if f == "send" and typ == "invoke":
             s.invoked += 1
+            self._open.add(value["value"])
         elif f == "send":
-            c = classify_produce_call(error or "") if typ == "refused" else classify_delivery(error)
+            if value["value"] not in self._open:
+                _log.warning("the Java client completed send %s of process %s again (%s %s); "
+                             "the first completion stands", value["value"], process, typ, error)
+                return None
+            self._open.discard(value["value"])
+            c = (classify_refused(error or "", self.spec.producer.enable_idempotence)
+                 if typ == "refused" else classify_delivery(error))
             typ, error = c.type, c.error
             if typ == "ok":
                 s.ok += 1

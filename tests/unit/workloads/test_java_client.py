@@ -54,11 +54,11 @@ def test_printed_lines_become_classified_ops(tmp_path: Path) -> None:
     assert [(o.process, o.type, o.f, o.error) for o in ops] == [
         (0, "invoke", "send", None), (0, "ok", "send", None),
         (0, "invoke", "send", None), (0, "info", "send", "REQUEST_TIMED_OUT"),
-        (1, "invoke", "send", None), (1, "fail", "send", "_KafkaException"),
+        (1, "invoke", "send", None), (1, "info", "send", "_KafkaException"),  # idempotent
         (2, "invoke", "poll", None), (2, "ok", "poll", None)]
     assert ops[1].value == {**SEND, "offset": 3} and ops[-1].value == printed[7]["value"]
     s = w.stats()
-    assert (s.invoked, s.ok, s.info, s.fail, s.polls, s.polled_records) == (3, 1, 1, 1, 1, 1)
+    assert (s.invoked, s.ok, s.info, s.fail, s.polls, s.polled_records) == (3, 1, 2, 0, 1, 1)
     assert w.processes.take() == 6
 
 
@@ -89,3 +89,55 @@ def test_log_lines_go_to_their_process(tmp_path: Path) -> None:
     assert (line["process"], line["level"], line["facility"], line["time"]) == (
         12, "info", "TransactionManager", 5)
     assert line["message"].endswith("ProducerId set to 4 with epoch 1")
+
+
+def _journaled(tmp_path: Path, spec: TestSpec, printed: list[dict[str, object]]) -> list[tuple[object, ...]]:
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = JavaQueueWorkload(spec, "x:9092", history)
+        w._journal(io.BufferedReader(Trickle(b"".join(orjson.dumps(x) + b"\n" for x in printed))))
+    return [(o.process, o.type, o.f, o.error) for o in read_history(tmp_path / "history.jsonl")]
+
+
+def test_an_idempotent_send_that_threw_may_have_been_appended(tmp_path: Path) -> None:
+    """Found by review: KafkaProducer.doSend calls TransactionManager.maybeAddPartition
+    after RecordAccumulator.append (kafka-clients 3.3 to 4.3), and it throws
+    (maybeFailWithError) once an idempotent producer is in an error state: the record
+    is then in a batch the sender may already have sent, yet send() threw. Journaled
+    fail, a read of it was a false aborted-read; it is indeterminate."""
+    printed = [
+        {"process": 0, "type": "invoke", "f": "send", "value": SEND},
+        {"process": 0, "type": "refused", "f": "send", "value": SEND, "error": "_KafkaException"},
+    ]
+    assert TestSpec().producer.enable_idempotence
+    assert _journaled(tmp_path, TestSpec(), printed)[1] == (0, "info", "send", "_KafkaException")
+
+
+def test_without_idempotence_a_send_that_threw_was_never_appended(tmp_path: Path) -> None:
+    """No TransactionManager: every exception send() throws precedes the append."""
+    spec = TestSpec.from_mapping({"producer": {"enable_idempotence": False}})
+    printed = [
+        {"process": 0, "type": "invoke", "f": "send", "value": SEND},
+        {"process": 0, "type": "refused", "f": "send", "value": SEND, "error": "_KafkaException"},
+    ]
+    assert _journaled(tmp_path, spec, printed)[1] == (0, "fail", "send", "_KafkaException")
+
+
+def test_a_send_completes_once_however_often_the_client_says_so(tmp_path: Path) -> None:
+    """Found by review: a send() that threw after the append also completes through its
+    batch (the sender aborts it: Sender.runOnce -> maybeAbortBatches), and an
+    ApiException thrown there (ProducerFencedException) is handed to the callback at
+    once and again when the batch completes. Both completions were journaled: the
+    checker refused the history (a completion with no open invoke), no verdict."""
+    printed = [
+        {"process": 0, "type": "invoke", "f": "send", "value": SEND},
+        {"process": 0, "type": "refused", "f": "send", "value": SEND, "error": "_KafkaException"},
+        {"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 4}},
+        {"process": 1, "type": "invoke", "f": "send", "value": {**SEND, "value": 8}},
+        {"process": 1, "type": "done", "f": "send", "value": {**SEND, "value": 8},
+         "error": "PRODUCER_FENCED"},
+        {"process": 1, "type": "done", "f": "send", "value": {**SEND, "value": 8},
+         "error": "PRODUCER_FENCED"},
+    ]
+    assert _journaled(tmp_path, TestSpec(), printed) == [
+        (0, "invoke", "send", None), (0, "info", "send", "_KafkaException"),
+        (1, "invoke", "send", None), (1, "info", "send", "PRODUCER_FENCED")]
