@@ -200,6 +200,9 @@ public final class FaultlineClient {
     static KafkaConsumer<byte[], byte[]> openConsumer(int process, String topic, int partitions) {
         Properties p = common("faultline-c" + process);
         p.put("enable.auto.commit", "false");
+        // as the librdkafka consumers (clients.consumer_config): a position past a truncated
+        // log end re-reads from the start, instead of the Java default's jump to the end
+        p.put("auto.offset.reset", "earliest");
         p.put("isolation.level", conf.get("isolation_level"));
         p.put("max.poll.records", Integer.toString(POLL_MAX_RECORDS));
         p.put("fetch.max.wait.ms", "100");
