@@ -186,12 +186,12 @@ def committed_copies(config: GuaranteeConfig, faults: frozenset[str]) -> int:
     given a leader fault and every replica faulted (:func:`committed_loss_reason`).
 
     Without eligible leader replicas the ISR may shrink to the leader alone (the other
-    replicas faulted out of it), the HW still advances, and KRaft re-elects that last
-    ISR member even when it comes back empty: one replica suffices (the reference
-    model's ``no-elr-wipe-leader``). With them (KIP-966, Kafka >= 4.1) the HW cannot
-    advance while the ISR is smaller than min.insync.replicas, so committed data is on
-    at least min.insync replicas, and a replica that restarted uncleanly is not
-    elected from the ELR. But a kill is an unclean shutdown too: it drops a replica
+    replicas faulted out of it) after a record was committed, and KRaft re-elects that
+    last ISR member even when it comes back empty: one replica suffices (the reference
+    model's ``no-elr-wipe-leader``). The HW cannot advance while the ISR is smaller than
+    min.insync.replicas (Kafka >= 3.7, with or without ELR), so committed data is on at
+    least min.insync replicas; with ELR (KIP-966, Kafka >= 4.1) a replica that restarted
+    uncleanly is not elected from the ELR. But a kill is an unclean shutdown too: it drops a replica
     from the ELR with its log intact, and with ISR and ELR empty the controller elects
     the last known leader whatever it lost, so after kills one replica suffices again
     (``elr-unclean-restart-loss``; the model's ``killed-out-wipe-leader``). Emptying

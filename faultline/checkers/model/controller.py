@@ -14,9 +14,9 @@ KIP-966 eligible leader replicas (``ModelConfig.elr``), as read in Kafka 4.x's s
 
 - HW (``replica.maybe_advance_hw``): the leader does not advance its HW while its
   ISR is smaller than min(min.insync.replicas, RF) (``Partition.maybeIncrementLeaderHW``
-  returns early on ``isUnderMinIsr``; ``effectiveMinIsr``). In 4.x this check is unconditional
-  (the "strict min ISR" rule, KAFKA-15583), not tied to the ELR feature; the model
-  applies it with ``elr`` only, so ``elr=False`` keeps modelling the older broker.
+  returns early on ``isUnderMinIsr``; ``effectiveMinIsr``). Since Kafka 3.7 this check is
+  unconditional (the "strict min ISR" rule, KAFKA-15583), not tied to the ELR feature, and
+  the model applies it with ``elr`` off too: ``elr=False`` is Kafka 3.7-4.0, not older.
 - ELR upkeep (``PartitionChangeBuilder.maybePopulateTargetElr``, run on every
   partition change: AlterPartition shrinks and expands, fencing, controlled
   shutdown, re-registration): when the new ISR reaches the effective min ISR the

@@ -9,8 +9,9 @@ sources: truncation by leader epoch (Kafka's
 KIP-101 and KIP-279), or to the HW for the pre-KIP-101 broker
 (``ModelConfig.truncation == "hw"``); the leader HW as the minimum LEO over the ISR
 and recently caught-up replicas, where a fenced broker does not hold it back
-(KIP-841), and, with ELR, frozen while the ISR is below the effective min ISR
-(``Partition.maybeIncrementLeaderHW``, see ``controller.py``).
+(KIP-841), and frozen while the ISR is below the effective min ISR
+(``Partition.maybeIncrementLeaderHW``'s ``isUnderMinIsr`` check, Kafka 3.7 and later
+with or without ELR: KAFKA-15583).
 """
 
 from __future__ import annotations
@@ -134,10 +135,12 @@ def maybe_advance_hw(st: State, r: Replica) -> None:
     """Leader HW = max(old HW, min LEO over the ISR and recently caught-up replicas).
 
     A fenced broker is not ISR-eligible (KIP-841), so it does not hold the HW back.
-    With ELR the HW does not move while the leader's ISR is below the effective min
-    ISR (``Partition.maybeIncrementLeaderHW``'s ``isUnderMinIsr`` check).
+    The HW does not move while the leader's ISR is below the effective min ISR
+    (``Partition.maybeIncrementLeaderHW``'s ``isUnderMinIsr`` check). Kafka has made
+    that check since 3.7 (KAFKA-15583), whether ELR is on or not, so it applies to both
+    versions the harness runs (3.9 without ELR, 4.x with it).
     """
-    if st.config.elr and len(r.isr) < effective_min_isr(st.config):
+    if len(r.isr) < effective_min_isr(st.config):
         return
     lag = st.config.lag_ticks
     leos = [r.leo]

@@ -138,13 +138,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario(
         "not-enough-replicas", "NOT_ENOUGH_REPLICAS when the ISR is below min.insync",
         "m1 is appended while the ISR is full, then 2 and 3 die and are fenced: the ISR drops to {1}, "
-        "the HW passes m1 but the ISR is below min.insync.replicas, so m1 ends with "
-        "NOT_ENOUGH_REPLICAS_AFTER_APPEND (written, outcome unknown to the client). m2 is refused before "
-        "the append (NOT_ENOUGH_REPLICAS: certainly not written).",
+        "below min.insync.replicas, so the HW does not pass m1 (Partition.maybeIncrementLeaderHW's "
+        "isUnderMinIsr check, Kafka 3.7 and later) and m1 waits until its request times out (written, "
+        "outcome unknown to the client). m2 is refused before the append (NOT_ENOUGH_REPLICAS: "
+        "certainly not written).",
         ModelConfig(replication_factor=3, acks="all", min_insync=2),
         _s("produce crash(2) crash(3) tick produce"), frozenset(),
-        (r"controller fences 3; send 1: NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-         r"send 2: NOT_ENOUGH_REPLICAS \(ISR \{1\} < 2\)")),
+        (r"controller fences 3$", r"send 2: NOT_ENOUGH_REPLICAS \(ISR \{1\} < 2\)")),
     Scenario(
         "acks1-failover-loss", "Loss of an acks=1 write on leader failover",
         "With acks=1 the leader acks m1 once it is in its own log. It dies before any follower fetched "
@@ -176,12 +176,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
          r"1 wiped .*controller elects 3 from the ELR .*drops 1 from ISR and ELR")),
     Scenario(
         "no-elr-wipe-leader", "The same schedule without ELR: the wiped last ISR member leads again",
-        "Without KIP-966 the HW moves to 2 on 1 alone once 2 and 3 are fenced (m2 readable, its send "
-        "ends NOT_ENOUGH_REPLICAS_AFTER_APPEND), and the ISR keeps its last member {1}. When 1 comes "
-        "back wiped, it is the only electable replica: it leads with an empty log, and the acked m1 "
-        "and the read m2 are gone from every replica.",
+        "Without KIP-966 the ISR keeps its last member {1} once 2 and 3 are fenced; the HW stays at 1 "
+        "as in elr-wipe-leader (under min ISR it does not move, Kafka 3.7 and later: KAFKA-15583), so "
+        "m2 waits. But no replica is kept eligible: when 1 comes back wiped, it is the only electable "
+        "replica. It leads with an empty log, and the acked (and read) m1 is gone from every replica; "
+        "m2 ends unknown.",
         replace(_C3, elr=False), _ELR_WIPE, frozenset({"lost-write", "phantom-read"}),
-        (r"send 1 acked", r"send 2: NOT_ENOUGH_REPLICAS_AFTER_APPEND", r"1 wiped .*partition offline",
+        (r"send 1 acked", r"controller fences 2; controller fences 3$",
+         r"1 wiped .*partition offline.*send 2: leader 1 gone, outcome unknown",
          r"controller elects 1 \(epoch 2\)")),
     Scenario(
         "elr-unclean-restart-loss",

@@ -176,7 +176,7 @@ def _resolve_pending(st: State) -> list[str]:
             st.indeterminate = st.indeterminate | {p.value}
             notes.append(f"send {p.value}: leader {p.rid} gone, outcome unknown")
         elif r.hw > p.offset:
-            if len(r.isr) >= st.config.min_insync:
+            if len(r.isr) >= controller.effective_min_isr(st.config):
                 st.acked[p.value] = p.offset
                 notes.append(f"send {p.value} acked at offset {p.offset}")
             else:  # written, but the client can't tell: it must count as info, never fail
@@ -217,9 +217,10 @@ def _produce(st: State, target: int | None, lost: str = "") -> str:
             return f"send {value}: {rid} is not leader, drops it; acks=0 reports ok"
         st.failed = st.failed | {value}
         return f"send {value}: NOT_LEADER_OR_FOLLOWER from {rid}"
-    if cfg.acks == "all" and len(r.isr) < cfg.min_insync:
+    min_isr = controller.effective_min_isr(cfg)  # Partition.effectiveMinIsr: capped at the RF
+    if cfg.acks == "all" and len(r.isr) < min_isr:
         st.failed = st.failed | {value}
-        return f"send {value}: NOT_ENOUGH_REPLICAS (ISR {_fmt_set(r.isr)} < {cfg.min_insync})"
+        return f"send {value}: NOT_ENOUGH_REPLICAS (ISR {_fmt_set(r.isr)} < {min_isr})"
     offset = r.leo
     append(r, ((r.epoch, value),))
     maybe_advance_hw(st, r)
