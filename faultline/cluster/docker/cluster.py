@@ -24,6 +24,7 @@ bind mounts in the run's directory, removed with it).
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,6 +41,8 @@ from faultline.errors import ClusterError, SetupError
 from faultline.spec import TestSpec
 
 LABEL = "faultline.run"
+
+_log = logging.getLogger(__name__)
 
 
 def _client() -> Any:
@@ -267,6 +270,19 @@ def labelled_runs() -> list[str]:
     found |= {n.attrs.get("Labels", {}).get(LABEL, "") for n in client.networks.list(filters=labelled)}
     client.close()
     return sorted(found - {""})
+
+
+def remove_containers(run_id: str) -> None:
+    """Remove the containers and network of run ``run_id``, when an engine answers: so
+    that whatever cleans up a crashed docker run (a local run's start, ``cluster down``)
+    leaves no container, bridge or engine rule of it. With no engine, none runs; the
+    engine keeps them for the docker backend's next start, which removes them."""
+    if not engine.running():
+        return
+    try:
+        remove_labelled(_client(), lambda rid: rid == run_id)
+    except Exception as e:  # the engine went away, or no SDK: the next docker start retries
+        _log.warning("removing the containers of run %s failed: %s", run_id, e)
 
 
 def remove_labelled(client: Any, chosen: Callable[[str], bool]) -> list[str]:

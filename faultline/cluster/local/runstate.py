@@ -259,6 +259,9 @@ def destroy(run_id: str, state: RunState | None) -> None:
     links = [link for link in netns.list_links() if netns.owner_run_id(link) == run_id]
     for cmd in netns.teardown_commands([], links):
         netns.run(cmd, check=False)
+    from faultline.cluster.docker.cluster import remove_containers  # (cluster.docker imports this)
+
+    remove_containers(run_id)  # a docker run's containers and network, which no name here finds
     if state is not None and state.owns_workdir:
         shutil.rmtree(state.workdir, ignore_errors=True)
     shutil.rmtree(runs_dir() / run_id, ignore_errors=True)

@@ -96,3 +96,36 @@ def test_processes_are_found_by_their_run_marker() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+class _Labelled:
+    """A container or network of the Docker SDK, as remove_labelled reads it."""
+
+    def __init__(self, run_id: str, gone: list[str], kind: str) -> None:
+        self.labels = {"faultline.run": run_id}
+        self.attrs = {"Labels": self.labels}
+        self._gone, self._name = gone, f"{kind} of {run_id}"
+
+    def remove(self, force: bool = False) -> None:
+        self._gone.append(self._name)
+
+
+def test_destroying_a_crashed_docker_run_removes_its_containers_and_network(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: a crashed docker run's containers and network (a bridge and the
+    engine's rules for it) were removed only by the docker backend's next start; a local
+    run or `cluster down` that cleaned up after it killed its JVMs and left them."""
+    from types import SimpleNamespace
+
+    from faultline.cluster.docker import cluster as docker_cluster
+    from faultline.cluster.docker import engine
+
+    gone: list[str] = []
+    things = {k: [_Labelled(rid, gone, k) for rid in ("abc123", "live99")] for k in ("container", "network")}
+    client = SimpleNamespace(
+        containers=SimpleNamespace(list=lambda **kw: things["container"]),
+        networks=SimpleNamespace(list=lambda **kw: things["network"]))
+    monkeypatch.setattr(engine, "running", lambda: True)
+    monkeypatch.setattr(docker_cluster, "_client", lambda: client)
+    runstate.destroy("abc123", _state(None, detached=True))
+    assert gone == ["container of abc123", "network of abc123"]
