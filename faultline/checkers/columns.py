@@ -263,6 +263,14 @@ class Part:
             return None
         return max(ends)  # type: ignore[type-var]
 
+    def held(self, offset: int) -> bool:
+        """Whether every replica holds the same batch at ``offset`` (:attr:`agreed`) below
+        the complete drain's HW: there the drain had a record to read."""
+        if not self.complete or self.agreed is None or self.hw is None or not self.replicas:
+            return False
+        start = max(int(r["log_start_offset"]) for r in self.replicas)
+        return start <= offset < min(self.agreed, self.hw)
+
     @property
     def short(self) -> int | None:
         """:attr:`agreed`, when the complete drain stopped below it (it stopped short);

@@ -749,6 +749,8 @@ class Engine:
                         c.below_log_start += 1
                     elif part.short is not None and (ack_at == NONE or ack_at >= part.hw):  # type: ignore[operator]
                         c.set_aside("lost-write", tp)
+                    elif ack_at != NONE and part.drains.get(ack_at) == NONE and part.held(ack_at):
+                        c.drain_missed += 1  # the drain skipped what every replica holds
                     else:
                         c.add("lost-write", tp, partial(examples.lost, self, c, s))
                 elif (ack_at != NONE and ack_at != stored and ack_at not in self.dups.get(s, ())

@@ -106,8 +106,10 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     :func:`faultline.checkers.queue.check_rows`. The client log (``client-log.jsonl``,
     when there is one) lines the client's own account up with duplicates; one that
     cannot be read is named in ``client_log_error`` and not used. The white-box invariants are added as
-    ``white_box`` (:mod:`faultline.checkers.whitebox`), which never changes ``valid``;
-    an unreadable white-box file is named in ``white_box.errors``. But a metadata log or
+    ``white_box`` (:mod:`faultline.checkers.whitebox`); where it is violated (and the
+    guarantees do not permit it) while the history found nothing forbidden, the two
+    disagree and ``valid`` is unknown (``broker-state-disagrees``); an unreadable
+    white-box file is named in ``white_box.errors``. But a metadata log or
     replicas file the run has and the check could not read, or one ``cluster.json`` says
     could not be collected (``broker_state_errors``), makes ``valid`` unknown
     (``broker-state-unreadable``), whatever it was: what the file says can forbid a
@@ -141,8 +143,22 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     result = _undecided_without(result, state.files)
     white = check_white_box(spec, state.files, result.to_json())
     if white is not None:
-        result = replace(result, extra={**result.extra, "white_box": white})
+        result = _disagreeing(replace(result, extra={**result.extra, "white_box": white}), white)
     return result, table
+
+
+def _disagreeing(result: Result, white: dict[str, Any]) -> Result:
+    """``result``, unknown if the history found nothing forbidden while the brokers' own
+    state broke an invariant the guarantees do not permit to break (``white_box``): one of
+    the two is wrong, so the run is not known valid (``broker-state-disagrees``)."""
+    if result.valid is not True or white.get("valid") is not False:
+        return result
+    broken = [i["name"] for i in white.get("invariants") or () if i.get("violations")]
+    entry = {"kind": "broker-state-disagrees", "affects_verdict": True,
+             "why": f"the history shows nothing forbidden, but the brokers' own state broke "
+                    f"{', '.join(broken)} (white_box): the two disagree, so the run is not "
+                    "known valid"}
+    return replace(result, valid=UNKNOWN, unknown=[*result.unknown, entry])
 
 
 def _undecided_without(result: Result, files: BrokerFiles) -> Result:

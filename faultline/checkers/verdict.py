@@ -64,6 +64,7 @@ class Collected:
         self.faults: list[dict[str, Any]] = []
         self.measures: dict[str, Any] = {}
         self.below_log_start = 0
+        self.drain_missed = 0  # lost writes at an offset every replica holds below the HW
         self.indeterminate = 0
         self.indeterminate_read = 0
         self.iso_ack_offset: list[int] = []  # slots: ack offset empty in the drain
@@ -225,6 +226,13 @@ def build_result(c: Collected, engine: Tally) -> Result:
                         "affects_verdict": False,
                         "why": "acknowledged values at offsets below the drain's log start "
                                "(deleted by retention): whether they were lost is unknown"})
+    if c.drain_missed:
+        unknown.append({"kind": "drain-missed-held", "count": c.drain_missed,
+                        "affects_verdict": True,
+                        "why": "acknowledged values the drain did not read, at offsets it read "
+                               "nothing at below its HW where every replica's log holds the same "
+                               "batch (replicas.jsonl): the history says lost, the brokers say "
+                               "held; not counted as lost writes"})
     violations = c.violations()
     if violations:
         valid: bool | str = False

@@ -28,18 +28,20 @@ observers"):
 ``replicas-agree-below-hw``
     the replicas hold the same batches (offsets and CRC) below the HW, where the HW is
     the one the final drain saw (else the highest checkpointed one), and only where
-    both replicas hold the offsets.
+    both replicas hold the offsets; a replica outside the last ISR of the metadata log
+    (every replica, without one) only below its own checkpointed HW: it may hold an
+    uncommitted tail it has not yet truncated.
 
 A decreasing HW and replicas that disagree below it mean committed data was lost or
 rewritten; they are *permitted* when the guarantees permit losing committed data for
 the config and faults (the ``phantom-read`` rule of :mod:`guarantees`), else violations.
 
 The verdict: ``white_box.valid`` is false when an invariant has a violation that is not
-permitted, "unknown" when an input could not be read, else true. It does **not** change
-results.json's ``valid``, whose meaning docs/history.md fixes ("false when any forbidden
-anomaly was seen"): a violated invariant is a finding about Kafka (or the harness)
-that the report and ``faultline check`` show beside the verdict, with its examples,
-whether or not a client ever saw its effect.
+permitted, "unknown" when an input could not be read, else true. It never makes
+results.json's ``valid`` false (docs/history.md: "false when any forbidden anomaly was
+seen", by the clients): but where the history found nothing forbidden and the white box
+a violation, the two disagree and :func:`faultline.checkers.stored.check_stored` makes
+``valid`` unknown (``broker-state-disagrees``).
 """
 
 from __future__ import annotations
@@ -235,10 +237,14 @@ def check_elections(changes: Iterable[Line], unclean_enabled: bool) -> Invariant
 
 
 def check_hw_le_leo(observations: Sequence[Line], topic: str,
-                    data_loss_since: Mapping[int, int]) -> Invariant:
+                    data_loss_since: Mapping[int, int],
+                    loss_permitted: Container[int] = ()) -> Invariant:
     """``hw-le-leo``: a sample's ``hw_checkpoint[n]`` against the next sample's ``leo[n]``.
 
     ``data_loss_since``: node -> time of the first wipe / lose-unflushed that hit it.
+    On a partition in ``loss_permitted`` a checkpoint above the LEO is permitted: a
+    replica that truncates committed data (after an unclean election) keeps the old HW
+    in its checkpoint file until the next periodic checkpoint.
     """
     inv = Invariant("hw-le-leo", source=OBSERVATIONS_FILE)
     for p, samples in _by_partition(observations, topic).items():
@@ -255,7 +261,7 @@ def check_hw_le_leo(observations: Sequence[Line], topic: str,
                 if hw > later:
                     inv.add({"time": s["time"], "partition": p, "node": int(node),
                              "what": f"n{node}'s HW checkpoint {hw} above its LEO {later} "
-                                     f"read at {nxt['time'] / 1e9:.3f} s"})
+                                     f"read at {nxt['time'] / 1e9:.3f} s"}, permitted=p in loss_permitted)
     return inv
 
 
@@ -288,10 +294,16 @@ def _by_partition(observations: Iterable[Line], topic: str) -> dict[int, list[Li
 
 
 def check_replicas_agree(replicas: Sequence[Line], topic: str, hw: Mapping[int, int | None],
-                         loss_permitted: Container[int]) -> Invariant:
+                         loss_permitted: Container[int],
+                         isr: Mapping[int, frozenset[int]] | None = None) -> Invariant:
     """``replicas-agree-below-hw``: per pair of replicas, the batches below the HW that
     both hold must be the same (base and last offset, CRC). One example per diverging
-    pair: its first differing batch."""
+    pair: its first differing batch.
+
+    ``isr``: partition -> its ISR in the metadata log's last state. Kafka promises the
+    HW only for the ISR: a replica outside it (or any, without ``isr``) may still hold a
+    divergent uncommitted tail it truncates once it fetches again, so it is compared only
+    below its own checkpointed HW (what it knew to be committed), none without one."""
     inv = Invariant("replicas-agree-below-hw", source=REPLICAS_FILE)
     for p, reps in replicas_by_partition(replicas, topic).items():
         limit = hw.get(p)
@@ -300,10 +312,21 @@ def check_replicas_agree(replicas: Sequence[Line], topic: str, hw: Mapping[int, 
                         default=None)
         if limit is None:
             continue
+        members = None if isr is None else isr.get(p)
+        bound = {int(r["node"]): limit if members is not None and int(r["node"]) in members
+                 else min(limit, r["hw_checkpoint"]) if type(r.get("hw_checkpoint")) is int else 0
+                 for r in reps}
         for i, a in enumerate(reps):
             for b in reps[i + 1:]:
-                _compare(inv, p, a, b, limit, p in loss_permitted)
+                _compare(inv, p, a, b, min(bound[int(a["node"])], bound[int(b["node"])]),
+                         p in loss_permitted)
     return inv
+
+
+def final_isr(metadata: Iterable[Line], topic: str) -> dict[int, frozenset[int]]:
+    """partition -> its ISR in the last state ``metadata.jsonl`` gives for it."""
+    timeline = partition_timeline(metadata, topic) or {}
+    return {p: states[-1].isr for (_, p), states in timeline.items() if states}
 
 
 def replicas_by_partition(replicas: Iterable[Line], topic: str) -> dict[int, list[Line]]:
@@ -475,11 +498,12 @@ def check_white_box(spec: TestSpec, files: BrokerFiles,
     if metadata is not None:
         done["leader-from-isr-or-elr"] = check_elections(changes, spec.topic.unclean_leader_election_enable)
     if observations is not None:
-        done["hw-le-leo"] = check_hw_le_leo(observations, topic, _data_loss_since(results))
+        done["hw-le-leo"] = check_hw_le_leo(observations, topic, _data_loss_since(results), loss_permitted)
         done["hw-monotonic"] = check_hw_monotonic(observations, topic, loss_permitted)
     if replicas is not None:
         done["replicas-agree-below-hw"] = check_replicas_agree(
-            replicas, topic, _drain_hw(results, topic), loss_permitted)
+            replicas, topic, _drain_hw(results, topic), loss_permitted,
+            final_isr(metadata, topic) if metadata is not None else None)
     invariants = [done.get(name) or Invariant(name) for name in INVARIANTS]
     valid: Valid = merge_valid(*(not i.violations for i in invariants), *([UNKNOWN] if errors else []))
     return {"valid": valid, "topic": topic, "invariants": [i.to_json() for i in invariants],

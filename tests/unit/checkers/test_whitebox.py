@@ -96,6 +96,11 @@ def test_client_hw_never_moves_backwards() -> None:
     assert check_hw_monotonic([obs(0, 9), obs(1, 7)], T, {0}).permitted == 1
 
 
+#: The metadata log's last ISR of partition 0: every replica (check_replicas_agree compares
+#: a replica outside it only below its own checkpointed HW).
+ALL_IN_ISR = {0: frozenset({1, 2, 3})}
+
+
 def rep(node: int, batches: list[list[int]], ckpt: int | None = None) -> dict[str, Any]:
     return {"topic": T, "partition": 0, "node": node, "log_start_offset": batches[0][0],
             "log_end_offset": batches[-1][1] + 1, "hw_checkpoint": ckpt, "batches": batches}
@@ -104,13 +109,14 @@ def rep(node: int, batches: list[list[int]], ckpt: int | None = None) -> dict[st
 def test_replicas_agree_below_the_hw_only() -> None:
     a = rep(1, [[0, 4, 0, 11], [5, 9, 0, 22], [10, 14, 1, 33]])
     b = rep(2, [[0, 4, 0, 11], [5, 9, 0, 22], [10, 12, 2, 99]])  # differs above HW 10
-    inv = check_replicas_agree([a, b], T, {0: 10}, set())
+    inv = check_replicas_agree([a, b], T, {0: 10}, set(), ALL_IN_ISR)
     assert (inv.checked, inv.violations) == (2, 0)
     c = rep(3, [[0, 4, 0, 11], [5, 9, 1, 23]])  # differs below the HW
-    inv = check_replicas_agree([a, c], T, {0: 10}, set())
+    inv = check_replicas_agree([a, c], T, {0: 10}, set(), ALL_IN_ISR)
     assert inv.violations == 1 and inv.examples[0]["offset"] == 5 and inv.examples[0]["nodes"] == [1, 3]
-    assert check_replicas_agree([a, c], T, {0: None}, set()).checked == 0  # no HW known: nothing checked
-    assert check_replicas_agree([a, rep(3, c["batches"], ckpt=10)], T, {}, {0}).permitted == 1
+    # no HW known: nothing checked
+    assert check_replicas_agree([a, c], T, {0: None}, set(), ALL_IN_ISR).checked == 0
+    assert check_replicas_agree([a, rep(3, c["batches"], ckpt=10)], T, {}, {0}, ALL_IN_ISR).permitted == 1
 
 
 def test_a_gap_in_either_replica_is_a_difference() -> None:
@@ -119,7 +125,7 @@ def test_a_gap_in_either_replica_is_a_difference() -> None:
     full = rep(1, [[0, 2, 0, 7], [3, 5, 0, 8], [6, 9, 0, 9]])
     gap = rep(2, [[0, 2, 0, 7], [6, 9, 0, 9]])
     for pair in ([full, gap], [{**gap, "node": 1}, {**full, "node": 2}]):
-        inv = check_replicas_agree(pair, T, {0: 10}, set())
+        inv = check_replicas_agree(pair, T, {0: 10}, set(), ALL_IN_ISR)
         assert inv.violations == 1 and inv.examples[0]["offset"] == 3
         assert "no batch starting at 3" in inv.examples[0]["what"]
 
@@ -138,13 +144,15 @@ def test_results_validate_with_and_without_white_box(tmp_path: Path) -> None:
     assert [(c["from"], c["to"], c["kind"]) for c in res["white_box"]["leader_changes"]] == [(2, 3, "isr")]
 
 
-def test_a_white_box_violation_does_not_change_valid(tmp_path: Path) -> None:
+def test_a_white_box_violation_makes_a_valid_run_unknown(tmp_path: Path) -> None:
+    """The history and the brokers disagree: not valid, not a loss (was: stayed valid)."""
     run = make_run(tmp_path / "r", Scenario(kills=(), lost_per_kill=0))
     with (run.path / "metadata.jsonl").open("a") as fh:  # an unclean election of p0
         for line in (part(90, None, [], epoch=1), part(91, 3, [3], epoch=2)):
             fh.write(json.dumps(line) + "\n")
     result = check_run(run.path)
-    assert result.valid is True
+    assert result.valid == "unknown"
+    assert [u["kind"] for u in result.unknown if u["affects_verdict"]] == ["broker-state-disagrees"]
     white = result.extra["white_box"]
     assert white["valid"] is False and white["invariants"][0]["violations"] == 1
     RESULTS.validate(result.to_json())
