@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Producer
 
 from faultline.brokerstate.collect import collect_broker_state
-from faultline.checkers.whitebox import check_replicas_agree, leader_changes
+from faultline.checkers.whitebox import check_replicas_agree, final_isr, leader_changes
 from faultline.cluster.local.cluster import LocalCluster
 from tests.integration.conftest import INTEGRATION_SPEC
 from tests.integration.nemeses.nemesis_helpers import partition_state, running, wait_until
@@ -132,6 +132,9 @@ def test_replicas_agree_below_the_hw(collected: Collected) -> None:
     assert len(collected.replicas) == SPEC.topic.partitions * SPEC.topic.replication_factor
     for r in collected.replicas:
         assert r["log_end_offset"] == collected.hw[int(r["partition"])]
-    inv = check_replicas_agree(collected.replicas, SPEC.topic.name, collected.hw, loss_permitted=set())
+    isr = final_isr(collected.metadata, SPEC.topic.name)  # every replica in it: compared to the HW
+    assert all(len(isr[p]) == SPEC.topic.replication_factor for p in range(SPEC.topic.partitions)), isr
+    inv = check_replicas_agree(collected.replicas, SPEC.topic.name, collected.hw, loss_permitted=set(),
+                               isr=isr)
     assert inv.checked > 0
     assert inv.violations == 0, inv.examples
