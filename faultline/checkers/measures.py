@@ -168,7 +168,8 @@ def fault_windows(actions: Sequence[NemesisAction]) -> list[dict[str, Any]]:
     A held fault (:data:`HELD`) lasts from its begin until the completion of the heal
     that ends it (:data:`HEALS`, matched on nodes when both name nodes); any other
     fault action (``wipe``, ``lose-unflushed``) spans its own begin..completion. A
-    fault never healed has ``end`` None. Sorted by start.
+    fault never healed has ``end`` None; a skipped one (``result: "skipped"``) has no
+    window. Sorted by start.
     """
     held: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
@@ -186,7 +187,7 @@ def fault_windows(actions: Sequence[NemesisAction]) -> list[dict[str, Any]]:
             held = keep
             continue
         kind = fault_of(a.f)
-        if kind is None:
+        if kind is None or a.skipped:  # a skipped fault did nothing: no window
             continue
         w = {"f": a.f, "kind": kind, "start": a.start, "end": a.end, "nodes": nodes,
              "detail": _detail(a.value)}

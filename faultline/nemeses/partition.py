@@ -21,6 +21,7 @@ from faultline.nemeses.base import (
     check_capabilities,
     choose,
     completed,
+    leaders_json,
     leaders_snapshot,
     partitionable,
     with_timeout,
@@ -151,7 +152,9 @@ class PartitionNemesis:
     def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:
         cluster = self.cluster
         nodes = [n.id for n in cluster.nodes]
-        leaders = leaders_snapshot(cluster)
+        # isolate-leader's snapshot is the very read its target comes from (below): a
+        # second read may see leadership moved, and journal another leader than it cut off
+        leaders = {} if step.kind == "isolate-leader" else leaders_snapshot(cluster)
         extra: dict[str, Any] = {}
         if step.kind == "isolate-node":
             target = choose(nodes, step.pick)
@@ -165,6 +168,7 @@ class PartitionNemesis:
             if state is None or state.leader is None:
                 raise NemesisError(f"partition {topic}/{partition} has no leader to isolate")
             grudge = isolate(nodes, state.leader)
+            leaders = leaders_json(topic, states)
             extra = {"target": state.leader, "partition": f"{topic}/{partition}"}
         elif step.kind == "isolate-controller":
             controller = with_timeout(cluster.active_controller, LIVE_STATE_TIMEOUT_S, "active controller")

@@ -32,7 +32,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -455,15 +455,11 @@ class LocalCluster:
 
     def partition(self, grudge: Grudge, replication: Grudge | None = None) -> None:
         with self._lock:
-            plan = netns.grudge_commands(self.layout, grudge, replication)
-            for cmds in plan.values():
-                for cmd in cmds:
-                    netns.run(cmd)
+            _run_per_node(netns.grudge_commands(self.layout, grudge, replication).values())
 
     def heal_network(self) -> None:
         with self._lock:
-            for cmd in netns.heal_commands(self.layout):
-                netns.run(cmd)
+            _run_per_node([cmd] for cmd in netns.heal_commands(self.layout))
 
     # -- Toxifiable -----------------------------------------------------------------
 
@@ -543,6 +539,23 @@ class LocalCluster:
     def topics(self) -> list[str]:
         md = self.admin().list_topics(timeout=5)
         return sorted(t for t in md.topics if not t.startswith("__"))
+
+
+def _run_per_node(plan: Iterable[Sequence[Sequence[str]]]) -> None:
+    """Run each node's commands in order, every node's even when another node's fail:
+    one namespace whose iptables fails (the xtables lock not had in time, a chain gone)
+    must not leave the rules of the nodes after it as they were, partitioned after a heal
+    or under the last grudge. ClusterError naming every failure, once all have run."""
+    errors: list[str] = []
+    for cmds in plan:
+        try:
+            for cmd in cmds:
+                netns.run(cmd)
+        except ClusterError as e:  # the node's later commands depend on this one; next node
+            errors.append(str(e))
+    if errors:
+        raise ClusterError("; ".join(errors))
+
 
 def _fmt_leaders(state: Mapping[int, PartitionState]) -> str:
     return ", ".join(f"p{p}: leader {s.leader} isr {list(s.isr)}" for p, s in sorted(state.items())) or "none"

@@ -21,6 +21,7 @@ from faultline.cluster.protocol import (
     Toxifiable,
     Wipeable,
 )
+from faultline.errors import ClusterError
 from tests.integration.nemeses.nemesis_helpers import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -187,3 +188,25 @@ def test_a_grudge_isolating_the_leader_moves_leadership_away(fresh_cluster: Loca
     c.heal_network()
     c.wait_full_isr(TOPIC, 120)
     produce(c, 0, [b"healed"])
+
+
+def test_a_heal_clears_every_node_though_one_nodes_iptables_fails(cluster: LocalCluster) -> None:
+    """Found by the nemesis review: with node 2's grudge chain gone (its ``iptables -F``
+    fails), a heal stopped at node 2 and left node 3 dropping node 1, and so did every
+    teardown after it."""
+    def ipt(node: int, *args: str, check: bool = True) -> str:
+        return subprocess.run(["ip", "netns", "exec", cluster.node(node).namespace, "iptables", "-w", "5",
+                               *args], capture_output=True, text=True, check=check).stdout
+
+    ipt(2, "-D", "INPUT", "-j", "FAULTLINE")
+    ipt(2, "-X", "FAULTLINE")
+    try:
+        ipt(3, "-A", "FAULTLINE", "-s", f"{cluster.node(1).address}/32", "-j", "DROP")
+        with pytest.raises(ClusterError, match="FAULTLINE"):
+            cluster.heal_network()
+        assert "-j DROP" not in ipt(3, "-S", "FAULTLINE"), "node 3 still drops node 1 after the heal"
+    finally:
+        ipt(3, "-F", "FAULTLINE", check=False)
+        ipt(2, "-N", "FAULTLINE", check=False)
+        ipt(2, "-I", "INPUT", "1", "-j", "FAULTLINE", check=False)
+    cluster.heal_network()

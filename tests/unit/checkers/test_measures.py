@@ -33,3 +33,15 @@ def test_partition_heal_and_instant_faults() -> None:
     assert [(w["f"], w["start"] / S, None if w["end"] is None else w["end"] / S) for w in windows] == [
         ("partition", 1, 6.5), ("wipe", 3, 4)]
     assert windows[0]["nodes"] == [1, 2, 3] and "n1 drops 2,3" in windows[0]["detail"]
+
+
+def test_a_skipped_fault_has_no_window() -> None:
+    """Found by the nemesis review: a fault the nemesis skipped (no target; its node was
+    down already) did nothing, yet drew a window, and one never healed when no heal
+    followed (a plan that failed), so every later unavailability was laid at its door."""
+    ops = [nem(0, 1, "kill", {"kind": "kill"}),
+           nem(1, 1.1, "kill", {"kind": "kill", "nodes": [], "result": "skipped"}),
+           nem(2, 2, "pause", {"nodes": [3]}),
+           nem(3, 2.1, "pause", {"nodes": [], "result": "skipped", "why": "node 3 was down: nothing done"}),
+           nem(4, 5, "resume", {"nodes": [3]}), nem(5, 5.1, "resume", {"nodes": [3], "result": "resumed"})]
+    assert fault_windows(nemesis_actions(ops)) == []

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+from types import SimpleNamespace
 
 import pytest
 
 from faultline.cluster.local import netns
+from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.local.netns import CHAIN, Layout
+from faultline.errors import ClusterError
+from faultline.spec import TestSpec
 
 NET = ipaddress.IPv4Network("10.241.7.0/24")
 LAYOUT = Layout("abc123", NET, (1, 2, 3))
@@ -136,3 +140,27 @@ def test_probe_outcomes_that_mean_reached() -> None:
     assert str(outcome("timed out")) == "node 1 could not reach node 2 (10.241.7.12:9093: timed out)"
     assert str(netns.Probe(None, 3, "10.241.7.13", 9, "timed out")).startswith("the host could not")
 
+
+
+def test_a_node_whose_iptables_fails_leaves_no_other_node_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the nemesis review on a real cluster: with node 2's chain gone, a heal
+    (and the teardown after it) stopped at node 2 and left node 3 dropping node 1."""
+    ran: list[list[str]] = []
+
+    def run(cmd: list[str], **_: object) -> str:
+        ran.append(list(cmd))
+        if "flabc123-n2" in cmd:
+            raise ClusterError("iptables: No chain/target/match by that name.")
+        return ""
+
+    monkeypatch.setattr(netns, "run", run)
+    cluster = LocalCluster(TestSpec())
+    cluster._state = SimpleNamespace(layout=LAYOUT)  # type: ignore[assignment]
+    with pytest.raises(ClusterError, match="No chain"):
+        cluster.heal_network()
+    assert ran == netns.heal_commands(LAYOUT), "every node's chain is flushed, node 3's too"
+    ran.clear()
+    with pytest.raises(ClusterError, match="No chain"):
+        cluster.partition({1: frozenset({3}), 2: frozenset({3}), 3: frozenset({1, 2})})
+    plan = netns.grudge_commands(LAYOUT, {1: {3}, 2: {3}, 3: {1, 2}})
+    assert ran == [*plan[1], plan[2][0], *plan[3]], "node 3 gets its part though node 2's failed"

@@ -19,6 +19,7 @@ from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.nemeses.package import NemesisPackage
+from faultline.nemeses.partition import PartitionNemesis
 from faultline.nemeses.schedule import Step
 from faultline.spec import KafkaSpec, NemesisSpec, TestSpec
 
@@ -401,3 +402,24 @@ def test_a_stop_that_had_to_sigkill_is_journaled_and_credited_as_a_kill(
     assert ("kill" in faults_of(ops)) == kills and "stop" in faults_of(ops)
     if kills:
         assert stop["killed"] == stop["nodes"]
+
+
+def test_isolate_leader_journals_the_leaders_its_target_came_from(tmp_path: Path) -> None:
+    """Found by the nemesis review: the ``leaders`` snapshot was a read of its own, before
+    the one the target came from, so a leadership move between the two journaled the
+    isolated partition led by a node the grudge did not cut off (no leader-fault there)."""
+    class Moving(FakeCluster):
+        """Partition 0's leader is node 1 at the first read, node 2 from then on."""
+
+        reads = 0
+
+        def leaders(self, topic: str) -> dict[int, PartitionState]:
+            self.reads += 1
+            lead = 1 if self.reads == 1 else 2
+            return {p: PartitionState(lead, (1, 2, 3)) for p in range(self.spec.topic.partitions)}
+
+    cluster = Moving(_spec(("partition",)), tmp_path)
+    nemesis = PartitionNemesis()
+    nemesis.setup(cluster)  # type: ignore[arg-type]
+    value = nemesis.plan(Step(0.0, "partition", "isolate-leader", 1.0, 0), set())
+    assert value["leaders"][value["partition"]] == value["target"], value
