@@ -33,7 +33,7 @@ from typing import Any
 from faultline.cluster import kafka_config, kafka_dist
 from faultline.cluster.docker import engine, image
 from faultline.cluster.local import netns, runstate
-from faultline.cluster.local.cluster import LocalCluster
+from faultline.cluster.local.cluster import LocalCluster, run_per_node
 from faultline.cluster.local.runstate import ProcId
 from faultline.cluster.protocol import Grudge
 from faultline.cluster.waiting import wait_until
@@ -217,32 +217,33 @@ class DockerCluster(LocalCluster):
             netns.grudge_rules(self.layout, grudge, replication)  # validates the node ids
             self._grudge = {n: sorted(set(ds)) for n, ds in grudge.items()}
             self._replication = {n: sorted(set(ds)) for n, ds in (replication or {}).items()}
-            for node in self.node_ids:
-                self._apply_grudge(node)
+            run_per_node(self._grudge_commands(node) for node in self.node_ids)
 
     def heal_network(self) -> None:
         with self._lock:
             self._grudge, self._replication = {}, {}
-            for node in self.node_ids:
-                self._apply_grudge(node)
+            run_per_node(self._grudge_commands(node) for node in self.node_ids)
 
     def _apply_rules(self, node: int) -> None:
         """The grudge chain in a freshly started container, then its part of the grudge."""
-        for rule in netns.chain_rules():
-            self._iptables(node, rule)
-        self._apply_grudge(node)
+        for cmd in [*(self._iptables(node, rule) for rule in netns.chain_rules()),
+                    *self._grudge_commands(node)]:
+            netns.run(cmd)
 
-    def _apply_grudge(self, node: int) -> None:
+    def _grudge_commands(self, node: int) -> list[list[str]]:
+        """The commands that put ``node``'s part of the grudge in place; none while it is
+        down (no network namespace now: applied when it starts)."""
         proc = self.state.nodes.get(node)
         if proc is None or not proc.alive():
-            return  # no network namespace now; applied when it starts
-        for rule in netns.grudge_rules(self.layout, self._grudge, self._replication)[node]:
-            self._iptables(node, rule)
+            return []
+        return [self._iptables(node, rule)
+                for rule in netns.grudge_rules(self.layout, self._grudge, self._replication)[node]]
 
-    def _iptables(self, node: int, rule: Sequence[str]) -> None:
+    def _iptables(self, node: int, rule: Sequence[str]) -> list[str]:
+        """The command that runs iptables ``rule`` in ``node``'s container's namespace."""
         proc = self.state.nodes[node]
         assert proc is not None
-        netns.run(["nsenter", "-t", str(proc.pid), "-n", "iptables", "-w", "5", *rule])
+        return ["nsenter", "-t", str(proc.pid), "-n", "iptables", "-w", "5", *rule]
 
     def _reachability(self) -> str:
         """Which running node could not reach which node's controller port (probed from

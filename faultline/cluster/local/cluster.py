@@ -455,11 +455,11 @@ class LocalCluster:
 
     def partition(self, grudge: Grudge, replication: Grudge | None = None) -> None:
         with self._lock:
-            _run_per_node(netns.grudge_commands(self.layout, grudge, replication).values())
+            run_per_node(netns.grudge_commands(self.layout, grudge, replication).values())
 
     def heal_network(self) -> None:
         with self._lock:
-            _run_per_node([cmd] for cmd in netns.heal_commands(self.layout))
+            run_per_node([cmd] for cmd in netns.heal_commands(self.layout))
 
     # -- Toxifiable -----------------------------------------------------------------
 
@@ -541,7 +541,7 @@ class LocalCluster:
         return sorted(t for t in md.topics if not t.startswith("__"))
 
 
-def _run_per_node(plan: Iterable[Sequence[Sequence[str]]]) -> None:
+def run_per_node(plan: Iterable[Sequence[Sequence[str]]]) -> None:
     """Run each node's commands in order, every node's even when another node's fail:
     one namespace whose iptables fails (the xtables lock not had in time, a chain gone)
     must not leave the rules of the nodes after it as they were, partitioned after a heal

@@ -164,3 +164,28 @@ def test_a_node_whose_iptables_fails_leaves_no_other_node_as_it_was(monkeypatch:
         cluster.partition({1: frozenset({3}), 2: frozenset({3}), 3: frozenset({1, 2})})
     plan = netns.grudge_commands(LAYOUT, {1: {3}, 2: {3}, 3: {1, 2}})
     assert ran == [*plan[1], plan[2][0], *plan[3]], "node 3 gets its part though node 2's failed"
+
+
+def test_a_docker_node_whose_iptables_fails_leaves_no_other_node_as_it_was(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for the docker backend (its containers' namespaces, entered by pid): a
+    heal or partition stopped at the first node whose iptables failed."""
+    from faultline.cluster.docker.cluster import DockerCluster
+
+    ran: list[int] = []  # the pid of each command's container
+
+    def run(cmd: list[str], **_: object) -> str:
+        ran.append(int(cmd[2]))
+        if cmd[2] == "102":
+            raise ClusterError("iptables: No chain/target/match by that name.")
+        return ""
+
+    monkeypatch.setattr(netns, "run", run)
+    cluster = DockerCluster(TestSpec())
+    procs = {n: SimpleNamespace(pid=100 + n, alive=lambda: True) for n in (1, 2, 3)}
+    cluster._state = SimpleNamespace(layout=LAYOUT, nodes=procs)  # type: ignore[assignment]
+    for act in (cluster.heal_network, lambda: cluster.partition({1: frozenset({3}), 3: frozenset({1})})):
+        ran.clear()
+        with pytest.raises(ClusterError, match="No chain"):
+            act()
+        assert ran[0] == 101 and ran[-1] == 103 and 102 in ran, "node 3 gets its part though node 2's failed"
