@@ -206,12 +206,9 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             if kind in NODE_FAULTS:
                 if _hit_leader(action, nodes, tp, states[tp]):
                     out[tp].add("leader-fault")
-                seen = out_of_step[tp]
-                if seen is not None:
-                    out_of_step[tp] = seen | nodes if nodes else None
-                were = fenced[tp]
-                if fencing and were is not None:
-                    fenced[tp] = were | nodes if nodes else None
+                out_of_step[tp] = _with(out_of_step[tp], nodes)
+                if fencing:
+                    fenced[tp] = _with(fenced[tp], nodes)
             if did in DATA_LOSS_FAULTS:
                 destroyed[tp].add(nodes, action.start)
     for tp in parts:
@@ -220,11 +217,20 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
         out[tp].update(f"data-loss>={n}" for n in range(1, destroyed[tp].most + 1))
         seen = out_of_step[tp]
         if out[tp] & (NODE_FAULTS | {"leader-fault"}) or seen:
-            most = _MAX_NODES if seen is None else len(seen)
-            out[tp].update(f"faulted>={n}" for n in range(1, most + 1))
-        were = fenced[tp]
-        out[tp].update(f"fenced>={n}" for n in range(1, (_MAX_NODES if were is None else len(were)) + 1))
+            out[tp].update(_at_least("faulted", seen))
+        out[tp].update(_at_least("fenced", fenced[tp]))
     return {tp: frozenset(fs) for tp, fs in out.items()}
+
+
+def _with(nodes: set[str] | None, more: set[str]) -> set[str] | None:
+    """The replicas ``nodes`` (None: every one) and ``more``, which an op naming no node
+    (empty) may have been any of."""
+    return None if nodes is None or not more else nodes | more
+
+
+def _at_least(name: str, nodes: set[str] | None) -> list[str]:
+    """``name>=1`` .. ``name>=N`` for the N replicas ``nodes`` (None: any, N up to 5)."""
+    return [f"{name}>={n}" for n in range(1, (_MAX_NODES if nodes is None else len(nodes)) + 1)]
 
 
 def fences(kind: str, value: Mapping[str, Any]) -> bool:

@@ -154,11 +154,9 @@ def _disagreeing(result: Result, white: dict[str, Any]) -> Result:
     if result.valid is not True or white.get("valid") is not False:
         return result
     broken = [i["name"] for i in white.get("invariants") or () if i.get("violations")]
-    entry = {"kind": "broker-state-disagrees", "affects_verdict": True,
-             "why": f"the history shows nothing forbidden, but the brokers' own state broke "
-                    f"{', '.join(broken)} (white_box): the two disagree, so the run is not "
-                    "known valid"}
-    return replace(result, valid=UNKNOWN, unknown=[*result.unknown, entry])
+    return _undecided(result, "broker-state-disagrees",
+                      f"the history shows nothing forbidden, but the brokers' own state broke "
+                      f"{', '.join(broken)} (white_box): the two disagree, so the run is not known valid")
 
 
 def _undecided_without(result: Result, files: BrokerFiles) -> Result:
@@ -172,9 +170,14 @@ def _undecided_without(result: Result, files: BrokerFiles) -> Result:
         problems += files.uncollected
     if not unread:
         return result
-    why = (f"{' and '.join(unread)} ({'; '.join(problems)}): the broker's own state might "
-           "forbid what the check permitted without it, or set aside what it counted")
-    entry = {"kind": "broker-state-unreadable", "why": why, "affects_verdict": True}
+    return _undecided(result, "broker-state-unreadable",
+                      f"{' and '.join(unread)} ({'; '.join(problems)}): the broker's own state might "
+                      "forbid what the check permitted without it, or set aside what it counted")
+
+
+def _undecided(result: Result, kind: str, why: str) -> Result:
+    """``result`` made unknown by an ``unknown`` entry of ``kind`` that affects the verdict."""
+    entry = {"kind": kind, "why": why, "affects_verdict": True}
     return replace(result, valid=UNKNOWN, unknown=[*result.unknown, entry])
 
 

@@ -255,8 +255,7 @@ def verdict(run: RunData) -> Verdict:
     lost = counts.get("lost-write", 0)
     permitted = set(r.get("permitted") or ())
     reasons = r.get("permitted_reasons") or {}
-    undecided = [u for u in r.get("unknown") or ()
-                 if not isinstance(u, dict) or u.get("affects_verdict", True)]
+    undecided = _undecided(r)
     loss = (f"{'at least ' if undecided else ''}{lost} acknowledged write{'s' if lost != 1 else ''} lost"
             if lost else "data loss undecided" if undecided else "no acknowledged write lost")
     seen = [f"{a} ×{counts[a]}" for a in _types(r) if counts.get(a)]
@@ -279,6 +278,11 @@ def verdict(run: RunData) -> Verdict:
         return Verdict("valid", "VALID", loss, f"no anomaly seen; the guarantees held for {_under(run)}")
     unknown = [_unknown_text(u) for u in undecided]
     return Verdict("unknown", "UNKNOWN", loss, "; ".join(unknown) or "the checker could not decide")
+
+
+def _undecided(r: Mapping[str, Any]) -> list[Any]:
+    """results.json's ``unknown`` entries that affect the verdict."""
+    return [u for u in r.get("unknown") or () if not isinstance(u, dict) or u.get("affects_verdict", True)]
 
 
 def _violation_count(r: Mapping[str, Any], name: str, total: int) -> str:
@@ -590,8 +594,7 @@ def render_report(run: RunData) -> str:
         truncated=run.truncated,
         sends={k: sends.get(k, 0) for k in ("ok", "fail", "info")},
         sends_open=(r.get("stats") or {}).get("send_open", 0),
-        undecided=any(not isinstance(u, dict) or u.get("affects_verdict", True)
-                      for u in r.get("unknown") or ()),
+        undecided=bool(_undecided(r)),
         expectations=expectations(run), unknown=[_unknown_text(u) for u in r.get("unknown") or ()],
         faults_seen=", ".join(map(str, seen)) if isinstance(seen, list) else "",
         threshold=f"{(threshold if isinstance(threshold, int) else 1_000_000_000) / 1e9:g} s",
