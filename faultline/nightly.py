@@ -4,8 +4,8 @@
 
     RESULTS/nightly/<YYYY-MM-DD>/sweep/       the night's sweep (faultline sweep; resumable)
     RESULTS/nightly/<YYYY-MM-DD>/analysis/    faultline analyze over every night's sweep found
-                                              under RESULTS/nightly/ (the trend), this night
-                                              newest: tables/, comparison.html, junit.xml
+                                              under RESULTS/nightly/ up to this one (the trend),
+                                              this night newest: tables/, comparison.html, junit.xml
 
 ``CONFIG.yaml`` is a sweep matrix (``faultline sweep``'s). Rerunning the same night resumes
 its sweep (the finished cells are kept) and analyzes again. Exit status: 0 when every cell
@@ -32,10 +32,12 @@ SWEEP_DIR = "sweep"
 ANALYSIS_DIR = "analysis"
 
 
-def night_sweeps(nightly: Path) -> list[Path]:
-    """Every night's sweep directory under ``nightly`` that has a manifest, oldest first
-    (the night directories are dates, so their names sort by time)."""
-    return sorted(p.parent for p in nightly.glob(f"*/{SWEEP_DIR}/{SWEEP_FILE}"))
+def night_sweeps(nightly: Path, until: str) -> list[Path]:
+    """Every night's sweep directory under ``nightly`` that has a manifest, up to and
+    including night ``until``, oldest first (the night directories are dates, so their
+    names sort by time): a rerun of an older night is the newest of its own analysis."""
+    return sorted(p.parent for p in nightly.glob(f"*/{SWEEP_DIR}/{SWEEP_FILE}")
+                  if p.parent.parent.name <= until)
 
 
 def exit_status(sweep_status: int, analysis_status: int) -> int:
@@ -71,7 +73,7 @@ def nightly(config: Path, results: Path, night: str | None, master: str | None,
     console = Console(stderr=True)
     night_dir = results / "nightly" / night
     manifest = run_matrix(matrix, night_dir / SWEEP_DIR, console)
-    out = analyze_sweeps(night_sweeps(results / "nightly"), night_dir / ANALYSIS_DIR,
+    out = analyze_sweeps(night_sweeps(results / "nightly", night), night_dir / ANALYSIS_DIR,
                          master, remote, console)
     click.echo(f"night:      {night_dir}")
     click.echo(f"cells:      done {manifest.count('done')}  failed {manifest.count('failed')}"

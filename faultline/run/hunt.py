@@ -2,13 +2,13 @@
 config, and its absence on the safe config.
 
 For the config (acks, min.insync, unclean, Kafka version) the model explores fault
-schedules (:func:`faultline.checkers.model.table.explore_cell`, faults kill and pause,
-leaders included) and names each anomaly it permits with its shortest schedule. Each of
-:data:`RECIPES` is a model schedule, compiled into a targeted schedule
-(:mod:`faultline.targeted`) by :func:`faultline.run.compile.compile_schedule`, whose
-per-step rule table derives each wait from the model's replayed state. The model
-replays each recipe on the config; a recipe is hunted for the anomalies that replay
-shows and the exploration permits.
+schedules (:func:`faultline.checkers.model.table.explore_cell`, faults kill, pause and
+a wipe of one replica, leaders included: :data:`HUNT_FAULTS`) and names each anomaly
+it permits with its shortest schedule. Each of :data:`RECIPES` is a model schedule,
+compiled into a targeted schedule (:mod:`faultline.targeted`) by
+:func:`faultline.run.compile.compile_schedule`, whose per-step rule table derives each
+wait from the model's replayed state. The model replays each recipe on the config; a
+recipe is hunted for the anomalies that replay shows and the exploration permits.
 
 Why the recipes, and not the exploration's shortest schedules, are what is compiled:
 a shortest schedule leans on what the model leaves out. A follower there fetches only
@@ -30,7 +30,8 @@ Each recipe runs on a fresh cluster (a normal run directory: history, results.js
 report.html) up to ``tries`` times, until the checker's results show every anomaly it
 hunts; then the same recipe runs on the safe config (:func:`safe`: acks=all,
 min.insync=2, unclean off, idempotence on), where the model forbids them, and must stay
-valid. An anomaly seen where the model forbids it, or a run the checker finds invalid,
+valid (a recipe whose replay shows an anomaly there too is left to the safe config's own
+hunt). An anomaly seen where the model forbids it, or a run the checker finds invalid,
 is a violation: a finding about Kafka or about the model. The table is printed and
 written as ``hunt.html`` beside the runs (``<results>/hunt-<UTC time>/``).
 """
@@ -201,6 +202,12 @@ class Try:
     valid: bool | str | None
     note: str = ""
 
+    @property
+    def decided(self) -> bool:
+        """The checker gave a verdict, valid or invalid: only then are its counts facts
+        (an unknown run's history and broker state may disagree on them)."""
+        return self.valid is True or self.valid is False
+
 
 @dataclass(slots=True)
 class Row:
@@ -214,8 +221,8 @@ class Row:
     tries: list[Try] = field(default_factory=list)
 
     def first_try(self, anomaly: str) -> int | None:
-        """1-based number of the first try that showed ``anomaly``."""
-        return next((i for i, t in enumerate(self.tries, 1) if t.seen.get(anomaly)), None)
+        """1-based number of the first decided try that showed ``anomaly``."""
+        return next((i for i, t in enumerate(self.tries, 1) if t.decided and t.seen.get(anomaly)), None)
 
     @property
     def demonstrated(self) -> bool:
@@ -223,11 +230,11 @@ class Row:
 
     @property
     def violations(self) -> list[str]:
-        """Findings: anomalies seen that the model's replay of the recipe does not show
-        on this config, and invalid verdicts."""
+        """Findings: anomalies seen in a decided try that the model's replay of the recipe
+        does not show on this config, and invalid verdicts."""
         out: list[str] = []
         for i, t in enumerate(self.tries, 1):
-            extra = sorted(a for a, n in t.seen.items() if n and a not in self.predicted)
+            extra = sorted(a for a, n in t.seen.items() if n and a not in self.predicted and t.decided)
             if extra:
                 out.append(f"try {i}: {', '.join(extra)} seen, which the model forbids")
             if t.valid is False:
@@ -238,14 +245,19 @@ class Row:
         """The row's result in words."""
         if self.violations:
             return "VIOLATION: " + "; ".join(self.violations)
+        undecided = sum(1 for t in self.tries if t.valid == "unknown")
         if not self.hunted:
             clean = sum(1 for t in self.tries if t.valid is True and not any(t.seen.values()))
-            return f"stays valid in {clean} of {len(self.tries)} run(s)"
-        shown = sum(1 for t in self.tries if all(t.seen.get(a) for a in self.hunted))
+            return (f"stays valid in {clean} of {len(self.tries)} run(s)"
+                    + (f" (the checker could not decide {undecided})" if undecided else ""))
+        shown = sum(1 for t in self.tries if t.decided and all(t.seen.get(a) for a in self.hunted))
         if self.demonstrated:
             firsts = ", ".join(f"{a} on try {self.first_try(a)}" for a in self.hunted)
             return f"demonstrated ({firsts}; shown in {shown} of {len(self.tries)})"
-        why = next((t.note for t in self.tries if t.note), "")
+        whys = [next((t.note for t in self.tries if t.note), "")]
+        if undecided:
+            whys.append(f"the checker could not decide {undecided} of them: valid unknown")
+        why = "; ".join(w for w in whys if w)
         return f"not reproduced in {len(self.tries)} tries" + (f" ({why})" if why else "")
 
 
@@ -298,7 +310,8 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
     """The hunt's rows: for each recipe the model says shows a permitted anomaly on
     ``config`` (one not already hunted by an earlier recipe), up to ``tries`` runs (all
     of them with ``every_try``) until each shows; then ``safe_tries`` runs of the same
-    recipes on the safe config (on ``safe_version``, default the config's own). Only
+    recipes on the safe config (on ``safe_version``, default the config's own), those
+    whose replay there shows nothing (the others the safe config's own hunt shows). Only
     ``recipes`` are considered (default: all of :data:`RECIPES`)."""
     permitted = config.permitted()
     rows: list[Row] = []
@@ -311,9 +324,9 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
             rows.append(Row(recipe, config, hunted, predicted, permitted))
     safe_config = safe(safe_version or config.kafka_version)
     safe_permitted = safe_config.permitted()
-    if safe_config != config and safe_tries:
-        rows += [Row(r.recipe, safe_config, (), safe_config.predicted(r.recipe), safe_permitted)
-                 for r in list(rows)]
+    if safe_config != config and safe_tries:  # where the model forbids every anomaly
+        rows += [Row(r.recipe, safe_config, (), predicted, safe_permitted)
+                 for r in list(rows) if not (predicted := safe_config.predicted(r.recipe))]
     for row in rows:
         limit = tries if row.hunted else safe_tries
         for i in range(1, limit + 1):
@@ -355,7 +368,8 @@ def render_page(rows: Sequence[Row], root: Path, missing: dict[str, str] | None 
             f'<a href="{e(str((t.run_dir / REPORT_FILE).relative_to(root)))}">{i}</a>'
             if t.run_dir is not None and t.run_dir.is_relative_to(root) else str(i)
             for i, t in enumerate(r.tries, 1))
-        cls = "bad" if r.violations else "ok" if r.demonstrated or not r.hunted else "miss"
+        held = not r.hunted and all(t.valid is True and not any(t.seen.values()) for t in r.tries)
+        cls = "bad" if r.violations else "ok" if r.demonstrated or held else "miss"
         shortest = "<br>".join(f"{e(a)}: <code>{e(s)}</code>" for a, s in sorted(r.shortest.items()))
         body.append(f"<tr class={cls}><td>{e(r.recipe.name)}</td><td>{e(r.config.label)}</td>"
                     f"<td>{e(', '.join(r.hunted) or 'none (must stay valid)')}</td>"
@@ -425,7 +439,8 @@ def hunt_command(acks: str, min_insync: int, unclean: bool, kafka_version: str, 
                  every_try: bool, safe_tries: int, recipe_names: tuple[str, ...], safe_version: str | None,
                  results: Path) -> None:
     """Show on real Kafka the losses the reference model permits for a config, and their
-    absence on the safe config. Exit 0: no violation; 1: a violation; 2: an error."""
+    absence on the safe config. Exit 0: no violation; 1: a violation; 2: an error (a run
+    that left no verdict)."""
     config = HuntConfig(acks, min_insync, unclean, kafka_version)  # type: ignore[arg-type]
     root = results / f"hunt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     chosen = [r for r in RECIPES if r.name in recipe_names] if recipe_names else list(RECIPES)
@@ -440,7 +455,8 @@ def hunt_command(acks: str, min_insync: int, unclean: bool, kafka_version: str, 
     root.mkdir(parents=True, exist_ok=True)
     page = write_atomic(root / "hunt.html", render_page(rows, root, missing).encode())
     click.echo(f"page: {page}")
-    sys.exit(1 if any(r.violations for r in rows) else 0)
+    errored = any(t.valid is None for r in rows for t in r.tries)
+    sys.exit(1 if any(r.violations for r in rows) else 2 if errored else 0)
 
 
 __all__ = ["RECIPES", "HuntConfig", "Recipe", "Row", "Try", "hunt", "hunt_command", "unhunted"]

@@ -8,7 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
+from click.testing import CliRunner
 
+from faultline.cli import main
 from faultline.history import HistoryWriter
 from faultline.run.hunt import RECIPES, HuntConfig, Row, hunt, render_page, render_table, unhunted
 from faultline.spec import TestSpec
@@ -19,8 +22,9 @@ class FakeRuns:
     n-th call of a spec name (``plan[name][n]``, 0 past its end) and a history whose one
     nemesis op carries ``error`` when given."""
 
-    def __init__(self, root: Path, plan: dict[str, list[int]], error: str | None = None) -> None:
-        self.root, self.plan, self.error = root, plan, error
+    def __init__(self, root: Path, plan: dict[str, list[int]], error: str | None = None,
+                 valid: str | None = None) -> None:
+        self.root, self.plan, self.error, self.valid = root, plan, error, valid
         self.specs: list[TestSpec] = []
 
     def __call__(self, spec: TestSpec) -> tuple[Path | None, str | None]:
@@ -31,7 +35,7 @@ class FakeRuns:
         plan = self.plan.get(spec.name, [])
         lost = plan[n] if n < len(plan) else 0
         counts = {"lost-write": lost, "phantom-read": 0, "inconsistent-offsets": lost}
-        valid = lost == 0 or spec.producer.acks == "1"
+        valid: bool | str = self.valid or lost == 0 or spec.producer.acks == "1"
         (run_dir / "results.json").write_bytes(orjson.dumps({"valid": valid, "anomaly_counts": counts}))
         history = HistoryWriter(run_dir / "history.jsonl")
         history.append("nemesis", "info", "wait", {"step": "wait until 0 has a new leader"})
@@ -76,6 +80,32 @@ def test_a_loss_on_the_safe_config_is_a_violation(tmp_path: Path) -> None:
                                   "try 1: the checker found the run invalid"]
     assert rows[1].outcome_text().startswith("VIOLATION")
     assert "class=bad" in render_page(rows, tmp_path)
+
+
+def test_an_unknown_run_neither_demonstrates_nor_violates(tmp_path: Path) -> None:
+    """An unknown verdict (history and broker state disagree, a drain cut short) decides
+    nothing: the anomalies it counted show no loss of real Kafka, nor a model's mistake."""
+    runs = FakeRuns(tmp_path, {LOSSY: [4, 4], SAFE: [2]}, valid="unknown")
+    rows = hunt(ACKS1, tries=2, every_try=False, safe_tries=1, run=runs, recipes=FOLLOWERS_HELD)
+    assert [s.name for s in runs.specs] == [LOSSY, LOSSY, SAFE], "an unknown try is no demonstration"
+    assert not rows[0].demonstrated and rows[0].first_try("lost-write") is None
+    assert rows[0].outcome_text() == ("not reproduced in 2 tries (the checker could not decide "
+                                      "2 of them: valid unknown)")
+    assert rows[1].violations == []
+    assert rows[1].outcome_text() == "stays valid in 0 of 1 run(s) (the checker could not decide 1)"
+    assert "class=miss" in render_page(rows[1:], tmp_path), "not shown as a safe config that held"
+
+
+def test_the_safe_config_runs_only_the_recipes_the_model_forbids_there(tmp_path: Path) -> None:
+    """The ELR-limit recipe loses on the safe config too (one wipe, unclean restarts):
+    a safe row for it would "must stay valid" where the model predicts a loss, and read
+    "stays valid in 0 of 1" of a run that was valid. The safe config's own hunt shows it."""
+    runs = FakeRuns(tmp_path, {})
+    rows = hunt(ACKS1, tries=1, every_try=False, safe_tries=1, run=runs)
+    assert [(r.recipe.name, r.config.acks) for r in rows] == [
+        ("leader-crash-followers-held", "1"), ("elr-limit-unclean-restarts", "1"),
+        ("leader-crash-followers-held", "all")]
+    assert all(not r.predicted for r in rows if not r.hunted)
 
 
 def test_not_reproduced_says_why_from_the_journal(tmp_path: Path) -> None:
@@ -141,3 +171,16 @@ def test_acks1_with_the_whole_table_hunts_phantom_reads_with_the_elr_limit(tmp_p
         ("leader-crash-followers-held", ("lost-write", "inconsistent-offsets")),
         ("elr-limit-unclean-restarts", ("phantom-read",))]
     assert unhunted(ACKS1, rows) == {}
+
+
+def test_a_hunt_whose_runs_errored_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 2 on an error, as the command says: a hunt none of whose runs could run (a
+    Kafka version that does not exist, no cluster) demonstrated nothing, and says why."""
+    import faultline.run.hunt as hunt_mod
+
+    monkeypatch.setattr(hunt_mod, "_run_one", lambda _root: lambda _spec: (
+        None, "Kafka version 'banana' does not look like 4.3.1"))
+    result = CliRunner().invoke(main, ["hunt", "--acks", "1", "--tries", "2", "--safe-tries", "0",
+                                       "--kafka-version", "banana", "--results", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "not reproduced in 2 tries (Kafka version 'banana' does not look like 4.3.1)" in result.output

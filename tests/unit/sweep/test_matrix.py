@@ -160,3 +160,34 @@ def test_nightly_refuses_a_date_that_is_not_zero_padded(tmp_path: Path) -> None:
                                        "--results", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "'2026-1-5' is not a date YYYY-MM-DD" in result.output
+
+
+def test_nightly_reruns_an_older_night_as_the_newest_of_its_analysis(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rerunning an older night (--date, to finish its failed cells) while later nights
+    exist: its analysis, junit.xml and exit status are that night's, its trend the
+    nights up to it; a later night's sweep taken for the newest would judge another night."""
+    from types import SimpleNamespace
+
+    import faultline.nightly as nightly_mod
+    from faultline.analysis.sweepdir import SWEEP_FILE
+
+    results = tmp_path / "r"
+    for night in ("2026-11-01", "2026-11-02", "2026-11-03"):
+        (results / "nightly" / night / "sweep").mkdir(parents=True)
+        (results / "nightly" / night / "sweep" / SWEEP_FILE).write_text("{}")
+    analyzed: list[list[Path]] = []
+
+    def analyze(dirs: list[Path], out: Path, *_: object) -> SimpleNamespace:
+        analyzed.append(list(dirs))
+        return SimpleNamespace(comparison=out / "comparison.html", junit=out / "junit.xml", exit_code=0)
+
+    monkeypatch.setattr(nightly_mod, "load_matrix", lambda _: None)
+    monkeypatch.setattr(nightly_mod, "run_matrix", lambda *_: SimpleNamespace(
+        count=lambda _: 0, cells=[], exit_code=0))
+    monkeypatch.setattr(nightly_mod, "analyze_sweeps", analyze)
+    f = tmp_path / "m.yaml"
+    f.write_text("axes: {acks: [1]}\n")
+    result = CliRunner().invoke(main, ["nightly", str(f), "--date", "2026-11-02", "--results", str(results)])
+    assert result.exit_code == 0, result.output
+    assert [d.parent.name for d in analyzed[0]] == ["2026-11-01", "2026-11-02"]
