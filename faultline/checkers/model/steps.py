@@ -287,7 +287,9 @@ def _fetch(st: State, fid: int) -> str:
     if st.config.follower_hw == "seed":
         response_hw = leader.hw
     append(f, records)
-    # follower HW = min(leader HW, own LEO); like Kafka's maybeUpdateHighWatermark it never moves back
+    # follower HW = min(leader HW, own LEO), kept from moving back. Kafka only clamps it to
+    # [log start, LEO] (UnifiedLog.updateHighWatermark) and could move it back, but every
+    # offset below it was already exposed by a leader, so no anomaly turns on the difference
     f.hw = max(f.hw, min(response_hw, f.leo))
     got = f"{len(records)} record(s)" if records else "nothing"
     notes.insert(n_before, f"{fid} fetches at {offset}: {got}, HW {f.hw}")
