@@ -17,7 +17,8 @@ nothing on another's. The tokens of one partition (``faults``) are:
   grudge does not name, cuts off the node alone on its side); any other (a ring, a
   hold of replication only, a split with no majority) every node it names. A
   ``stop`` that had to SIGKILL nodes (``killed``) is a ``kill`` too of the partitions
-  they replicate;
+  they replicate, and one that failed or never completed (it may have had to) of the
+  partitions its nodes replicate;
 - ``leader-fault`` when a node fault touched the partition's leader, or when the
   metadata log shows its leader change (an election moves leadership whatever caused
   it, and truncates what only the old leader had). A fault touched the leader when
@@ -193,6 +194,8 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
         flushed = _cut_nothing(action)
         said = action.value.get("killed") if kind == "stop" else None
         killed = {str(n) for n in said} if isinstance(said, list) else set()
+        # a stop that failed or never completed may have had to SIGKILL any of its nodes
+        unsure = kind == "stop" and (action.error is not None or action.end is None)
         fencing = fences(kind, action.value)
         for tp in parts:
             replicas = _replicas(states[tp])
@@ -201,7 +204,7 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 continue
             did = "kill" if f"{tp[0]}/{tp[1]}" in flushed else kind
             out[tp].add(did)
-            if nodes & killed:  # a stop with no clean shutdown of those
+            if unsure or nodes & killed:  # a stop with no clean shutdown of those
                 out[tp].add("kill")
             if kind in NODE_FAULTS:
                 if _hit_leader(action, nodes, tp, states[tp]):

@@ -21,7 +21,7 @@ of results.json (described in ``faultline/schemas/results.schema.json``):
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from faultline.checkers.faults_seen import NemesisAction, fault_of, nodes_of
@@ -166,7 +166,9 @@ def fault_windows(actions: Sequence[NemesisAction]) -> list[dict[str, Any]]:
     """Fault windows ``{f, kind, start, end, nodes, detail}`` from paired nemesis actions.
 
     A held fault (:data:`HELD`) lasts from its begin until the completion of the heal
-    that ends it (:data:`HEALS`, matched on nodes when both name nodes); any other
+    that ends it (:data:`HEALS`, matched on nodes when both name nodes); a partial heal
+    (a targeted ``release``, whose value holds the ``grudge`` and ``replication`` left in
+    effect) ends every partition window and opens one for what it leaves; any other
     fault action (``wipe``, ``lose-unflushed``) spans its own begin..completion. A
     fault never healed has ``end`` None; a skipped one (``result: "skipped"``) has no
     window. Sorted by start.
@@ -176,15 +178,22 @@ def fault_windows(actions: Sequence[NemesisAction]) -> list[dict[str, Any]]:
     for a in actions:
         nodes = nodes_of(a.value)
         if a.f in HEALS:
+            end = a.end if a.end is not None else a.start
+            # a partial heal (a targeted release) carries the whole network fault left in
+            # effect: it ends every partition window, and what is left is one of its own
+            left = {k: a.value[k] for k in ("grudge", "replication") if a.f == "heal" and a.value.get(k)}
             keep = []
             for h in held:
-                if h["f"] in HEALS[a.f] and (not nodes or not h["nodes"] or {
+                if h["f"] in HEALS[a.f] and (left or not nodes or not h["nodes"] or {
                         str(n) for n in nodes} & {str(n) for n in h["nodes"]}):
-                    h["end"] = a.end if a.end is not None else a.start
+                    h["end"] = end
                     out.append(h)
                 else:
                     keep.append(h)
             held = keep
+            if left:
+                held.append({"f": "partition", "kind": "partition", "start": end, "end": None,
+                             "nodes": _grudge_nodes(left.values()), "detail": _detail(left)})
             continue
         kind = fault_of(a.f)
         if kind is None or a.skipped:  # a skipped fault did nothing: no window
@@ -199,6 +208,12 @@ def fault_windows(actions: Sequence[NemesisAction]) -> list[dict[str, Any]]:
     out.extend(held)
     out.sort(key=lambda w: (w["start"], w["f"]))
     return out
+
+
+def _grudge_nodes(grudges: Iterable[Any]) -> list[Any]:
+    """Every node the history-form grudges name (:func:`nodes_of`), ids in order first."""
+    found = {n for g in grudges for n in nodes_of({"grudge": g})}
+    return sorted(found, key=lambda n: (not isinstance(n, int), n if isinstance(n, int) else 0, str(n)))
 
 
 def _detail(value: Mapping[str, Any]) -> str:

@@ -8,7 +8,8 @@ drives it in three steps per scheduled fault:
    (``nodes``, ``grudge``, ``leaders`` ...);
 2. ``invoke(op)`` applies the fault (``op.f`` is the family's fault action, e.g.
    ``kill``) or heals it (the heal action, e.g. ``start``); it returns the op with
-   the completion value (what was done), which the package journals;
+   the completion value (what was done, and an ``error`` if it failed on some node),
+   which the package journals;
 3. ``teardown()`` undoes whatever this nemesis may still have in effect. It must
    heal even when a graceful heal failed or was never attempted, must not raise
    for something already healed, and may be called more than once.
@@ -69,7 +70,8 @@ class Nemesis(Protocol):
     def invoke(self, op: Op) -> Op:
         """Apply (``op.f`` is the fault action) or heal (the heal action) what ``op.value``
         names; returns ``op`` with the completion value. Raises NemesisError on failure,
-        after which the fault counts as possibly applied."""
+        or returns the completion with an ``error`` (a fault that failed on some of the
+        nodes it names); either way the fault counts as possibly applied."""
         ...
 
     def teardown(self) -> None:
@@ -218,13 +220,18 @@ class NodeFault:
     A node the fault cannot touch gets nothing done, and its completion does not name it:
     one this nemesis holds faulted already, or (``needs_running``) one that is down (a
     second ``crash`` by hand, a kill after a failed start). The checker credits a fault
-    only to the nodes its completion names, and none when it says ``skipped``.
+    only to the nodes its completion names, and none when it says ``skipped``. A node
+    found running is held by no fault that leaves it down (``leaves_down``).
     """
 
     family: str = ""
     #: Whether the fault does something only to a running node (a kill, a pause, a stop);
     #: one that destroys data (wipe, lose-unflushed) does it to a node that is down too.
     needs_running = True
+    #: Whether the fault leaves the node down until its heal (all but a pause): such a node
+    #: found running was started since, or the fault failed before it went down, so it is
+    #: under this fault no more.
+    leaves_down = True
 
     def __init__(self) -> None:
         self._cluster: Cluster | None = None
@@ -249,35 +256,56 @@ class NodeFault:
         return {"nodes": [node], "leaders": leaders_snapshot(self.cluster)}
 
     def invoke(self, op: Op) -> Op:
+        """Every node of ``op`` gets its fault (or heal), even when another node's fails.
+        A fault that failed on some node returns its completion with an ``error`` naming
+        each failure, and those nodes (possibly faulted) among its ``nodes``; a heal that
+        failed raises NemesisError naming each, once every node has had its heal."""
         nodes = [int(n) for n in (op.value or {}).get("nodes", [])]
+        failed: list[str] = []
         if op.f == FAMILIES[self.family].fault:
             results: list[str] = []
             extra: dict[str, Any] = {}
-            done: list[int] = []
+            done: list[int] = []  # and possibly done: those whose fault failed
             for node in nodes:
+                alive = self.cluster.node(node).is_alive()
                 with self._lock:
+                    if self.leaves_down and alive:
+                        self._faulted.discard(node)
                     why = (f"node {node} was under this {self.family} already" if node in self._faulted
-                           else f"node {node} was down" if self.needs_running
-                           and not self.cluster.node(node).is_alive() else None)
+                           else f"node {node} was down" if self.needs_running and not alive else None)
                     if why is None:
                         self._faulted.add(node)
                 if why is not None:
                     results.append(why + ": nothing done")
                     continue
-                fields = self._fault(node)
+                done.append(node)
+                try:
+                    fields = self._fault(node)
+                except Exception as e:  # possibly applied; the nodes after it still get theirs
+                    failed.append(f"node {node}: {type(e).__name__}: {e}".splitlines()[0])
+                    results.append(f"node {node} failed")
+                    continue
                 results.append(fields.pop("result"))
                 for k, v in fields.items():  # lists (the nodes a stop had to kill) add up
                     extra[k] = [*extra[k], *v] if isinstance(v, list) and k in extra else v
-                done.append(node)
             result = "; ".join(r for r in results if r)
             if nodes and not done:
                 return completed(op, nodes=[], result="skipped", why=result)
-            return completed(op, result=result, nodes=done, **extra)
+            done_op = completed(op, result=result, nodes=done, **extra)
+            if failed:
+                return dataclasses.replace(done_op, error=f"{op.f} failed on {'; '.join(failed)}")
+            return done_op
         if op.f == FAMILIES[self.family].heal:
             for node in nodes:
-                self._heal(node)
+                try:
+                    self._heal(node)
+                except Exception as e:  # the nodes after it are healed all the same
+                    failed.append(f"node {node}: {type(e).__name__}: {e}".splitlines()[0])
+                    continue
                 with self._lock:
                     self._faulted.discard(node)
+            if failed:
+                raise NemesisError(f"{op.f} failed on {'; '.join(failed)}")
             return completed(op, result="started" if op.f == "start" else op.f + "d")
         raise NemesisError(f"the {self.family!r} nemesis cannot {op.f!r}")
 
@@ -296,6 +324,13 @@ class NodeFault:
                 errors.append(f"node {node}: {e}")
         if errors:
             raise NemesisError(f"{self.family} teardown could not heal {'; '.join(errors)}")
+
+    def forget(self, nodes: Collection[int]) -> None:
+        """Stop counting ``nodes`` as under this fault: another fault ended it there (a
+        kill, a stop or a wipe ends a pause), so there is nothing left to heal, and the
+        node may take this fault again."""
+        with self._lock:
+            self._faulted.difference_update(nodes)
 
     @property
     def faulted(self) -> frozenset[int]:

@@ -242,6 +242,8 @@ class NemesisPackage:
             log.warning("nemesis %s failed: %s", invoke.f, e)
             history.append("nemesis", "info", invoke.f, invoke.value, error=_error_text(e))
             return
+        if done.error is not None:
+            log.warning("nemesis %s failed: %s", invoke.f, done.error)
         history.append("nemesis", "info", done.f, done.value, error=done.error)
 
 

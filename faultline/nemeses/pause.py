@@ -17,6 +17,7 @@ class PauseNemesis(NodeFault):
     """``pause`` SIGSTOPs one node (``value.nodes``); ``resume`` SIGCONTs it."""
 
     family = "pause"
+    leaves_down = False
 
     def _fault(self, node: int) -> dict[str, Any]:
         pausable(self.cluster, self.family).pause(node)

@@ -258,6 +258,8 @@ class ScriptedNemesis:
             kind, nemesis = node_faults[step.verb]
             self._journaled(history, _ACTION[step.verb], {**value, "kind": kind, "nodes": nodes},
                             nemesis.invoke)
+            if step.verb in ("crash", "wipe"):
+                self.pause.forget(nodes)  # the backend killed them, paused or not
         elif step.verb in ("isolate", "hold"):
             group = set(targets)
             rest = {n.id for n in self.cluster.nodes} - group
@@ -278,6 +280,7 @@ class ScriptedNemesis:
                 down: NodeFault = self.kill if step.unclean else self.stop
                 self._journaled(history, down.family, {**value, "kind": down.family, "nodes": running},
                                 down.invoke)
+                self.pause.forget(running)  # a stop resumes a paused node first, a kill kills it
             self._journaled(history, "start", {**value, "kind": "restart", "nodes": nodes}, self._start)
 
     def _network(self) -> dict[str, Any]:
@@ -298,8 +301,9 @@ class ScriptedNemesis:
 
     def _journaled(self, history: HistoryWriter, f: str, value: dict[str, Any],
                    invoke: Callable[[Op], Op]) -> None:
-        """One action as an invoke and a completion op; a failure is journaled on the
-        completion and ends the schedule (teardown heals what may be left)."""
+        """One action as an invoke and a completion op; a failure (raised, or the
+        completion's ``error``) is journaled on the completion and ends the schedule
+        (teardown heals what may be left)."""
         op = history.append("nemesis", "info", f, value)
         try:
             done = invoke(op)
@@ -308,6 +312,8 @@ class ScriptedNemesis:
             history.append("nemesis", "info", f, value, error=error)
             raise ScheduleEnded(f"{value.get('step')!r} failed: {error}") from e
         self._completions.append(history.append("nemesis", "info", done.f, done.value, error=done.error))
+        if done.error is not None:
+            raise ScheduleEnded(f"{value.get('step')!r} failed: {done.error}")
 
     def _wait(self, wait: Wait, until: float, history: HistoryWriter) -> None:
         started = time.monotonic()

@@ -391,8 +391,10 @@ class LocalCluster:
         with self._lock:
             proc = self._proc(node)
             if proc is not None and proc.alive():
-                runstate.kill_and_wait([proc.pid], timeout=10)
+                gone = runstate.kill_and_wait([proc.pid], timeout=10)
                 self._reap(node)
+                if not gone:
+                    raise ClusterError(f"node {node} (pid {proc.pid}) still runs 10 s after its SIGKILL")
             if node in self.state.paused:
                 self.state.paused.remove(node)
             self.state.save()
@@ -416,8 +418,8 @@ class LocalCluster:
                 return not proc.alive()
 
             killed = not wait_until(exited, time.monotonic() + timeout)
-            if killed:
-                runstate.kill_and_wait([proc.pid])
+            if killed and not runstate.kill_and_wait([proc.pid]):
+                raise ClusterError(f"node {node} (pid {proc.pid}) still runs after SIGTERM and SIGKILL")
             self._reap(node)
             self.state.save()
             return killed

@@ -227,8 +227,9 @@ def run_processes() -> dict[str, list[int]]:
     return found
 
 
-def kill_and_wait(pids: list[int], timeout: float = 5.0) -> None:
-    """SIGKILL ``pids`` (their process groups are left alone) and wait until they are gone."""
+def kill_and_wait(pids: list[int], timeout: float = 5.0) -> bool:
+    """SIGKILL ``pids`` (their process groups are left alone) and wait until they are gone,
+    for at most ``timeout`` seconds; False when one was still there then."""
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
@@ -242,7 +243,7 @@ def kill_and_wait(pids: list[int], timeout: float = 5.0) -> None:
                 pending.remove(pid)
         return not pending
 
-    wait_until(gone, time.monotonic() + timeout)
+    return wait_until(gone, time.monotonic() + timeout)
 
 
 def destroy(run_id: str, state: RunState | None) -> None:

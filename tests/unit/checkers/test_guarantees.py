@@ -444,6 +444,20 @@ def test_a_stop_credits_a_kill_only_to_partitions_of_the_nodes_it_had_to_kill() 
     assert {"stop", "kill"} <= killed
 
 
+@pytest.mark.parametrize("ending", ["error", "none"])
+def test_a_stop_that_failed_or_never_completed_may_have_been_a_kill(ending: str) -> None:
+    """Found by review: a stop whose completion was an error (the engine's stop call timed
+    out after it had SIGKILLed, a state write failed after the escalation) or never came
+    (the run died) names no ``killed`` nodes, and was credited as a graceful stop only,
+    though the backend may have had to SIGKILL (with ELR a kill makes one destroyed copy
+    enough: a permitted loss read as a violation)."""
+    h = H()
+    h.op("nemesis", "info", "stop", {"nodes": [1]})
+    if ending == "error":
+        h.op("nemesis", "info", "stop", {"nodes": [1]}, error="ReadTimeout: the engine did not answer")
+    assert {"stop", "kill"} <= faults_of(h.ops)
+
+
 #: ``hold followers of 0`` on 3 nodes, leader 1: the replication grudge it journals.
 HOLD_FOLLOWERS = {"1": [2, 3], "2": [1], "3": [1]}
 UNCLEAN_ELR = {"acks": "all", "unclean_leader_election_enable": True, "eligible_leader_replicas": True}

@@ -45,3 +45,24 @@ def test_a_skipped_fault_has_no_window() -> None:
            nem(3, 2.1, "pause", {"nodes": [], "result": "skipped", "why": "node 3 was down: nothing done"}),
            nem(4, 5, "resume", {"nodes": [3]}), nem(5, 5.1, "resume", {"nodes": [3], "result": "resumed"})]
     assert fault_windows(nemesis_actions(ops)) == []
+
+
+def test_a_release_ends_the_hold_but_not_the_isolation_still_in_effect() -> None:
+    """Found by the nemesis review: a targeted ``release`` (journaled as a ``heal`` with
+    the grudges still in effect after it) ended every partition window naming a released
+    node, the isolation it left in place too, so the unavailability it went on causing
+    until the final heal was laid at no fault's door."""
+    isolated = {"1": [3], "2": [3], "3": [1, 2]}
+    held = {"1": [2], "2": [1]}
+    ops = [nem(0, 1, "partition", {"kind": "isolate", "grudge": isolated, "replication": {},
+                                   "nodes": [1, 2, 3]}), nem(1, 1.1, "partition", {"result": "cut"}),
+           nem(2, 2, "partition", {"kind": "hold", "grudge": isolated, "replication": held, "nodes": [1, 2]}),
+           nem(3, 2.1, "partition", {"result": "cut"}),
+           nem(4, 3, "heal", {"kind": "release", "grudge": isolated, "replication": {}, "nodes": [1]}),
+           nem(5, 3.1, "heal", {"result": "network partly healed"}),
+           nem(6, 6, "heal", {"kind": "isolate", "nodes": [1, 2, 3]}),
+           nem(7, 6.1, "heal", {"result": "network healed"})]
+    windows = fault_windows(nemesis_actions(ops))
+    assert [(w["f"], w["start"] / S, w["end"] / S, w["nodes"]) for w in windows] == [
+        ("partition", 1, 3.1, [1, 2, 3]), ("partition", 2, 3.1, [1, 2]), ("partition", 3.1, 6.1, [1, 2, 3])]
+    assert "n3 drops 1,2" in windows[-1]["detail"]

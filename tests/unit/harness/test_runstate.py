@@ -129,3 +129,35 @@ def test_destroying_a_crashed_docker_run_removes_its_containers_and_network(
     monkeypatch.setattr(docker_cluster, "_client", lambda: client)
     runstate.destroy("abc123", _state(None, detached=True))
     assert gone == ["container of abc123", "network of abc123"]
+
+
+def test_a_process_that_outlives_the_wait_is_reported_and_a_kill_of_it_is_an_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: kill_and_wait said nothing when its process outlived the wait, so
+    a node still running after its SIGKILL was journaled "killed node 2" (and its start
+    then did nothing: the node was alive); so was a stop that had to SIGKILL."""
+    from types import SimpleNamespace
+
+    from faultline.cluster.local.cluster import LocalCluster
+    from faultline.errors import ClusterError
+    from faultline.spec import TestSpec
+
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(runstate.os, "kill", lambda pid, sig: None)  # a SIGKILL that never lands
+            assert runstate.kill_and_wait([proc.pid], timeout=0.1) is False
+        cluster = LocalCluster(TestSpec())
+        cluster._state = SimpleNamespace(nodes={2: ProcId.of(proc.pid)}, paused=[],  # type: ignore[assignment]
+                                         save=lambda: None)
+        with monkeypatch.context() as m, pytest.raises(ClusterError, match=r"node 2 .* still runs 10 s"):
+            m.setattr(runstate, "kill_and_wait", lambda pids, timeout=5.0: False)
+            cluster.kill(2)
+        with monkeypatch.context() as m, pytest.raises(ClusterError, match="after SIGTERM and SIGKILL"):
+            m.setattr(runstate.os, "kill", lambda pid, sig: None)  # deaf to SIGTERM as well
+            m.setattr(runstate, "kill_and_wait", lambda pids, timeout=5.0: False)
+            cluster.stop_node(2, timeout=0.05)
+        assert runstate.kill_and_wait([proc.pid], timeout=5) is True
+    finally:
+        proc.kill()
+        proc.wait()

@@ -71,7 +71,7 @@ class FakeCluster:
 
     def kill(self, node: int) -> None:
         self._call("kill", node)
-        self.node(node).alive = False
+        self.node(node).alive = self.node(node).paused = False  # as the backends: a kill ends a pause
 
     def start_node(self, node: int) -> None:
         self._call("start_node", node)
@@ -79,7 +79,7 @@ class FakeCluster:
 
     def stop_node(self, node: int, timeout: float = 30.0) -> bool:
         self._call("stop_node", node)
-        self.node(node).alive = False
+        self.node(node).alive = self.node(node).paused = False
         return self.stop_kills
 
     def pause(self, node: int) -> None:

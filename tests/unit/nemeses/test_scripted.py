@@ -255,3 +255,70 @@ def test_a_second_pause_of_a_paused_node_does_nothing(tmp_path: Path) -> None:
     _, _, ops = _run(tmp_path, ("pause node 2", "pause node 2", "resume node 2"), Live())
     pauses = [a for a in nemesis_actions(ops) if a.f == "pause"]
     assert [(a.value["nodes"], a.skipped) for a in pauses] == [([2], False), ([], True)]
+
+
+@pytest.mark.parametrize("down", ["crash node 2", "restart node 2", "wipe node 2"])
+def test_a_pause_ended_by_a_kill_or_a_stop_is_over_and_the_node_can_be_paused_again(
+        tmp_path: Path, down: str) -> None:
+    """Found by review: killing, stopping or wiping a paused node ends its pause (the
+    backend resumes or kills it), but the pause nemesis still counted it paused: a later
+    ``pause node 2`` of the running node was skipped ("under this pause already") and the
+    final heal journaled a resume of a node no pause held."""
+    cluster, _, ops = _run(tmp_path, ("pause node 2", down, "restart node 2", "pause node 2"), Live())
+    pauses = [a for a in nemesis_actions(ops) if a.f == "pause"]
+    assert [(a.value["nodes"], a.skipped) for a in pauses] == [([2], False), ([2], False)]
+    assert [c for c in cluster.calls if c[0] == "pause"] == [("pause", 2), ("pause", 2)]
+    assert cluster.clean()
+
+
+def test_a_crash_that_failed_leaves_the_running_node_crashable(tmp_path: Path) -> None:
+    """Found by review: a kill that raised before the node went down left the node
+    counted as under the kill, so typing ``crash node 2`` again in the session did
+    nothing ("node 2 was under this kill already") while node 2 ran on."""
+    cluster = FakeCluster(TestSpec(), tmp_path)
+    nemesis = HandNemesis(cluster, Live())  # type: ignore[arg-type]
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    nemesis.setup()
+    serving = threading.Thread(target=nemesis.run, args=(time.monotonic() + 60, history))
+    serving.start()
+    try:
+        cluster.fail.add("kill")
+        with pytest.raises(NemesisError, match="failed on purpose"):
+            nemesis.submit("crash node 2")
+        cluster.fail.clear()
+        again = nemesis.submit("crash node 2")
+        assert [(op.value["nodes"], op.value["result"]) for op in again] == [([2], "killed node 2")]
+    finally:
+        nemesis.heal_all(history)
+        serving.join()
+    history.close()
+    assert [c for c in cluster.calls if c[0] == "kill"] == [("kill", 2), ("kill", 2)]
+    assert cluster.clean()
+
+
+def test_a_node_fault_that_fails_on_one_node_still_does_the_others_it_journals(tmp_path: Path) -> None:
+    """Found by review: ``pause followers of 0`` whose pause of node 2 failed stopped
+    there, yet its completion (an error: possibly applied) named node 3 too, which was
+    never touched: the checker credited a pause of node 3 (one more replica faulted,
+    fenced) that never happened."""
+    spec = TestSpec(nemesis=NemesisSpec(schedule=("pause followers of 0",)))
+    cluster = FakeCluster(spec, tmp_path)
+    real_pause = cluster.pause
+
+    def pause(node: int) -> None:
+        if node == 2:
+            raise RuntimeError("node 2 did not stop on SIGSTOP")
+        real_pause(node)
+
+    cluster.pause = pause  # type: ignore[method-assign]
+    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    nemesis._read_states = Live()
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 5, history)
+        assert nemesis.ended is not None and "node 2 did not stop" in nemesis.ended
+        assert cluster.node(3).paused, "the pause the journal names for node 3 happened"
+        nemesis.heal_all(history)
+    (pause_action,) = [a for a in nemesis_actions(read_history(tmp_path / "history.jsonl")) if a.f == "pause"]
+    assert pause_action.value["nodes"] == [2, 3] and pause_action.error is not None
+    assert [c for c in cluster.calls if c[0] == "resume"] == [("resume", 2), ("resume", 3)]
+    assert cluster.clean()
