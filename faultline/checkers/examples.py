@@ -213,7 +213,7 @@ def backwards(e: Engine, c: Collected, tp: int, p: int, prev: int, off: int,
             **c.tell(story)}
 
 
-def skip(e: Engine, c: Collected, tp: int, p: int, prev: int, off: int, t: int,
+def skip(e: Engine, c: Collected, tp: int, p: int, prev: int | None, off: int, t: int,
           skipped: list[int]) -> dict[str, Any]:
     story = explain.poll_skip(p, prev, off, t, skipped, c.reason("poll-skip", tp))
     return {**e.where(tp), "process": p, "previous": prev, "offset": off, "time": t,

@@ -303,12 +303,14 @@ def nonmonotonic_poll(process: int, offset: int, previous: int, time: int,
         "reassigned. " + _verdict(permitted))
 
 
-def poll_skip(process: int, previous: int, offset: int, time: int, skipped: Sequence[int],
+def poll_skip(process: int, previous: int | None, offset: int, time: int, skipped: Sequence[int],
               permitted: str | None) -> Story:
-    """A consumer's successive records skipped offsets the drain holds."""
+    """A consumer's successive records skipped offsets the drain holds (``previous``
+    None: its first record of the partition, where it read from the log start)."""
     shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
-    ev: list[Event] = [{"time": time, "text": f"consumer {process} got offset {offset} right after "
-                                 f"offset {previous}"},
+    after = (f"right after offset {previous}" if previous is not None else
+             "as its first record of the partition, which it reads from the log start")
+    ev: list[Event] = [{"time": time, "text": f"consumer {process} got offset {offset} {after}"},
           {"time": None, "text": f"the drain holds records at {shown}"}]
     return ev, (f"Consumer {process} skipped {len(skipped)} offset(s) that hold records. "
                 + _verdict(permitted))

@@ -25,7 +25,8 @@ nothing on another's. The tokens of one partition (``faults``) are:
   the ``leaders`` snapshot the nemesis recorded in its op (``{"<topic>/<partition>":
   node}``, invoke or completion) names one of its nodes, or the metadata log shows
   one of them leading within :data:`CLOCK_MARGIN_NS` of the fault; with neither
-  witness for the partition, it may have (the permissive reading);
+  witness for the partition, it may have (the permissive reading: an anomaly only such
+  readings permit makes the run unknown, see :func:`faults_by_partition`'s ``strict``);
 - ``data-loss>=N`` for N = 1 .. the most of its replicas whose data a ``wipe`` or
   ``lose-unflushed`` had destroyed *at once* (all of N = 1 .. 5 when the op names no
   nodes). A ``lose-unflushed`` of one node whose completion says it cut nothing from
@@ -166,20 +167,26 @@ def faults_of(ops: Iterable[Op], timeline: Timeline | None = None,
 
 
 def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[TopicPartition],
-                        timeline: Timeline | None = None) -> dict[TopicPartition, frozenset[str]]:
+                        timeline: Timeline | None = None,
+                        strict: bool = False) -> dict[TopicPartition, frozenset[str]]:
     """Per partition, the fault tokens :func:`rules` reads (see the module docstring).
 
     ``actions`` come from :func:`nemesis_actions`; ``timeline`` is the partitions' state
     from the KRaft metadata log, when the run has one. A skipped action permits nothing;
     one whose completion carries an error, or that never completed, still counts: it
-    may have happened.
+    may have happened. ``strict`` leaves out what only the permissive readings give, so
+    only what a witness shows is left: a leader fault neither the snapshot nor the log
+    shows, every replica out of step without the log, and whatever a node fault naming
+    no node may have touched (:func:`faultline.checkers.verdict.Collected.assumed_permitted`
+    makes what only they permit unknown).
     """
     parts = list(partitions)
     out: dict[TopicPartition, set[str]] = {tp: set() for tp in parts}
     states = {tp: (timeline or {}).get(tp) for tp in parts}
     destroyed = {tp: _Destroyed(states[tp]) for tp in parts}
     # replicas faulted or seen out of the ISR; None: every replica may have been
-    out_of_step: dict[TopicPartition, set[str] | None] = {tp: _left_isr(states[tp]) for tp in parts}
+    out_of_step: dict[TopicPartition, set[str] | None] = {
+        tp: _left_isr(states[tp], strict) for tp in parts}
     # replicas a fault may have fenced (see fences); None: every replica may have been,
     # as when the metadata log shows an unclean election (the broker's own word: every
     # ISR and ELR member was fenced or dropped, whatever fenced it, a fault or a load)
@@ -191,6 +198,8 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             continue
         cut_off = _cut_off(action.value) if kind == "partition" else None
         named = cut_off if cut_off is not None else {str(n) for n in nodes_of(action.value)}
+        if strict and kind in NODE_FAULTS and not named:
+            continue
         flushed = _cut_nothing(action)
         said = action.value.get("killed") if kind == "stop" else None
         killed = {str(n) for n in said} if isinstance(said, list) else set()
@@ -207,7 +216,7 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             if unsure or nodes & killed:  # a stop with no clean shutdown of those
                 out[tp].add("kill")
             if kind in NODE_FAULTS:
-                if _hit_leader(action, nodes, tp, states[tp]):
+                if _hit_leader(action, nodes, tp, states[tp], strict):
                     out[tp].add("leader-fault")
                 out_of_step[tp] = _with(out_of_step[tp], nodes)
                 if fencing:
@@ -279,11 +288,11 @@ def _cut_nothing(action: NemesisAction) -> set[str]:
             and entry.get("old_end").__class__ is int and entry.get("old_end") == entry.get("new_end")}
 
 
-def _left_isr(states: Sequence[PartitionState] | None) -> set[str] | None:
+def _left_isr(states: Sequence[PartitionState] | None, strict: bool = False) -> set[str] | None:
     """The replicas the metadata log shows outside the ISR at some point; None without
-    the log (unknown)."""
+    the log (unknown), or none if ``strict``."""
     if not states:
-        return None
+        return set() if strict else None
     return {str(n) for s in states for n in s.replicas - s.isr}
 
 
@@ -301,17 +310,17 @@ def _replicas(states: Sequence[PartitionState] | None) -> set[str]:
 
 
 def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
-                states: Sequence[PartitionState] | None) -> bool:
+                states: Sequence[PartitionState] | None, strict: bool = False) -> bool:
     """Whether a node fault touched ``tp``'s leader.
 
     Two witnesses, either suffices: the ``leaders`` snapshot the nemesis recorded, and
     the metadata log's leaders from :data:`CLOCK_MARGIN_NS` before the fault began to as
     long after it completed. With neither (no snapshot for ``tp``, no log that reaches
     back to the fault's start), or when the op names no node, it may have: the
-    permissive reading.
+    permissive reading, unless ``strict``.
     """
     if not nodes:
-        return True
+        return not strict
     known = False
     snapshot = action.value.get("leaders")
     if isinstance(snapshot, dict) and f"{tp[0]}/{tp[1]}" in snapshot:
@@ -324,7 +333,7 @@ def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
         end = action.end if action.end is not None else action.start
         if nodes & {str(n) for n in leaders_between(states, start, end + CLOCK_MARGIN_NS)}:
             return True
-    return not known
+    return not known and not strict
 
 
 def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> set[int]:

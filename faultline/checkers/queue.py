@@ -21,7 +21,9 @@ Anomalies (docs/design.md), with the choices made where the table leaves room:
   A value acknowledged below the drain's log start offset is unknown, not lost.
 - phantom-read: a polled record (offset, value) the completed drain does not hold at
   that offset (records at or past the drain's HW were truncated away); the drain holds
-  every value it read there, also one it read where it had read another.
+  every value it read there, also one it read where it had read another. A read where
+  the drain read nothing, below its HW, at an offset every replica holds the same
+  batch at, is unknown (the drain skipped it), as a lost write there is.
 - inconsistent-offsets: one offset associated with two values across acks, polls and
   the drain (complete or not: every drained record is real), counted once per
   offset; also an ack whose offset the completed drain leaves empty while holding
@@ -49,7 +51,9 @@ Anomalies (docs/design.md), with the choices made where the table leaves room:
   for that partition (a process is never reassigned: ``mode: assign``, and a
   consumer whose poll ended ``info`` is replaced by a new process).
 - poll-skip: a consumer's successive records for a partition jumped over offsets
-  that hold records in the completed drain.
+  that hold records in the completed drain; its first record of a partition, over
+  offsets from the drain's log start (consumers assign every partition from the
+  beginning: ``OFFSET_BEGINNING``, ``auto.offset.reset=earliest``).
 
 Malformed values (a send without a 64-bit integer ``value``, a poll record that is
 not ``[topic, partition, offset, value]``, ...) raise HistoryError naming the line
@@ -224,7 +228,8 @@ class Engine:
         self.error_names: dict[str, int] = {}
         self._errors_by_slot: tuple[Any, Any] | None = None
         self.consumers: dict[int, dict[int, int]] = {}  # process -> part -> last offset
-        self.gaps: list[tuple[int, int, int, int, int]] = []  # part, process, prev, off, time
+        # part, process, prev (None: the process's first record there), off, time
+        self.gaps: list[tuple[int, int, int | None, int, int]] = []
         self.backwards: list[tuple[int, int, int, int, int]] = []  # same, nonmonotonic-poll
         # (part, offset) -> {value: [(source, time, process)]}, for same-source conflicts
         self.conflicts: dict[tuple[int, int], dict[int, list[tuple[str, Any, Any]]]] = {}
@@ -401,7 +406,9 @@ class Engine:
                             run = 0
                         if off.__class__ is not int or val.__class__ is not int or not vmin <= val <= vmax:
                             val = foreign(off, val)
-                        if last is not None and off != last + 1:
+                        if last is None:  # its first: from the log start (assign mode)
+                            gaps.append((tp, p, None, off, t))
+                        elif off != last + 1:
                             (backwards if off <= last else gaps).append((tp, p, last, off, t))
                         last = off
                         run += 1
@@ -760,6 +767,8 @@ class Engine:
                     # drain's end (set aside)
                     if part.short is not None and ack_at >= part.hw:  # type: ignore[operator]
                         c.set_aside("inconsistent-offsets", tp)
+                    elif part.held(ack_at):
+                        c.drain_missed += 1  # the drain skipped what every replica holds
                     elif ack_at >= (part.lso or 0):
                         c.iso_ack_offset.append(s)
             elif status[s] == FAIL and reads[s] != EMPTY:
@@ -869,6 +878,8 @@ class Engine:
                         if (part.short is not None and off >= part.hw  # type: ignore[operator]
                                 and (end is None or off < end)):
                             c.set_aside("phantom-read", tp)
+                        elif dv == NONE and part.held(off):
+                            c.drain_missed += 1  # the drain skipped what every replica holds
                         else:
                             c.add("phantom-read", tp,
                                   partial(examples.phantom, self, c, tp, off, x))
@@ -900,13 +911,15 @@ class Engine:
         for tp, p, prev, off, t in self.backwards:
             c.add("nonmonotonic-poll", tp,
                   partial(examples.backwards, self, c, tp, p, prev, off, t))
-        for tp, p, prev, off, t in self.gaps:
+        for tp, p, after, off, t in self.gaps:
             part = self.parts[tp]
             if not part.complete:
                 continue
-            skipped = part.drains.any_between(prev, off)
+            # a first record comes right after the log start: every partition is
+            # assigned from the beginning
+            skipped = part.drains.any_between((part.lso or 0) - 1 if after is None else after, off)
             if skipped:
-                c.add("poll-skip", tp, partial(examples.skip, self, c, tp, p, prev, off, t, skipped))
+                c.add("poll-skip", tp, partial(examples.skip, self, c, tp, p, after, off, t, skipped))
 
     def copies(self, tp: int, offsets: Iterable[int]) -> list[provenance.Copy | None]:
         """The record at each offset of partition ``tp`` as its replicas' batches say

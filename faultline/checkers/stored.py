@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from faultline.checkers.guarantees import elr_enabled
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
 from faultline.checkers.table import HistoryTable
@@ -19,6 +20,7 @@ from faultline.errors import HistoryError, SpecError
 from faultline.history import ReadResult, iter_rows
 from faultline.rundir import (
     CLIENT_LOG_FILE,
+    CLUSTER_FILE,
     METADATA_FILE,
     REPLICAS_FILE,
     TEST_FILE,
@@ -109,7 +111,10 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     ``white_box`` (:mod:`faultline.checkers.whitebox`); where it is violated (and the
     guarantees do not permit it) while the history found nothing forbidden, the two
     disagree and ``valid`` is unknown (``broker-state-disagrees``); an unreadable
-    white-box file is named in ``white_box.errors``. But a metadata log or
+    white-box file is named in ``white_box.errors``. Anomalies judged with eligible
+    leader replicas on (or off) by the Kafka version, where ``cluster.json`` says the
+    cluster ran the other way, are not known permitted or forbidden: ``valid`` is unknown
+    (``broker-state-disagrees``). But a metadata log or
     replicas file the run has and the check could not read, or one ``cluster.json`` says
     could not be collected (``broker_state_errors``), makes ``valid`` unknown
     (``broker-state-unreadable``), whatever it was: what the file says can forbid a
@@ -141,6 +146,7 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
         result = replace(result, extra={**result.extra, "client_log_error": state.client_log_error})
     assert state.files is not None, "a checker calls broker once it has read the rows"
     result = _undecided_without(result, state.files)
+    result = _elr_disagreeing(result, spec, state.files)
     white = check_white_box(spec, state.files, result.to_json())
     if white is not None:
         result = _disagreeing(replace(result, extra={**result.extra, "white_box": white}), white)
@@ -173,6 +179,22 @@ def _undecided_without(result: Result, files: BrokerFiles) -> Result:
     return _undecided(result, "broker-state-unreadable",
                       f"{' and '.join(unread)} ({'; '.join(problems)}): the broker's own state might "
                       "forbid what the check permitted without it, or set aside what it counted")
+
+
+def _elr_disagreeing(result: Result, spec: TestSpec, files: BrokerFiles) -> Result:
+    """``result``, unknown if it saw an anomaly and was judged with or without eligible
+    leader replicas (by the Kafka version, :func:`~faultline.checkers.guarantees.elr_enabled`)
+    where ``cluster.json`` says the cluster ran the other way: what the guarantees permit
+    depends on it (``broker-state-disagrees``)."""
+    said, judged = files.eligible_leader_replicas, elr_enabled(spec.kafka.version)
+    if said is None or said == judged or not any(result.anomaly_counts.values()):
+        return result
+    word = {True: "on", False: "off"}
+    return _undecided(result, "broker-state-disagrees",
+                      f"the anomalies were judged with eligible leader replicas {word[judged]} (Kafka "
+                      f"{spec.kafka.version}), but the cluster's metadata log says they were "
+                      f"{word[said]} ({CLUSTER_FILE}): what the guarantees permit depends on it, so "
+                      "the verdict is not known")
 
 
 def _undecided(result: Result, kind: str, why: str) -> Result:

@@ -58,13 +58,14 @@ class Collected:
         self.examples: dict[str, list[Example]] = {}
         self.part_faults: list[frozenset[str]] = []  # tp -> its fault tokens
         self.part_rules: list[dict[str, str]] = []  # tp -> rule key -> reason
+        self.part_strict_rules: list[dict[str, str]] = []  # the same, from witnessed faults only
         self.part_counts: list[dict[str, int]] = []  # tp -> anomaly -> count
         self.part_violations: list[set[str]] = []  # tp -> types seen there, not permitted
         self.unverified: dict[int, dict[str, int]] = {}  # tp -> anomaly -> set aside (short drain)
         self.faults: list[dict[str, Any]] = []
         self.measures: dict[str, Any] = {}
         self.below_log_start = 0
-        self.drain_missed = 0  # lost writes at an offset every replica holds below the HW
+        self.drain_missed = 0  # lost writes, reads, acks at an offset every replica holds below the HW
         self.indeterminate = 0
         self.indeterminate_read = 0
         self.iso_ack_offset: list[int] = []  # slots: ack offset empty in the drain
@@ -80,6 +81,8 @@ class Collected:
         by_part = faults_by_partition(actions, keys, timeline)
         self.part_faults = [by_part[k] for k in keys]
         self.part_rules = [rules(self.config, f) for f in self.part_faults]
+        witnessed = faults_by_partition(actions, keys, timeline, strict=True)
+        self.part_strict_rules = [rules(self.config, witnessed[k]) for k in keys]
         self.part_counts = [dict.fromkeys(ANOMALIES, 0) for _ in keys]
         self.part_violations = [set() for _ in keys]
         self.measures = measures.finish(keys, sent_to, actions)
@@ -127,6 +130,15 @@ class Collected:
             example = make()
             example["permitted"] = allowed
             kept.append(example)
+
+    def assumed_permitted(self, tp: int) -> list[str]:
+        """The anomaly types seen on ``tp`` that its rules permit only through what the
+        permissive readings of :mod:`.faults_seen` assume (faults no witness shows): by
+        rule key, so an inconsistent offset counts when either of its rows does."""
+        strict = self.part_strict_rules[tp]
+        return [n for n in ANOMALIES if self.part_counts[tp][n] and any(
+            k in self.part_rules[tp] and k not in strict
+            for k in ((ISO_ACK, ISO_READS) if n == "inconsistent-offsets" else (n,)))]
 
     def set_aside(self, name: str, tp: int) -> None:
         """An instance on ``tp`` that a short drain cannot decide: unknown, not counted."""
@@ -204,6 +216,16 @@ def build_result(c: Collected, engine: Tally) -> Result:
                                    f"holds the same batches up to {p.short} (replicas.jsonl): "
                                    f"the drain stopped short, so {what} at or past {p.hw} "
                                    "cannot be decided (set aside, not counted)"})
+        assumed = c.assumed_permitted(tp)
+        if assumed:
+            unknown.append({
+                "kind": "permitted-on-assumption", "topic": p.topic, "partition": p.partition,
+                "affects_verdict": True,
+                "why": f"{', '.join(assumed)} seen here: permitted only by faults assumed, not "
+                       "witnessed (a fault on the partition's leader where neither the nemesis "
+                       "op's leaders snapshot nor the metadata log says who led, every replica "
+                       "out of step where there is no metadata log, or what a node fault naming "
+                       "no node may have touched), so whether it was permitted is unknown"})
         partitions.append({
             "topic": p.topic, "partition": p.partition, "complete": p.complete,
             "drained": p.drained, "high_watermark": p.hw, "log_start_offset": p.lso,
@@ -229,10 +251,12 @@ def build_result(c: Collected, engine: Tally) -> Result:
     if c.drain_missed:
         unknown.append({"kind": "drain-missed-held", "count": c.drain_missed,
                         "affects_verdict": True,
-                        "why": "acknowledged values the drain did not read, at offsets it read "
-                               "nothing at below its HW where every replica's log holds the same "
-                               "batch (replicas.jsonl): the history says lost, the brokers say "
-                               "held; not counted as lost writes"})
+                        "why": "acknowledged values the drain did not read, records a consumer "
+                               "read, and acks whose value the drain read elsewhere, at offsets it "
+                               "read nothing at below its HW where every replica's log holds the "
+                               "same batch (replicas.jsonl): the history says lost, the brokers say "
+                               "held; not counted as lost writes, phantom reads or inconsistent "
+                               "offsets"})
     violations = c.violations()
     if violations:
         valid: bool | str = False

@@ -426,7 +426,8 @@ class BrokerFiles:
     A list holds a file's lines; None means the run has no such file or it could not
     be read, which ``errors`` then says (one line each, naming file and line), and
     ``unreadable`` names. ``uncollected`` is what ``cluster.json`` says could not be
-    collected (``broker_state_errors``), or why it could not be read.
+    collected (``broker_state_errors``), or why it could not be read;
+    ``eligible_leader_replicas`` what it says the cluster ran with (None: not known).
     """
 
     metadata: list[dict[str, Any]] | None = None
@@ -437,6 +438,7 @@ class BrokerFiles:
     uncollected: tuple[str, ...] = ()
     #: Whether the run has any of the files.
     present: bool = False
+    eligible_leader_replicas: bool | None = None
 
     @classmethod
     def read(cls, run_dir: Path) -> BrokerFiles:
@@ -460,21 +462,26 @@ class BrokerFiles:
                 unreadable.append(name)
                 return None
 
+        uncollected, elr = _cluster_facts(Path(run_dir) / CLUSTER_FILE)
         return cls(load(METADATA_FILE, {"offset": int, "type": str}),
                    load(OBSERVATIONS_FILE, {"time": int, "partition": int}),
                    load(REPLICAS_FILE, {"partition": int, "node": int, "batches": list}),
-                   tuple(errors), tuple(unreadable), _uncollected(Path(run_dir) / CLUSTER_FILE), present)
+                   tuple(errors), tuple(unreadable), uncollected, present, elr)
 
 
-def _uncollected(path: Path) -> tuple[str, ...]:
-    """What ``cluster.json`` says the run could not collect; nothing when it has no such file."""
+def _cluster_facts(path: Path) -> tuple[tuple[str, ...], bool | None]:
+    """What ``cluster.json`` says the run could not collect (nothing when it has no such
+    file), and whether the cluster ran with eligible leader replicas (None: not said)."""
     if not path.is_file():
-        return ()
+        return (), None
     try:
-        said = orjson.loads(path.read_bytes()).get("broker_state_errors") or ()
+        facts = orjson.loads(path.read_bytes())
+        said = facts.get("broker_state_errors") or ()
     except (OSError, orjson.JSONDecodeError, AttributeError) as e:
-        return (f"{CLUSTER_FILE} could not be read: {e}",)
-    return tuple(str(x) for x in said) if isinstance(said, list) else ()
+        return (f"{CLUSTER_FILE} could not be read: {e}",), None
+    elr = facts.get("eligible_leader_replicas")
+    return (tuple(str(x) for x in said) if isinstance(said, list) else (),
+            elr if isinstance(elr, bool) else None)
 
 
 def check_white_box(spec: TestSpec, files: BrokerFiles,

@@ -1,9 +1,10 @@
 """REFERENCE, for tests only: the queue checker's engine as it was before its value ->
 slot map became an array (faultline/checkers/queue.py at ea31ca4), kept unchanged but for
 :meth:`Engine.slot`, :meth:`Engine.read_off` and :meth:`Engine.first_read` (what the
-examples now ask) so that the equivalence tests (test_queue_equivalence.py) can hold
-the current engine's results equal to it. Delete it once the new engine is proven. Its offset maps are
-its own (int64 cells, as the engine's were before they became int32), so that the
+examples now ask) and a consumer's first record judged as a poll-skip, so that the
+equivalence tests (test_queue_equivalence.py) can hold the current engine's results
+equal to it. Delete it once the new engine is proven. Its offset maps are its own
+(int64 cells, as the engine's were before they became int32), so that the
 equivalence tests hold the engine's maps to them too.
 
 Its anomalies, and the choices made where the table leaves room, are the engine's:
@@ -109,7 +110,7 @@ class Engine:
         self.c_read_by: array[int] = array("q")  # consumer process, or -1 for the drain
         self.errors: dict[int, str] = {}  # slot -> error of a fail / info send
         self.consumers: dict[int, dict[int, int]] = {}  # process -> part -> last offset
-        self.gaps: list[tuple[int, int, int, int, int]] = []  # part, process, prev, off, time
+        self.gaps: list[tuple[int, int, int | None, int, int]] = []  # part, process, prev, off, time
         self.backwards: list[tuple[int, int, int, int, int]] = []  # same, nonmonotonic-poll
         # (part, offset) -> {value: [(source, time, process)]}, for same-source conflicts
         self.conflicts: dict[tuple[int, int], dict[int, list[tuple[str, Any, Any]]]] = {}
@@ -230,7 +231,9 @@ class Engine:
                         if off.__class__ is not int or val.__class__ is not int:
                             raise TypeError("record")
                         last = last_of.get(tp)
-                        if last is not None and off != last + 1:
+                        if last is None:
+                            gaps.append((tp, p, None, off, t))
+                        elif off != last + 1:
                             (backwards if off <= last else gaps).append((tp, p, last, off, t))
                         last_of[tp] = off
                         part.polled += 1  # type: ignore[union-attr]
@@ -479,7 +482,7 @@ class Engine:
             part = self.parts[tp]
             if not part.complete:
                 continue
-            skipped = part.drains.any_between(prev, off)
+            skipped = part.drains.any_between((part.lso or 0) - 1 if prev is None else prev, off)
             if skipped:
                 c.add("poll-skip", tp, partial(examples.skip, self, c, tp, p, prev, off, t, skipped))
 

@@ -40,7 +40,7 @@ def lossy_history() -> H:
     h = H()
     h.send(0, 10, offset=0)
     h.send(0, 11, offset=1)
-    h.fault("kill")
+    h.fault("kill", leaders={f"{TOPIC}/0": 1})
     h.drain([(0, 10)])
     return h
 
@@ -158,7 +158,7 @@ def test_the_metadata_logs_isr_decides_whether_two_wipes_overlapped(tmp_path: Pa
     metadata.jsonl shows the first node back in the ISR before the second wipe."""
     h = H()
     h.send(0, 10, offset=0)
-    h.fault("wipe", [1])
+    h.fault("wipe", [1], leaders={f"{TOPIC}/0": 1})
     h.t = 10 * 10**9
     h.fault("wipe", [2])
     h.fault("pause", [3])  # issue 17: with node 3 never faulted, it would keep the write

@@ -4,6 +4,7 @@ cross-check on the drain (a drain that stopped short decides nothing past its en
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from faultline.checkers.faults_seen import PartitionState, faults_of, leaders_between
@@ -92,6 +93,50 @@ def test_an_empty_leaders_snapshot_is_no_witness() -> None:
     h.fault("kill", [2], leaders={})
     assert "leader-fault" in faults_of(h.ops)
 
+
+
+def test_an_anomaly_excused_only_by_an_assumed_leader_fault_is_unknown() -> None:
+    """A kill of n3 with neither witness of who led p1 (no snapshot for it, no metadata
+    log) may have hit its leader: that permits acks=1's loss there, but only as an
+    assumption, so the run is not known valid, and results.json says why; p0's
+    snapshot says n2 led it (no leader fault, nothing assumed there)."""
+    r = run(acks1_two_partitions(lose_on=1, kill=3, leaders={f"{TOPIC}/0": 2}))
+    assert r.valid == UNKNOWN and r.violations == []
+    assert r.anomalies["lost-write"][0]["permitted"] is True
+    assert "leader-fault" in r.extra["partitions"][1]["faults"]
+    [entry] = [u for u in r.unknown if u["kind"] == "permitted-on-assumption"]
+    assert (entry["topic"], entry["partition"], entry["affects_verdict"]) == (TOPIC, 1, True)
+    assert "lost-write" in entry["why"] and "assumed" in entry["why"]
+    # a witness (the snapshot names n3 as p1's leader) leaves nothing assumed
+    r = run(acks1_two_partitions(lose_on=1, kill=3, leaders={f"{TOPIC}/0": 2, f"{TOPIC}/1": 3}))
+    assert r.valid is True and not [u for u in r.unknown if u["kind"] == "permitted-on-assumption"]
+    # assumed on p1, where nothing it would excuse was seen: the verdict is p0's
+    r = run(acks1_two_partitions(lose_on=0, kill=3, leaders={f"{TOPIC}/0": 2}))
+    assert r.valid is False and r.violations == ["lost-write"]
+    assert not [u for u in r.unknown if u["kind"] == "permitted-on-assumption"]
+
+
+def test_a_committed_loss_excused_only_by_replicas_assumed_out_of_step_is_unknown() -> None:
+    """Kafka 3.9 (no ELR), acks=all, unclean elections on: a kill of the leader (n1, the
+    snapshot says) with no metadata log permits a committed loss only by assuming every
+    replica fell out of step; n2 and n3 were never touched and may have stayed in the
+    ISR. The loss is not known permitted."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.fault("kill", [1], leaders={f"{TOPIC}/0": 1})
+    h.send(1, 12, offset=1)
+    h.drain([(0, 10), (1, 12)])
+    spec = make_spec(acks="all", unclean=True)
+    spec = dataclasses.replace(spec, kafka=dataclasses.replace(spec.kafka, version="3.9.0"))
+    r = check(spec, h.ops)
+    assert r.valid == UNKNOWN and r.violations == []
+    [entry] = [u for u in r.unknown if u["kind"] == "permitted-on-assumption"]
+    assert "lost-write" in entry["why"] and "inconsistent-offsets" in entry["why"]
+    # with the metadata log showing n2 and n3 out of the ISR, the permission is witnessed
+    isr = {P0: [PartitionState(0, 1, ALL, ALL), PartitionState(1, 1, frozenset({1}), ALL)]}
+    r = check(spec, h.ops, timeline=isr)
+    assert r.valid is True and not r.unknown
 
 def state(t: int, leader: int | None, isr: frozenset[int] = ALL) -> PartitionState:
     return PartitionState(t, leader, isr, ALL)
@@ -248,3 +293,27 @@ def test_faulted_counts_replicas_a_fault_touched_or_the_log_shows_out_of_the_isr
 def test_a_log_that_begins_after_the_fault_is_no_witness() -> None:
     # the metadata log read starts 2 s after the kill: who led at the kill is unknown
     assert "leader-fault" in faults_of(killed_at_5s(3).ops, {P0: [state(8 * S, 2)]})
+
+
+def test_a_read_the_drain_skipped_where_every_replica_holds_a_record_is_unknown() -> None:
+    """The drain read 0, 1, 3, 4 and 5 below its HW 6 and nothing at 2, which every
+    replica holds (batch 0..2): a consumer's read of 102 at 2 is then no phantom read
+    (the history says gone, the brokers that it is there), as the write acknowledged
+    there is no lost one; nor is an ack of 105 at 2, which the drain read at 5 only, an
+    inconsistent offset (the drain's silence at 2 is what the brokers contradict)."""
+    h = H()
+    for off in (0, 1, 3, 4):
+        h.send(0, 100 + off, offset=off)
+    h.send(0, 105, offset=2)
+    h.poll(5, [(0, 100), (1, 101), (2, 105), (3, 103), (4, 104)])
+    h.drain([(o, 100 + o) for o in (0, 1, 3, 4)] + [(5, 105)], hw=6)
+    same = [[0, 2, 0, 7], [3, 5, 0, 8]]
+    r = check1(h, [replica(n, 6, same) for n in (1, 2, 3)])
+    assert r.violations == [] and r.valid == UNKNOWN
+    assert r.anomaly_counts["phantom-read"] == 0 and r.anomaly_counts["inconsistent-offsets"] == 0
+    (entry,) = [u for u in r.unknown if u["kind"] == "drain-missed-held"]
+    assert entry["count"] == 2 and entry["affects_verdict"] is True
+    # where the replicas do not all hold the same batch there, both stand
+    split = [replica(1, 6, same), replica(2, 6, same), replica(3, 6, [[0, 2, 1, 70], [3, 5, 1, 80]])]
+    r = check1(h, split)
+    assert r.violations == ["phantom-read", "inconsistent-offsets"]

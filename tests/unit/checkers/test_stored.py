@@ -100,3 +100,29 @@ def test_an_unreadable_cluster_json_makes_the_verdict_unknown(tmp_path: Path) ->
     h.send(0, 100, offset=0)
     h.drain([(0, 100)])
     assert check_stored(run_dir(tmp_path / "run", h, **{"cluster.json": "{cut"})).valid == UNKNOWN
+
+
+@pytest.mark.parametrize(("said", "valid"), [(None, False), (True, False), (False, UNKNOWN)])
+def test_eligible_leader_replicas_the_cluster_did_not_have_make_the_verdict_unknown(
+        tmp_path: Path, said: bool | None, valid: Any) -> None:
+    """Kafka 4.3.1 is judged with eligible leader replicas (a new cluster has them): a
+    lost write after wiping one replica (the leader) is then forbidden at acks=all,
+    min.insync=2, as two replicas hold every committed record. Without them the ISR may
+    shrink to the leader alone and one wipe may lose it: where cluster.json says the
+    metadata log finalized features without ELR, the broker's state and the judgement
+    disagree, and the violation is not known."""
+    h = H()
+    h.send(0, 100, offset=0)
+    h.fault("wipe", [1], leaders={f"{TOPIC}/0": 1})
+    h.drain([])
+    cluster = {"kafka_version": "4.3.1", "dump_log_segments": None, "broker_state_errors": [],
+               "features": {} if said is None else {"metadata.version": 27},
+               "eligible_leader_replicas": said}
+    run = run_dir(tmp_path / "run", h, **{"cluster.json": json.dumps(cluster)})
+    (run / "test.json").write_text(json.dumps(make_spec(acks="all", min_insync=2).to_json()))
+    r = check_stored(run)
+    assert r.valid == valid and r.violations == ["lost-write"]
+    disagree = [u for u in r.unknown if u["kind"] == "broker-state-disagrees"]
+    assert bool(disagree) == (valid == UNKNOWN)
+    if disagree:
+        assert "eligible leader replicas" in disagree[0]["why"]
