@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from faultline.errors import FaultlineError, HistoryError
+from faultline.errors import FaultlineError, HistoryError, SpecError
 
 TEST_FILE = "test.json"
 #: The history as a run writes it: JSON lines in zstd frames (docs/history.md).
@@ -47,10 +47,13 @@ LATEST = "latest"
 def find_history(run_dir: Path) -> Path:
     """The history file of ``run_dir``: :data:`HISTORY_FILE` or :data:`PLAIN_HISTORY_FILE`,
     whichever it holds. Raises HistoryError when it holds neither or both (a run
-    directory holds exactly one, docs/history.md)."""
+    directory holds exactly one, docs/history.md), or when the one it holds is no
+    regular file (a directory, say)."""
     found = [run_dir / name for name in (HISTORY_FILE, PLAIN_HISTORY_FILE)
-             if (run_dir / name).is_file()]
+             if (run_dir / name).exists()]
     if len(found) == 1:
+        if not found[0].is_file():
+            raise HistoryError(str(found[0]), None, "not a regular file")
         return found[0]
     if not found:
         raise HistoryError(str(run_dir / HISTORY_FILE), None,
@@ -61,31 +64,50 @@ def find_history(run_dir: Path) -> Path:
 
 def new_run_dir(results: Path, name: str, now: datetime | None = None) -> Path:
     """Create ``results/<name>/<UTC timestamp>/`` (a suffix keeps two runs of one
-    second apart) and point ``results/latest`` at it; returns the directory."""
+    second apart) and point ``results/latest`` at it; returns the directory. A FaultlineError
+    naming the path when either cannot be made (nothing of this call is left then), and
+    SpecError for a ``name`` of ``latest`` (the link itself: the run would go inside the
+    one it points at)."""
+    if name == LATEST:
+        raise SpecError(f"test name {LATEST!r} is taken: {results / LATEST} points at the newest run")
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     base = results / name
-    base.mkdir(parents=True, exist_ok=True)
-    run_dir = base / stamp
-    n = 1
-    while True:
-        try:
-            run_dir.mkdir()
-            break
-        except FileExistsError:
-            run_dir = base / f"{stamp}-{n}"
-            n += 1
-    _point_latest(results, run_dir)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        run_dir = base / stamp
+        n = 1
+        while True:
+            try:
+                run_dir.mkdir()
+                break
+            except FileExistsError:
+                run_dir = base / f"{stamp}-{n}"
+                n += 1
+    except OSError as e:
+        raise FaultlineError(f"{e.filename or results}: cannot make the run directory: "
+                             f"{e.strerror or e}") from None
+    try:
+        _point_latest(results, run_dir)
+    except OSError as e:
+        run_dir.rmdir()
+        raise FaultlineError(f"{results / LATEST}: cannot point it at the new run: "
+                             f"{e.strerror or e}") from None
     return run_dir
 
 
 def _point_latest(results: Path, run_dir: Path) -> None:
-    """Atomically replace ``results/latest`` with a relative symlink to ``run_dir``."""
+    """Atomically replace ``results/latest`` with a relative symlink to ``run_dir``; on an
+    OSError the temporary link is gone and ``results/latest`` is as it was."""
     link = results / LATEST
     tmp = results / f".{LATEST}.{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
     tmp.symlink_to(run_dir.relative_to(results))
-    tmp.replace(link)
+    try:
+        tmp.replace(link)
+    except OSError:
+        tmp.unlink()
+        raise
 
 
 def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:

@@ -31,6 +31,12 @@ FAULTS: tuple[str, ...] = tuple(FAMILIES)
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 
+#: The most partitions a test topic may have: Kafka's controller refuses a CreateTopics
+#: request of more (KAFKA-17870, Kafka 3.9 on), and the checker counts at most 32,768.
+MAX_PARTITIONS = 10_000
+#: The longest topic name Kafka accepts (``org.apache.kafka.common.internals.Topic``).
+MAX_TOPIC_NAME = 249
+
 
 @dataclass(frozen=True, slots=True)
 class KafkaSpec:
@@ -151,7 +157,8 @@ class TestSpec:
     @classmethod
     def load(cls, path: Path) -> TestSpec:
         """A stored ``test.json``, read with ``strict=False`` (extra keys are welcome,
-        docs/history.md); one SpecError line naming ``path`` if it is unreadable or invalid."""
+        docs/history.md); one SpecError line naming ``path`` if it is unreadable, invalid,
+        or lacks a key docs/history.md says every test.json holds."""
         try:
             data = orjson.loads(Path(path).read_bytes())
         except OSError as e:
@@ -161,9 +168,27 @@ class TestSpec:
         if not isinstance(data, dict):
             raise SpecError(f"{path}: expected a JSON object")
         try:
-            return cls.from_mapping(data, source=str(path), strict=False)
+            spec = cls.from_mapping(data, source=str(path), strict=False)
         except SpecError as e:  # a value out of range is named as its option: say which file
             raise SpecError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
+        missing = [k for k in ("name", "seed", "start_wall_ms", *_STORED_KEYS) if k not in data]
+        missing += [f"{section}.{k}" for section, keys in _STORED_KEYS.items()
+                    if isinstance(data.get(section), dict) for k in keys if k not in data[section]]
+        if missing:  # a default in its place could judge the run against a config it never ran
+            raise SpecError(f"{path}: lacks {', '.join(missing)}, which every test.json holds "
+                            "(docs/history.md)")
+        return spec
+
+
+#: The keys of each section that every ``test.json`` holds (docs/history.md, its schema).
+_STORED_KEYS: Mapping[str, tuple[str, ...]] = {
+    "kafka": ("version", "nodes"),
+    "topic": ("name", "partitions", "replication_factor", "min_insync_replicas",
+              "unclean_leader_election_enable"),
+    "producer": ("acks", "enable_idempotence", "retries", "max_in_flight"),
+    "consumer": ("isolation_level", "mode"),
+    "nemesis": ("faults", "interval_s"),
+}
 
 
 def _to_json(value: Any) -> Any:
@@ -218,6 +243,10 @@ def _coerce(hint: Any, value: Any, where: str, strict: bool) -> Any:
     if origin is Mapping or hint is Mapping:
         if not isinstance(value, Mapping):
             raise SpecError(f"{where}: expected a mapping, got {value!r}")
+        bad = [k for k, v in value.items() if not isinstance(v, str | int | float | bool)]
+        if bad:  # str() would make a null "None", a list its repr
+            raise SpecError(f"{where}.{bad[0]}: expected a string, number or boolean, "
+                            f"got {value[bad[0]]!r}")
         return {str(k): str(v) for k, v in value.items()}
     if hint is bool:
         if not isinstance(value, bool):
@@ -240,13 +269,20 @@ def _coerce(hint: Any, value: Any, where: str, strict: bool) -> Any:
     raise SpecError(f"{where}: cannot read a value of type {hint}")  # pragma: no cover
 
 
+def _name_ok(name: str) -> bool:
+    """A name of letters, digits, '.', '_' and '-' that is not only dots (``.`` and
+    ``..`` are no topic, and no directory of their own)."""
+    return name.strip(".") != "" and all(c.isalnum() or c in "._-" for c in name)
+
+
 def _validate(spec: TestSpec) -> None:
     """Reject specs that cannot run, one clear message each."""
     k, t, p, w, n = spec.kafka, spec.topic, spec.producer, spec.workload, spec.nemesis
     checks: list[tuple[bool, str]] = [
         (k.nodes in (1, 3, 5), f"--nodes must be 1, 3 or 5, not {k.nodes}"),
         (k.heap_mb >= 256, f"kafka.heap_mb must be at least 256, not {k.heap_mb}"),
-        (t.partitions >= 1, f"--partitions must be at least 1, not {t.partitions}"),
+        (1 <= t.partitions <= MAX_PARTITIONS,
+         f"--partitions must be between 1 and {MAX_PARTITIONS}, not {t.partitions}"),
         (
             1 <= t.replication_factor <= k.nodes,
             f"--replication-factor must be between 1 and the node count {k.nodes}, "
@@ -265,6 +301,12 @@ def _validate(spec: TestSpec) -> None:
         ),
         (p.max_in_flight >= 1, f"producer.max_in_flight must be at least 1, not {p.max_in_flight}"),
         (p.retries >= 0, f"producer.retries must be >= 0, not {p.retries}"),
+        # the clients' own ranges: librdkafka's, and the Java producer's sum rule
+        (1 <= p.request_timeout_ms <= 900_000 and 0 <= p.linger_ms <= 900_000
+         and p.linger_ms + p.request_timeout_ms <= p.delivery_timeout_ms <= 2**31 - 1,
+         "producer timeouts: request_timeout_ms must be 1 to 900000, linger_ms 0 to 900000, and "
+         "delivery_timeout_ms at least their sum (and below 2**31), not "
+         f"{p.request_timeout_ms}, {p.linger_ms} and {p.delivery_timeout_ms}"),
         (spec.time_limit_s > 0, f"--time-limit must be positive, not {spec.time_limit_s}"),
         (w.producers >= 1, f"--producers must be at least 1, not {w.producers}"),
         (w.consumers >= 0, f"--consumers must be >= 0, not {w.consumers}"),
@@ -272,10 +314,11 @@ def _validate(spec: TestSpec) -> None:
         (n.interval_s > 0, f"--interval must be positive, not {n.interval_s}"),
         (n.max_concurrent >= 1, f"nemesis.max_concurrent must be at least 1, not {n.max_concurrent}"),
         (spec.seed >= 0, f"--seed must be >= 0, not {spec.seed}"),
-        (bool(t.name) and all(c.isalnum() or c in "._-" for c in t.name),
-         f"topic name {t.name!r} may hold only letters, digits, '.', '_' and '-'"),
-        (bool(spec.name) and all(c.isalnum() or c in "._-" for c in spec.name),
-         f"test name {spec.name!r} may hold only letters, digits, '.', '_' and '-'"),
+        (_name_ok(t.name) and t.name.isascii() and len(t.name) <= MAX_TOPIC_NAME,
+         f"topic name {t.name!r} may hold only ASCII letters, digits, '.', '_' and '-' "
+         f"(at most {MAX_TOPIC_NAME}, not only dots), as Kafka's topic names"),
+        (_name_ok(spec.name),
+         f"test name {spec.name!r} may hold only letters, digits, '.', '_' and '-' (not only dots)"),
     ]
     unknown_faults = [f for f in n.faults if f not in FAULTS]
     checks.append(

@@ -46,14 +46,18 @@ def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result
 
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
     ``valid: "unknown"`` and why (not in a directory that has neither: no run), then
-    raises the SpecError / HistoryError.
+    raises the SpecError / HistoryError; a FaultlineError naming both when that
+    ``results.json`` cannot be written either.
     """
     run_dir = Path(run_dir)
     try:
         result, table = check_stored_table(run_dir, follow=follow)
     except FaultlineError as e:
         if any((run_dir / name).is_file() for name in (TEST_FILE, HISTORY_FILE, PLAIN_HISTORY_FILE)):
-            write_results(run_dir, unknown_result("unreadable-input", str(e)))
+            try:
+                write_results(run_dir, unknown_result("unreadable-input", str(e)))
+            except FaultlineError as unwritten:  # the cause first: it is what to fix
+                raise FaultlineError(f"{e}; and {unwritten}") from None
         raise  # a directory with none of a run's files (not a run) gets no results.json
     if table is not None:
         _give_back_freed_memory()

@@ -450,7 +450,7 @@ class BrokerFiles:
         def load(name: str, keys: Mapping[str, type]) -> list[dict[str, Any]] | None:
             nonlocal present
             path = Path(run_dir) / name
-            if not path.is_file():
+            if not path.exists():  # one that is there but no readable file is unreadable
                 return None
             present = True
             try:
@@ -472,7 +472,7 @@ class BrokerFiles:
 def _cluster_facts(path: Path) -> tuple[tuple[str, ...], bool | None]:
     """What ``cluster.json`` says the run could not collect (nothing when it has no such
     file), and whether the cluster ran with eligible leader replicas (None: not said)."""
-    if not path.is_file():
+    if not path.exists():
         return (), None
     try:
         facts = orjson.loads(path.read_bytes())

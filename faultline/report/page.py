@@ -118,7 +118,7 @@ def load_run(run_dir: Path) -> RunData:
     if not run_dir.is_dir():
         raise HistoryError(str(run_dir), None, "not a run directory (no such directory)")
     spec_path = run_dir / TEST_FILE
-    if not spec_path.is_file():
+    if not spec_path.exists():  # one that is there and unreadable: TestSpec.load says why
         raise HistoryError(str(spec_path), None, "missing: is this a run directory?")
     spec = TestSpec.load(spec_path)
     history = read_table(run_dir / SENDS_FILE, find_history(run_dir))
@@ -166,7 +166,8 @@ def _check(run_dir: Path) -> tuple[dict[str, Any], HistoryTable]:
 
 #: The types the page relies on, of results.json's fields docs/history.md lists.
 _STORED_TYPES: Mapping[str, type] = {"anomaly_counts": dict, "anomalies": dict, "permitted": list,
-                                     "violations": list, "unknown": list, "stats": dict}
+                                     "violations": list, "unknown": list, "stats": dict,
+                                     "permitted_reasons": dict, "forbidden_reasons": dict}
 
 
 def _check_stored_types(path: Path, stored: dict[str, Any]) -> None:
@@ -175,6 +176,9 @@ def _check_stored_types(path: Path, stored: dict[str, Any]) -> None:
         if key in stored and not isinstance(stored[key], kind):
             want = "an object" if kind is dict else "a list"
             raise HistoryError(str(path), None, f"{key}: expected {want}, got {stored[key]!r:.40}")
+    for key in ("permitted", "violations"):  # anomaly names
+        if not all(isinstance(x, str) for x in stored.get(key) or ()):
+            raise HistoryError(str(path), None, f"{key}: expected a list of anomaly names")
     bad = [k for k, v in (stored.get("anomalies") or {}).items() if not isinstance(v, list)]
     if bad:
         raise HistoryError(str(path), None, f"anomalies.{bad[0]}: expected a list")
@@ -192,13 +196,17 @@ def _read_json(path: Path) -> Any:
 
 
 def _read_observations(path: Path) -> dict[m.Partition, list[dict[str, Any]]]:
-    """observations.jsonl lines with topic, partition and time, grouped and sorted by time."""
+    """observations.jsonl lines with topic, partition and time, grouped and sorted by time;
+    HistoryError naming the line for one whose fields the page draws have the wrong type."""
     out: dict[m.Partition, list[dict[str, Any]]] = {}
     if not path.is_file():
         return out
     for lineno, d in enumerate(read_jsonl(path), 1):
-        if not isinstance(d.get("time"), int) or "partition" not in d:
-            raise HistoryError(str(path), lineno, "expected an object with time, topic, partition")
+        if (not isinstance(d.get("time"), int) or not isinstance(d.get("partition"), int)
+                or not all(isinstance(d.get(k), int | None) for k in ("leader", "hw"))
+                or not isinstance(d.get("isr", []), list)):
+            raise HistoryError(str(path), lineno, "expected an object with time, topic, partition "
+                                                  "(leader and hw integers or null, isr a list)")
         out.setdefault((str(d.get("topic", "")), int(d["partition"])), []).append(d)
     for samples in out.values():
         samples.sort(key=lambda d: d["time"])

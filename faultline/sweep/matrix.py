@@ -108,8 +108,9 @@ def parse_matrix(data: Any, source: str, default_name: str) -> Matrix:
     if unknown:
         raise SpecError(f"{source}: unknown key(s) {', '.join(unknown)}; known: {', '.join(_TOP_KEYS)}")
     name = str(data.get("name") or default_name)
-    if not all(c.isalnum() or c in "._-" for c in name):
-        raise SpecError(f"{source}: name {name!r} may hold only letters, digits, '.', '_' and '-'")
+    if name.strip(".") == "" or not all(c.isalnum() or c in "._-" for c in name):
+        raise SpecError(f"{source}: name {name!r} may hold only letters, digits, '.', '_' and '-' "
+                        "(not only dots: it names the sweep's directory)")
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, Mapping):
         raise SpecError(f"{source}: defaults: expected a mapping of spec fields, got {defaults!r}")

@@ -117,8 +117,9 @@ def _parse_faults(text: str) -> frozenset[str]:
     names = frozenset(f.strip() for f in text.split(",") if f.strip())
     bad = names - set(FAMILIES) - {LEADER_FAULT}
     if bad or not names:
-        raise click.BadParameter(f"unknown fault kind(s) {sorted(bad)}; choose from "
-                                 f"{', '.join(FAMILIES)}, {LEADER_FAULT}", param_hint="--faults")
+        what = f"unknown fault kind(s) {', '.join(sorted(bad))}" if bad else "no fault kind given"
+        raise click.BadParameter(f"{what}; choose from {', '.join(FAMILIES)}, {LEADER_FAULT}",
+                                 param_hint="--faults")
     return names
 
 
@@ -129,7 +130,7 @@ def _explore(acks: str | None, min_insync: int, unclean: bool, elr: bool, faults
             raise click.UsageError("--faults needs --acks (without --acks the default matrix is explored)")
         cells = list(default_matrix())
     else:
-        fs = _parse_faults(faults or "kill,leader-fault")
+        fs = _parse_faults("kill,leader-fault" if faults is None else faults)
         cells = [Cell(acks, min_insync, unclean, fs, None, rf, elr)]  # type: ignore[arg-type]
     if write and acks is not None:
         raise click.UsageError("--write stores the default matrix: use it without --acks")

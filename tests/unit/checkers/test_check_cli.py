@@ -135,7 +135,7 @@ def test_unreadable_test_json_is_one_spec_error_line(tmp_path: Path) -> None:
 def test_a_missing_run_directory(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match="not a run directory"):
         check_run(tmp_path / "nope")
-    (tmp_path / "test.json").write_bytes(b"{}")
+    (tmp_path / "test.json").write_bytes(orjson.dumps(make_spec().to_json()))
     code, out = invoke(tmp_path)
     assert code == 2 and "history.jsonl.zst: missing (nor history.jsonl)" in out
 
@@ -232,7 +232,10 @@ def test_an_output_that_cannot_be_written_is_one_line(tmp_path: Path, command: s
 
 
 @pytest.mark.parametrize("field", [{"stats": "x"}, {"stats": {"send": 5}}, {"permitted": 5},
-                                   {"violations": 5}, {"unknown": 3}, {"anomalies": {"lost-write": 5}}])
+                                   {"violations": 5}, {"unknown": 3}, {"anomalies": {"lost-write": 5}},
+                                   # found by review: these crashed the report too
+                                   {"violations": [{"a": 1}]}, {"permitted": [["lost-write"]]},
+                                   {"permitted_reasons": ["x"]}, {"forbidden_reasons": "x"}])
 def test_report_refuses_a_results_json_of_wrong_types_in_one_line(
         tmp_path: Path, field: dict[str, Any]) -> None:
     """Found in use: a stored results.json whose listed fields had the wrong type crashed
@@ -254,7 +257,7 @@ def test_a_stored_test_json_out_of_range_names_the_file(tmp_path: Path) -> None:
     d = run_dir(tmp_path, ok_history())
     (d / "test.json").write_bytes(b'{"topic": {"partitions": -3}}')
     code, out = invoke(d)
-    assert code == 2 and f"{d / 'test.json'}: --partitions must be at least 1, not -3" in out
+    assert code == 2 and f"{d / 'test.json'}: --partitions must be between 1 and 10000, not -3" in out
 
 
 def test_a_directory_that_is_no_run_gets_no_results_json(tmp_path: Path) -> None:
@@ -263,3 +266,65 @@ def test_a_directory_that_is_no_run_gets_no_results_json(tmp_path: Path) -> None
     code, out = invoke(tmp_path)
     assert code == 2 and "test.json: cannot read" in out
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["history.jsonl", "history.jsonl.zst"])
+def test_a_history_that_is_no_file_is_named_so_not_missing(tmp_path: Path, name: str) -> None:
+    """Found by review: a run directory whose history was a directory was said to have none
+    ("missing (nor history.jsonl): is this a run directory?"), by check and report alike."""
+    d = run_dir(tmp_path, ok_history())
+    (d / "history.jsonl").unlink()
+    (d / name).mkdir()
+    for command in ("check", "report"):
+        r = CliRunner().invoke(main, [command, str(d)])
+        assert r.exit_code == 2, r.output
+        assert r.output.strip() == f"faultline: error: {d / name}: not a regular file", r.output
+
+
+def test_a_test_json_that_is_no_file_is_named_so_by_the_report(tmp_path: Path) -> None:
+    """Found by review: the report called a test.json that is a directory "missing"."""
+    d = run_dir(tmp_path, ok_history())
+    (d / "test.json").unlink()
+    (d / "test.json").mkdir()
+    r = CliRunner().invoke(main, ["report", str(d)])
+    assert r.exit_code == 2 and f"{d / 'test.json'}: cannot read: Is a directory" in r.output, r.output
+
+
+@pytest.mark.parametrize("fields", ['"partition": "0"', '"partition": [0]', '"partition": null',
+                                    '"partition": 0, "leader": "n1"', '"partition": 0, "hw": "5"',
+                                    '"partition": 0, "isr": 3'])
+def test_report_refuses_observations_of_wrong_types_in_one_line(tmp_path: Path, fields: str) -> None:
+    """Found by review: an observations.jsonl line whose partition, leader or HW was no
+    integer (or ISR no list) crashed the report ("internal error")."""
+    d = run_dir(tmp_path, ok_history())
+    (d / "observations.jsonl").write_text(f'{{"time": 1, "topic": "{TOPIC}", {fields}}}\n')
+    r = CliRunner().invoke(main, ["report", str(d)])
+    assert r.exit_code == 2, r.output
+    assert "observations.jsonl:1: expected an object with time, topic, partition" in r.output
+    assert "internal error" not in r.output and not (d / "report.html").exists()
+
+
+def test_an_unreadable_history_in_a_run_that_cannot_take_results_names_both(tmp_path: Path) -> None:
+    """Found by review: a corrupt history in a run whose results.json could not be written
+    said only "results.json: cannot write", hiding what was wrong with the run."""
+    d = run_dir(tmp_path, ok_history(), tail=b"garbage\n")
+    (d / "results.json").mkdir()
+    code, out = invoke(d)
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert f"{d / 'history.jsonl'}:7: not valid JSON" in out and "results.json: cannot write" in out
+
+
+@pytest.mark.parametrize("drop", ["producer", "producer.acks", "topic.min_insync_replicas"])
+def test_a_test_json_that_lacks_the_config_is_refused_not_defaulted(tmp_path: Path, drop: str) -> None:
+    """Found by review: a test.json without its producer section (or acks) was read with the
+    default acks=all, and an acks=1 run's permitted loss was reported a violation (exit 1)."""
+    d = run_dir(tmp_path, lossy_history(), acks="1")
+    assert invoke(d)[0] == 0
+    data = orjson.loads((d / "test.json").read_bytes())
+    section, _, key = drop.partition(".")
+    del (data[section] if key else data)[key or section]
+    (d / "test.json").write_bytes(orjson.dumps(data))
+    code, out = invoke(d)
+    assert code == 2, out
+    assert out.strip().splitlines()[0] == (f"faultline: error: {d / 'test.json'}: lacks {drop}, which every "
+                                           "test.json holds (docs/history.md)")

@@ -126,3 +126,18 @@ def test_eligible_leader_replicas_the_cluster_did_not_have_make_the_verdict_unkn
     assert bool(disagree) == (valid == UNKNOWN)
     if disagree:
         assert "eligible leader replicas" in disagree[0]["why"]
+
+
+@pytest.mark.parametrize("name", ["metadata.jsonl", "replicas.jsonl", "cluster.json"])
+def test_a_broker_state_file_that_is_no_file_makes_the_verdict_unknown(tmp_path: Path, name: str) -> None:
+    """Found by review: a broker-state file that is there but no regular file (a directory)
+    was taken for one the run never had, and the run passed on the history alone."""
+    h = H()
+    h.send(0, 100, offset=0)
+    h.drain([(0, 100)])
+    d = run_dir(tmp_path / "run", h)
+    (d / name).mkdir()
+    r = check_stored(d)
+    assert r.valid == UNKNOWN
+    (entry,) = [u for u in r.unknown if u["kind"] == "broker-state-unreadable"]
+    assert name in entry["why"]

@@ -126,6 +126,10 @@ def _one_error_line(result: Result) -> str:
     ("topic:\n  name: [a, b]\n", "topic.name: expected a string, got ['a', 'b']"),
     ("time_limit_s: .inf\n", "time_limit_s: expected a finite number, got inf"),
     ("workload:\n  rate: .nan\n", "workload.rate: expected a finite number, got nan"),
+    # found by review: a broker setting left empty went to server.properties as "None"
+    ("kafka:\n  broker_config:\n    log.flush.interval.ms:\n",
+     "kafka.broker_config.log.flush.interval.ms: expected a string, number or boolean, got None"),
+    ("kafka:\n  broker_config:\n    a: [1, 2]\n", "kafka.broker_config.a: expected a string, number"),
 ])
 def test_a_bad_spec_file_is_one_line_naming_it(tmp_path: Path, runs: list[TestSpec], text: str,
                                                message: str) -> None:
@@ -139,6 +143,18 @@ def test_a_bad_spec_file_is_one_line_naming_it(tmp_path: Path, runs: list[TestSp
 @pytest.mark.parametrize(("text", "message"), [
     ("nemesis:\n  faults: [kill, flood]\n", "unknown fault(s) flood"),
     ("topic:\n  min_insync_replicas: 4\n", "--min-insync must be between 1 and the replication factor 3"),
+    # found by review: any partition count passed, past what Kafka creates and the checker counts
+    ("topic:\n  partitions: 100000\n", "--partitions must be between 1 and 10000, not 100000"),
+    # found by review: topic names Kafka refuses passed, to fail once the cluster was up
+    ("topic:\n  name: café\n", "topic name 'café' may hold only ASCII letters"),
+    ("topic:\n  name: '..'\n", "topic name '..' may hold only ASCII letters"),
+    (f"topic:\n  name: {'t' * 250}\n", "(at most 249, not only dots)"),
+    # found by review: timeouts the clients refuse passed, and the producers died at start
+    ("producer:\n  linger_ms: -1\n", "producer timeouts: request_timeout_ms must be 1 to 900000"),
+    ("producer:\n  request_timeout_ms: 0\n", "not 0, 5 and 10000"),
+    ("producer:\n  delivery_timeout_ms: 3000\n", "not 3000, 5 and 3000"),
+    # found by review: a test named .. put its run beside results/, not in it
+    ("name: '..'\n", "test name '..' may hold only letters, digits, '.', '_' and '-' (not only dots)"),
 ])
 def test_a_spec_file_with_bad_values_is_one_line(tmp_path: Path, runs: list[TestSpec], text: str,
                                                  message: str) -> None:
@@ -169,6 +185,45 @@ def test_a_bad_command_line_is_one_line(runs: list[TestSpec], args: list[str], m
     line = _one_error_line(CliRunner().invoke(main, ["run", *args]))
     assert message in line, line
     assert runs == []
+
+
+@pytest.fixture
+def no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real run_test up to its cluster, which is refused: what happens before it shows."""
+    def refuse(spec: TestSpec) -> None:
+        raise AssertionError("a cluster would start")
+
+    monkeypatch.setattr(runner, "cluster_for", lambda spec: refuse)
+
+
+@pytest.mark.usefixtures("no_cluster")
+def test_a_results_directory_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    """Found by review: ``--results`` under a file (or on a read-only disk) ended in a
+    traceback, "internal error"."""
+    (tmp_path / "file").write_text("x")
+    line = _one_error_line(CliRunner().invoke(main, ["run", "--results", str(tmp_path / "file" / "r")]))
+    assert line == f"faultline: error: {tmp_path / 'file' / 'r' / 'queue'}: cannot make the run directory: " \
+                   "Not a directory"
+
+
+@pytest.mark.usefixtures("no_cluster")
+def test_a_latest_that_is_no_link_is_one_line_and_left_alone(tmp_path: Path) -> None:
+    """Found by review: a ``results/latest`` that is a directory (not the link) ended in a
+    traceback, leaving an empty run directory and the temporary link behind."""
+    (tmp_path / "latest").mkdir()
+    line = _one_error_line(CliRunner().invoke(main, ["run", "--results", str(tmp_path)]))
+    assert line == f"faultline: error: {tmp_path / 'latest'}: cannot point it at the new run: Is a directory"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["latest", "queue"]
+
+
+@pytest.mark.usefixtures("no_cluster")
+def test_a_test_named_latest_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """Found by review: a test named ``latest`` made its run directory inside the newest
+    run's (through the link) and left ``results/latest`` a link to itself."""
+    before = new_run_dir(tmp_path, "t")
+    line = _one_error_line(CliRunner().invoke(main, ["run", "--name", "latest", "--results", str(tmp_path)]))
+    assert "test name 'latest' is taken" in line
+    assert (tmp_path / "latest").resolve() == before.resolve() and list(before.iterdir()) == []
 
 
 def test_an_unknown_command_is_one_line() -> None:

@@ -95,6 +95,8 @@ def test_ids_are_directory_names() -> None:
      "m.yaml: axes: unknown spec field 'kafka.broker_config'"),
     ({"axes": {"faults": [{"kill": 1}]}}, "m.yaml: nemesis.faults: an axis value is a scalar or a list"),
     ({"name": "a b"}, "m.yaml: name 'a b' may hold only letters, digits"),
+    # found by review: a sweep named .. went to results/sweeps/.., results/ itself
+    ({"name": ".."}, "m.yaml: name '..' may hold only letters, digits, '.', '_' and '-' (not only dots"),
     ([1, 2], "m.yaml: expected a mapping with name, defaults, axes, cells"),
 ])
 def test_every_mistake_is_one_line_naming_the_file(data: Any, message: str) -> None:

@@ -72,3 +72,14 @@ def test_options_the_command_would_ignore_or_cannot_model_are_refused(args: list
     res = CliRunner().invoke(model, args)
     assert res.exit_code == 2, res.output
     assert says in res.output
+
+
+@pytest.mark.parametrize(("faults", "says"), [("", "no fault kind given"), (" , ", "no fault kind given"),
+                                              ("kill,meteor", "unknown fault kind(s) meteor;")])
+def test_an_empty_or_unknown_fault_list_is_refused(faults: str, says: str) -> None:
+    """Found by review: ``--faults ""`` explored the default faults (kill, leader-fault)
+    as if the option had not been given, and said so nowhere."""
+    res = CliRunner().invoke(model, ["--explore", "--acks", "1", "--faults", faults, "--depth", "0",
+                                     "--walks", "0"])
+    assert res.exit_code == 2, res.output
+    assert says in res.output and "kill+leader-fault" not in res.output
