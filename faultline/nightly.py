@@ -10,8 +10,9 @@
 ``CONFIG.yaml`` is a sweep matrix (``faultline sweep``'s). Rerunning the same night resumes
 its sweep (the finished cells are kept) and analyzes again. Exit status: 0 when every cell
 of the night is clean or lost only what its guarantees permit, 1 for a violation, 2 for a
-cell unknown or errored (as ``faultline analyze`` says of the night's cells; a sweep that
-did not run every cell is 2 even if the analysis of what ran is clean).
+cell unknown or errored (as ``faultline analyze`` says of the night's cells, also when a
+later night exists: ``--date`` resumes an earlier one; junit.xml is the night's too; a
+sweep that did not run every cell is 2 even if the analysis of what ran is clean).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def nightly(config: Path, results: Path, night: str | None, master: str | None,
     night_dir = results / "nightly" / night
     manifest = run_matrix(matrix, night_dir / SWEEP_DIR, console)
     out = analyze_sweeps(night_sweeps(results / "nightly", night), night_dir / ANALYSIS_DIR,
-                         master, remote, console)
+                         master, remote, console, judge=night_dir / SWEEP_DIR)
     click.echo(f"night:      {night_dir}")
     click.echo(f"cells:      done {manifest.count('done')}  failed {manifest.count('failed')}"
                f"  of {len(manifest.cells)}")

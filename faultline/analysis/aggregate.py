@@ -88,12 +88,18 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
     ``runs`` is the ``runs`` table; ``latencies`` has (sweep, run, latency_ns) for every ok
     send; ``config`` names the runs' config columns (those but :data:`PER_RUN` are kept).
     Only runs that were checked (``status`` done) count in the loss figures;
-    ``runs_failed`` counts those that were not.
+    ``runs_failed`` counts those that were not. The probability of loss is over the runs
+    whose loss is decided: a run whose verdict is unknown and that lost no write
+    (``runs_undecided``) may have lost one the check could not decide, so it is no
+    evidence either way. A run is violating when its verdict is false, not when it lists
+    violations: one whose broker state could not be read is unknown, whatever its history
+    showed.
     """
     from pyspark.sql import functions as F
 
     config = [c for c in config if c not in PER_RUN]
     done = F.col("status") == "done"
+    false = done & (F.col("valid") == "false")
     lost = F.col("n_lost_write")
     grouped = runs.groupBy("sweep", "night", "created", "cell").agg(
         F.count("*").alias("runs_total"),
@@ -101,8 +107,13 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
         F.sum(F.when(~done, 1).otherwise(0)).alias("runs_failed"),
         F.sum(F.when(done & (lost > 0), 1).otherwise(0)).alias("runs_lost"),
         F.sum(F.when(done & (F.col("valid") == "unknown"), 1).otherwise(0)).alias("runs_unknown"),
-        F.sum(F.when(done & (F.size("violations") > 0), 1).otherwise(0)).alias("runs_violating"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list("violations")))).alias("violations"),
+        # as the run's report says: an unknown run with no lost write has its loss undecided
+        F.sum(F.when(done & (F.col("valid") == "unknown") & (lost == 0), 1).otherwise(0))
+        .alias("runs_undecided"),
+        # a run made unknown by its broker state keeps the violations its history showed
+        F.sum(F.when(false, 1).otherwise(0)).alias("runs_violating"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(false, F.col("violations"))))))
+        .alias("violations"),
         F.sum(F.when(done, lost)).alias("lost_sum"),
         F.median(F.when(done, lost)).alias("lost_median"),
         F.max(F.when(done, lost)).alias("lost_max"),
@@ -119,7 +130,7 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
     lat = latencies.join(runs.select("sweep", "run", "cell"), ["sweep", "run"]).groupBy(
         "sweep", "cell").agg((F.percentile("latency_ns", 0.5) / 1e6).alias("p50_ms"),
                              (F.percentile("latency_ns", 0.99) / 1e6).alias("p99_ms"))
-    n = F.col("runs")
+    n = F.col("runs") - F.col("runs_undecided")
     lo, hi = wilson(F.col("runs_lost"), n, F.sqrt)
     return (grouped.join(lat, ["sweep", "cell"], "left")
             .withColumn("p_loss", F.when(n > 0, F.col("runs_lost") / n))

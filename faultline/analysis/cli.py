@@ -40,10 +40,14 @@ class Outputs:
 
 def analyze_sweeps(sweep_dirs: tuple[Path, ...] | list[Path], out: Path | None = None,
                    master: str | None = None, remote: str | None = None,
-                   console: Console | None = None) -> Outputs:
-    """Analyze ``sweep_dirs`` (the trend runs across all of them; the grid and JUnit show the
-    newest) into ``out``; HistoryError, before Spark starts, for a directory that is not a sweep."""
+                   console: Console | None = None, judge: Path | None = None) -> Outputs:
+    """Analyze ``sweep_dirs`` (the trend runs across all of them; the grid shows the newest
+    night) into ``out``; junit.xml and the exit status are about the sweep ``judge`` (one of
+    ``sweep_dirs``; default the newest). HistoryError, before Spark starts, for a directory
+    that is not a sweep."""
     sweeps = read_sweeps(sweep_dirs)
+    judged = sweeps[-1] if judge is None else next(
+        s for s in sweeps if s.path.resolve() == Path(judge).resolve())
     out = (out or sweeps[-1].path / "analysis").resolve()
     console = console or Console(stderr=True)
     started = time.monotonic()
@@ -53,9 +57,9 @@ def analyze_sweeps(sweep_dirs: tuple[Path, ...] | list[Path], out: Path | None =
         result = analyze(spark, [s.path for s in sweeps], str(out), progress)
         with progress.step("comparison.html and junit.xml"):
             page = write_comparison(result.cells, out, [s.id for s in sweeps])
-            newest = [c for c in result.cells if c["sweep"] == sweeps[-1].id]
-            junit = write_junit(out / JUNIT_FILE, newest)
-    return Outputs(result, page, junit, exit_code(newest), time.monotonic() - started)
+            judged_cells = [c for c in result.cells if c["sweep"] == judged.id]
+            junit = write_junit(out / JUNIT_FILE, judged_cells)
+    return Outputs(result, page, junit, exit_code(judged_cells), time.monotonic() - started)
 
 
 @click.command("analyze")

@@ -14,11 +14,15 @@ rows of :func:`faultline.analysis.pipeline.analyze`:
   against the probability of loss, one point per config, and the same as a table;
 - the trend: each cell's loss and verdict night by night.
 
-The grid shows the newest night; the trend every night given.
+The grid shows the newest night; the trend every night given. A config is a cell key
+(what its sweep swept) and its config columns (the rest of its ``test.json``): two
+sweeps that swept the same axes over other defaults have the same keys, and are told
+apart by the columns that differ.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -32,12 +36,20 @@ from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 from bokeh.resources import Resources
 
+from faultline.analysis.aggregate import PER_RUN
+from faultline.analysis.tables import config_columns
 from faultline.rundir import write_atomic
+from faultline.spec import TestSpec
 
 COMPARISON_FILE = "comparison.html"
 COLORS = {"violation": "#b3261e", "permitted": "#d08c00", "clean": "#1e7b34", "unknown": "#6b7580"}
 ACKS_ORDER = ("0", "1", "all")
 
+
+#: The config columns of a cells row (every test.json field but a run's own).
+CONFIG = tuple(sorted(frozenset(config_columns(TestSpec())) - PER_RUN))
+#: A config: its cell key and its config columns' values.
+Config = tuple[str, tuple[Any, ...]]
 
 #: The statuses from the worst: of two cells of one config on one night, the page shows the worse.
 SEVERITY = ("violation", "unknown", "permitted", "clean")
@@ -54,6 +66,11 @@ def status(cell: Mapping[str, Any]) -> str:
     if cell.get("runs_lost"):
         return "permitted"
     return "clean"
+
+
+def decided(cell: Mapping[str, Any]) -> int:
+    """The runs of a cells row whose loss is decided: ``p_loss``'s denominator."""
+    return int(cell.get("runs") or 0) - int(cell.get("runs_undecided") or 0)
 
 
 def _pct(x: Any) -> str:
@@ -73,22 +90,49 @@ def _link(report: Any, out: Path) -> str | None:
         return Path(str(report)).as_uri()
 
 
-def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str]) -> dict[str, Any]:
+def config(cell: Mapping[str, Any]) -> Config:
+    """The config of a cells row: two rows are of one config only when this is equal."""
+    return str(cell["cell"]), tuple(cell.get(c) for c in CONFIG)
+
+
+def apart(cells: Sequence[Mapping[str, Any]]) -> dict[Config, str]:
+    """Per config of ``cells``: ``col=value, ...`` of the config columns that tell it apart
+    from the others of its key ("" when its key is its own)."""
+    by_key: dict[str, set[Config]] = {}
+    for c in cells:
+        by_key.setdefault(str(c["cell"]), set()).add(config(c))
+    out = {}
+    for same in by_key.values():
+        differ = [i for i, _ in enumerate(CONFIG) if len({v[i] for _, v in same}) > 1]
+        for k, v in same:
+            out[(k, v)] = ", ".join(f"{CONFIG[i]}={v[i]}" for i in differ)
+    return out
+
+
+def _name(key: str, also: str) -> str:
+    return f"{key} ({also})" if also else key
+
+
+def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str], also: str = "") -> dict[str, Any]:
     """What the template shows of one cells row; ``grid_axes`` are the config columns the grid
-    places it by (its label names the other swept axes)."""
+    places it by (its label names the other swept axes, and ``also``: what tells it apart
+    from another config of its key, :func:`apart`)."""
     key = str(cell["cell"])
-    label = ", ".join(p for p in key.split(",") if p.split("=")[0].replace(".", "_") not in grid_axes)
+    label = ", ".join([p for p in key.split(",") if p.split("=")[0].replace(".", "_") not in grid_axes]
+                      + ([also] if also else []))
     runs = [{"run": r["run"], "seed": r.get("seed"), "lost": r.get("n_lost_write"),
              "valid": r.get("valid") if r.get("status") == "done" else r.get("status"),
              "violations": ", ".join(r.get("violations") or ()), "href": _link(r.get("report"), out),
              "error": r.get("error")} for r in cell.get("run_list") or ()]
     return {
-        "key": key, "label": label, "status": status(cell),
+        "key": key, "name": _name(key, also), "label": label, "status": status(cell),
         "expected": cell.get("expected_loss") or "unknown",
         "expected_reason": cell.get("expected_reason") or "", "runs": runs,
-        "n": cell.get("runs") or 0, "k": cell.get("runs_lost") or 0, "failed": cell.get("runs_failed") or 0,
+        "n": decided(cell), "k": cell.get("runs_lost") or 0, "failed": cell.get("runs_failed") or 0,
+        "undecided": cell.get("runs_undecided") or 0,
         "p": _pct(cell.get("p_loss")),
-        "ci": f"{_pct(cell.get('p_loss_low'))}-{_pct(cell.get('p_loss_high'))}",
+        "ci": "-" if cell.get("p_loss_low") is None else
+              f"{_pct(cell.get('p_loss_low'))}-{_pct(cell.get('p_loss_high'))}",
         "lost_sum": cell.get("lost_sum") or 0, "lost_median": _num(cell.get("lost_median"), "{:g}"),
         "lost_max": cell.get("lost_max") or 0, "violations": ", ".join(cell.get("violations") or ()),
         "throughput": _num(cell.get("acked_per_s")), "p50": _num(cell.get("p50_ms")),
@@ -100,6 +144,7 @@ def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str]) -> dict[s
 def grids(cells: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]:
     """Per fault set, per (unclean, version): acks x min.insync grids of :func:`view` lists."""
     axes = ("producer_acks", "topic_min_insync_replicas")
+    names = apart(cells)
     out_grids: dict[tuple[Any, ...], dict[str, Any]] = {}
     for c in cells:
         key = (c.get("nemesis_faults") or "none", c.get("topic_unclean_leader_election_enable"),
@@ -109,7 +154,8 @@ def grids(cells: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]
                                        "on" if unclean else "off",
                                        "version": key[2], "slots": {}})
         g["slots"].setdefault((str(c.get("producer_acks")), c.get("topic_min_insync_replicas")), []).append(
-            view(c, out, (*axes, "nemesis_faults", "topic_unclean_leader_election_enable", "kafka_version")))
+            view(c, out, (*axes, "nemesis_faults", "topic_unclean_leader_election_enable", "kafka_version"),
+                 names[config(c)]))
     result = []
     for key in sorted(out_grids, key=lambda k: tuple(map(str, k))):
         g = out_grids[key]
@@ -123,11 +169,14 @@ def grids(cells: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]
 
 def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     """Bokeh (script, div): throughput, p99 and unavailability against the probability of loss."""
+    def num(x: Any, scale: float = 1.0) -> float:  # none: no point (not one at 0)
+        return math.nan if x is None else scale * float(x)
+
     src = ColumnDataSource({
-        "p": [float(c.get("p_loss") or 0.0) for c in cells],
-        "thr": [float(c.get("acked_per_s") or 0.0) for c in cells],
-        "p99": [float(c.get("p99_ms") or 0.0) for c in cells],
-        "unav": [100 * float(c.get("unavailability") or 0.0) for c in cells],
+        "p": [num(c.get("p_loss")) for c in cells],
+        "thr": [num(c.get("acked_per_s")) for c in cells],
+        "p99": [num(c.get("p99_ms")) for c in cells],
+        "unav": [num(c.get("unavailability"), 100) for c in cells],
         "cell": [str(c["cell"]) for c in cells],
         "color": [COLORS[status(c)] for c in cells],
         "status": [status(c) for c in cells],
@@ -146,29 +195,31 @@ def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     return script, div
 
 
-def _worst(cells: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-    """Per (cell key, night), its cells row; of several (sweeps of one night) the worst by
+def _worst(cells: Sequence[Mapping[str, Any]]) -> dict[tuple[Config, str], Mapping[str, Any]]:
+    """Per (config, night), its cells row; of several (sweeps of one night) the worst by
     :data:`SEVERITY`, then the newest."""
-    out: dict[tuple[str, str], Mapping[str, Any]] = {}
+    out: dict[tuple[Config, str], Mapping[str, Any]] = {}
     for c in sorted(cells, key=lambda c: (-SEVERITY.index(status(c)), str(c["created"]))):
-        out[(str(c["cell"]), str(c["night"]))] = c
+        out[(config(c), str(c["night"]))] = c
     return out
 
 
 def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per cell key, its row per night (oldest first): status, k of n, lost writes; a
-    night with several sweeps of the cell shows the worst."""
+    """Per config, its row per night (oldest first): status, k of n, lost writes; a
+    night with several sweeps of the config shows the worst. A row is named by its cell
+    key, and by what tells it apart from another config of that key (:func:`apart`)."""
     nights = sorted({str(c["night"]) for c in all_cells})
+    names = apart(all_cells)
     per: dict[str, dict[str, Mapping[str, Any]]] = {}
-    for (key, when), c in _worst(all_cells).items():
-        per.setdefault(key, {})[when] = c
+    for (conf, when), c in _worst(all_cells).items():
+        per.setdefault(_name(conf[0], names[conf]), {})[when] = c
     rows = []
     for key in sorted(per):
         entries = []
         for n in nights:
             night = per[key].get(n)
             entries.append(None if night is None else {
-                "status": status(night), "k": night.get("runs_lost") or 0, "n": night.get("runs") or 0,
+                "status": status(night), "k": night.get("runs_lost") or 0, "n": decided(night),
                 "lost": night.get("lost_sum") or 0})
         rows.append({"key": key, "nights": entries})
     return {"nights": nights, "rows": rows}
@@ -179,13 +230,15 @@ def render(all_cells: Sequence[Mapping[str, Any]], out: Path, sweeps: Sequence[s
     page is written to (links to reports are relative to it)."""
     latest_night = max((str(c["night"]) for c in all_cells), default="")
     latest = [c for (_, night), c in _worst(all_cells).items() if night == latest_night]
+    names = apart(latest)
     script, div = price_plot(latest)
     counts = {s: sum(1 for c in latest if status(c) == s) for s in COLORS}
     env = jinja2.Environment(loader=jinja2.PackageLoader("faultline.analysis", "templates"),
                              autoescape=jinja2.select_autoescape(("html", "j2")),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     return env.get_template("comparison.html.j2").render(
-        grids=grids(latest, out), price=[view(c, out, ()) for c in latest], trend=trend(all_cells),
+        grids=grids(latest, out), price=[view(c, out, (), names[config(c)]) for c in latest],
+        trend=trend(all_cells),
         counts=counts, colors=COLORS, sweeps=sweeps, night=latest[0]["night"] if latest else "-",
         js=Resources(mode="inline", components=["bokeh"]).render_js(), script=script, div=div,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))

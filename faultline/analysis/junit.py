@@ -1,11 +1,13 @@
 """The JUnit XML of a night: one test case per cell, for CI systems.
 
-A cell's test case fails when any of its runs has a violation (an anomaly its config's
-guarantees forbid, on the partition that saw it): the message names the violations, in
-how many runs, and the report of the first such run. It is an error when no run
-violated but some run's verdict is unknown or a run could not be made or checked (a
-failed cell). Otherwise it passes. :func:`exit_code` gives ``faultline nightly``'s exit
-status from the same rows: 1 for a violation, else 2 for an unknown or failed cell, else 0.
+A cell's test case fails when any of its runs has a violation (its verdict is false: an
+anomaly its config's guarantees forbid, on the partition that saw it): the message names
+the violations, in how many runs, and the report of the first such run. It is an error
+when no run violated but some run's verdict is unknown (even one that lists violations:
+a run whose broker state could not be read is unknown whatever its history showed) or a
+run could not be made or checked (a failed cell). Otherwise it passes. :func:`exit_code`
+gives ``faultline nightly``'s exit status from the same rows: 1 for a violation, else 2
+for an unknown or failed cell, else 0.
 """
 
 from __future__ import annotations
@@ -17,20 +19,25 @@ from typing import Any
 
 from faultline.rundir import write_atomic
 
+#: What a run without an error says of a cell the sweep did not finish.
+_NOT_DONE = {"pending": "not run (pending)", "running": "not finished (left running)"}
+
 
 def outcome(cell: Mapping[str, Any]) -> tuple[str, str]:
     """(``failure`` | ``error`` | ``passed``, message) for one row of the ``cells`` table."""
     runs = list(cell.get("run_list") or ())
     n = int(cell.get("runs_total") or len(runs))
-    bad = [r for r in runs if r.get("violations")]
+    bad = [r for r in runs if r.get("valid") == "false"]
     if bad:
-        kinds = sorted({v for r in bad for v in r["violations"]})
+        kinds = sorted({v for r in bad for v in r.get("violations") or ()}) or ["a forbidden anomaly"]
         report = bad[0].get("report") or f"{bad[0].get('run')} (no report.html)"
         return "failure", (f"violation: {', '.join(kinds)} in {len(bad)} of {n} runs; "
                            f"report: {report}")
     failed = [r for r in runs if r.get("error") or r.get("valid") not in ("true", "false")]
     if failed:
-        why = "; ".join(f"{r.get('run')}: {r.get('error') or 'verdict unknown'}" for r in failed)
+        why = "; ".join(f"{r.get('run')}: "
+                        f"{r.get('error') or _NOT_DONE.get(str(r.get('status')), 'verdict unknown')}"
+                        for r in failed)
         return "error", f"unknown or failed in {len(failed)} of {n} runs: {why}"
     return "passed", ""
 

@@ -43,6 +43,7 @@ from faultline.spec import TestSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from faultline.analysis.spark import Progress
 
@@ -115,15 +116,18 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
             config.update(k for k in row if k in _CONFIG)
             faults += tables.fault_rows(c, result)
             anomalies += tables.anomaly_rows(c, result)
-        _write(spark, runs, where["runs"], ("sweep",))
+        runs_schema = _write(spark, runs, where["runs"], ("sweep",))
+        assert runs_schema is not None, "a runs row per cell, and there are cells"
         _write(spark, faults, where["faults"], ("sweep", "run"))
         _write(spark, anomalies, where["anomalies"], ("sweep", "run"))
     with step("per-cell aggregates"):
-        runs_df = spark.read.parquet(where["runs"]).where(F.col("sweep").isin(ids))
+        # read back as written: another night's partitions may lack a column or hold it
+        # as another type (a column with no value in a night is written as strings)
+        runs_df = spark.read.schema(runs_schema).parquet(where["runs"]).where(F.col("sweep").isin(ids))
         cells_df = aggregate.cells(runs_df, lat, sorted(config))
         cells_df.write.partitionBy("sweep").mode("overwrite").parquet(where["cells"])
-        cell_rows = [r.asDict(recursive=True) for r in spark.read.parquet(where["cells"]).where(
-            F.col("sweep").isin(ids)).orderBy("created", "cell").collect()]
+        cell_rows = [r.asDict(recursive=True) for r in spark.read.schema(cells_df.schema).parquet(
+            where["cells"]).where(F.col("sweep").isin(ids)).orderBy("created", "cell").collect()]
     lat.unpersist()
     return Analysis(sweeps, where, runs, cell_rows, results, lines)
 
@@ -201,11 +205,13 @@ def forget_sweeps(path: str, ids: Collection[str]) -> None:
             shutil.rmtree(part)
 
 
-def _write(spark: SparkSession, rows: list[dict[str, Any]], path: str, partition_by: Sequence[str]) -> None:
-    """Write ``rows`` (dicts) as Parquet partitioned by ``partition_by``; a column with no value
-    in any row is a string column. Nothing is written for no rows."""
+def _write(spark: SparkSession, rows: list[dict[str, Any]], path: str,
+           partition_by: Sequence[str]) -> StructType | None:
+    """Write ``rows`` (dicts) as Parquet partitioned by ``partition_by``, and return their
+    schema; a column with no value in any row is a string column. Nothing is written (None)
+    for no rows."""
     if not rows:
-        return
+        return None
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(r))
@@ -215,3 +221,4 @@ def _write(spark: SparkSession, rows: list[dict[str, Any]], path: str, partition
                         and pa.types.is_null(f.type.value_type) else f for f in table.schema])
     df: DataFrame = spark.createDataFrame(table.cast(schema))
     df.write.partitionBy(*partition_by).mode("overwrite").parquet(path)
+    return df.schema

@@ -53,6 +53,13 @@ def config_columns(spec: TestSpec) -> dict[str, Any]:
     return out
 
 
+def axes_columns(axes: Mapping[str, Any]) -> dict[str, Any]:
+    """The config columns a run without ``test.json`` (not run, or failed before it) has: its
+    swept axes (``sweep.json``), as :func:`config_columns` gives them, and ``seed``."""
+    return {"seed": None} | {column(k): "+".join(map(str, v)) if isinstance(v, list) else v
+                             for k, v in axes.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class SendFigures:
     """Per run, from ``ops``: the first send invoke and last send op (ns), and the p50 / p99
@@ -89,7 +96,7 @@ def run_row(cell: Cell, spec: TestSpec | None, valid: str, result: Mapping[str, 
         "sweep": cell.sweep, "run": cell.id, "cell": cell.key, "night": cell.night, "created": cell.created,
         "status": cell.status, "run_dir": str(cell.run_dir),
         "report": str(report) if report.exists() else None,
-        **(config_columns(spec) if spec is not None else {"seed": cell.axes.get("seed")}),
+        **(config_columns(spec) if spec is not None else axes_columns(cell.axes)),
         "valid": valid, "error": error or cell.error,
         "violations": list(r.get("violations") or ()), "permitted": list(r.get("permitted") or ()),
         "unknown": [str(u.get("kind")) for u in r.get("unknown") or () if isinstance(u, dict)

@@ -1,4 +1,4 @@
-"""Two faults of the Spark pipeline a review found, on the session's Spark: each test fails
+"""Faults of the Spark pipeline reviews found, on the session's Spark: each test fails
 against the code before."""
 
 from __future__ import annotations
@@ -7,11 +7,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from faultline.analysis import aggregate
-from faultline.analysis.comparison import grids
-from faultline.analysis.pipeline import _write, forget_sweeps
+from faultline.analysis.comparison import grids, status
+from faultline.analysis.pipeline import _write, analyze, forget_sweeps
 from faultline.analysis.tables import config_columns
 from faultline.spec import NemesisSpec, TestSpec
+from tests.analysis_sweeps import CellRun, make_sweep
 
 
 def run_row(run: str, status: str, spec: TestSpec | None, **kw: Any) -> dict[str, Any]:
@@ -59,3 +62,60 @@ def test_analyzing_a_sweep_again_forgets_the_anomalies_it_no_longer_has(
     _write(spark, [], out, ("sweep", "run"))  # analyzed again: no anomaly now
     left = spark.read.parquet(out)
     assert [r["sweep"] for r in left.select("sweep").collect()] == ["nightly-2"]
+
+
+def test_a_violation_the_broker_state_left_undecided_is_an_unknown_run(
+        spark: Any, tmp_path: Path) -> None:
+    """A run whose broker state could not be read is unknown whatever its history showed, and
+    keeps the violations the history found: the cell counted it violating (the page said
+    violation) where its results.json, its report and ``faultline sweep`` say unknown."""
+    base = TestSpec()
+    spec = dataclasses.replace(base, nemesis=NemesisSpec(faults=("kill",)),
+                               producer=dataclasses.replace(base.producer, acks="all"))
+    rows = [run_row("seed=1", "done", spec, valid="unknown", violations=["lost-write"], n_lost_write=1,
+                    unknown=["broker-state-unreadable"]),
+            run_row("seed=2", "done", spec, valid="true")]
+    _write(spark, rows, str(tmp_path / "runs"), ("sweep",))
+    latencies = spark.createDataFrame([], "sweep string, run string, latency_ns long")
+    config = sorted(k for k in rows[1] if k in config_columns(base))
+    (cell,) = [r.asDict(recursive=True) for r in aggregate.cells(
+        spark.read.parquet(str(tmp_path / "runs")), latencies, config).collect()]
+    assert (cell["runs_violating"], cell["violations"], cell["runs_unknown"]) == (0, [], 1)
+    assert status(cell) == "unknown"
+
+
+def test_a_run_whose_loss_is_undecided_is_not_a_run_without_loss(spark: Any, tmp_path: Path) -> None:
+    """An unknown run that lost no write (its drain incomplete, say) may have lost one: its
+    report says "data loss undecided". The cell counted it a run without loss, so p_loss
+    and its interval claimed evidence of safety the runs do not give."""
+    base = TestSpec()
+    rows = [run_row("seed=1", "done", base, valid="true"),
+            run_row("seed=2", "done", base, valid="unknown", unknown=["incomplete-drain"]),
+            run_row("seed=3", "done", base, valid="unknown", n_lost_write=2, unknown=["incomplete-drain"])]
+    _write(spark, rows, str(tmp_path / "runs"), ("sweep",))
+    latencies = spark.createDataFrame([], "sweep string, run string, latency_ns long")
+    config = sorted(k for k in rows[0] if k in config_columns(base))
+    (cell,) = [r.asDict(recursive=True) for r in aggregate.cells(
+        spark.read.parquet(str(tmp_path / "runs")), latencies, config).collect()]
+    assert (cell["runs"], cell["runs_undecided"], cell["runs_lost"], cell["lost_sum"]) == (3, 1, 1, 2)
+    lo, hi = aggregate.wilson(1, 2)
+    assert cell["p_loss"] == 0.5 and cell["p_loss_low"] == pytest.approx(lo)
+    assert cell["p_loss_high"] == pytest.approx(hi)
+
+
+def test_a_night_analyzed_into_an_out_that_holds_another_night(spark: Any, tmp_path: Path) -> None:
+    """One OUT collects many nights, each analyzed when it ends. The runs table was read back
+    with the schema of any night's partition: one whose cells all failed has no config
+    columns (and strings where a column had no value: no fault, no loss), so the next
+    night's analysis failed (an AnalysisException, or a Parquet type mismatch; nothing
+    written after the runs table)."""
+    failed = make_sweep(tmp_path / "a", "night", "2026-11-22T02:00:00Z",
+                        [CellRun("acks=1", {"producer.acks": "1"}, status="failed", error="no cluster")])
+    lossy = make_sweep(tmp_path / "b", "night", "2026-11-23T02:00:00Z",
+                       [CellRun("acks=1", {"producer.acks": "1"},
+                                config={"producer.acks": "1", "producer.enable_idempotence": False})])
+    out = str(tmp_path / "out")
+    analyze(spark, [failed], out)
+    result = analyze(spark, [lossy], out)
+    (cell,) = result.cells
+    assert (cell["runs"], cell["runs_lost"]) == (1, 1) and cell["fault_to_first_loss_s"] is not None

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from faultline.analysis.comparison import render, status, trend
+from faultline.analysis.comparison import grids, price_plot, render, status, trend
 from faultline.analysis.junit import outcome
 from faultline.analysis.sweepdir import Cell
-from faultline.analysis.tables import anomaly_rows
+from faultline.analysis.tables import SendFigures, anomaly_rows, run_row
 
 
 def cell_row(**kw: Any) -> dict[str, Any]:
@@ -77,3 +77,49 @@ def test_an_anomaly_row_is_a_violation_as_its_example_says() -> None:
     cell = Cell("n-1", "2026-11-23T02:00:00Z", "2026-11-23", "r1", {"seed": 1}, "done",
                 Path("/nonexistent"), None)
     assert [r["violation"] for r in anomaly_rows(cell, result)] == [True, False, True]
+
+
+def test_two_configs_with_one_key_are_not_merged(tmp_path: Path) -> None:
+    """The key names only what a sweep swept: two sweeps of a night over acks, one under
+    kills and one under partitions (their defaults), have the same keys. The page kept the
+    worse of the two as one config, so the partition grid, its violation, vanished; the
+    trend merged them too."""
+    kill = cell_row(sweep="a-1", created="2026-11-23T01:00:00Z")
+    part = cell_row(sweep="b-1", created="2026-11-23T03:00:00Z", nemesis_faults="partition",
+                    runs_lost=1, runs_violating=1, violations=["lost-write"], lost_sum=1)
+    html = render([kill, part], tmp_path, ["a-1", "b-1"])
+    assert "faults: kill" in html and "faults: partition" in html
+    rows = trend([kill, part])["rows"]
+    assert sorted((r["key"], r["nights"][0]["status"]) for r in rows) == [
+        ("producer.acks=1 (nemesis_faults=kill)", "clean"),
+        ("producer.acks=1 (nemesis_faults=partition)", "violation")]
+
+
+def test_a_run_whose_loss_is_undecided_is_not_counted_a_run_without_loss(tmp_path: Path) -> None:
+    """An unknown run that lost nothing may have lost what the check could not decide: the
+    page said "loss in 0 of 2 runs" with one such run, and put a cell with no decided run
+    at p(loss) 0 in the price plot."""
+    cell = cell_row(runs=2, runs_unknown=1, runs_undecided=1, p_loss=0.0,
+                    run_list=[done("true"), done("unknown")])
+    html = render([cell], tmp_path, ["n-1"])
+    assert "loss in 0 of 1 runs" in html and "1 undecided" in html
+    assert trend([cell])["rows"][0]["nights"][0]["n"] == 1
+    none = cell_row(runs=1, runs_unknown=1, runs_undecided=1, p_loss=None, p_loss_low=None,
+                    p_loss_high=None, run_list=[done("unknown")])
+    assert "loss in 0 of 0 runs (-, 95% -), 1 undecided" in render([none], tmp_path, ["n-1"])
+    script, _ = price_plot([none])
+    assert '["p",[{"type":"number","value":"nan"}]]' in script
+
+
+def test_a_cell_that_never_ran_is_shown_under_its_swept_config(tmp_path: Path) -> None:
+    """A cell left pending (the sweep was stopped) has no test.json: its runs row had no
+    config, so the page showed it under "faults: none", acks=None, as if it were a cell
+    without faults."""
+    cell = Cell("n-1", "2026-11-23T02:00:00Z", "2026-11-23", "acks=all,faults=kill+partition,seed=3",
+                {"producer.acks": "all", "nemesis.faults": ["kill", "partition"], "seed": 3}, "pending",
+                tmp_path / "nope", None)
+    row = run_row(cell, None, "unknown", None, None, SendFigures())
+    assert (row["producer_acks"], row["nemesis_faults"], row["seed"]) == ("all", "kill+partition", 3)
+    (grid,) = grids([cell_row(**{k: row[k] for k in ("producer_acks", "nemesis_faults")}, runs=0,
+                              runs_failed=1)], tmp_path)
+    assert (grid["faults"], [r["acks"] for r in grid["rows"]]) == ("kill+partition", ["all"])

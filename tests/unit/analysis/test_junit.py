@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from faultline.analysis.junit import exit_code, write_junit
+from faultline.analysis.junit import exit_code, outcome, write_junit
 
 
 def run(name: str, valid: str = "true", violations: tuple[str, ...] = (), error: str | None = None,
@@ -23,7 +23,7 @@ CELLS = [
     cell("acks=1", run("s1"), run("s2")),
     cell("acks=0", run("s1"), run("s2", "unknown")),
     cell("acks=all,unclean", run("s1", error="the cluster did not come up")),
-    cell("both", run("s1", "unknown", ("duplicate",), report="/r/b1/report.html"), run("s2", error="x")),
+    cell("both", run("s1", "false", ("duplicate",), report="/r/b1/report.html"), run("s2", error="x")),
 ]
 
 
@@ -51,3 +51,27 @@ def test_exit_code() -> None:
     assert exit_code(CELLS[1:4]) == 2
     assert exit_code(CELLS[1:2]) == 0
     assert exit_code([]) == 0
+
+
+def test_a_violation_the_broker_state_left_undecided_is_unknown_not_a_failure(tmp_path: Path) -> None:
+    """A run whose broker state could not be read is unknown whatever the history found
+    (broker-state-unreadable keeps its violations list): JUnit failed it and the exit code
+    was 1, where its results.json, its report and ``faultline sweep`` say unknown (2)."""
+    undecided = cell("acks=all", run("s1", "unknown", ("lost-write",), report="/r/s1/report.html"))
+    root = ET.parse(write_junit(tmp_path / "junit.xml", [undecided])).getroot()
+    (case,) = root.iter("testcase")
+    assert [e.tag for e in case] == ["error"]
+    assert "s1: verdict unknown" in case[0].get("message", "")
+    assert exit_code([undecided]) == 2
+
+
+def test_a_cell_the_sweep_never_ran_says_so() -> None:
+    """A cell left pending (the sweep was stopped) or running (it crashed) was reported
+    "verdict unknown", as if it had run and the check could not decide."""
+    pending = {**run("s1", "unknown"), "status": "pending"}
+    running = {**run("s2", "unknown"), "status": "running"}
+    undecided = {**run("s3", "unknown"), "status": "done"}
+    kind, message = outcome(cell("acks=1", pending, running, undecided))
+    assert kind == "error"
+    assert message == ("unknown or failed in 3 of 3 runs: s1: not run (pending); "
+                       "s2: not finished (left running); s3: verdict unknown")

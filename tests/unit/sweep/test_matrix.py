@@ -180,7 +180,7 @@ def test_nightly_reruns_an_older_night_as_the_newest_of_its_analysis(
         (results / "nightly" / night / "sweep" / SWEEP_FILE).write_text("{}")
     analyzed: list[list[Path]] = []
 
-    def analyze(dirs: list[Path], out: Path, *_: object) -> SimpleNamespace:
+    def analyze(dirs: list[Path], out: Path, *_: object, judge: Path) -> SimpleNamespace:
         analyzed.append(list(dirs))
         return SimpleNamespace(comparison=out / "comparison.html", junit=out / "junit.xml", exit_code=0)
 
