@@ -125,11 +125,19 @@ class Invariant:
 # --- reading -------------------------------------------------------------------------
 
 
-def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type]) -> None:
-    """HistoryError naming the first line that lacks one of ``keys`` with its type, a
-    partition line of metadata.jsonl without an integer ``partition``, or a replicas.jsonl
-    batch that is not four or eight integers (replica_logs.py: the producer fields came later)."""
+def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type],
+             per_node: Sequence[str] = ()) -> None:
+    """HistoryError naming the first line that lacks one of ``keys`` with its type, whose
+    ``per_node`` fields (observations.jsonl's ``leo``, ``hw_checkpoint``) are not null or an
+    object of node ids to integers or nulls, a partition line of metadata.jsonl without an
+    integer ``partition``, or a replicas.jsonl batch that is not four or eight integers
+    (replica_logs.py: the producer fields came later)."""
     for i, line in enumerate(lines, 1):
+        for k in per_node:
+            v = line.get(k)
+            if v is not None and not (isinstance(v, dict) and all(
+                    n.isascii() and n.isdigit() and (x is None or type(x) is int) for n, x in v.items())):
+                raise HistoryError(str(path), i, f"expected {k!r} as node ids to offsets or nulls, got {v!r}")
         need = dict(keys)
         if line.get("type") in ("partition", "partition-change"):
             need["partition"] = int
@@ -447,7 +455,8 @@ class BrokerFiles:
         unreadable: list[str] = []
         present = False
 
-        def load(name: str, keys: Mapping[str, type]) -> list[dict[str, Any]] | None:
+        def load(name: str, keys: Mapping[str, type],
+                 per_node: Sequence[str] = ()) -> list[dict[str, Any]] | None:
             nonlocal present
             path = Path(run_dir) / name
             if not path.exists():  # one that is there but no readable file is unreadable
@@ -455,7 +464,7 @@ class BrokerFiles:
             present = True
             try:
                 lines = read_jsonl(path)
-                _require(path, lines, keys)
+                _require(path, lines, keys, per_node)
                 return lines
             except HistoryError as e:
                 errors.append(str(e))
@@ -464,24 +473,28 @@ class BrokerFiles:
 
         uncollected, elr = _cluster_facts(Path(run_dir) / CLUSTER_FILE)
         return cls(load(METADATA_FILE, {"offset": int, "type": str}),
-                   load(OBSERVATIONS_FILE, {"time": int, "partition": int}),
+                   load(OBSERVATIONS_FILE, {"time": int, "partition": int}, ("leo", "hw_checkpoint")),
                    load(REPLICAS_FILE, {"partition": int, "node": int, "batches": list}),
                    tuple(errors), tuple(unreadable), uncollected, present, elr)
 
 
 def _cluster_facts(path: Path) -> tuple[tuple[str, ...], bool | None]:
     """What ``cluster.json`` says the run could not collect (nothing when it has no such
-    file), and whether the cluster ran with eligible leader replicas (None: not said)."""
+    file), and whether the cluster ran with eligible leader replicas (None: not said).
+    A file that cannot be read, or whose ``broker_state_errors`` is no list or
+    ``eligible_leader_replicas`` no boolean, says it could not be read."""
     if not path.exists():
         return (), None
     try:
         facts = orjson.loads(path.read_bytes())
-        said = facts.get("broker_state_errors") or ()
+        said, elr = facts.get("broker_state_errors"), facts.get("eligible_leader_replicas")
     except (OSError, orjson.JSONDecodeError, AttributeError) as e:
         return (f"{CLUSTER_FILE} could not be read: {e}",), None
-    elr = facts.get("eligible_leader_replicas")
-    return (tuple(str(x) for x in said) if isinstance(said, list) else (),
-            elr if isinstance(elr, bool) else None)
+    if not isinstance(said, list | None):
+        return (f"{CLUSTER_FILE} could not be read: broker_state_errors is no list: {said!r}",), None
+    if not isinstance(elr, bool | None):
+        return (f"{CLUSTER_FILE} could not be read: eligible_leader_replicas is no boolean: {elr!r}",), None
+    return tuple(str(x) for x in said or ()), elr
 
 
 def check_white_box(spec: TestSpec, files: BrokerFiles,

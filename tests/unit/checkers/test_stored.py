@@ -102,6 +102,24 @@ def test_an_unreadable_cluster_json_makes_the_verdict_unknown(tmp_path: Path) ->
     assert check_stored(run_dir(tmp_path / "run", h, **{"cluster.json": "{cut"})).valid == UNKNOWN
 
 
+@pytest.mark.parametrize("mistyped", [{"broker_state_errors": "metadata log: DumpLogSegments failed"},
+                                      {"broker_state_errors": {"metadata log": "failed"}},
+                                      {"eligible_leader_replicas": "false"}])
+def test_a_mistyped_cluster_json_makes_the_verdict_unknown(tmp_path: Path, mistyped: dict[str, Any]) -> None:
+    """Found by review: errors given as a string (or an object), or eligible leader
+    replicas as no boolean, were read as none said, and the run passed as one whose broker
+    state was all collected."""
+    h = H()
+    h.send(0, 100, offset=0)
+    h.drain([(0, 100)])
+    cluster = {"kafka_version": "4.3.1", "dump_log_segments": None, "features": {},
+               "eligible_leader_replicas": None, "broker_state_errors": [], **mistyped}
+    r = check_stored(run_dir(tmp_path / "run", h, **{"cluster.json": json.dumps(cluster)}))
+    assert r.valid == UNKNOWN
+    (u,) = [u for u in r.unknown if u["kind"] == "broker-state-unreadable"]
+    assert f"cluster.json could not be read: {next(iter(mistyped))}" in u["why"]
+
+
 @pytest.mark.parametrize(("said", "valid"), [(None, False), (True, False), (False, UNKNOWN)])
 def test_eligible_leader_replicas_the_cluster_did_not_have_make_the_verdict_unknown(
         tmp_path: Path, said: bool | None, valid: Any) -> None:

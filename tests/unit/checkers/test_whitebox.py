@@ -175,6 +175,23 @@ def test_a_broken_metadata_file_is_one_line(tmp_path: Path, damage: str) -> None
     assert white["valid"] == "unknown" and white["invariants"][0]["status"] == "not-checked"
 
 
+@pytest.mark.parametrize("damage", [{"leo": [1]}, {"hw_checkpoint": "x"}, {"leo": {"n1": 5}},
+                                    {"hw_checkpoint": {"1": "5"}}])
+def test_a_broken_observations_file_is_one_line(tmp_path: Path, damage: dict[str, Any]) -> None:
+    """Found by review: a sample whose ``leo`` or ``hw_checkpoint`` was no object of node
+    ids to offsets was a traceback out of ``faultline check``."""
+    run = make_run(tmp_path / "r")
+    with (run.path / "observations.jsonl").open("a") as fh:
+        for t in (10**12, 10**12 + 1):  # two samples: hw-le-leo reads the pair
+            fh.write(json.dumps({**obs(t, 1, {"1": 5}, {"1": 5}), **damage}) + "\n")
+    out = CliRunner().invoke(check, [str(run.path)])
+    assert out.exception is None or isinstance(out.exception, SystemExit), out.exception
+    (line,) = [x for x in out.output.splitlines() if "white-box input unreadable" in x]
+    assert "observations.jsonl:" in line
+    white = json.loads((run.path / "results.json").read_text())["white_box"]
+    assert white["valid"] == "unknown"
+
+
 def test_no_white_box_files_no_white_box(tmp_path: Path) -> None:
     spec = TestSpec(topic=TopicSpec(name=T))
     assert check_white_box(spec, BrokerFiles.read(tmp_path), {"permitted": []}) is None
