@@ -1,8 +1,9 @@
 """From anomalies found to a :class:`~faultline.checkers.result.Result`.
 
 :class:`Collected` counts every anomaly, keeps the first ``MAX_EXAMPLES`` examples per
-type (built lazily, so a run that lost a million writes does not build a million
-stories), and knows what the guarantees permit for the run's config and faults.
+type, forbidden ones before permitted ones (built lazily, so a run that lost a million
+writes does not build a million stories), and knows what the guarantees permit for the
+run's config and faults.
 :func:`build_result` turns it into results.json's fields and extras.
 """
 
@@ -56,6 +57,7 @@ class Collected:
         self.truncated = truncated
         self.counts: dict[str, int] = dict.fromkeys(ANOMALIES, 0)
         self.examples: dict[str, list[Example]] = {}
+        self.kept_permitted: dict[str, int] = {}  # anomaly -> its permitted examples kept
         self.part_faults: list[frozenset[str]] = []  # tp -> its fault tokens
         self.part_rules: list[dict[str, str]] = []  # tp -> rule key -> reason
         self.part_strict_rules: list[dict[str, str]] = []  # the same, from witnessed faults only
@@ -106,7 +108,8 @@ class Collected:
     def add(self, name: str, tp: int, make: Callable[[], Example],
             allowed: bool | None = None, cause: str | None = None) -> None:
         """Count one anomaly on partition ``tp``; build its example while fewer than
-        MAX_EXAMPLES are kept.
+        MAX_EXAMPLES are kept, or, for a forbidden instance, while a permitted example
+        kept can make room (the last one kept goes).
 
         ``allowed`` says whether this instance is permitted (default: whether ``name``
         is on ``tp``); an inconsistent-offsets instance passes its own docs/design.md row's
@@ -126,10 +129,17 @@ class Collected:
         self.counts[name] += 1
         self.part_counts[tp][name] += 1
         kept = self.examples.setdefault(name, [])
-        if len(kept) < MAX_EXAMPLES:
-            example = make()
-            example["permitted"] = allowed
-            kept.append(example)
+        if len(kept) >= MAX_EXAMPLES:
+            # a forbidden instance displaces the last permitted example kept: a violated
+            # type's examples must show its violations, not only what was permitted
+            if allowed or not self.kept_permitted.get(name):
+                return
+            del kept[next(i for i in range(len(kept) - 1, -1, -1) if kept[i]["permitted"])]
+            self.kept_permitted[name] -= 1
+        example = make()
+        example["permitted"] = allowed
+        kept.append(example)
+        self.kept_permitted[name] = self.kept_permitted.get(name, 0) + allowed
 
     def assumed_permitted(self, tp: int) -> list[str]:
         """The anomaly types seen on ``tp`` that its rules permit only through what the
@@ -220,7 +230,7 @@ def build_result(c: Collected, engine: Tally) -> Result:
         if assumed:
             unknown.append({
                 "kind": "permitted-on-assumption", "topic": p.topic, "partition": p.partition,
-                "affects_verdict": True,
+                "anomalies": assumed, "affects_verdict": True,
                 "why": f"{', '.join(assumed)} seen here: permitted only by faults assumed, not "
                        "witnessed (a fault on the partition's leader where neither the nemesis "
                        "op's leaders snapshot nor the metadata log says who led, every replica "

@@ -79,7 +79,8 @@ INVARIANTS: Mapping[str, str] = {
 class Invariant:
     """One invariant's outcome: how many cases were checked, what broke it.
 
-    ``examples`` holds at most :data:`MAX_EXAMPLES` violations, each with ``time`` (ns
+    ``examples`` holds at most :data:`MAX_EXAMPLES` breaks (a violation displaces the last
+    permitted one kept, so a violated invariant shows its violations), each with ``time`` (ns
     since the run started, or None), ``partition`` and ``what`` (for a person), and
     ``permitted`` (whether the guarantees allow it for this config and these faults).
     """
@@ -96,8 +97,15 @@ class Invariant:
             self.permitted += 1
         else:
             self.violations += 1
-        if len(self.examples) < MAX_EXAMPLES:
-            self.examples.append({**example, "permitted": permitted})
+        if len(self.examples) >= MAX_EXAMPLES:
+            # a violation displaces the last permitted example kept: a violated
+            # invariant's examples must show its violations
+            at = None if permitted else next(
+                (i for i in range(len(self.examples) - 1, -1, -1) if self.examples[i]["permitted"]), None)
+            if at is None:
+                return
+            del self.examples[at]
+        self.examples.append({**example, "permitted": permitted})
 
     @property
     def status(self) -> str:

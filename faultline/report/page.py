@@ -257,7 +257,8 @@ def verdict(run: RunData) -> Verdict:
 
     Whatever the verdict, a loss is stated as decided only where it was: with anything
     the checker could not decide (an unfinished or short drain, a cut history, unread
-    broker state) a count of lost writes is a floor and none lost is undecided."""
+    broker state) a count of lost writes is a floor and none lost is undecided. An
+    unknown verdict still names the forbidden anomalies the checker saw."""
     r = run.results
     counts = _counts(r)
     lost = counts.get("lost-write", 0)
@@ -285,6 +286,10 @@ def verdict(run: RunData) -> Verdict:
             return Verdict("valid", "VALID", loss, "seen but permitted: " + "; ".join(allowed or seen))
         return Verdict("valid", "VALID", loss, f"no anomaly seen; the guarantees held for {_under(run)}")
     unknown = [_unknown_text(u) for u in undecided]
+    if violations:  # seen where forbidden, as far as it could be judged: never left unsaid
+        what = ", ".join(_violation_count(r, a, counts.get(a, 0)) for a in violations)
+        unknown.insert(0, f"{what} seen where Kafka's guarantees for {_under(run)} forbid it, "
+                          "as judged without what is undecided")
     return Verdict("unknown", "UNKNOWN", loss, "; ".join(unknown) or "the checker could not decide")
 
 
@@ -343,22 +348,62 @@ def _types(r: Mapping[str, Any]) -> list[str]:
     return [a for a in ANOMALIES if a in named] + sorted(named - set(ANOMALIES))
 
 
+#: ``unknown`` kinds that leave undecided whether any anomaly seen is permitted: the
+#: broker state the guarantees were judged against is unreadable or disagrees.
+_DOUBTED_EVERYWHERE = frozenset(("broker-state-disagrees", "broker-state-unreadable"))
+
+
+def doubts(r: Mapping[str, Any]) -> dict[str, list[tuple[str, m.Partition | None]]]:
+    """Per anomaly type seen, the ``unknown`` entries saying that whether it is permitted
+    is not established, as (kind, partition; None for every partition): a
+    ``permitted-on-assumption`` entry names its partition's types (``anomalies``; from a
+    checker that did not name them, every type seen there and not forbidden there)."""
+    seen = [a for a, n in _counts(r).items() if n]
+    summaries = _summaries(r)
+    out: dict[str, list[tuple[str, m.Partition | None]]] = {}
+    for u in _undecided(r):
+        kind = u.get("kind") if isinstance(u, dict) else None
+        if kind in _DOUBTED_EVERYWHERE:
+            for a in seen:
+                out.setdefault(a, []).append((kind, None))
+        elif kind == "permitted-on-assumption" and isinstance(u.get("partition"), int):
+            part = (str(u.get("topic", "")), u["partition"])
+            x = summaries.get(part, {})
+            names = u.get("anomalies") if isinstance(u.get("anomalies"), list) else [
+                a for a, n in (x.get("anomaly_counts") or {}).items()
+                if n and a not in (x.get("violations") or ())]
+            for a in names:
+                out.setdefault(str(a), []).append((kind, part))
+    return out
+
+
+def _doubt_text(entries: Sequence[tuple[str, m.Partition | None]]) -> str:
+    """``permitted-on-assumption fl-queue/1, broker-state-disagrees``."""
+    return ", ".join(dict.fromkeys(k + (f" {p[0]}/{p[1]}" if p else "") for k, p in entries))
+
+
 def expectations(run: RunData) -> list[dict[str, Any]]:
-    """Per anomaly type: expected (permitted or forbidden, and why) beside what happened."""
+    """Per anomaly type: expected (permitted or forbidden, and why) beside what happened.
+
+    A type seen and permitted whose permission rests on what the checker could not
+    establish (:func:`doubts`) is ``doubted``, never plainly ``permitted``."""
     r = run.results
     counts, permitted = _counts(r), set(r.get("permitted") or ())
     violations = set(r.get("violations") or ())
     forbidden, allowing = r.get("forbidden_reasons") or {}, r.get("permitted_reasons") or {}
+    doubted = doubts(r)
     rows = []
     for a in _types(r):
         n = counts.get(a, 0)
         allowed = a in permitted
         status = "violation" if a in violations or (n and not allowed) else (
-            "permitted" if n else "none")
+            ("doubted" if a in doubted else "permitted") if n else "none")
         # a violation says which guarantee broke, also where another partition permits it
         said = ([forbidden.get(a), allowing.get(a) and f"permitted: {text(allowing[a])}"]
                 if status == "violation" else [allowing.get(a) or forbidden.get(a)])
         reason = "; ".join(text(x) for x in said if x)
+        if status == "doubted":
+            reason = f"not established ({_doubt_text(doubted[a])}): permitted only if {reason}"
         rows.append({"name": a, "count": n, "permitted": allowed, "partly": allowed and a in forbidden,
                      "reason": reason or ("" if allowed or not n else f"forbidden for {_under(run)}"),
                      "status": status})
@@ -387,11 +432,13 @@ def who_broke_it(r: Mapping[str, Any], name: str) -> list[str]:
 def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
     """Per anomaly type seen: every example results.json holds (at most
     :data:`~faultline.checkers.result.MAX_EXAMPLES`) as a table row with its story;
-    never downsampled."""
+    never downsampled. Forbidden examples come first, and where the type has permitted
+    ones too (``mixed``) each forbidden one is marked."""
     r = run.results
     counts = _counts(r)
     teller = Storyteller(run.history, run.observations, _white_box(r).get("leader_changes") or ())
     expected = {e["name"]: e for e in expectations(run)}
+    doubted = doubts(r)
     out = []
     for a in _types(r):
         examples = [e for e in (r.get("anomalies") or {}).get(a) or () if isinstance(e, dict)]
@@ -404,11 +451,23 @@ def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
                  "value": e.get("value") if isinstance(e.get("value"), int) else "",
                  "permitted": e.get("permitted") if isinstance(e.get("permitted"), bool) else None,
                  "story": teller.lines(e),
-                 "explanation": text(e["explanation"]) if e.get("explanation") else ""} for e in examples]
+                 "explanation": text(e["explanation"]) if e.get("explanation") else "",
+                 "doubt": _example_doubt(e, doubted.get(a, ()))} for e in examples]
+        rows.sort(key=lambda row: row["permitted"] is not False)  # the forbidden first, marked
         out.append({"name": a, "count": total, "columns": keys, "rows": rows, "shown": len(rows),
+                    "mixed": len({row["permitted"] for row in rows}) > 1,
                     "causes": who_broke_it(r, a),
                     **{k: expected[a][k] for k in ("status", "reason")}})
     return out
+
+
+def _example_doubt(e: Mapping[str, Any], doubted: Sequence[tuple[str, m.Partition | None]]) -> str:
+    """For a permitted example whose permission is not established on its partition
+    (:func:`doubts`), a line saying so; else ''."""
+    here = [(k, q) for k, q in doubted if q is None or q == (str(e.get("topic", "")), e.get("partition"))]
+    if e.get("permitted") is not True or not here:
+        return ""
+    return f"Whether it is permitted is not established ({_doubt_text(here)}): see undecided above."
 
 
 def _partitions(run: RunData) -> list[m.Partition]:
@@ -452,9 +511,10 @@ def plot_data(run: RunData, faults: Sequence[m.FaultWindow],
     bands = [plots.Band(w.f, w.start / 1e9, (w.end if w.end is not None else end) / 1e9,
                         w.f + (f" n{','.join(map(str, w.nodes))}" if w.nodes else ""), w.end is None)
              for w in faults]
+    # a sample without a HW (it could not be read) is a gap, never a HW of 0
     traces = {f"{p[0]}/{p[1]}": plots.Trace(
         [s["time"] / 1e9 for s in ss], [float(s.get("leader", -1) or -1) for s in ss],
-        [float(len(s.get("isr") or ())) for s in ss], [float(s.get("hw", 0) or 0) for s in ss])
+        [float(len(s.get("isr") or ())) for s in ss], [s.get("hw") for s in ss])
         for p, ss in sorted(run.observations.items())}
     return plots.PlotData(
         duration=end / 1e9, bucket_width=b.width / 1e9, bucket_starts=[s / 1e9 for s in b.starts],
@@ -470,6 +530,7 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
     (the checker's ``partitions``)."""
     r = run.results
     summary = _summaries(r)
+    doubted_all = doubts(r)
     rows = []
     for p in _partitions(run):
         a, x = avail.get(p), summary.get(p, {})
@@ -479,7 +540,10 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
         lost = int(counts.get("lost-write", 0))
         violations = list(x.get("violations") or ())
         reasons = x.get("permitted_reasons") or {}
+        doubted = [(k, q) for k, q in doubted_all.get("lost-write", ()) if q in (None, p)]
         why = ("forbidden: " + ", ".join(violations) if violations else
+               f"not established ({_doubt_text(doubted)}): permitted only if {text(reasons['lost-write'])}"
+               if lost and "lost-write" in reasons and doubted else
                text(reasons["lost-write"]) if lost and "lost-write" in reasons else "")
         agreed = x.get("replicas_agree_to")
         complete = bool(x.get("complete"))

@@ -46,12 +46,13 @@ class Band:
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """One partition's observed leader, ISR size and HW over time (seconds)."""
+    """One partition's observed leader, ISR size and HW (None where not read: drawn as a
+    gap) over time (seconds)."""
 
     time: list[float]
     leader: list[float]
     isr: list[float]
-    hw: list[float]
+    hw: list[float | None]
 
 
 @dataclass(slots=True)
@@ -152,8 +153,10 @@ def _throughput(d: PlotData, x: Range1d) -> Any:
 def _latency(d: PlotData, x: Range1d) -> Any:
     shown = "" if len(d.scatter_t) == d.scatter_total else (
         f", {len(d.scatter_t)} of {d.scatter_total} sends drawn")
-    p = _figure(f"Send latency (each send at its invoke time{shown}; percentiles of ok sends)",
-                x, 300, y_axis_type="log")
+    # the checker's percentiles are per bucket of completion time: a send that took 30 s
+    # is a point at its invoke but in the lines 30 s later, so the title says which is which
+    p = _figure(f"Send latency (each send at its invoke time{shown}; lines: percentiles of the ok "
+                f"sends acknowledged in each {d.bucket_width:g} s bucket)", x, 300, y_axis_type="log")
     _shade(p, d.bands)
     items = []
     for outcome in ("ok", "fail", "info", "open"):

@@ -26,12 +26,18 @@ Ops = list[dict[str, Any]]
 
 
 def _variant(tmp_path: Path, edit: Callable[[Ops], Ops],
-             acks: str | None = None) -> tuple[dict[str, Any], str]:
-    """A copy of the stored run with its history edited, checked and reported: its
-    results.json and its page as text (tags dropped, entities decoded)."""
+             acks: str | None = None, without: tuple[str, ...] = (),
+             cluster: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
+    """A copy of the stored run with its history edited (the files ``without`` removed,
+    ``cluster`` merged into cluster.json), checked and reported: its results.json and
+    its page (scripts and styles dropped)."""
     run_dir = tmp_path / "run"
     shutil.copytree(STORED, run_dir)
-    (run_dir / "results.json").unlink()
+    for name in ("results.json", *without):
+        (run_dir / name).unlink()
+    if cluster is not None:
+        facts = json.loads((run_dir / "cluster.json").read_text())
+        (run_dir / "cluster.json").write_text(json.dumps({**facts, **cluster}))
     hist = run_dir / "history.jsonl"
     ops = edit([json.loads(line) for line in hist.read_text().splitlines()])
     for i, op in enumerate(ops):
@@ -165,3 +171,88 @@ def test_sends_that_never_completed_are_counted(tmp_path: Path) -> None:
     start = page.index('<div class="meta">')
     meta = _text(page[start:page.index("</div>", start)])
     assert "1 never completed" in meta, meta
+
+
+def _unwitnessed(ops: Ops) -> Ops:
+    """The nemesis ops no longer say who led each partition when they struck."""
+    for op in ops:
+        if op["process"] == "nemesis" and isinstance(op.get("value"), dict):
+            op["value"].pop("leaders", None)
+    return ops
+
+
+def test_a_loss_permitted_only_on_an_assumption_is_not_shown_as_permitted(tmp_path: Path) -> None:
+    """acks=1, fl-queue/1 lost 3 writes, and with no metadata log and no leaders
+    snapshot in the nemesis ops the fault on its leader is assumed, not witnessed: the
+    checker says unknown (permitted-on-assumption). The page may give the excuse only as
+    an assumption: not as "seen, permitted", nor as the partition's established reason,
+    nor under the examples' own "Permitted: ..." explanations."""
+    results, page = _variant(tmp_path, lambda ops: _acked_never_read(1, 3, 200_000)(_unwitnessed(ops)),
+                             acks="1", without=("metadata.jsonl",))
+    assert results["valid"] == "unknown" and results["violations"] == []
+    [entry] = [u for u in results["unknown"] if u["kind"] == "permitted-on-assumption"]
+    assert entry["partition"] == 1
+    assert "UNKNOWN" in _header(page)
+    expected = page[page.index('id="expected"'):page.index('id="timeline"')]
+    row = _text(expected[expected.index('href="#anomaly-lost-write"'):].split("</tr>", 1)[0])
+    assert "seen, permitted" not in row and "UNKNOWN" in row, row
+    assert "not established (permitted-on-assumption fl-queue/1)" in row, row
+    part = _text(_partition_row(page, "fl-queue/1"))
+    assert "not established (permitted-on-assumption fl-queue/1): permitted only if acks=1" in part, part
+    section = page[page.index('id="anomaly-lost-write"'):]
+    summary = _text(section[:section.index("</summary>")])
+    assert "UNKNOWN" in summary and "not established" in summary, summary
+    examples = re.findall(r'<tr class="example[^"]*" data-anomaly="lost-write".*?</tr>', section, flags=re.S)
+    assert len(examples) == 3
+    assert all("Whether it is permitted is not established (permitted-on-assumption fl-queue/1)"
+               in _text(x) for x in examples)
+    assert entry["anomalies"] == ["lost-write"]  # which types rest on the assumption
+    # from a checker that did not name them: every type seen there and permitted there
+    del entry["anomalies"]
+    run_dir = tmp_path / "run"
+    (run_dir / "results.json").write_text(json.dumps(results))
+    page = build_report(run_dir).read_text()
+    assert "not established (permitted-on-assumption fl-queue/1)" in _text(_partition_row(page, "fl-queue/1"))
+
+
+def test_a_loss_judged_with_eligible_leader_replicas_the_cluster_lacked_is_not_shown_as_permitted(
+        tmp_path: Path) -> None:
+    """acks=1, fl-queue/1's leader was hit and it lost 3 writes, judged with eligible
+    leader replicas (Kafka 4.3) while cluster.json says the cluster ran without them: the
+    checker says unknown (broker-state-disagrees), so whether the loss is permitted is
+    not established, and the page must not say "seen, permitted"."""
+    results, page = _variant(tmp_path, _acked_never_read(1, 3, 200_000), acks="1",
+                             cluster={"eligible_leader_replicas": False})
+    assert results["valid"] == "unknown" and results["violations"] == []
+    assert [u["kind"] for u in results["unknown"] if u["affects_verdict"]] == ["broker-state-disagrees"]
+    expected = page[page.index('id="expected"'):page.index('id="timeline"')]
+    row = _text(expected[expected.index('href="#anomaly-lost-write"'):].split("</tr>", 1)[0])
+    assert "seen, permitted" not in row and "not established (broker-state-disagrees)" in row, row
+    part = _text(_partition_row(page, "fl-queue/1"))
+    assert "not established (broker-state-disagrees): permitted only if acks=1" in part, part
+
+
+def test_a_forbidden_loss_is_not_hidden_among_a_thousand_permitted_ones(tmp_path: Path) -> None:
+    """acks=1: fl-queue/1's leader was hit and it lost 1005 writes, permitted; fl-queue/0
+    lost one, forbidden. results.json keeps 1000 examples: the forbidden one must be among
+    them, and the page must show it first, marked, not as row 1000 of a scrolled table."""
+    results, page = _variant(tmp_path, lambda ops: _acked_never_read(0, 1, 100_000)(
+        _acked_never_read(1, 1005, 200_000)(ops)), acks="1")
+    assert results["valid"] is False and results["anomaly_counts"]["lost-write"] == 1006
+    kept = results["anomalies"]["lost-write"]
+    assert len(kept) == 1000 and [e["value"] for e in kept if not e["permitted"]] == [100_000]
+    section = page[page.index('id="anomaly-lost-write"'):]
+    first = re.search(r'<tr class="example[^"]*" data-anomaly="lost-write".*?</tr>', section, flags=re.S)
+    assert first is not None and 'data-value="100000"' in first.group(0)
+    assert "VIOLATION" in _text(first.group(0))
+
+
+def test_an_unknown_verdict_still_names_the_forbidden_anomaly_it_saw(tmp_path: Path) -> None:
+    """A forbidden duplicate on fl-queue/0, judged with eligible leader replicas the
+    cluster says it ran without: the verdict is unknown (broker-state-disagrees), but
+    results.json still lists the violation, and the headline must not leave it unsaid."""
+    results, page = _variant(tmp_path, _duplicate(0), cluster={"eligible_leader_replicas": False})
+    assert results["valid"] == "unknown" and results["violations"] == ["duplicate"]
+    header = _header(page)
+    assert "UNKNOWN" in header and "duplicate ×1 seen where Kafka's guarantees" in header, header
+    assert "broker-state-disagrees" in header, header

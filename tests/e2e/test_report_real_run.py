@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from faultline.cli import main
 from faultline.history import read_history
+from faultline.report.page import load_run, plot_data
 from tests.schemas import RUN_FILES, validate_run_dir
 
 pytestmark = pytest.mark.e2e
@@ -81,3 +82,17 @@ def test_the_partitions_table_counts_every_lost_write_and_says_why(tmp_path: Pat
     assert '<td class="num">155039</td>' in row
     assert "acks=1 and a fault hit the partition&#39;s leader" in row
     assert "kill, leader-fault, data-loss&gt;=2" in row
+
+
+def test_a_high_watermark_that_could_not_be_read_is_drawn_as_a_gap_not_as_zero(tmp_path: Path) -> None:
+    """During the kill, fl-queue/1's samples could not read the HW (``hw: null``, 96
+    before and after): drawn as 0, the HW plot would show it fall to 0 and come back, a
+    regression the brokers never had (and hw-monotonic says held)."""
+    obs = [json.loads(x) for x in (STORED / "observations.jsonl").read_text().splitlines()]
+    unread = {round(s["time"] / 1e9, 9) for s in obs if s["partition"] == 1 and s["hw"] is None}
+    assert unread
+    run = load_run(stored_run(tmp_path, "history.jsonl"))
+    trace = plot_data(run, [], {}).traces["fl-queue/1"]
+    hws = dict(zip(trace.time, trace.hw, strict=True))
+    assert all(hws[round(t, 9)] is None for t in unread)
+    assert 0 not in [hw for t, hw in hws.items() if t > min(unread)]

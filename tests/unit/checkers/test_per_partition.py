@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
+
 from faultline.checkers.faults_seen import PartitionState, faults_of, leaders_between
 from faultline.checkers.guarantees import GuaranteeConfig, forbidden, permitted
 from faultline.checkers.queue import check
@@ -317,3 +319,28 @@ def test_a_read_the_drain_skipped_where_every_replica_holds_a_record_is_unknown(
     split = [replica(1, 6, same), replica(2, 6, same), replica(3, 6, [[0, 2, 1, 70], [3, 5, 1, 80]])]
     r = check1(h, split)
     assert r.violations == ["phantom-read", "inconsistent-offsets"]
+
+
+@pytest.mark.parametrize("forbidden_first", [False, True])
+def test_a_forbidden_instance_is_among_the_examples_however_many_were_permitted(
+        monkeypatch: pytest.MonkeyPatch, forbidden_first: bool) -> None:
+    """acks=1: a kill of p1's leader permits its 5 lost writes; p0's one is forbidden. With
+    room for 3 examples, the forbidden one must be among them, whichever partition the
+    checker meets first: a violated type whose examples are all permitted hides the
+    violation."""
+    monkeypatch.setattr("faultline.checkers.verdict.MAX_EXAMPLES", 3)
+    h = H()
+    h.send(0, 10, offset=0, part=0)
+    h.send(0, 20, offset=0, part=1)
+    h.fault("kill", [3], leaders={f"{TOPIC}/0": 2, f"{TOPIC}/1": 3})
+    lost = {0: [12], 1: [21, 22, 23, 24, 25]}
+    for part in (0, 1) if forbidden_first else (1, 0):
+        for k, v in enumerate(lost[part]):
+            h.send(0, v, offset=1 + k, part=part)
+    for part in (0, 1):
+        h.drain([(0, 10 + part * 10)], part=part)
+    r = run(h)
+    assert r.valid is False and r.anomaly_counts["lost-write"] == 6
+    kept = r.anomalies["lost-write"]
+    assert len(kept) == 3
+    assert [e["value"] for e in kept if not e["permitted"]] == [12]

@@ -13,7 +13,9 @@ from click.testing import CliRunner
 
 from faultline.checkers.cli import check, check_run
 from faultline.checkers.whitebox import (
+    MAX_EXAMPLES,
     BrokerFiles,
+    Invariant,
     check_elections,
     check_hw_le_leo,
     check_hw_monotonic,
@@ -195,3 +197,14 @@ def test_a_broken_observations_file_is_one_line(tmp_path: Path, damage: dict[str
 def test_no_white_box_files_no_white_box(tmp_path: Path) -> None:
     spec = TestSpec(topic=TopicSpec(name=T))
     assert check_white_box(spec, BrokerFiles.read(tmp_path), {"permitted": []}) is None
+
+
+def test_a_violation_is_among_the_examples_however_many_breaks_were_permitted() -> None:
+    """An invariant broken MAX_EXAMPLES times where permitted, then once where not: it is
+    VIOLATED, and its examples must show that violation, not only the permitted breaks."""
+    inv = Invariant("hw-monotonic")
+    for i in range(MAX_EXAMPLES):
+        inv.add({"time": i, "partition": 0, "what": f"permitted {i}"}, permitted=True)
+    inv.add({"time": MAX_EXAMPLES, "partition": 1, "what": "forbidden"})
+    assert inv.status == "fail" and len(inv.examples) == MAX_EXAMPLES
+    assert [e["what"] for e in inv.examples if not e["permitted"]] == ["forbidden"]

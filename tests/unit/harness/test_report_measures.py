@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from faultline.checkers.table import Send, SendTable
 from faultline.report import measures as m
+from faultline.report import plots
 
 S = 1_000_000_000
 
@@ -88,3 +89,16 @@ def test_availability_windows() -> None:
     assert a[("t", 1)].windows == [(0, 5 * S)] and a[("t", 1)].fraction == 0 and a[("t", 1)].acked == 0
     assert round(a[("t", 0)].fraction, 3) == round(1 - (2.5 * S + 2 * S - 1) / (5 * S), 3)
     assert a[("t", 2)] == m.Availability([], 1.0, 7)
+
+
+def test_the_latency_plot_says_its_percentiles_are_by_acknowledgement_time() -> None:
+    """The scatter draws a send at its invoke time, the checker's percentiles are per
+    bucket of completion time: a 30 s send is a point at 1 s and a max of 30 s at 31 s.
+    The plot must say which clock each uses, or the max line sits where no point is."""
+    d = plots.PlotData(duration=40, bucket_width=1, bucket_starts=[float(i) for i in range(41)], bands=[],
+                       throughput={}, scatter_t=[1.0], scatter_ms=[30_000.0], scatter_outcome=["ok"],
+                       scatter_total=1, percentiles={"max": [None] * 31 + [30_000.0] + [None] * 9},
+                       errors={}, unavailable={})
+    script = plots.render(d).script
+    assert "each send at its invoke time" in script
+    assert "percentiles of the ok sends acknowledged in each 1 s bucket" in script
