@@ -235,9 +235,9 @@ class JavaQueueWorkload:
             level = logging.getLevelName(level_name)
             level = level if isinstance(level, int) else logging.INFO
             facility, _, message = rest.partition(" ")
-            process = _process_of(message)
-            if self.client_log is not None and process is not None:
-                self.client_log.write(process, f"faultline-p{process}", level, facility, message)
+            client = _client_of(message)
+            if self.client_log is not None and client is not None:
+                self.client_log.write(client[1], client[0], level, facility, message)
             else:
                 rdkafka_log.log(level, "java client: %s", text)
 
@@ -281,14 +281,17 @@ class JavaQueueWorkload:
         return self._stats
 
 
-def _process_of(message: str) -> int | None:
-    """The process in a Java client log line's ``[Producer clientId=faultline-p3]``."""
+def _client_of(message: str) -> tuple[str, int] | None:
+    """The client id and process in a Java client log line's ``[Producer
+    clientId=faultline-p3]`` (``faultline-c3`` for a consumer)."""
     at = message.find("clientId=faultline-")
     if at < 0:
         return None
+    start = at + len("clientId=")
+    kind = message[start + len("faultline-"):start + len("faultline-") + 1]
     digits = ""
-    for ch in message[at + len("clientId=faultline-") + 1:]:
+    for ch in message[start + len("faultline-") + 1:]:
         if not ch.isdigit():
             break
         digits += ch
-    return int(digits) if digits else None
+    return (f"faultline-{kind}{digits}", int(digits)) if digits else None

@@ -11,7 +11,8 @@
 //
 // Processes: producers 0..N-1, consumers N..N+M-1; a client instance with a failed
 // send (producer) or a poll that threw (consumer) is retired and its successor takes
-// the next number. Values: 0, 1, 2, ... unique within the run.
+// the next number; a retired producer is closed in the background once its outstanding
+// sends complete (close bounded as at the end). Values: 0, 1, 2, ... unique within the run.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -75,12 +76,52 @@ public final class FaultlineClient {
         return "_" + e.getClass().getSimpleName();
     }
 
+    /** A record value as JSON, exactly as clients.decode_value journals it (docs/history.md):
+     *  a canonical ASCII decimal up to Long.MAX_VALUE as a number, null as null, anything
+     *  else as its UTF-8 text with each byte of no valid sequence written as \\xNN. */
     static String decode(byte[] raw) {
         if (raw == null) return "null";
-        String s = new String(raw, StandardCharsets.UTF_8);
-        boolean canonical = !s.isEmpty() && s.length() < 19 && s.chars().allMatch(Character::isDigit)
-                && (s.equals("0") || s.charAt(0) != '0');
-        return canonical ? s : str(s);
+        boolean digits = raw.length > 0 && raw.length <= 19 && (raw[0] != '0' || raw.length == 1);
+        for (int i = 0; digits && i < raw.length; i++) digits = raw[i] >= '0' && raw[i] <= '9';
+        String ascii = new String(raw, StandardCharsets.ISO_8859_1);
+        if (digits && (raw.length < 19 || ascii.compareTo(Long.toString(Long.MAX_VALUE)) <= 0)) {
+            return ascii;
+        }
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < raw.length; ) {
+            int n = utf8Length(raw, i);
+            if (n > 0) {
+                text.append(new String(raw, i, n, StandardCharsets.UTF_8));
+                i += n;
+            } else {
+                text.append(String.format("\\x%02x", raw[i++] & 0xff));
+            }
+        }
+        return str(text.toString());
+    }
+
+    /** The length of the well-formed UTF-8 sequence at raw[i] (Unicode's table 3-7, which
+     *  Python's decoder holds to), or 0 when none starts there. */
+    static int utf8Length(byte[] raw, int i) {
+        int b = raw[i] & 0xff;
+        int n, lo = 0x80, hi = 0xbf;
+        if (b < 0x80) return 1;
+        else if (b >= 0xc2 && b <= 0xdf) n = 2;
+        else if (b >= 0xe0 && b <= 0xef) {
+            n = 3;
+            if (b == 0xe0) lo = 0xa0;
+            if (b == 0xed) hi = 0x9f;
+        } else if (b >= 0xf0 && b <= 0xf4) {
+            n = 4;
+            if (b == 0xf0) lo = 0x90;
+            if (b == 0xf4) hi = 0x8f;
+        } else return 0;
+        if (i + n > raw.length) return 0;
+        for (int k = 1; k < n; k++) {
+            int c = raw[i + k] & 0xff;
+            if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xbf)) return 0;
+        }
+        return n;
     }
 
     static Properties common(String clientId) {
@@ -98,7 +139,12 @@ public final class FaultlineClient {
         final int index;
         final int partitions = Integer.parseInt(conf.get("partitions"));
         final double rate = Double.parseDouble(conf.get("rate"));
-        final List<KafkaProducer<byte[], byte[]>> retiredInstances = new ArrayList<>();
+        final Duration bound = Duration.ofMillis(Long.parseLong(conf.get("delivery_timeout_ms"))
+                + Long.parseLong(conf.get("request_timeout_ms")) + 5000);
+        /** Each closes a retired instance once its outstanding sends completed (as the
+         *  librdkafka workload drops a retired instance): kept open to the end, every one
+         *  held its network thread, connections and buffers for the rest of the run. */
+        final List<Thread> closers = new ArrayList<>();
 
         Producer(int index) {
             this.index = index;
@@ -132,7 +178,11 @@ public final class FaultlineClient {
             long due = System.nanoTime();
             while (!STOP.get()) {
                 if (retired.get()) {
-                    retiredInstances.add(producer);
+                    KafkaProducer<byte[], byte[]> old = producer;
+                    Thread closer = new Thread(() -> old.close(bound), "close-p" + process);
+                    closer.start();
+                    closers.removeIf(t -> !t.isAlive());
+                    closers.add(closer);
                     process = processes.getAndIncrement();
                     retired = new AtomicBoolean();
                     producer = open(process);
@@ -188,10 +238,14 @@ public final class FaultlineClient {
                     emit(op(proc, "refused", "send", v + "}", errorName(e)));
                 }
             }
-            Duration bound = Duration.ofMillis(Long.parseLong(conf.get("delivery_timeout_ms"))
-                    + Long.parseLong(conf.get("request_timeout_ms")) + 5000);
             producer.close(bound);
-            for (KafkaProducer<byte[], byte[]> old : retiredInstances) old.close(bound);
+            for (Thread closer : closers) {
+                try {
+                    closer.join();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
         }
     }
 

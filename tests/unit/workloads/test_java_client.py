@@ -5,13 +5,19 @@ attributed to their process."""
 from __future__ import annotations
 
 import io
+import shutil
+import socket
+import subprocess
 from pathlib import Path
 
 import orjson
+import pytest
 
+from faultline.cluster import kafka_dist
 from faultline.history import HistoryWriter, read_history
 from faultline.spec import TestSpec
-from faultline.workloads.clients import ClientLog
+from faultline.workloads import java_client
+from faultline.workloads.clients import ClientLog, decode_value
 from faultline.workloads.java_client import JavaQueueWorkload
 
 SEND = {"topic": "fl-queue", "partition": 1, "value": 7}
@@ -141,3 +147,107 @@ def test_a_send_completes_once_however_often_the_client_says_so(tmp_path: Path) 
     assert _journaled(tmp_path, TestSpec(), printed) == [
         (0, "invoke", "send", None), (0, "info", "send", "_KafkaException"),
         (1, "invoke", "send", None), (1, "info", "send", "PRODUCER_FENCED")]
+
+
+#: Record values another producer may have written: what the Java consumers must journal
+#: exactly as decode_value does (the drain, in Python, reads the same offsets).
+FOREIGN_VALUES = [b"0", b"42", b"007", b"-1", b"", b"abc", b'say "hi"\\', b"\x01\n", None,
+                  b"999999999999999999", b"9223372036854775807", b"9223372036854775808",
+                  "\u0663".encode(), "\uff11\uff12".encode(), "caf\u00e9 \U0001f600".encode(),
+                  b"\xff1", b"\xe2\x82", b"\xe2\x82A", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80",
+                  b"\xf0\x9f\x98", b"\x80\xbf"]
+
+
+needs_javac = pytest.mark.skipif(
+    shutil.which("javac") is None or not kafka_dist.kafka_cached(TestSpec().kafka.version),
+    reason="needs javac and the Kafka distribution cached (faultline setup)")
+
+
+@pytest.fixture(scope="module")
+def java_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """(java, class path) of the Java client and a probe of its decode, compiled here."""
+    out = tmp_path_factory.mktemp("java")
+    dist = kafka_dist.ensure_kafka(TestSpec().kafka.version)
+    (out / "FaultlineClient.java").write_bytes(java_client._source())
+    (out / "DecodeProbe.java").write_text(
+        "public final class DecodeProbe {\n"
+        "    public static void main(String[] args) {\n"
+        "        for (String hex : args) System.out.println(FaultlineClient.decode(\n"
+        "                hex.equals(\"-\") ? null : java.util.HexFormat.of().parseHex(hex)));\n"
+        "    }\n"
+        "}\n")
+    cp = f"{out}:{dist.classpath}"
+    subprocess.run([shutil.which("javac") or "javac", "-nowarn", "-d", str(out), "-cp", cp,
+                    str(out / "FaultlineClient.java"), str(out / "DecodeProbe.java")],
+                   check=True, capture_output=True)
+    return str(dist.java), cp
+
+
+@needs_javac
+def test_the_java_client_decodes_a_value_as_the_python_clients_do(java_classes: tuple[str, str]) -> None:
+    """Found by review: the Java client's decode took any Unicode digit for a decimal
+    (a record of "\u0663" was printed as bare JSON: the journaling thread died on it and
+    every later op was lost), read bytes that are not UTF-8 as U+FFFD instead of the
+    contract's ``\\xNN``, and kept a 19-digit decimal as text. A poll of the Java client
+    and the drain (Python) then disagreed about one record: a false phantom read or
+    inconsistent offsets."""
+    java, cp = java_classes
+    out = subprocess.run([java, "-cp", cp, "DecodeProbe",
+                          *("-" if raw is None else raw.hex() for raw in FOREIGN_VALUES)],
+                         check=True, capture_output=True).stdout
+    printed = out.decode("utf-8").splitlines()
+    assert len(printed) == len(FOREIGN_VALUES)
+    wrong = []
+    for raw, line in zip(FOREIGN_VALUES, printed, strict=True):
+        try:
+            journaled = orjson.loads(f"[{line}]")
+        except orjson.JSONDecodeError:
+            journaled = f"not JSON: {line}"
+        if journaled != [decode_value(raw)]:
+            wrong.append((raw, line))
+    assert wrong == []
+
+
+@needs_javac
+def test_the_java_client_closes_a_retired_producer(java_classes: tuple[str, str]) -> None:
+    """Found by review: every retired producer instance was kept open until the end (the
+    librdkafka workload drops one once its sends complete), each with its network thread,
+    connections and buffers: a run whose faults retire producers often grew the 256 MB
+    JVM without bound. Here each send fails (no broker listens) and retires its instance."""
+    java, cp = java_classes
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = {"bootstrap": f"127.0.0.1:{port}", "topic": "fl-queue", "partitions": 1,
+                "producers": 1, "consumers": 0, "rate": 0, "first_free_process": 1, "acks": "all",
+                "idempotence": "true", "retries": 5, "max_in_flight": 5, "delivery_timeout_ms": 150,
+                "request_timeout_ms": 100, "linger_ms": 5, "isolation_level": "read_uncommitted"}
+    proc = subprocess.Popen([java, "-cp", cp, "FaultlineClient", *(f"{k}={v}" for k, v in settings.items())],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        failed = 0
+        while failed < 12:
+            d = orjson.loads(proc.stdout.readline())
+            failed += d["type"] == "done" and "error" in d
+        network = [t for t in Path(f"/proc/{proc.pid}/task").iterdir()
+                   if (t / "comm").read_text().startswith("kafka-producer")]
+        proc.stdin.close()
+        proc.stdout.read()
+        assert proc.wait(30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(network) <= 3  # the live instance's, and those still closing
+
+
+def test_a_consumers_log_line_names_the_consumer(tmp_path: Path) -> None:
+    """Found by review: a line of a Java consumer (``faultline-c4``) was written to the
+    client log as the instance ``faultline-p4``, a producer that never existed."""
+    log = ClientLog(tmp_path / "client-log.jsonl", lambda: 5)
+    w = JavaQueueWorkload(TestSpec(), "x:9092", HistoryWriter(tmp_path / "h.jsonl"), client_log=log)
+    w._log(io.BytesIO(b"WARN NetworkClient [Consumer clientId=faultline-c4, groupId=null] Connection "
+                      b"to node 2 could not be established\n"))
+    log.close()
+    [line] = [orjson.loads(x) for x in (tmp_path / "client-log.jsonl").read_bytes().splitlines()]
+    assert (line["process"], line["client"], line["level"]) == (4, "faultline-c4", "warning")
