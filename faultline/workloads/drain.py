@@ -6,16 +6,28 @@ partition had at quiescence (:mod:`faultline.brokerstate.quiescence`); a partiti
 never got there, or whose drain does not reach that end in time, never gets ``last``
 (docs/history.md: such a partition is not fully known), and the reason is the final op's
 ``error``.
+
+Each partition is read in a child process of its own (:func:`_reader`), and journaled
+here: reading is CPU-bound in the client (a ``Message`` per record, under the
+interpreter's lock), so partitions read in threads of one process share one core,
+and in processes use them all. The child hands each chunk's ``records`` over already
+encoded as JSON, which the journal embeds as it is.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import subprocess
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
+import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from faultline.history import HistoryWriter
@@ -36,6 +48,10 @@ DRAIN_CHUNK = 10_000
 #: these, and the partitions in parallel, 600 k/s). At most 64 MB queued per consumer.
 DRAIN_FETCH = {"max.partition.fetch.bytes": 16 << 20, "fetch.max.bytes": 64 << 20,
                "queued.max.messages.kbytes": 65536, "queued.min.messages": 1_000_000}
+#: Readers at once (a process each, ~30 MB): the partitions beyond wait their turn.
+READERS = 2 * (os.cpu_count() or 1)
+#: Seconds a reader may take past its deadline (closing its consumer) before it is killed.
+GRACE_S = 15.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,19 +75,22 @@ def drain(spec: TestSpec, bootstrap: str, history: HistoryWriter, processes: Pro
     partition never became quiescent: it is then read to its high watermark of the
     moment, for what that shows, and never marked ``last``).
 
-    The partitions are read in parallel, each by a thread with a fresh consumer and a
-    process number (taken in partition order before any starts); one ``drain`` invoke/ok pair
-    per chunk of up to :data:`DRAIN_CHUNK` records, each ok carrying the chunk's
-    ``records`` as ``[offset, value]``, ``log_start_offset`` (read once, before
+    The partitions are read in parallel (up to :data:`READERS` at once, each within
+    ``timeout_s`` of its start), each by a child process with a fresh consumer and a
+    process number (taken in partition order before any starts); one ``drain``
+    invoke/ok pair per chunk of up to :data:`DRAIN_CHUNK` records, each ok carrying the
+    chunk's ``records`` as ``[offset, value]``, ``log_start_offset`` (read before
     reading) and ``high_watermark``: the end it reads to. The final chunk has
     ``"last": true`` iff the partition had a log end and every offset below it was read
-    within ``timeout_s`` and no consumed message was an error (which stops its read);
-    otherwise its ``error`` says why not. If the watermarks cannot
-    be read the op ends ``fail`` with the error (a read changes nothing).
+    within ``timeout_s``, no consumed message was an error (which stops its read) and the
+    log start, read again after the read, had not moved; otherwise its ``error`` says why
+    not (also when the reader died: what it had not handed over is not journaled). If
+    the watermarks cannot be read the op ends ``fail`` with the error (a read changes
+    nothing).
     """
     topic = spec.topic.name
     jobs = [(processes.take(), p, end) for p, end in sorted(ends.items())]
-    with ThreadPoolExecutor(max(1, len(jobs)), thread_name_prefix="faultline-drain") as pool:
+    with ThreadPoolExecutor(max(1, min(len(jobs), READERS)), thread_name_prefix="faultline-drain") as pool:
         return list(pool.map(lambda job: _drain_partition(spec, bootstrap, history, job[0], topic,
                                                           job[1], job[2], timeout_s), jobs))
 
@@ -79,26 +98,137 @@ def drain(spec: TestSpec, bootstrap: str, history: HistoryWriter, processes: Pro
 def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, process: int,
                      topic: str, partition: int, end: int | str,
                      timeout_s: float) -> PartitionDrain:
-    deadline = time.monotonic() + timeout_s
+    """Journal what the reader of one partition (:func:`_reader`, a child process) hands
+    over: its watermarks, each full chunk, and the last."""
     key = {"topic": topic, "partition": partition}
-    conf = consumer_config(spec, bootstrap, f"faultline-drain{process}")
-    conf["error_cb"] = lambda err: rdkafka_log.warning("drain d%s: %s", process, err)
+    conf = {k: v for k, v in consumer_config(spec, bootstrap, f"faultline-drain{process}").items()
+            if k != "logger"}
     conf.update(DRAIN_FETCH)
-    consumer = Consumer(conf)
     history.append(process, "invoke", "drain", dict(key))
+    reader = _start_reader({"conf": conf, "topic": topic, "partition": partition, "end": end,
+                            "timeout_s": timeout_s, "process": process})
+    assert reader.stdout is not None
+    try:
+        head: dict[str, Any] = dict(key)
+        low: int | None = None
+        high: int | None = None
+        total = 0
+        while (said := _receive(reader.stdout)) is not None:
+            msg, records = said
+            if "log" in msg:
+                rdkafka_log.log(msg["log"], "%s", msg["text"])
+            elif "fail" in msg:
+                history.append(process, "fail", "drain", dict(key), msg["fail"])
+                return PartitionDrain(partition, process, None, None, 0, False, msg["fail"])
+            elif "low" in msg:
+                low, high = msg["low"], msg["high"]
+                head = {**key, "log_start_offset": low, "high_watermark": high}
+            elif "done" not in msg:  # a full chunk, and more to come
+                history.append(process, "ok", "drain", {**head, "records": orjson.Fragment(records)})
+                total += msg["n"]
+                history.append(process, "invoke", "drain", dict(key))
+            else:
+                total += msg["n"]
+                final: dict[str, Any] = {**head, "records": orjson.Fragment(records)}
+                if msg["done"]:
+                    final["last"] = True
+                history.append(process, "ok", "drain", final, msg["error"])
+                return PartitionDrain(partition, process, low, high, total, msg["done"], msg["error"])
+        why = _died(reader)
+        history.append(process, "ok", "drain", {**head, "records": []}, why)
+        return PartitionDrain(partition, process, low, high, total, False, why)
+    finally:
+        _end(reader, timeout_s + GRACE_S)
+
+
+def _receive(pipe: IO[bytes]) -> tuple[dict[str, Any], bytes] | None:
+    """One message of a reader: a JSON line, then ``bytes`` bytes of records JSON; None
+    at the pipe's end (or a message cut by it)."""
+    line = pipe.readline()
+    if not line.endswith(b"\n"):
+        return None
+    msg = orjson.loads(line)
+    if not msg["bytes"]:
+        return msg, b"[]"
+    records = pipe.read(msg["bytes"])
+    return (msg, records) if len(records) == msg["bytes"] else None
+
+
+def _died(reader: subprocess.Popen[bytes]) -> str:
+    """Why a reader ended without its last message: its last line of stderr, or its status."""
+    assert reader.stderr is not None
+    why = reader.stderr.read().decode(errors="replace").strip().splitlines()
+    status = reader.wait()
+    return f"_READER_DIED: {why[-1] if why else f'exit status {status}'}"
+
+
+def _end(reader: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Wait for a reader to exit (killed after ``timeout_s``) and close its pipes."""
+    try:
+        reader.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        reader.kill()
+        reader.wait()
+    for pipe in (reader.stdout, reader.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def _start_reader(job: dict[str, Any]) -> subprocess.Popen[bytes]:
+    """A reader (:func:`_reader`) of one partition, given its ``job``: it ends at its
+    deadline, or once its pipe has no reader (the run that wanted it is gone)."""
+    reader = subprocess.Popen(
+        [sys.executable, "-c", "from faultline.workloads.drain import _reader; _reader()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert reader.stdin is not None
+    with reader.stdin:
+        reader.stdin.write(orjson.dumps(job))
+    return reader
+
+
+def _reader() -> None:
+    """A reader's main: :func:`_serve` the job on stdin to stdout."""
+    with contextlib.suppress(BrokenPipeError):
+        _serve(orjson.loads(sys.stdin.buffer.read()), sys.stdout.buffer)
+
+
+def _serve(job: dict[str, Any], out: IO[bytes]) -> None:
+    """Read the partition of ``job`` (:func:`_read`) and write its messages to ``out``
+    (:func:`_receive` reads them): the watermarks (or ``fail``), each full chunk, then the
+    last (``done``: whether it read every offset below the partition's end; ``error``:
+    why not), and the client's log lines at warning or above (``log``) as they come."""
+
+    def send(msg: dict[str, Any], records: bytes = b"") -> None:
+        out.write(orjson.dumps({**msg, "bytes": len(records)}) + b"\n" + records)
+        out.flush()
+
+    class Forward(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            send({"log": record.levelno, "text": record.getMessage()})
+
+    log = logging.getLogger(f"faultline.drain-reader.{job['process']}")  # served in this thread
+    log.propagate = False
+    log.addHandler(Forward(logging.WARNING))
+    conf = {**job["conf"], "logger": log,
+            "error_cb": lambda err: log.warning("drain d%s: %s", job["process"], err)}
+    _read(Consumer(conf), job["topic"], job["partition"], job["end"], job["timeout_s"], send)
+
+
+def _read(consumer: Consumer, topic: str, partition: int, end: int | str, timeout_s: float,
+          send: Callable[..., None]) -> None:
+    """Read one partition to ``end`` (see :func:`drain`) and ``send`` what :func:`_serve` says."""
+    deadline = time.monotonic() + timeout_s
     try:
         tp = TopicPartition(topic, partition)
         try:
             low, hw = _watermarks(consumer, tp, deadline)
         except KafkaException as e:
-            name = error_name(e)
-            history.append(process, "fail", "drain", dict(key), name)
-            return PartitionDrain(partition, process, None, None, 0, False, name)
+            send({"fail": error_name(e)})
+            return
         known = isinstance(end, int)
         high = end if isinstance(end, int) else hw
-        head = {**key, "log_start_offset": low, "high_watermark": high}
+        send({"low": low, "high": high})
         chunk: list[list[Any]] = []
-        total = 0
         done = high <= low
         error: str | None = None
         if not done:
@@ -129,13 +259,11 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
             if bad is not None:
                 error = f"{bad.name()}: a consumed message was an error (read to {position})"
             room = DRAIN_CHUNK - len(chunk)
-            while len(records) > room:  # full, and more to come: journal it
+            while len(records) > room:  # full, and more to come: hand it over
                 chunk += records[:room]
                 records = records[room:]
-                history.append(process, "ok", "drain", {**head, "records": chunk})
-                total += len(chunk)
+                send({"n": len(chunk)}, orjson.dumps(chunk))
                 chunk = []
-                history.append(process, "invoke", "drain", dict(key))
                 room = DRAIN_CHUNK
             chunk += records
             if error is not None:
@@ -143,19 +271,31 @@ def _drain_partition(spec: TestSpec, bootstrap: str, history: HistoryWriter, pro
             if not msgs and not done:
                 position = max(position, consumer.position([tp])[0].offset)
                 done = position >= high
-        total += len(chunk)
+        if done and known and error is None and high > low:
+            error = _log_start_kept(consumer, tp, low, deadline)
         complete = done and known and error is None
-        final: dict[str, Any] = {**head, "records": chunk}
-        if complete:
-            final["last"] = True
-        elif not known:
+        if not known:
             error = f"not quiescent: {end}"
-        elif error is None:
+        elif not complete and error is None:
             error = f"_TIMED_OUT: read to {position} of log end {high} in {timeout_s:.0f} s"
-        history.append(process, "ok", "drain", final, error)
-        return PartitionDrain(partition, process, low, high, total, complete, error)
+        send({"n": len(chunk), "done": complete, "error": error}, orjson.dumps(chunk))
     finally:
         close_quietly(consumer)
+
+
+def _log_start_kept(consumer: Consumer, tp: TopicPartition, low: int,
+                    deadline: float) -> str | None:
+    """None when the log start is still ``low`` after the read, else why the drain may
+    have skipped offsets: a log start that moved up (retention) before the consumer
+    fetched from the beginning, or under it (it then resets to the earliest offset),
+    takes offsets from ``low`` on out of the read without a sign."""
+    try:
+        now = _watermarks(consumer, tp, deadline)[0]
+    except KafkaException as e:
+        return f"{error_name(e)}: the log start could not be read again after the drain"
+    if now != low:
+        return f"log start moved from {low} to {now} during the drain: offsets below may not have been read"
+    return None
 
 
 def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int]:

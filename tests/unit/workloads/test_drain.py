@@ -8,6 +8,9 @@ timeout is reached deterministically and no test sleeps.
 
 from __future__ import annotations
 
+import io
+import os
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -136,6 +139,30 @@ class FakeConsumer:
         self.closed = True
 
 
+class ThreadReader:
+    """A reader of one partition in a thread of this process, where the fakes are, not in
+    a child process: the messages go through a real pipe all the same."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        r, w = os.pipe()
+        self.stdout, self.stderr = os.fdopen(r, "rb"), io.BytesIO()
+        out = os.fdopen(w, "wb")
+
+        def serve() -> None:
+            with out:
+                drain_module._serve(job, out)
+
+        self.thread = threading.Thread(target=serve)
+        self.thread.start()
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.thread.join(timeout)
+        return 0
+
+    def kill(self) -> None:
+        raise AssertionError("a reader outlived its deadline")
+
+
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     c = Clock()
@@ -154,6 +181,7 @@ def run_drain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kafka: FakeKafka,
         return c
 
     monkeypatch.setattr(drain_module, "Consumer", make)
+    monkeypatch.setattr(drain_module, "_start_reader", ThreadReader)
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as history:
         drains = drain(TestSpec(), "fake:9092", history, ProcessIds(10), ends, timeout_s=timeout_s)
@@ -346,3 +374,48 @@ def test_a_consumed_error_stops_the_read_and_withholds_last(
     records = [r for op in ops if op.type == "ok" for r in op.value["records"]]
     assert records == [[0, 5], [2, 7]]
     assert not any(op.value.get("last") for op in ops if op.type == "ok")
+
+
+@pytest.mark.parametrize("moved_after", [1, 2])
+def test_a_log_start_that_moves_during_the_drain_withholds_last(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, clock: Clock, moved_after: int) -> None:
+    """Found by review: the log start was read once, before reading; when it moved up
+    (retention, set in broker_config) before the consumer fetched from the beginning, or
+    under a consumer that then reset to the earliest offset, the drain skipped offsets
+    yet was journaled ``last`` with the old log start: every ack there a false lost
+    write. The drain now reads the log start again at the end: moved, it is not last."""
+    kafka = FakeKafka(clock, {0: Log({off: off for off in range(8)}, per_consume=3)})
+    consume = FakeConsumer.consume
+
+    def moving(self: FakeConsumer, num_messages: int, timeout: float) -> list[FakeMessage]:
+        if self.calls + 1 == moved_after:  # retention deletes offsets 0-4 before this fetch
+            kafka.logs[0].low = 5
+            self.next_offset = max(self.next_offset, 5)  # the reset to the earliest offset
+        return consume(self, num_messages, timeout)
+
+    monkeypatch.setattr(FakeConsumer, "consume", moving)
+    drains, ops = run_drain(monkeypatch, tmp_path, kafka, {0: 8})
+
+    records = [r for op in ops if op.type == "ok" for r in op.value["records"]]
+    read = [off for off, _ in records]
+    assert read == [*range(3 if moved_after == 2 else 0), 5, 6, 7]  # 0-4 (or 3, 4) skipped
+    assert not any(op.value.get("last") for op in ops if op.type == "ok")
+    assert ops[-1].error == ("log start moved from 0 to 5 during the drain: offsets below may "
+                             "not have been read")
+    assert (drains[0].complete, drains[0].error) == (False, ops[-1].error)
+
+
+def test_a_log_start_that_cannot_be_read_again_withholds_last(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, clock: Clock) -> None:
+    kafka = FakeKafka(clock, {0: Log({0: 1, 1: 2})})
+    consume = FakeConsumer.consume
+
+    def then_down(self: FakeConsumer, num_messages: int, timeout: float) -> list[FakeMessage]:
+        kafka.watermarks_down = True
+        return consume(self, num_messages, timeout)
+
+    monkeypatch.setattr(FakeConsumer, "consume", then_down)
+    drains, ops = run_drain(monkeypatch, tmp_path, kafka, {0: 2})
+    assert oks(ops, 0)[-1]["records"] == [[0, 1], [1, 2]] and "last" not in oks(ops, 0)[-1]
+    assert ops[-1].error == "_TIMED_OUT: the log start could not be read again after the drain"
+    assert not drains[0].complete
