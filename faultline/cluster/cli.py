@@ -33,9 +33,8 @@ def setup(kafka_version: str, kafka_home: str | None, backend: str, stop_engine:
     """Install everything a cluster of ``--backend`` needs (idempotent; no downloads once
     cached); the docker backend's starts dockerd where no engine runs."""
     if stop_engine:
-        click.echo("setup: stopped dockerd, host firewall restored" if engine.started_here()
-                   else "setup: faultline started no dockerd")  # fmt: skip
-        engine.stop()
+        click.echo("setup: stopped dockerd, host firewall restored" if engine.stop()
+                   else "setup: no dockerd faultline started is running")  # fmt: skip
         return
     done = run_setup(kafka_version, kafka_home, report=lambda line: click.echo(f"setup: {line}"),
                      backend=backend)  # fmt: skip

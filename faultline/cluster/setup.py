@@ -176,7 +176,7 @@ def _docker_checks(version: str) -> list[Check]:
     from faultline.cluster.docker.cluster import labelled_runs
 
     live = {rid for rid, s in runstate.load_all().items() if s is not None and not s.is_stale()}
-    left = sorted(set(labelled_runs()) - live)
+    left = sorted(set(labelled_runs()) - live - runstate.foreign_runs())
     checks.append(Check("docker leftovers", not left,
                         "no container or network of a finished run" if not left
                         else f"containers or networks of finished runs {left}",

@@ -32,7 +32,7 @@ from typing import Any
 
 from faultline.cluster import kafka_config, kafka_dist
 from faultline.cluster.docker import engine, image
-from faultline.cluster.local import netns, runstate
+from faultline.cluster.local import netns, runstate, signals
 from faultline.cluster.local.cluster import LocalCluster, run_per_node
 from faultline.cluster.local.runstate import ProcId
 from faultline.cluster.protocol import Grudge
@@ -79,8 +79,10 @@ class DockerCluster(LocalCluster):
 
     def _cleanup_stale(self) -> None:
         """Remove the containers and networks labelled with a run that has no live state
-        (runstate.cleanup_stale, just before, removed the state of every stale run)."""
+        (runstate.cleanup_stale, just before, removed the state of every stale run), but
+        for the live runs of another state root (:func:`runstate.foreign_runs`)."""
         live = {rid for rid, s in runstate.load_all().items() if s is not None and not s.is_stale()}
+        live |= runstate.foreign_runs()
         remove_labelled(self._docker, lambda rid: rid not in live)
 
     def _build_network(self) -> None:
@@ -92,11 +94,16 @@ class DockerCluster(LocalCluster):
 
     def stop(self) -> None:
         """Remove the run's containers and network (by label), then what the local
-        backend removes: Toxiproxy, the run's files and state. Idempotent."""
+        backend removes: Toxiproxy, the run's files and state, also when the engine fails
+        the first part (its error is raised after). Idempotent; Ctrl-C and SIGTERM are
+        ignored while it runs."""
         state = self._state
-        if state is not None and self._docker is not None:
-            remove_labelled(self._docker, lambda rid: rid == state.run_id)
-        super().stop()
+        with signals.ignored():
+            try:
+                if state is not None and self._docker is not None:
+                    remove_labelled(self._docker, lambda rid: rid == state.run_id)
+            finally:
+                super().stop()
 
     @property
     def _network_name(self) -> str:

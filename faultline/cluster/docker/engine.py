@@ -100,12 +100,15 @@ def install(report: Report) -> None:
 
 def start(log: Path | None = None, timeout: float = 60.0) -> None:
     """Start ``dockerd`` (no engine may run yet), recording the host's state first; return
-    once it answers. SetupError when it is not installed or does not come up."""
+    once it answers. SetupError when it is not installed or does not come up.
+
+    An engine faultline started that died without :func:`stop` left the host as it made
+    it: its record's state, from before that engine, is kept, not the host's now."""
     if running():
         raise SetupError("a Docker engine runs already")
     if not which("dockerd"):
         raise SetupError("dockerd not found; faultline setup --backend docker installs docker.io")
-    before = HostState.read()
+    before = recorded_host_state() or HostState.read()
     log = log or state_root() / "dockerd.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
@@ -132,20 +135,26 @@ def recorded_host_state() -> HostState | None:
         return None
 
 
-def stop() -> None:
+def stop() -> bool:
     """Stop the engine :func:`start` started and restore the host's firewall, sysctls and
-    links as they were; nothing when faultline started none."""
+    links as they were; True when it did. Nothing when faultline started none, nor when
+    the one it started is gone and another engine answers: the host's firewall is that
+    engine's now (restoring it would cut its containers off), and the record is dropped."""
     before = recorded_host_state()
     if before is None:
-        return
+        return False
     data = json.loads(_record().read_text())
     pid = ProcId(**data["pid"]) if data.get("pid") else None
     if pid is not None and pid.alive():
         os.kill(pid.pid, signal.SIGTERM)  # dockerd stops its containerd, then itself
         if not wait_until(lambda: not pid.alive(), time.monotonic() + 30):
             kill_and_wait([pid.pid])
+    elif running():
+        _record().unlink(missing_ok=True)
+        return False
     restore(before)
     _record().unlink(missing_ok=True)
+    return True
 
 
 def restore(before: HostState) -> None:

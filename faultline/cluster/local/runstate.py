@@ -11,7 +11,8 @@ or, for a detached run (``faultline cluster up --no-session``), when none of its
 processes is left. (A session's cluster is owned by the session process.)
 Names and processes of a run are recognised by the run id: every namespace and link is
 ``fl<run-id>...`` and every process started for a run carries ``FAULTLINE_RUN=<run-id>``
-in its environment.
+in its environment, and its owner's ``FAULTLINE_STATE`` when set: a run whose processes
+name another state root is another root's, never a leftover here.
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ from faultline.errors import ClusterError
 from faultline.spec import TestSpec
 
 ENV_RUN = "FAULTLINE_RUN"
+#: The state root without ``FAULTLINE_STATE``.
+_DEFAULT_ROOT = "/tmp/kafka-faultline"
 
 
 def state_root() -> Path:
-    return Path(os.environ.get("FAULTLINE_STATE", "/tmp/kafka-faultline"))
+    return Path(os.environ.get("FAULTLINE_STATE", _DEFAULT_ROOT))
 
 
 def runs_dir() -> Path:
@@ -209,9 +212,11 @@ def load_all() -> dict[str, RunState | None]:
     return out
 
 
-def run_processes() -> dict[str, list[int]]:
-    """Run id -> pids of every process (but this one) whose ``FAULTLINE_RUN`` names it."""
-    prefix = f"{ENV_RUN}=".encode()
+def run_processes(root: Path | None = None) -> dict[str, list[int]]:
+    """Run id -> pids of every process (but this one) whose ``FAULTLINE_RUN`` names it;
+    with ``root``, only those of runs of that state root (a run's processes inherit its
+    owner's ``FAULTLINE_STATE``; without it, theirs is the default root)."""
+    prefix, state = f"{ENV_RUN}=".encode(), b"FAULTLINE_STATE="
     found: dict[str, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -220,11 +225,22 @@ def run_processes() -> dict[str, list[int]]:
             env = (entry / "environ").read_bytes()
         except OSError:
             continue
-        for item in env.split(b"\0"):
-            if item.startswith(prefix):
-                rid = item[len(prefix) :].decode(errors="replace")
-                found.setdefault(rid, []).append(int(entry.name))
+        items = env.split(b"\0")
+        rid = next((i[len(prefix) :].decode(errors="replace") for i in items if i.startswith(prefix)), None)
+        if rid is None:
+            continue
+        theirs = next((i[len(state) :].decode(errors="replace") for i in items if i.startswith(state)),
+                      _DEFAULT_ROOT)
+        if root is None or Path(theirs) == root:
+            found.setdefault(rid, []).append(int(entry.name))
     return found
+
+
+def foreign_runs() -> set[str]:
+    """Run ids with processes of another state root than this one's: live runs whose
+    state is kept elsewhere, never leftovers for this root's clean-up."""
+    everyone = run_processes()
+    return set(everyone) - set(run_processes(state_root()))
 
 
 def kill_and_wait(pids: list[int], timeout: float = 5.0) -> bool:
@@ -295,8 +311,9 @@ def claim(spec: TestSpec, node_ids: list[int], workdir: Path | None) -> RunState
 def cleanup_stale() -> list[str]:
     """Remove every stale run and every orphan (a name or process of a run without state).
 
-    Returns the run ids removed. Live runs of other processes are never touched.
-    Call with :func:`locked` held.
+    Returns the run ids removed. Live runs of other processes are never touched, nor
+    are runs with processes of another state root (``FAULTLINE_STATE``): their state is
+    not here. Call with :func:`locked` held.
     """
     removed = []
     states = load_all()
@@ -306,8 +323,13 @@ def cleanup_stale() -> list[str]:
         if state is None:
             # No readable state: a run that crashed while being created, or one being
             # created right now (its state appears within milliseconds, under the lock
-            # we hold, so an old directory is the only case).
-            if now - (runs_dir() / rid).stat().st_mtime < 60:
+            # we hold, so an old directory is the only case), or one whose own teardown
+            # (not under the lock) removed it since it was listed: nothing is left of it.
+            try:
+                age = now - (runs_dir() / rid).stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age < 60:
                 live.add(rid)
                 continue
         elif not state.is_stale():
@@ -315,9 +337,10 @@ def cleanup_stale() -> list[str]:
             continue
         destroy(rid, state)
         removed.append(rid)
+    foreign = foreign_runs()
     orphans = {netns.owner_run_id(n) for n in netns.list_namespaces() + netns.list_links()}
-    orphans |= set(run_processes())
-    for rid in sorted(r for r in orphans if r and r not in live and r not in removed):
+    orphans |= set(run_processes(state_root()))
+    for rid in sorted(r for r in orphans if r and r not in live | foreign and r not in removed):
         destroy(rid, None)
         removed.append(rid)
     return removed

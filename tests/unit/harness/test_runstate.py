@@ -161,3 +161,59 @@ def test_a_process_that_outlives_the_wait_is_reported_and_a_kill_of_it_is_an_err
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_run_whose_teardown_ends_while_the_cleanup_looks_is_no_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: a run removing its own state directory (its teardown, not under
+    the lock) between the cleanup listing the runs and reading them made the next run's
+    start fail with FileNotFoundError (the age of a directory no longer there)."""
+    (runstate.runs_dir() / "gone01").mkdir(parents=True)
+
+    def torn_down(run_id: str) -> RunState:
+        (runstate.runs_dir() / run_id).rmdir()  # its owner's destroy, meanwhile
+        raise FileNotFoundError(run_id)
+
+    monkeypatch.setattr(RunState, "load", staticmethod(torn_down))
+    monkeypatch.setattr(runstate.netns, "list_namespaces", list)  # other runs on this machine
+    monkeypatch.setattr(runstate.netns, "list_links", list)  # are none of this test's business
+    monkeypatch.setattr(runstate, "run_processes", lambda root=None: {})
+    assert runstate.cleanup_stale() == []
+
+
+def test_the_live_run_of_another_state_root_is_no_orphan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: every name and process of a run id without state in this state
+    root was an orphan, so a run (or `cluster down`) under the default root killed the live
+    cluster of a session started with FAULTLINE_STATE set elsewhere (as a too-long socket
+    path asks): its JVMs and Toxiproxy, which carry that root, and its namespaces. A crashed
+    run of this root is still removed. (Nothing is killed or deleted here: both are recorded.)"""
+    env = {**os.environ, runstate.ENV_RUN: "frgn01", "FAULTLINE_STATE": str(tmp_path / "other")}
+    foreign = subprocess.Popen(["sleep", "30"], env=env)
+    mine = subprocess.Popen(["sleep", "30"], env={**env, runstate.ENV_RUN: "mine01",
+                                                  "FAULTLINE_STATE": str(tmp_path)})
+    killed: list[int] = []
+    ran: list[list[str]] = []
+    monkeypatch.setattr(runstate, "kill_and_wait", lambda pids, timeout=5.0: killed.extend(pids) or True)
+    monkeypatch.setattr(runstate.netns, "run",
+                        lambda cmd, check=True, timeout=20.0: ran.append(list(cmd)) or "")
+    monkeypatch.setattr(runstate.netns, "list_namespaces",
+                        lambda: ["flfrgn01-br", "flfrgn01-n1", "flmine01-n1", "some-other-ns"])
+    monkeypatch.setattr(runstate.netns, "list_links", lambda: ["lo", "flfrgn01h", "flmine01h"])
+    from faultline.cluster.docker import engine
+
+    monkeypatch.setattr(engine, "running", lambda: False)
+    try:
+        deadline = time.monotonic() + 5  # until both children have exec'd with their markers
+        while not {"frgn01", "mine01"} <= set(runstate.run_processes()):
+            assert time.monotonic() < deadline, "the children's run markers never showed in /proc"
+            time.sleep(0.01)
+        assert runstate.cleanup_stale() == ["mine01"]
+        assert mine.pid in killed and foreign.pid not in killed
+        touched = " ".join(" ".join(cmd) for cmd in ran)
+        assert "flmine01-n1" in touched and "flmine01h" in touched
+        assert "frgn01" not in touched, touched
+    finally:
+        for proc in (foreign, mine):
+            proc.kill()
+            proc.wait()
