@@ -50,6 +50,8 @@ DRAIN_FETCH = {"max.partition.fetch.bytes": 16 << 20, "fetch.max.bytes": 64 << 2
                "queued.max.messages.kbytes": 65536, "queued.min.messages": 1_000_000}
 #: Readers at once (a process each, ~30 MB): the partitions beyond wait their turn.
 READERS = 2 * (os.cpu_count() or 1)
+#: How much a reader's priority is lowered (:func:`_reader`).
+READER_NICENESS = 10
 #: Seconds a reader may take past its deadline (closing its consumer) before it is killed.
 GRACE_S = 15.0
 
@@ -187,7 +189,10 @@ def _start_reader(job: dict[str, Any]) -> subprocess.Popen[bytes]:
 
 
 def _reader() -> None:
-    """A reader's main: :func:`_serve` the job on stdin to stdout."""
+    """A reader's main: :func:`_serve` the job on stdin to stdout, at a lower priority:
+    the run's check follows the history as it is written, and keeps up with the drain
+    when the readers take only the CPU it leaves."""
+    os.nice(READER_NICENESS)
     with contextlib.suppress(BrokenPipeError):
         _serve(orjson.loads(sys.stdin.buffer.read()), sys.stdout.buffer)
 
