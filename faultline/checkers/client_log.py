@@ -28,8 +28,9 @@ MAX_LINES = 20
 
 
 def relevant(line: Line) -> bool:
-    """Whether ``line`` can help explain a re-send (see the module docstring)."""
-    if line.get("facility") in _FACILITIES or line.get("level") in _LEVELS:
+    """Whether ``line`` can help explain a re-send (see the module docstring); its fields
+    may hold any JSON value, and are read as text."""
+    if str(line.get("facility")) in _FACILITIES or str(line.get("level")) in _LEVELS:
         return True
     message = str(line.get("message", "")).lower()
     return any(w in message for w in _WORDS)

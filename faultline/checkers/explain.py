@@ -93,7 +93,9 @@ def _attribution_events(a: Attribution, offsets: Sequence[int]) -> list[Event]:
     """A line per copy, then the client's own lines, each at its time."""
     out: list[Event] = []
     for off, copy in zip(offsets, a.copies, strict=True):
-        text = copy.text() if copy is not None else f"offset {off}: no replica's batch says who wrote it"
+        text = copy.text() if copy is not None else (
+            f"offset {off}: the replicas disagree on who wrote it, or none of their batches "
+            "with a producer id holds it")
         out.append({"time": None, "text": "the replicas' logs hold " + text})
     for line in a.client_lines:
         message = str(line.get("message", ""))
@@ -104,9 +106,16 @@ def _attribution_events(a: Attribution, offsets: Sequence[int]) -> list[Event]:
     return out
 
 
-def _blame(a: Attribution) -> str:
-    return {"broker": "The broker broke it: ", "client": "The client broke it: ",
-            "unknown": "Who wrote the copies is not known: "}[a.culprit] + a.why + ". "
+def _blame(a: Attribution, permitted: str | None) -> str:
+    """Who wrote the copies; that the culprit broke a promise only where one was broken
+    (``permitted`` None)."""
+    if a.culprit == "unknown":
+        return f"Who wrote the copies is not known: {a.why}. "
+    if permitted:
+        return f"As the replicas' batches show, {a.why}. "
+    return {"broker": "The broker broke it (a Kafka bug): ",
+            "client": "The client broke it (a violation of idempotence by the client under "
+                      "test): "}[a.culprit] + a.why + ". "
 
 
 def secs(t: int | None) -> str:
@@ -246,7 +255,7 @@ def duplicate(s: SendFacts | None, value: int, offsets: Sequence[int], topic: st
                                       f"{', '.join(map(str, offsets))}"})
     ev += [e for e in extra if e["time"] is None]
     return ev, (f"Value {value} is stored {len(offsets)} times in {topic}/{partition} (offsets "
-                f"{', '.join(map(str, offsets))}). " + _blame(a) + _verdict(permitted))
+                f"{', '.join(map(str, offsets))}). " + _blame(a, permitted) + _verdict(permitted))
 
 
 def aborted_read(s: SendFacts, read_time: int | None, read_offset: int | None,
@@ -290,7 +299,7 @@ def nonmonotonic_send(first: SendFacts, second: SendFacts, first_at: int, second
     ev += [e for e in extra if e["time"] is None]
     return ev, (f"Process {first.process} sent value {first.value} before value "
                 f"{second.value}, but they are stored at offsets {first_at} and {second_at}. "
-                + _blame(a) + _verdict(permitted))
+                + _blame(a, permitted) + _verdict(permitted))
 
 
 def nonmonotonic_poll(process: int, offset: int, previous: int, time: int,

@@ -253,30 +253,37 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
 #: Who broke a promise, by the cause :mod:`faultline.checkers.provenance` reads from the
 #: batches of a duplicate or a reordering: ``broker`` (Kafka broke it), ``client`` (the
 #: client under test broke idempotence; the broker could not have told), or ``unknown``
-#: (the batches do not say). cause -> (culprit, reason for a person).
+#: (the batches do not say). cause -> (culprit, what the batches show, for a person; a
+#: story says whether it broke a promise, which only a forbidden instance does).
 CULPRITS: Mapping[str, tuple[str, str]] = {
     "broker-dedup-failure": (
         "broker", "one producer id, epoch and sequence is stored twice: the broker's "
-                  "de-duplication of a retried batch failed (a Kafka bug)"),
+                  "de-duplication of a retried batch failed"),
     "broker-order-failure": (
         "broker", "one producer id and epoch numbered the sends in order, and the broker "
-                  "stored them the other way round (a Kafka bug)"),
+                  "stored them the other way round"),
+    "broker-fencing-failure": (
+        "broker", "the record written last is under an earlier epoch of its producer id than "
+                  "one written before it: the broker appended an epoch it had fenced, which it "
+                  "rejects from a client (INVALID_PRODUCER_EPOCH)"),
     "client-epoch-bump": (
-        "client", "the same producer id re-sent it under a later epoch: the client under test "
-                  "bumped its epoch and re-sent a batch the broker had already written, which "
-                  "a new epoch's sequences cannot show as a retry (a violation of idempotence "
-                  "by the client)"),
+        "client", "the record written last is under a later epoch of the same producer id: the "
+                  "client under test bumped its epoch and sent it after the broker had written "
+                  "the other one, and a new epoch's sequences start over, so the broker cannot "
+                  "tell a re-send, nor one out of order"),
     "client-new-producer-id": (
-        "client", "another producer id re-sent it: the client under test re-sent after a "
-                  "restart or a producer id reset, where no broker can recognise a retry "
-                  "(a violation of idempotence by the client)"),
+        "client", "the records are under different producer ids: the client under test sent "
+                  "them as two producers (after a restart or a producer id reset), and no broker "
+                  "de-duplicates or orders one producer id's records against another's"),
     "client-resequenced": (
-        "client", "one producer id and epoch sent the records under sequence numbers that "
-                  "do not follow the sends: the client under test numbered them wrongly "
-                  "(a violation of idempotence by the client)"),
+        "client", "one producer id and epoch gave the records sequence numbers that do not "
+                  "follow the sends (one record numbered twice, or a later send numbered "
+                  "first): the client under test numbered them wrongly"),
     "unknown": (
         "unknown", "the replicas' batches do not say who wrote the copies (no replicas.jsonl, "
-                   "batches recorded without producer ids, or a copy in no replica's log)"),
+                   "batches without a producer id: a producer without idempotence, or a run "
+                   "before they were recorded; a copy in no replica's log, or replicas that "
+                   "disagree on who wrote it)"),
 }
 
 

@@ -11,20 +11,26 @@ therefore tell who failed (:func:`pair_cause`):
 
 - one producer id, epoch and sequence stored twice: the broker's de-duplication
   failed (``broker-dedup-failure``, a Kafka bug);
-- the same producer id under a later epoch: the client bumped its epoch (librdkafka
-  does after an ``OUT_OF_ORDER_SEQUENCE_NUMBER`` or a request it cannot know the outcome
-  of) and re-sent a batch the broker had written; a new epoch starts a new sequence,
-  so the broker cannot see a retry (``client-epoch-bump``);
+- the same producer id, the copy written last under a later epoch: the client bumped
+  its epoch (librdkafka does after an ``OUT_OF_ORDER_SEQUENCE_NUMBER`` or a request it
+  cannot know the outcome of) and re-sent a batch the broker had written; a new epoch
+  starts a new sequence, so the broker cannot see a retry (``client-epoch-bump``);
+- the same producer id, the copy written last under an earlier epoch: the broker
+  appended an epoch it had fenced, which it rejects (``INVALID_PRODUCER_EPOCH``) from a
+  client (``broker-fencing-failure``, a Kafka bug);
 - another producer id: the client re-sent it as a new producer (a restart, a reset
   producer id: ``client-new-producer-id``);
 - one producer id and epoch, two sequences: the client numbered one record twice
   (``client-resequenced``).
 
 Two sends of one process stored in the opposite order (:func:`reorder_cause`) read the
-same way, with ``broker-order-failure`` when one producer id and epoch numbered them in
-send order and the broker stored them the other way round. Where the batches do not
+same way, the one sent first being the one written last: under a later epoch the client
+sent it after the broker wrote the other, under an earlier one the broker failed to fence
+it; ``broker-order-failure`` when one producer id and epoch numbered them in send order
+and the broker stored them the other way round. Where the batches do not
 say (no ``replicas.jsonl``, batches from before the producer fields were recorded, a
-batch without a producer id, a copy in no replica's log) the cause is ``unknown``.
+batch without a producer id, a copy in no replica's log, replicas that disagree on who
+wrote a copy) the cause is ``unknown``.
 Who each cause blames is the guarantee table's: :data:`faultline.checkers.guarantees.CULPRITS`.
 
 Pure: replicas.jsonl lines in, plain values out.
@@ -92,11 +98,12 @@ class Batches:
 
 
 def pair_cause(a: Copy, b: Copy) -> str:
-    """The cause of one value stored as ``a`` and again as ``b`` (see the module docstring)."""
+    """The cause of one value stored as ``a`` and again, at a higher offset, as ``b``
+    (see the module docstring)."""
     if a.producer_id != b.producer_id:
         return "client-new-producer-id"
     if a.producer_epoch != b.producer_epoch:
-        return "client-epoch-bump"
+        return _epochs(a, b)
     if a.sequence == b.sequence:
         return "broker-dedup-failure"
     return "client-resequenced"
@@ -109,7 +116,8 @@ def duplicate_cause(copies: Sequence[Copy | None]) -> str:
     if len(copies) < 2 or any(c is None for c in copies):
         return "unknown"
     causes = [pair_cause(a, b) for a, b in itertools.combinations(copies, 2)]  # type: ignore[arg-type]
-    return "broker-dedup-failure" if "broker-dedup-failure" in causes else causes[0]
+    return next((c for c in ("broker-dedup-failure", "broker-fencing-failure") if c in causes),
+                causes[0])
 
 
 def reorder_cause(first: Copy | None, second: Copy | None) -> str:
@@ -120,8 +128,15 @@ def reorder_cause(first: Copy | None, second: Copy | None) -> str:
     if first.producer_id != second.producer_id:
         return "client-new-producer-id"
     if first.producer_epoch != second.producer_epoch:
-        return "client-epoch-bump"
+        return _epochs(second, first)
     # One producer id and epoch: sequences follow send order unless the client
     # numbered them otherwise (the distance is taken modulo the wrap).
     ahead = (second.sequence - first.sequence) % _SEQUENCES
     return "broker-order-failure" if 0 < ahead < _SEQUENCES // 2 else "client-resequenced"
+
+
+def _epochs(before: Copy, after: Copy) -> str:
+    """The cause of one producer id's ``after`` written after ``before`` under another epoch:
+    a later epoch is the client's bump, an earlier one an epoch the broker had to fence."""
+    return ("client-epoch-bump" if after.producer_epoch > before.producer_epoch
+            else "broker-fencing-failure")

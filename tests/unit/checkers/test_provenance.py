@@ -186,3 +186,79 @@ def test_lost_write_and_offset_stories_say_who_wrote_the_batch_the_replicas_hold
         ex = r.anomalies[name][0]
         assert "producer id 1005 epoch 2 sequences 40..40) on n1, n2, n3" in " | ".join(
             e["text"] for e in ex["story"]), name
+
+
+def test_a_reordering_under_a_bumped_epoch_claims_no_copy_already_written() -> None:
+    """Found by review: a reordering's story took the duplicate's reason, "re-sent a batch
+    the broker had already written", though each of its records is stored once."""
+    h = H()
+    h.send(0, 10, offset=1)
+    h.send(0, 11, offset=0)
+    h.drain([(0, 11), (1, 10)])
+    r = checked(h, [batch(0, 0, 0, 1), batch(1, 1, 1, 0)])
+    ex = r.anomalies["nonmonotonic-send"][0]
+    assert ex["cause"] == "client-epoch-bump"
+    assert "already written" not in ex["explanation"]
+    assert "later epoch" in ex["explanation"]
+
+
+@pytest.mark.parametrize("kind", ["duplicate", "nonmonotonic-send"])
+def test_an_older_epoch_written_after_a_newer_one_is_the_brokers(kind: str) -> None:
+    """Found by review: a record of a producer id written after one of its later epoch was
+    called the client's epoch bump ("re-sent it under a later epoch"), but it was written
+    under the earlier epoch, which the broker must fence (InvalidProducerEpoch)."""
+    if kind == "duplicate":  # 10 at 0 under epoch 1, again at 2 under epoch 0
+        h, batches = duplicated(), [batch(0, 1, 1, 0), batch(2, 2, 0, 5)]
+    else:  # 11 (sent later) at 0 under epoch 1, 10 (sent first) at 1 under epoch 0
+        h = H()
+        h.send(0, 10, offset=1)
+        h.send(0, 11, offset=0)
+        h.drain([(0, 11), (1, 10)])
+        batches = [batch(0, 0, 1, 0), batch(1, 1, 0, 5)]
+    r = checked(h, batches)
+    assert r.extra["causes"] == {kind: {"broker-fencing-failure": 1}}
+    assert r.extra["violations_by"] == {"broker": [kind]}
+    ex = r.anomalies[kind][0]
+    assert (ex["cause"], ex["culprit"]) == ("broker-fencing-failure", "broker")
+    assert "The broker broke it" in ex["explanation"] and "earlier epoch" in ex["explanation"]
+
+
+def test_a_permitted_instance_is_no_violation_in_its_story() -> None:
+    """Found by review: a duplicate the guarantees permit (a producer restart) said "The
+    client broke it: ... (a violation of idempotence by the client). Permitted: ..."."""
+    h = duplicated()
+    h.fault("producer-restart")
+    r = checked(h, [batch(0, 1, 0, 0), batch(2, 2, 0, 0, pid=PID + 1)])
+    assert r.valid is True and r.extra["causes"] == {"duplicate": {"client-new-producer-id": 1}}
+    ex = r.anomalies["duplicate"][0]
+    assert ex["permitted"] is True and ex["culprit"] == "client"
+    assert "broke it" not in ex["explanation"] and "violation" not in ex["explanation"]
+    assert "different producer ids" in ex["explanation"]
+    assert "Permitted: a producer was restarted" in ex["explanation"]
+    forbidden = checked(duplicated(), [batch(0, 1, 0, 0), batch(2, 2, 0, 0, pid=PID + 1)])
+    assert "The client broke it (a violation of idempotence" in forbidden.anomalies[
+        "duplicate"][0]["explanation"]
+
+
+def test_a_copy_the_replicas_disagree_on_is_not_told_as_one_no_replica_holds() -> None:
+    """Found by review: where the replicas' batches disagree on who wrote a copy, the story
+    said "no replica's batch says who wrote it", though each of them says, differently."""
+    reps = replicas([batch(0, 1, 0, 0), batch(2, 2, 0, 0)])
+    reps[0] = {**reps[0], "batches": [batch(0, 1, 0, 0), batch(2, 2, 0, 0, pid=PID + 7)]}
+    r = check(make_spec(), duplicated().ops, replicas=reps)
+    ex = r.anomalies["duplicate"][0]
+    assert ex["copies"][1] is None
+    text = " | ".join(e["text"] for e in ex["story"]) + " | " + ex["explanation"]
+    assert "no replica's batch says who wrote it" not in text
+    assert "offset 2: the replicas disagree on who wrote it, or" in text
+    assert "or replicas that disagree" in ex["explanation"]
+
+
+def test_client_lines_of_an_odd_shape_are_skipped_not_a_crash() -> None:
+    """Found by review: a client-log.jsonl line whose facility or level is not text (a
+    list, an object) raised TypeError (unhashable) out of the checker."""
+    odd = [{"time": MS, "process": 0, "facility": ["DRAIN"], "message": "x"},
+           {"time": MS, "process": 0, "level": {"n": 1}, "message": "x"},
+           {"time": MS, "process": 0, "facility": "DRAIN", "message": ["bumped epoch"]}]
+    r = checked(duplicated(), [batch(0, 1, 0, 0), batch(2, 2, 1, 0)], client_log=odd)
+    assert [e["facility"] for e in r.anomalies["duplicate"][0]["client_events"]] == ["DRAIN"]
