@@ -30,7 +30,8 @@ once ``held`` is bound                       ``restart first of held``
 a fault on 1 while the followers are held    first ``wait for 1 s``: the leader
 or paused and the model produced since       acknowledges alone what they do not have
 ticks: the ISR became the leader alone       ``wait until isr of 0 is {leader} within 20 s``
-ticks: another replica leads                 ``wait until 0 has a new leader within 30 s``
+ticks: another replica leads, where 1 (or    ``wait until 0 has a new leader within 30 s``
+none) led before                             (the runtime compares with replica 1's node)
 ticks: the controller fenced the crashed     ``wait until F fenced within 30 s``, F ``held``,
 followers                                    ``first of held`` or ``second of held`` (so
                                              that a restart is a new registration)
@@ -39,15 +40,17 @@ steps after the last fault or ``heal``       nothing: the run's own heal and dra
                                              the model's settling
 ==========================================  ===============================================
 
-On 3 combined KRaft nodes the followers are two of the three voters: with both down or
-paused the quorum is gone, and with it the controller, which the model's never is; so
-ticks while both are out (the controller acting) are refused, and a recipe that
-restarts the followers does it one at a time. Anything else (a fault on one follower
-before ``held`` is bound, ``isolate``, ``cut`` between the followers, ticks whose change
-none of the waits can observe, an ISR other than the leader alone) raises
-:class:`CompileError` naming the step: the compiler covers the steps it can realise
-faithfully, no more. The waits come from replaying the schedule on one model config
-(the one the recipe demonstrates); the compiled schedule then runs unchanged on every
+On 3 combined KRaft nodes the replicas are the three voters: with two of them down or
+paused (both followers, or replica 1 and one) the quorum is gone, and with it the
+controller, which the model's never is; so ticks while two are out (the controller
+acting) are refused, and a recipe that restarts the followers does it one at a time.
+Anything else (a fault on one follower before ``held`` is bound, both followers bound
+once replica 1 no longer leads, a restart of a running replica or a wipe of a down one,
+which the model ignores and a targeted step does not, ``isolate``, ``cut`` between the
+followers, ticks whose change none of the waits can observe, an ISR other than the leader
+alone) raises :class:`CompileError` naming the step: the compiler covers the steps it can
+realise faithfully, no more. The waits come from replaying the schedule on one model
+config (the one the recipe demonstrates); the compiled schedule then runs unchanged on every
 config, so on another config a wait may not be met (a safe config where the ISR never
 empties, say), which ends that run's schedule early, as any unmet wait does.
 """
@@ -65,6 +68,8 @@ LEADER, FOLLOWERS = 1, frozenset({2, 3})
 _ON_ITS_OWN = frozenset({"produce", "produce-to", "fetch"})
 #: Fault kinds that act on both followers together, and their targeted verbs.
 _GROUP = {"cut": "hold", "pause": "pause", "resume": "resume", "crash": "crash", "restart": "restart"}
+#: (kind, replica up) of the model's faults that do nothing, and what the targeted step does there.
+_IGNORED = {("restart", True): "stops and starts it", ("wipe", False): "deletes its data and starts it"}
 
 
 class CompileError(ValueError):
@@ -108,18 +113,25 @@ def compile_schedule(steps: Sequence[Step], config: ModelConfig) -> tuple[str, .
             i += 1
             continue
         if step.kind == "tick":
-            if all(not r.up or r.paused for rid, r in st.replicas.items() if rid in FOLLOWERS):
-                raise CompileError(f"{where}: both followers are down or paused, so two of the three "
-                                   "KRaft voters: the quorum is gone, and the model's controller acts here")
+            out_of_quorum = sorted(rid for rid, r in st.replicas.items() if not r.up or r.paused)
+            if len(out_of_quorum) >= 2:
+                raise CompileError(f"{where}: replicas {', '.join(map(str, out_of_quorum))} are down or "
+                                   "paused, so two of the three KRaft voters: the quorum is gone, and the "
+                                   "model's controller acts here")
             before = _Seen.of(st)
             while i <= last and steps[i].kind == "tick":
                 apply(st, steps[i])
                 i += 1
             out.append(_wait(before, _Seen.of(st), where))
             continue
+        _refuse_ignored(st, step, where)
         pair = steps[i + 1] if i + 1 < len(steps) else None
         if step.kind in _GROUP and _on_followers(step, pair):
             assert pair is not None
+            _refuse_ignored(st, pair, f"step {i + 2} {pair}")
+            if "held" not in bound and st.c_leader != LEADER:
+                raise CompileError(f"{where}: replica 1 no longer leads, so 'followers of 0' would not "
+                                   "name replicas 2 and 3")
             verb = _GROUP[step.kind]
             out.append(f"{verb} {'held' if 'held' in bound else 'followers of 0 as held'}")
             bound.add("held")
@@ -138,8 +150,6 @@ def compile_schedule(steps: Sequence[Step], config: ModelConfig) -> tuple[str, .
             if step.kind != "restart" and held and produced:
                 out.append("wait for 1 s")
             if step.kind == "restart":
-                if "old" not in bound:
-                    raise CompileError(f"{where}: replica 1 restarts before any fault took it down")
                 out.append("restart old")
             else:
                 out.append(f"{'wipe' if step.kind == 'wipe' else 'crash'} "
@@ -159,6 +169,15 @@ def compile_schedule(steps: Sequence[Step], config: ModelConfig) -> tuple[str, .
         raise CompileError(f"{where}: no targeted step realises it (the compiler covers faults on "
                            "replica 1, on both followers together, and a heal of their hold)")
     return tuple(out)
+
+
+def _refuse_ignored(st: State, step: Step, where: str) -> None:
+    """CompileError when the model ignores ``step`` (:data:`_IGNORED`) and its targeted
+    step would act."""
+    up = step.a is not None and st.replicas[step.a].up
+    if (step.kind, up) in _IGNORED:
+        raise CompileError(f"{where}: replica {step.a} is {'up' if up else 'down'}: the model's "
+                           f"{step.kind} does nothing, a targeted one {_IGNORED[step.kind, up]}")
 
 
 def _on_followers(step: Step, pair: Step | None) -> bool:
@@ -182,7 +201,7 @@ def _wait(before: _Seen, after: _Seen, where: str) -> str:
     """The wait on what a run of ticks changed (module docstring)."""
     if after.isr != before.isr and after.isr == {LEADER} and after.leader == LEADER:
         return "wait until isr of 0 is {leader} within 20 s"
-    if after.leader not in (None, LEADER, before.leader):
+    if after.leader not in (None, LEADER, before.leader) and before.leader in (None, LEADER):
         return "wait until 0 has a new leader within 30 s"
     fenced, unfenced = after.fenced - before.fenced, before.fenced - after.fenced
     if fenced and fenced <= FOLLOWERS and fenced <= after.down:

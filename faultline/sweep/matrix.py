@@ -153,9 +153,10 @@ def parse_matrix(data: Any, source: str, default_name: str) -> Matrix:
         ordered = {p: point[p] for p in order if p in point} | \
             {p: v for p, v in point.items() if p not in order}
         cell = _cell(name, defaults, ordered, source)
-        if cell.id in seen:
+        same = cell_id(dict(sorted(cell.axes.items())))  # the same fields in any order
+        if cell.id in seen or same in seen:
             raise SpecError(f"{source}: cell {cell.id} is listed twice")
-        seen.add(cell.id)
+        seen |= {cell.id, same}
         cells.append(cell)
     return Matrix(name, dict(data), tuple(cells))
 

@@ -36,7 +36,7 @@ from rich.text import Text
 
 from faultline.errors import SetupError, SpecError
 from faultline.run.runner import LiveLine, RunOutcome, run_test
-from faultline.rundir import RESULTS_FILE
+from faultline.rundir import RESULTS_FILE, write_atomic
 from faultline.spec import TestSpec
 from faultline.sweep.manifest import (
     MATRIX_FILE,
@@ -132,8 +132,7 @@ def run_sweep(matrix: Matrix, sweep_dir: Path, manifest: Manifest, *, console: C
     """
     run_cell = run_cell or run_isolated
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    (sweep_dir / MATRIX_FILE).write_text(yaml.safe_dump(dict(matrix.data), sort_keys=False),
-                                         encoding="utf-8")
+    write_atomic(sweep_dir / MATRIX_FILE, yaml.safe_dump(dict(matrix.data), sort_keys=False).encode())
     manifest.save(sweep_dir)
     specs = {c.id: c for c in matrix.cells}
     with _Progress(console, manifest, specs) as progress:

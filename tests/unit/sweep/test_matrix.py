@@ -90,6 +90,9 @@ def test_ids_are_directory_names() -> None:
      "m.yaml: cell defaults: defaults.topic: unknown key(s) partitons; known: min_insync_replicas, name"),
     ({"defaults": [1]}, "m.yaml: defaults: expected a mapping of spec fields, got [1]"),
     ({"cells": [{"acks": "all"}, {"acks": "all"}]}, "m.yaml: cell acks=all is listed twice"),
+    # found by review: the same cell with its fields in another order ran twice, in two directories
+    ({"cells": [{"seeds": 1, "acks": "1"}, {"acks": 1, "seeds": 1}]},
+     "m.yaml: cell acks=1,seed=1 is listed twice"),
     ({"cells": ["acks=all"]}, "m.yaml: cells[1]: expected a mapping of axis values, got 'acks=all'"),
     ({"axes": {"kafka.broker_config": [{"a": "b"}]}},
      "m.yaml: axes: unknown spec field 'kafka.broker_config'"),

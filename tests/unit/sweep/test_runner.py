@@ -4,6 +4,7 @@ rerun runs again, Ctrl-C, the disk estimate."""
 
 from __future__ import annotations
 
+import errno
 import io
 import multiprocessing
 import os
@@ -14,7 +15,7 @@ import orjson
 import pytest
 from rich.console import Console
 
-from faultline.errors import HistoryError, SetupError, SpecError
+from faultline.errors import FaultlineError, HistoryError, SetupError, SpecError
 from faultline.run.runner import RunOutcome
 from faultline.spec import TestSpec
 from faultline.sweep import runner
@@ -212,3 +213,26 @@ def test_a_cell_whose_process_dies_is_an_error_and_the_sweep_goes_on(tmp_path: P
     ran = runner.run_isolated(spec, run_dir=tmp_path / "b", target=_finish_run)
     assert ran.error is None
     assert orjson.loads((tmp_path / "b" / "results.json").read_bytes())["seed"] == 7
+
+
+def test_a_full_disk_while_the_matrix_is_copied_leaves_the_sweep_resumable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy of the matrix is rewritten on every rerun: a write that fails half-way
+    left it empty, and every later rerun refused the directory as another matrix's."""
+    run(tmp_path, FakeRuns({1: "raise"}))
+    real_open = io.open
+
+    def full_disk(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        f = real_open(file, mode, *args, **kwargs)
+        if "w" in mode:
+            f.close()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return f
+
+    monkeypatch.setattr(io, "open", full_disk)
+    with pytest.raises(FaultlineError, match=r"matrix\.yaml: cannot write: No space left on device"):
+        run(tmp_path, FakeRuns())
+    monkeypatch.undo()
+    again = FakeRuns()
+    run(tmp_path, again)
+    assert again.ran == ["acks=1,min_insync=2"]
