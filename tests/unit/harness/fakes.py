@@ -1,5 +1,6 @@
 """Stand-ins for the observer's and the log readers' inputs: record batches and segments
-built by hand, and a client source that answers from a dict."""
+built by hand, and a client source that answers from a dict; and the Docker SDK's labelled
+objects, for the clean-up of docker runs."""
 
 from __future__ import annotations
 
@@ -59,3 +60,15 @@ def log_dirs(tmp_path: Path) -> dict[int, Path]:
         if n != 3:
             (d / HW_CHECKPOINT).write_text(f"0\n2\n{TOPIC} 0 6\nother 0 99\n")
     return dirs
+
+
+class Labelled:
+    """A container or network of the Docker SDK, as remove_labelled reads it."""
+
+    def __init__(self, run_id: str, gone: list[str], kind: str) -> None:
+        self.labels = {"faultline.run": run_id}
+        self.attrs = {"Labels": self.labels}
+        self._gone, self._name = gone, f"{kind} of {run_id}"
+
+    def remove(self, force: bool = False) -> None:
+        self._gone.append(self._name)

@@ -21,6 +21,7 @@ from faultline.cluster.local import runstate
 from faultline.cluster.local.runstate import ProcId, RunState
 from faultline.spec import TestSpec
 from tests.processes import alive
+from tests.unit.harness.fakes import Labelled
 
 
 @pytest.fixture(autouse=True)
@@ -102,18 +103,6 @@ def test_a_docker_teardown_the_engine_fails_still_removes_toxiproxy_and_the_runs
         toxiproxy.wait()
 
 
-class _Labelled:
-    """A container or network of the Docker SDK, as remove_labelled reads it."""
-
-    def __init__(self, run_id: str, gone: list[str], kind: str) -> None:
-        self.labels = {"faultline.run": run_id}
-        self.attrs = {"Labels": self.labels}
-        self._gone, self._name = gone, f"{kind} of {run_id}"
-
-    def remove(self, force: bool = False) -> None:
-        self._gone.append(self._name)
-
-
 def test_a_docker_start_leaves_the_containers_of_another_state_roots_live_run(
         tmp_path: Path) -> None:
     """Found by review: the docker backend's start removed every labelled container and
@@ -121,7 +110,7 @@ def test_a_docker_start_leaves_the_containers_of_another_state_roots_live_run(
     a process with another FAULTLINE_STATE lost its nodes. Its Toxiproxy, which carries
     that root, shows it lives; a crashed run's are still removed."""
     gone: list[str] = []
-    things = {k: [_Labelled(rid, gone, k) for rid in ("frgn02", "crash1")] for k in ("container", "network")}
+    things = {k: [Labelled(rid, gone, k) for rid in ("frgn02", "crash1")] for k in ("container", "network")}
     env = {**os.environ, runstate.ENV_RUN: "frgn02", "FAULTLINE_STATE": str(tmp_path / "other")}
     toxiproxy = subprocess.Popen(["sleep", "30"], env=env)
     try:

@@ -12,6 +12,7 @@ import pytest
 
 from faultline.cluster.local import runstate
 from faultline.cluster.local.runstate import ProcId, RunState
+from tests.unit.harness.fakes import Labelled
 
 
 @pytest.fixture(autouse=True)
@@ -98,18 +99,6 @@ def test_processes_are_found_by_their_run_marker() -> None:
         proc.wait()
 
 
-class _Labelled:
-    """A container or network of the Docker SDK, as remove_labelled reads it."""
-
-    def __init__(self, run_id: str, gone: list[str], kind: str) -> None:
-        self.labels = {"faultline.run": run_id}
-        self.attrs = {"Labels": self.labels}
-        self._gone, self._name = gone, f"{kind} of {run_id}"
-
-    def remove(self, force: bool = False) -> None:
-        self._gone.append(self._name)
-
-
 def test_destroying_a_crashed_docker_run_removes_its_containers_and_network(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Found by review: a crashed docker run's containers and network (a bridge and the
@@ -121,7 +110,7 @@ def test_destroying_a_crashed_docker_run_removes_its_containers_and_network(
     from faultline.cluster.docker import engine
 
     gone: list[str] = []
-    things = {k: [_Labelled(rid, gone, k) for rid in ("abc123", "live99")] for k in ("container", "network")}
+    things = {k: [Labelled(rid, gone, k) for rid in ("abc123", "live99")] for k in ("container", "network")}
     client = SimpleNamespace(
         containers=SimpleNamespace(list=lambda **kw: things["container"]),
         networks=SimpleNamespace(list=lambda **kw: things["network"]))
