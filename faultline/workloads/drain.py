@@ -189,9 +189,11 @@ def _start_reader(job: dict[str, Any]) -> subprocess.Popen[bytes]:
 
 
 def _reader() -> None:
-    """A reader's main: :func:`_serve` the job on stdin to stdout, at a lower priority:
-    the run's check follows the history as it is written, and keeps up with the drain
-    when the readers take only the CPU it leaves."""
+    """A reader's main: :func:`_serve` the job on stdin to stdout, at a lower priority
+    (:data:`READER_NICENESS`). The run's check follows the history as it is written
+    (at nice 19); readers at the run's own priority left it so little CPU that it lagged
+    seconds behind the drain (make run, 2 cores). Not at 19 too: there any busy process
+    would starve the readers towards their deadline."""
     os.nice(READER_NICENESS)
     with contextlib.suppress(BrokenPipeError):
         _serve(orjson.loads(sys.stdin.buffer.read()), sys.stdout.buffer)
