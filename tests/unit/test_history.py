@@ -162,6 +162,8 @@ def test_a_missing_file_is_one_clear_error(tmp_path: Path) -> None:
     ([line(0, p="nemesis", f="kill", value={})], 1, "nemesis ops must have type info"),
     ([line(0), line(1, typ="info", value={"topic": "t", "partition": 0, "value": 0}),
       line(2)], 3, "retired"),
+    ([line(0, f="poll", value=None), line(1, f="poll", typ="info", value=None),
+      line(2, f="poll", value=None)], 3, "retired"),
     ([line(0, value={"topic": "t", "partition": 0, "value": [1]})], 1, "must be an integer"),
     ([line(0, value={"topic": "t", "partition": 0})], 1, "must be an integer"),
 ])

@@ -119,6 +119,8 @@ ALL = frozenset({1, 2, 3})
     ({0: [(-S, ALL), (2 * S, frozenset({2, 3})), (5 * S, ALL)]}, 0, 1),
     # ... but never back: both destroyed at once
     ({0: [(-S, ALL), (2 * S, frozenset({2, 3}))]}, 0, 2),
+    # out of the ISR only within the clock margin of its wipe (maybe before it): not trusted
+    ({0: [(-S, ALL), (S // 5, frozenset({2, 3})), (5 * S, ALL)]}, 0, 2),
     # back only within the clock margin of the second wipe: not trusted
     ({0: [(2 * S, frozenset({2, 3})), (10 * S - 1, ALL)]}, 0, 2),
     # never seen to leave (an ISR change the log did not record): not trusted

@@ -160,6 +160,13 @@ def test_the_metadata_log_names_the_leader_when_the_snapshot_does_not() -> None:
     assert "leader-fault" in faults_of(killed_at_5s(3, leaders={f"{TOPIC}/0": 3}).ops, led_by_2)
 
 
+def test_a_log_that_begins_within_the_clock_margin_before_the_fault_is_no_witness() -> None:
+    # the log's times are the wall clock's, the history's a monotonic clock's: a log read
+    # from 0.2 s before the kill (CLOCK_MARGIN_NS is 0.5 s) may begin after it
+    assert "leader-fault" in faults_of(killed_at_5s(3).ops, {P0: [state(5 * S - S // 5, 2)]})
+    assert "leader-fault" not in faults_of(killed_at_5s(3).ops, {P0: [state(5 * S - 7 * S // 10, 2)]})
+
+
 def test_leaders_between_takes_whoever_led_at_some_moment_of_the_window() -> None:
     states = [state(0, 2), state(5 * S, 3), state(6 * S, None), state(8 * S, 1)]
     assert leaders_between(states, 1 * S, 2 * S) == {2}
@@ -231,6 +238,15 @@ def test_replicas_that_disagree_past_the_drain_do_not_excuse_a_loss() -> None:
     story = " | ".join(e["text"] for e in r.anomalies["lost-write"][0]["story"])
     assert "batch 3..4 (leader epoch 0, crc 8) on n1, n2" in story
     assert "batch 3..4 (leader epoch 1, crc 9) on n3" in story
+
+
+def test_a_gap_of_one_offset_in_the_first_replica_ends_the_agreement() -> None:
+    # n1 lacks the batch 3..3 the others hold, and agrees with them again from 4: agreed to 3.
+    full = [[0, 2, 0, 7], [3, 3, 0, 5], [4, 4, 0, 8]]
+    gap = [[0, 2, 0, 7], [4, 4, 0, 8]]
+    r = check1(stale_drain(), [replica(1, 5, gap), replica(2, 5, full), replica(3, 5, full)])
+    assert r.extra["partitions"][0]["replicas_agree_to"] == 3
+    assert r.valid is False and r.anomaly_counts["lost-write"] == 2
 
 
 def test_a_missing_replica_agrees_to_nothing() -> None:

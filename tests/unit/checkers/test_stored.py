@@ -146,6 +146,22 @@ def test_eligible_leader_replicas_the_cluster_did_not_have_make_the_verdict_unkn
         assert "eligible leader replicas" in disagree[0]["why"]
 
 
+def test_a_run_without_anomalies_stays_valid_whatever_the_cluster_said_of_eligible_leader_replicas(
+        tmp_path: Path) -> None:
+    """The same run with nothing lost: no anomaly was judged either way, so a cluster.json
+    that says the cluster ran without ELR leaves nothing to disagree with."""
+    h = H()
+    h.send(0, 100, offset=0)
+    h.fault("wipe", [1], leaders={f"{TOPIC}/0": 1})
+    h.drain([(0, 100)])
+    cluster = {"kafka_version": "4.3.1", "dump_log_segments": None, "broker_state_errors": [],
+               "features": {"metadata.version": 27}, "eligible_leader_replicas": False}
+    run = run_dir(tmp_path / "run", h, **{"cluster.json": json.dumps(cluster)})
+    (run / "test.json").write_text(json.dumps(make_spec(acks="all", min_insync=2).to_json()))
+    r = check_stored(run)
+    assert r.valid is True and not any(u["kind"] == "broker-state-disagrees" for u in r.unknown), r.unknown
+
+
 @pytest.mark.parametrize("name", ["metadata.jsonl", "replicas.jsonl", "cluster.json"])
 def test_a_broker_state_file_that_is_no_file_makes_the_verdict_unknown(tmp_path: Path, name: str) -> None:
     """Found by review: a broker-state file that is there but no regular file (a directory)

@@ -69,6 +69,17 @@ def test_a_last_known_leader_election_is_unclean_but_permitted() -> None:
     assert (inv.violations, inv.permitted) == (0, 1)
 
 
+def test_the_last_known_leader_elected_past_a_non_empty_elr_is_unclean() -> None:
+    """KIP-966 elects the last known leader only with ISR and ELR both empty: elected
+    while the ELR still holds another replica, it is an unclean election."""
+    md = [part(0, 3, [3], type_="partition"), part(1, None, [], elr=[2], lke=[3], epoch=1),
+          part(2, 3, [3], epoch=2)]
+    changes = leader_changes(md, T)
+    assert changes[-1]["kind"] == "unclean"
+    bad = check_elections(changes, unclean_enabled=False)
+    assert (bad.violations, bad.permitted, bad.status) == (1, 0, "fail")
+
+
 def obs(t: int, hw: int | None, leo: dict[str, int | None] | None = None,
         ckpt: dict[str, int | None] | None = None, p: int = 0) -> dict[str, Any]:
     return {"time": t, "topic": T, "partition": p, "leader": 1, "isr": [1, 2], "hw": hw,
@@ -96,6 +107,7 @@ def test_client_hw_never_moves_backwards() -> None:
     inv = check_hw_monotonic([obs(0, 5), obs(1, 9), obs(2, 7)], T, set())
     assert (inv.checked, inv.violations) == (2, 1) and "HW 9" in inv.examples[0]["what"]
     assert check_hw_monotonic([obs(0, 9), obs(1, 7)], T, {0}).permitted == 1
+    assert check_hw_monotonic([obs(0, 9), obs(1, 8)], T, set()).violations == 1  # one offset back
 
 
 #: The metadata log's last ISR of partition 0: every replica (check_replicas_agree compares

@@ -77,6 +77,25 @@ def test_absent_fields_mean_unchanged_and_leader_bumps_the_epoch() -> None:
     assert out[0]["time"] == 1_000_000 and out[0]["topic"] == "t"
 
 
+def test_a_clear_elr_empties_the_last_known_elr_too_and_without_a_topic_name_every_topics() -> None:
+    """Kafka's ClearElrRecord: a named topic's ELR and last known ELR are emptied; an empty
+    topic name clears every topic's (TopicsDelta.replay)."""
+    recs = [
+        _rec(0, "topic", name="t", topicId="T"),
+        _rec(1, "topic", name="u", topicId="U"),
+        *(_rec(2 + i, "partition", topicId=tid, partitionId=0, leader=-1, isr=[], replicas=[1, 2, 3],
+               eligibleLeaderReplicas=[1], lastKnownElr=[2], leaderEpoch=0) for i, tid in enumerate("TU")),
+        _rec(4, "clear-elr", topicName="u"),
+        _rec(5, "partition-change", topicId="T", partitionId=0, isr=[3]),
+        _rec(6, "partition-change", topicId="U", partitionId=0, isr=[3]),
+        _rec(7, "clear-elr", topicName=""),
+        _rec(8, "partition-change", topicId="T", partitionId=0, isr=[2]),
+    ]
+    got = [(x["topic"], x["elr"], x["last_known_elr"]) for x in timeline(recs, 1000)
+           if x["type"] == "partition-change"]
+    assert got == [("t", [1], [2]), ("u", [], []), ("t", [], [])]
+
+
 def test_a_change_of_an_unseen_partition_has_unknown_state() -> None:
     (line,) = timeline([_rec(9, "partition-change", topicId="X", partitionId=2, isr=[1])], 0)
     assert line["topic"] == "X"

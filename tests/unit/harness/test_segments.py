@@ -53,6 +53,7 @@ def test_the_last_sequence_wraps_as_a_producers_does() -> None:
     struct.pack(">qi", 5, -20) + batch(5, 1)[12:],  # a negative batchLength
     struct.pack(">qi", 5, 20) + batch(5, 1)[12:],  # shorter than a v2 header
     struct.pack(">q", -1) + batch(5, 1)[8:],  # a negative baseOffset
+    batch(5, 0),  # a negative lastOffsetDelta
 ])
 def test_iteration_stops_at_what_is_not_a_v2_batch(junk: bytes, tmp_path: Path) -> None:
     data = batch(0, 5) + junk + batch(6, 1)
@@ -108,6 +109,10 @@ def test_truncation_makes_the_reader_start_over(tmp_path: Path) -> None:
     seg = segment(tmp_path, 0, first + second)
     assert reader.read() == 8
     os.truncate(seg, len(first))  # a follower truncating to offset 4
+    assert reader.read() == 4
+    seg.write_bytes(first + second)
+    assert reader.read() == 8
+    os.truncate(seg, len(first) + 70)  # cut inside the last batch, its header still whole
     assert reader.read() == 4
 
 

@@ -56,6 +56,7 @@ def test_cut_point_keeps_only_batches_wholly_below(tmp_path: Path) -> None:
     assert cut_point(f, 0) == (0, None)
     assert cut_point(f, 3) == (101, 3)
     assert cut_point(f, 4) == (101, 3)  # batch 3..5 straddles the point: cut whole
+    assert cut_point(f, 5) == (101, 3)  # its last offset, 5, is not flushed either
     assert cut_point(f, 6) == (202, 6)
     assert cut_point(f, 9) == (303, 9)
     assert cut_point(f, 100) == (303, 9)
