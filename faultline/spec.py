@@ -269,9 +269,9 @@ def _coerce(hint: Any, value: Any, where: str, strict: bool) -> Any:
     raise SpecError(f"{where}: cannot read a value of type {hint}")  # pragma: no cover
 
 
-def _name_ok(name: str) -> bool:
+def name_ok(name: str) -> bool:
     """A name of letters, digits, '.', '_' and '-' that is not only dots (``.`` and
-    ``..`` are no topic, and no directory of their own)."""
+    ``..`` are no topic, and no directory of their own): a test's, a topic's, a sweep's."""
     return name.strip(".") != "" and all(c.isalnum() or c in "._-" for c in name)
 
 
@@ -314,10 +314,10 @@ def _validate(spec: TestSpec) -> None:
         (n.interval_s > 0, f"--interval must be positive, not {n.interval_s}"),
         (n.max_concurrent >= 1, f"nemesis.max_concurrent must be at least 1, not {n.max_concurrent}"),
         (spec.seed >= 0, f"--seed must be >= 0, not {spec.seed}"),
-        (_name_ok(t.name) and t.name.isascii() and len(t.name) <= MAX_TOPIC_NAME,
+        (name_ok(t.name) and t.name.isascii() and len(t.name) <= MAX_TOPIC_NAME,
          f"topic name {t.name!r} may hold only ASCII letters, digits, '.', '_' and '-' "
          f"(at most {MAX_TOPIC_NAME}, not only dots), as Kafka's topic names"),
-        (_name_ok(spec.name),
+        (name_ok(spec.name),
          f"test name {spec.name!r} may hold only letters, digits, '.', '_' and '-' (not only dots)"),
     ]
     unknown_faults = [f for f in n.faults if f not in FAULTS]

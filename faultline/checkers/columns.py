@@ -263,10 +263,11 @@ class Part:
             return None
         return max(ends)  # type: ignore[type-var]
 
-    def held(self, offset: int) -> bool:
-        """Whether every replica holds the same batch at ``offset`` (:attr:`agreed`) below
-        the complete drain's HW: there the drain had a record to read."""
-        if not self.complete or self.agreed is None or self.hw is None or not self.replicas:
+    def missed(self, offset: int) -> bool:
+        """Whether the complete drain read nothing at ``offset`` where every replica holds
+        the same batch (:attr:`agreed`) below its HW: there it had a record to read."""
+        if (not self.complete or self.agreed is None or self.hw is None or not self.replicas
+                or self.drains.get(offset) != NONE):
             return False
         start = max(int(r["log_start_offset"]) for r in self.replicas)
         return start <= offset < min(self.agreed, self.hw)

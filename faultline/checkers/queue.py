@@ -756,7 +756,7 @@ class Engine:
                         c.below_log_start += 1
                     elif part.short is not None and (ack_at == NONE or ack_at >= part.hw):  # type: ignore[operator]
                         c.set_aside("lost-write", tp)
-                    elif ack_at != NONE and part.drains.get(ack_at) == NONE and part.held(ack_at):
+                    elif part.missed(ack_at):
                         c.drain_missed += 1  # the drain skipped what every replica holds
                     else:
                         c.add("lost-write", tp, partial(examples.lost, self, c, s))
@@ -767,7 +767,7 @@ class Engine:
                     # drain's end (set aside)
                     if part.short is not None and ack_at >= part.hw:  # type: ignore[operator]
                         c.set_aside("inconsistent-offsets", tp)
-                    elif part.held(ack_at):
+                    elif part.missed(ack_at):
                         c.drain_missed += 1  # the drain skipped what every replica holds
                     elif ack_at >= (part.lso or 0):
                         c.iso_ack_offset.append(s)
@@ -878,7 +878,7 @@ class Engine:
                         if (part.short is not None and off >= part.hw  # type: ignore[operator]
                                 and (end is None or off < end)):
                             c.set_aside("phantom-read", tp)
-                        elif dv == NONE and part.held(off):
+                        elif part.missed(off):
                             c.drain_missed += 1  # the drain skipped what every replica holds
                         else:
                             c.add("phantom-read", tp,

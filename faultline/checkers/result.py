@@ -39,6 +39,17 @@ ANOMALIES: tuple[str, ...] = (
 MAX_EXAMPLES = 1000
 
 
+def displace_permitted(kept: list[dict[str, Any]]) -> bool:
+    """Make room in a full list of examples for a forbidden one: drop the last example kept
+    that is ``permitted`` (a violated type's examples must show its violations, not only
+    what was permitted); False when none is."""
+    at = next((i for i in range(len(kept) - 1, -1, -1) if kept[i]["permitted"]), None)
+    if at is None:
+        return False
+    del kept[at]
+    return True
+
+
 def merge_valid(*verdicts: Valid) -> Valid:
     """Compose verdicts: any False gives False, else any "unknown" gives "unknown", else True."""
     if any(v is False for v in verdicts):

@@ -18,7 +18,7 @@ from faultline.checkers.columns import Part
 from faultline.checkers.faults_seen import Timeline, faults_by_partition, nemesis_actions
 from faultline.checkers.guarantees import ISO_ACK, ISO_READS, GuaranteeConfig, culprit, forbidden, rules
 from faultline.checkers.measures import Measures
-from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES, UNKNOWN, Result
+from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES, UNKNOWN, Result, displace_permitted
 from faultline.history import Op
 from faultline.spec import TestSpec
 
@@ -129,12 +129,10 @@ class Collected:
         self.counts[name] += 1
         self.part_counts[tp][name] += 1
         kept = self.examples.setdefault(name, [])
-        if len(kept) >= MAX_EXAMPLES:
-            # a forbidden instance displaces the last permitted example kept: a violated
-            # type's examples must show its violations, not only what was permitted
+        if len(kept) >= MAX_EXAMPLES:  # the count spares a scan once none is left to displace
             if allowed or not self.kept_permitted.get(name):
                 return
-            del kept[next(i for i in range(len(kept) - 1, -1, -1) if kept[i]["permitted"])]
+            displace_permitted(kept)
             self.kept_permitted[name] -= 1
         example = make()
         example["permitted"] = allowed

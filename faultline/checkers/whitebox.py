@@ -55,7 +55,7 @@ from typing import Any
 import orjson
 
 from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, PartitionState, Timeline
-from faultline.checkers.result import UNKNOWN, Valid, merge_valid
+from faultline.checkers.result import UNKNOWN, Valid, displace_permitted, merge_valid
 from faultline.errors import HistoryError
 from faultline.rundir import CLUSTER_FILE, METADATA_FILE, OBSERVATIONS_FILE, REPLICAS_FILE, read_jsonl
 from faultline.spec import TestSpec
@@ -97,14 +97,8 @@ class Invariant:
             self.permitted += 1
         else:
             self.violations += 1
-        if len(self.examples) >= MAX_EXAMPLES:
-            # a violation displaces the last permitted example kept: a violated
-            # invariant's examples must show its violations
-            at = None if permitted else next(
-                (i for i in range(len(self.examples) - 1, -1, -1) if self.examples[i]["permitted"]), None)
-            if at is None:
-                return
-            del self.examples[at]
+        if len(self.examples) >= MAX_EXAMPLES and (permitted or not displace_permitted(self.examples)):
+            return
         self.examples.append({**example, "permitted": permitted})
 
     @property

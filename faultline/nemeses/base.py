@@ -201,6 +201,11 @@ def choose(candidates: Collection[int], pick: int) -> int:
     return ordered[pick % len(ordered)]
 
 
+def error_text(e: BaseException) -> str:
+    """An exception as one line for the journal: its type and the first line of its text."""
+    return f"{type(e).__name__}: {e}".splitlines()[0]
+
+
 def completed(op: Op, **extra: Any) -> Op:
     """``op`` with ``extra`` merged into its value: the completion of a nemesis op."""
     value = dict(op.value or {})
@@ -282,7 +287,7 @@ class NodeFault:
                 try:
                     fields = self._fault(node)
                 except Exception as e:  # possibly applied; the nodes after it still get theirs
-                    failed.append(f"node {node}: {type(e).__name__}: {e}".splitlines()[0])
+                    failed.append(f"node {node}: {error_text(e)}")
                     results.append(f"node {node} failed")
                     continue
                 results.append(fields.pop("result"))
@@ -300,7 +305,7 @@ class NodeFault:
                 try:
                     self._heal(node)
                 except Exception as e:  # the nodes after it are healed all the same
-                    failed.append(f"node {node}: {type(e).__name__}: {e}".splitlines()[0])
+                    failed.append(f"node {node}: {error_text(e)}")
                     continue
                 with self._lock:
                     self._faulted.discard(node)

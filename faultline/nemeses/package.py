@@ -41,7 +41,7 @@ from faultline.cluster.protocol import Cluster
 from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, Op
-from faultline.nemeses.base import Nemesis
+from faultline.nemeses.base import Nemesis, error_text
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
 from faultline.nemeses.partition import PartitionNemesis
@@ -217,7 +217,7 @@ class NemesisPackage:
             log.warning("nemesis %s %s skipped: %s", f, step.kind, e)
             history.append("nemesis", "info", f, {"kind": step.kind})
             history.append("nemesis", "info", f, {"kind": step.kind, "nodes": [], "result": "skipped"},
-                           error=_error_text(e))
+                           error=error_text(e))
             return
         value.setdefault("kind", step.kind)
         value["hold_s"] = step.hold_s
@@ -240,12 +240,8 @@ class NemesisPackage:
             done = nemesis.invoke(invoke)
         except Exception as e:  # journaled; teardown heals what is left
             log.warning("nemesis %s failed: %s", invoke.f, e)
-            history.append("nemesis", "info", invoke.f, invoke.value, error=_error_text(e))
+            history.append("nemesis", "info", invoke.f, invoke.value, error=error_text(e))
             return
         if done.error is not None:
             log.warning("nemesis %s failed: %s", invoke.f, done.error)
         history.append("nemesis", "info", done.f, done.value, error=done.error)
-
-
-def _error_text(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}".splitlines()[0]

@@ -44,7 +44,14 @@ from faultline.cluster import kafka_client
 from faultline.cluster.protocol import Cluster, PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op
-from faultline.nemeses.base import LIVE_STATE_TIMEOUT_S, NodeFault, completed, leaders_json, with_timeout
+from faultline.nemeses.base import (
+    LIVE_STATE_TIMEOUT_S,
+    NodeFault,
+    completed,
+    error_text,
+    leaders_json,
+    with_timeout,
+)
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.partition import PartitionNemesis, complete, nodes_of, to_json
 from faultline.nemeses.pause import PauseNemesis
@@ -308,7 +315,7 @@ class ScriptedNemesis:
         try:
             done = invoke(op)
         except Exception as e:  # journaled, then the schedule stops
-            error = f"{type(e).__name__}: {e}".splitlines()[0]
+            error = error_text(e)
             history.append("nemesis", "info", f, value, error=error)
             raise ScheduleEnded(f"{value.get('step')!r} failed: {error}") from e
         self._completions.append(history.append("nemesis", "info", done.f, done.value, error=done.error))
@@ -464,7 +471,7 @@ class HandNemesis(ScriptedNemesis):
                     request.error = str(e)
                 except Exception as e:  # reported to whoever typed the step; the session goes on
                     log.exception("step %r failed", request.step.text)
-                    request.error = f"{request.step.text!r} failed: {type(e).__name__}: {e}".splitlines()[0]
+                    request.error = f"{request.step.text!r} failed: {error_text(e)}"
                 finally:
                     request.done.set()
         finally:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline.errors import SpecError
-from faultline.spec import TestSpec
+from faultline.spec import TestSpec, name_ok
 
 #: Short axis names and the spec fields they stand for.
 SHORT_NAMES: dict[str, str] = {
@@ -108,7 +108,7 @@ def parse_matrix(data: Any, source: str, default_name: str) -> Matrix:
     if unknown:
         raise SpecError(f"{source}: unknown key(s) {', '.join(unknown)}; known: {', '.join(_TOP_KEYS)}")
     name = str(data.get("name") or default_name)
-    if name.strip(".") == "" or not all(c.isalnum() or c in "._-" for c in name):
+    if not name_ok(name):
         raise SpecError(f"{source}: name {name!r} may hold only letters, digits, '.', '_' and '-' "
                         "(not only dots: it names the sweep's directory)")
     defaults = data.get("defaults") or {}

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import re
 import shutil
 import subprocess
 import tempfile
@@ -281,17 +282,13 @@ class JavaQueueWorkload:
         return self._stats
 
 
+#: A Java client's id in its log lines: ``clientId=faultline-p3``, the digits its process.
+_CLIENT_ID = re.compile(r"clientId=(faultline-.(\d+))")
+
+
 def _client_of(message: str) -> tuple[str, int] | None:
     """The client id and process in a Java client log line's ``[Producer
     clientId=faultline-p3]`` (``faultline-c3`` for a consumer)."""
-    at = message.find("clientId=faultline-")
-    if at < 0:
-        return None
-    start = at + len("clientId=")
-    kind = message[start + len("faultline-"):start + len("faultline-") + 1]
-    digits = ""
-    for ch in message[start + len("faultline-") + 1:]:
-        if not ch.isdigit():
-            break
-        digits += ch
-    return (f"faultline-{kind}{digits}", int(digits)) if digits else None
+    found = _CLIENT_ID.search(message)
+    return (found[1], int(found[2])) if found else None
+

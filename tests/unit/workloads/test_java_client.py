@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -85,13 +86,19 @@ def test_killed_before_its_exit_line_the_next_numbers_are_past_the_highest_print
     assert w.processes.take() == 4
 
 
-def test_log_lines_go_to_their_process(tmp_path: Path) -> None:
+def _client_log_lines(tmp_path: Path, stderr: bytes) -> list[dict[str, Any]]:
+    """The client-log lines the Java client's ``stderr`` gives, on a clock saying 5."""
     log = ClientLog(tmp_path / "client-log.jsonl", lambda: 5)
     w = JavaQueueWorkload(TestSpec(), "x:9092", HistoryWriter(tmp_path / "h.jsonl"), client_log=log)
-    w._log(io.BytesIO(b"INFO TransactionManager [Producer clientId=faultline-p12] ProducerId set to 4 "
-                      b"with epoch 1\nWARN NetworkClient no client named here\n"))
+    w._log(io.BytesIO(stderr))
     log.close()
-    [line] = [orjson.loads(x) for x in (tmp_path / "client-log.jsonl").read_bytes().splitlines()]
+    return [orjson.loads(x) for x in (tmp_path / "client-log.jsonl").read_bytes().splitlines()]
+
+
+def test_log_lines_go_to_their_process(tmp_path: Path) -> None:
+    [line] = _client_log_lines(tmp_path, b"INFO TransactionManager [Producer clientId=faultline-p12] "
+                                         b"ProducerId set to 4 with epoch 1\nWARN NetworkClient no "
+                                         b"client named here\n")
     assert (line["process"], line["level"], line["facility"], line["time"]) == (
         12, "info", "TransactionManager", 5)
     assert line["message"].endswith("ProducerId set to 4 with epoch 1")
@@ -244,10 +251,6 @@ def test_the_java_client_closes_a_retired_producer(java_classes: tuple[str, str]
 def test_a_consumers_log_line_names_the_consumer(tmp_path: Path) -> None:
     """Found by review: a line of a Java consumer (``faultline-c4``) was written to the
     client log as the instance ``faultline-p4``, a producer that never existed."""
-    log = ClientLog(tmp_path / "client-log.jsonl", lambda: 5)
-    w = JavaQueueWorkload(TestSpec(), "x:9092", HistoryWriter(tmp_path / "h.jsonl"), client_log=log)
-    w._log(io.BytesIO(b"WARN NetworkClient [Consumer clientId=faultline-c4, groupId=null] Connection "
-                      b"to node 2 could not be established\n"))
-    log.close()
-    [line] = [orjson.loads(x) for x in (tmp_path / "client-log.jsonl").read_bytes().splitlines()]
+    [line] = _client_log_lines(tmp_path, b"WARN NetworkClient [Consumer clientId=faultline-c4, "
+                                         b"groupId=null] Connection to node 2 could not be established\n")
     assert (line["process"], line["client"], line["level"]) == (4, "faultline-c4", "warning")
