@@ -33,7 +33,7 @@ bound with ``as NAME``::
                P caught up | caught up          (every replica of P, or of every
                                                  partition, in the ISR)
                TARGET registered                (every node of TARGET registered and
-                                                 unfenced: listed by DescribeCluster)
+                                                 unfenced: listed in the brokers' metadata)
                TARGET fenced                    (no node of TARGET listed: fenced, or
                                                  never registered)
 

@@ -160,8 +160,8 @@ class _Probe:
     def read(self) -> dict[int, Reading]:
         error = None
         try:
-            registered, states = kafka_client.topic_metadata(self._admin, self._topic,
-                                                             CLIENT_TIMEOUT_S)
+            _, registered, states = kafka_client.topic_metadata(self._admin, self._topic,
+                                                                CLIENT_TIMEOUT_S)
         except (KafkaException, LookupError) as e:
             registered, states, error = frozenset(), {}, f"no metadata: {e}"
         try:

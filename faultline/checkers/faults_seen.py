@@ -29,7 +29,9 @@ nothing on another's. The tokens of one partition (``faults``) are:
   readings permit makes the run unknown, see :func:`faults_by_partition`'s ``strict``);
 - ``data-loss>=N`` for N = 1 .. the most of its replicas whose data a ``wipe`` or
   ``lose-unflushed`` had destroyed *at once* (all of N = 1 .. 5 when the op names no
-  nodes). A ``lose-unflushed`` of one node whose completion says it cut nothing from
+  nodes); one that failed (an ``error``) or never completed may have destroyed its
+  nodes' data, or none of it: it counts, but only in the permissive reading. A
+  ``lose-unflushed`` of one node whose completion says it cut nothing from
   the partition (``truncated``: its ``new_end`` is its ``old_end``) destroyed nothing
   there: it is a ``kill`` of that replica, as what it did was SIGKILL it. Without
   broker state a destroyed node counts for the rest of the run. Given
@@ -176,8 +178,9 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
     one whose completion carries an error, or that never completed, still counts: it
     may have happened. ``strict`` leaves out what only the permissive readings give, so
     only what a witness shows is left: a leader fault neither the snapshot nor the log
-    shows, every replica out of step without the log, and whatever a node fault naming
-    no node may have touched (:func:`faultline.checkers.verdict.Collected.assumed_permitted`
+    shows, every replica out of step without the log, whatever a node fault naming
+    no node may have touched, and the data a data-loss fault that failed or never
+    completed may have destroyed (:func:`faultline.checkers.verdict.Collected.assumed_permitted`
     makes what only they permit unknown).
     """
     parts = list(partitions)
@@ -203,8 +206,9 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
         flushed = _cut_nothing(action)
         said = action.value.get("killed") if kind == "stop" else None
         killed = {str(n) for n in said} if isinstance(said, list) else set()
+        done = action.end is not None and action.error is None
         # a stop that failed or never completed may have had to SIGKILL any of its nodes
-        unsure = kind == "stop" and (action.error is not None or action.end is None)
+        unsure = kind == "stop" and not done
         fencing = fences(kind, action.value)
         for tp in parts:
             replicas = _replicas(states[tp])
@@ -221,7 +225,7 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 out_of_step[tp] = _with(out_of_step[tp], nodes)
                 if fencing:
                     fenced[tp] = _with(fenced[tp], nodes)
-            if did in DATA_LOSS_FAULTS:
+            if did in DATA_LOSS_FAULTS and (done or not strict):  # else it may have destroyed nothing
                 destroyed[tp].add(nodes, action.start)
     for tp in parts:
         if _elected(states[tp]):

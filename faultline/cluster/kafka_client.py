@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import (
     Consumer,
@@ -141,23 +141,32 @@ def metadata_states(admin: AdminClient, topic: str, timeout: float) -> dict[int,
     """:func:`partition_states` from a Metadata request (any broker answers it, from its
     own metadata cache); LookupError when the answer lacks the topic or its partitions,
     KafkaException when there is no answer."""
-    return topic_metadata(admin, topic, timeout)[1]
+    return topic_metadata(admin, topic, timeout).states
 
 
-def topic_metadata(admin: AdminClient, topic: str,
-                   timeout: float) -> tuple[frozenset[int], dict[int, PartitionState]]:
-    """One Metadata answer (any broker gives it, from its own metadata cache): the brokers
-    it lists, which are the registered and unfenced ones, and :func:`metadata_states`.
-    Raises as :func:`metadata_states` does."""
+class Metadata(NamedTuple):
+    """One broker's Metadata answer for a topic, from its own metadata cache."""
+
+    #: the broker that gave it; -1 for the client's bootstrap broker, whose id the client
+    #: may not have learned (its other brokers it knows by id)
+    broker: int
+    #: the brokers it lists: the registered and unfenced ones, as far as it knows
+    brokers: frozenset[int]
+    #: the topic's partitions, as :func:`metadata_states` gives them
+    states: dict[int, PartitionState]
+
+
+def topic_metadata(admin: AdminClient, topic: str, timeout: float) -> Metadata:
+    """One Metadata answer (any broker gives it); raises as :func:`metadata_states` does."""
     md = admin.list_topics(topic, timeout=timeout)
     tmd = md.topics.get(topic)
     if tmd is None or tmd.error is not None or not tmd.partitions:
         raise LookupError(f"no metadata for {topic}: {tmd.error if tmd else 'not listed'}")
-    return frozenset(int(b) for b in md.brokers), {
+    return Metadata(int(md.orig_broker_id), frozenset(int(b) for b in md.brokers), {
         int(pid): PartitionState(int(p.leader) if p.leader >= 0 else None,
                                  tuple(sorted(int(n) for n in p.isrs)),
                                  tuple(int(n) for n in p.replicas))
-        for pid, p in tmd.partitions.items()}
+        for pid, p in tmd.partitions.items()})
 
 
 def high_watermarks(admin: AdminClient, topic: str, partitions: Sequence[int],

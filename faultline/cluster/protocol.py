@@ -93,7 +93,8 @@ class Cluster(Protocol):
         ...
 
     def bootstrap_servers(self) -> str:
-        """``host:port,...`` for clients; every address is a proxy."""
+        """``host:port,...`` for clients; every address is a proxy, one per node, in the
+        order of :attr:`nodes`."""
         ...
 
     def start(self) -> None:
@@ -227,5 +228,6 @@ class Wipeable(Protocol):
 
     def wipe(self, node: int) -> None:
         """Delete every partition replica of a node that is down (its KRaft metadata stays,
-        so it rejoins as the same node with empty logs). ClusterError if it is running."""
+        so it rejoins as the same node with empty logs). ClusterError if it is running, or
+        if anything could not be deleted (the rest is deleted all the same)."""
         ...

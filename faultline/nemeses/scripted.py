@@ -4,9 +4,11 @@ Where the seeded package (:mod:`faultline.nemeses.package`) draws faults at rand
 times, this one runs the spec's ``nemesis.schedule`` in order from the start of the
 main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controller``)
 from live metadata when its step runs, and waiting on what the metadata shows
-(``until isr of 0 is {leader}``). It drives the same family nemeses (kill, pause, stop,
-wipe, partition), so it heals the same way, and keeps the runner's contract
-(``setup``, ``run``, ``heal_all``, ``active``; see
+(``until isr of 0 is {leader}``); live metadata is that of the brokers that answer, but
+one that another leaves out of the registered brokers: a broker cut off from the
+controller answers from a cache frozen since (:func:`trusted`). It drives the same family
+nemeses (kill, pause, stop, wipe, partition), so it heals the same way, and keeps the
+runner's contract (``setup``, ``run``, ``heal_all``, ``active``; see
 :class:`faultline.run.runner.NemesisSchedule`).
 
 Journal (docs/history.md, "nemesis"): each action is an invoke and a completion,
@@ -36,9 +38,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
-
-from confluent_kafka.admin import AdminClient
+from typing import Any
 
 from faultline.cluster import kafka_client
 from faultline.cluster.protocol import Cluster, PartitionState
@@ -64,8 +64,6 @@ from faultline.targeted import Step as TargetedStep
 
 log = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-
 #: How often a ``wait until`` looks at the metadata, in seconds.
 POLL_S = 0.5
 #: How long one broker may take to answer a Metadata request of the schedule, in seconds.
@@ -87,9 +85,9 @@ class ScriptedNemesis:
                  states: Callable[[], dict[int, PartitionState]] | None = None,
                  registered: Callable[[], set[int]] | None = None) -> None:
         """``states`` reads the test topic's partitions live (default: :meth:`_states`,
-        Metadata requests to every broker at once), ``registered`` the brokers registered
-        and unfenced (default: :meth:`_registered`, likewise); each raises NemesisError
-        when nothing answers."""
+        Metadata requests to every broker at once, the stale answers left out),
+        ``registered`` the brokers registered and unfenced (default: :meth:`_registered`,
+        likewise); each raises NemesisError when nothing answers."""
         self.cluster = cluster
         self.steps = tuple(steps)
         self._read_states = states or self._states
@@ -189,49 +187,59 @@ class ScriptedNemesis:
             return View({})
 
     def _states(self) -> dict[int, PartitionState]:
-        """The topic's partitions from the first broker that answers a Metadata request
-        (:meth:`_ask`)."""
-        topic = self.cluster.spec.topic.name
-        return self._ask(lambda admin: kafka_client.metadata_states(admin, topic, METADATA_TIMEOUT_S),
-                         f"{topic}'s metadata")
+        """The topic's partitions, from the metadata :meth:`_metadata` trusts."""
+        return self._metadata().states
 
     def _registered(self) -> set[int]:
-        """The brokers registered and unfenced, from the first broker that answers a
-        DescribeCluster request (:meth:`_ask`)."""
-        return self._ask(lambda admin: kafka_client.registered_brokers(admin, METADATA_TIMEOUT_S),
-                         "the registered brokers")
+        """The brokers registered and unfenced, from the metadata :meth:`_metadata` trusts."""
+        return set(self._metadata().brokers)
 
-    def _ask(self, request: Callable[[AdminClient], _T], what: str) -> _T:
-        """``request``'s answer from the first broker that gives one.
+    def _metadata(self) -> kafka_client.Metadata:
+        """The test topic's metadata from the brokers that answer, the stale left out
+        (:func:`trusted`).
 
         A schedule pauses and isolates brokers on purpose, and a client that knows every
         broker may send its request to one that will never answer; so each proxy gets a
-        short-lived client of its own (which asks its one bootstrap broker), all at once.
-        NemesisError with every broker's reason when none answers in time.
+        short-lived client of its own, all at once, but for the nodes known not to answer
+        (down, or paused by this nemesis). Every
+        answer is awaited, for :data:`METADATA_TIMEOUT_S` and a second at most, as the
+        first may be a stale one. NemesisError with every broker's reason when none
+        answers in time.
         """
-        answers: queue.Queue[tuple[str, _T | Exception]] = queue.Queue()
+        topic = self.cluster.spec.topic.name
+        answers: queue.Queue[tuple[str, kafka_client.Metadata | Exception]] = queue.Queue()
 
-        def ask(proxy: str) -> None:
+        def ask(node: int, proxy: str) -> None:
             try:
-                answers.put((proxy, request(kafka_client.new_admin(proxy, METADATA_TIMEOUT_S))))
+                admin = kafka_client.new_admin(proxy, METADATA_TIMEOUT_S)
+                answer = kafka_client.topic_metadata(admin, topic, METADATA_TIMEOUT_S)
+                # the client may ask a broker it learned of (by id) as well as its bootstrap one
+                answers.put((proxy, answer if answer.broker >= 0 else answer._replace(broker=node)))
             except Exception as e:  # no answer from this broker: another may give one
                 answers.put((proxy, e))
 
-        proxies = self.cluster.bootstrap_servers().split(",")
-        for proxy in proxies:
-            threading.Thread(target=ask, args=(proxy,), name="nemesis-metadata", daemon=True).start()
+        # one proxy per node, in node order (Cluster.bootstrap_servers)
+        every = zip(self.cluster.nodes, self.cluster.bootstrap_servers().split(","), strict=True)
+        proxies = [(node.id, proxy) for node, proxy in every
+                   if node.is_alive() and node.id not in self.pause.faulted]
+        for node, proxy in proxies:
+            threading.Thread(target=ask, args=(node, proxy), name="nemesis-metadata", daemon=True).start()
         deadline = time.monotonic() + METADATA_TIMEOUT_S + 1.0
+        got: list[kafka_client.Metadata] = []
         errors: list[str] = []
         for _ in proxies:
             try:
-                proxy, got = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+                proxy, answer = answers.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
-            if not isinstance(got, Exception):
-                return got
-            errors.append(f"{proxy}: {got}")
-        raise NemesisError(f"no broker answered for {what} within "
-                           f"{METADATA_TIMEOUT_S:.0f} s ({'; '.join(errors) or 'no answer'})")
+            if isinstance(answer, Exception):
+                errors.append(f"{proxy}: {answer}")
+            else:
+                got.append(answer)
+        if not got:
+            raise NemesisError(f"no broker answered for {topic}'s metadata within "
+                               f"{METADATA_TIMEOUT_S:.0f} s ({'; '.join(errors) or 'no answer'})")
+        return trusted(got)
 
     def _act(self, step: Action, history: HistoryWriter) -> None:
         value: dict[str, Any] = {"step": step.text}
@@ -392,6 +400,23 @@ class ScriptedNemesis:
                     errors.append(f"{nemesis.family}: {e}")
         if errors:
             raise NemesisError(f"could not heal every fault: {'; '.join(errors)}")
+
+
+def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
+    """The first of ``answers`` (in the order they came) whose broker no answer leaves out
+    of the brokers it lists.
+
+    Each broker answers from its own metadata cache, and one cut off from the controller
+    (isolated) keeps its cache as it was: it names itself leader still, with the ISR of
+    then, and every broker registered. The brokers in touch with the controller saw it
+    fenced and list it no more, so an answer from a broker that another answer leaves out
+    is stale, or may be. NemesisError when every answer is (the answers disagree).
+    """
+    for answer in answers:
+        if all(answer.broker in other.brokers for other in answers):
+            return answer
+    raise NemesisError("the brokers disagree on who is registered, so none's metadata is trusted: "
+                       + "; ".join(f"broker {a.broker} lists {sorted(a.brokers)}" for a in answers))
 
 
 #: A targeted verb -> the history action its invoke op is journaled as when it has no target.

@@ -497,15 +497,23 @@ class LocalCluster:
         if n.is_alive():
             raise ClusterError(f"node {node} is running; kill or stop it before wiping")
         # The formatted storage stays (meta.properties, bootstrap.checkpoint): without it the
-        # broker refuses to start. Partition logs and the offset checkpoints go.
+        # broker refuses to start. Partition logs and the offset checkpoints go; what cannot
+        # is an error (the node would keep data its wipe is journaled as having destroyed),
+        # raised once everything else has gone.
         n.data_dir.mkdir(parents=True, exist_ok=True)
+        failed: list[str] = []
         for p in n.data_dir.iterdir():
             if p.name in ("meta.properties", "bootstrap.checkpoint"):
                 continue
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                p.unlink(missing_ok=True)
+            try:
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink(missing_ok=True)
+            except OSError as e:
+                failed.append(f"{p.name}: {e}")
+        if failed:
+            raise ClusterError(f"node {node}'s wipe could not delete {'; '.join(failed)}")
 
     # -- files ----------------------------------------------------------------------
 

@@ -140,6 +140,39 @@ def test_a_committed_loss_excused_only_by_replicas_assumed_out_of_step_is_unknow
     r = check(spec, h.ops, timeline=isr)
     assert r.valid is True and not r.unknown
 
+
+@pytest.mark.parametrize("ending", ["done", "error", "none"])
+def test_a_loss_excused_only_by_a_wipe_that_failed_or_never_completed_is_unknown(ending: str) -> None:
+    """Found by review: a wipe whose completion carries an error (some partition log could
+    not be deleted, or the kill before it failed) or never came may have destroyed nothing
+    on the node, yet its data loss excused a committed loss as certainly as a wipe done.
+    It still counts (the loss is permitted, not a violation), but only as an assumption.
+    Kafka 3.9 (no ELR), acks=all: the metadata log shows n2 and n3 out of the ISR, then
+    the leader n1 is wiped."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    wipe = {"nodes": [1], "leaders": {f"{TOPIC}/0": 1}}
+    h.op("nemesis", "info", "wipe", wipe)
+    if ending == "done":
+        h.op("nemesis", "info", "wipe", {**wipe, "result": "killed node 1 and deleted its partition data"})
+    elif ending == "error":
+        h.op("nemesis", "info", "wipe", {**wipe, "result": "node 1 failed"},
+             error="wipe failed on node 1: ClusterError: node 1's wipe could not delete fl-queue-0")
+    h.drain([(0, 10)])
+    spec = make_spec(acks="all")
+    spec = dataclasses.replace(spec, kafka=dataclasses.replace(spec.kafka, version="3.9.0"))
+    isr = {P0: [PartitionState(-10 * S, 1, ALL, ALL), PartitionState(-5 * S, 1, frozenset({1}), ALL)]}
+    r = check(spec, h.ops, timeline=isr)
+    assert r.violations == [] and r.anomalies["lost-write"][0]["permitted"] is True
+    assert "data-loss>=1" in r.extra["partitions"][0]["faults"]
+    assumed = [u for u in r.unknown if u["kind"] == "permitted-on-assumption"]
+    if ending == "done":
+        assert r.valid is True and not assumed
+    else:
+        assert r.valid == UNKNOWN
+        assert assumed[0]["anomalies"] == ["lost-write"] and "failed or never completed" in assumed[0]["why"]
+
 def state(t: int, leader: int | None, isr: frozenset[int] = ALL) -> PartitionState:
     return PartitionState(t, leader, isr, ALL)
 

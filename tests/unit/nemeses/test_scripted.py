@@ -9,11 +9,14 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from faultline.checkers.faults_seen import faults_of, nemesis_actions
 from faultline.checkers.guarantees import GuaranteeConfig, permitted
+from faultline.cluster import kafka_client
 from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op, read_history
@@ -322,3 +325,70 @@ def test_a_node_fault_that_fails_on_one_node_still_does_the_others_it_journals(t
     assert pause_action.value["nodes"] == [2, 3] and pause_action.error is not None
     assert [c for c in cluster.calls if c[0] == "resume"] == [("resume", 2), ("resume", 3)]
     assert cluster.clean()
+
+
+class _Broker:
+    """The answers of an admin client bootstrapped on a broker's proxy: every partition
+    led by ``leader`` with ``isr``, and the brokers its metadata cache lists as registered;
+    each after ``delay`` s. ``said_by`` is the answer's ``orig_broker_id``: librdkafka
+    says -1 for the bootstrap broker, and the client may have asked another it learned of."""
+
+    def __init__(self, said_by: int, leader: int, isr: list[int], brokers: list[int], delay: float) -> None:
+        self.node, self.leader, self.isr, self.brokers, self.delay = said_by, leader, isr, brokers, delay
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        time.sleep(self.delay)
+        parts = {p: SimpleNamespace(leader=self.leader, isrs=self.isr, replicas=[1, 2, 3], error=None)
+                 for p in range(3)}
+        return SimpleNamespace(orig_broker_id=self.node, brokers={b: None for b in self.brokers},
+                               topics={topic: SimpleNamespace(error=None, partitions=parts)})
+
+    def describe_cluster(self, request_timeout: float) -> Any:
+        time.sleep(self.delay)
+        nodes = [SimpleNamespace(id=b) for b in self.brokers]
+        return SimpleNamespace(result=lambda timeout: SimpleNamespace(nodes=nodes))
+
+
+def _cut_off_old_leader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                        schedule: tuple[str, ...]) -> tuple[ScriptedNemesis, list[Op]]:
+    """``schedule`` run where node 1, the old leader of 0, is cut off from the controller:
+    its metadata cache still names it leader of every partition with the full ISR and
+    every broker registered, and it answers first; nodes 2 and 3 answer a moment later
+    that 2 leads with ISR {2,3}, node 1 fenced (not registered). As seen on Kafka 4.3."""
+    brokers = {"proxy-1": _Broker(-1, 1, [1, 2, 3], [1, 2, 3], 0.0),
+               "proxy-2": _Broker(-1, 2, [2, 3], [2, 3], 0.2),
+               "proxy-3": _Broker(2, 2, [2, 3], [2, 3], 0.2)}  # answered by broker 2
+    monkeypatch.setattr(kafka_client, "new_admin", lambda proxy, timeout_s=5.0: brokers[proxy])
+    spec = TestSpec(nemesis=NemesisSpec(schedule=schedule))
+    cluster = FakeCluster(spec, tmp_path)
+    cluster.bootstrap_servers = lambda: ",".join(brokers)  # type: ignore[attr-defined]
+    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 10, history)
+        nemesis.heal_all(history)
+    return nemesis, list(read_history(tmp_path / "history.jsonl"))
+
+
+def test_a_role_is_not_resolved_from_a_broker_cut_off_from_the_controller(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Found by review: the schedule took the first broker's answer, and a broker cut off
+    from the controller (isolated) answers as fast as any from its frozen metadata cache.
+    ``crash leader of 0`` then killed the deposed leader, journaled as the leader in its
+    ``leaders`` snapshot: the checker credited a leader fault that never happened and
+    excused what only one permits."""
+    nemesis, ops = _cut_off_old_leader(monkeypatch, tmp_path, ("crash leader of 0",))
+    assert nemesis.ended is None
+    [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
+    assert crash.value["nodes"] == [2] and crash.value["leaders"]["fl-queue/0"] == 2
+
+
+def test_a_wait_is_not_met_by_a_broker_cut_off_from_the_controller(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Found by review: the same stale answer met ``caught up`` (its ISR is full) and
+    ``node 1 registered`` (it lists itself) while the cluster had node 1 fenced and out of
+    every ISR, so the steps after the wait ran early."""
+    for i, wait in enumerate(("wait until caught up within 1 s", "wait until node 1 registered within 1 s")):
+        (tmp_path / str(i)).mkdir()
+        nemesis, ops = _cut_off_old_leader(monkeypatch, tmp_path / str(i), (wait,))
+        [done] = [op for op in ops if op.f == "wait" and "result" in op.value]
+        assert done.value["result"] == "not met" and nemesis.ended is not None, wait
