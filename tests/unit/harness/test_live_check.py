@@ -101,3 +101,34 @@ def test_the_checking_child_builds_the_report(tmp_path: Path) -> None:
     assert done.stdout.split() == ["unknown", str(tmp_path / "report.html"), "False"]
     assert "fl-queue" in (tmp_path / "report.html").read_text()
     assert orjson.loads((tmp_path / "results.json").read_bytes())["valid"] == "unknown"
+
+
+#: A run whose main phase ends: the live check's niceness before and after ``hurry``.
+HURRIED = """
+import os, sys, time
+from pathlib import Path
+from faultline.history import HistoryWriter
+from faultline.run.runner import _LiveCheck
+run_dir = Path(sys.argv[1])
+history = HistoryWriter(run_dir / "history.jsonl.zst")
+with _LiveCheck(run_dir) as live:
+    pid = live._child.pid
+    deadline = time.monotonic() + 30
+    while os.getpriority(os.PRIO_PROCESS, pid) != 19 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    before = os.getpriority(os.PRIO_PROCESS, pid)
+    live.hurry()
+    print(before, os.getpriority(os.PRIO_PROCESS, pid), os.getpriority(os.PRIO_PROCESS, 0))
+    history.close()
+"""
+
+
+def test_the_checking_child_gets_the_runs_priority_once_the_main_phase_is_over(tmp_path: Path) -> None:
+    """At nice 19 the live check leaves the machine to the test; after it, the run waits
+    for it, so it gets the run's own priority (we run as root: raising it is allowed)."""
+    (tmp_path / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
+    done = subprocess.run([sys.executable, "-c", HURRIED, str(tmp_path)], capture_output=True,
+                          text=True, timeout=90, check=True)
+    during, after, run = (int(x) for x in done.stdout.split())
+    assert during == 19
+    assert after == run
