@@ -4,7 +4,7 @@
 Every ``interval_s`` one round writes one line per partition of the topic::
 
     {"time": 1500000000, "topic": "fl-queue", "partition": 0,
-     "leader": 1, "isr": [1, 2, 3], "replicas": [1, 2, 3], "hw": 120,
+     "leader": 1, "isr": [1, 2, 3], "replicas": [1, 2, 3], "hw": 120, "hw_epoch": 4,
      "leo": {"1": 120, "2": 120, "3": 118}, "hw_checkpoint": {"1": 115, "2": 115, "3": 110}}
 
 - ``time``: the history's clock (:meth:`faultline.history.HistoryWriter.now`), read
@@ -13,7 +13,11 @@ Every ``interval_s`` one round writes one line per partition of the topic::
   client timeouts (:data:`CLIENT_TIMEOUT_S`) earlier.
 - ``leader``, ``isr``, ``replicas``: the topic metadata a client gets (any broker's
   view, so an isolated broker can answer with a stale one); ``hw``: the high
-  watermark clients see (ListOffsets latest, read_uncommitted) from the leader.
+  watermark clients see (ListOffsets latest, read_uncommitted) from the leader, and
+  ``hw_epoch`` the leader epoch of the broker that answered (null with ``hw``, or when
+  the answer had none): a deposed leader cut off from the controller still answers,
+  with its stale HW under its old epoch
+  (:func:`faultline.checkers.whitebox.check_hw_monotonic` tells them apart).
 - ``leo``, ``hw_checkpoint``: per replica, read from that node's log directory (see
   :mod:`faultline.brokerstate.segments`): the log end offset including unflushed appends,
   and the high watermark of the node's last ``replication-offset-checkpoint``. They
@@ -41,6 +45,7 @@ from confluent_kafka.admin import AdminClient
 
 from faultline.brokerstate.segments import HW_CHECKPOINT, LogEnds, read_checkpoint
 from faultline.cluster import kafka_client
+from faultline.cluster.kafka_client import HighWatermark
 from faultline.cluster.protocol import Cluster, PartitionState, Wipeable
 
 #: Seconds a client request of a round may take: a paused broker costs at most this.
@@ -56,8 +61,9 @@ class Source(Protocol):
         """partition -> leader, ISR and replicas; raises when there is no answer."""
         ...
 
-    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, int | str]:
-        """partition -> the high watermark, or the error's name when there is none."""
+    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, HighWatermark | str]:
+        """partition -> the high watermark and the answer's leader epoch, or the error's
+        name when there is none."""
         ...
 
 
@@ -78,7 +84,7 @@ class KafkaSource:
     def partitions(self, topic: str) -> dict[int, PartitionState]:
         return kafka_client.metadata_states(self._client(), topic, self._timeout)
 
-    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, int | str]:
+    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, HighWatermark | str]:
         return kafka_client.high_watermarks(self._client(), topic, partitions, self._timeout)
 
 
@@ -178,7 +184,8 @@ class Observer:
                 "leader": s.leader if s is not None else None,
                 "isr": list(s.isr) if s is not None else [],
                 "replicas": list(s.replicas) if s is not None else [],
-                "hw": hw if isinstance(hw, int) else None,
+                "hw": hw.offset if isinstance(hw, HighWatermark) else None,
+                "hw_epoch": hw.leader_epoch if isinstance(hw, HighWatermark) else None,
                 "leo": {str(n): self._log_ends.read(n, p) for n in nodes},
                 "hw_checkpoint": {str(n): _checkpointed(checkpoints.get(n), self._topic, p)
                                   for n in nodes},

@@ -165,8 +165,10 @@ class _Probe:
         except (KafkaException, LookupError) as e:
             registered, states, error = frozenset(), {}, f"no metadata: {e}"
         try:
-            hws = kafka_client.high_watermarks(self._admin, self._topic, self._partitions,
-                                               CLIENT_TIMEOUT_S)
+            answers = kafka_client.high_watermarks(self._admin, self._topic, self._partitions,
+                                                   CLIENT_TIMEOUT_S)
+            hws = {p: hw.offset if isinstance(hw, kafka_client.HighWatermark) else hw
+                   for p, hw in answers.items()}
         except KafkaException as e:
             hws = dict.fromkeys(self._partitions, f"no answer: {e}")
         out = {}

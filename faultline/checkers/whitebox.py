@@ -4,7 +4,8 @@ Inputs are files of the run directory, all optional: ``metadata.jsonl`` (the dec
 KRaft metadata log, see :mod:`faultline.brokerstate.metadata_log`), ``replicas.jsonl``
 (each replica's batches, see :mod:`faultline.brokerstate.replica_logs`) and
 ``observations.jsonl`` (samples taken during the run: ``time``, ``topic``,
-``partition``, ``leader``, ``isr``, ``hw``, and per node ``leo`` and ``hw_checkpoint``).
+``partition``, ``leader``, ``isr``, ``hw`` and its ``hw_epoch``, and per node ``leo`` and
+``hw_checkpoint``).
 Only the topic under test is checked. The invariants (docs/design.md, "White-box
 observers"):
 
@@ -24,7 +25,11 @@ observers"):
     not checked from that fault on (their checkpoint file legitimately outlives the
     data it describes).
 ``hw-monotonic``
-    the HW clients see (``hw`` of successive samples of a partition) never decreases.
+    the HW clients see (``hw`` of successive samples of a partition) never decreases:
+    not within a leader epoch, nor below what an earlier epoch last showed
+    (``hw_epoch``, the epoch of the broker that answered). An answer under an epoch
+    older than one already seen comes from a deposed leader that has not learned it
+    was replaced (cut off from the controller): its HW is stale, not moved back.
 ``replicas-agree-below-hw``
     the replicas hold the same batches (offsets and CRC) below the HW, where the HW is
     the one the final drain saw (else the highest checkpointed one), and only where
@@ -277,17 +282,45 @@ def check_hw_le_leo(observations: Sequence[Line], topic: str,
 
 def check_hw_monotonic(observations: Sequence[Line], topic: str,
                        loss_permitted: Container[int]) -> Invariant:
-    """``hw-monotonic``: successive client-visible ``hw`` samples of a partition."""
+    """``hw-monotonic``: the client-visible ``hw`` samples of a partition, in time order.
+
+    Each is compared with the latest earlier sample of every leader epoch up to its own
+    ``hw_epoch``, and breaks where it is below the highest of them: a leader epoch's HW
+    never decreases, and a later epoch's never falls below what an earlier one showed
+    (a leader's HW is committed, and every later clean leader holds it). So the stale
+    answer of a deposed leader, under an epoch older than one seen, is judged only
+    against its own epoch and older ones. A sample without an epoch (files written
+    before it was recorded) is of every epoch: such a file is judged sample by sample.
+    """
     inv = Invariant("hw-monotonic", source=OBSERVATIONS_FILE)
     for p, samples in _by_partition(observations, topic).items():
-        seen = [s for s in samples if isinstance(s.get("hw"), int) and not isinstance(s.get("hw"), bool)]
-        for a, b in itertools.pairwise(seen):
+        latest: dict[int | None, Line] = {}  # leader epoch (None: not known) -> its latest sample
+        for b in samples:
+            if not _is_int(b.get("hw")):
+                continue
+            epoch = b.get("hw_epoch") if _is_int(b.get("hw_epoch")) and b["hw_epoch"] >= 0 else None
+            earlier = [a for e, a in latest.items() if e is None or epoch is None or e <= epoch]
+            latest[epoch] = b
+            if not earlier:
+                continue
             inv.checked += 1
+            a = max(earlier, key=lambda s: int(s["hw"]))
             if b["hw"] < a["hw"]:
                 inv.add({"time": b["time"], "partition": p,
-                         "what": f"HW {a['hw']} at {a['time'] / 1e9:.3f} s, then {b['hw']} "
-                                 f"(leader n{b.get('leader')})"}, permitted=p in loss_permitted)
+                         "what": f"HW {a['hw']}{_epoch_text(a)} at {a['time'] / 1e9:.3f} s, then "
+                                 f"{b['hw']}{_epoch_text(b)} (leader n{b.get('leader')})"},
+                        permitted=p in loss_permitted)
     return inv
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _epoch_text(sample: Line) -> str:
+    """`` (epoch 5)`` for a sample whose HW came with its leader epoch, else ``""``."""
+    epoch = sample.get("hw_epoch")
+    return f" (epoch {epoch})" if _is_int(epoch) else ""
 
 
 def _by_partition(observations: Iterable[Line], topic: str) -> dict[int, list[Line]]:

@@ -169,21 +169,38 @@ def topic_metadata(admin: AdminClient, topic: str, timeout: float) -> Metadata:
         for pid, p in tmd.partitions.items()})
 
 
+class HighWatermark(NamedTuple):
+    """A partition's high watermark as a ListOffsets answer gave it, and the leader epoch
+    the answering broker was in (None when the answer carried none)."""
+
+    offset: int
+    leader_epoch: int | None
+
+
 def high_watermarks(admin: AdminClient, topic: str, partitions: Sequence[int],
-                    timeout: float) -> dict[int, int | str]:
-    """partition -> the high watermark clients see (ListOffsets latest, read_uncommitted,
-    answered by the leader), or the error's name when there is none. Never raises for
-    one partition's error."""
+                    timeout: float) -> dict[int, HighWatermark | str]:
+    """partition -> the high watermark clients see (ListOffsets latest, read_uncommitted),
+    or the error's name when there is none. Never raises for one partition's error.
+
+    The request goes to the broker librdkafka's metadata cache names leader, with no
+    current leader epoch to fence it: a deposed leader that has not learned it was
+    replaced (cut off from the controller) answers, with its stale HW under its old
+    epoch. librdkafka (2.10 on) keeps the highest epoch it has seen per partition, but
+    forgets the topic after a NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE answer, and
+    the next Metadata answer may be the deposed leader's.
+    """
     latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # HW under read_uncommitted
     futures = admin.list_offsets({TopicPartition(topic, p): latest for p in partitions},
                                  isolation_level=IsolationLevel.READ_UNCOMMITTED,
                                  request_timeout=timeout)
-    out: dict[int, int | str] = {}
+    out: dict[int, HighWatermark | str] = {}
     for tp, future in futures.items():
         try:
-            offset = int(future.result(timeout=timeout + 1).offset)
+            info = future.result(timeout=timeout + 1)
+            offset = int(info.offset)
             # librdkafka answers a leader that timed out with OFFSET_INVALID (-1001)
-            out[int(tp.partition)] = offset if offset >= 0 else f"no offset ({offset})"
+            out[int(tp.partition)] = (HighWatermark(offset, info.leader_epoch) if offset >= 0
+                                      else f"no offset ({offset})")
         except KafkaException as e:
             err = e.args[0] if e.args else e
             out[int(tp.partition)] = err.name() if hasattr(err, "name") else str(err)

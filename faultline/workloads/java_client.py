@@ -25,7 +25,11 @@ Polls are journaled as printed. Lines are journaled in the order printed, on the
 history's clock as they are read. End of stdin stops the clients; the program
 completes outstanding sends, closes its clients, prints ``{"f": "exit",
 "next_process": n}`` and exits; later process numbers (the drain's) start at ``n``.
-Its stderr (the client's log: producer ids and epochs, errors) goes to the client log.
+Its stderr (the client's log: producer ids and epochs, errors) goes to the client log,
+and so does a line on stdout that is no op (a library's println). An op line (one
+holding ``{"process":`` or ``{"f":"exit"``) that cannot be read, cut or garbled, may have
+been an acknowledgement: the journal goes on, but :meth:`JavaQueueWorkload.stop` ends
+the run with an error, before the drain, so that no check of its history is valid.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from typing import IO, Any
 import orjson
 
 from faultline.cluster import kafka_dist
-from faultline.errors import SetupError
+from faultline.errors import FaultlineError, SetupError
 from faultline.history import HistoryWriter, PendingOp
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats, rdkafka_log
@@ -68,6 +72,8 @@ logger.txn.level = info
 """
 
 _log = logging.getLogger(__name__)
+#: What each op line the program prints holds (``FaultlineClient.op`` and its exit line).
+_OP_MARKS = (b'{"process":', b'{"f":"exit"')
 
 
 def classify_refused(error: str, idempotent: bool) -> Classification:
@@ -146,6 +152,8 @@ class JavaQueueWorkload:
         self._errors: list[BaseException] = []
         #: The values of sends invoked and not yet complete (a send completes once).
         self._open: set[Any] = set()
+        #: Op lines that could not be read (see the module docstring), as printed.
+        self._unreadable: list[bytes] = []
 
     def _args(self) -> list[str]:
         s, p, w = self.spec, self.spec.producer, self.spec.workload
@@ -180,11 +188,28 @@ class JavaQueueWorkload:
             self._errors.append(e)
 
     def _journal(self, stream: IO[bytes]) -> None:
-        """Journal the program's ops, a read's worth of complete lines per write."""
+        """Journal the program's ops, a read's worth of complete lines per write; a last
+        line without its newline (the program died printing it) is read as one too."""
         tail = b""
         while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
             *lines, tail = (tail + chunk).split(b"\n")
-            self.history.append_many([op for raw in lines if (op := self._op(orjson.loads(raw)))])
+            self.history.append_many([op for raw in lines if (op := self._line(raw))])
+        if tail and (op := self._line(tail)):
+            self.history.append(*op)
+
+    def _line(self, raw: bytes) -> PendingOp | None:
+        """The op of one line of stdout, if it is one to journal; a line that is no op
+        goes to the client log, an op line that cannot be read is kept for :meth:`stop`."""
+        if not any(mark in raw for mark in _OP_MARKS):
+            if raw.strip():
+                self._log_line(raw)
+            return None
+        try:
+            return self._op(orjson.loads(raw))
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            _log.error("an op line of the Java client could not be read (%s): %r", e, raw)
+            self._unreadable.append(raw)
+            return None
 
     def _op(self, d: dict[str, Any]) -> PendingOp | None:
         """The history op of one printed line (None for the exit line), counted."""
@@ -231,16 +256,21 @@ class JavaQueueWorkload:
     def _log(self, stream: IO[bytes]) -> None:
         """The client's log lines (stderr) into the client log, or the faultline log."""
         for raw in stream:
-            text = raw.decode("utf-8", "backslashreplace").rstrip()
-            level_name, _, rest = text.partition(" ")
-            level = logging.getLevelName(level_name)
-            level = level if isinstance(level, int) else logging.INFO
-            facility, _, message = rest.partition(" ")
-            client = _client_of(message)
-            if self.client_log is not None and client is not None:
-                self.client_log.write(client[1], client[0], level, facility, message)
-            else:
-                rdkafka_log.log(level, "java client: %s", text)
+            self._log_line(raw)
+
+    def _log_line(self, raw: bytes) -> None:
+        """One log line (``LEVEL Class message``, else at info) into the client log when
+        it names its client, else into the faultline log."""
+        text = raw.decode("utf-8", "backslashreplace").rstrip()
+        level_name, _, rest = text.partition(" ")
+        level = logging.getLevelName(level_name)
+        level = level if isinstance(level, int) else logging.INFO
+        facility, _, message = rest.partition(" ")
+        client = _client_of(message)
+        if self.client_log is not None and client is not None:
+            self.client_log.write(client[1], client[0], level, facility, message)
+        else:
+            rdkafka_log.log(level, "java client: %s", text)
 
     def request_stop(self) -> None:
         """End the program's stdin: its clients stop issuing ops."""
@@ -252,7 +282,8 @@ class JavaQueueWorkload:
         """Stop, wait for the program to complete its sends and exit (bounded as the
         librdkafka workload's stop), killing it past the bound, and for every line it
         printed to be journaled; then :attr:`processes` hands out numbers it never used.
-        Re-raises a journaling thread's exception."""
+        Re-raises a journaling thread's exception; FaultlineError when an op line could
+        not be read (the history may lack an acknowledgement: the run has no verdict)."""
         self.request_stop()
         p = self.spec.producer
         bound = (p.delivery_timeout_ms + p.request_timeout_ms) / 1000 + 15.0
@@ -271,6 +302,11 @@ class JavaQueueWorkload:
         self.processes = self._free()
         if self._errors:
             raise self._errors[0]
+        if self._unreadable:
+            raise FaultlineError(
+                f"{len(self._unreadable)} op line(s) of the Java client could not be read (first: "
+                f"{self._unreadable[0][:200]!r}): the history may lack an acknowledged send, so "
+                "the run ends here, with no verdict")
 
     @property
     def running(self) -> bool:

@@ -15,6 +15,7 @@ from faultline.brokerstate.replica_logs import replica_summary
 from faultline.checkers.cli import check_run
 from faultline.checkers.queue import check_rows
 from faultline.checkers.synthetic import Shape, generate
+from faultline.cluster.kafka_client import HighWatermark
 from faultline.cluster.protocol import PartitionState
 from faultline.history import HistoryWriter, iter_rows
 from faultline.spec import TestSpec
@@ -68,7 +69,7 @@ def test_the_history_schema_rejects_broken_lines(bad: dict[str, Any]) -> None:
 
 def test_the_observers_lines_match(tmp_path: Path) -> None:
     source = FakeSource({0: PartitionState(1, (1, 2), (1, 2, 3)), 1: PartitionState(None, (), (2, 3, 1))},
-                        {0: 6, 1: "LEADER_NOT_AVAILABLE"})
+                        {0: HighWatermark(6, 2), 1: "LEADER_NOT_AVAILABLE"})
     obs = Observer(tmp_path / "observations.jsonl", lambda: 5, TOPIC, 2, source, log_dirs(tmp_path))
     obs.sample()
     source.fail = TimeoutError("timed out")
@@ -86,6 +87,10 @@ def test_the_observers_lines_match(tmp_path: Path) -> None:
      "leo": {}, "hw_checkpoint": {}},
     {"time": 0, "topic": "t", "partition": 0, "leader": 1, "isr": [1], "hw": 0, "leo": {},
      "hw_checkpoint": {}},  # no replicas
+    {"time": 0, "topic": "t", "partition": 0, "leader": 1, "isr": [1], "replicas": [1], "hw": 0,
+     "hw_epoch": "5", "leo": {}, "hw_checkpoint": {}},
+    {"time": 0, "topic": "t", "partition": 0, "leader": 1, "isr": [1], "replicas": [1], "hw": 0,
+     "hw_epoch": -1, "leo": {}, "hw_checkpoint": {}},
 ])
 def test_the_observations_schema_rejects_broken_lines(bad: dict[str, Any]) -> None:
     assert not OBSERVATIONS.is_valid(bad)

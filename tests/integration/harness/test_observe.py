@@ -90,6 +90,8 @@ def test_the_observed_leo_and_hw_are_the_real_ones(cluster: LocalCluster, observ
     wait_until(lambda: all(set(ln["hw_checkpoint"].values()) == {500} for ln in latest(observer).values()),
                30, "every replica's HW checkpoint at 500")
     assert all("error" not in line for line in latest(observer).values())
+    assert all(type(line["hw_epoch"]) is int for line in latest(observer).values()), \
+        "the HW's answer carries the leader epoch of the broker that gave it"
     t0 = time.perf_counter()
     observer.sample()
     report(f"one round, {len(PARTS)} partitions x 3 replicas: {(time.perf_counter() - t0) * 1e3:.1f} ms")

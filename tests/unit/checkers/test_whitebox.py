@@ -81,9 +81,12 @@ def test_the_last_known_leader_elected_past_a_non_empty_elr_is_unclean() -> None
 
 
 def obs(t: int, hw: int | None, leo: dict[str, int | None] | None = None,
-        ckpt: dict[str, int | None] | None = None, p: int = 0) -> dict[str, Any]:
-    return {"time": t, "topic": T, "partition": p, "leader": 1, "isr": [1, 2], "hw": hw,
+        ckpt: dict[str, int | None] | None = None, p: int = 0, epoch: int | None = None) -> dict[str, Any]:
+    """A sample; ``epoch`` the leader epoch of the answer's ``hw`` (None: a sample of a
+    file written before it was recorded)."""
+    line = {"time": t, "topic": T, "partition": p, "leader": 1, "isr": [1, 2], "hw": hw,
             "leo": leo or {}, "hw_checkpoint": ckpt or {}}
+    return line if epoch is None else {**line, "hw_epoch": epoch}
 
 
 def test_hw_le_leo_compares_a_checkpoint_with_the_next_leo() -> None:
@@ -108,6 +111,31 @@ def test_client_hw_never_moves_backwards() -> None:
     assert (inv.checked, inv.violations) == (2, 1) and "HW 9" in inv.examples[0]["what"]
     assert check_hw_monotonic([obs(0, 9), obs(1, 7)], T, {0}).permitted == 1
     assert check_hw_monotonic([obs(0, 9), obs(1, 8)], T, set()).violations == 1  # one offset back
+
+
+def hw_breaks(*samples: tuple[int, int | None]) -> list[int]:
+    """The times of the hw-monotonic breaks of samples (HW, its leader epoch), one a second."""
+    inv = check_hw_monotonic([obs(t, hw, epoch=e) for t, (hw, e) in enumerate(samples)], T, set())
+    return [x["time"] for x in inv.examples]
+
+
+def test_a_deposed_leaders_stale_hw_is_no_break() -> None:
+    """Found by review: in a network partition the observer's ListOffsets can still reach
+    the old leader, cut off from the controller: it still thinks it leads (under the old
+    epoch) and answers with the HW it had, below the new leader's. That read as the HW
+    moving back, and made a run whose brokers did nothing wrong unknown
+    (broker-state-disagrees). The answer's leader epoch tells the stale answer apart."""
+    assert hw_breaks((100, 5), (150, 6), (120, 5), (160, 6)) == []
+    assert hw_breaks((100, 5), (150, 6), (120, 5), (140, 6)) == [3], "epoch 6 went back from 150"
+    assert hw_breaks((150, 6), (160, 6), (140, 6)) == [2], "the same epoch"
+    assert hw_breaks((150, 5), (140, 6)) == [1], "a later epoch below an earlier one's HW"
+    assert hw_breaks((100, 5), (150, 6), (155, 5), (152, 6)) == [3], (
+        "the deposed leader showed 155 committed: the new one may not show less")
+    # a sample without an epoch is compared both ways, as every sample was before
+    assert hw_breaks((150, 6), (120, None)) == [1]
+    assert hw_breaks((150, None), (120, 5)) == [1]
+    assert hw_breaks((150, 6), (120, -1)) == [1], "no epoch, as the schema has none below 0"
+    assert hw_breaks((5, None), (9, None), (7, None), (8, None)) == [2]
 
 
 #: The metadata log's last ISR of partition 0: every replica (check_replicas_agree compares
@@ -170,6 +198,27 @@ def test_a_white_box_violation_makes_a_valid_run_unknown(tmp_path: Path) -> None
     white = result.extra["white_box"]
     assert white["valid"] is False and white["invariants"][0]["violations"] == 1
     RESULTS.validate(result.to_json())
+
+
+@pytest.mark.parametrize("stale_epoch, valid", [(0, True), (1, "unknown")])
+def test_a_stale_hw_answer_leaves_a_valid_run_valid(tmp_path: Path, stale_epoch: int,
+                                                    valid: bool | str) -> None:
+    """The run's p0 gets a new leader epoch at 15 s; at 20.5 s the old leader answers with
+    the HW of 14 s under its epoch 0: no break, the run stays valid. The same answer
+    under epoch 1 is a break, and the run unknown."""
+    run = make_run(tmp_path / "r", Scenario(kills=(), lost_per_kill=0))
+    path = run.path / "observations.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    p0 = {x["time"] // 10**9: x for x in lines if x["partition"] == 0}
+    for sec, x in p0.items():
+        x["hw_epoch"] = 0 if sec < 15 else 1
+    assert p0[14]["hw"] < p0[20]["hw"]
+    stale = {**p0[20], "time": p0[20]["time"] + 5 * 10**8, "hw": p0[14]["hw"], "hw_epoch": stale_epoch}
+    path.write_text("".join(json.dumps(x) + "\n" for x in [*lines, stale]))
+    result = check_run(run.path)
+    assert result.valid == valid
+    hw = result.extra["white_box"]["invariants"][2]
+    assert (hw["name"], hw["violations"]) == ("hw-monotonic", 0 if valid is True else 1)
 
 
 @pytest.mark.parametrize("damage", ['{"offset": 1, "type": "x"\n', '[1, 2]\n',

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from faultline.brokerstate.segments import HW_CHECKPOINT
+from faultline.cluster.kafka_client import HighWatermark
 from faultline.cluster.protocol import PartitionState
 
 TOPIC = "fl-queue"
@@ -36,7 +37,7 @@ def segment(dir: Path, base: int, data: bytes) -> Path:
 class FakeSource:
     """Answers as a client would, or raises ``fail`` when it is set."""
 
-    def __init__(self, state: dict[int, PartitionState], hws: dict[int, int | str]) -> None:
+    def __init__(self, state: dict[int, PartitionState], hws: dict[int, HighWatermark | str]) -> None:
         self.state, self.hws = state, hws
         self.fail: Exception | None = None
 
@@ -45,7 +46,7 @@ class FakeSource:
             raise self.fail
         return self.state
 
-    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, int | str]:
+    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, HighWatermark | str]:
         if self.fail is not None:
             raise self.fail
         return {p: self.hws[p] for p in partitions if p in self.hws}

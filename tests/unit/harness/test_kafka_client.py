@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import ListOffsetsResultInfo
 
 from faultline.cluster import kafka_client
 from faultline.cluster.protocol import PartitionState
@@ -102,3 +103,32 @@ def test_another_describe_error_is_not_retried() -> None:
     with pytest.raises(ClusterError, match="_TIMED_OUT"):
         kafka_client.partition_states(admin, "fl-queue")  # type: ignore[arg-type]
     assert admin.calls == 1
+
+
+class Lister:
+    """list_offsets answers each partition with ``answers[p]``: an offset and leader epoch,
+    or an error code."""
+
+    def __init__(self, answers: dict[int, tuple[int, int] | int]) -> None:
+        self.answers = answers
+
+    def list_offsets(self, requests: dict[Any, Any], isolation_level: Any,
+                     request_timeout: float) -> dict[Any, Future[Any]]:
+        out: dict[Any, Future[Any]] = {}
+        for tp in requests:
+            done: Future[Any] = Future()
+            answer = self.answers[tp.partition]
+            if isinstance(answer, tuple):
+                done.set_result(ListOffsetsResultInfo(answer[0], -1, answer[1]))
+            else:
+                done.set_exception(KafkaException(KafkaError(answer)))
+            out[tp] = done
+        return out
+
+
+def test_a_high_watermark_comes_with_the_leader_epoch_of_its_answer() -> None:
+    """The epoch tells a deposed leader's stale answer from a HW that moved back."""
+    admin = Lister({0: (120, 5), 1: (7, -1), 2: KafkaError.LEADER_NOT_AVAILABLE, 3: (-1001, 5)})
+    assert kafka_client.high_watermarks(admin, "fl-queue", [0, 1, 2, 3], 1.0) == {  # type: ignore[arg-type]
+        0: kafka_client.HighWatermark(120, 5), 1: kafka_client.HighWatermark(7, None),
+        2: "LEADER_NOT_AVAILABLE", 3: "no offset (-1001)"}

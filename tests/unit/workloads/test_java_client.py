@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from faultline.cluster import kafka_dist
+from faultline.errors import FaultlineError
 from faultline.history import HistoryWriter, read_history
 from faultline.spec import TestSpec
 from faultline.workloads import java_client
@@ -254,3 +255,52 @@ def test_a_consumers_log_line_names_the_consumer(tmp_path: Path) -> None:
     [line] = _client_log_lines(tmp_path, b"WARN NetworkClient [Consumer clientId=faultline-c4, "
                                          b"groupId=null] Connection to node 2 could not be established\n")
     assert (line["process"], line["client"], line["level"]) == (4, "faultline-c4", "warning")
+
+
+def _journal_through_the_thread(w: JavaQueueWorkload, printed: bytes) -> None:
+    """What the journaling thread does with ``printed`` as the program's stdout."""
+    w._guard(w._journal, io.BufferedReader(Trickle(printed)))
+
+
+def test_a_line_that_is_no_op_goes_to_the_client_log_and_the_journal_goes_on(tmp_path: Path) -> None:
+    """Found by review: a line on the program's stdout that was not JSON (a library's
+    println) ended the journal thread: the ops after it (and before it in the same read)
+    never reached the history, and the run ended in a traceback."""
+    log = ClientLog(tmp_path / "client-log.jsonl", lambda: 5)
+    lines = [orjson.dumps({"process": 0, "type": "invoke", "f": "send", "value": SEND}),
+             b"WARN SomeLibrary [Producer clientId=faultline-p0] not JSON at all",
+             b"SLF4J: No SLF4J providers were found.",
+             orjson.dumps({"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 3}})]
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = JavaQueueWorkload(TestSpec(), "x:9092", history, client_log=log)
+        _journal_through_the_thread(w, b"\n".join(lines) + b"\n")
+        w.stop()
+    log.close()
+    ops = read_history(tmp_path / "history.jsonl")
+    assert [(o.process, o.type, o.f) for o in ops] == [(0, "invoke", "send"), (0, "ok", "send")]
+    [logged] = [orjson.loads(x) for x in (tmp_path / "client-log.jsonl").read_bytes().splitlines()]
+    assert (logged["process"], logged["level"], logged["message"]) == (
+        0, "warning", "[Producer clientId=faultline-p0] not JSON at all")
+
+
+@pytest.mark.parametrize("cut", [
+    b'{"process":0,"type":"done","f":"send","value":{"topic":"fl-queue","partition":1,"val\n',
+    b'WARN x{"process":0,"type":"done","f":"send","value":{"topic":"fl-queue","partition":1,"value":7}}\n',
+    b'{"process":0,"type":"done","f":"send"}\n',
+    b'{"process":0,"type":"done","f":"send","value":{"topic":"fl-queue","partition":1,"value":7,"off',
+], ids=["cut-line", "garbled", "no-value", "cut-at-exit"])
+def test_an_op_line_that_cannot_be_read_leaves_the_run_without_a_verdict(tmp_path: Path, cut: bytes) -> None:
+    """An op line the harness cannot read may be an acknowledgement: dropped, the
+    acknowledged write would be missing from the history, and its loss could never be
+    reported. The journal goes on, and stop() ends the run with an error (before the
+    drain, so no check of the history can be valid). Was: a traceback, or for a line
+    cut at exit (no newline), nothing at all."""
+    invoke = orjson.dumps({"process": 0, "type": "invoke", "f": "send", "value": SEND}) + b"\n"
+    later = orjson.dumps({"process": 1, "type": "invoke", "f": "poll", "value": None}) + b"\n"
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = JavaQueueWorkload(TestSpec(), "x:9092", history)
+        _journal_through_the_thread(w, invoke + cut + (later if cut.endswith(b"\n") else b""))
+        with pytest.raises(FaultlineError, match=r"1 op line.* could not be read.*no verdict"):
+            w.stop()
+    ops = read_history(tmp_path / "history.jsonl")
+    assert [(o.process, o.f) for o in ops] == [(0, "send")] + ([(1, "poll")] if cut.endswith(b"\n") else [])
