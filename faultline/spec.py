@@ -36,6 +36,8 @@ DEFAULT_KAFKA_VERSION = "4.3.1"
 MAX_PARTITIONS = 10_000
 #: The longest topic name Kafka accepts (``org.apache.kafka.common.internals.Topic``).
 MAX_TOPIC_NAME = 249
+#: The highest seed: what ``test.json`` (orjson) and the pipeline's int64 ``seed`` column hold.
+MAX_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,7 +315,7 @@ def _validate(spec: TestSpec) -> None:
         (w.rate >= 0, f"--rate must be >= 0 (0: as fast as it goes), not {w.rate}"),
         (n.interval_s > 0, f"--interval must be positive, not {n.interval_s}"),
         (n.max_concurrent >= 1, f"nemesis.max_concurrent must be at least 1, not {n.max_concurrent}"),
-        (spec.seed >= 0, f"--seed must be >= 0, not {spec.seed}"),
+        (0 <= spec.seed <= MAX_SEED, f"--seed must be between 0 and {MAX_SEED}, not {spec.seed}"),
         (name_ok(t.name) and t.name.isascii() and len(t.name) <= MAX_TOPIC_NAME,
          f"topic name {t.name!r} may hold only ASCII letters, digits, '.', '_' and '-' "
          f"(at most {MAX_TOPIC_NAME}, not only dots), as Kafka's topic names"),

@@ -88,9 +88,7 @@ def run_row(cell: Cell, spec: TestSpec | None, valid: str, result: Mapping[str, 
     avail = m.availability(ms, acked, sends.first_send, sends.last_send) if acked else {}
     outages = [b - a for v in avail.values() for a, b in v.windows]
     first_fault = min((w.start for w in m.fault_windows(ms)), default=None)
-    lost_at = [int(x["time"]) for x in (r.get("anomalies") or {}).get("lost-write") or ()
-               if isinstance(x, dict) and isinstance(x.get("time"), int)]
-    first_loss = min(lost_at, default=None)
+    first_loss = r.get("first_loss_ns") if isinstance(r.get("first_loss_ns"), int) else None
     report = cell.run_dir / REPORT_FILE
     row: dict[str, Any] = {
         "sweep": cell.sweep, "run": cell.id, "cell": cell.key, "night": cell.night, "created": cell.created,

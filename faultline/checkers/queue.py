@@ -56,8 +56,9 @@ Anomalies (docs/design.md), with the choices made where the table leaves room:
   beginning: ``OFFSET_BEGINNING``, ``auto.offset.reset=earliest``).
 
 Malformed values (a send without a 64-bit integer ``value``, a poll record that is
-not ``[topic, partition, offset, value]``, ...) raise HistoryError naming the line
-(``index + 1``). Any other exception inside the checker is a bug, which
+not ``[topic, partition, offset, value]``, ...) and ops naming a topic-partition the
+test's topic does not have raise HistoryError naming the line (``index + 1``). Any
+other exception inside the checker is a bug, which
 :func:`faultline.checkers.stored.check_stored` turns into ``valid: "unknown"``,
 never a pass.
 """
@@ -189,10 +190,12 @@ class Engine:
         self.replicas: Sequence[dict[str, Any]] | None = None
         self.client_lines = ClientLines(())
         self._batches: dict[int, provenance.Batches] = {}  # tp -> its replicas' batches, when asked
-        self.tp_ids: dict[tuple[str, int], int] = {}
-        self.parts: list[Part] = []
-        for p in range(spec.topic.partitions):
-            self.part_id(spec.topic.name, p)
+        if spec.topic.partitions > MAX_PARTS + 1:  # ids live in int16 cells
+            raise HistoryError(source, None, f"more than {MAX_PARTS + 1} topic-partitions")
+        # the test topic's partitions, the only ones its workload sends to and reads
+        self.tp_ids: dict[tuple[str, int], int] = {
+            (spec.topic.name, p): p for p in range(spec.topic.partitions)}
+        self.parts = [Part(spec.topic.name, p) for p in range(spec.topic.partitions)]
         # Per-value columns, indexed by slot (slots in invoke order): completion times in
         # int64 cells, invoke times as int32 differences (:class:`Rising`), offsets and
         # processes in int32 cells (:class:`Narrow`), partition ids in int16 ones. While
@@ -250,17 +253,21 @@ class Engine:
         self.other_errors: list[tuple[int, str, str]] = []  # (time, f, kind), not sends
         self.end_time = 0  # the last op's time
 
-    def part_id(self, topic: Any, partition: Any) -> int:
-        """The id of a topic-partition, registering it on first sight."""
+    def part_id(self, topic: Any, partition: Any, d: dict[str, Any]) -> int:
+        """The id of a topic-partition of the test's topic, which op ``d`` names.
+
+        The workload sends to and reads (polls, drain) only the test topic's partitions
+        (``test.json``'s ``topic``), so any other is a history inconsistent with its test:
+        a HistoryError naming the line, not data to judge.
+        """
         if not isinstance(topic, str) or partition.__class__ is not int:
             raise TypeError(f"not a topic-partition: {topic!r}, {partition!r}")
-        key = (topic, partition)
-        i = self.tp_ids.get(key)
+        i = self.tp_ids.get((topic, partition))
         if i is None:
-            if len(self.parts) > MAX_PARTS:  # ids live in int16 cells
-                raise HistoryError(self.source, None, f"more than {MAX_PARTS + 1} topic-partitions")
-            i = self.tp_ids[key] = len(self.parts)
-            self.parts.append(Part(topic, partition))
+            t = self.spec.topic
+            raise HistoryError(self.source, _line(d), f"{d.get('f')} names {topic}/{partition}, "
+                               f"not a partition of the test's topic {t.name}, which has "
+                               f"partitions 0 to {t.partitions - 1} (test.json)")
         return i
 
     def feed(self, rows: Iterable[dict[str, Any]]) -> None:
@@ -298,7 +305,7 @@ class Engine:
                     if typ == "invoke":
                         tp = tp_ids.get((v["topic"], v["partition"]))
                         if tp is None:
-                            tp = part_id(v["topic"], v["partition"])
+                            tp = part_id(v["topic"], v["partition"], d)
                         if val.__class__ is not int or not vmin <= val <= vmax:
                             self._bad_value(d, val)
                         if 0 <= val < len(slots) and slots[val] == EMPTY:  # vput, inline
@@ -399,7 +406,7 @@ class Engine:
                             key = (topic, partition)
                             tp = tp_ids.get(key, -1)
                             if tp < 0:
-                                tp = part_id(topic, partition)
+                                tp = part_id(topic, partition, d)
                             part = parts[tp]
                             arr = part.polls.arr
                             last = last_of.get(tp)
@@ -573,7 +580,7 @@ class Engine:
     def _drain(self, d: dict[str, Any]) -> None:
         v = d["value"]
         t = d["time"]
-        tp = self.part_id(v["topic"], v["partition"])
+        tp = self.part_id(v["topic"], v["partition"], d)
         part = self.parts[tp]
         vslot, c_tp, c_drain = self.vslot, self.c_tp, self.c_drain
         reads, firsts = self.c_read.arr, c_drain.arr
@@ -760,6 +767,9 @@ class Engine:
                         c.drain_missed += 1  # the drain skipped what every replica holds
                     else:
                         c.add("lost-write", tp, partial(examples.lost, self, c, s))
+                        done = self.c_done[s]
+                        if c.first_loss_ns is None or done < c.first_loss_ns:
+                            c.first_loss_ns = done
                 elif (ack_at != NONE and ack_at != stored and ack_at not in self.dups.get(s, ())
                       and part.drains.get(ack_at) == NONE):
                     # the drain says the ack's offset is empty only where it read: not below

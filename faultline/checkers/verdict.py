@@ -68,6 +68,7 @@ class Collected:
         self.measures: dict[str, Any] = {}
         self.below_log_start = 0
         self.drain_missed = 0  # lost writes, reads, acks at an offset every replica holds below the HW
+        self.first_loss_ns: int | None = None  # the earliest ack of a lost write, example kept or not
         self.indeterminate = 0
         self.indeterminate_read = 0
         self.iso_ack_offset: list[int] = []  # slots: ack offset empty in the drain
@@ -308,6 +309,7 @@ def build_result(c: Collected, engine: Tally) -> Result:
             "violations_by": {who: [n for n in ANOMALIES if n in names]
                               for who, names in sorted(c.violations_by.items())},
             "faults_seen": sorted(set().union(*c.part_faults)),
+            "first_loss_ns": c.first_loss_ns,
             "config": dataclasses.asdict(c.config),
             "measures": c.measures,
             "partitions": partitions,

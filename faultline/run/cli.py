@@ -34,11 +34,33 @@ def build_spec(spec_file: Path | None, overrides: Mapping[str, Any]) -> TestSpec
     return TestSpec.from_mapping(merged, source=source)
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives a key twice (PyYAML keeps the
+    last value: the user would run another config than the one they read)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *base``: its keys may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                again = key in seen
+            except TypeError:  # unhashable: the safe loader's own error names it
+                continue
+            if again:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml_mapping(path: Path, expected: str) -> dict[str, Any]:
     """The YAML mapping in ``path`` (an empty file is an empty mapping); one SpecError line
-    naming the file (and the line, for a YAML error) when it is unreadable or no mapping."""
+    naming the file (and the line, for a YAML error or a key given twice in one mapping)
+    when it is unreadable or no mapping. Every YAML file the project reads is read here."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeys) or {}
     except OSError as e:
         raise SpecError(f"{path}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError as e:

@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.text import Text
 
 from faultline.errors import SetupError, SpecError
+from faultline.run.cli import read_yaml_mapping
 from faultline.run.runner import LiveLine, RunOutcome, run_test
 from faultline.rundir import RESULTS_FILE, write_atomic
 from faultline.spec import TestSpec
@@ -113,9 +114,9 @@ def prepare(matrix: Matrix, sweep_dir: Path) -> Manifest:
     copy = sweep_dir / MATRIX_FILE
     if copy.exists():
         try:
-            before = yaml.safe_load(copy.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-            raise SpecError(f"{copy}: unreadable ({e}); choose another --out") from None
+            before = read_yaml_mapping(copy, "the matrix of a sweep")
+        except SpecError as e:
+            raise SpecError(f"{e}; choose another --out") from None
         if before != matrix.data:
             raise SpecError(f"{sweep_dir} holds the sweep of another matrix ({copy} differs); "
                             f"choose another --out")

@@ -35,6 +35,7 @@ from faultline.checkers.model.table import (
     table_to_json,
 )
 from faultline.faults import FAMILIES
+from faultline.rundir import write_atomic
 
 
 def _log_cell(log: list[list[int]]) -> str:
@@ -146,7 +147,7 @@ def _explore(acks: str | None, min_insync: int, unclean: bool, elr: bool, faults
             "anomalies": list(MODEL_ANOMALIES),
             "cells": table_to_json(rows)["cells"]}
     if write:
-        TABLE_PATH.write_text(json.dumps(data, indent=1) + "\n")
+        write_atomic(TABLE_PATH, (json.dumps(data, indent=1) + "\n").encode())
         click.echo(f"wrote {TABLE_PATH}", err=True)
     if as_json:
         click.echo(json.dumps(data, indent=2))

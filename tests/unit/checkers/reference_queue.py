@@ -1,7 +1,8 @@
 """REFERENCE, for tests only: the queue checker's engine as it was before its value ->
 slot map became an array (faultline/checkers/queue.py at ea31ca4), kept unchanged but for
 :meth:`Engine.slot`, :meth:`Engine.read_off` and :meth:`Engine.first_read` (what the
-examples now ask) and a consumer's first record judged as a poll-skip, so that the
+examples now ask), a consumer's first record judged as a poll-skip and the first lost
+write's ack time noted (``Collected.first_loss_ns``), so that the
 equivalence tests (test_queue_equivalence.py) can hold the current engine's results
 equal to it. Delete it once the new engine is proven. Its offset maps are its own
 (int64 cells, as the engine's were before they became int32), so that the
@@ -389,6 +390,9 @@ class Engine:
                             c.set_aside("lost-write", tp)
                         else:
                             c.add("lost-write", tp, partial(examples.lost, self, c, s))
+                            done = self.c_done[s]
+                            if c.first_loss_ns is None or done < c.first_loss_ns:
+                                c.first_loss_ns = done
                     elif (ack != NONE and ack != drained and ack not in self.dups.get(s, ())
                           and part.drains.get(ack) == NONE):
                         if ack < (part.lso or 0):  # the drain read nothing there

@@ -772,9 +772,38 @@ def test_more_topic_partitions_than_int16_ids_is_refused_in_one_line(monkeypatch
     h = H()
     for part in range(3):
         h.send(0, part, offset=0, part=part)
-    assert run(h).valid is not None  # ids 0, 1 and 2
-    h.poll(5, [(0, 9)], part=3)  # a fourth, read only
+    assert run(h, make_spec(partitions=3)).valid is not None  # ids 0, 1 and 2
     with pytest.raises(HistoryError, match="more than 3 topic-partitions"):
+        run(h, make_spec(partitions=4))
+
+
+@pytest.mark.parametrize("op", ["send", "poll", "drain"])
+def test_an_op_on_a_partition_the_topic_does_not_have_is_refused_naming_its_line(op: str) -> None:
+    """The workload sends to and reads only the test topic's partitions: an op naming
+    another (partition 7 of a 3-partition topic) is a history inconsistent with its
+    test.json, not an unexpected-value or an incomplete drain to judge."""
+    h = H()
+    for part in range(3):
+        h.send(0, 10 + part, offset=0, part=part)
+    {"send": lambda: h.send(0, 20, offset=0, part=7),
+     "poll": lambda: h.poll(5, [(0, 10)], part=7),
+     "drain": lambda: h.drain([(0, 10)], part=7)}[op]()
+    for part in range(3):
+        h.drain([(0, 10 + part)], part=part)
+    line = 7 if op == "send" else 8  # the send's invoke; the poll's or drain's ok
+    with pytest.raises(HistoryError, match=rf"^history:{line}: {op} names fl-queue/7, not a "
+                                           "partition of the test's topic fl-queue, which has "
+                                           r"partitions 0 to 2 \(test.json\)$"):
+        run(h, make_spec(partitions=3))
+
+
+def test_an_op_on_another_topic_is_refused_naming_its_line() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.op(5, "invoke", "poll")
+    h.op(5, "ok", "poll", {"records": [["other", 0, 0, 10]]})
+    h.drain([(0, 10)])
+    with pytest.raises(HistoryError, match=r"^history:4: poll names other/0, not a partition"):
         run(h)
 
 

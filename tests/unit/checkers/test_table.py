@@ -69,17 +69,17 @@ def same(table: HistoryTable, rows: list[dict[str, Any]]) -> None:
 
 
 def test_the_checkers_pass_gives_every_send_and_error() -> None:
-    tp = {"topic": "t", "partition": 0}
+    tp = {"topic": "fl-queue", "partition": 0}
     rows = [
         {"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "send", "value": {**tp, "value": 1}},
         {"index": 1, "time": 5, "process": 0, "type": "invoke", "f": "send",
-         "value": {"topic": "t", "partition": 1, "value": 2}},
+         "value": {"topic": "fl-queue", "partition": 1, "value": 2}},
         {"index": 2, "time": 10, "process": 0, "type": "ok", "f": "send",
          "value": {**tp, "value": 1, "offset": 7}},
         {"index": 3, "time": 20, "process": 0, "type": "info", "f": "send",
-         "value": {"topic": "t", "partition": 1, "value": 2}, "error": "_MSG_TIMED_OUT"},
+         "value": {"topic": "fl-queue", "partition": 1, "value": 2}, "error": "_MSG_TIMED_OUT"},
         {"index": 4, "time": 30, "process": 1, "type": "invoke", "f": "send",
-         "value": {"topic": "t", "partition": 2, "value": 3}},
+         "value": {"topic": "fl-queue", "partition": 2, "value": 3}},
         {"index": 5, "time": 35, "process": 4, "type": "invoke", "f": "poll", "value": None},
         {"index": 6, "time": 36, "process": 4, "type": "fail", "f": "poll", "value": None},
         {"index": 7, "time": 40, "process": 9, "type": "invoke", "f": "drain", "value": tp},
@@ -87,9 +87,9 @@ def test_the_checkers_pass_gives_every_send_and_error() -> None:
          "value": {**tp, "records": [[7, 1]], "high_watermark": 8, "log_start_offset": 0, "last": True}},
     ]
     table = table_of(rows)
-    assert table.sends.get(1) == Send(0, 1, "t", 0, 0, 10, "ok", 7, None)
-    assert table.sends.get(2) == Send(0, 2, "t", 1, 5, 20, "info", None, "_MSG_TIMED_OUT")
-    assert table.sends.get(3) == Send(1, 3, "t", 2, 30) and table.sends.get(4) is None
+    assert table.sends.get(1) == Send(0, 1, "fl-queue", 0, 0, 10, "ok", 7, None)
+    assert table.sends.get(2) == Send(0, 2, "fl-queue", 1, 5, 20, "info", None, "_MSG_TIMED_OUT")
+    assert table.sends.get(3) == Send(1, 3, "fl-queue", 2, 30) and table.sends.get(4) is None
     assert table.errors == [(20, "send", "_MSG_TIMED_OUT"), (36, "poll", "fail (no error)")]
     assert (table.first_send, table.last_send, table.end_time, table.ops) == (0, 30, 50, 9)
     same(table, rows)

@@ -118,6 +118,21 @@ def test_the_name_is_the_files_stem_unless_given(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
+    ("axes:\n  acks: [all]\n  acks: ['1']\n", "not valid YAML (line 3): duplicate key 'acks'"),
+    ("defaults:\n  topic: {partitions: 3, partitions: 5}\naxes:\n  acks: [all]\n",
+     "not valid YAML (line 2): duplicate key 'partitions'"),
+])
+def test_a_key_given_twice_is_refused_in_one_line(tmp_path: Path, text: str, message: str) -> None:
+    """Found by review: PyYAML keeps the last of two values, so the sweep (or the nightly,
+    whose config is a matrix) would run another matrix than the one its user reads."""
+    f = tmp_path / "m.yaml"
+    f.write_text(text)
+    with pytest.raises(SpecError) as e:
+        load_matrix(f)
+    assert str(e.value) == f"{f}: {message}"
+
+
+@pytest.mark.parametrize(("text", "message"), [
     ("axes:\n  acks: [all\n", "not valid YAML (line 3)"),
     ("axes:\n  acks: [all]\n  seeds: [1, x]\n",
      "cell acks=all,seed=x: defaults.seed: expected an integer, got 'x'"),

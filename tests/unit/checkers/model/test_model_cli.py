@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -83,3 +86,32 @@ def test_an_empty_or_unknown_fault_list_is_refused(faults: str, says: str) -> No
                                      "--walks", "0"])
     assert res.exit_code == 2, res.output
     assert says in res.output and "kill+leader-fault" not in res.output
+
+
+_WRITE_WITH_A_FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from click.testing import CliRunner
+from faultline.checkers.model import cli
+from faultline.cli import main
+cli.TABLE_PATH = Path(sys.argv[1])
+cli.explore_cell = lambda cell, bound: {}  # the write is what is tested, not the walk
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit is EFBIG, as a full disk's ENOSPC
+resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))
+res = CliRunner().invoke(main, ["model", "--explore", "--write"])
+print(res.exit_code, res.output.strip().splitlines()[-1])
+"""
+
+
+def test_explore_write_that_fails_midway_leaves_the_stored_table_as_it_was(tmp_path: Path) -> None:
+    """Found by review: ``--write`` wrote the table in place, so a crash or a full disk
+    midway left a cut, unreadable table.json in place of the stored one (which
+    ``expected_outcome`` reads); it is written through a temporary file renamed over it,
+    as the project's other files are."""
+    table = tmp_path / "table.json"
+    table.write_text('{"cells": {}}\n')
+    done = subprocess.run([sys.executable, "-c", _WRITE_WITH_A_FULL_DISK, str(table)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert table.read_text() == '{"cells": {}}\n', done.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.json"]  # no temporary file left
+    assert done.stdout.startswith("2 ") and "cannot write" in done.stdout, (done.stdout, done.stderr[-2000:])
