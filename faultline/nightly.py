@@ -7,8 +7,10 @@
                                               under RESULTS/nightly/ up to this one (the trend),
                                               this night newest: tables/, comparison.html, junit.xml
 
-``CONFIG.yaml`` is a sweep matrix (``faultline sweep``'s). Rerunning the same night resumes
-its sweep (the finished cells are kept) and analyzes again. Exit status: 0 when every cell
+``CONFIG.yaml`` is a sweep matrix (``faultline sweep``'s). The sweep's manifest names the
+night (``--date``, default today), which the analysis labels it with whenever it ran (after
+midnight, or days later). Rerunning the same night resumes its sweep (the finished cells
+are kept) and analyzes again. Exit status: 0 when every cell
 of the night is clean or lost only what its guarantees permit, 1 for a violation, 2 for a
 cell unknown or errored (as ``faultline analyze`` says of the night's cells, also when a
 later night exists: ``--date`` resumes an earlier one; junit.xml is the night's too; a
@@ -25,7 +27,7 @@ import click
 from rich.console import Console
 
 from faultline.analysis.cli import analyze_sweeps
-from faultline.analysis.sweepdir import SWEEP_FILE
+from faultline.analysis.sweepdir import SWEEP_FILE, is_date
 from faultline.sweep.cli import run_matrix
 from faultline.sweep.matrix import load_matrix
 
@@ -63,17 +65,12 @@ def nightly(config: Path, results: Path, night: str | None, master: str | None,
     unknown or errored."""
     if night is None:
         night = datetime.now(UTC).strftime("%Y-%m-%d")
-    else:
-        try:  # zero-padded: the nights sort by name (night_sweeps)
-            ok = datetime.strptime(night, "%Y-%m-%d").strftime("%Y-%m-%d") == night
-        except ValueError:
-            ok = False
-        if not ok:
-            raise click.BadParameter(f"{night!r} is not a date YYYY-MM-DD", param_hint="--date")
+    elif not is_date(night):  # zero-padded: the nights sort by name (night_sweeps)
+        raise click.BadParameter(f"{night!r} is not a date YYYY-MM-DD", param_hint="--date")
     matrix = load_matrix(config)
     console = Console(stderr=True)
     night_dir = results / "nightly" / night
-    manifest = run_matrix(matrix, night_dir / SWEEP_DIR, console)
+    manifest = run_matrix(matrix, night_dir / SWEEP_DIR, console, night)
     out = analyze_sweeps(night_sweeps(results / "nightly", night), night_dir / ANALYSIS_DIR,
                          master, remote, console, judge=night_dir / SWEEP_DIR)
     click.echo(f"night:      {night_dir}")

@@ -8,7 +8,7 @@ the lost writes (sum, median, max), the probability of loss with its 95 % Wilson
 (:func:`wilson`), the runs with a violation and which, acknowledged throughput, p50 / p99
 latency over every ok send of the cell's runs, unavailability, and how long after the
 first fault the first lost write was acknowledged. The trend is the same rows ordered by
-night (``night`` is the date of the sweep's ``created``).
+night (``night`` is the sweep's night: :attr:`faultline.analysis.sweepdir.Sweep.night`).
 
 :func:`expected_loss` is the guarantee table's answer for a cell: may this config lose an
 acknowledged write under these faults, in the worst case they allow (a fault on the
@@ -82,8 +82,14 @@ def expected_loss(spec: TestSpec) -> tuple[bool, str]:
 
 
 def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataFrame:
-    """One row per (sweep, cell): the aggregates the module doc lists, the cell's config
-    columns, and its runs (id, verdict, report) for the page.
+    """One row per (sweep, cell, config): the aggregates the module doc lists, the cell's
+    config columns, and its runs (id, verdict, report) for the page.
+
+    The runs of one cell key in one sweep ran one config, unless the sweep was resumed
+    after what its matrix expands to changed (a default of faultline's): runs of another
+    config are another row, never merged. A run with no config of its own (no
+    ``test.json``, whose ``name`` column only test.json fills: failed before it, or not
+    run) counts under its key's config when the key has one in the sweep, else under none.
 
     ``runs`` is the ``runs`` table; ``latencies`` has (sweep, run, latency_ns) for every ok
     send; ``config`` names the runs' config columns (those but :data:`PER_RUN` are kept).
@@ -95,13 +101,18 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
     violations: one whose broker state could not be read is unknown, whatever its history
     showed.
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     config = [c for c in config if c not in PER_RUN]
+    own = F.when(F.col("name").isNotNull(), F.to_json(F.struct(*config)))
+    confs = F.collect_set(own).over(Window.partitionBy("sweep", "cell"))
+    # "" (no JSON object): a run whose config is not known, and not that of its key's other runs
+    runs = runs.withColumn(_CONFIG, F.coalesce(own, F.when(F.size(confs) == 1, confs[0]), F.lit("")))
     done = F.col("status") == "done"
     false = done & (F.col("valid") == "false")
     lost = F.col("n_lost_write")
-    grouped = runs.groupBy("sweep", "night", "created", "cell").agg(
+    grouped = runs.groupBy("sweep", "night", "created", "cell", _CONFIG).agg(
         F.count("*").alias("runs_total"),
         F.sum(F.when(done, 1).otherwise(0)).alias("runs"),
         F.sum(F.when(~done, 1).otherwise(0)).alias("runs_failed"),
@@ -127,15 +138,19 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
         F.sort_array(F.collect_list(F.struct("run", "seed", "status", "valid", "n_lost_write",
                                              "violations", "report", "error"))).alias("run_list"),
     )
-    lat = latencies.join(runs.select("sweep", "run", "cell"), ["sweep", "run"]).groupBy(
-        "sweep", "cell").agg((F.percentile("latency_ns", 0.5) / 1e6).alias("p50_ms"),
-                             (F.percentile("latency_ns", 0.99) / 1e6).alias("p99_ms"))
+    lat = latencies.join(runs.select("sweep", "run", "cell", _CONFIG), ["sweep", "run"]).groupBy(
+        "sweep", "cell", _CONFIG).agg((F.percentile("latency_ns", 0.5) / 1e6).alias("p50_ms"),
+                                      (F.percentile("latency_ns", 0.99) / 1e6).alias("p99_ms"))
     n = F.col("runs") - F.col("runs_undecided")
     lo, hi = wilson(F.col("runs_lost"), n, F.sqrt)
-    return (grouped.join(lat, ["sweep", "cell"], "left")
+    return (grouped.join(lat, ["sweep", "cell", _CONFIG], "left").drop(_CONFIG)
             .withColumn("p_loss", F.when(n > 0, F.col("runs_lost") / n))
             .withColumn("p_loss_low", F.when(n > 0, F.greatest(F.lit(0.0), lo)))
             .withColumn("p_loss_high", F.when(n > 0, F.least(F.lit(1.0), hi))))
+
+
+#: The column :func:`cells` groups a cell's runs by config with (JSON of its config columns).
+_CONFIG = "_config"
 
 
 def latencies(ops: DataFrame) -> DataFrame:

@@ -43,7 +43,6 @@ from faultline.spec import TestSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
     from faultline.analysis.spark import Progress
 
@@ -106,34 +105,28 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         lines = ops.count()
     with step("runs, faults, anomalies"):
         runs, faults, anomalies = [], [], []
-        config: set[str] = set()
         results: dict[tuple[str, str], dict[str, Any]] = {}
         for c in every:
             row, result = _run(c, checked.get((c.sweep, c.id)), spans.get((c.sweep, c.id)))
             runs.append(row)
             if result is not None:
                 results[(c.sweep, c.id)] = result
-            config.update(k for k in row if k in _CONFIG)
             faults += tables.fault_rows(c, result)
             anomalies += tables.anomaly_rows(c, result)
-        runs_schema = _write(spark, runs, where["runs"], ("sweep",))
-        assert runs_schema is not None, "a runs row per cell, and there are cells"
-        _write(spark, faults, where["faults"], ("sweep", "run"))
-        _write(spark, anomalies, where["anomalies"], ("sweep", "run"))
+        _write(spark, runs, where["runs"], ("sweep",), tables.RUNS_SCHEMA)
+        _write(spark, faults, where["faults"], ("sweep", "run"), tables.FAULTS_SCHEMA)
+        _write(spark, anomalies, where["anomalies"], ("sweep", "run"), tables.ANOMALIES_SCHEMA)
     with step("per-cell aggregates"):
-        # read back as written: another night's partitions may lack a column or hold it
-        # as another type (a column with no value in a night is written as strings)
-        runs_df = spark.read.schema(runs_schema).parquet(where["runs"]).where(F.col("sweep").isin(ids))
-        cells_df = aggregate.cells(runs_df, lat, sorted(config))
+        # read back with the schema written: another night's partitions, written by an
+        # older faultline, may lack a column or hold it as another type
+        runs_df = (spark.read.schema(from_arrow_schema(tables.RUNS_SCHEMA)).parquet(where["runs"])
+                   .where(F.col("sweep").isin(ids)))
+        cells_df = aggregate.cells(runs_df, lat, tables.CONFIG_COLUMNS)
         cells_df.write.partitionBy("sweep").mode("overwrite").parquet(where["cells"])
         cell_rows = [r.asDict(recursive=True) for r in spark.read.schema(cells_df.schema).parquet(
             where["cells"]).where(F.col("sweep").isin(ids)).orderBy("created", "cell").collect()]
     lat.unpersist()
     return Analysis(sweeps, where, runs, cell_rows, results, lines)
-
-
-#: The config columns of a runs row: every field of test.json (tables.config_columns).
-_CONFIG = frozenset(tables.config_columns(TestSpec()))
 
 
 def _run(cell: Cell, checked: Any, span: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -206,19 +199,10 @@ def forget_sweeps(path: str, ids: Collection[str]) -> None:
 
 
 def _write(spark: SparkSession, rows: list[dict[str, Any]], path: str,
-           partition_by: Sequence[str]) -> StructType | None:
-    """Write ``rows`` (dicts) as Parquet partitioned by ``partition_by``, and return their
-    schema; a column with no value in any row is a string column. Nothing is written (None)
-    for no rows."""
+           partition_by: Sequence[str], schema: pa.Schema) -> None:
+    """Write ``rows`` (dicts) as Parquet of ``schema`` (a key it lacks is null; a key it does
+    not name is left out), partitioned by ``partition_by``. Nothing is written for no rows."""
     if not rows:
-        return None
-    keys: dict[str, None] = {}
-    for r in rows:
-        keys.update(dict.fromkeys(r))
-    table = pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows])
-    schema = pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else
-                        pa.field(f.name, pa.list_(pa.string())) if pa.types.is_list(f.type)
-                        and pa.types.is_null(f.type.value_type) else f for f in table.schema])
-    df: DataFrame = spark.createDataFrame(table.cast(schema))
+        return
+    df: DataFrame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema))
     df.write.partitionBy(*partition_by).mode("overwrite").parquet(path)
-    return df.schema

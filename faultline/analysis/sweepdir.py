@@ -1,7 +1,8 @@
 """Reading a sweep directory (``sweep.json`` and its cells), as ``faultline sweep`` writes it.
 
 The contract: ``SWEEP_DIR/sweep.json`` holds ``version`` 1, the sweep's ``name``, when
-it was ``created`` (UTC, ISO 8601) and its ``cells``, each with a filesystem-safe ``id``,
+it was ``created`` (UTC, ISO 8601), the ``night`` (``YYYY-MM-DD``) a nightly sweep was
+run for (null or absent for another sweep) and its ``cells``, each with a filesystem-safe ``id``,
 the swept ``axes`` (dotted paths into ``test.json`` -> values), a ``status`` (``pending``,
 ``running``, ``done``, ``failed``), its ``run_dir`` relative to the sweep directory, and
 for a failed cell the one-line ``error``. A cell's full config is its run directory's
@@ -53,8 +54,8 @@ class Cell:
 
 @dataclass(frozen=True, slots=True)
 class Sweep:
-    """A sweep directory read: its id, name, creation time, night (the date of ``created``),
-    the axes it swept and its cells.
+    """A sweep directory read: its id, name, creation time, night (the manifest's ``night``,
+    else the date of ``created``), the axes it swept and its cells.
 
     ``id`` is ``<name>-<created, digits and letters only>`` (``smoke-20261123T160000Z``):
     unique per sweep, and the ``sweep`` partition of every table.
@@ -102,13 +103,26 @@ def read_sweep(path: Path) -> Sweep:
         raise HistoryError(str(manifest), None,
                            "needs a string \"name\", a string \"created\" and a list \"cells\"")
     try:
-        night = datetime.fromisoformat(created.replace("Z", "+00:00")).date().isoformat()
+        day = datetime.fromisoformat(created.replace("Z", "+00:00")).date().isoformat()
     except ValueError:
         raise HistoryError(str(manifest), None, f"\"created\" is not an ISO 8601 time: {created!r}") from None
+    night = data.get("night")
+    if night is None:
+        night = day
+    elif not isinstance(night, str) or not is_date(night):
+        raise HistoryError(str(manifest), None, f"\"night\" is not a date YYYY-MM-DD: {night!r}")
     sid = f"{name}-{''.join(ch for ch in created if ch.isalnum())}"
     out = tuple(_cell(manifest, i, c, sid, created, night) for i, c in enumerate(cells))
     axes = sorted({k for c in out for k in c.axes})
     return Sweep(sid, path, name, created, night, tuple(axes), out)
+
+
+def is_date(text: str) -> bool:
+    """Whether ``text`` is a date written ``YYYY-MM-DD`` (zero-padded: nights sort by name)."""
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").strftime("%Y-%m-%d") == text
+    except ValueError:
+        return False
 
 
 def _cell(manifest: Path, i: int, c: Any, sweep: str, created: str, night: str) -> Cell:
@@ -128,9 +142,10 @@ def _cell(manifest: Path, i: int, c: Any, sweep: str, created: str, night: str) 
 
 
 def read_sweeps(paths: Sequence[Path]) -> list[Sweep]:
-    """Every sweep directory given, oldest ``created`` first; HistoryError when two have one id
-    (the same sweep given twice)."""
-    sweeps = sorted((read_sweep(p) for p in paths), key=lambda s: (s.created, s.name))
+    """Every sweep directory given, oldest night first (then oldest ``created``: an earlier
+    night run later is still the earlier); HistoryError when two have one id (the same
+    sweep given twice)."""
+    sweeps = sorted((read_sweep(p) for p in paths), key=lambda s: (s.night, s.created, s.name))
     seen: dict[str, Path] = {}
     for s in sweeps:  # another copy of the sweep, or the same directory given twice
         if s.id in seen:

@@ -11,6 +11,9 @@ Pure: dicts in, dicts out; no Spark.
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +54,32 @@ def config_columns(spec: TestSpec) -> dict[str, Any]:
 
     walk("", spec.to_json())
     return out
+
+
+def _arrow_type(hint: Any) -> pa.DataType:
+    """The column type of a ``test.json`` field of type ``hint``, as :func:`config_columns`
+    writes its value: a list or a mapping is a string."""
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):  # X | None
+        (inner,) = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _arrow_type(inner)
+    return {bool: pa.bool_(), int: pa.int64(), float: pa.float64()}.get(hint, pa.string())
+
+
+def _config_fields(cls: type, prefix: str = "") -> list[pa.Field]:
+    hints = typing.get_type_hints(cls)
+    out: list[pa.Field] = []
+    for f in dataclasses.fields(cls):
+        hint, path = hints[f.name], f"{prefix}{f.name}"
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            out += _config_fields(hint, f"{path}.")
+        else:
+            out.append(pa.field(column(path), _arrow_type(hint)))
+    return out
+
+
+#: The config columns of a ``runs`` row, typed by the fields of ``test.json`` they hold.
+CONFIG_FIELDS: list[pa.Field] = _config_fields(TestSpec)
+CONFIG_COLUMNS: list[str] = [f.name for f in CONFIG_FIELDS]
 
 
 def axes_columns(axes: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,6 +139,32 @@ def run_row(cell: Cell, spec: TestSpec | None, valid: str, result: Mapping[str, 
         if first_loss is not None and first_fault is not None else None,
     }
     return row
+
+
+def _fields(spec: str) -> list[pa.Field]:
+    """Fields from ``name:type`` words (``s`` string, ``l`` int64, ``i`` int32, ``d`` double,
+    ``b`` bool, ``S`` list of strings)."""
+    kinds = {"s": pa.string(), "l": pa.int64(), "i": pa.int32(), "d": pa.float64(), "b": pa.bool_(),
+             "S": pa.list_(pa.string())}
+    return [pa.field(name, kinds[kind]) for name, kind in (w.split(":") for w in spec.split())]
+
+
+#: The ``runs`` table's columns, as :func:`run_row` and the pipeline fill them. Explicit, so
+#: that a column with no value in a night (every cell failed: no throughput) has the type
+#: it has in the others, and the nights of one ``OUT`` read as one table.
+RUNS_SCHEMA = pa.schema([
+    *KEYS, *_fields("cell:s night:s created:s status:s run_dir:s report:s"), *CONFIG_FIELDS,
+    *_fields("valid:s error:s violations:S permitted:S unknown:S"),
+    *[pa.field(f"n_{column(a)}", pa.int64()) for a in ANOMALIES],
+    *_fields("sends_ok:l sends_fail:l sends_info:l acked_per_s:d p50_ms:d p99_ms:d unavailability:d "
+             "longest_outage_s:d first_fault_ns:l first_loss_ns:l fault_to_first_loss_s:d "
+             "expected_loss:s expected_reason:s results_json:s"),
+])
+#: The ``faults`` table's columns (:func:`fault_rows`).
+FAULTS_SCHEMA = pa.schema([*KEYS, *_fields("fault:l f:s kind:s start_ns:l end_ns:l nodes:S detail:s")])
+#: The ``anomalies`` table's columns (:func:`anomaly_rows`).
+ANOMALIES_SCHEMA = pa.schema([*KEYS, *_fields("type:s example:l topic:s partition:i value:l offset:l "
+                                              "time_ns:l violation:b json:s")])
 
 
 def fault_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str, Any]]:

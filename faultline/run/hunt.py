@@ -28,12 +28,13 @@ All recipes run on 3 nodes: a follower is held by cutting replication only (the
 
 Each recipe runs on a fresh cluster (a normal run directory: history, results.json,
 report.html) up to ``tries`` times, until the checker's results show every anomaly it
-hunts; then the same recipe runs on the safe config (:func:`safe`: acks=all,
-min.insync=2, unclean off, idempotence on), where the model forbids them, and must stay
-valid (a recipe whose replay shows an anomaly there too is left to the safe config's own
-hunt). An anomaly seen where the model forbids it, or a run the checker finds invalid,
-is a violation: a finding about Kafka or about the model. The table is printed and
-written as ``hunt.html`` beside the runs (``<results>/hunt-<UTC time>/``).
+hunts on the partition its schedule faults (:data:`TARGET_PARTITION`); then the same
+recipe runs on the safe config (:func:`safe`: acks=all, min.insync=2, unclean off,
+idempotence on), where the model forbids them, and must stay valid (a recipe whose
+replay shows an anomaly there too is left to the safe config's own hunt). An anomaly
+seen where the model forbids it, or a run the checker finds invalid, is a violation: a
+finding about Kafka or about the model. The table is printed and written as
+``hunt.html`` beside the runs (``<results>/hunt-<UTC time>/``).
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ from faultline.spec import (
 #: destroyed on at most :data:`HUNT_DATA_LOSS` replica.
 HUNT_FAULTS = frozenset({"kill", "pause", "wipe", LEADER_FAULT})
 HUNT_DATA_LOSS = 1
+#: The partition a compiled schedule faults (``leader of 0``, ``followers of 0``:
+#: :func:`faultline.run.compile.compile_schedule`), the model's one partition: only an
+#: anomaly there demonstrates a recipe.
+TARGET_PARTITION = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +200,15 @@ def safe(version: str) -> HuntConfig:
 
 @dataclass(slots=True)
 class Try:
-    """One run of a recipe: where, the anomalies it showed, the verdict, why nothing showed."""
+    """One run of a recipe: where, the anomalies it showed (``seen``: on any partition;
+    ``on_target``: on :data:`TARGET_PARTITION`, the one its schedule faults), the verdict,
+    why nothing showed."""
 
     run_dir: Path | None
     seen: dict[str, int]
     valid: bool | str | None
     note: str = ""
+    on_target: dict[str, int] = field(default_factory=dict)
 
     @property
     def decided(self) -> bool:
@@ -221,8 +229,11 @@ class Row:
     tries: list[Try] = field(default_factory=list)
 
     def first_try(self, anomaly: str) -> int | None:
-        """1-based number of the first decided try that showed ``anomaly``."""
-        return next((i for i, t in enumerate(self.tries, 1) if t.decided and t.seen.get(anomaly)), None)
+        """1-based number of the first decided try that showed ``anomaly`` on the recipe's
+        partition (:data:`TARGET_PARTITION`): one on another partition, which the same
+        broker faults may cause some other way, demonstrates nothing of the recipe."""
+        return next((i for i, t in enumerate(self.tries, 1) if t.decided and t.on_target.get(anomaly)),
+                    None)
 
     @property
     def demonstrated(self) -> bool:
@@ -250,7 +261,7 @@ class Row:
             clean = sum(1 for t in self.tries if t.valid is True and not any(t.seen.values()))
             return (f"stays valid in {clean} of {len(self.tries)} run(s)"
                     + (f" (the checker could not decide {undecided})" if undecided else ""))
-        shown = sum(1 for t in self.tries if t.decided and all(t.seen.get(a) for a in self.hunted))
+        shown = sum(1 for t in self.tries if t.decided and all(t.on_target.get(a) for a in self.hunted))
         if self.demonstrated:
             firsts = ", ".join(f"{a} on try {self.first_try(a)}" for a in self.hunted)
             return f"demonstrated ({firsts}; shown in {shown} of {len(self.tries)})"
@@ -286,13 +297,18 @@ def spec_for(recipe: Recipe, config: HuntConfig, seed: int, hunting: bool = True
         nemesis=NemesisSpec(schedule=recipe.schedule))
 
 
-def read_try(run_dir: Path | None, error: str | None) -> Try:
-    """What a finished run showed: its results.json counts and verdict, and why a
-    schedule stopped early (the first nemesis op with an error), if it did."""
+def read_try(run_dir: Path | None, error: str | None, topic: str) -> Try:
+    """What a finished run showed: its results.json counts (the run's, and those of
+    ``topic``'s :data:`TARGET_PARTITION`, none when results.json has no ``partitions``)
+    and verdict, and why a schedule stopped early (the first nemesis op with an error),
+    if it did."""
     if run_dir is None or not (run_dir / RESULTS_FILE).exists():
         return Try(run_dir, {}, None, error or "the run left no results")
     results: dict[str, Any] = orjson.loads((run_dir / RESULTS_FILE).read_bytes())
     seen = {a: int(n) for a, n in results.get("anomaly_counts", {}).items() if a in MODEL_ANOMALIES}
+    target = next((p.get("anomaly_counts") or {} for p in results.get("partitions") or ()
+                   if p.get("topic") == topic and p.get("partition") == TARGET_PARTITION), {})
+    on_target = {a: int(n) for a, n in target.items() if a in MODEL_ANOMALIES}
     note = error or ""
     try:
         failed = [op for op in read_history(run_dir) if op.process == NEMESIS and op.error]
@@ -301,7 +317,7 @@ def read_try(run_dir: Path | None, error: str | None) -> Try:
     if failed and not note:
         step = (failed[0].value or {}).get("step", failed[0].f)
         note = f"the schedule stopped at {step!r}: {failed[0].error}"
-    return Try(run_dir, seen, results.get("valid"), note)
+    return Try(run_dir, seen, results.get("valid"), note, on_target)
 
 
 def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
@@ -330,8 +346,9 @@ def hunt(config: HuntConfig, tries: int, every_try: bool, safe_tries: int,
     for row in rows:
         limit = tries if row.hunted else safe_tries
         for i in range(1, limit + 1):
-            run_dir, error = run(spec_for(row.recipe, row.config, seed=i, hunting=bool(row.hunted)))
-            t = read_try(run_dir, error)
+            spec = spec_for(row.recipe, row.config, seed=i, hunting=bool(row.hunted))
+            run_dir, error = run(spec)
+            t = read_try(run_dir, error, spec.topic.name)
             row.tries.append(t)
             shown = ", ".join(f"{a} {n}" for a, n in t.seen.items() if n) or "no anomaly"
             echo(f"{row.recipe.name} [{row.config.label}] try {i}/{limit}: {shown}, valid={t.valid}"

@@ -41,12 +41,12 @@ def sweep(matrix_file: Path, out: Path | None) -> None:
     sys.exit(manifest.exit_code)
 
 
-def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console) -> Manifest:
-    """The whole of a sweep, for ``faultline sweep`` and ``faultline nightly``: prepare (or
-    resume) ``sweep_dir``, resolve every Kafka version the cells left need, refuse when the
-    disk would not hold them (SetupError), and run them. Ctrl-C exits 2 after saying which
-    cells are kept. Returns the manifest as saved."""
-    manifest = prepare(matrix, sweep_dir)
+def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console, night: str | None = None) -> Manifest:
+    """The whole of a sweep, for ``faultline sweep`` and ``faultline nightly`` (which names
+    its ``night``): prepare (or resume) ``sweep_dir``, resolve every Kafka version the
+    cells left need, refuse when the disk would not hold them (SetupError), and run them.
+    Ctrl-C exits 2 after saying which cells are kept. Returns the manifest as saved."""
+    manifest = prepare(matrix, sweep_dir, night)
     done = {s.id for s in manifest.cells if s.status == "done"}
     todo = [c for c in matrix.cells if c.id not in done]
     for version in sorted({(c.spec.kafka.version, c.spec.kafka.home) for c in todo},

@@ -8,22 +8,26 @@ rewritten atomically after every change of a cell's state, so a crash leaves the
 previous state: at worst a cell ``running`` that no process runs.
 
 A rerun (:func:`plan`) keeps every ``done`` cell whose ``results.json`` is still there
-and makes every other cell ``pending`` again: a failed cell, a cell a crash left
-``running``, a done cell whose results were deleted.
+and whose ``test.json`` is the config the cell expands to now, and makes every other
+cell ``pending`` again: a failed cell, a cell a crash left ``running``, a done cell
+whose results were deleted, a done cell run under another config (the matrix is the
+same, but a default or rule of faultline's changed since): one sweep's runs of one cell
+are runs of one config.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
-from faultline.errors import HistoryError
-from faultline.rundir import RESULTS_FILE, write_atomic
+from faultline.errors import HistoryError, SpecError
+from faultline.rundir import RESULTS_FILE, TEST_FILE, write_atomic
+from faultline.spec import TestSpec
 from faultline.sweep.matrix import Matrix
 
 MANIFEST_FILE = "sweep.json"
@@ -65,14 +69,16 @@ class CellState:
 
 @dataclass(slots=True)
 class Manifest:
-    """The whole of ``sweep.json``."""
+    """The whole of ``sweep.json``; ``night`` is the night (``YYYY-MM-DD``) a nightly sweep
+    was run for, None for another sweep."""
 
     name: str
     created: str
     cells: list[CellState] = field(default_factory=list)
+    night: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": VERSION, "name": self.name, "created": self.created,
+        return {"version": VERSION, "name": self.name, "created": self.created, "night": self.night,
                 "cells": [c.to_json() for c in self.cells]}
 
     def save(self, sweep_dir: Path) -> None:
@@ -109,7 +115,10 @@ def load(sweep_dir: Path) -> Manifest | None:
                                                 f"this faultline reads {VERSION}")
         cells = [CellState(str(c["id"]), dict(c["axes"]), c["status"], c["valid"], c["error"],
                            c["started"], c["ended"]) for c in data["cells"]]
-        manifest = Manifest(str(data["name"]), str(data["created"]), cells)
+        night = data.get("night")  # absent in a sweep.json written before it was
+        if night is not None and not isinstance(night, str):
+            raise TypeError("night")
+        manifest = Manifest(str(data["name"]), str(data["created"]), cells, night)
     except (KeyError, TypeError, ValueError) as e:  # ValueError: "axes" not a mapping (dict("ab"))
         raise HistoryError(str(path), None, f"not a sweep manifest (at {e})") from None
     bad = [c.id for c in cells if c.status not in STATUSES]
@@ -118,16 +127,31 @@ def load(sweep_dir: Path) -> Manifest | None:
     return manifest
 
 
-def plan(matrix: Matrix, previous: Manifest | None, sweep_dir: Path) -> Manifest:
+def plan(matrix: Matrix, previous: Manifest | None, sweep_dir: Path, night: str | None = None) -> Manifest:
     """The manifest a (re)run of ``matrix`` starts from: the matrix's cells in order, each
-    ``done`` as ``previous`` had it when its results.json exists, else ``pending``."""
+    ``done`` as ``previous`` had it when its results.json exists and it ran as the cell's
+    spec now says (:func:`ran_as`), else ``pending``; the night ``night``, else
+    ``previous``'s."""
     before = {c.id: c for c in previous.cells} if previous is not None else {}
     cells = []
     for cell in matrix.cells:
         old = before.get(cell.id)
-        if old is not None and old.status == "done" and (sweep_dir / old.run_dir / RESULTS_FILE).exists():
+        if (old is not None and old.status == "done" and (sweep_dir / old.run_dir / RESULTS_FILE).exists()
+                and ran_as(cell.spec, sweep_dir / old.run_dir)):
             cells.append(old)
         else:
             cells.append(CellState(cell.id, dict(cell.axes)))
     created = previous.created if previous is not None else utc_now()
-    return Manifest(matrix.name, created, cells)
+    if night is None and previous is not None:
+        night = previous.night
+    return Manifest(matrix.name, created, cells, night)
+
+
+def ran_as(spec: TestSpec, run_dir: Path) -> bool:
+    """Whether ``run_dir``'s ``test.json`` is ``spec`` but for what the run sets
+    (``start_wall_ms``); False when it is missing or unreadable."""
+    try:
+        stored = TestSpec.load(run_dir / TEST_FILE)
+    except SpecError:
+        return False
+    return replace(spec, start_wall_ms=stored.start_wall_ms) == stored

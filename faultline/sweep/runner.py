@@ -108,9 +108,10 @@ def size(n: float) -> str:
     return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
 
 
-def prepare(matrix: Matrix, sweep_dir: Path) -> Manifest:
-    """The manifest to run from: a new sweep directory, or the one a rerun resumes. A
-    directory holding the sweep of another matrix is refused (SpecError)."""
+def prepare(matrix: Matrix, sweep_dir: Path, night: str | None = None) -> Manifest:
+    """The manifest to run from: a new sweep directory, or the one a rerun resumes; a
+    nightly's gives its ``night``. A directory holding the sweep of another matrix is
+    refused (SpecError)."""
     copy = sweep_dir / MATRIX_FILE
     if copy.exists():
         try:
@@ -120,7 +121,7 @@ def prepare(matrix: Matrix, sweep_dir: Path) -> Manifest:
         if before != matrix.data:
             raise SpecError(f"{sweep_dir} holds the sweep of another matrix ({copy} differs); "
                             f"choose another --out")
-    return plan(matrix, load(sweep_dir), sweep_dir)
+    return plan(matrix, load(sweep_dir), sweep_dir, night)
 
 
 def run_sweep(matrix: Matrix, sweep_dir: Path, manifest: Manifest, *, console: Console,

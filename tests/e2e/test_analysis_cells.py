@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from faultline.analysis import aggregate
+from faultline.analysis import aggregate, tables
 from faultline.analysis.comparison import grids, status
 from faultline.analysis.pipeline import _write, analyze, forget_sweeps
 from faultline.analysis.tables import config_columns
@@ -38,7 +38,7 @@ def test_a_seed_without_test_json_does_not_move_its_cell_out_of_its_config(
     rows = [run_row("seed=1", "failed", None, error="the cluster did not come up"),
             run_row("seed=2", "done", spec, valid="false", violations=["lost-write"],
                     n_lost_write=1, expected_loss="forbidden", expected_reason="acks=all")]
-    _write(spark, rows, str(tmp_path / "runs"), ("sweep",))
+    _write(spark, rows, str(tmp_path / "runs"), ("sweep",), tables.RUNS_SCHEMA)
     runs = spark.read.parquet(str(tmp_path / "runs"))
     latencies = spark.createDataFrame([], "sweep string, run string, latency_ns long")
     config = sorted(k for k in rows[1] if k in config_columns(base))
@@ -57,9 +57,10 @@ def test_analyzing_a_sweep_again_forgets_the_anomalies_it_no_longer_has(
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
     out = str(tmp_path / "anomalies")
     row = {"run": "r1", "type": "lost-write", "example": 0, "violation": True}
-    _write(spark, [{"sweep": "nightly-1", **row}, {"sweep": "nightly-2", **row}], out, ("sweep", "run"))
+    _write(spark, [{"sweep": "nightly-1", **row}, {"sweep": "nightly-2", **row}], out, ("sweep", "run"),
+           tables.ANOMALIES_SCHEMA)
     forget_sweeps(out, ["nightly-1"])
-    _write(spark, [], out, ("sweep", "run"))  # analyzed again: no anomaly now
+    _write(spark, [], out, ("sweep", "run"), tables.ANOMALIES_SCHEMA)  # analyzed again: no anomaly now
     left = spark.read.parquet(out)
     assert [r["sweep"] for r in left.select("sweep").collect()] == ["nightly-2"]
 
@@ -75,7 +76,7 @@ def test_a_violation_the_broker_state_left_undecided_is_an_unknown_run(
     rows = [run_row("seed=1", "done", spec, valid="unknown", violations=["lost-write"], n_lost_write=1,
                     unknown=["broker-state-unreadable"]),
             run_row("seed=2", "done", spec, valid="true")]
-    _write(spark, rows, str(tmp_path / "runs"), ("sweep",))
+    _write(spark, rows, str(tmp_path / "runs"), ("sweep",), tables.RUNS_SCHEMA)
     latencies = spark.createDataFrame([], "sweep string, run string, latency_ns long")
     config = sorted(k for k in rows[1] if k in config_columns(base))
     (cell,) = [r.asDict(recursive=True) for r in aggregate.cells(
@@ -92,7 +93,7 @@ def test_a_run_whose_loss_is_undecided_is_not_a_run_without_loss(spark: Any, tmp
     rows = [run_row("seed=1", "done", base, valid="true"),
             run_row("seed=2", "done", base, valid="unknown", unknown=["incomplete-drain"]),
             run_row("seed=3", "done", base, valid="unknown", n_lost_write=2, unknown=["incomplete-drain"])]
-    _write(spark, rows, str(tmp_path / "runs"), ("sweep",))
+    _write(spark, rows, str(tmp_path / "runs"), ("sweep",), tables.RUNS_SCHEMA)
     latencies = spark.createDataFrame([], "sweep string, run string, latency_ns long")
     config = sorted(k for k in rows[0] if k in config_columns(base))
     (cell,) = [r.asDict(recursive=True) for r in aggregate.cells(
@@ -119,3 +120,56 @@ def test_a_night_analyzed_into_an_out_that_holds_another_night(spark: Any, tmp_p
     result = analyze(spark, [lossy], out)
     (cell,) = result.cells
     assert (cell["runs"], cell["runs_lost"]) == (1, 1) and cell["fault_to_first_loss_s"] is not None
+
+
+def test_runs_of_one_key_under_two_configs_are_two_cells(spark: Any, tmp_path: Path) -> None:
+    """A sweep resumed after a default changed held runs of one cell key under two configs
+    (here the workload's rate): they were one cells row, its loss figures mixing both and
+    its config whichever run came first, so the page showed one config's loss as the other's."""
+    base = dataclasses.replace(TestSpec(), nemesis=NemesisSpec(faults=("kill",)))
+    slow = dataclasses.replace(base, workload=dataclasses.replace(base.workload, rate=100.0))
+    rows = [run_row("seed=1", "done", dataclasses.replace(base, seed=1), valid="false",
+                    violations=["lost-write"], n_lost_write=3),
+            run_row("seed=2", "done", dataclasses.replace(slow, seed=2), valid="true"),
+            run_row("seed=3", "done", dataclasses.replace(slow, seed=3), valid="true"),
+            run_row("seed=4", "failed", None, error="the cluster did not come up")]
+    _write(spark, rows, str(tmp_path / "runs"), ("sweep",), tables.RUNS_SCHEMA)
+    latencies = spark.createDataFrame([], "sweep string, run string, latency_ns long")
+    got = sorted((r.asDict(recursive=True) for r in aggregate.cells(
+        spark.read.parquet(str(tmp_path / "runs")), latencies, sorted(config_columns(base))).collect()),
+        key=lambda c: str(c["workload_rate"]))
+    assert [(c["workload_rate"], c["runs_total"], c["runs_violating"], c["runs_lost"])
+            for c in got] == [(0.0, 1, 1, 1), (100.0, 2, 0, 0), (None, 1, 0, 0)], \
+        "a run without test.json belongs to neither config when its key has two"
+    assert [sorted(r["run"] for r in c["run_list"]) for c in got] == [
+        ["seed=1"], ["seed=2", "seed=3"], ["seed=4"]]
+
+
+def test_nights_analyzed_apart_read_as_one_table(spark: Any, tmp_path: Path) -> None:
+    """Each table's columns were typed by the values of the night written: a column with no
+    value that night (every cell failed: no throughput, no loss) was written as strings, so
+    the tables of an OUT collecting many nights could not be read as one (Spark: a
+    Parquet column cannot be converted) or read their numbers as text (pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    failed = make_sweep(tmp_path / "a", "night", "2026-11-22T02:00:00Z",
+                        [CellRun("acks=1", {"producer.acks": "1"}, status="failed", error="no cluster")])
+    lossy = make_sweep(tmp_path / "b", "night", "2026-11-23T02:00:00Z",
+                       [CellRun("acks=1", {"producer.acks": "1"},
+                                config={"producer.acks": "1", "producer.enable_idempotence": False})])
+    out = str(tmp_path / "out")
+    analyze(spark, [failed], out)
+    analyze(spark, [lossy], out)
+    for t in ("runs", "cells"):
+        got = {r["sweep"]: r for r in spark.read.parquet(f"{out}/tables/{t}").collect()}
+        assert got["night-20261122T020000Z"]["fault_to_first_loss_s"] is None
+        assert isinstance(got["night-20261123T020000Z"]["fault_to_first_loss_s"], float)
+        table = ds.dataset(f"{out}/tables/{t}", partitioning="hive").to_table()
+        assert table.schema.field("fault_to_first_loss_s").type == pa.float64()
+        if t == "runs":
+            assert table.schema.field("seed").type == pa.int64()
+    _write(spark, [{"sweep": "s", "run": "r", "fault": 0, "f": "kill", "start_ns": 1, "nodes": []}],
+           str(tmp_path / "faults"), ("sweep", "run"), tables.FAULTS_SCHEMA)
+    faults = spark.read.parquet(str(tmp_path / "faults"))
+    assert dict(faults.dtypes)["end_ns"] == "bigint", "a fault never healed: no end, still a time"

@@ -26,10 +26,10 @@ UNCLEAN = next(r for r in RECIPES if r.name == "unclean-election-stale-follower"
 
 
 def _try(config: HuntConfig, results: Path, hunting: bool, recipe: Recipe = RECIPE) -> Try:
-    outcome = run_test(spec_for(recipe, config, seed=1, hunting=hunting), results=results,
-                       console=Console(file=io.StringIO()))
+    spec = spec_for(recipe, config, seed=1, hunting=hunting)
+    outcome = run_test(spec, results=results, console=Console(file=io.StringIO()))
     assert outcome.error is None, outcome.error
-    t = read_try(outcome.run_dir, outcome.error)
+    t = read_try(outcome.run_dir, outcome.error, spec.topic.name)
     print(f"{config.label}: {t.seen}, valid={t.valid}, {t.note or 'schedule ran to its end'}")
     return t
 
@@ -38,7 +38,7 @@ def test_acks1_loses_acknowledged_writes_and_the_safe_config_does_not(
         local_backend: None, tmp_path: Path) -> None:
     lossy = _try(HuntConfig("1", 2, False), tmp_path, hunting=True)
     assert lossy.note == "", "the schedule ran to its end"
-    assert lossy.seen["lost-write"] > 0, "acks=1: writes only the crashed leader had are lost"
+    assert lossy.on_target.get("lost-write", 0) > 0, "acks=1: writes only the crashed leader had are lost"
     assert lossy.valid is True, "the loss is one acks=1 permits"
     clean = _try(safe(HuntConfig("1", 2, False).kafka_version), tmp_path, hunting=False)
     assert clean.note == ""
@@ -51,5 +51,5 @@ def test_held_followers_lose_writes_through_an_unclean_election_on_three_nodes(
         local_backend: None, tmp_path: Path) -> None:
     lossy = _try(HuntConfig("all", 1, True), tmp_path, hunting=True, recipe=UNCLEAN)
     assert lossy.note == "", "the ISR shrank to the leader and a held follower was elected"
-    assert lossy.seen["lost-write"] > 0, "writes only the crashed leader had are lost"
+    assert lossy.on_target.get("lost-write", 0) > 0, "writes only the crashed leader had are lost"
     assert lossy.valid is True, "unclean election permits the loss"

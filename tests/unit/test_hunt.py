@@ -19,12 +19,14 @@ from faultline.spec import TestSpec
 
 class FakeRuns:
     """Writes a run directory per call: results.json with ``lost`` lost writes for the
-    n-th call of a spec name (``plan[name][n]``, 0 past its end) and a history whose one
-    nemesis op carries ``error`` when given."""
+    n-th call of a spec name (``plan[name][n]``, 0 past its end), all of them on partition
+    ``partition`` (the recipes' target is 0), and a history whose one nemesis op carries
+    ``error`` when given."""
 
     def __init__(self, root: Path, plan: dict[str, list[int]], error: str | None = None,
-                 valid: str | None = None) -> None:
+                 valid: str | None = None, partition: int = 0) -> None:
         self.root, self.plan, self.error, self.valid = root, plan, error, valid
+        self.partition = partition
         self.specs: list[TestSpec] = []
 
     def __call__(self, spec: TestSpec) -> tuple[Path | None, str | None]:
@@ -36,7 +38,11 @@ class FakeRuns:
         lost = plan[n] if n < len(plan) else 0
         counts = {"lost-write": lost, "phantom-read": 0, "inconsistent-offsets": lost}
         valid: bool | str = self.valid or lost == 0 or spec.producer.acks == "1"
-        (run_dir / "results.json").write_bytes(orjson.dumps({"valid": valid, "anomaly_counts": counts}))
+        partitions = [{"topic": spec.topic.name, "partition": p, "complete": True, "drained": 10,
+                       "anomaly_counts": {a: n for a, n in counts.items() if n and p == self.partition}}
+                      for p in range(spec.topic.partitions)]
+        (run_dir / "results.json").write_bytes(orjson.dumps({"valid": valid, "anomaly_counts": counts,
+                                                             "partitions": partitions}))
         history = HistoryWriter(run_dir / "history.jsonl")
         history.append("nemesis", "info", "wait", {"step": "wait until 0 has a new leader"})
         history.append("nemesis", "info", "wait", {"step": "wait until 0 has a new leader", "result": "x"},
@@ -65,6 +71,19 @@ def test_acks1_hunts_the_followers_held_recipe_until_it_shows(tmp_path: Path) ->
     spec = runs.specs[0]
     assert spec.nemesis.schedule == RECIPES[0].schedule and not spec.producer.enable_idempotence
     assert runs.specs[-1].producer.enable_idempotence and runs.specs[-1].topic.min_insync_replicas == 2
+
+
+def test_an_anomaly_on_another_partition_demonstrates_nothing(tmp_path: Path) -> None:
+    """The recipe's schedule faults partition 0's replicas (the model's one partition):
+    a loss on another partition, which the same broker faults may cause some other way,
+    is no demonstration of the recipe; it still counts against the safe config."""
+    runs = FakeRuns(tmp_path, {LOSSY: [5, 5], SAFE: [2]}, partition=1)
+    rows = hunt(ACKS1, tries=2, every_try=False, safe_tries=1, run=runs, recipes=FOLLOWERS_HELD)
+    assert [s.name for s in runs.specs] == [LOSSY, LOSSY, SAFE]
+    assert not rows[0].demonstrated and rows[0].first_try("lost-write") is None
+    assert rows[0].outcome_text().startswith("not reproduced in 2 tries")
+    assert rows[1].violations == ["try 1: inconsistent-offsets, lost-write seen, which the model forbids",
+                                  "try 1: the checker found the run invalid"]
 
 
 def test_every_try_runs_them_all(tmp_path: Path) -> None:

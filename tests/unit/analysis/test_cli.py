@@ -49,7 +49,7 @@ def test_nightly_of_an_earlier_night_judges_that_night(tmp_path: Path, monkeypat
     monkeypatch.setattr(analysis_cli, "session", lambda master, remote: None)
     monkeypatch.setattr(analysis_cli, "analyze", lambda spark, dirs, out, progress: Analysis(
         read_sweeps(dirs), {"runs": str(tmp_path / "t" / "runs")}, [], rows))
-    monkeypatch.setattr(nightly, "run_matrix", lambda matrix, sweep_dir, console: Manifest(
+    monkeypatch.setattr(nightly, "run_matrix", lambda matrix, sweep_dir, console, night: Manifest(
         "nightly", "2026-11-22T02:00:00Z", [CellState("acks=1", {"producer.acks": "1"}, "done", True)]))
     matrix = tmp_path / "nightly.yaml"
     matrix.write_text("axes: {acks: ['1']}\n")
@@ -58,3 +58,36 @@ def test_nightly_of_an_earlier_night_judges_that_night(tmp_path: Path, monkeypat
     assert result.exit_code == 0, result.output
     junit = (nightly_dir / "2026-11-22" / "analysis" / "junit.xml").read_text()
     assert 'name="acks=1"' in junit and "acks=all" not in junit
+
+
+def test_a_night_is_the_night_asked_for_not_the_day_its_sweep_began(tmp_path: Path, monkeypatch: Any) -> None:
+    """A night run after midnight (``--date`` the night before), or an earlier night run
+    late, was labelled by the date its sweep was created: the trend showed it under the
+    day it ran, merged with that day's own night."""
+    from faultline.cluster import kafka_dist
+    from faultline.sweep import manifest, runner
+    from tests.unit.sweep.test_runner import FakeRuns
+
+    nights: list[list[str]] = []
+
+    def analyze(spark: Any, dirs: list[Path], out: str, progress: Any) -> Analysis:
+        sweeps = read_sweeps(dirs)
+        nights.append([s.night for s in sweeps])
+        return Analysis(sweeps, {"runs": str(tmp_path / "t" / "runs")}, [], [])
+
+    began = iter(["2020-01-03T00:30:00Z", "2020-01-03T00:40:00Z"])  # both the day after
+    monkeypatch.setattr(manifest, "utc_now", lambda: next(began))
+    monkeypatch.setattr(kafka_dist, "ensure_kafka", lambda *args, **kwargs: None)
+    monkeypatch.setattr(runner, "run_isolated", FakeRuns())
+    monkeypatch.setattr(analysis_cli, "session", lambda master, remote: None)
+    monkeypatch.setattr(analysis_cli, "analyze", analyze)
+    matrix = tmp_path / "nightly.yaml"
+    matrix.write_text("defaults: {time_limit_s: 5, workload: {rate: 10}}\naxes: {acks: ['1']}\n")
+    for night in ("2020-01-02", "2020-01-01"):  # the later night first
+        result = CliRunner().invoke(main, ["nightly", str(matrix), "--results", str(tmp_path / "results"),
+                                           "--date", night])
+        assert result.exit_code == 0, result.output
+    assert nights == [["2020-01-02"], ["2020-01-01"]]
+    later = read_sweeps([tmp_path / "results" / "nightly" / n / "sweep"
+                         for n in ("2020-01-02", "2020-01-01")])
+    assert [s.night for s in later] == ["2020-01-01", "2020-01-02"], "oldest night first, whenever it ran"

@@ -105,6 +105,28 @@ def test_a_rerun_runs_only_what_is_not_done_and_replaces_its_directory(tmp_path:
     assert third.ran == []
 
 
+def test_a_done_cell_run_under_another_config_runs_again(tmp_path: Path) -> None:
+    """The matrix is the same but what it expands to changed since the cell ran (a default
+    of faultline's, a rule such as idempotence following acks): the cell kept its old run,
+    and one sweep held runs of one cell key under two configs."""
+    run(tmp_path, FakeRuns())
+    stored = tmp_path / "cells" / "acks=1,min_insync=2" / "test.json"
+    old = orjson.loads(stored.read_bytes())
+    old["workload"]["rate"] = old["workload"]["rate"] + 1000.0  # the default of an older faultline
+    old["start_wall_ms"] = 1764000000000  # set by the run: no config change
+    stored.write_bytes(orjson.dumps(old))
+    other = tmp_path / "cells" / "acks=all,min_insync=1" / "test.json"
+    other.write_bytes(orjson.dumps({**orjson.loads(other.read_bytes()), "start_wall_ms": 1764000000000}))
+    again = FakeRuns()
+    assert run(tmp_path, again).exit_code == 0
+    assert again.ran == ["acks=1,min_insync=2"]
+    gone = tmp_path / "cells" / "acks=all,min_insync=2" / "test.json"
+    gone.unlink()
+    third = FakeRuns()
+    run(tmp_path, third)
+    assert third.ran == ["acks=all,min_insync=2"], "no test.json: what it ran is not known"
+
+
 def test_ctrl_c_keeps_the_finished_cells_and_records_the_interrupted_one(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, FakeRuns({1: "ctrl-c"}))
@@ -119,6 +141,7 @@ def test_a_cell_a_crash_left_running_or_whose_results_are_gone_runs_again(tmp_pa
     m = matrix()
     (tmp_path / "cells" / m.cells[0].id).mkdir(parents=True)
     (tmp_path / "cells" / m.cells[0].id / "results.json").write_text("{}")
+    (tmp_path / "cells" / m.cells[0].id / "test.json").write_bytes(orjson.dumps(m.cells[0].spec.to_json()))
     (tmp_path / "cells" / m.cells[1].id).mkdir(parents=True)
     (tmp_path / "cells" / m.cells[3].id).mkdir(parents=True)  # Ctrl-C during its report
     (tmp_path / "cells" / m.cells[3].id / "results.json").write_text("{}")
