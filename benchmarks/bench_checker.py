@@ -31,14 +31,14 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
 
 import orjson
 import zstandard
 
-from faultline.checkers.synthetic import Shape, generate
+from faultline.checkers.synthetic import Row, Shape, generate
 from faultline.rundir import HISTORY_FILE, PLAIN_HISTORY_FILE
 from faultline.spec import TestSpec
 
@@ -52,12 +52,12 @@ def shape_for(lines: int, seed: int) -> Shape:
                  poll_batch=10, fail=0.01, info=0.01, faults=10, drain_batch=2000)
 
 
-def write_run(run_dir: Path, shape: Shape, compressed: bool = False) -> int:
-    """Write test.json and the history, plain or as a run writes it (zstd frames);
-    return the number of lines."""
+def write_run(run_dir: Path, rows: Iterable[Row], compressed: bool = False) -> int:
+    """Write test.json and the history's ``rows``, plain or as a run writes it (zstd
+    frames); return the number of lines."""
     (run_dir / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
     n = 0
-    rows = generate(shape)
+    rows = iter(rows)
     zstd = zstandard.ZstdCompressor(level=3, write_checksum=True)
     with open(run_dir / (HISTORY_FILE if compressed else PLAIN_HISTORY_FILE), "wb") as fh:
         while chunk := list(islice(rows, 10_000)):
@@ -172,7 +172,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="fl-bench-") as tmp:
             run_dir = Path(tmp)
             t = time.perf_counter()
-            n = write_run(run_dir, shape_for(lines, args.seed), args.compressed)
+            n = write_run(run_dir, generate(shape_for(lines, args.seed)), args.compressed)
             gen_s = time.perf_counter() - t
             out = subprocess.run([sys.executable, __file__, "--child", str(run_dir)],
                                  check=True, capture_output=True, text=True)

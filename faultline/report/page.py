@@ -8,7 +8,8 @@ white-box samples), and writes
 ``report.html`` beside them. A run without ``results.json`` (or with one that lacks
 the checker's ``measures`` or ``partitions``) is checked in memory, by the same
 checker ``faultline check`` runs, and nothing but ``report.html`` is written. The
-page embeds everything it shows (bokeh's JavaScript inline, CSS in the page, no
+page embeds everything it shows (bokeh's JavaScript inline, CSS in the page, the
+anomaly examples' stories as compressed JSON its script draws into their rows, no
 fonts, no file fetched from a network); its only links point at the run's own files
 beside it.
 
@@ -30,6 +31,8 @@ epoch at the acknowledgement and the election that followed.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import importlib.metadata
 import time
 from collections.abc import Mapping, Sequence
@@ -396,14 +399,19 @@ def expectations(run: RunData) -> list[dict[str, Any]]:
     for a in _types(r):
         n = counts.get(a, 0)
         allowed = a in permitted
-        status = "violation" if a in violations or (n and not allowed) else (
-            ("doubted" if a in doubted else "permitted") if n else "none")
+        forbidden_seen = a in violations or bool(n and not allowed)
+        # a doubt on one partition only widens what it permits; one everywhere (the broker
+        # state judged against) leaves undecided whether what was judged forbidden is
+        doubt = [(k, q) for k, q in doubted.get(a, ()) if q is None or not forbidden_seen]
+        status = ("doubted" if doubt else "violation") if forbidden_seen else (
+            ("doubted" if doubt else "permitted") if n else "none")
         # a violation says which guarantee broke, also where another partition permits it
         said = ([forbidden.get(a), allowing.get(a) and f"permitted: {text(allowing[a])}"]
-                if status == "violation" else [allowing.get(a) or forbidden.get(a)])
+                if forbidden_seen else [allowing.get(a) or forbidden.get(a)])
         reason = "; ".join(text(x) for x in said if x)
         if status == "doubted":
-            reason = f"not established ({_doubt_text(doubted[a])}): permitted only if {reason}"
+            reason = (f"not established ({_doubt_text(doubt)}): "
+                      f"{'forbidden as judged: ' if forbidden_seen else 'permitted only if '}{reason}")
         rows.append({"name": a, "count": n, "permitted": allowed, "partly": allowed and a in forbidden,
                      "reason": reason or ("" if allowed or not n else f"forbidden for {_under(run)}"),
                      "status": status})
@@ -433,7 +441,9 @@ def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
     """Per anomaly type seen: every example results.json holds (at most
     :data:`~faultline.checkers.result.MAX_EXAMPLES`) as a table row with its story;
     never downsampled. Forbidden examples come first, and where the type has permitted
-    ones too (``mixed``) each forbidden one is marked."""
+    ones too (``mixed``) each forbidden one is marked. The page writes each row's
+    fields, mark and doubt as HTML, and its story and explanation once, in
+    :func:`stories_payload`."""
     r = run.results
     counts = _counts(r)
     teller = Storyteller(run.history, run.observations, _white_box(r).get("leader_changes") or ())
@@ -453,6 +463,8 @@ def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
                  "story": teller.lines(e),
                  "explanation": text(e["explanation"]) if e.get("explanation") else "",
                  "doubt": _example_doubt(e, doubted.get(a, ()))} for e in examples]
+        for row in rows:  # a certain violation only where nothing leaves it in doubt
+            row["violation"] = row["permitted"] is False and not row["doubt"]
         rows.sort(key=lambda row: row["permitted"] is not False)  # the forbidden first, marked
         out.append({"name": a, "count": total, "columns": keys, "rows": rows, "shown": len(rows),
                     "mixed": len({row["permitted"] for row in rows}) > 1,
@@ -461,13 +473,31 @@ def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
     return out
 
 
+def stories_payload(sections: Sequence[Mapping[str, Any]]) -> str:
+    """Every row's story and explanation, ``{anomaly: [[lines, explanation], ...]}`` in
+    the rows' order, as gzip-compressed JSON in base64: the page's script draws a
+    section's stories into its rows when the section is open.
+
+    Why not as HTML: a story and its explanation are ~1 KB a row, mostly text shared
+    with the type's other examples (the faults that followed, the verdict's sentence),
+    so 1,000 examples of each of several types would pass the page's 5 MB; compressed,
+    they are a tenth of that, and no row is left out."""
+    stories = {a["name"]: [[row["story"], row["explanation"]] for row in a["rows"]] for a in sections}
+    return base64.b64encode(gzip.compress(orjson.dumps(stories), mtime=0)).decode("ascii")
+
+
 def _example_doubt(e: Mapping[str, Any], doubted: Sequence[tuple[str, m.Partition | None]]) -> str:
-    """For a permitted example whose permission is not established on its partition
-    (:func:`doubts`), a line saying so; else ''."""
-    here = [(k, q) for k, q in doubted if q is None or q == (str(e.get("topic", "")), e.get("partition"))]
-    if e.get("permitted") is not True or not here:
+    """For an example whose judgement is not established (:func:`doubts`), a line saying
+    so; else ''. A permitted one is doubted by a doubt on its partition or on every
+    partition; a forbidden one only by a doubt on every partition (the broker state it
+    was judged against), since a partition's assumed faults only widen what it permits."""
+    permitted = e.get("permitted")
+    part = (str(e.get("topic", "")), e.get("partition"))
+    here = [(k, q) for k, q in doubted if q is None or (permitted is True and q == part)]
+    if not isinstance(permitted, bool) or not here:
         return ""
-    return f"Whether it is permitted is not established ({_doubt_text(here)}): see undecided above."
+    whether = "Whether" if permitted else "Judged forbidden, but whether"
+    return f"{whether} it is permitted is not established ({_doubt_text(here)}): see undecided above."
 
 
 def _partitions(run: RunData) -> list[m.Partition]:
@@ -660,6 +690,7 @@ def render_report(run: RunData) -> str:
     sends = (r.get("stats") or {}).get("send") or {}
     seen = r.get("faults_seen")
     threshold = _measures(r).get("unavailable_after_ns")
+    sections = anomaly_sections(run)
     html = _env().get_template("report.html.j2").render(
         spec=spec, run_name=run.run_dir.name, wall=wall, duration=secs(h.end_time),
         verdict=verdict(run), config=config_line(spec) + cluster_note(run.run_dir), ops=h.ops,
@@ -670,7 +701,7 @@ def render_report(run: RunData) -> str:
         expectations=expectations(run), unknown=[_unknown_text(u) for u in r.get("unknown") or ()],
         faults_seen=", ".join(map(str, seen)) if isinstance(seen, list) else "",
         threshold=f"{(threshold if isinstance(threshold, int) else 1_000_000_000) / 1e9:g} s",
-        stored=run.stored, anomalies=anomaly_sections(run),
+        stored=run.stored, anomalies=sections, stories=stories_payload(sections),
         partitions=partition_rows(run, avail), faults=[
             {"f": w.f, "nodes": ", ".join(map(str, w.nodes)), "start": secs(w.start),
              "end": secs(w.end) if w.end is not None else "never healed", "detail": w.detail,

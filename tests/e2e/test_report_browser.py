@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page, expect, sync_playwright
 
 from faultline.report.page import build_report
 from tests.e2e.report_runs import StoredRun, make_run
@@ -126,6 +126,9 @@ def test_lost_write_row_with_its_story(stored: tuple[StoredRun, Path],
     (lost,) = stored[0].lost
     row = page[0].locator(f'tr.example[data-anomaly="lost-write"][data-value="{lost["value"]}"]')
     assert row.count() == 1 and row.is_visible()
+    row.scroll_into_view_if_needed()  # laid out once scrolled to (content-visibility)
+    # drawn from the page's compressed stories, and rendered, within the default timeout
+    expect(row).to_contain_text("acknowledged", use_inner_text=True)
     story = row.inner_text()
     # the wording is the checker's (results.json's story); the facts must be there
     assert f"offset {lost['offset']}" in story and "acknowledged" in story

@@ -10,6 +10,7 @@ import orjson
 from faultline.checkers.table import HistoryTable, Send, SendTable
 from faultline.report.page import build_report
 from faultline.report.stories import Storyteller, cell, story_lines
+from tests.report_html import story_text
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 
 S = 1_000_000_000
@@ -79,4 +80,4 @@ def test_the_report_says_who_broke_a_duplicate(tmp_path: Path) -> None:
          "hw_checkpoint": 2, "batches": batches}) + b"\n" for n in (1, 2, 3)))
     page = build_report(tmp_path).read_text(encoding="utf-8")
     assert "client-epoch-bump ×1 (client)" in page
-    assert "producer id 1000, epoch 1, sequence 0" in page
+    assert "producer id 1000, epoch 1, sequence 0" in story_text(page)

@@ -1,0 +1,109 @@
+"""The page's anomaly examples: every one results.json holds, within the page's 5 MB;
+each judged a certain VIOLATION, certainly permitted, or not established where
+results.json's ``unknown`` leaves it in doubt."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES
+from faultline.checkers.table import HistoryTable, SendTable
+from faultline.report.page import RunData, anomaly_sections, expectations, render_report
+from faultline.report.stories import story_lines
+from tests.report_html import example_values, stories
+from tests.unit.checkers.queue_hist import TOPIC, make_spec
+
+EMPTY = HistoryTable(SendTable.of([]), [], 0, 0, None, 0, False)
+UNREADABLE = {"kind": "broker-state-unreadable", "why": "metadata.jsonl could not be read",
+              "affects_verdict": True}
+
+
+def _results(valid: Any, unknown: list[dict[str, Any]], examples: list[dict[str, Any]]) -> dict[str, Any]:
+    """A results.json with ``examples`` of duplicate, forbidden on fl-queue/0."""
+    return {"valid": valid, "anomaly_counts": {"duplicate": len(examples)},
+            "anomalies": {"duplicate": examples}, "permitted": ["duplicate"], "violations": ["duplicate"],
+            "unknown": unknown, "stats": {"send": {"ok": 2, "fail": 0, "info": 0}},
+            "forbidden_reasons": {"duplicate": "idempotence on"},
+            "permitted_reasons": {"duplicate": "idempotence off on fl-queue/1"}}
+
+
+def _dup(value: int, partition: int, permitted: bool) -> dict[str, Any]:
+    return {"topic": TOPIC, "partition": partition, "value": value, "offsets": [0, 1],
+            "permitted": permitted, "explanation": f"value {value} stored twice"}
+
+
+S = 1_000_000_000
+
+
+def _lost(value: int, i: int) -> dict[str, Any]:
+    """An example as the checker writes a lost write's: ~1 KB, its story and explanation
+    telling much the same, the faults that followed shared with the other examples."""
+    where = f"offset {i} holds nothing; value {value} is nowhere in the partition"
+    kills = [{"time": k * S, "text": f"kill of node(s) {k % 3 + 1}, until {k}.{k}00s"} for k in range(2, 7)]
+    story = [{"time": S + i, "text": f"process {i % 50} sent value {value} to {TOPIC}/{i % 3}"},
+             {"time": S + i + 5, "text": f"acknowledged at offset {i}"},
+             *kills,
+             {"time": None, "text": "... and 3 more faults"},
+             {"time": 9 * S, "text": f"the drain shows {where}"}]
+    return {"topic": TOPIC, "partition": i % 3, "value": value, "offset": i, "time": S + i + 5,
+            "invoke_time": S + i, "process": i % 50, "story": story, "permitted": False,
+            "explanation": f"Value {value} was acknowledged at offset {i} at 1.000s but is not in "
+                           f"{TOPIC}/{i % 3} after the run: the drain shows {where}. Not permitted "
+                           "by the guarantees for this config and these faults."}
+
+
+def test_every_example_of_every_type_is_on_a_page_under_5_mb(tmp_path: Path) -> None:
+    """results.json holding the most examples it can (MAX_EXAMPLES of every type, ~1 KB
+    each): the page has a row for each, in order, with its story and explanation, and
+    stays under 5 MB."""
+    examples = {a: [_lost(100_000 * k + i, i) for i in range(MAX_EXAMPLES)] for k, a in enumerate(ANOMALIES)}
+    results = {"valid": False, "anomaly_counts": dict.fromkeys(ANOMALIES, MAX_EXAMPLES),
+               "anomalies": examples, "permitted": [], "violations": list(ANOMALIES), "unknown": [],
+               "stats": {"send": {"ok": 10_000, "fail": 0, "info": 0}}}
+    page = render_report(RunData(tmp_path, make_spec(partitions=3), results, EMPTY, False))
+    assert len(page.encode()) < 5 * 1024 * 1024, len(page.encode())
+    told = stories(page)
+    for a, kept in examples.items():
+        assert example_values(page, a) == [str(e["value"]) for e in kept], a
+        assert told[a] == [[story_lines(e["story"]), e["explanation"]] for e in kept], a
+
+
+def test_a_violation_judged_against_unreadable_broker_state_is_not_shown_as_certain(tmp_path: Path) -> None:
+    """The checker saw a forbidden duplicate, but the broker state it was judged against
+    could not be read (valid unknown): neither the type nor its example is a certain
+    VIOLATION, and the example says its judgement is not established."""
+    results = _results("unknown", [UNREADABLE], [_dup(10, 0, False)])
+    run = RunData(tmp_path, make_spec(), results, EMPTY, False)
+    [row] = [e for e in expectations(run) if e["name"] == "duplicate"]
+    assert row["status"] == "doubted", row
+    assert row["reason"] == ("not established (broker-state-unreadable): forbidden as judged: "
+                             "idempotence on; permitted: idempotence off on fl-queue/1")
+    [section] = anomaly_sections(run)
+    [example] = section["rows"]
+    assert not example["violation"]
+    assert example["doubt"] == ("Judged forbidden, but whether it is permitted is not established "
+                                "(broker-state-unreadable): see undecided above.")
+    page = render_report(run)
+    assert "VIOLATION" not in page[page.index('id="expected"'):]
+    assert re.findall(r'<tr class="(example[^"]*)"', page) == ["example"]
+
+
+def test_a_forbidden_example_beside_an_assumed_fault_elsewhere_stays_a_violation(tmp_path: Path) -> None:
+    """A permission resting on an assumed fault of fl-queue/1 doubts only what it permits:
+    the forbidden example on fl-queue/0 is a certain VIOLATION, the permitted one on
+    fl-queue/1 is not established."""
+    assumed = {"kind": "permitted-on-assumption", "why": "the leader fault is assumed", "topic": TOPIC,
+               "partition": 1, "anomalies": ["duplicate"], "affects_verdict": True}
+    run = RunData(tmp_path, make_spec(partitions=2),
+                  _results(False, [assumed], [_dup(10, 0, False), _dup(11, 1, True)]), EMPTY, False)
+    [row] = [e for e in expectations(run) if e["name"] == "duplicate"]
+    assert row["status"] == "violation"
+    [section] = anomaly_sections(run)
+    forbidden, permitted = section["rows"]
+    assert forbidden["violation"] and forbidden["doubt"] == ""
+    assert not permitted["violation"]
+    assert permitted["doubt"].startswith("Whether it is permitted is not established")
+    page = render_report(run)
+    assert re.findall(r'<tr class="(example[^"]*)"', page) == ["example violation", "example"]
