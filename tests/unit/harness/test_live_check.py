@@ -103,7 +103,7 @@ def test_the_checking_child_builds_the_report(tmp_path: Path) -> None:
     assert orjson.loads((tmp_path / "results.json").read_bytes())["valid"] == "unknown"
 
 
-#: A run whose main phase ends: the live check's niceness before and after ``hurry``.
+#: A run whose drain is done: the live check's niceness before and after ``hurry``.
 HURRIED = """
 import os, sys, time
 from pathlib import Path
@@ -123,8 +123,8 @@ with _LiveCheck(run_dir) as live:
 """
 
 
-def test_the_checking_child_gets_the_runs_priority_once_the_main_phase_is_over(tmp_path: Path) -> None:
-    """At nice 19 the live check leaves the machine to the test; after it, the run waits
+def test_the_checking_child_gets_the_runs_priority_once_the_drain_is_done(tmp_path: Path) -> None:
+    """At nice 19 the live check leaves the machine to the test and its drain; then the run waits
     for it, so it gets the run's own priority (we run as root: raising it is allowed)."""
     (tmp_path / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
     done = subprocess.run([sys.executable, "-c", HURRIED, str(tmp_path)], capture_output=True,
