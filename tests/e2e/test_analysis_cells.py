@@ -104,17 +104,23 @@ def test_a_run_whose_loss_is_undecided_is_not_a_run_without_loss(spark: Any, tmp
     assert cell["p_loss_high"] == pytest.approx(hi)
 
 
+def _two_nights(tmp_path: Path) -> tuple[Path, Path]:
+    """Two nights of one sweep: the first's one cell failed, the second's lost a write."""
+    failed = make_sweep(tmp_path / "a", "night", "2026-11-22T02:00:00Z",
+                        [CellRun("acks=1", {"producer.acks": "1"}, status="failed", error="no cluster")])
+    lossy = make_sweep(tmp_path / "b", "night", "2026-11-23T02:00:00Z",
+                       [CellRun("acks=1", {"producer.acks": "1"},
+                                config={"producer.acks": "1", "producer.enable_idempotence": False})])
+    return failed, lossy
+
+
 def test_a_night_analyzed_into_an_out_that_holds_another_night(spark: Any, tmp_path: Path) -> None:
     """One OUT collects many nights, each analyzed when it ends. The runs table was read back
     with the schema of any night's partition: one whose cells all failed has no config
     columns (and strings where a column had no value: no fault, no loss), so the next
     night's analysis failed (an AnalysisException, or a Parquet type mismatch; nothing
     written after the runs table)."""
-    failed = make_sweep(tmp_path / "a", "night", "2026-11-22T02:00:00Z",
-                        [CellRun("acks=1", {"producer.acks": "1"}, status="failed", error="no cluster")])
-    lossy = make_sweep(tmp_path / "b", "night", "2026-11-23T02:00:00Z",
-                       [CellRun("acks=1", {"producer.acks": "1"},
-                                config={"producer.acks": "1", "producer.enable_idempotence": False})])
+    failed, lossy = _two_nights(tmp_path)
     out = str(tmp_path / "out")
     analyze(spark, [failed], out)
     result = analyze(spark, [lossy], out)
@@ -153,11 +159,7 @@ def test_nights_analyzed_apart_read_as_one_table(spark: Any, tmp_path: Path) -> 
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    failed = make_sweep(tmp_path / "a", "night", "2026-11-22T02:00:00Z",
-                        [CellRun("acks=1", {"producer.acks": "1"}, status="failed", error="no cluster")])
-    lossy = make_sweep(tmp_path / "b", "night", "2026-11-23T02:00:00Z",
-                       [CellRun("acks=1", {"producer.acks": "1"},
-                                config={"producer.acks": "1", "producer.enable_idempotence": False})])
+    failed, lossy = _two_nights(tmp_path)
     out = str(tmp_path / "out")
     analyze(spark, [failed], out)
     analyze(spark, [lossy], out)
