@@ -3,7 +3,10 @@ own state, for :func:`faultline.checkers.guarantees.rules` to judge.
 
 Faults come from the history's nemesis ops (:func:`faults_by_partition`), not from
 the spec: a fault that was configured but never fired, or that the nemesis skipped
-(``result: "skipped"``: no target could be planned), permits nothing. They are
+(``result: "skipped"``: no target could be planned), permits nothing. One that failed
+(its completion has an ``error``) or never completed may have done all it names or
+nothing: every token it gives counts only in the permissive reading (see
+:func:`faults_by_partition`'s ``strict``). They are
 judged per topic-partition, because a fault on one partition's leader excuses
 nothing on another's. The tokens of one partition (``faults``) are:
 
@@ -22,11 +25,13 @@ nothing on another's. The tokens of one partition (``faults``) are:
 - ``leader-fault`` when a node fault touched the partition's leader, or when the
   metadata log shows its leader change (an election moves leadership whatever caused
   it, and truncates what only the old leader had). A fault touched the leader when
-  the ``leaders`` snapshot the nemesis recorded in its op (``{"<topic>/<partition>":
-  node}``, invoke or completion) names one of its nodes, or the metadata log shows
-  one of them leading within :data:`CLOCK_MARGIN_NS` of the fault; with neither
-  witness for the partition, it may have (the permissive reading: an anomaly only such
-  readings permit makes the run unknown, see :func:`faults_by_partition`'s ``strict``);
+  the metadata log shows one of its nodes leading within :data:`CLOCK_MARGIN_NS` of the
+  fault, or, where the log does not reach back to the fault, the ``leaders`` snapshot
+  the nemesis recorded in its op (``{"<topic>/<partition>": node}``, invoke or
+  completion) names one of them; a snapshot that names one against the log (a broker
+  cut off from the controller answers from a frozen cache), or neither witness for the
+  partition, says it may have (the permissive reading: an anomaly only such readings
+  permit makes the run unknown, see :func:`faults_by_partition`'s ``strict``);
 - ``data-loss>=N`` for N = 1 .. the most of its replicas whose data a ``wipe`` or
   ``lose-unflushed`` had destroyed *at once* (all of N = 1 .. 5 when the op names no
   nodes); one that failed (an ``error``) or never completed may have destroyed its
@@ -178,10 +183,13 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
     one whose completion carries an error, or that never completed, still counts: it
     may have happened. ``strict`` leaves out what only the permissive readings give, so
     only what a witness shows is left: a leader fault neither the snapshot nor the log
-    shows, every replica out of step without the log, whatever a node fault naming
-    no node may have touched, and the data a data-loss fault that failed or never
-    completed may have destroyed (:func:`faultline.checkers.verdict.Collected.assumed_permitted`
-    makes what only they permit unknown).
+    shows, or only the snapshot against the log, every replica out of step without the
+    log, whatever a node fault naming no node may have touched, and everything a fault
+    that failed or never completed may have done (its ``error`` does not say which of
+    its nodes got it), while what the metadata log shows, an election or a replica out
+    of the ISR, stays witnessed on its own
+    (:func:`faultline.checkers.verdict.Collected.assumed_permitted` makes what only the
+    permissive readings permit unknown).
     """
     parts = list(partitions)
     out: dict[TopicPartition, set[str]] = {tp: set() for tp in parts}
@@ -201,12 +209,12 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             continue
         cut_off = _cut_off(action.value) if kind == "partition" else None
         named = cut_off if cut_off is not None else {str(n) for n in nodes_of(action.value)}
-        if strict and kind in NODE_FAULTS and not named:
+        done = action.end is not None and action.error is None
+        if strict and (not done or (kind in NODE_FAULTS and not named)):
             continue
         flushed = _cut_nothing(action)
         said = action.value.get("killed") if kind == "stop" else None
         killed = {str(n) for n in said} if isinstance(said, list) else set()
-        done = action.end is not None and action.error is None
         # a stop that failed or never completed may have had to SIGKILL any of its nodes
         unsure = kind == "stop" and not done
         fencing = fences(kind, action.value)
@@ -225,7 +233,7 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 out_of_step[tp] = _with(out_of_step[tp], nodes)
                 if fencing:
                     fenced[tp] = _with(fenced[tp], nodes)
-            if did in DATA_LOSS_FAULTS and (done or not strict):  # else it may have destroyed nothing
+            if did in DATA_LOSS_FAULTS:
                 destroyed[tp].add(nodes, action.start)
     for tp in parts:
         if _elected(states[tp]):
@@ -317,27 +325,29 @@ def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
                 states: Sequence[PartitionState] | None, strict: bool = False) -> bool:
     """Whether a node fault touched ``tp``'s leader.
 
-    Two witnesses, either suffices: the ``leaders`` snapshot the nemesis recorded, and
-    the metadata log's leaders from :data:`CLOCK_MARGIN_NS` before the fault began to as
-    long after it completed. With neither (no snapshot for ``tp``, no log that reaches
-    back to the fault's start), or when the op names no node, it may have: the
-    permissive reading, unless ``strict``.
+    Two witnesses: the metadata log's leaders from :data:`CLOCK_MARGIN_NS` before the
+    fault began to as long after it completed, when the log reaches back to the fault's
+    start, and the ``leaders`` snapshot the nemesis recorded. The log is the controller's
+    own record; the snapshot may come from a broker cut off from the controller that
+    answers from a frozen metadata cache. So where the log covers the fault, it decides,
+    and a snapshot that says otherwise counts only in the permissive reading, which
+    either witness suffices for. With neither (no snapshot for ``tp``, no log that
+    reaches back), or when the op names no node, it may have: the permissive reading,
+    unless ``strict``.
     """
     if not nodes:
         return not strict
-    known = False
     snapshot = action.value.get("leaders")
-    if isinstance(snapshot, dict) and f"{tp[0]}/{tp[1]}" in snapshot:
-        known = True
-        if str(snapshot[f"{tp[0]}/{tp[1]}"]) in nodes:
-            return True
+    key = f"{tp[0]}/{tp[1]}"
+    said = str(snapshot[key]) in nodes if isinstance(snapshot, dict) and key in snapshot else None
+    logged: bool | None = None
     start = action.start - CLOCK_MARGIN_NS
     if states and states[0].time <= start:  # the log covers the fault from its start
-        known = True
         end = action.end if action.end is not None else action.start
-        if nodes & {str(n) for n in leaders_between(states, start, end + CLOCK_MARGIN_NS)}:
-            return True
-    return not known and not strict
+        logged = bool(nodes & {str(n) for n in leaders_between(states, start, end + CLOCK_MARGIN_NS)})
+    if strict:
+        return logged if logged is not None else said is True
+    return bool(logged or said) or (logged is None and said is None)
 
 
 def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> set[int]:

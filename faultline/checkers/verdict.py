@@ -232,10 +232,11 @@ def build_result(c: Collected, engine: Tally) -> Result:
                 "anomalies": assumed, "affects_verdict": True,
                 "why": f"{', '.join(assumed)} seen here: permitted only by faults assumed, not "
                        "witnessed (a fault on the partition's leader where neither the nemesis "
-                       "op's leaders snapshot nor the metadata log says who led, every replica "
+                       "op's leaders snapshot nor the metadata log says who led, or only the "
+                       "snapshot against a metadata log that covers the fault, every replica "
                        "out of step where there is no metadata log, what a node fault naming "
-                       "no node may have touched, or data destroyed by a wipe or lose-unflushed "
-                       "that failed or never completed), so whether it was permitted is unknown"})
+                       "no node may have touched, or anything a fault that failed or never "
+                       "completed may have done), so whether it was permitted is unknown"})
         partitions.append({
             "topic": p.topic, "partition": p.partition, "complete": p.complete,
             "drained": p.drained, "high_watermark": p.hw, "log_start_offset": p.lso,
