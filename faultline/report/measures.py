@@ -7,7 +7,8 @@ reads them into the report's types (:func:`fault_windows`, :func:`total_throughp
 :func:`percentiles`, :func:`availability`) and computes from the sends the checker's
 pass left as columns (:class:`~faultline.checkers.table.SendTable`, never a second
 pass over the history) what they lack: per-partition throughput, the latency scatter
-and errors by kind.
+and errors by kind; and, from the white-box observations, which HW answers are a
+deposed leader's stale ones (:func:`stale_hw`).
 
 It is pure: columns and JSON in, plain data out. It imports no Kafka client, no cluster
 code and no plotting library, so it can be tested with hand-made sends.
@@ -16,9 +17,9 @@ code and no plotting library, so it can be tested with hand-made sends.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -195,3 +196,28 @@ def errors_by_kind(errors: Iterable[tuple[int, str, str]], buckets: Buckets,
         kind = f"{f}: {e}" if f"{f}: {e}" in top else "other"
         per.setdefault(kind, [0] * len(buckets.starts))[buckets.index(t)] += 1
     return dict(sorted(per.items(), key=lambda kv: -sum(kv[1])))
+
+
+def stale_hw(samples: Sequence[Mapping[str, Any]]) -> list[int | None]:
+    """Per observation of one partition, in time order: where its HW was answered under a
+    leader epoch (``hw_epoch``) older than one an earlier sample's HW was answered under,
+    the newest epoch seen before; else None.
+
+    Such an answer is a deposed leader's stale HW, not the partition's HW going back
+    (:func:`~faultline.checkers.whitebox.check_hw_monotonic` judges it only against its
+    own and older epochs). A sample without a HW or an epoch (files written before
+    ``hw_epoch`` was recorded) is never stale and sets no epoch."""
+    out: list[int | None] = []
+    newest: int | None = None
+    for s in samples:
+        epoch = s.get("hw_epoch")
+        if not (_is_int(s.get("hw")) and _is_int(epoch) and epoch >= 0):
+            out.append(None)
+            continue
+        out.append(newest if newest is not None and epoch < newest else None)
+        newest = epoch if newest is None else max(newest, epoch)
+    return out
+
+
+def _is_int(x: Any) -> TypeGuard[int]:
+    return isinstance(x, int) and not isinstance(x, bool)

@@ -259,17 +259,21 @@ def verdict(run: RunData) -> Verdict:
     """Whether data was lost, and why, from the checker's results only.
 
     Whatever the verdict, a loss is stated as decided only where it was: with anything
-    the checker could not decide (an unfinished or short drain, a cut history, unread
-    broker state) a count of lost writes is a floor and none lost is undecided. An
-    unknown verdict still names the forbidden anomalies the checker saw."""
+    the checker could not decide (an unfinished or short drain, a cut history) a count of
+    lost writes is a floor, with unread broker state (:func:`_count_doubt`) it is not
+    established, and none lost is undecided. An unknown verdict still names the
+    forbidden anomalies the checker saw."""
     r = run.results
     counts = _counts(r)
     lost = counts.get("lost-write", 0)
     permitted = set(r.get("permitted") or ())
     reasons = r.get("permitted_reasons") or {}
     undecided = _undecided(r)
-    loss = (f"{'at least ' if undecided else ''}{lost} acknowledged write{'s' if lost != 1 else ''} lost"
-            if lost else "data loss undecided" if undecided else "no acknowledged write lost")
+    unsure = _count_doubt(r)
+    writes = f"{lost} acknowledged write{'s' if lost != 1 else ''}"
+    loss = (f"{writes} counted lost, not established ({unsure})" if lost and unsure else
+            f"{'at least ' if undecided else ''}{writes} lost" if lost else
+            "data loss undecided" if undecided else "no acknowledged write lost")
     seen = [f"{a} ×{counts[a]}" for a in _types(r) if counts.get(a)]
     violations = list(r.get("violations") or ())
     valid = r.get("valid")
@@ -299,6 +303,15 @@ def verdict(run: RunData) -> Verdict:
 def _undecided(r: Mapping[str, Any]) -> list[Any]:
     """results.json's ``unknown`` entries that affect the verdict."""
     return [u for u in r.get("unknown") or () if not isinstance(u, dict) or u.get("affects_verdict", True)]
+
+
+def _count_doubt(r: Mapping[str, Any]) -> str:
+    """The ``unknown`` kinds that leave the count of lost writes itself not established,
+    e.g. ``broker-state-unreadable``, or '': broker state the check could not read might
+    set aside writes it counted lost (a drain that skipped what every replica holds), so
+    that count is no floor."""
+    return ", ".join(dict.fromkeys(u["kind"] for u in _undecided(r) if isinstance(u, dict)
+                                   and u.get("kind") == "broker-state-unreadable"))
 
 
 def _violation_count(r: Mapping[str, Any], name: str, total: int) -> str:
@@ -541,11 +554,7 @@ def plot_data(run: RunData, faults: Sequence[m.FaultWindow],
     bands = [plots.Band(w.f, w.start / 1e9, (w.end if w.end is not None else end) / 1e9,
                         w.f + (f" n{','.join(map(str, w.nodes))}" if w.nodes else ""), w.end is None)
              for w in faults]
-    # a sample without a HW (it could not be read) is a gap, never a HW of 0
-    traces = {f"{p[0]}/{p[1]}": plots.Trace(
-        [s["time"] / 1e9 for s in ss], [float(s.get("leader", -1) or -1) for s in ss],
-        [float(len(s.get("isr") or ())) for s in ss], [s.get("hw") for s in ss])
-        for p, ss in sorted(run.observations.items())}
+    traces = {f"{p[0]}/{p[1]}": _trace(ss) for p, ss in sorted(run.observations.items())}
     return plots.PlotData(
         duration=end / 1e9, bucket_width=b.width / 1e9, bucket_starts=[s / 1e9 for s in b.starts],
         bands=bands, throughput=thr, scatter_t=pts.invoke_s, scatter_ms=pts.latency_ms,
@@ -555,12 +564,25 @@ def plot_data(run: RunData, faults: Sequence[m.FaultWindow],
         traces=traces)
 
 
+def _trace(samples: Sequence[Mapping[str, Any]]) -> plots.Trace:
+    """One partition's observations as a trace: a sample without a HW (it could not be
+    read) is a gap, never a HW of 0; a deposed leader's stale answer (:func:`m.stale_hw`)
+    a gap too, and a mark of its own."""
+    stale = m.stale_hw(samples)
+    return plots.Trace(
+        [s["time"] / 1e9 for s in samples], [float(s.get("leader", -1) or -1) for s in samples],
+        [float(len(s.get("isr") or ())) for s in samples],
+        [None if newest is not None else s.get("hw") for s, newest in zip(samples, stale, strict=True)],
+        [plots.StaleHW(s["time"] / 1e9, s["hw"], s["hw_epoch"], newest)
+         for s, newest in zip(samples, stale, strict=True) if newest is not None])
+
+
 def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) -> list[dict[str, Any]]:
     """Per partition: acks, availability, longest outage and what the drain found
     (the checker's ``partitions``)."""
     r = run.results
     summary = _summaries(r)
-    doubted_all = doubts(r)
+    doubted_all, unsure = doubts(r), _count_doubt(r)
     rows = []
     for p in _partitions(run):
         a, x = avail.get(p), summary.get(p, {})
@@ -571,7 +593,15 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
         violations = list(x.get("violations") or ())
         reasons = x.get("permitted_reasons") or {}
         doubted = [(k, q) for k, q in doubted_all.get("lost-write", ()) if q in (None, p)]
-        why = ("forbidden: " + ", ".join(violations) if violations else
+        # as for an example (_example_doubt): what was judged forbidden here is in doubt
+        # only by a doubt on every partition, the broker state it was judged against
+        everywhere = {a: [(k, q) for k, q in doubted_all.get(a, ()) if q is None] for a in violations}
+        certain = [a for a in violations if not everywhere[a]]
+        judged = [a for a in violations if everywhere[a]]
+        said = ([f"forbidden: {', '.join(certain)}"] if certain else []) + (
+            [f"not established ({_doubt_text([d for a in judged for d in everywhere[a]])}): "
+             f"forbidden as judged: {', '.join(judged)}"] if judged else [])
+        why = ("; ".join(said) if violations else
                f"not established ({_doubt_text(doubted)}): permitted only if {text(reasons['lost-write'])}"
                if lost and "lost-write" in reasons and doubted else
                text(reasons["lost-write"]) if lost and "lost-write" in reasons else "")
@@ -583,9 +613,10 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
             "availability": f"{100 * a.fraction:.1f}%" if a else "-",
             "outages": len(a.windows) if a else 0, "longest": f"{longest / 1e9:.2f} s" if longest else "-",
             "drained": drained, "hw": "-" if hw is None else hw, "log_start": "-" if lso is None else lso,
-            "complete": complete, "violation": bool(violations), "short": short,
+            "complete": complete, "violation": bool(certain), "short": short,
             # a partition not drained to its end has no decided count of lost writes
-            "lost": (lost if complete and not short else
+            "lost": ((f"{lost}, not established ({unsure})" if lost and unsure else lost)
+                     if complete and not short else
                      f"{lost}, undecided past {hw}" if complete else "undecided"),
             "agreed": "-" if agreed is None else agreed,
             "faults": _tokens(x.get("faults") or ()), "why": why,

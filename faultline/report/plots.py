@@ -45,14 +45,27 @@ class Band:
 
 
 @dataclass(frozen=True, slots=True)
+class StaleHW:
+    """A HW a deposed leader answered at ``time`` (seconds), under leader ``epoch``,
+    older than the ``newest`` epoch seen before: drawn as a mark off the HW line."""
+
+    time: float
+    hw: int
+    epoch: int
+    newest: int
+
+
+@dataclass(frozen=True, slots=True)
 class Trace:
-    """One partition's observed leader, ISR size and HW (None where not read: drawn as a
-    gap) over time (seconds)."""
+    """One partition's observed leader, ISR size and HW over time (seconds). ``hw`` is
+    None where it was not read, or was a deposed leader's stale answer (``stale``): a
+    gap in the line, never a dip that would read as the HW going back."""
 
     time: list[float]
     leader: list[float]
     isr: list[float]
     hw: list[float | None]
+    stale: list[StaleHW] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -221,11 +234,22 @@ def _traces(d: PlotData, x: Range1d) -> list[Any]:
                         ("hw", "High watermark per partition")):
         p = _figure(title, x, 200)
         _shade(p, d.bands)
-        items = []
+        items, marks = [], []
         for i, (name, tr) in enumerate(sorted(d.traces.items())):
             r = p.step(_a(tr.time), _a(getattr(tr, what)), mode="after", line_width=1.8,
                        color=Category10_10[i % 10])
             items.append((name, [r]))
+            if what == "hw" and tr.stale:
+                marks.append(p.scatter("t", "hw", source=ColumnDataSource({
+                    "t": _a([s.time for s in tr.stale]), "hw": _a([s.hw for s in tr.stale]),
+                    "epoch": [s.epoch for s in tr.stale], "newest": [s.newest for s in tr.stale],
+                    "p": [name] * len(tr.stale)}), marker="x", size=8, color=Category10_10[i % 10]))
+        if marks:
+            items.append(("a deposed leader's stale HW (older epoch), not a dip", marks))
+            p.add_tools(HoverTool(renderers=marks, tooltips=[
+                ("partition", "@p"), ("at", "@t{0.000} s"),
+                ("stale HW", "@hw under leader epoch @epoch, older than epoch @newest seen before: a "
+                             "deposed leader's answer, judged only against its own and older epochs")]))
         _legend(p, items)
         if what != "hw":
             p.yaxis.ticker = SingleIntervalTicker(interval=1)

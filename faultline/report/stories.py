@@ -71,6 +71,7 @@ class Storyteller:
                  leader_changes: Sequence[Mapping[str, Any]] = ()) -> None:
         self._h = history
         self._obs = observations
+        self._stale = {p: m.stale_hw(ss) for p, ss in observations.items()}
         self._changes: dict[int, list[Mapping[str, Any]]] = {}
         for c in leader_changes:
             if isinstance(c.get("partition"), int) and isinstance(c.get("time"), int):
@@ -109,12 +110,13 @@ class Storyteller:
         return out
 
     def leader_at(self, part: m.Partition, t: int) -> str:
-        """``leader nX (ISR [..], HW h)`` from the last observation at or before ``t``, or ''."""
-        last = None
-        for s in self._obs.get(part, ()):
-            if s["time"] > t:
-                break
-            last = s
-        if last is None:
+        """``leader nX (ISR [..], HW h)`` from the last observation at or before ``t``, or '';
+        a HW that was a deposed leader's stale answer (:func:`m.stale_hw`) is told as such."""
+        samples = self._obs.get(part, [])
+        at = next((i for i, s in enumerate(samples) if s["time"] > t), len(samples)) - 1
+        if at < 0:
             return ""
-        return f"leader n{last.get('leader')} (ISR {last.get('isr')}, HW {last.get('hw')})"
+        last, newest = samples[at], self._stale[part][at]
+        stale = ("" if newest is None else f" answered under leader epoch {last.get('hw_epoch')}, older "
+                 f"than epoch {newest} seen before: a deposed leader's stale answer")
+        return f"leader n{last.get('leader')} (ISR {last.get('isr')}, HW {last.get('hw')}{stale})"

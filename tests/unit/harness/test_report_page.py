@@ -1,6 +1,7 @@
 """The page's anomaly examples: every one results.json holds, within the page's 5 MB;
 each judged a certain VIOLATION, certainly permitted, or not established where
-results.json's ``unknown`` leaves it in doubt."""
+results.json's ``unknown`` leaves it in doubt, as the headline and the partitions table
+are; and the HW trace, where a deposed leader's stale answer is no dip."""
 
 from __future__ import annotations
 
@@ -10,7 +11,17 @@ from typing import Any
 
 from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES
 from faultline.checkers.table import HistoryTable, SendTable
-from faultline.report.page import RunData, anomaly_sections, expectations, render_report
+from faultline.report import plots
+from faultline.report.page import (
+    RunData,
+    anomaly_sections,
+    availability,
+    expectations,
+    partition_rows,
+    plot_data,
+    render_report,
+    verdict,
+)
 from faultline.report.stories import story_lines
 from tests.report_html import example_values, stories
 from tests.unit.checkers.queue_hist import TOPIC, make_spec
@@ -107,3 +118,66 @@ def test_a_forbidden_example_beside_an_assumed_fault_elsewhere_stays_a_violation
     assert permitted["doubt"].startswith("Whether it is permitted is not established")
     page = render_report(run)
     assert re.findall(r'<tr class="(example[^"]*)"', page) == ["example violation", "example"]
+
+
+def test_a_partitions_violation_judged_against_unreadable_broker_state_is_not_shown_as_certain(
+        tmp_path: Path) -> None:
+    """The partitions table agrees with the headline and the examples: a duplicate judged
+    forbidden on fl-queue/0 against broker state that could not be read is not a red row
+    saying "forbidden" as a certainty, but says its judgement is not established; beside
+    an assumed fault elsewhere (a doubt on one partition) it stays a certain violation."""
+    results = {**_results("unknown", [UNREADABLE], [_dup(10, 0, False)]), "partitions": [
+        {"topic": TOPIC, "partition": 0, "anomaly_counts": {"duplicate": 1}, "violations": ["duplicate"],
+         "complete": True}]}
+    run = RunData(tmp_path, make_spec(), results, EMPTY, False)
+    [row] = [p for p in partition_rows(run, availability(run)) if p["name"] == f"{TOPIC}/0"]
+    assert not row["violation"]
+    assert row["why"] == "not established (broker-state-unreadable): forbidden as judged: duplicate"
+    page = render_report(run)
+    table = page[page.index('id="partitions"'):page.index('id="anomalies"')]
+    assert 'class="violation"' not in table and "not established (broker-state-unreadable)" in table
+    assumed = {"kind": "permitted-on-assumption", "why": "the leader fault is assumed", "topic": TOPIC,
+               "partition": 1, "anomalies": ["duplicate"], "affects_verdict": True}
+    run = RunData(tmp_path, make_spec(partitions=2), {**results, "unknown": [assumed]}, EMPTY, False)
+    [row] = [p for p in partition_rows(run, availability(run)) if p["name"] == f"{TOPIC}/0"]
+    assert row["violation"] and row["why"] == "forbidden: duplicate"
+
+
+def test_a_deposed_leaders_stale_hw_is_not_drawn_as_the_hw_going_back(tmp_path: Path) -> None:
+    """A HW answered under leader epoch 4 after epoch 5 was seen is a deposed leader's
+    stale answer (hw-monotonic holds): the HW line has a gap there, not a dip, and the
+    answer is a separate mark naming both epochs. A file without hw_epoch draws as before."""
+    samples = [{"time": t * S, "partition": 0, "leader": 1, "isr": [1], "hw": hw, "hw_epoch": e}
+               for t, hw, e in ((1, 4, 4), (2, 6, 5), (3, 5, 4), (4, None, None), (5, 7, 5))]
+    run = RunData(tmp_path, make_spec(), _results(True, [], []), EMPTY, False,
+                  observations={(TOPIC, 0): samples})
+    [trace] = plot_data(run, [], availability(run)).traces.values()
+    assert trace.hw == [4, 6, None, None, 7]
+    assert trace.stale == [plots.StaleHW(3.0, 5, 4, 5)]
+    old = [{k: v for k, v in s.items() if k != "hw_epoch"} for s in samples]
+    run = RunData(tmp_path, make_spec(), _results(True, [], []), EMPTY, False, observations={(TOPIC, 0): old})
+    [trace] = plot_data(run, [], availability(run)).traces.values()
+    assert trace.hw == [4, 6, 5, None, 7] and trace.stale == []
+
+
+def test_writes_counted_lost_without_the_broker_state_are_not_a_certain_floor(tmp_path: Path) -> None:
+    """With a replicas file that could not be read, the broker state might set aside
+    writes the check counted lost (a drain that skipped what every replica holds):
+    neither the headline nor the partitions table says "at least 3 lost" or a plain 3,
+    but that the count is not established; an unfinished drain alone keeps the floor."""
+    unread = {**UNREADABLE, "why": "replicas.jsonl could not be read"}
+    results = {**_results("unknown", [unread], []), "anomaly_counts": {"lost-write": 3},
+               "violations": ["lost-write"], "anomalies": {"lost-write": []}, "partitions": [
+                   {"topic": TOPIC, "partition": 0, "anomaly_counts": {"lost-write": 3},
+                    "violations": ["lost-write"], "complete": True}]}
+    run = RunData(tmp_path, make_spec(), results, EMPTY, False)
+    assert verdict(run).loss == ("3 acknowledged writes counted lost, "
+                                 "not established (broker-state-unreadable)")
+    [row] = [p for p in partition_rows(run, availability(run)) if p["name"] == f"{TOPIC}/0"]
+    assert row["lost"] == "3, not established (broker-state-unreadable)"
+    drain = {"kind": "incomplete-drain", "why": "no ok drain with last: true", "topic": TOPIC,
+             "partition": 1, "affects_verdict": True}
+    run = RunData(tmp_path, make_spec(), {**results, "valid": False, "unknown": [drain]}, EMPTY, False)
+    assert verdict(run).loss == "at least 3 acknowledged writes lost"
+    [row] = [p for p in partition_rows(run, availability(run)) if p["name"] == f"{TOPIC}/0"]
+    assert row["lost"] == 3

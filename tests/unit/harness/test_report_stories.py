@@ -81,3 +81,14 @@ def test_the_report_says_who_broke_a_duplicate(tmp_path: Path) -> None:
     page = build_report(tmp_path).read_text(encoding="utf-8")
     assert "client-epoch-bump ×1 (client)" in page
     assert "producer id 1000, epoch 1, sequence 0" in story_text(page)
+
+
+def test_a_deposed_leaders_stale_hw_is_told_as_such() -> None:
+    """The HW at the ack came from a broker under leader epoch 3 after epoch 5 was seen:
+    the story says it is a deposed leader's stale answer, not the partition's HW."""
+    obs = {("q", 1): [{"time": 0, "leader": 2, "isr": [1, 2, 3], "hw": 6, "hw_epoch": 5},
+                      {"time": S, "leader": 2, "isr": [1, 2, 3], "hw": 4, "hw_epoch": 3}]}
+    assert Storyteller(_history(), obs).leader_at(("q", 1), 1 * S + 5_000_000) == (
+        "leader n2 (ISR [1, 2, 3], HW 4 answered under leader epoch 3, older than epoch 5 seen before: "
+        "a deposed leader's stale answer)")
+    assert Storyteller(_history(), OBS).leader_at(("q", 1), 3 * S) == "leader n1 (ISR [1, 3], HW 5)"
