@@ -97,13 +97,21 @@ def config(cell: Mapping[str, Any]) -> Config:
 
 def apart(cells: Sequence[Mapping[str, Any]]) -> dict[Config, str]:
     """Per config of ``cells``: ``col=value, ...`` of the config columns that tell it apart
-    from the others of its key ("" when its key is its own)."""
+    from the others of its key ("" when its key is its own), unique among them: the
+    columns whose values other than null differ (a row of runs without ``test.json`` has
+    only its swept columns: it must not make every column one that differs), and while
+    two configs look alike, the next column set in one and null in the other."""
     by_key: dict[str, set[Config]] = {}
     for c in cells:
         by_key.setdefault(str(c["cell"]), set()).add(config(c))
     out = {}
     for same in by_key.values():
-        differ = [i for i, _ in enumerate(CONFIG) if len({v[i] for _, v in same}) > 1]
+        differ = [i for i, _ in enumerate(CONFIG) if len({v[i] for _, v in same} - {None}) > 1]
+        for i, _ in enumerate(CONFIG):
+            if len({tuple(v[j] for j in differ) for _, v in same}) == len(same):
+                break
+            if i not in differ and len({v[i] for _, v in same}) > 1:
+                differ = sorted((*differ, i))
         for k, v in same:
             out[(k, v)] = ", ".join(f"{CONFIG[i]}={v[i]}" for i in differ)
     return out
@@ -111,6 +119,12 @@ def apart(cells: Sequence[Mapping[str, Any]]) -> dict[Config, str]:
 
 def _name(key: str, also: str) -> str:
     return f"{key} ({also})" if also else key
+
+
+def names(cells: Sequence[Mapping[str, Any]]) -> dict[Config, str]:
+    """Per config of ``cells``: its name, unique among them: its cell key, and what tells it
+    apart from another config of that key (:func:`apart`)."""
+    return {conf: _name(conf[0], also) for conf, also in apart(cells).items()}
 
 
 def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str], also: str = "") -> dict[str, Any]:
@@ -209,10 +223,10 @@ def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     night with several sweeps of the config shows the worst. A row is named by its cell
     key, and by what tells it apart from another config of that key (:func:`apart`)."""
     nights = sorted({str(c["night"]) for c in all_cells})
-    names = apart(all_cells)
+    named = names(all_cells)
     per: dict[str, dict[str, Mapping[str, Any]]] = {}
     for (conf, when), c in _worst(all_cells).items():
-        per.setdefault(_name(conf[0], names[conf]), {})[when] = c
+        per.setdefault(named[conf], {})[when] = c
     rows = []
     for key in sorted(per):
         entries = []

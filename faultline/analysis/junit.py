@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from faultline.analysis.comparison import config, names
 from faultline.rundir import write_atomic
 
 #: What a run without an error says of a cell the sweep did not finish.
@@ -44,7 +45,10 @@ def outcome(cell: Mapping[str, Any]) -> tuple[str, str]:
 
 def write_junit(path: Path, cells: Sequence[Mapping[str, Any]], suite: str = "faultline") -> Path:
     """Write ``cells`` (rows of the ``cells`` table) as JUnit XML to ``path`` (atomically): one
-    ``testsuite`` per sweep, one ``testcase`` per cell (classname: the sweep, name: the cell)."""
+    ``testsuite`` per sweep, one ``testcase`` per cell (classname: the sweep, name: the cell's
+    config as the comparison page names it, :func:`faultline.analysis.comparison.names`).
+    The names are unique in a suite: CI tools merge test cases of one name, so a failing one
+    could hide behind a passing one."""
     root = ET.Element("testsuites", name=suite)
     by_sweep: dict[str, list[Mapping[str, Any]]] = {}
     for c in cells:
@@ -53,8 +57,9 @@ def write_junit(path: Path, cells: Sequence[Mapping[str, Any]], suite: str = "fa
     for sweep, rows in by_sweep.items():
         ts = ET.SubElement(root, "testsuite", name=sweep)
         counts = {"tests": 0, "failures": 0, "errors": 0}
+        named = names(rows)
         for c in rows:
-            case = ET.SubElement(ts, "testcase", classname=sweep, name=str(c["cell"]))
+            case = ET.SubElement(ts, "testcase", classname=sweep, name=named[config(c)])
             kind, message = outcome(c)
             counts["tests"] += 1
             if kind != "passed":

@@ -57,7 +57,8 @@ class Sweep:
     """A sweep directory read: its id, name, creation time, night (the manifest's ``night``,
     else the date of ``created``), the axes it swept and its cells.
 
-    ``id`` is ``<name>-<created, digits and letters only>`` (``smoke-20261123T160000Z``):
+    ``id`` is ``<name>-<created, digits and letters only>`` (``smoke-20261123T160000123456Z``;
+    ``smoke-20261123T160000Z`` for a manifest written to the second, before microseconds):
     unique per sweep, and the ``sweep`` partition of every table.
     """
 

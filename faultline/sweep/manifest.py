@@ -41,8 +41,10 @@ Valid = bool | Literal["unknown"] | None
 
 
 def utc_now() -> str:
-    """The time now as sweep.json writes it: UTC, ISO 8601, seconds, ``Z``."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The time now as sweep.json writes it: UTC, ISO 8601, microseconds, ``Z``. Finer than
+    seconds because a sweep's id is its name and ``created``: a backfill starts several
+    nights' sweeps in one second."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(slots=True)

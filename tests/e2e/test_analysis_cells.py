@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from faultline.analysis import aggregate, tables
-from faultline.analysis.comparison import grids, status
+from faultline.analysis.comparison import config, grids, names, status
 from faultline.analysis.pipeline import _write, analyze, forget_sweeps
 from faultline.analysis.tables import config_columns
 from faultline.spec import NemesisSpec, TestSpec
@@ -149,6 +149,9 @@ def test_runs_of_one_key_under_two_configs_are_two_cells(spark: Any, tmp_path: P
         "a run without test.json belongs to neither config when its key has two"
     assert [sorted(r["run"] for r in c["run_list"]) for c in got] == [
         ["seed=1"], ["seed=2", "seed=3"], ["seed=4"]]
+    named = names(got)  # as the page and junit.xml name them: by what tells them apart
+    assert [named[config(c)] for c in got] == [
+        f"nemesis.faults=kill,producer.acks=all (workload_rate={r})" for r in (0.0, 100.0, None)]
 
 
 def test_nights_analyzed_apart_read_as_one_table(spark: Any, tmp_path: Path) -> None:

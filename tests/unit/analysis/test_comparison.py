@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from faultline.analysis.comparison import grids, price_plot, render, status, trend
+from faultline.analysis.comparison import config, grids, names, price_plot, render, status, trend
 from faultline.analysis.junit import outcome
 from faultline.analysis.sweepdir import Cell
 from faultline.analysis.tables import SendFigures, anomaly_rows, run_row
@@ -147,3 +147,23 @@ def test_the_first_loss_is_the_earliest_acked_lost_write_beyond_the_kept_example
                 tmp_path, None)
     row = run_row(cell, None, "false", result, None, SendFigures())
     assert row["first_loss_ns"] == first
+
+
+def test_a_config_is_named_by_the_columns_its_known_configs_differ_in() -> None:
+    """Runs that wrote no test.json are a row of their key with only the swept columns
+    (aggregate.cells): every other column differed from it, so each config of the key,
+    on the page and in junit.xml, was named by all ~30 config columns."""
+    old = cell_row(workload_rate=0.0, backend="local", topic_name="fl-queue")
+    new = cell_row(workload_rate=100.0, backend="local", topic_name="fl-queue")
+    unknown = cell_row(workload_rate=None, backend=None, topic_name=None)
+    named = names([old, new, unknown])
+    assert [named[config(c)] for c in (old, new, unknown)] == [
+        "producer.acks=1 (workload_rate=0.0)", "producer.acks=1 (workload_rate=100.0)",
+        "producer.acks=1 (workload_rate=None)"]
+    # a night whose runs all failed before test.json, beside a night that ran: one column
+    assert sorted(names([old, unknown]).values()) == ["producer.acks=1 (backend=None)",
+                                                      "producer.acks=1 (backend=local)"]
+    # a column set in one config and not in the other still tells them apart
+    home = cell_row(kafka_home="/opt/kafka")
+    assert sorted(names([cell_row(), home]).values()) == [
+        "producer.acks=1 (kafka_home=/opt/kafka)", "producer.acks=1 (kafka_home=None)"]

@@ -75,3 +75,16 @@ def test_a_cell_the_sweep_never_ran_says_so() -> None:
     assert kind == "error"
     assert message == ("unknown or failed in 3 of 3 runs: s1: not run (pending); "
                        "s2: not finished (left running); s3: verdict unknown")
+
+
+def test_two_configs_of_one_key_are_two_test_cases_with_their_own_names(tmp_path: Path) -> None:
+    """A sweep resumed after a default of faultline's changed has two cells rows of one key
+    (aggregate.cells): junit.xml gave both the same classname and name, which CI tools
+    (Jenkins, GitLab) merge or overwrite, so the failing one could be hidden behind the
+    passing one. Each is named by what tells it apart, as the comparison page does."""
+    old = {**cell("acks=all", run("s1", "false", ("lost-write",))), "kafka_heap_mb": 512}
+    new = {**cell("acks=all", run("s2")), "kafka_heap_mb": 1024}
+    root = ET.parse(write_junit(tmp_path / "junit.xml", [old, new, cell("acks=1", run("s3"))])).getroot()
+    cases = {c.get("name"): [e.tag for e in c] for c in root.iter("testcase")}
+    assert cases == {"acks=all (kafka_heap_mb=512)": ["failure"], "acks=all (kafka_heap_mb=1024)": [],
+                     "acks=1": []}

@@ -8,6 +8,7 @@ import errno
 import io
 import multiprocessing
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,11 @@ import orjson
 import pytest
 from rich.console import Console
 
+from faultline.analysis.sweepdir import read_sweeps
 from faultline.errors import FaultlineError, HistoryError, SetupError, SpecError
 from faultline.run.runner import RunOutcome
 from faultline.spec import TestSpec
+from faultline.sweep import manifest as manifest_module
 from faultline.sweep import runner
 from faultline.sweep.manifest import CellState, Manifest, load, plan
 from faultline.sweep.matrix import Matrix, parse_matrix
@@ -259,3 +262,29 @@ def test_a_full_disk_while_the_matrix_is_copied_leaves_the_sweep_resumable(
     again = FakeRuns()
     run(tmp_path, again)
     assert again.ran == ["acks=1,min_insync=2"]
+
+
+def test_two_sweeps_started_in_one_second_are_two_sweeps(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep's id is its name and when it was created; ``created`` was written to the
+    second, so a backfill running ``faultline nightly --date`` for past nights at once
+    made sweeps of one id, and every later night's analysis (over every night so far)
+    refused them as "the same sweep"."""
+    ticks = iter(datetime(2026, 11, 23, 2, 0, 0, us, tzinfo=UTC) for us in (100000, 200000))
+
+    class Clock:
+        @staticmethod
+        def now(tz: Any) -> datetime:
+            return next(ticks)
+
+    monkeypatch.setattr(manifest_module, "datetime", Clock)
+    dirs = []
+    for night in ("2026-11-20", "2026-11-21"):
+        d = tmp_path / night / "sweep"
+        d.mkdir(parents=True)
+        runner.prepare(matrix(), d, night).save(d)
+        SWEEP.validate(orjson.loads((d / "sweep.json").read_bytes()))
+        dirs.append(d)
+    sweeps = read_sweeps(dirs)
+    assert [s.night for s in sweeps] == ["2026-11-20", "2026-11-21"]
+    assert [s.id for s in sweeps] == ["t-20261123T020000100000Z", "t-20261123T020000200000Z"]
