@@ -43,6 +43,8 @@ def test_reads_cells_with_their_config_key(tmp_path: Path) -> None:
     (manifest(created="yesterday"), "not an ISO 8601 time"),
     (manifest(status="lost"), "status 'lost' is not one of"),
     (manifest(axes=None), 'an object "axes"'),
+    ({**manifest(), "night": "2026-1-5"}, '"night" is not a date YYYY-MM-DD'),
+    ({**manifest(), "night": 20261105}, '"night" is not a date YYYY-MM-DD'),
 ])
 def test_a_broken_manifest_is_one_line_naming_it(tmp_path: Path, data: Any, says: str) -> None:
     path = tmp_path / "s"
@@ -64,6 +66,15 @@ def test_nights_in_order_and_no_sweep_twice(tmp_path: Path) -> None:
     assert [s.night for s in read_sweeps([late, early])] == ["2026-11-22", "2026-11-23"]
     with pytest.raises(HistoryError, match="the same sweep as"):
         read_sweeps([late, write(tmp_path / "c", manifest("2026-11-23T02:00:00Z"))])
+
+
+def test_a_nightly_sweep_is_of_the_night_it_was_run_for_whenever_it_ran(tmp_path: Path) -> None:
+    """A nightly's sweep names its night: rerun days later (``--date``, to finish its
+    failed cells), it is still that night, and older than the next night's sweep."""
+    rerun = write(tmp_path / "a", {**manifest("2026-11-25T09:00:00Z"), "night": "2026-11-22"})
+    next_night = write(tmp_path / "b", {**manifest("2026-11-23T02:00:00Z"), "night": "2026-11-23"})
+    assert [(s.night, s.created) for s in read_sweeps([next_night, rerun])] == [
+        ("2026-11-22", "2026-11-25T09:00:00Z"), ("2026-11-23", "2026-11-23T02:00:00Z")]
 
 
 def test_one_sweep_directory_given_twice_is_refused(tmp_path: Path) -> None:

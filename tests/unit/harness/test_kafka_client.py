@@ -127,8 +127,9 @@ class Lister:
 
 
 def test_a_high_watermark_comes_with_the_leader_epoch_of_its_answer() -> None:
-    """The epoch tells a deposed leader's stale answer from a HW that moved back."""
-    admin = Lister({0: (120, 5), 1: (7, -1), 2: KafkaError.LEADER_NOT_AVAILABLE, 3: (-1001, 5)})
-    assert kafka_client.high_watermarks(admin, "fl-queue", [0, 1, 2, 3], 1.0) == {  # type: ignore[arg-type]
+    """The epoch tells a deposed leader's stale answer from a HW that moved back; an
+    empty partition's HW is 0, an offset like any other."""
+    admin = Lister({0: (120, 5), 1: (7, -1), 2: KafkaError.LEADER_NOT_AVAILABLE, 3: (-1001, 5), 4: (0, 1)})
+    assert kafka_client.high_watermarks(admin, "fl-queue", [0, 1, 2, 3, 4], 1.0) == {  # type: ignore[arg-type]
         0: kafka_client.HighWatermark(120, 5), 1: kafka_client.HighWatermark(7, None),
-        2: "LEADER_NOT_AVAILABLE", 3: "no offset (-1001)"}
+        2: "LEADER_NOT_AVAILABLE", 3: "no offset (-1001)", 4: kafka_client.HighWatermark(0, 1)}

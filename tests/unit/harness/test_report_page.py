@@ -181,3 +181,26 @@ def test_writes_counted_lost_without_the_broker_state_are_not_a_certain_floor(tm
     assert verdict(run).loss == "at least 3 acknowledged writes lost"
     [row] = [p for p in partition_rows(run, availability(run)) if p["name"] == f"{TOPIC}/0"]
     assert row["lost"] == 3
+
+
+def test_a_forbidden_example_on_the_partition_of_an_assumed_fault_stays_a_violation(tmp_path: Path) -> None:
+    """An assumed fault only widens what its partition permits: an example it still
+    forbids there is a certain VIOLATION, not one in doubt."""
+    assumed = {"kind": "permitted-on-assumption", "why": "the leader fault is assumed", "topic": TOPIC,
+               "partition": 1, "anomalies": ["duplicate"], "affects_verdict": True}
+    run = RunData(tmp_path, make_spec(partitions=2), _results(False, [assumed], [_dup(10, 1, False)]),
+                  EMPTY, False)
+    [section] = anomaly_sections(run)
+    [forbidden] = section["rows"]
+    assert forbidden["violation"] and forbidden["doubt"] == ""
+
+
+def test_an_example_not_judged_is_not_said_to_be_judged_forbidden(tmp_path: Path) -> None:
+    """An example without ``permitted`` (not judged one by one) gets no line about its
+    judgement, even where every judgement is in doubt."""
+    unjudged = _dup(10, 0, False)
+    del unjudged["permitted"]
+    run = RunData(tmp_path, make_spec(), _results("unknown", [UNREADABLE], [unjudged]), EMPTY, False)
+    [section] = anomaly_sections(run)
+    [row] = section["rows"]
+    assert row["doubt"] == "" and not row["violation"]

@@ -195,6 +195,13 @@ def test_a_bad_command_line_is_one_line(runs: list[TestSpec], args: list[str], m
     assert runs == []
 
 
+def test_the_largest_seed_runs(tmp_path: Path, runs: list[TestSpec]) -> None:
+    """2**63 - 1 is a seed (test.json and the pipeline's int64 column hold it); 2**63 is not."""
+    result = CliRunner().invoke(main, ["run", "--seed", str(2**63 - 1), "--results", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert [spec.seed for spec in runs] == [2**63 - 1]
+
+
 @pytest.fixture
 def no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real run_test up to its cluster, which is refused: what happens before it shows."""
@@ -245,6 +252,18 @@ def test_nemesis_none_runs_without_faults(tmp_path: Path, runs: list[TestSpec]) 
     assert result.exit_code == 0, result.output
     (spec,) = runs
     assert spec.nemesis.faults == ()
+
+
+def test_a_merge_key_is_no_duplicate_and_its_keys_may_be_overridden(tmp_path: Path,
+                                                                  runs: list[TestSpec]) -> None:
+    """``<<:`` (``<<: *base``: YAML's way of sharing settings), given twice or with a key
+    of what it merges given again, is no key given twice."""
+    f = tmp_path / "spec.yaml"
+    f.write_text("producer:\n  <<: {acks: '1', linger_ms: 7}\n  <<: {retries: 3}\n  acks: all\n")
+    result = CliRunner().invoke(main, ["run", "-f", str(f), "--results", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (spec,) = runs
+    assert (spec.producer.acks, spec.producer.linger_ms, spec.producer.retries) == ("all", 7, 3)
 
 
 @pytest.mark.parametrize("raised", [RuntimeError("a bug"), KeyError("x")])

@@ -20,7 +20,7 @@ BACKENDS = pytest.mark.parametrize("backend", [LocalCluster, DockerCluster])
 
 def _cluster(tmp_path: Path, backend: type[LocalCluster]) -> tuple[LocalCluster, Path]:
     """A cluster whose node 1 is down, its data directory formatted and holding two
-    partition logs and a checkpoint."""
+    partition logs and a checkpoint, beside its formatted storage."""
     cluster = backend(TestSpec())
     cluster._state = SimpleNamespace(nodes={}, workdir=str(tmp_path))  # type: ignore[assignment]
     data = cluster.data_dir(1)
@@ -28,6 +28,7 @@ def _cluster(tmp_path: Path, backend: type[LocalCluster]) -> tuple[LocalCluster,
         (data / name).mkdir(parents=True)
         (data / name / "00000000000000000000.log").write_bytes(b"records")
     (data / "meta.properties").write_text("node.id=1\n")
+    (data / "bootstrap.checkpoint").write_bytes(b"bootstrap records")
     (data / "recovery-point-offset-checkpoint").write_text("0\n0\n")
     return cluster, data
 
@@ -37,7 +38,7 @@ def test_a_wipe_deletes_the_partition_logs_and_keeps_the_formatted_storage(
         tmp_path: Path, backend: type[LocalCluster]) -> None:
     cluster, data = _cluster(tmp_path, backend)
     cluster.wipe(1)
-    assert sorted(p.name for p in data.iterdir()) == ["meta.properties"]
+    assert sorted(p.name for p in data.iterdir()) == ["bootstrap.checkpoint", "meta.properties"]
 
 
 @BACKENDS
@@ -62,3 +63,25 @@ def test_a_wipe_that_could_not_delete_a_partition_log_raises(
         cluster.wipe(1)
     assert not (data / "fl-queue-1").exists(), "what can go still goes"
     assert (data / "fl-queue-0").exists()
+
+
+@BACKENDS
+def test_a_wipe_deletes_everything_else_before_it_raises(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: type[LocalCluster]) -> None:
+    """Whichever entry it meets first cannot go, the rest of the partition data still goes
+    (the directory's order is the filesystem's)."""
+    cluster, data = _cluster(tmp_path, backend)
+    real = shutil.rmtree
+    held: list[str] = []
+
+    def rmtree(path: Any, ignore_errors: bool = False, **kwargs: Any) -> None:
+        if not held:  # the first directory asked for
+            held.append(Path(path).name)
+            raise PermissionError(13, "Permission denied", str(path))
+        real(path, ignore_errors=ignore_errors, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    with pytest.raises(ClusterError, match=r"could not delete fl-queue-[01]: "):
+        cluster.wipe(1)
+    left = sorted(p.name for p in data.iterdir())
+    assert left == sorted([*held, "bootstrap.checkpoint", "meta.properties"])

@@ -392,3 +392,32 @@ def test_a_wait_is_not_met_by_a_broker_cut_off_from_the_controller(
         nemesis, ops = _cut_off_old_leader(monkeypatch, tmp_path / str(i), (wait,))
         [done] = [op for op in ops if op.f == "wait" and "result" in op.value]
         assert done.value["result"] == "not met" and nemesis.ended is not None, wait
+
+
+def test_roles_are_read_from_the_brokers_that_answer_as_their_bootstrap_one(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each broker's answer names no broker (librdkafka says -1 for the bootstrap broker):
+    it is that of the node whose proxy was asked, so agreeing answers are trusted; a node
+    this nemesis paused is not asked (it would not answer: every read would wait out
+    METADATA_TIMEOUT_S)."""
+    brokers = {f"proxy-{n}": _Broker(-1, 1, [1, 2, 3], [1, 2, 3], 0.0) for n in (1, 2, 3)}
+    asked: list[str] = []  # while node 3 is paused
+
+    def new_admin(proxy: str, timeout_s: float = 5.0) -> _Broker:
+        if cluster.node(3).paused:
+            asked.append(proxy)
+        return brokers[proxy]
+
+    monkeypatch.setattr(kafka_client, "new_admin", new_admin)
+    spec = TestSpec(nemesis=NemesisSpec(schedule=("pause node 3", "crash leader of 0")))
+    cluster = FakeCluster(spec, tmp_path)
+    cluster.bootstrap_servers = lambda: ",".join(brokers)  # type: ignore[attr-defined]
+    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 10, history)
+        nemesis.heal_all(history)
+    assert nemesis.ended is None
+    ops = read_history(tmp_path / "history.jsonl")
+    [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
+    assert crash.value["nodes"] == [1]
+    assert sorted(asked) == ["proxy-1", "proxy-2"]

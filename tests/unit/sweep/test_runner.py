@@ -288,3 +288,17 @@ def test_two_sweeps_started_in_one_second_are_two_sweeps(tmp_path: Path,
     sweeps = read_sweeps(dirs)
     assert [s.night for s in sweeps] == ["2026-11-20", "2026-11-21"]
     assert [s.id for s in sweeps] == ["t-20261123T020000100000Z", "t-20261123T020000200000Z"]
+
+
+def test_a_nightly_sweep_keeps_its_night_when_resumed(tmp_path: Path) -> None:
+    """The night a nightly names is saved, and a resume that names none (``faultline
+    sweep`` on the nightly's directory) keeps it; a night that is no string is refused."""
+    m = matrix()
+    runner.prepare(m, tmp_path, "2026-11-22").save(tmp_path)
+    assert orjson.loads((tmp_path / "sweep.json").read_bytes())["night"] == "2026-11-22"
+    assert runner.prepare(m, tmp_path).night == "2026-11-22"
+    assert runner.prepare(m, tmp_path, "2026-11-23").night == "2026-11-23"
+    data = orjson.loads((tmp_path / "sweep.json").read_bytes())
+    (tmp_path / "sweep.json").write_bytes(orjson.dumps({**data, "night": 20261122}))
+    with pytest.raises(HistoryError, match=r"sweep\.json: not a sweep manifest"):
+        load(tmp_path)
