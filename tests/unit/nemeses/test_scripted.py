@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -359,10 +360,16 @@ def _cut_off_old_leader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                "proxy-2": _Broker(-1, 2, [2, 3], [2, 3], 0.2),
                "proxy-3": _Broker(2, 2, [2, 3], [2, 3], 0.2)}  # answered by broker 2
     monkeypatch.setattr(kafka_client, "new_admin", lambda proxy, timeout_s=5.0: brokers[proxy])
-    spec = TestSpec(nemesis=NemesisSpec(schedule=schedule))
-    cluster = FakeCluster(spec, tmp_path)
-    cluster.bootstrap_servers = lambda: ",".join(brokers)  # type: ignore[attr-defined]
-    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    return _run_schedule(FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=schedule)), tmp_path),
+                         brokers, tmp_path)
+
+
+def _run_schedule(cluster: FakeCluster, proxies: Iterable[str],
+                  tmp_path: Path) -> tuple[ScriptedNemesis, list[Op]]:
+    """Run ``cluster``'s spec's schedule against ``proxies`` (one a node, in node order)
+    and heal; the nemesis and the ops it journaled."""
+    cluster.bootstrap_servers = lambda: ",".join(proxies)  # type: ignore[attr-defined]
+    nemesis = ScriptedNemesis.from_spec(cluster.spec, cluster)  # type: ignore[arg-type]
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         nemesis.run(time.monotonic() + 10, history)
         nemesis.heal_all(history)
@@ -409,15 +416,10 @@ def test_roles_are_read_from_the_brokers_that_answer_as_their_bootstrap_one(
         return brokers[proxy]
 
     monkeypatch.setattr(kafka_client, "new_admin", new_admin)
-    spec = TestSpec(nemesis=NemesisSpec(schedule=("pause node 3", "crash leader of 0")))
-    cluster = FakeCluster(spec, tmp_path)
-    cluster.bootstrap_servers = lambda: ",".join(brokers)  # type: ignore[attr-defined]
-    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
-    with HistoryWriter(tmp_path / "history.jsonl") as history:
-        nemesis.run(time.monotonic() + 10, history)
-        nemesis.heal_all(history)
+    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=("pause node 3", "crash leader of 0"))),
+                          tmp_path)
+    nemesis, ops = _run_schedule(cluster, brokers, tmp_path)
     assert nemesis.ended is None
-    ops = read_history(tmp_path / "history.jsonl")
     [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
     assert crash.value["nodes"] == [1]
     assert sorted(asked) == ["proxy-1", "proxy-2"]
