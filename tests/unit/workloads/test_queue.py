@@ -243,6 +243,37 @@ def test_a_fatal_error_raised_by_poll_retires_the_instance(
     assert any(op.process == 5 and op.type == "ok" for op in ops)
 
 
+def test_an_ack_under_acks_0_carries_no_offset(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """With acks=0 the broker answers nothing and librdkafka numbers a batch's messages
+    up from an invalid base offset (``rd_kafka_msgq_set_metadata``: -1001, -1000, ...),
+    so from the 1002nd message of a batch on a report names offset 0, 1, ...: no offset
+    of an acks=0 report is the record's, and every ack is journaled with offset -1."""
+    class Unanswered(FakeProducer):
+        """Reports nothing until partition 0 has 1100 sends queued, then each partition's
+        queue as one batch, numbered as librdkafka numbers an unanswered one."""
+
+        def poll(self, timeout: float) -> int:
+            if sum(1 for q in self.queue if q[0] == 0) < 1100 and not self.purged:
+                return 0
+            served, self.queue = self.queue, []
+            batch_index = [0] * SPEC.topic.partitions
+            for partition, value, cb in served:
+                cb(None, FakeMessage(partition, -1001 + batch_index[partition], value))
+                batch_index[partition] += 1
+            self.broker.delivered += len(served)
+            self.broker.stop.set()
+            return len(served)
+
+    broker = Broker(lambda p, partition, value: None, lambda b: False)
+    spec = replace(SPEC, producer=replace(SPEC.producer, acks="0", enable_idempotence=False))
+    _, ops = run_producer(monkeypatch, tmp_path, broker, spec, fake=Unanswered)
+
+    acks = [op for op in ops if op.type == "ok"]
+    assert len(acks) == broker.delivered >= 1100
+    assert {op.value["offset"] for op in acks} == {-1}
+
+
 # -- consumers ---------------------------------------------------------------------------------
 
 
