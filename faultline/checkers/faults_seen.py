@@ -24,7 +24,10 @@ nothing on another's. The tokens of one partition (``faults``) are:
   partitions its nodes replicate;
 - ``leader-fault`` when a node fault touched the partition's leader, or when the
   metadata log shows its leader change (an election moves leadership whatever caused
-  it, and truncates what only the old leader had). A fault touched the leader when
+  it, and truncates what only the old leader had). A ``hold`` (see :func:`fences`)
+  leaves its leader unfenced and leading, so it counts only where the metadata log does
+  not cover it (the permissive reading: it may have ended in an election nobody saw);
+  where the log covers it, only an election the log shows does. A fault touched the leader when
   the metadata log shows one of its nodes leading within :data:`CLOCK_MARGIN_NS` of the
   fault, or, where the log does not reach back to the fault, the ``leaders`` snapshot
   the nemesis recorded in its op (``{"<topic>/<partition>": node}``, invoke or
@@ -228,7 +231,10 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             if unsure or nodes & killed:  # a stop with no clean shutdown of those
                 out[tp].add("kill")
             if kind in NODE_FAULTS:
-                if _hit_leader(action, nodes, tp, states[tp], strict):
+                # a hold leaves the leader unfenced and leading: only an election moves it,
+                # which the metadata log shows (_elected); without the log, assume one
+                may_move = fencing or (not strict and not _log_covers(states[tp] or (), action))
+                if may_move and _hit_leader(action, nodes, tp, states[tp], strict):
                     out[tp].add("leader-fault")
                 out_of_step[tp] = _with(out_of_step[tp], nodes)
                 if fencing:
@@ -342,12 +348,18 @@ def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
     said = str(snapshot[key]) in nodes if isinstance(snapshot, dict) and key in snapshot else None
     logged: bool | None = None
     start = action.start - CLOCK_MARGIN_NS
-    if states and states[0].time <= start:  # the log covers the fault from its start
+    if states is not None and _log_covers(states, action):
         end = action.end if action.end is not None else action.start
         logged = bool(nodes & {str(n) for n in leaders_between(states, start, end + CLOCK_MARGIN_NS)})
     if strict:
         return logged if logged is not None else said is True
     return bool(logged or said) or (logged is None and said is None)
+
+
+def _log_covers(states: Sequence[PartitionState], action: NemesisAction) -> bool:
+    """Whether the metadata log reaches back to :data:`CLOCK_MARGIN_NS` before ``action``
+    began, so that it shows every leader the partition had from then on."""
+    return len(states) > 0 and states[0].time <= action.start - CLOCK_MARGIN_NS
 
 
 def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> set[int]:

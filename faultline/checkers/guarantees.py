@@ -221,7 +221,8 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
     c, allowed = config, permitted(config, faults)
     copies = committed_copies(c, faults)
     if "leader-fault" not in faults:
-        held = "no fault hit the partition's leader, which keeps every committed record"
+        held = ("no fault that could move the partition's leader hit it, nor did an election move "
+                "it, and it keeps every committed record")
     elif not every_replica_faulted(c, faults):
         held = ("a replica no fault touched stays in the ISR with every committed record, and "
                 "an election picks an in-sync replica while one is up")
@@ -232,7 +233,8 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
         "lost-write": (f"acks={c.acks}: " + (
             "an acknowledged write is on every in-sync replica, at least "
             f"min.insync.replicas={c.min_insync_replicas}, and " + committed if c.acks == "all"
-            else "no fault hit the partition's leader, the one replica an ack vouches for")),
+            else "no fault that could move the partition's leader hit it, nor did an election move "
+                 "it, and it is the one replica an ack vouches for")),
         "phantom-read": "consumers read only below the high watermark, and " + committed,
         "inconsistent-offsets": "an offset holds one record for good while " + committed,
         "nonmonotonic-poll": "a consumer's offsets only grow while " + committed,

@@ -578,3 +578,34 @@ def test_with_elr_an_unclean_election_the_metadata_log_shows_passes_over_the_elr
     c = cfg(min_insync_replicas=2, **UNCLEAN_ELR)
     assert set(permitted(c, tokens(3))) >= COMMITTED_LOSS
     assert not COMMITTED_LOSS & set(permitted(c, tokens(2)))
+
+
+def test_a_hold_of_the_leader_is_no_leader_fault_where_the_metadata_log_shows_no_election() -> None:
+    """Found by review: a hold touching the leader gave ``leader-fault``, which excuses an
+    acks=1 loss. A hold cuts only inter-broker traffic: the leader keeps heartbeating,
+    stays unfenced and in the ISR, so the controller keeps it
+    (PartitionChangeBuilder.electAnyLeader keeps a leader that is still valid), and a
+    leader truncates only on becoming a follower, which the metadata log would show.
+    Without the log the hold may still have ended in an election nobody saw: the
+    permissive reading keeps ``leader-fault``, the strict one does not."""
+    tp = ("fl-queue", 0)
+    replicas = frozenset({1, 2, 3})
+    timeline = {tp: [PartitionState(-10**10, 1, replicas, replicas),
+                     PartitionState(10**12, 1, frozenset({1}), replicas)]}
+    h = H()
+    h.fault("partition", [1, 2, 3], kind="hold", grudge={}, replication=HOLD_FOLLOWERS,
+            leaders={"fl-queue/0": 1})
+    actions = nemesis_actions(h.ops)
+    held = faults_by_partition(actions, [tp], timeline)[tp]
+    assert "partition" in held and "leader-fault" not in held
+    assert "lost-write" not in permitted(cfg(acks="1"), held)
+    # the metadata log shows an election: that is a leader fault whatever caused it
+    moved = {tp: [*timeline[tp], PartitionState(2 * 10**12, 2, frozenset({2}), replicas)]}
+    assert "leader-fault" in faults_by_partition(actions, [tp], moved)[tp]
+    # no metadata log: the permissive reading assumes an election, the strict one does not
+    assert "leader-fault" in faults_by_partition(actions, [tp])[tp]
+    assert "leader-fault" not in faults_by_partition(actions, [tp], strict=True)[tp]
+    # a fencing fault of the leader stays a leader fault without an election in the log
+    k = H()
+    k.fault("pause", [1], kind="pause", leaders={"fl-queue/0": 1})
+    assert "leader-fault" in faults_by_partition(nemesis_actions(k.ops), [tp], timeline)[tp]

@@ -48,7 +48,7 @@ def run(h: H, acks: str = "1", **kw: Any) -> Result:
 def test_a_forbidden_reason_is_said_only_of_the_partitions_it_is_true_of() -> None:
     """acks=all: lost-write is forbidden on both partitions, for different reasons: p0's
     leader was never hit, p1's was killed. results.json's run-wide reason must not say
-    p0's ("no fault hit the partition's leader") of the whole run."""
+    p0's ("no fault that could move the partition's leader hit it") of the whole run."""
     r = run(acks1_two_partitions(lose_on=0, kill=3, leaders={f"{TOPIC}/0": 2, f"{TOPIC}/1": 3}), acks="all")
     assert r.valid is False and r.violations == ["lost-write"]
     p0, p1 = r.extra["partitions"]
