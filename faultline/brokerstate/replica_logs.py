@@ -17,7 +17,9 @@ stored twice) from one the client re-sent under a new epoch or producer id
 (:mod:`faultline.checkers.provenance`). ``-1`` where the batch has none (a
 non-idempotent producer); ``last_sequence`` is
 :attr:`faultline.brokerstate.segments.Batch.last_sequence`. Runs written before these
-fields were recorded have four-element batches; readers accept both.
+fields were recorded have four-element batches; readers accept both. A control batch
+(a transaction marker) would be listed like a batch of records, the offset it holds
+read as data; the workloads use no transactions, so the test topic has none.
 
 Parsing only the 61-byte batch headers (:func:`faultline.brokerstate.segments.read_batches`,
 which ends a segment at a torn tail or at what is not a v2 batch) costs a few ms per

@@ -18,7 +18,10 @@ A segment's batches are read up to the first header that is not a v2 batch heade
 (:func:`iter_batches`: zeros of a preallocated file, a torn or garbled write; magic 0/1
 message sets cannot occur, Kafka 4 no longer writes them) and the first batch cut
 short by the end of the file (:func:`complete_batches`, :func:`read_batches`). What
-lies beyond is what Kafka's recovery would truncate.
+lies beyond is what Kafka's recovery would truncate. Unlike that recovery, the CRC is
+not checked: a whole batch with a wrong CRC counts. No fault of this harness writes
+one: a SIGKILL keeps the page cache, and a write it cuts short leaves a short file (a
+batch cut short by the end); lose-unflushed cuts at batch boundaries.
 
 A replica's log end offset (LEO) is the newest segment's last complete batch's
 ``baseOffset + lastOffsetDelta + 1``, or the segment's base offset while it holds no
