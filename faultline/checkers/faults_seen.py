@@ -24,10 +24,15 @@ nothing on another's. The tokens of one partition (``faults``) are:
   partitions its nodes replicate;
 - ``leader-fault`` when a node fault touched the partition's leader, or when the
   metadata log shows its leader change (an election moves leadership whatever caused
-  it, and truncates what only the old leader had). A ``hold`` (see :func:`fences`)
-  leaves its leader unfenced and leading, so it counts only where the metadata log does
-  not cover it (the permissive reading: it may have ended in an election nobody saw);
-  where the log covers it, only an election the log shows does. A fault touched the leader when
+  it, and truncates what only the old leader had). A pause or a network partition
+  (:data:`KEEP_PROCESS`) leaves the leader's process and log alone: it moves leadership
+  only by an election, so where the metadata log covers it only an election the log
+  shows counts; where the log does not, it counts when it may fence the leader, and a
+  ``hold`` (see :func:`fences`), which leaves it unfenced and leading, only in the
+  permissive reading (it may have ended in an election nobody saw). A kill, stop, wipe
+  or lose-unflushed of the leader counts in any case: a leader restarted before the
+  controller fenced it may lead again with what its log kept, no election
+  recorded. A fault touched the leader when
   the metadata log shows one of its nodes leading within :data:`CLOCK_MARGIN_NS` of the
   fault, or, where the log does not reach back to the fault, the ``leaders`` snapshot
   the nemesis recorded in its op (``{"<topic>/<partition>": node}``, invoke or
@@ -76,6 +81,9 @@ from typing import Any
 from faultline.faults import FAMILIES, family_of_fault
 from faultline.history import NEMESIS, Op
 
+#: Node faults that leave a node's process and its log as they were (no restart, nothing
+#: destroyed): its leadership moves only by an election, which the metadata log records.
+KEEP_PROCESS: frozenset[str] = frozenset(("pause", "partition"))
 #: Faults on nodes (not on client links): they can move leadership or take a replica
 #: out of the ISR.
 NODE_FAULTS: frozenset[str] = frozenset(f.name for f in FAMILIES.values() if f.on_nodes)
@@ -231,9 +239,12 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
             if unsure or nodes & killed:  # a stop with no clean shutdown of those
                 out[tp].add("kill")
             if kind in NODE_FAULTS:
-                # a hold leaves the leader unfenced and leading: only an election moves it,
-                # which the metadata log shows (_elected); without the log, assume one
-                may_move = fencing or (not strict and not _log_covers(states[tp] or (), action))
+                # a fault that leaves the leader's process and log alone (a pause, a network
+                # partition) moves leadership only by an election, which the metadata log
+                # shows (_elected); where it does not cover the fault, a fencing one may
+                # have, and a hold (unfenced) may only in the permissive reading
+                covered = _log_covers(states[tp] or (), action)
+                may_move = kind not in KEEP_PROCESS or (not covered and (fencing or not strict))
                 if may_move and _hit_leader(action, nodes, tp, states[tp], strict):
                     out[tp].add("leader-fault")
                 out_of_step[tp] = _with(out_of_step[tp], nodes)

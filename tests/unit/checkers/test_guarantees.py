@@ -605,7 +605,29 @@ def test_a_hold_of_the_leader_is_no_leader_fault_where_the_metadata_log_shows_no
     # no metadata log: the permissive reading assumes an election, the strict one does not
     assert "leader-fault" in faults_by_partition(actions, [tp])[tp]
     assert "leader-fault" not in faults_by_partition(actions, [tp], strict=True)[tp]
-    # a fencing fault of the leader stays a leader fault without an election in the log
-    k = H()
-    k.fault("pause", [1], kind="pause", leaders={"fl-queue/0": 1})
-    assert "leader-fault" in faults_by_partition(nemesis_actions(k.ops), [tp], timeline)[tp]
+
+
+@pytest.mark.parametrize(("family", "kind", "leads_on"), [
+    ("pause", "pause", False), ("partition", "isolate-node", False),
+    ("kill", "kill", True), ("stop", "stop", True), ("lose-unflushed", "lose-unflushed", True)])
+def test_a_fault_that_keeps_the_leaders_process_is_a_leader_fault_only_by_an_election(
+        family: str, kind: str, leads_on: bool) -> None:
+    """A pause or a network partition of the leader leaves its process and log alone: it
+    loses what only it had (an acks=1 loss) only by becoming a follower, an election the
+    metadata log shows; where the log covers the fault and shows none, the fault is no
+    leader fault. A kill, stop or lose-unflushed is one all the same: a leader restarted
+    before the controller fenced it may lead again with what its log kept, no election
+    recorded. Where the log does not cover the fault, the fencing fault still counts."""
+    tp = ("fl-queue", 0)
+    replicas = frozenset({1, 2, 3})
+    timeline = {tp: [PartitionState(-10**10, 1, replicas, replicas),
+                     PartitionState(10**12, 1, frozenset({1}), replicas)]}
+    h = H()
+    extra = {"grudge": {"1": [2, 3], "2": [1], "3": [1]}, "target": 1} if family == "partition" else {}
+    h.fault(family, [1], kind=kind, leaders={"fl-queue/0": 1}, **extra)
+    actions = nemesis_actions(h.ops)
+    for strict in (False, True):
+        seen = faults_by_partition(actions, [tp], timeline, strict=strict)[tp]
+        assert ("leader-fault" in seen) is leads_on, strict
+    assert "leader-fault" in faults_by_partition(actions, [tp])[tp]
+    assert "leader-fault" in faults_by_partition(actions, [tp], strict=True)[tp]
