@@ -144,7 +144,10 @@ def write_jsonl(path: Path, lines: Iterable[Mapping[str, Any]]) -> int:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every line of a JSON-lines file as an object; HistoryError naming the line for a
     line that is not a JSON object (a cut last line included: these files are written
-    whole, after the run). Blank lines are skipped."""
+    whole, after the run). Blank lines are skipped. A FIFO, socket or device is refused
+    unread: reading one may never end."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise HistoryError(str(path), None, "not a regular file")
     out: list[dict[str, Any]] = []
     try:
         with path.open("rb") as fh:

@@ -38,6 +38,18 @@ MAX_PARTITIONS = 10_000
 MAX_TOPIC_NAME = 249
 #: The highest seed: what ``test.json`` (orjson) and the pipeline's int64 ``seed`` column hold.
 MAX_SEED = 2**63 - 1
+#: The clients' ranges of ``retries`` and ``max_in_flight`` (librdkafka's; the Java
+#: client's are no narrower): librdkafka reads a larger number modulo 2**32, so 2**32 retries
+#: would run as 0 while test.json, and the checker, said otherwise.
+MAX_RETRIES = 2**31 - 1
+MAX_IN_FLIGHT = 1_000_000
+#: The longest main phase: a week.
+MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
+#: The shortest interval between faults: the schedule counts milliseconds, and below a few
+#: its starts round back onto each other and it never ends.
+MIN_INTERVAL_S = 0.01
+#: The most faults a seeded schedule holds, about: it is built before the main phase.
+MAX_SCHEDULED_FAULTS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +173,11 @@ class TestSpec:
         """A stored ``test.json``, read with ``strict=False`` (extra keys are welcome,
         docs/history.md); one SpecError line naming ``path`` if it is unreadable, invalid,
         or lacks a key docs/history.md says every test.json holds."""
+        path = Path(path)
+        if path.exists() and not path.is_file() and not path.is_dir():  # reading a FIFO never ends
+            raise SpecError(f"{path}: not a regular file")
         try:
-            data = orjson.loads(Path(path).read_bytes())
+            data = orjson.loads(path.read_bytes())
         except OSError as e:
             raise SpecError(f"{path}: cannot read: {e.strerror}") from None
         except orjson.JSONDecodeError as e:
@@ -301,19 +316,25 @@ def _validate(spec: TestSpec) -> None:
             "idempotence needs acks=all, retries > 0 and max_in_flight between 1 and 5; "
             "pass --no-idempotence for other producer settings",
         ),
-        (p.max_in_flight >= 1, f"producer.max_in_flight must be at least 1, not {p.max_in_flight}"),
-        (p.retries >= 0, f"producer.retries must be >= 0, not {p.retries}"),
+        (1 <= p.max_in_flight <= MAX_IN_FLIGHT,
+         f"producer.max_in_flight must be between 1 and {MAX_IN_FLIGHT}, not {p.max_in_flight}"),
+        (0 <= p.retries <= MAX_RETRIES, f"--retries must be between 0 and {MAX_RETRIES}, not {p.retries}"),
         # the clients' own ranges: librdkafka's, and the Java producer's sum rule
         (1 <= p.request_timeout_ms <= 900_000 and 0 <= p.linger_ms <= 900_000
          and p.linger_ms + p.request_timeout_ms <= p.delivery_timeout_ms <= 2**31 - 1,
          "producer timeouts: request_timeout_ms must be 1 to 900000, linger_ms 0 to 900000, and "
          "delivery_timeout_ms at least their sum (and below 2**31), not "
          f"{p.request_timeout_ms}, {p.linger_ms} and {p.delivery_timeout_ms}"),
-        (spec.time_limit_s > 0, f"--time-limit must be positive, not {spec.time_limit_s}"),
+        (0 < spec.time_limit_s <= MAX_TIME_LIMIT_S,
+         f"--time-limit must be positive and at most {MAX_TIME_LIMIT_S:.0f} (a week), "
+         f"not {spec.time_limit_s}"),
         (w.producers >= 1, f"--producers must be at least 1, not {w.producers}"),
         (w.consumers >= 0, f"--consumers must be >= 0, not {w.consumers}"),
         (w.rate >= 0, f"--rate must be >= 0 (0: as fast as it goes), not {w.rate}"),
-        (n.interval_s > 0, f"--interval must be positive, not {n.interval_s}"),
+        (n.interval_s >= MIN_INTERVAL_S, f"--interval must be at least {MIN_INTERVAL_S}, not {n.interval_s}"),
+        (not n.faults or spec.time_limit_s <= MAX_SCHEDULED_FAULTS * n.interval_s,
+         f"--interval must be at least --time-limit / {MAX_SCHEDULED_FAULTS} "
+         f"({spec.time_limit_s / MAX_SCHEDULED_FAULTS:g}) with faults, not {n.interval_s}"),
         (n.max_concurrent >= 1, f"nemesis.max_concurrent must be at least 1, not {n.max_concurrent}"),
         (0 <= spec.seed <= MAX_SEED, f"--seed must be between 0 and {MAX_SEED}, not {spec.seed}"),
         (name_ok(t.name) and t.name.isascii() and len(t.name) <= MAX_TOPIC_NAME,

@@ -520,6 +520,8 @@ def _cluster_facts(path: Path) -> tuple[tuple[str, ...], bool | None]:
     ``eligible_leader_replicas`` no boolean, says it could not be read."""
     if not path.exists():
         return (), None
+    if not path.is_file() and not path.is_dir():  # reading a FIFO never ends
+        return (f"{CLUSTER_FILE} could not be read: not a regular file",), None
     try:
         facts = orjson.loads(path.read_bytes())
         said, elr = facts.get("broker_state_errors"), facts.get("eligible_leader_replicas")

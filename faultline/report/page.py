@@ -236,6 +236,8 @@ def config_line(spec: TestSpec) -> str:
 def cluster_note(run_dir: Path) -> str:
     """What the cluster was, from ``cluster.json`` when the run has one: whether it ran
     with eligible leader replicas (KIP-966), as its metadata log showed."""
+    if not (run_dir / CLUSTER_FILE).is_file():  # none, or one whose reading never ends (a FIFO)
+        return ""
     try:
         facts = orjson.loads((run_dir / CLUSTER_FILE).read_bytes())
     except (OSError, orjson.JSONDecodeError):

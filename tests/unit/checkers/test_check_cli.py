@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -328,3 +329,20 @@ def test_a_test_json_that_lacks_the_config_is_refused_not_defaulted(tmp_path: Pa
     assert code == 2, out
     assert out.strip().splitlines()[0] == (f"faultline: error: {d / 'test.json'}: lacks {drop}, which every "
                                            "test.json holds (docs/history.md)")
+
+
+@pytest.mark.parametrize("name", ["test.json", "metadata.jsonl", "cluster.json"])
+def test_a_fifo_in_the_run_directory_is_not_read(tmp_path: Path, name: str) -> None:
+    """Found by review: check and report read a FIFO named test.json (or metadata.jsonl,
+    cluster.json) and waited for a writer forever."""
+    d = run_dir(tmp_path, ok_history())
+    (d / name).unlink(missing_ok=True)
+    os.mkfifo(d / name)
+    for command, code in (("check", 2), ("report", 0 if name != "test.json" else 2)):
+        done = subprocess.run([sys.executable, "-m", "faultline.cli", command, str(d)],
+                              capture_output=True, text=True, cwd=Path(__file__).parents[3], timeout=60)
+        assert done.returncode == code, (command, done.stdout, done.stderr)
+        if name == "test.json":
+            assert done.stderr.strip() == f"faultline: error: {d / name}: not a regular file"
+        elif command == "check":
+            assert "unknown: broker-state-unreadable" in done.stdout, done.stdout

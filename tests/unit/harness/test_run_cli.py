@@ -161,6 +161,9 @@ def test_a_bad_spec_file_is_one_line_naming_it(tmp_path: Path, runs: list[TestSp
     # found by review: a seed past 64 bits passed, which test.json (orjson) and the
     # pipeline's int64 seed column cannot hold
     (f"seed: {2**64}\n", f"--seed must be between 0 and {2**63 - 1}, not {2**64}"),
+    # found by review: librdkafka refuses more in flight, once the cluster is up
+    ("producer:\n  enable_idempotence: false\n  max_in_flight: 1000001\n",
+     "producer.max_in_flight must be between 1 and 1000000, not 1000001"),
 ])
 def test_a_spec_file_with_bad_values_is_one_line(tmp_path: Path, runs: list[TestSpec], text: str,
                                                  message: str) -> None:
@@ -188,6 +191,15 @@ def test_a_spec_file_that_is_not_text_is_one_line(tmp_path: Path, runs: list[Tes
     (["--nemesis", "none,kill"], "unknown fault(s) none"),
     (["--seed", str(2**63)], f"--seed must be between 0 and {2**63 - 1}, not {2**63}"),
     (["--seed", "-1"], "--seed must be between 0 and"),
+    # found by review: a schedule of faults this close never ended (its starts, in whole
+    # milliseconds, rounded back onto each other), built once the cluster was up
+    (["--nemesis", "kill", "--interval", "0.0001"], "--interval must be at least 0.01, not 0.0001"),
+    (["--nemesis", "kill", "--interval", "1", "--time-limit", "600000"],
+     "--interval must be at least --time-limit / 100000 (6) with faults, not 1.0"),
+    (["--time-limit", "1e20"], "--time-limit must be positive and at most 604800 (a week), not 1e+20"),
+    # found by review: librdkafka reads retries modulo 2**32, so 2**32 ran as 0 retries
+    # while test.json and the checker said 2**32
+    (["--retries", str(2**32)], f"--retries must be between 0 and {2**31 - 1}, not {2**32}"),
 ])
 def test_a_bad_command_line_is_one_line(runs: list[TestSpec], args: list[str], message: str) -> None:
     line = _one_error_line(CliRunner().invoke(main, ["run", *args]))

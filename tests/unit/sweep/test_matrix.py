@@ -136,6 +136,10 @@ def test_a_key_given_twice_is_refused_in_one_line(tmp_path: Path, text: str, mes
     ("axes:\n  acks: [all\n", "not valid YAML (line 3)"),
     ("axes:\n  acks: [all]\n  seeds: [1, x]\n",
      "cell acks=all,seed=x: defaults.seed: expected an integer, got 'x'"),
+    # found by review: the disk estimate of a time limit this long was float infinity,
+    # and int() of it a traceback
+    ("defaults:\n  time_limit_s: 1.0e+308\naxes:\n  acks: [all]\n",
+     "cell acks=all: --time-limit must be positive and at most 604800 (a week), not 1e+308"),
 ])
 def test_the_command_refuses_a_bad_matrix_in_one_line_before_any_run(
         tmp_path: Path, text: str, message: str) -> None:
