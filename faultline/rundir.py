@@ -44,6 +44,13 @@ NODES_DIR = "nodes"
 LATEST = "latest"
 
 
+def special(path: Path) -> bool:
+    """Whether ``path`` exists as neither a regular file nor a directory (a FIFO, a socket,
+    a device): reading it may never end, so the readers of a run directory refuse it unread
+    (:meth:`faultline.spec.TestSpec.load`, a layer below, asks the same of test.json)."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
 def find_history(run_dir: Path) -> Path:
     """The history file of ``run_dir``: :data:`HISTORY_FILE` or :data:`PLAIN_HISTORY_FILE`,
     whichever it holds. Raises HistoryError when it holds neither or both (a run
@@ -146,7 +153,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     line that is not a JSON object (a cut last line included: these files are written
     whole, after the run). Blank lines are skipped. A FIFO, socket or device is refused
     unread: reading one may never end."""
-    if path.exists() and not path.is_file() and not path.is_dir():
+    if special(path):
         raise HistoryError(str(path), None, "not a regular file")
     out: list[dict[str, Any]] = []
     try:

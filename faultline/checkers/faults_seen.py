@@ -243,9 +243,9 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 # partition) moves leadership only by an election, which the metadata log
                 # shows (_elected); where it does not cover the fault, a fencing one may
                 # have, and a hold (unfenced) may only in the permissive reading
-                covered = _log_covers(states[tp] or (), action)
+                covered = _log_covers(states[tp], action)
                 may_move = kind not in KEEP_PROCESS or (not covered and (fencing or not strict))
-                if may_move and _hit_leader(action, nodes, tp, states[tp], strict):
+                if may_move and _hit_leader(action, nodes, tp, states[tp] if covered else None, strict):
                     out[tp].add("leader-fault")
                 out_of_step[tp] = _with(out_of_step[tp], nodes)
                 if fencing:
@@ -339,12 +339,13 @@ def _replicas(states: Sequence[PartitionState] | None) -> set[str]:
 
 
 def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
-                states: Sequence[PartitionState] | None, strict: bool = False) -> bool:
+                covering: Sequence[PartitionState] | None, strict: bool = False) -> bool:
     """Whether a node fault touched ``tp``'s leader.
 
     Two witnesses: the metadata log's leaders from :data:`CLOCK_MARGIN_NS` before the
     fault began to as long after it completed, when the log reaches back to the fault's
-    start, and the ``leaders`` snapshot the nemesis recorded. The log is the controller's
+    start (``covering``: the log's states then, None where it does not,
+    :func:`_log_covers`), and the ``leaders`` snapshot the nemesis recorded. The log is the controller's
     own record; the snapshot may come from a broker cut off from the controller that
     answers from a frozen metadata cache. So where the log covers the fault, it decides,
     and a snapshot that says otherwise counts only in the permissive reading, which
@@ -358,19 +359,19 @@ def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
     key = f"{tp[0]}/{tp[1]}"
     said = str(snapshot[key]) in nodes if isinstance(snapshot, dict) and key in snapshot else None
     logged: bool | None = None
-    start = action.start - CLOCK_MARGIN_NS
-    if states is not None and _log_covers(states, action):
+    if covering is not None:
         end = action.end if action.end is not None else action.start
-        logged = bool(nodes & {str(n) for n in leaders_between(states, start, end + CLOCK_MARGIN_NS)})
+        logged = bool(nodes & {str(n) for n in leaders_between(
+            covering, action.start - CLOCK_MARGIN_NS, end + CLOCK_MARGIN_NS)})
     if strict:
         return logged if logged is not None else said is True
     return bool(logged or said) or (logged is None and said is None)
 
 
-def _log_covers(states: Sequence[PartitionState], action: NemesisAction) -> bool:
+def _log_covers(states: Sequence[PartitionState] | None, action: NemesisAction) -> bool:
     """Whether the metadata log reaches back to :data:`CLOCK_MARGIN_NS` before ``action``
     began, so that it shows every leader the partition had from then on."""
-    return len(states) > 0 and states[0].time <= action.start - CLOCK_MARGIN_NS
+    return states is not None and len(states) > 0 and states[0].time <= action.start - CLOCK_MARGIN_NS
 
 
 def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> set[int]:

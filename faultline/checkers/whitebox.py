@@ -55,14 +55,21 @@ import itertools
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
 from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, PartitionState, Timeline
 from faultline.checkers.result import UNKNOWN, Valid, displace_permitted, merge_valid
 from faultline.errors import HistoryError
-from faultline.rundir import CLUSTER_FILE, METADATA_FILE, OBSERVATIONS_FILE, REPLICAS_FILE, read_jsonl
+from faultline.rundir import (
+    CLUSTER_FILE,
+    METADATA_FILE,
+    OBSERVATIONS_FILE,
+    REPLICAS_FILE,
+    read_jsonl,
+    special,
+)
 from faultline.spec import TestSpec
 
 #: results.json keeps at most this many examples per invariant.
@@ -298,7 +305,7 @@ def check_hw_monotonic(observations: Sequence[Line], topic: str,
         for b in samples:
             if not _is_int(b.get("hw")):
                 continue
-            epoch = b.get("hw_epoch") if _is_int(b.get("hw_epoch")) and b["hw_epoch"] >= 0 else None
+            epoch = hw_epoch(b)
             earlier = [a for e, a in latest.items() if e is None or epoch is None or e <= epoch]
             latest[epoch] = b
             if not earlier:
@@ -313,8 +320,16 @@ def check_hw_monotonic(observations: Sequence[Line], topic: str,
     return inv
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
+
+
+def hw_epoch(sample: Line) -> int | None:
+    """The leader epoch an observation's HW was answered under (``hw_epoch``), or None
+    when it has none: no HW, an answer without an epoch, a file written before epochs
+    were recorded."""
+    epoch = sample.get("hw_epoch")
+    return epoch if _is_int(sample.get("hw")) and _is_int(epoch) and epoch >= 0 else None
 
 
 def _epoch_text(sample: Line) -> str:
@@ -520,7 +535,7 @@ def _cluster_facts(path: Path) -> tuple[tuple[str, ...], bool | None]:
     ``eligible_leader_replicas`` no boolean, says it could not be read."""
     if not path.exists():
         return (), None
-    if not path.is_file() and not path.is_dir():  # reading a FIFO never ends
+    if special(path):
         return (f"{CLUSTER_FILE} could not be read: not a regular file",), None
     try:
         facts = orjson.loads(path.read_bytes())

@@ -19,13 +19,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 
 from faultline.checkers.columns import NONE
 from faultline.checkers.measures import BUCKET_NS
 from faultline.checkers.table import OUTCOMES, SendTable
+from faultline.checkers.whitebox import hw_epoch
 
 Partition = tuple[str, int]
 
@@ -210,14 +211,10 @@ def stale_hw(samples: Sequence[Mapping[str, Any]]) -> list[int | None]:
     out: list[int | None] = []
     newest: int | None = None
     for s in samples:
-        epoch = s.get("hw_epoch")
-        if not (_is_int(s.get("hw")) and _is_int(epoch) and epoch >= 0):
+        epoch = hw_epoch(s)
+        if epoch is None:
             out.append(None)
             continue
         out.append(newest if newest is not None and epoch < newest else None)
         newest = epoch if newest is None else max(newest, epoch)
     return out
-
-
-def _is_int(x: Any) -> TypeGuard[int]:
-    return isinstance(x, int) and not isinstance(x, bool)

@@ -395,6 +395,15 @@ def doubts(r: Mapping[str, Any]) -> dict[str, list[tuple[str, m.Partition | None
     return out
 
 
+def applying(doubted: Sequence[tuple[str, m.Partition | None]], forbidden: bool,
+             part: tuple[str, Any] | None = None) -> list[tuple[str, m.Partition | None]]:
+    """Of a type's doubts (:func:`doubts`), those that leave a judgement of it open. One
+    that it is forbidden only by a doubt on every partition (the broker state it was
+    judged against), as a partition's assumed faults only widen what it permits; one
+    that it is permitted also by a doubt on its partition ``part`` (None: any)."""
+    return [(k, q) for k, q in doubted if q is None or (not forbidden and part in (None, q))]
+
+
 def _doubt_text(entries: Sequence[tuple[str, m.Partition | None]]) -> str:
     """``permitted-on-assumption fl-queue/1, broker-state-disagrees``."""
     return ", ".join(dict.fromkeys(k + (f" {p[0]}/{p[1]}" if p else "") for k, p in entries))
@@ -415,9 +424,7 @@ def expectations(run: RunData) -> list[dict[str, Any]]:
         n = counts.get(a, 0)
         allowed = a in permitted
         forbidden_seen = a in violations or bool(n and not allowed)
-        # a doubt on one partition only widens what it permits; one everywhere (the broker
-        # state judged against) leaves undecided whether what was judged forbidden is
-        doubt = [(k, q) for k, q in doubted.get(a, ()) if q is None or not forbidden_seen]
+        doubt = applying(doubted.get(a, ()), forbidden_seen)
         status = ("doubted" if doubt else "violation") if forbidden_seen else (
             ("doubted" if doubt else "permitted") if n else "none")
         # a violation says which guarantee broke, also where another partition permits it
@@ -502,14 +509,12 @@ def stories_payload(sections: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _example_doubt(e: Mapping[str, Any], doubted: Sequence[tuple[str, m.Partition | None]]) -> str:
-    """For an example whose judgement is not established (:func:`doubts`), a line saying
-    so; else ''. A permitted one is doubted by a doubt on its partition or on every
-    partition; a forbidden one only by a doubt on every partition (the broker state it
-    was judged against), since a partition's assumed faults only widen what it permits."""
+    """For an example whose judgement is not established (:func:`doubts`, :func:`applying`),
+    a line saying so; else ''."""
     permitted = e.get("permitted")
-    part = (str(e.get("topic", "")), e.get("partition"))
-    here = [(k, q) for k, q in doubted if q is None or (permitted is True and q == part)]
-    if not isinstance(permitted, bool) or not here:
+    here = isinstance(permitted, bool) and applying(
+        doubted, not permitted, (str(e.get("topic", "")), e.get("partition")))
+    if not here:
         return ""
     whether = "Whether" if permitted else "Judged forbidden, but whether"
     return f"{whether} it is permitted is not established ({_doubt_text(here)}): see undecided above."
@@ -594,10 +599,8 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
         lost = int(counts.get("lost-write", 0))
         violations = list(x.get("violations") or ())
         reasons = x.get("permitted_reasons") or {}
-        doubted = [(k, q) for k, q in doubted_all.get("lost-write", ()) if q in (None, p)]
-        # as for an example (_example_doubt): what was judged forbidden here is in doubt
-        # only by a doubt on every partition, the broker state it was judged against
-        everywhere = {a: [(k, q) for k, q in doubted_all.get(a, ()) if q is None] for a in violations}
+        doubted = applying(doubted_all.get("lost-write", ()), False, p)
+        everywhere = {a: applying(doubted_all.get(a, ()), True) for a in violations}
         certain = [a for a in violations if not everywhere[a]]
         judged = [a for a in violations if everywhere[a]]
         said = ([f"forbidden: {', '.join(certain)}"] if certain else []) + (

@@ -72,8 +72,8 @@ logger.txn.level = info
 """
 
 _log = logging.getLogger(__name__)
-#: What each op line the program prints holds (``FaultlineClient.op`` and its exit line).
-_OP_MARKS = (b'{"process":', b'{"f":"exit"')
+#: What each op line the program prints holds (``FaultlineClient.op``), and its exit line.
+_OP_MARK, _EXIT_MARK = b'{"process":', b'{"f":"exit"'
 
 
 def classify_refused(error: str, idempotent: bool) -> Classification:
@@ -200,7 +200,7 @@ class JavaQueueWorkload:
     def _line(self, raw: bytes) -> PendingOp | None:
         """The op of one line of stdout, if it is one to journal; a line that is no op
         goes to the client log, an op line that cannot be read is kept for :meth:`stop`."""
-        if not any(mark in raw for mark in _OP_MARKS):
+        if _OP_MARK not in raw and _EXIT_MARK not in raw:  # no generator: a line per op
             if raw.strip():
                 self._log_line(raw)
             return None
