@@ -48,6 +48,8 @@ VALUE_MAX = (1 << 63) - 1
 Process = int | Literal["nemesis"]
 #: An op not yet journaled: ``(process, type, f, value, error)``.
 PendingOp = tuple[Process, OpType, str, Any, str | None]
+#: An op that happened before it is journaled, with the ``time.monotonic_ns()`` of then.
+TimedOp = tuple[int, PendingOp]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,8 @@ class HistoryWriter:
     """Appends ops to a history file; safe to call from many threads.
 
     Contract: ``append`` assigns a dense ``index`` and a non-decreasing ``time`` under
-    one lock. A path ending in ``.zst`` is written compressed, as a sequence of
+    one lock, and so does :meth:`append_at`, for ops that happened before they are
+    journaled. A path ending in ``.zst`` is written compressed, as a sequence of
     independent zstd frames (with checksums), one per flushed batch, by a child
     process, the frame writer (:func:`_write_frames`): the appending threads only
     encode their ops, and making the lines and compressing them costs the workload's
@@ -126,6 +129,7 @@ class HistoryWriter:
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _t0: int = field(init=False, repr=False, default=0)
     _next: int = field(init=False, repr=False, default=0)
+    _last: int = field(init=False, repr=False, default=0)  # the time of the last op journaled
     _pending: list[bytes] = field(init=False, repr=False, default_factory=list)
     _pending_bytes: int = field(init=False, repr=False, default=0)
     _closed: threading.Event = field(init=False, repr=False, default_factory=threading.Event)
@@ -180,18 +184,46 @@ class HistoryWriter:
             self._next = first + len(ops)
         self._emit(batch)
 
+    def append_at(self, ops: Sequence[TimedOp]) -> None:
+        """Journal ops that happened before now, ``(time.monotonic_ns() when it happened,
+        (process, type, f, value, error))`` each, in order, with one hand-over.
+
+        Same contract as :meth:`append_many`, but each op's ``time`` is its own: when it
+        happened, on :meth:`now`'s clock, yet never after now nor before the op journaled
+        ahead of it, since times never decrease (an op that happened before one journaled
+        ahead of it shares that one's time).
+        """
+        if not ops:
+            return
+        with self._lock:
+            now, last, timed = self.now(), self._last, []
+            for at, op in ops:
+                last = max(last, min(at - self._t0, now))
+                timed.append((last, op))
+            for t, run in itertools.groupby(timed, key=lambda x: x[0]):
+                group = [op for _, op in run]
+                self._put(self._next, t, group)
+                self._next += len(group)
+            batch = self._take() if self._pending_bytes >= FRAME_BYTES else None
+        self._emit(batch)
+
     def _write(self, first: int, t: int, ops: Sequence[PendingOp]) -> list[bytes] | None:
-        """Hand ``ops`` to the OS, or to the pending batch when compressing; under the
-        lock. Returns a full batch, taken, for :meth:`_emit` after the lock."""
+        """Hand ``ops`` to the OS, or to the pending batch when compressing (:meth:`_put`);
+        under the lock. Returns a full batch, taken, for :meth:`_emit` after the lock."""
+        self._put(first, t, ops)
+        return self._take() if self._pending_bytes >= FRAME_BYTES else None
+
+    def _put(self, first: int, t: int, ops: Sequence[PendingOp]) -> None:
+        """Hand ``ops``, all at time ``t``, to the OS, or to the pending batch; under the lock."""
         if self._shut:
             raise ValueError("write to a closed history")
         if self._file is not None:
             _write_all(self._file, _lines(first, t, ops))
-            return None
-        data = orjson.dumps(ops)  # the ops' JSON, checked here: a bad value raises now
-        self._pending += (_CHUNK.pack(first, t, len(data)), data)
-        self._pending_bytes += _CHUNK.size + len(data)
-        return self._take() if self._pending_bytes >= FRAME_BYTES else None
+        else:
+            data = orjson.dumps(ops)  # the ops' JSON, checked here: a bad value raises now
+            self._pending += (_CHUNK.pack(first, t, len(data)), data)
+            self._pending_bytes += _CHUNK.size + len(data)
+        self._last = t
 
     def _take(self) -> list[bytes] | None:
         """The pending chunks behind their message's length, now off the list, with

@@ -15,6 +15,7 @@ Imports nothing of the project but :mod:`faultline.errors`: every layer may use 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -67,6 +68,27 @@ def find_history(run_dir: Path) -> Path:
                            f"missing (nor {PLAIN_HISTORY_FILE}): is this a run directory?")
     raise HistoryError(str(run_dir), None,
                        f"holds both {HISTORY_FILE} and {PLAIN_HISTORY_FILE}; keep one")
+
+
+#: How much of a history's end :func:`history_identity` digests.
+IDENTITY_TAIL = 1 << 16
+
+
+def history_identity(history: Path) -> dict[str, Any]:
+    """What ties a verdict to the history file it judged (results.json's ``history``):
+    ``file`` (its name), ``bytes`` (its size) and ``tail_sha256`` (the SHA-256 of its
+    last :data:`IDENTITY_TAIL` bytes, or of all of it when shorter). Taken again from
+    the file's end alone, so a reader of a large history can afford it; a history
+    re-written (re-run, re-compressed, edited) differs in one of them, short of one
+    made to match. Raises HistoryError naming the file when it cannot be read."""
+    try:
+        with history.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(0, size - IDENTITY_TAIL))
+            tail = fh.read()
+    except OSError as e:
+        raise HistoryError(str(history), None, f"cannot read: {e.strerror or e}") from None
+    return {"file": history.name, "bytes": size, "tail_sha256": hashlib.sha256(tail).hexdigest()}
 
 
 def new_run_dir(results: Path, name: str, now: datetime | None = None) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,7 @@ from faultline.rundir import (
     SENDS_FILE,
     TEST_FILE,
     find_history,
+    history_identity,
     write_atomic,
 )
 
@@ -43,6 +45,9 @@ def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result
     """Check a run directory (:func:`~faultline.checkers.stored.check_stored`) and write its
     ``results.json`` and ``history.sends.parquet``; return the Result. ``follow`` reads
     the history while its run still writes it (:func:`~faultline.checkers.stored.check_stored_table`).
+    The results name the history they judged, as it was once read to its end
+    (``history``: :func:`~faultline.rundir.history_identity`), for the report to refuse
+    them beside another.
 
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
     ``valid: "unknown"`` and why (not in a directory that has neither: no run), then
@@ -59,9 +64,11 @@ def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result
             except FaultlineError as unwritten:  # the cause first: it is what to fix
                 raise FaultlineError(f"{e}; and {unwritten}") from None
         raise  # a directory with none of a run's files (not a run) gets no results.json
+    history = find_history(run_dir)
+    result = dataclasses.replace(result, extra={**result.extra, "history": history_identity(history)})
     if table is not None:
         _give_back_freed_memory()
-        write_table(run_dir / SENDS_FILE, table, find_history(run_dir))
+        write_table(run_dir / SENDS_FILE, table, history)
     write_results(run_dir, result)
     return result
 

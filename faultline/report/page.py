@@ -5,7 +5,9 @@ under the config tested, and why.
 the history (``history.jsonl.zst`` or ``history.jsonl``), ``results.json`` (the
 checker's verdict, if the run was checked) and ``observations.jsonl`` (optional
 white-box samples), and writes
-``report.html`` beside them. A run without ``results.json`` (or with one that lacks
+``report.html`` beside them. A results.json that names another history than the
+run's (its ``history``, written by ``faultline check``) is refused: its verdict is not
+this history's. A run without ``results.json`` (or with one that lacks
 the checker's ``measures`` or ``partitions``) is checked in memory, by the same
 checker ``faultline check`` runs, and nothing but ``report.html`` is written. The
 page embeds everything it shows (bokeh's JavaScript inline, CSS in the page, the
@@ -65,6 +67,7 @@ from faultline.rundir import (
     SENDS_FILE,
     TEST_FILE,
     find_history,
+    history_identity,
     read_jsonl,
     write_atomic,
 )
@@ -131,6 +134,7 @@ def load_run(run_dir: Path) -> RunData:
         raise HistoryError(str(results_path), None, "expected a JSON object")
     if stored is not None:
         _check_stored_types(results_path, stored)
+        _check_same_history(results_path, stored, find_history(run_dir))
     results = stored
     missing = [k for k, kind in _CHECKED.items() if not isinstance((stored or {}).get(k), kind)]
     if "partitions" not in missing and not all(  # from a checker that judged runs, not partitions
@@ -187,6 +191,24 @@ def _check_stored_types(path: Path, stored: dict[str, Any]) -> None:
         raise HistoryError(str(path), None, f"anomalies.{bad[0]}: expected a list")
     if "send" in (stats := stored.get("stats") or {}) and not isinstance(stats["send"], dict):
         raise HistoryError(str(path), None, "stats.send: expected an object")
+
+
+def _check_same_history(path: Path, stored: dict[str, Any], history: Path) -> None:
+    """HistoryError when a stored results.json names a history (its ``history``,
+    :func:`~faultline.rundir.history_identity`) other than ``history`` as it is now: its
+    verdict is not this history's. One from a checker that did not name it is taken as it is."""
+    said = stored.get("history")
+    if said is None:
+        return
+    if not isinstance(said, dict):
+        raise HistoryError(str(path), None, f"history: expected an object, got {said!r:.40}")
+    now = history_identity(history)
+    if said != now:
+        same = " (the same size, another end)" if said.get("bytes") == now["bytes"] else ""
+        raise HistoryError(str(path), None, (
+            f"judged {said.get('file')} of {said.get('bytes')} bytes, not the {now['file']} of "
+            f"{now['bytes']} bytes here{same}: its verdict is another history's; run "
+            f"`faultline check {path.parent}` to judge this one"))
 
 
 def _read_json(path: Path) -> Any:

@@ -21,8 +21,14 @@ workload uses, so an error this table does not know is indeterminate (``info``).
 without idempotence). A send is journaled complete once: the Java client can complete one
 twice (a ``send()`` that threw after the append, whose batch completes too), and a later
 completion of a send already complete is dropped.
-Polls are journaled as printed. Lines are journaled in the order printed, on the
-history's clock as they are read. End of stdin stops the clients; the program
+Polls are journaled as printed. Every line carries ``ns``, the program's
+``System.nanoTime()`` when it printed the line (under the lock that orders the lines),
+which is the history's clock: on Linux both HotSpot's ``os::javaTimeNanos`` and
+``time.monotonic_ns()`` read ``CLOCK_MONOTONIC``. Lines are journaled in the order printed, each at its ``ns``
+(:meth:`~faultline.history.HistoryWriter.append_at`: never before an op journaled ahead
+of it), not when it was read, which may be long after under load. An ``ns`` before the
+workload was made or after its line was read is of another clock: the line is not read
+(below). End of stdin stops the clients; the program
 completes outstanding sends, closes its clients, prints ``{"f": "exit",
 "next_process": n}`` and exits; later process numbers (the drain's) start at ``n``.
 Its stderr (the client's log: producer ids and epochs, errors) goes to the client log,
@@ -51,7 +57,7 @@ import orjson
 
 from faultline.cluster import kafka_dist
 from faultline.errors import FaultlineError, SetupError
-from faultline.history import HistoryWriter, PendingOp
+from faultline.history import HistoryWriter, TimedOp
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats, rdkafka_log
 from faultline.workloads.outcomes import Classification, classify_delivery, classify_produce_call
@@ -147,6 +153,7 @@ class JavaQueueWorkload:
         self._top = -1
         self.processes = self._free()
         self._stats = WorkloadStats()
+        self._made_ns = time.monotonic_ns()  # no line the program prints is older
         self._proc: subprocess.Popen[bytes] | None = None
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
@@ -192,30 +199,37 @@ class JavaQueueWorkload:
         line without its newline (the program died printing it) is read as one too."""
         tail = b""
         while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
+            read_ns = time.monotonic_ns()
             *lines, tail = (tail + chunk).split(b"\n")
-            self.history.append_many([op for raw in lines if (op := self._line(raw))])
-        if tail and (op := self._line(tail)):
-            self.history.append(*op)
+            self.history.append_at([op for raw in lines if (op := self._line(raw, read_ns))])
+        if tail and (op := self._line(tail, time.monotonic_ns())):
+            self.history.append_at([op])
 
-    def _line(self, raw: bytes) -> PendingOp | None:
-        """The op of one line of stdout, if it is one to journal; a line that is no op
-        goes to the client log, an op line that cannot be read is kept for :meth:`stop`."""
+    def _line(self, raw: bytes, read_ns: int) -> TimedOp | None:
+        """The op of one line of stdout, read at ``read_ns``, if it is one to journal; a
+        line that is no op goes to the client log, an op line that cannot be read is kept
+        for :meth:`stop`."""
         if _OP_MARK not in raw and _EXIT_MARK not in raw:  # no generator: a line per op
             if raw.strip():
                 self._log_line(raw)
             return None
         try:
-            return self._op(orjson.loads(raw))
+            return self._op(orjson.loads(raw), read_ns)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             _log.error("an op line of the Java client could not be read (%s): %r", e, raw)
             self._unreadable.append(raw)
             return None
 
-    def _op(self, d: dict[str, Any]) -> PendingOp | None:
-        """The history op of one printed line (None for the exit line), counted."""
+    def _op(self, d: dict[str, Any], read_ns: int) -> TimedOp | None:
+        """The history op of one printed line, read at ``read_ns``, with its time (None for
+        the exit line), counted; ValueError for a time not of the history's clock."""
         s = self._stats
         f: str = d["f"]
         typ: Any = d.get("type")
+        ns = d["ns"]
+        if ns.__class__ is not int or not self._made_ns <= ns <= read_ns:
+            raise ValueError(f"its ns {ns!r} is not between the workload's making and the line's "
+                             "read on time.monotonic_ns(): the program's clock is another")
         if f == "exit":
             self._first_free = int(d["next_process"])
             self.processes = self._free()
@@ -246,7 +260,7 @@ class JavaQueueWorkload:
         elif f == "poll" and typ != "invoke":
             s.polls += 1
             s.polled_records += len((value or {}).get("records") or ())
-        return (process, typ, f, value, error)
+        return ns, (process, typ, f, value, error)
 
     def _free(self) -> ProcessIds:
         """Process numbers the program never used (the drain's): from the exit line's, or,

@@ -262,6 +262,27 @@ def test_a_zst_path_is_written_compressed_in_frames_that_read_back_the_same(tmp_
     assert times == sorted(times) and len(times) == 6000
 
 
+@pytest.mark.parametrize("name", ["history.jsonl", "history.jsonl.zst"])
+def test_ops_journaled_at_their_own_times_keep_times_in_order(tmp_path: Path, name: str) -> None:
+    """append_at: each op at the time.monotonic_ns() it happened, but never before the op
+    journaled ahead of it, nor after now; ops of one time share a chunk."""
+    send = {"topic": "t", "partition": 0, "value": 1}
+    with HistoryWriter(tmp_path / name) as w:
+        w._t0 = 0  # the writer's clock is time.monotonic_ns() itself
+        a = w.append(0, "invoke", "send", send)
+        w.append_at([(a.time + 5, (1, "invoke", "poll", None, None)),
+                     (a.time + 5, (1, "ok", "poll", None, None)),
+                     (a.time - 9, (0, "ok", "send", {**send, "offset": 0}, None)),
+                     (a.time + 7, (2, "invoke", "poll", None, None))])
+        w.append_at([(a.time + 6, (2, "ok", "poll", None, None)),
+                     (time.monotonic_ns() + 10**12, ("nemesis", "info", "kill", None, None))])
+        after = w.now()
+    ops = list(read_history(tmp_path / name))
+    assert [o.index for o in ops] == list(range(7))
+    assert [o.time - a.time for o in ops[:6]] == [0, 5, 5, 5, 7, 7]
+    assert ops[5].time <= ops[6].time <= after  # the kill said it happened later than now
+
+
 def test_a_run_directory_is_read_whichever_form_its_history_has(tmp_path: Path) -> None:
     rows = [line(0), line(1), line(2)]
     (tmp_path / "history.jsonl.zst").write_bytes(zst(rows))

@@ -138,6 +138,10 @@ def test_results_json_written_by_check_run_matches(tmp_path: Path) -> None:
     RESULTS.validate(data)
     assert data["valid"] == "unknown"
     assert len(list(iter_rows(tmp_path / "history.jsonl"))) > 0
+    history = data["history"]
+    assert (history["file"], history["bytes"]) == ("history.jsonl",
+                                                   (tmp_path / "history.jsonl").stat().st_size)
+    assert not RESULTS.is_valid({**data, "history": {**history, "tail_sha256": "x"}})
 
 
 def test_metadata_lines_of_real_dumplogsegments_output_match() -> None:

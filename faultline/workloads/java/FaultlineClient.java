@@ -3,8 +3,10 @@
 // Built and driven by faultline/workloads/java_client.py, which documents the protocol:
 // settings as key=value arguments; every op printed on stdout as one JSON line, an
 // invoke before the client is asked to do it and its completion when the client says
-// how it ended; the Python side classifies sends (outcomes.py, the same rules as for
-// librdkafka) and journals every line in the order printed. End of stdin: stop issuing
+// how it ended, each line with "ns", System.nanoTime() when printed (the history's
+// clock: CLOCK_MONOTONIC, so an op is journaled at when it happened, not when read);
+// the Python side classifies sends (outcomes.py, the same rules as for librdkafka) and
+// journals every line in the order printed. End of stdin: stop issuing
 // ops, complete every outstanding send, close every client, print {"f":"exit"}, exit 0.
 // The run that reads the ops is this process's parent: should it die (SIGKILL), nobody
 // journals them and no cleanup knows this process, so it halts at once (watchParent).
@@ -50,8 +52,10 @@ public final class FaultlineClient {
     static AtomicInteger processes;
     static Map<String, String> conf;
 
-    static synchronized void emit(String line) {
-        OUT.println(line);
+    /** Print one JSON object of these fields and "ns", the time now: under the lock that
+     *  orders the lines, so their times never decrease. */
+    static synchronized void emit(String fields) {
+        OUT.println("{" + fields + ",\"ns\":" + System.nanoTime() + "}");
         OUT.flush();
     }
 
@@ -65,9 +69,10 @@ public final class FaultlineClient {
         return b.append('"').toString();
     }
 
+    /** An op line's fields, for emit. */
     static String op(int process, String type, String f, String value, String error) {
-        return "{\"process\":" + process + ",\"type\":\"" + type + "\",\"f\":\"" + f + "\",\"value\":"
-                + value + (error == null ? "" : ",\"error\":" + str(error)) + "}";
+        return "\"process\":" + process + ",\"type\":\"" + type + "\",\"f\":\"" + f + "\",\"value\":"
+                + value + (error == null ? "" : ",\"error\":" + str(error));
     }
 
     /** The Kafka error name of a send's or poll's exception (Errors' names for API errors). */
@@ -345,6 +350,6 @@ public final class FaultlineClient {
         }
         STOP.set(true);
         for (Thread t : threads) t.join();
-        emit("{\"f\":\"exit\",\"next_process\":" + processes.get() + "}");
+        emit("\"f\":\"exit\",\"next_process\":" + processes.get());
     }
 }

@@ -346,3 +346,20 @@ def test_a_fifo_in_the_run_directory_is_not_read(tmp_path: Path, name: str) -> N
             assert done.stderr.strip() == f"faultline: error: {d / name}: not a regular file"
         elif command == "check":
             assert "unknown: broker-state-unreadable" in done.stdout, done.stdout
+
+
+def test_report_refuses_a_results_json_of_another_history(tmp_path: Path) -> None:
+    """Found by review: results.json said nothing of the history it judged, and the report
+    showed its verdict beside any history: here a run checked valid, then its history
+    re-written with a forbidden loss, was reported VALID. results.json names its history
+    (file, size, digest of its end), and the report refuses one that does not match."""
+    d = run_dir(tmp_path, ok_history())
+    assert check_run(d).valid is True
+    run_dir(tmp_path, lossy_history())  # the same run directory, another history
+    r = CliRunner().invoke(main, ["report", str(d)])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().startswith(f"faultline: error: {d / 'results.json'}: judged history.jsonl")
+    assert "faultline check" in r.output and len(r.output.strip().splitlines()) == 1
+    assert not (d / "report.html").exists()
+    assert check_run(d).valid is False  # checked again, it is the report's
+    assert load_run(d).results["valid"] is False

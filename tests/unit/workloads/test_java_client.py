@@ -8,6 +8,7 @@ import io
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,11 @@ class Trickle(io.RawIOBase):
         return n
 
 
+def printed_line(op: dict[str, Any]) -> bytes:
+    """``op`` as the program prints it: a JSON line with ``ns``, the time.monotonic_ns() now."""
+    return orjson.dumps({**op, "ns": time.monotonic_ns()}) + b"\n"
+
+
 def test_printed_lines_become_classified_ops(tmp_path: Path) -> None:
     printed = [
         {"process": 0, "type": "invoke", "f": "send", "value": SEND},
@@ -56,7 +62,7 @@ def test_printed_lines_become_classified_ops(tmp_path: Path) -> None:
     ]
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = JavaQueueWorkload(TestSpec(), "x:9092", history)
-        data = b"".join(orjson.dumps(x) + b"\n" for x in printed)
+        data = b"".join(map(printed_line, printed))
         w._journal(io.BufferedReader(Trickle(data)))
     ops = list(read_history(tmp_path / "history.jsonl"))
     assert [(o.process, o.type, o.f, o.error) for o in ops] == [
@@ -68,6 +74,32 @@ def test_printed_lines_become_classified_ops(tmp_path: Path) -> None:
     s = w.stats()
     assert (s.invoked, s.ok, s.info, s.fail, s.polls, s.polled_records) == (3, 1, 2, 0, 1, 1)
     assert w.processes.take() == 6
+
+
+def test_an_op_is_journaled_at_the_time_it_was_printed_never_before_one_journaled_earlier(
+        tmp_path: Path) -> None:
+    """Found by review: each op was stamped when the journaling thread read its line, late by
+    however long the line waited in the pipe (a busy interpreter, a starved thread), so its
+    latency grew by that much and an acknowledgement printed before a fault was journaled
+    after it, later. The program prints ``ns``, its System.nanoTime() (Linux's
+    CLOCK_MONOTONIC, time.monotonic_ns()'s) when printing: the op's time. An op printed
+    before a fault journaled ahead of it (the history's order is its journal's) shares that
+    fault's time, as no history time may decrease."""
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = JavaQueueWorkload(TestSpec(), "x:9092", history)
+        at = [time.monotonic_ns() for _ in range(3)]
+        printed = [{"process": 0, "type": "invoke", "f": "send", "value": SEND, "ns": at[0]},
+                   {"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 3}, "ns": at[1]}]
+        before_read = history.now()
+        w._journal(io.BufferedReader(Trickle(b"".join(orjson.dumps(x) + b"\n" for x in printed))))
+        later = {"process": 1, "type": "invoke", "f": "poll", "value": None, "ns": at[2]}
+        kill = history.append("nemesis", "info", "kill", {"nodes": [1]})  # journaled before it is read
+        w._journal(io.BufferedReader(Trickle(orjson.dumps(later) + b"\n")))
+    ops = list(read_history(tmp_path / "history.jsonl"))
+    assert [(o.process, o.f) for o in ops] == [(0, "send"), (0, "send"), ("nemesis", "kill"), (1, "poll")]
+    assert ops[0].time <= before_read
+    assert ops[1].time - ops[0].time == at[1] - at[0]
+    assert ops[3].time == kill.time
 
 
 def test_killed_before_its_exit_line_the_next_numbers_are_past_the_highest_printed(
@@ -82,7 +114,7 @@ def test_killed_before_its_exit_line_the_next_numbers_are_past_the_highest_print
     ]  # TestSpec(): processes 0-2; 3 is process 0's successor
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = JavaQueueWorkload(TestSpec(), "x:9092", history)
-        w._journal(io.BufferedReader(Trickle(b"".join(orjson.dumps(x) + b"\n" for x in printed))))
+        w._journal(io.BufferedReader(Trickle(b"".join(map(printed_line, printed)))))
         w.stop()
     assert w.processes.take() == 4
 
@@ -108,7 +140,7 @@ def test_log_lines_go_to_their_process(tmp_path: Path) -> None:
 def _journaled(tmp_path: Path, spec: TestSpec, printed: list[dict[str, object]]) -> list[tuple[object, ...]]:
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = JavaQueueWorkload(spec, "x:9092", history)
-        w._journal(io.BufferedReader(Trickle(b"".join(orjson.dumps(x) + b"\n" for x in printed))))
+        w._journal(io.BufferedReader(Trickle(b"".join(map(printed_line, printed)))))
     return [(o.process, o.type, o.f, o.error) for o in read_history(tmp_path / "history.jsonl")]
 
 
@@ -216,22 +248,49 @@ def test_the_java_client_decodes_a_value_as_the_python_clients_do(java_classes: 
     assert wrong == []
 
 
+def _without_a_broker(java: str, cp: str, consumers: int) -> subprocess.Popen[bytes]:
+    """The Java client, one producer and ``consumers`` consumers, started against a port
+    nothing listens on (each send fails at its delivery timeout, 150 ms)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = {"bootstrap": f"127.0.0.1:{port}", "topic": "fl-queue", "partitions": 1,
+                "producers": 1, "consumers": consumers, "rate": 0, "first_free_process": 1 + consumers,
+                "acks": "all", "idempotence": "true", "retries": 5, "max_in_flight": 5,
+                "delivery_timeout_ms": 150, "request_timeout_ms": 100, "linger_ms": 5,
+                "isolation_level": "read_uncommitted"}
+    return subprocess.Popen([java, "-cp", cp, "FaultlineClient", *(f"{k}={v}" for k, v in settings.items())],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+
+@needs_javac
+def test_the_java_clients_times_are_the_historys_clock(java_classes: tuple[str, str]) -> None:
+    """What the journal holds the program to: its lines' ``ns`` (System.nanoTime()) are
+    time.monotonic_ns() readings, between its start and each line's read, in order."""
+    started = time.monotonic_ns()
+    proc = _without_a_broker(*java_classes, consumers=1)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        times = []
+        for _ in range(30):
+            times.append(orjson.loads(proc.stdout.readline())["ns"])
+            assert started <= times[-1] <= time.monotonic_ns()
+        proc.stdin.close()
+        proc.stdout.read()
+        assert proc.wait(30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert times == sorted(times)
+
+
 @needs_javac
 def test_the_java_client_closes_a_retired_producer(java_classes: tuple[str, str]) -> None:
     """Found by review: every retired producer instance was kept open until the end (the
     librdkafka workload drops one once its sends complete), each with its network thread,
     connections and buffers: a run whose faults retire producers often grew the 256 MB
     JVM without bound. Here each send fails (no broker listens) and retires its instance."""
-    java, cp = java_classes
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    settings = {"bootstrap": f"127.0.0.1:{port}", "topic": "fl-queue", "partitions": 1,
-                "producers": 1, "consumers": 0, "rate": 0, "first_free_process": 1, "acks": "all",
-                "idempotence": "true", "retries": 5, "max_in_flight": 5, "delivery_timeout_ms": 150,
-                "request_timeout_ms": 100, "linger_ms": 5, "isolation_level": "read_uncommitted"}
-    proc = subprocess.Popen([java, "-cp", cp, "FaultlineClient", *(f"{k}={v}" for k, v in settings.items())],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = _without_a_broker(*java_classes, consumers=0)
     try:
         assert proc.stdout is not None and proc.stdin is not None
         failed = 0
@@ -267,13 +326,13 @@ def test_a_line_that_is_no_op_goes_to_the_client_log_and_the_journal_goes_on(tmp
     println) ended the journal thread: the ops after it (and before it in the same read)
     never reached the history, and the run ended in a traceback."""
     log = ClientLog(tmp_path / "client-log.jsonl", lambda: 5)
-    lines = [orjson.dumps({"process": 0, "type": "invoke", "f": "send", "value": SEND}),
-             b"WARN SomeLibrary [Producer clientId=faultline-p0] not JSON at all",
-             b"SLF4J: No SLF4J providers were found.",
-             orjson.dumps({"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 3}})]
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = JavaQueueWorkload(TestSpec(), "x:9092", history, client_log=log)
-        _journal_through_the_thread(w, b"\n".join(lines) + b"\n")
+        lines = [printed_line({"process": 0, "type": "invoke", "f": "send", "value": SEND}),
+                 b"WARN SomeLibrary [Producer clientId=faultline-p0] not JSON at all\n",
+                 b"SLF4J: No SLF4J providers were found.\n",
+                 printed_line({"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 3}})]
+        _journal_through_the_thread(w, b"".join(lines))
         w.stop()
     log.close()
     ops = read_history(tmp_path / "history.jsonl")
@@ -288,17 +347,19 @@ def test_a_line_that_is_no_op_goes_to_the_client_log_and_the_journal_goes_on(tmp
     b'WARN x{"process":0,"type":"done","f":"send","value":{"topic":"fl-queue","partition":1,"value":7}}\n',
     b'{"process":0,"type":"done","f":"send"}\n',
     b'{"process":0,"type":"done","f":"send","value":{"topic":"fl-queue","partition":1,"value":7,"off',
-], ids=["cut-line", "garbled", "no-value", "cut-at-exit"])
+    b'{"process":0,"type":"done","f":"send","value":{"topic":"fl-queue","partition":1,"value":7},"ns":5}\n',
+], ids=["cut-line", "garbled", "no-value", "cut-at-exit", "another-clock"])
 def test_an_op_line_that_cannot_be_read_leaves_the_run_without_a_verdict(tmp_path: Path, cut: bytes) -> None:
     """An op line the harness cannot read may be an acknowledgement: dropped, the
     acknowledged write would be missing from the history, and its loss could never be
     reported. The journal goes on, and stop() ends the run with an error (before the
     drain, so no check of the history can be valid). Was: a traceback, or for a line
-    cut at exit (no newline), nothing at all."""
-    invoke = orjson.dumps({"process": 0, "type": "invoke", "f": "send", "value": SEND}) + b"\n"
-    later = orjson.dumps({"process": 1, "type": "invoke", "f": "poll", "value": None}) + b"\n"
+    cut at exit (no newline), nothing at all. A time not of the history's clock (before
+    the workload began) would misplace the op: not read either."""
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = JavaQueueWorkload(TestSpec(), "x:9092", history)
+        invoke = printed_line({"process": 0, "type": "invoke", "f": "send", "value": SEND})
+        later = printed_line({"process": 1, "type": "invoke", "f": "poll", "value": None})
         _journal_through_the_thread(w, invoke + cut + (later if cut.endswith(b"\n") else b""))
         with pytest.raises(FaultlineError, match=r"1 op line.* could not be read.*no verdict"):
             w.stop()
