@@ -7,7 +7,9 @@ metadata.jsonl, replicas.jsonl) goes through :func:`write_atomic`, so a crash mi
 leaves the old file or none, never half of one. The history is the exception: it is
 appended as the run goes (:class:`faultline.history.HistoryWriter`), zstd-compressed
 (:data:`HISTORY_FILE`); a run directory may instead hold it plain
-(:data:`PLAIN_HISTORY_FILE`), and :func:`find_history` says which it has.
+(:data:`PLAIN_HISTORY_FILE`), and :func:`find_history` says which it has. So are the
+observer's samples (:data:`OBSERVATIONS_FILE`), read by :func:`read_jsonl_prefix`: a run
+that dies writing one leaves a readable prefix and a cut last line.
 
 Imports nothing of the project but :mod:`faultline.errors`: every layer may use it.
 """
@@ -19,6 +21,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -170,11 +173,34 @@ def write_jsonl(path: Path, lines: Iterable[Mapping[str, Any]]) -> int:
     return len(encoded)
 
 
+@dataclass(frozen=True, slots=True)
+class JsonLines:
+    """A JSON-lines file as read: its objects, and ``cut``, the number of its last line
+    when that line was cut mid-write and not read (None: the file was read whole)."""
+
+    objects: list[dict[str, Any]]
+    cut: int | None = None
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every line of a JSON-lines file as an object; HistoryError naming the line for a
     line that is not a JSON object (a cut last line included: these files are written
     whole, after the run). Blank lines are skipped. A FIFO, socket or device is refused
     unread: reading one may never end."""
+    return _read_jsonl(path, prefix=False).objects
+
+
+def read_jsonl_prefix(path: Path) -> JsonLines:
+    """A JSON-lines file the run appended to as it went (:data:`OBSERVATIONS_FILE`), read
+    as :func:`read_jsonl` does, except that a last line without a newline that is not
+    valid JSON, what a run that died writing it leaves, ends the read: the lines before
+    it are the file's readable prefix, and ``cut`` names the cut line (as the history's
+    reader, :func:`faultline.history.iter_rows`, does). A bad line anywhere else is still
+    a HistoryError."""
+    return _read_jsonl(path, prefix=True)
+
+
+def _read_jsonl(path: Path, prefix: bool) -> JsonLines:
     if special(path):
         raise HistoryError(str(path), None, "not a regular file")
     out: list[dict[str, Any]] = []
@@ -186,10 +212,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                 try:
                     obj = orjson.loads(raw)
                 except orjson.JSONDecodeError as e:
+                    if prefix and not raw.endswith(b"\n"):  # only the last line lacks one
+                        return JsonLines(out, lineno)
                     raise HistoryError(str(path), lineno, f"not valid JSON ({e})") from None
                 if not isinstance(obj, dict):
                     raise HistoryError(str(path), lineno, "expected a JSON object")
                 out.append(obj)
     except OSError as e:
         raise HistoryError(str(path), None, f"cannot read: {e.strerror}") from None
-    return out
+    return JsonLines(out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -30,6 +31,8 @@ ACKS: tuple[str, ...] = typing.get_args(Acks)
 FAULTS: tuple[str, ...] = tuple(FAMILIES)
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
+#: What a Kafka release's version looks like (4.3.1, 4.1.0-rc2): what Maven is asked for.
+_KAFKA_VERSION = re.compile(r"\d+\.\d+\.\d+(?:[-.][A-Za-z0-9.]+)?")
 
 #: The most partitions a test topic may have: Kafka's controller refuses a CreateTopics
 #: request of more (KAFKA-17870, Kafka 3.9 on), and the checker counts at most 32,768.
@@ -292,9 +295,18 @@ def name_ok(name: str) -> bool:
     return name.strip(".") != "" and all(c.isalnum() or c in "._-" for c in name)
 
 
+def kafka_version(version: str, option: str = "--kafka-version") -> str:
+    """``version`` if it looks like a Kafka release's (4.3.1); else SpecError naming
+    ``option``. Every command that takes one checks it here, before any work."""
+    if not _KAFKA_VERSION.fullmatch(version):
+        raise SpecError(f"{option} must look like 4.3.1, not {version!r}")
+    return version
+
+
 def _validate(spec: TestSpec) -> None:
     """Reject specs that cannot run, one clear message each."""
     k, t, p, w, n = spec.kafka, spec.topic, spec.producer, spec.workload, spec.nemesis
+    kafka_version(k.version)
     checks: list[tuple[bool, str]] = [
         (k.nodes in (1, 3, 5), f"--nodes must be 1, 3 or 5, not {k.nodes}"),
         (k.heap_mb >= 256, f"kafka.heap_mb must be at least 256, not {k.heap_mb}"),

@@ -26,7 +26,7 @@ from faultline.analysis.rows import KEYS
 from faultline.analysis.sweepdir import Cell
 from faultline.checkers.result import ANOMALIES
 from faultline.report import measures as m
-from faultline.rundir import OBSERVATIONS_FILE, REPORT_FILE, read_jsonl
+from faultline.rundir import OBSERVATIONS_FILE, REPORT_FILE, read_jsonl_prefix
 from faultline.spec import TestSpec
 
 
@@ -214,8 +214,8 @@ OBSERVATIONS_SCHEMA = pa.schema([*KEYS,
 
 
 def observation_batches(run_dir: Path, sweep: str, run: str) -> Iterator[pa.RecordBatch]:
-    """A run's ``observations.jsonl`` (none when it has none) as ``observations`` record batches:
-    the common fields typed, each whole sample as JSON."""
+    """A run's ``observations.jsonl`` (none when it has none; up to a cut last line) as
+    ``observations`` record batches: the common fields typed, each whole sample as JSON."""
     path = Path(run_dir) / OBSERVATIONS_FILE
     if not path.exists():
         return
@@ -230,6 +230,6 @@ def observation_batches(run_dir: Path, sweep: str, run: str) -> Iterator[pa.Reco
              "leader": o.get("leader") if isinstance(o.get("leader"), int) else None,
              "isr": ints(o.get("isr")), "replicas": ints(o.get("replicas")),
              "hw": o.get("hw") if isinstance(o.get("hw"), int) else None,
-             "json": orjson.dumps(o).decode()} for o in read_jsonl(path)]
+             "json": orjson.dumps(o).decode()} for o in read_jsonl_prefix(path).objects]
     if rows:
         yield pa.RecordBatch.from_pylist(rows, schema=OBSERVATIONS_SCHEMA)

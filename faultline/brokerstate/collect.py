@@ -64,7 +64,7 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
     run_dir = Path(run_dir)
     tool: str | None = None
     try:
-        _write_facts(run_dir, cluster_facts(spec.kafka.version, None, []), ["the collection did not finish"])
+        mark_uncollected(spec, run_dir, "the collection did not finish")
     except (FaultlineError, OSError) as e:  # the last write says what was collected
         _log.warning("writing %s failed: %s", CLUSTER_FILE, e)
     try:
@@ -98,6 +98,15 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
         errors.append(f"cluster facts: {e}")
         _log.warning("writing %s failed: %s", CLUSTER_FILE, e)
     return errors
+
+
+def mark_uncollected(spec: TestSpec, run_dir: Path, why: str) -> None:
+    """Write ``cluster.json`` saying the broker state is not collected, and ``why``, until
+    :func:`collect_broker_state` writes what it collected: a run that ends before then
+    (Ctrl-C, a kill, an error) is not read as one that never had broker state, which
+    would let the check judge it for sure (it makes it unknown). Raises FaultlineError
+    when the file cannot be written."""
+    _write_facts(run_dir, cluster_facts(spec.kafka.version, None, []), [why])
 
 
 def _write_facts(run_dir: Path, facts: dict[str, Any], errors: list[str]) -> None:

@@ -68,6 +68,7 @@ from faultline.rundir import (
     OBSERVATIONS_FILE,
     REPLICAS_FILE,
     read_jsonl,
+    read_jsonl_prefix,
     special,
 )
 from faultline.spec import TestSpec
@@ -483,9 +484,11 @@ class BrokerFiles:
 
     A list holds a file's lines; None means the run has no such file or it could not
     be read, which ``errors`` then says (one line each, naming file and line), and
-    ``unreadable`` names. ``uncollected`` is what ``cluster.json`` says could not be
-    collected (``broker_state_errors``), or why it could not be read;
-    ``eligible_leader_replicas`` what it says the cluster ran with (None: not known).
+    ``unreadable`` names; observations (written as the run went) whose last line was
+    cut hold the lines before it, and ``errors`` names the cut line. ``uncollected`` is
+    what ``cluster.json`` says could not be collected (``broker_state_errors``), or why
+    it could not be read; ``eligible_leader_replicas`` what it says the cluster ran with
+    (None: not known).
     """
 
     metadata: list[dict[str, Any]] | None = None
@@ -505,15 +508,22 @@ class BrokerFiles:
         unreadable: list[str] = []
         present = False
 
-        def load(name: str, keys: Mapping[str, type],
-                 per_node: Sequence[str] = ()) -> list[dict[str, Any]] | None:
+        def load(name: str, keys: Mapping[str, type], per_node: Sequence[str] = (),
+                 appended: bool = False) -> list[dict[str, Any]] | None:
             nonlocal present
             path = Path(run_dir) / name
             if not path.exists():  # one that is there but no readable file is unreadable
                 return None
             present = True
             try:
-                lines = read_jsonl(path)
+                if appended:  # written as the run went: a run that died leaves a prefix
+                    read = read_jsonl_prefix(path)
+                    if read.cut is not None:
+                        errors.append(f"{path}:{read.cut}: the last line was cut (the run died "
+                                      "writing it); only the lines before it were checked")
+                    lines = read.objects
+                else:
+                    lines = read_jsonl(path)
                 _require(path, lines, keys, per_node)
                 return lines
             except HistoryError as e:
@@ -523,7 +533,8 @@ class BrokerFiles:
 
         uncollected, elr = _cluster_facts(Path(run_dir) / CLUSTER_FILE)
         return cls(load(METADATA_FILE, {"offset": int, "type": str}),
-                   load(OBSERVATIONS_FILE, {"time": int, "partition": int}, ("leo", "hw_checkpoint")),
+                   load(OBSERVATIONS_FILE, {"time": int, "partition": int}, ("leo", "hw_checkpoint"),
+                        appended=True),
                    load(REPLICAS_FILE, {"partition": int, "node": int, "batches": list}),
                    tuple(errors), tuple(unreadable), uncollected, present, elr)
 
@@ -557,7 +568,9 @@ def check_white_box(spec: TestSpec, files: BrokerFiles,
     ``results`` is the black-box checker's results.json object, for what it knows: the
     drain's HW per partition (``partitions``), the fault windows (``measures.faults``),
     and whether committed data may be lost (``permitted``). An unreadable file is named
-    in ``errors`` and its invariants are not checked.
+    in ``errors`` and its invariants are not checked; observations whose last line was cut
+    are checked up to it, that line named in ``errors``. Anything in ``errors`` leaves
+    ``valid`` at most unknown.
     """
     if not files.present:
         return None

@@ -11,9 +11,17 @@ import click
 from faultline.cluster.docker import engine
 from faultline.cluster.setup import doctor as run_doctor
 from faultline.cluster.setup import run_setup
-from faultline.spec import DEFAULT_KAFKA_VERSION
+from faultline.spec import DEFAULT_KAFKA_VERSION, kafka_version
+
+
+def check_kafka_version(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The click callback of a Kafka version option: refused while the arguments are
+    parsed, before any work (:func:`~faultline.spec.kafka_version`)."""
+    return None if value is None else kafka_version(value, param.opts[0])
+
 
 _version = click.option("--kafka-version", default=DEFAULT_KAFKA_VERSION, show_default=True,
+                        callback=check_kafka_version,
                         help="Kafka version resolved from Maven Central.")  # fmt: skip
 _home = click.option("--kafka-home", envvar="KAFKA_HOME", default=None,
                      help="An existing Kafka distribution instead (default: $KAFKA_HOME).")  # fmt: skip

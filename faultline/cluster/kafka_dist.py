@@ -34,12 +34,11 @@ from importlib import resources
 from pathlib import Path
 
 from faultline.errors import SetupError
-from faultline.spec import DEFAULT_KAFKA_VERSION
+from faultline.spec import DEFAULT_KAFKA_VERSION, kafka_version
 
 TOXIPROXY_VERSION = "2.12.0"
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 _MARKER = ".complete"
-_VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-.][A-Za-z0-9.]+)?$")
 
 #: Called with one line per thing done (a download, an install); silent when all is cached.
 Report = Callable[[str], None]
@@ -124,9 +123,7 @@ def ensure_kafka(
     home = home if home is not None else os.environ.get("KAFKA_HOME")
     if home:
         return _from_home(Path(home), java)
-    if not _VERSION.match(version):
-        raise SetupError(f"Kafka version {version!r} does not look like 4.3.1")
-    libs = kafka_libs(version)
+    libs = kafka_libs(kafka_version(version))
     if kafka_cached(version):
         return KafkaDist(version, libs, java)
     mvn = shutil.which("mvn")

@@ -68,7 +68,7 @@ from faultline.rundir import (
     TEST_FILE,
     find_history,
     history_identity,
-    read_jsonl,
+    read_jsonl_prefix,
     write_atomic,
 )
 from faultline.spec import TestSpec
@@ -101,6 +101,8 @@ class RunData:
     truncated: bool
     observations: dict[m.Partition, list[dict[str, Any]]] = field(default_factory=dict)
     stored: bool = True
+    #: The number of observations.jsonl's last line when it was cut mid-write (not drawn).
+    observations_cut: int | None = None
 
 
 def build_report(run_dir: Path) -> Path:
@@ -148,8 +150,8 @@ def load_run(run_dir: Path) -> RunData:
         white = check_white_box(spec, BrokerFiles.read(run_dir), results)
         if white is not None:
             results = {**results, "white_box": white}
-    return RunData(run_dir, spec, results, history, history.truncated,
-                   _read_observations(run_dir / OBSERVATIONS_FILE), stored is not None)
+    observations, cut = _read_observations(run_dir / OBSERVATIONS_FILE)
+    return RunData(run_dir, spec, results, history, history.truncated, observations, stored is not None, cut)
 
 
 #: results.json extras the page needs from the checker (facts, not a verdict): a stored
@@ -220,13 +222,15 @@ def _read_json(path: Path) -> Any:
         raise HistoryError(str(path), None, f"cannot read: {e.strerror}") from None
 
 
-def _read_observations(path: Path) -> dict[m.Partition, list[dict[str, Any]]]:
-    """observations.jsonl lines with topic, partition and time, grouped and sorted by time;
+def _read_observations(path: Path) -> tuple[dict[m.Partition, list[dict[str, Any]]], int | None]:
+    """observations.jsonl lines with topic, partition and time, grouped and sorted by time,
+    and the number of a cut last line, which ends them (:func:`~faultline.rundir.read_jsonl_prefix`);
     HistoryError naming the line for one whose fields the page draws have the wrong type."""
     out: dict[m.Partition, list[dict[str, Any]]] = {}
     if not path.is_file():
-        return out
-    for lineno, d in enumerate(read_jsonl(path), 1):
+        return out, None
+    read = read_jsonl_prefix(path)
+    for lineno, d in enumerate(read.objects, 1):
         if (not isinstance(d.get("time"), int) or not isinstance(d.get("partition"), int)
                 or not all(isinstance(d.get(k), int | None) for k in ("leader", "hw"))
                 or not isinstance(d.get("isr", []), list)):
@@ -235,7 +239,7 @@ def _read_observations(path: Path) -> dict[m.Partition, list[dict[str, Any]]]:
         out.setdefault((str(d.get("topic", "")), int(d["partition"])), []).append(d)
     for samples in out.values():
         samples.sort(key=lambda d: d["time"])
-    return out
+    return out, read.cut
 
 
 # --- what the page says --------------------------------------------------------------
@@ -764,7 +768,8 @@ def render_report(run: RunData) -> str:
             {"f": w.f, "nodes": ", ".join(map(str, w.nodes)), "start": secs(w.start),
              "end": secs(w.end) if w.end is not None else "never healed", "detail": w.detail,
              "color": plots.fault_color(w.f)} for w in faults],
-        has_observations=bool(run.observations), plots=rendered, files=_files(run.run_dir),
+        has_observations=bool(run.observations), observations_cut=run.observations_cut,
+        plots=rendered, files=_files(run.run_dir),
         broker=broker_state(run),
         version=_version(), generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
     return html.replace("<!--render-ms-->", f"{(time.perf_counter() - started) * 1000:.0f} ms", 1)

@@ -59,6 +59,7 @@ from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
 from faultline.checkers.model.state import Acks, ModelConfig
 from faultline.checkers.model.steps import Step
 from faultline.checkers.model.table import ON_DEMAND_BOUND, Cell, explore_cell
+from faultline.cluster.cli import check_kafka_version
 from faultline.errors import FaultlineError, HistoryError
 from faultline.history import NEMESIS, read_history
 from faultline.run.compile import compile_schedule
@@ -439,7 +440,8 @@ def _run_one(results: Path) -> RunFn:
 @click.option("--min-insync", type=click.IntRange(1, 3), default=2, show_default=True)
 @click.option("--unclean/--no-unclean", default=False, show_default=True,
               help="unclean.leader.election.enable")
-@click.option("--kafka-version", default=DEFAULT_KAFKA_VERSION, show_default=True)
+@click.option("--kafka-version", default=DEFAULT_KAFKA_VERSION, show_default=True,
+              callback=check_kafka_version)
 @click.option("--tries", type=click.IntRange(1, 100), default=5, show_default=True,
               help="Runs per recipe at most, until real Kafka shows what the model permits.")
 @click.option("--every-try", is_flag=True,
@@ -448,7 +450,7 @@ def _run_one(results: Path) -> RunFn:
               help="Runs of each recipe on the safe config (acks=all, min.insync=2, unclean off).")
 @click.option("--recipe", "recipe_names", multiple=True, type=click.Choice([r.name for r in RECIPES]),
               help="Only this recipe (repeatable).  [default: all]")
-@click.option("--safe-version", default=None,
+@click.option("--safe-version", default=None, callback=check_kafka_version,
               help="Kafka version of the safe-config runs.  [default: --kafka-version]")
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Results directory; the hunt goes to RESULTS/hunt-<time>/.")

@@ -3,6 +3,7 @@
 ::
 
     spec -> results/<name>/<UTC timestamp>/test.json      (before anything starts)
+        and cluster.json saying the broker state is not collected (until it is, below)
     cluster up, topic created with a full ISR
     observer starts sampling leader / ISR / HW / LEO into observations.jsonl
     main phase: workload + nemesis schedule for time_limit, journaled to history.jsonl.zst
@@ -50,7 +51,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from faultline.brokerstate.collect import collect_broker_state
+from faultline.brokerstate.collect import collect_broker_state, mark_uncollected
 from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
 from faultline.brokerstate.quiescence import wait_quiescent
 from faultline.cluster.backends import cluster_for
@@ -166,11 +167,14 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
     ``end_main_phase`` ends the main phase before ``spec.time_limit_s`` (a hand-driven
     session's ``faultline cluster down``); the run then goes on as at its time limit.
 
-    Contract: ``test.json`` is on disk before the cluster starts; the cluster is torn
+    Contract: ``test.json`` is on disk before the cluster starts, and ``cluster.json``
+    saying the broker state is not collected, until it is (after the drain): a run that
+    ends before, however (Ctrl-C, a kill, an error), is checked afterwards as at most
+    unknown, never as a run that had no broker state to collect. The cluster is torn
     down before this returns, whatever happened; a :class:`FaultlineError` on the way
     (cluster did not start, a fault could not be healed) ends the run early, is kept
     in ``outcome.error`` and gives exit code 2, with whatever was journaled left in
-    the run directory. KeyboardInterrupt tears down and propagates.
+    the run directory. KeyboardInterrupt tears down and propagates: no verdict.
     """
     factory = cluster_factory or cluster_for(spec)  # unknown names: before any file
     make_workload = workload_for(spec)
@@ -181,6 +185,7 @@ def run_test(spec: TestSpec, *, results: Path = Path("results"),
         run_dir.mkdir(parents=True)
     spec = replace(spec, start_wall_ms=time.time_ns() // 1_000_000)
     (run_dir / TEST_FILE).write_bytes(orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))
+    mark_uncollected(spec, run_dir, "the run ended before collecting it (interrupted, killed or failed)")
     outcome = RunOutcome(run_dir, None, WorkloadStats())
     progress = _Progress(console, spec)
     with _client_log(run_dir / "faultline.log"), progress:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from faultline.analysis import tables
 from faultline.analysis.sweepdir import Cell
+from faultline.errors import HistoryError
 from faultline.spec import TestSpec
 
 
@@ -22,3 +25,15 @@ def test_the_runs_schema_holds_every_column_of_a_runs_row() -> None:
     assert (types["seed"], types["nemesis_interval_s"], types["kafka_log_flush_interval_messages"],
             types["topic_unclean_leader_election_enable"], types["nemesis_faults"],
             types["kafka_broker_config"]) == ("int64", "double", "int64", "bool", "string", "string")
+
+
+def test_the_observations_of_a_run_that_died_writing_them_are_its_readable_prefix(tmp_path: Path) -> None:
+    """Found by review: a cut last line of observations.jsonl (a run that died writing it)
+    was an error that refused the whole run; a bad line before the last still is."""
+    whole = b'{"time": 1, "topic": "t", "partition": 0, "hw": 5}\n'
+    (tmp_path / "observations.jsonl").write_bytes(whole + whole[:20])
+    [batch] = tables.observation_batches(tmp_path, "s", "r")
+    assert batch.column("hw").to_pylist() == [5]
+    (tmp_path / "observations.jsonl").write_bytes(whole[:20] + b"\n" + whole)
+    with pytest.raises(HistoryError, match=r"observations\.jsonl:1: not valid JSON"):
+        list(tables.observation_batches(tmp_path, "s", "r"))

@@ -305,6 +305,37 @@ def test_report_refuses_observations_of_wrong_types_in_one_line(tmp_path: Path, 
     assert "internal error" not in r.output and not (d / "report.html").exists()
 
 
+def _sample(t: int, hw: int) -> bytes:
+    return orjson.dumps({"time": t, "topic": TOPIC, "partition": 0, "leader": 1, "isr": [1],
+                         "replicas": [1], "hw": hw, "leo": {"1": hw}, "hw_checkpoint": {"1": hw}})
+
+
+def test_report_reads_observations_up_to_a_cut_last_line_and_says_so(tmp_path: Path) -> None:
+    """Found by review: a run that died writing observations.jsonl (a last line cut
+    mid-write, which the history's reader takes for the end of its prefix) could not be
+    reported at all. The page draws the samples before the cut and names the cut line."""
+    d = run_dir(tmp_path, ok_history())
+    (d / "observations.jsonl").write_bytes(_sample(1, 0) + b"\n" + _sample(2, 1) + b"\n" + _sample(3, 1)[:30])
+    r = CliRunner().invoke(main, ["report", str(d)])
+    assert r.exit_code == 0, r.output
+    run = load_run(d)
+    assert ([x["time"] for x in run.observations[(TOPIC, 0)]], run.observations_cut) == ([1, 2], 3)
+    assert run.results["white_box"]["errors"] == [
+        f"{d / 'observations.jsonl'}:3: the last line was cut (the run died writing it); "
+        "only the lines before it were checked"]
+    assert "its line 3 was cut\nmid-write (the run died writing it)" in (d / "report.html").read_text()
+
+
+def test_report_refuses_a_cut_line_that_is_not_the_last_in_one_line(tmp_path: Path) -> None:
+    d = run_dir(tmp_path, ok_history())
+    (d / "observations.jsonl").write_bytes(_sample(1, 0)[:30] + b"\n" + _sample(2, 1) + b"\n")
+    r = CliRunner().invoke(main, ["report", str(d)])
+    assert r.exit_code == 2, r.output
+    [line] = r.output.strip().splitlines()
+    assert line.startswith(f"faultline: error: {d / 'observations.jsonl'}:1: not valid JSON"), line
+    assert not (d / "report.html").exists()
+
+
 def test_an_unreadable_history_in_a_run_that_cannot_take_results_names_both(tmp_path: Path) -> None:
     """Found by review: a corrupt history in a run whose results.json could not be written
     said only "results.json: cannot write", hiding what was wrong with the run."""

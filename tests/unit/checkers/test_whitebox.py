@@ -269,3 +269,60 @@ def test_a_violation_is_among_the_examples_however_many_breaks_were_permitted() 
     inv.add({"time": MAX_EXAMPLES, "partition": 1, "what": "forbidden"})
     assert inv.status == "fail" and len(inv.examples) == MAX_EXAMPLES
     assert [e["what"] for e in inv.examples if not e["permitted"]] == ["forbidden"]
+
+
+def _cut_observations(run_path: Path, extra: tuple[dict[str, Any], ...] = ()) -> int:
+    """Append ``extra`` samples and then half a line, as a run that died writing its
+    observations leaves them; return the cut line's number."""
+    path = run_path / "observations.jsonl"
+    lines = path.read_text().splitlines(keepends=True) + [json.dumps(x) + "\n" for x in extra]
+    path.write_text("".join(lines) + lines[-1][: len(lines[-1]) // 2])
+    return len(lines) + 1
+
+
+def test_a_cut_last_observation_ends_a_readable_prefix(tmp_path: Path) -> None:
+    """Found by review: a run that died writing observations.jsonl left it unreadable as a
+    whole (the history's reader takes a cut last line for the end of its prefix): its HW
+    invariants went unchecked. Now the lines before the cut are checked, the cut line
+    named, and the white box stays unknown for what it lost."""
+    run = make_run(tmp_path / "r", Scenario(kills=(), lost_per_kill=0))
+    cut = _cut_observations(run.path)
+    result = check_run(run.path)
+    white = result.extra["white_box"]
+    hw = {i["name"]: i for i in white["invariants"]}
+    assert hw["hw-monotonic"]["status"] == hw["hw-le-leo"]["status"] == "pass"
+    assert hw["hw-monotonic"]["checked"] > 0
+    assert white["valid"] == "unknown"
+    assert white["errors"] == [f"{run.path / 'observations.jsonl'}:{cut}: the last line was cut "
+                               "(the run died writing it); only the lines before it were checked"]
+    assert result.valid is True  # the observations judge the white box, not the history
+    RESULTS.validate(result.to_json())
+
+
+def test_a_forbidden_hw_drop_before_a_cut_line_still_disagrees_with_the_history(tmp_path: Path) -> None:
+    """The readable prefix shows the HW clients see going back within an epoch: the run
+    is no longer valid, cut line or not (it was, the whole file set aside)."""
+    run = make_run(tmp_path / "r", Scenario(kills=(), lost_per_kill=0))
+    samples = [json.loads(x) for x in (run.path / "observations.jsonl").read_text().splitlines()]
+    last = max((x for x in samples if x["partition"] == 0), key=lambda x: x["time"])
+    early = min((x for x in samples if x["partition"] == 0 and x["hw"]), key=lambda x: x["time"])
+    assert early["hw"] < last["hw"]
+    _cut_observations(run.path, ({**last, "time": last["time"] + 1, "hw": early["hw"]},))
+    result = check_run(run.path)
+    assert result.extra["white_box"]["valid"] is False
+    assert result.valid == "unknown"
+    assert [u["kind"] for u in result.unknown if u["affects_verdict"]] == ["broker-state-disagrees"]
+
+
+def test_a_bad_observation_line_before_the_last_is_one_line_and_no_prefix(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "r")
+    path = run.path / "observations.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join([*lines[:5], lines[5][:20] + "\n", *lines[6:]]))
+    out = CliRunner().invoke(check, [str(run.path)])
+    assert out.exception is None or isinstance(out.exception, SystemExit), out.exception
+    (line,) = [x for x in out.output.splitlines() if "white-box input unreadable" in x]
+    assert "observations.jsonl:6: not valid JSON" in line
+    white = json.loads((run.path / "results.json").read_text())["white_box"]
+    assert white["valid"] == "unknown"
+    assert {i["name"]: i["status"] for i in white["invariants"]}["hw-monotonic"] == "not-checked"

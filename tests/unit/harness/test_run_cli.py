@@ -164,6 +164,7 @@ def test_a_bad_spec_file_is_one_line_naming_it(tmp_path: Path, runs: list[TestSp
     # found by review: librdkafka refuses more in flight, once the cluster is up
     ("producer:\n  enable_idempotence: false\n  max_in_flight: 1000001\n",
      "producer.max_in_flight must be between 1 and 1000000, not 1000001"),
+    ("kafka:\n  version: latest\n", "--kafka-version must look like 4.3.1, not 'latest'"),
 ])
 def test_a_spec_file_with_bad_values_is_one_line(tmp_path: Path, runs: list[TestSpec], text: str,
                                                  message: str) -> None:
@@ -200,6 +201,8 @@ def test_a_spec_file_that_is_not_text_is_one_line(tmp_path: Path, runs: list[Tes
     # found by review: librdkafka reads retries modulo 2**32, so 2**32 ran as 0 retries
     # while test.json and the checker said 2**32
     (["--retries", str(2**32)], f"--retries must be between 0 and {2**31 - 1}, not {2**32}"),
+    # found by review: refused only by the cluster's start, after the run directory was made
+    (["--kafka-version", "4.3"], "--kafka-version must look like 4.3.1, not '4.3'"),
 ])
 def test_a_bad_command_line_is_one_line(runs: list[TestSpec], args: list[str], message: str) -> None:
     line = _one_error_line(CliRunner().invoke(main, ["run", *args]))
@@ -324,3 +327,25 @@ def test_python_dash_m_faultline_cli_runs_the_cli() -> None:
     done = subprocess.run([sys.executable, "-m", "faultline.cli", "--help"], capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 0 and "Usage:" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(("args", "work"), [
+    (["setup", "--kafka-version", "bogus"], "faultline.cluster.cli:run_setup"),
+    (["doctor", "--kafka-version", "bogus"], "faultline.cluster.cli:run_doctor"),
+    (["cluster", "up", "--kafka-version", "bogus"], "faultline.run.session:start"),
+    (["hunt", "--kafka-version", "bogus"], "faultline.run.hunt:hunt"),
+    (["hunt", "--safe-version", "bogus"], "faultline.run.hunt:hunt"),
+])
+def test_a_bad_kafka_version_is_refused_before_any_work(monkeypatch: pytest.MonkeyPatch,
+                                                        args: list[str], work: str) -> None:
+    """Found by review: only the Maven download refused it, after the set-up had installed
+    packages, the doctor had built a test network, or a cluster or session had started."""
+    import importlib
+
+    module, name = work.split(":")
+    started: list[object] = []
+    monkeypatch.setattr(importlib.import_module(module), name, lambda *a, **k: started.append(a))
+    option = args[-2]
+    line = _one_error_line(CliRunner().invoke(main, args))
+    assert line == f"faultline: error: {option} must look like 4.3.1, not 'bogus'"
+    assert started == []
