@@ -10,15 +10,19 @@ it. ``faultline check``'s own function, ``check_run`` (which also writes the sen
 columns, ``history.sends.parquet``), then runs in a fresh child process, so its peak
 RSS is the checker's alone. Prints lines/s by wall clock and by CPU time (the machine
 may be shared), records/s, and peak RSS per distinct value: above a baseline, the
-interpreter with the checker imported and Arrow once used (its first use costs ~45 MB,
-whatever the history's size), and, from two sizes, as the slope between them.
+interpreter with the checker imported, its compiled code loaded and Arrow once used
+(its first use costs ~45 MB, whatever the history's size), and, from two sizes, as the slope between them.
 
 ``--stages`` also prints, per history, what each stage of the check costs per line
 (CPU time, the better of two tries). Each stage is timed as one more pass over the
-history, doing what the pass before did and one stage more: reading the lines,
-parsing them, the reader's shape checks, its pairing rules, the engine's feed, the
-decisions. A stage's cost is its pass's less the one before; the rest (the sends'
-table, ``results.json``) is the whole check's less the last pass.
+history, doing what the pass before did and one stage more: reading the lines, the
+engine's feed (the compiled scanner and feed, and the reader's checks of the other
+lines), the decisions. A stage's cost is its pass's less the one before; the rest
+(the sends' table, ``results.json``) is the whole check's less the last pass.
+
+The child's time includes loading the checker's compiled code from numba's cache
+(about a second, once per process; the first compile after a change takes ~15 s:
+``faultline setup`` does it, and so does a first run of this benchmark).
 """
 
 from __future__ import annotations
@@ -97,28 +101,26 @@ def child(run_dir: Path) -> None:
 def stages(run_dir: Path) -> None:
     """Print what each stage of the check costs per line (see the module's docstring)."""
     from faultline.checkers import queue
-    from faultline.history import history_lines, iter_rows
+    from faultline.history import HistoryFile, ReadResult, history_blocks
 
     spec = TestSpec.load(run_dir / "test.json")
+    history = str(run_dir / PLAIN_HISTORY_FILE)
 
     def feed() -> queue.Engine:
         engine = queue.Engine(spec, "history")
-        engine.feed(iter_rows(run_dir))
+        engine.feed_file(HistoryFile(history, ReadResult()))
         return engine
 
     passes: list[tuple[str, Callable[[], object]]] = [
-        ("reading the lines", lambda: deque(history_lines(run_dir), 0)),
-        ("parsing them (orjson)", lambda: deque(map(orjson.loads, history_lines(run_dir)), 0)),
-        ("the reader's shape checks", lambda: deque(iter_rows(run_dir, validate=False), 0)),
-        ("its pairing rules", lambda: deque(iter_rows(run_dir), 0)),
+        ("reading the lines", lambda: deque(history_blocks(run_dir), 0)),
         ("the engine's feed", feed),
         ("the decisions", lambda: feed().finish(False, None, queue.BrokerState())),
     ]
     from faultline.checkers.cli import check_run
 
     passes.append(("the table and results.json", lambda: check_run(run_dir)))
-    lines = sum(1 for _ in history_lines(run_dir))
-    check_run(run_dir)  # what it imports on first use (pyarrow's Parquet writer)
+    lines = sum(block.count(b"\n") for block in history_blocks(run_dir))
+    check_run(run_dir)  # what it imports and loads on first use (Parquet, compiled code)
     before = 0.0
     for name, work in passes:
         cpu = min(_cpu(work) for _ in range(2))
@@ -151,8 +153,11 @@ def main() -> None:
         import pyarrow as pa
 
         import faultline.checkers.cli  # noqa: F401 - what the child imports
+        from faultline.checkers.queue import warm
 
         pa.table({"warm": [1]})  # Arrow's first use, as the child's Parquet table makes it
+        with tempfile.TemporaryDirectory(prefix="fl-bench-") as tmp:
+            warm(Path(tmp))  # the compiled code loaded, as the child's check loads it
         print(peak_rss_mb())
         return
     if args.child:
@@ -164,7 +169,8 @@ def main() -> None:
     baseline = subprocess.run([sys.executable, __file__, "--baseline"], check=True,
                               capture_output=True, text=True)
     base_mb = float(baseline.stdout)
-    print(f"baseline RSS of the interpreter with the checker imported and Arrow used: {base_mb:.0f} MB")
+    print(f"baseline RSS of the interpreter with the checker imported, its compiled code loaded and "
+          f"Arrow used: {base_mb:.0f} MB")
     print(f"{'lines':>11} {'values':>10} {'wall s':>7} {'cpu s':>7} {'lines/s wall':>13} "
           f"{'lines/s cpu':>12} {'records/s cpu':>13} {'peak RSS MB':>11} {'B/value':>8}")
     peaks: list[tuple[int, float]] = []  # (values, peak RSS MB) of each size

@@ -27,7 +27,7 @@ _COMMANDS: dict[str, str] = {
     "analyze": "faultline.analysis.cli:analyze_command",
     "model": "faultline.checkers.model.cli:model",
     "hunt": "faultline.run.hunt:hunt_command",
-    "setup": "faultline.cluster.cli:setup",
+    "setup": "faultline.run.setup_cli:setup",
     "doctor": "faultline.cluster.cli:doctor",
     "cluster": "faultline.run.cluster_cli:cluster",
     "sweep": "faultline.sweep.cli:sweep",

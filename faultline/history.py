@@ -8,7 +8,12 @@ leaves a readable prefix. :func:`iter_rows` is the one reader: given a run direc
 or either file, it streams the parsed lines back, checking order and pairing, and
 names the line of the first breach; :func:`read_history` wraps each line in an
 :class:`Op` (for millions of lines, checkers use the rows: an Op per line would
-double their cost). :func:`history_lines` gives the raw lines of either form.
+double their cost). :func:`history_lines` gives the raw lines of either form, and
+:func:`history_blocks` the same as blocks of whole lines; :class:`HistoryFile` names a
+history for the queue checker, which reads such blocks itself (the common lines
+compiled, the rest through :func:`parse_line` and :func:`check_row`, as iter_rows
+does). The pairing rules are compiled (:func:`pair`), so that the checker applies the
+same rules as iter_rows, inline.
 
 This module is pure: it imports no Kafka client and no cluster code, so checkers,
 reports and the Spark pipeline can use it anywhere.
@@ -33,7 +38,10 @@ from typing import IO, Any, Literal
 
 import orjson
 import zstandard
+from numba import types
+from numba.typed import Dict
 
+from faultline.compiled import compiled
 from faultline.errors import HistoryError
 from faultline.rundir import find_history
 
@@ -370,13 +378,24 @@ def history_lines(path: str | os.PathLike[str],
     which must mean that the writer has closed it; then it reads to the end and stops,
     exactly as it would have read the closed file.
     """
+    for block in history_blocks(path, follow):
+        yield from io.BytesIO(block).readlines() or (block,)  # split in C, newlines kept
+
+
+def history_blocks(path: str | os.PathLike[str],
+                   follow: Callable[[], bool] | None = None) -> Generator[bytes, None, None]:
+    """:func:`history_lines`'s lines, as blocks of whole lines: each block ends with a
+    newline but the last, which is the cut last line (empty when a compressed file was
+    cut between lines) if there is one."""
     name = _history_file(path)
     try:
         fh = open(name, "rb")  # noqa: SIM115 - closed in the finally below
     except OSError as e:
         raise HistoryError(name, None, f"cannot open: {e.strerror}") from None
     try:
-        chunks = _chunks(fh, follow)
+        frames: _Frames | None = None
+        # a compressed file's chunks decompress to ~1 MB each
+        chunks = _chunks(fh, follow, lambda: 1 << 16 if frames is not None else 1 << 20)
         head = b""
         for chunk in chunks:  # enough of the start to tell a compressed file
             head += chunk
@@ -385,10 +404,11 @@ def history_lines(path: str | os.PathLike[str],
         frames = _Frames() if head.startswith(ZSTD_MAGIC) else None
         rest = b""
         for chunk in itertools.chain((head,), chunks):
-            data = frames.decompress(chunk) if frames is not None else chunk
-            lines = io.BytesIO(rest + data).readlines()  # split in C, newlines kept
-            rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
-            yield from lines
+            data = rest + (frames.decompress(chunk) if frames is not None else chunk)
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                yield data[:cut]
+            rest = data[cut:]
         if rest or (frames is not None and frames.mid_frame):
             yield rest
     finally:
@@ -420,12 +440,13 @@ class _Frames:
 FOLLOW_S = 0.05
 
 
-def _chunks(fh: IO[bytes], follow: Callable[[], bool] | None) -> Iterator[bytes]:
-    """``fh``'s bytes, in chunks small enough that one decompresses to ~1 MB; with
-    ``follow``, also what is appended, until ``follow()`` is true and the end is read."""
+def _chunks(fh: IO[bytes], follow: Callable[[], bool] | None,
+            size: Callable[[], int]) -> Iterator[bytes]:
+    """``fh``'s bytes, in chunks of ``size()`` bytes at most; with ``follow``, also what
+    is appended, until ``follow()`` is true and the end is read."""
     while True:
         closed = follow is not None and follow()  # asked before the read: then it saw all
-        chunk = fh.read(1 << 16)
+        chunk = fh.read(size())
         if chunk:
             yield chunk
         elif follow is None or closed:
@@ -460,35 +481,17 @@ def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
     checker = _PairingChecker(name) if validate else None
     expected_index = 0
     last_time = 0
-    loads = orjson.loads
-    decode_error = orjson.JSONDecodeError
     try:
         lineno = 0
         for lineno, raw in enumerate(lines, 1):
-            # Inline fast path of _check_row for the common, well-formed line; any
-            # doubt goes to _check_row, which raises the precise error.
-            try:
-                d = loads(raw)
-            except decode_error as e:
-                if not raw.endswith(b"\n"):  # only the last line lacks one: a cut write
-                    result.truncated = True
-                    result.lines = lineno - 1
-                    return
-                raise HistoryError(name, lineno, f"not valid JSON ({e})") from None
-            try:
-                index, t, typ, f, p = d["index"], d["time"], d["type"], d["f"], d["process"]
-            except (KeyError, TypeError, IndexError):
-                _check_row(name, lineno, d, expected_index, last_time)
-                raise  # pragma: no cover - _check_row raised already
-            if (index != expected_index or index.__class__ is not int
-                    or t.__class__ is not int or t < last_time
-                    or typ.__class__ is not str or typ not in _OP_TYPE_NAMES
-                    or f.__class__ is not str
-                    or (p.__class__ is not int and p != NEMESIS)
-                    or ("error" in d and d["error"].__class__ not in _ERROR_TYPES)):
-                _check_row(name, lineno, d, expected_index, last_time)
+            d = parse_line(name, lineno, raw)
+            if d is CUT:
+                result.truncated = True
+                result.lines = lineno - 1
+                return
+            t = check_row(name, lineno, d, expected_index, last_time)
             if checker is not None:
-                checker.check(lineno, d, p, typ, f)
+                checker.check(lineno, d, d["process"], d["type"], d["f"])
             expected_index += 1
             last_time = t
             yield d
@@ -497,6 +500,36 @@ def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
         raise HistoryError(name, lineno + 1, f"not valid zstd ({e})") from None
     finally:
         lines.close()
+
+
+#: What :func:`parse_line` gives for a cut write.
+CUT: Any = object()
+
+
+def parse_line(name: str, lineno: int, raw: bytes) -> Any:
+    """Line ``lineno`` of history ``name`` parsed, or :data:`CUT` when it is a cut write:
+    not valid JSON and without a newline (only a history's last line lacks one).
+    Raises HistoryError for any other line that is not valid JSON."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        if not raw.endswith(b"\n"):
+            return CUT
+        raise HistoryError(name, lineno, f"not valid JSON ({e})") from None
+
+
+@dataclass(slots=True)
+class HistoryFile:
+    """A history file to read: iterated, its rows (:func:`iter_rows`, with the pairing
+    rules); the queue checker reads its lines itself, faster
+    (:meth:`faultline.checkers.queue.Engine.feed_file`), as :func:`iter_rows` would."""
+
+    path: str
+    result: ReadResult
+    follow: Callable[[], bool] | None = None
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter_rows(self.path, self.result, follow=self.follow)
 
 
 _OP_TYPE_NAMES: dict[str, None] = dict.fromkeys(OP_TYPES)
@@ -527,6 +560,25 @@ def _lines(first: int, time: int, ops: Sequence[PendingOp]) -> bytes:
 _SEPARATOR = b'},{"index":'
 
 
+def check_row(name: str, lineno: int, d: Any, expected_index: int, last_time: int) -> int:
+    """Check the fields every line has (``d``, line ``lineno`` of ``name``, parsed) and
+    return its time; raise HistoryError for the first thing wrong (:func:`_check_row`).
+    The common, well-formed line is checked inline; any doubt goes to _check_row."""
+    try:
+        index, t, typ, f, p = d["index"], d["time"], d["type"], d["f"], d["process"]
+    except (KeyError, TypeError, IndexError):
+        _check_row(name, lineno, d, expected_index, last_time)
+        raise  # pragma: no cover - _check_row raised already
+    if (index != expected_index or index.__class__ is not int
+            or t.__class__ is not int or t < last_time
+            or typ.__class__ is not str or typ not in _OP_TYPE_NAMES
+            or f.__class__ is not str
+            or (p.__class__ is not int and p != NEMESIS)
+            or ("error" in d and d["error"].__class__ not in _ERROR_TYPES)):
+        _check_row(name, lineno, d, expected_index, last_time)
+    return t  # type: ignore[no-any-return]
+
+
 def _check_row(name: str, lineno: int, d: Any, expected_index: int, last_time: int) -> None:
     """Raise HistoryError for the first thing wrong with one parsed line."""
     if not isinstance(d, dict):
@@ -552,54 +604,119 @@ def _check_row(name: str, lineno: int, d: Any, expected_index: int, last_time: i
         raise HistoryError(name, lineno, f"error {error!r} is not a string")
 
 
-class _PairingChecker:
-    """Tracks open invokes per process to enforce docs/history.md's pairing rules."""
+# docs/history.md's pairing rules, compiled (numba): the queue checker's feed applies
+# them to each op as it reads it (faultline.checkers.kernel), and iter_rows through
+# _PairingChecker. An op's f as a code (other names get codes from F_OTHER up) and its
+# type as one (OP_TYPE_CODES); what :func:`pair` finds wrong (P_*).
+F_NEMESIS, F_SEND, F_POLL, F_DRAIN, F_OTHER = -1, 0, 1, 2, 3
+T_INVOKE, T_OK, T_FAIL, T_INFO = 0, 1, 2, 3
+OP_TYPE_CODES: dict[str, int] = {"invoke": T_INVOKE, "ok": T_OK, "fail": T_FAIL, "info": T_INFO}
+P_NEMESIS_TYPE, P_RETIRED, P_NOT_INT, P_TWICE, P_NO_OPEN_SEND, P_STILL_OPEN, P_NO_OPEN = range(7)
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
-    __slots__ = ("_name", "_open_other", "_open_sends", "_retired")
+
+@compiled()
+def pair(open_sends: Any, open_other: Any, retired: Any, f: int, ty: int, p: int, sent: int,
+         not_int: bool) -> int:
+    """The pairing rules, for one op in history order: -1 if it keeps them, else what it
+    breaks (P_*). ``open_sends`` holds the open sends, (process, value); ``open_other``
+    each process's open op of another f (its code); ``retired`` the processes an
+    ``info`` retired. ``sent`` is a send's value, ``not_int`` says it is no 64-bit int."""
+    if f == F_NEMESIS:
+        return P_NEMESIS_TYPE if ty != T_INFO else -1
+    if ty == T_INVOKE and p in retired:
+        return P_RETIRED
+    if f == F_SEND:
+        if not_int:
+            return P_NOT_INT
+        key = (p, sent)
+        if ty == T_INVOKE:
+            if key in open_sends:
+                return P_TWICE
+            open_sends[key] = 1
+        else:
+            if key not in open_sends:
+                return P_NO_OPEN_SEND
+            del open_sends[key]
+            if ty == T_INFO:
+                retired[p] = True
+    elif ty == T_INVOKE:
+        if p in open_other:
+            return P_STILL_OPEN
+        open_other[p] = f
+    else:
+        if p not in open_other or open_other[p] != f:
+            return P_NO_OPEN
+        del open_other[p]
+        if ty == T_INFO:
+            retired[p] = True
+    return -1
+
+
+@compiled()
+def _pair(open_sends: Any, open_other: Any, retired: Any, f: int, ty: int, p: int, sent: int,
+          not_int: bool) -> int:
+    return pair(open_sends, open_other, retired, f, ty, p, sent, not_int)
+
+
+_PAIR = types.UniTuple(types.int64, 2)
+
+
+@compiled()
+def pairing_state() -> tuple[Any, Any, Any]:
+    """Empty open sends, open other ops and retired processes, for :func:`pair` (made
+    compiled: numba's dicts made in Python compile their methods in each process)."""
+    return (Dict.empty(_PAIR, types.int64),
+            Dict.empty(types.int64, types.int64), Dict.empty(types.int64, types.boolean))
+
+
+@compiled()
+def open_f(open_other: Any, p: int) -> int:
+    """The f code of process ``p``'s open op (0 if none), for :func:`pairing_message`."""
+    return int(open_other[p]) if p in open_other else 0
+
+
+def pairing_message(why: int, p: int, f: str, typ: str, sent: Any, open_f: str) -> str:
+    """What :func:`pair`'s ``why`` means for an op by process ``p`` of ``f`` and type
+    ``typ``, sending ``sent``; ``open_f`` names the process's open op (P_STILL_OPEN)."""
+    return (
+        "nemesis ops must have type info",
+        f"process {p} was retired by an earlier info and may not invoke again",
+        f"a send's value.value must be a 64-bit integer, not {sent!r}",
+        f"process {p} invoked send of value {sent} twice",
+        f"send {typ} of value {sent} by process {p} has no open invoke",
+        f"process {p} invoked {f} while its {open_f} is still open",
+        f"{f} {typ} by process {p} has no open invoke",
+    )[why]
+
+
+class _PairingChecker:
+    """Enforces docs/history.md's pairing rules on rows (:func:`pair`)."""
+
+    __slots__ = ("_f", "_name", "_open_other", "_open_sends", "_retired")
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._open_sends: dict[tuple[int, Any], int] = {}
-        self._open_other: dict[int, str] = {}
-        self._retired: set[int] = set()
+        self._f = {"send": F_SEND, "poll": F_POLL, "drain": F_DRAIN}
+        self._open_sends, self._open_other, self._retired = pairing_state()
 
     def check(self, lineno: int, d: dict[str, Any], p: Any, typ: str, f: str) -> None:
         """Check one row (already shape-checked) against the open ops; ``p``, ``typ``
         and ``f`` are its process, type and f."""
+        sent: Any = 0
         if p.__class__ is not int:  # the nemesis
-            if typ != "info":
-                self._fail(lineno, "nemesis ops must have type info")
-            return
-        if typ == "invoke" and p in self._retired:
-            self._fail(lineno, f"process {p} was retired by an earlier info and may not invoke again")
-        if f == "send":
-            v = d.get("value")
-            sent: Any = v.get("value") if v.__class__ is dict else None
-            if sent.__class__ is not int:
-                self._fail(lineno, f"a send's value.value must be an integer, not {sent!r}")
-            key = (p, sent)
-            if typ == "invoke":
-                if key in self._open_sends:
-                    self._fail(lineno, f"process {p} invoked send of value {sent} twice")
-                self._open_sends[key] = lineno
-            else:
-                if self._open_sends.pop(key, None) is None:
-                    self._fail(lineno, f"send {typ} of value {sent} by process {p} "
-                                       "has no open invoke")
-                if typ == "info":
-                    self._retired.add(p)
-            return
-        if typ == "invoke":
-            if p in self._open_other:
-                self._fail(lineno, f"process {p} invoked {f} while its {self._open_other[p]} "
-                                   "is still open")
-            self._open_other[p] = f
+            fc, p = F_NEMESIS, 0
         else:
-            if self._open_other.get(p) != f:
-                self._fail(lineno, f"{f} {typ} by process {p} has no open invoke")
-            del self._open_other[p]
-            if typ == "info":
-                self._retired.add(p)
-
-    def _fail(self, lineno: int, message: str) -> None:
-        raise HistoryError(self._name, lineno, message)
+            if not INT64_MIN <= p <= INT64_MAX:
+                raise HistoryError(self._name, lineno, f"process {p} does not fit 64 bits")
+            fc = self._f.setdefault(f, len(self._f))
+            if fc == F_SEND:
+                v = d.get("value")
+                sent = v.get("value") if v.__class__ is dict else None
+        not_int = sent.__class__ is not int or not INT64_MIN <= sent <= INT64_MAX
+        why = _pair(self._open_sends, self._open_other, self._retired, fc, OP_TYPE_CODES[typ],
+                    p, 0 if not_int else sent, fc == F_SEND and not_int)
+        if why >= 0:
+            names = list(self._f)
+            raise HistoryError(self._name, lineno, pairing_message(
+                why, p, f, typ, sent, names[open_f(self._open_other, p)]))

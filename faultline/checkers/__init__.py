@@ -8,5 +8,5 @@ broker's own files (:mod:`.whitebox`), the one check of a stored run
 (:mod:`.stored`), ``faultline check`` (:mod:`.cli`) and the reference model
 (:mod:`.model`). Pure functions of files and rows: no cluster, client or report code.
 
-May import: errors, faults, spec, history, rundir.
+May import: errors, faults, spec, history, rundir, compiled.
 """

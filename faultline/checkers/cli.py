@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import dataclasses
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from faultline.checkers.stored import check_stored_table
 from faultline.checkers.table import write_table
 from faultline.checkers.whitebox import verdict_line
 from faultline.errors import FaultlineError
+from faultline.history import FOLLOW_S
 from faultline.rundir import (
     HISTORY_FILE,
     PLAIN_HISTORY_FILE,
@@ -47,7 +49,8 @@ def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result
     the history while its run still writes it (:func:`~faultline.checkers.stored.check_stored_table`).
     The results name the history they judged, as it was once read to its end
     (``history``: :func:`~faultline.rundir.history_identity`), for the report to refuse
-    them beside another.
+    them beside another: with ``follow``, once it is closed, also when the checker
+    failed before its end.
 
     On an unreadable ``test.json`` or history it writes a ``results.json`` saying
     ``valid: "unknown"`` and why (not in a directory that has neither: no run), then
@@ -64,6 +67,8 @@ def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result
             except FaultlineError as unwritten:  # the cause first: it is what to fix
                 raise FaultlineError(f"{e}; and {unwritten}") from None
         raise  # a directory with none of a run's files (not a run) gets no results.json
+    while follow is not None and not follow():  # a checker that failed stopped reading it
+        time.sleep(FOLLOW_S)
     history = find_history(run_dir)
     result = dataclasses.replace(result, extra={**result.extra, "history": history_identity(history)})
     if table is not None:

@@ -19,10 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from faultline.checkers import kernel
+
 #: The empty cell of every int64 column (values and offsets must differ from it).
 NONE = -(1 << 63)
 #: How far past its end an OffsetMap's array may grow for one offset; beyond, a dict.
-MAX_GROW = 1 << 20
+MAX_GROW = kernel.MAX_GROW
 #: A :class:`Narrow` column's cells (an OffsetMap's too) are int32: EMPTY marks an empty
 #: one, WIDE one whose value is in its dict. A value fits when ``WIDE < value <= NARROW_MAX``.
 EMPTY = -(1 << 31)
@@ -38,46 +40,51 @@ def nones(n: int) -> array[int]:
 class Narrow:
     """int64 cells kept in int32 ones, indexed from 0: the value at ``i`` is ``self[i]``
     (:data:`NONE` when empty). A value that does not fit a cell goes to the dict
-    :attr:`extra`, its cell saying :data:`WIDE`. Code that inlines a store puts in
-    :attr:`arr` only a value that fits, in an :data:`EMPTY` cell, and leaves the rest
-    to ``self[i] = value``."""
+    :attr:`extra`, its cell saying :data:`WIDE`. The cells are a numpy array and the
+    dict a numba one, so that the compiled feed (:mod:`.kernel`) stores in them as
+    ``self[i] = value`` does (:func:`.kernel.narrow_set`)."""
 
     __slots__ = ("arr", "extra")
 
     def __init__(self) -> None:
-        self.arr: array[int] = array("i")
-        self.extra: dict[int, int] = {}
+        self.arr: np.ndarray[Any, np.dtype[np.int32]] = np.zeros(0, np.int32)
+        self.extra: Any = kernel.new_extra()
 
     def __getitem__(self, i: int) -> int:
-        cur = self.arr[i]
-        return NONE if cur == EMPTY else self.extra[i] if cur == WIDE else cur
+        cur = int(self.arr[i])
+        return NONE if cur == EMPTY else kernel.extra_get(self.extra, i, NONE) if cur == WIDE else cur
+
+    def extras(self) -> dict[int, int]:
+        """What the dict :attr:`extra` holds, as a Python dict."""
+        keys, values = kernel.extra_items(self.extra)
+        return dict(zip(keys.tolist(), values.tolist(), strict=True))
 
     def __setitem__(self, i: int, value: int) -> None:
-        if WIDE < value <= NARROW_MAX:
-            self.arr[i] = value
-        else:
-            self.arr[i] = WIDE
-            self.extra[i] = value
+        kernel.narrow_set(self.arr, self.extra, i, value)
 
     def grow(self, n: int) -> None:
-        """``n`` more empty cells."""
-        self.arr.extend(array("i", [EMPTY]) * n)
+        """``n`` more empty cells. The cells are resized in place (no copy where the
+        allocator can extend them), so nothing may hold a view of them: the compiled
+        feed's list of maps (:attr:`faultline.checkers.queue.Engine.maps`) is given the
+        grown array at once."""
+        had = len(self.arr)
+        self.arr.resize(had + n, refcheck=False)
+        self.arr[had:] = EMPTY
 
-    def append(self, value: int) -> None:
-        """One more cell, holding ``value``."""
-        self.arr.append(EMPTY)
-        self[len(self.arr) - 1] = value
+    def cut(self, n: int) -> None:
+        """Keep the first ``n`` cells only (in place, as :meth:`grow`)."""
+        self.arr.resize(n, refcheck=False)
 
     def view(self, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int64]]:
         """The values at ``lo`` to ``hi`` - 1 as int64, :data:`NONE` past the end."""
         out = np.full(hi - lo, NONE, dtype=np.int64)
         if lo < len(self.arr):
-            cells = np.frombuffer(self.arr, dtype=np.int32)[lo:hi]
+            cells = self.arr[lo:hi]
             head = out[:len(cells)]
             head[:] = cells
             head[cells == EMPTY] = NONE
             for k in np.flatnonzero(cells == WIDE).tolist():
-                head[k] = self.extra[lo + k]
+                head[k] = kernel.extra_get(self.extra, lo + k, NONE)
         return out
 
 
@@ -93,23 +100,25 @@ class Rising(Narrow):
     ``1 << RUN_BITS`` cells (:attr:`bases`, one int64 a run), in the int32 cells; a
     difference that does not fit goes to the dict, as any value of a :class:`Narrow`.
     So 4 B a value, where differences are below ~2.1 s of nanoseconds within a run.
-    Code that inlines :meth:`put` stores the base of a run's first cell, then each
-    cell's difference from it, as it does."""
+    The compiled feed stores the base of a run's first cell, then each cell's
+    difference from it; :attr:`bases` has room for every run the cells can hold."""
 
     __slots__ = ("bases",)
 
     def __init__(self) -> None:
         super().__init__()
-        self.bases: array[int] = array("q")
+        self.bases: np.ndarray[Any, np.dtype[np.int64]] = np.zeros(0, np.int64)
 
     def __getitem__(self, i: int) -> int:
-        return self.bases[i >> RUN_BITS] + super().__getitem__(i)
+        return int(self.bases[i >> RUN_BITS]) + super().__getitem__(i)
 
     def put(self, i: int, value: int) -> None:
         """Store ``value`` in cell ``i``, the cell after the last one stored."""
-        if not i & RUN_MASK:
-            self.bases.append(value)
-        Narrow.__setitem__(self, i, value - self.bases[i >> RUN_BITS])
+        kernel.rising_put(self.arr, self.extra, self.bases, i, value)
+
+    def grow(self, n: int) -> None:
+        super().grow(n)
+        self.bases.resize((len(self.arr) >> RUN_BITS) + 1, refcheck=False)
 
     def view(self, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int64]]:
         """The values in cells ``lo`` to ``hi`` - 1 as int64: cells that were stored, ``lo``
@@ -118,7 +127,7 @@ class Rising(Narrow):
         run = 1 << RUN_BITS
         whole = len(out) // run * run
         if len(out):
-            bases = np.frombuffer(self.bases, dtype=np.int64)[lo >> RUN_BITS:]
+            bases = self.bases[lo >> RUN_BITS:]
             runs = out[:whole].reshape(-1, run)  # a view: added to in place
             runs += bases[:whole // run, None]
             out[whole:] += bases[whole // run:whole // run + 1]
@@ -137,45 +146,42 @@ class OffsetMap(Narrow):
     def put(self, offset: int, value: int) -> int:
         """Store ``value`` at ``offset`` unless something is there; return what was there
         before (:data:`NONE` if nothing)."""
+        self.reserve(offset)
+        return int(kernel.omap_put(self.arr, self.extra, offset, value))
+
+    def reserve(self, offset: int) -> bool:
+        """Grow the cells to hold ``offset`` if it is within :data:`MAX_GROW` of their end
+        (by an eighth at least: the maps hold one cell per offset, and slack is memory);
+        what the dict held that the cells now cover moves into them. Whether they grew."""
         arr = self.arr
         n = len(arr)
-        if 0 <= offset < n:
-            cur = self[offset]
-            if cur == NONE:
-                self[offset] = value
-            return cur
-        if n <= offset < n + MAX_GROW:
-            # an eighth more: the maps hold one cell per offset (value), and slack is memory
-            self.grow(max(offset + 1 - n, n // 8 + 1024))
-            if self.extra:  # what the dict held that the cells now cover moves into them
-                for o in [o for o in self.extra if n <= o < len(arr)]:
-                    self[o] = self.extra.pop(o)
-            return self.put(offset, value)
-        cur = self.extra.get(offset, NONE)
-        if cur == NONE:
-            self.extra[offset] = value
-        return cur
+        if not n <= offset < n + MAX_GROW:
+            return False
+        self.grow(max(offset + 1 - n, n // 8 + 1024))
+        for o in [o for o in self.extras() if n <= o < len(self.arr)]:
+            self[o] = kernel.extra_pop(self.extra, o)
+        return True
 
     def get(self, offset: int) -> int:
         """The value at ``offset``, or :data:`NONE`."""
         if 0 <= offset < len(self.arr):
             return self[offset]
-        return self.extra.get(offset, NONE)
+        return kernel.extra_get(self.extra, offset, NONE)
 
     def items(self) -> Iterator[tuple[int, int]]:
         """(offset, value) for every filled cell: the cells' offsets ascending, then the
         others (negative or far out), sorted."""
-        extra = self.extra
-        for o, v in enumerate(self.arr):
-            if v != EMPTY:
-                yield o, extra[o] if v == WIDE else v
+        extra = self.extras()
+        for o in np.flatnonzero(self.arr != EMPTY).tolist():
+            v = int(self.arr[o])
+            yield o, extra[o] if v == WIDE else v
         for o in sorted(self.far()):
             yield o, extra[o]
 
     def any_between(self, lo: int, hi: int) -> list[int]:
         """Filled offsets strictly between ``lo`` and ``hi``, ascending."""
-        arr = self.arr
-        out = [o for o in range(max(lo + 1, 0), min(hi, len(arr))) if arr[o] != EMPTY]
+        first, end = max(lo + 1, 0), min(hi, len(self.arr))
+        out = (first + np.flatnonzero(self.arr[first:end] != EMPTY)).tolist() if end > first else []
         out += sorted(o for o in self.far() if lo < o < hi)
         return out
 
@@ -183,7 +189,7 @@ class OffsetMap(Narrow):
         """The offsets outside the cells (negative, or far past their end) that the dict
         holds; it also holds the values of cells that say :data:`WIDE`."""
         n = len(self.arr)
-        return (o for o in self.extra if not 0 <= o < n)
+        return (o for o in self.extras() if not 0 <= o < n)
 
 
 def disagreements(acks: OffsetMap, polls: OffsetMap, drains: OffsetMap,

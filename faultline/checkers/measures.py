@@ -1,8 +1,8 @@
 """Measures that are not anomalies: throughput, latency, unavailability, fault windows.
 
-Fed one send completion at a time by the queue checker (in history order, so
-completion times never decrease), it keeps O(one bucket) of latencies plus a few
-counters per partition, and :meth:`Measures.finish` returns the ``measures`` object
+Fed one send completion at a time by the queue checker's compiled feed (in history
+order, so completion times never decrease), it keeps O(one bucket) of latencies plus
+a few counters per partition, and :meth:`Measures.finish` returns the ``measures`` object
 of results.json (described in ``faultline/schemas/results.schema.json``):
 
 - ``bucket_ns`` and ``throughput``: per bucket of completion time, ok / fail / info
@@ -20,11 +20,13 @@ of results.json (described in ``faultline/schemas/results.schema.json``):
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from faultline.checkers.faults_seen import NemesisAction, fault_of, nodes_of
+from faultline.checkers.kernel import NONE
 
 BUCKET_NS = 1_000_000_000
 UNAVAILABLE_AFTER_NS = 1_000_000_000
@@ -40,102 +42,75 @@ HEALS: Mapping[str, tuple[str, ...]] = {
 #: Faults held until a heal ends them; any other action spans its own begin..completion.
 HELD: frozenset[str] = frozenset(("kill", "stop", "pause", "partition", "toxic", "toxics", "clock"))
 
-OK, FAIL, INFO = 1, 2, 3
 
 
 class Measures:
-    """Accumulates the measures of one run; see the module doc for what it returns."""
+    """The measures of one run; see the module doc for what it returns. The compiled feed
+    (:func:`faultline.checkers.kernel.feed`) takes each send's completion in history
+    order (so completion times never decrease): it keeps the current bucket's counts
+    and latencies and each partition's last ok and misses since in its own arrays
+    (:attr:`lat`, :attr:`last_ok`, :attr:`miss_fail`, :attr:`miss_info`), and gives
+    each bucket, its latencies and each unavailability window here once known."""
 
     __slots__ = (
-        "_bucket",
         "_buckets",
-        "_counts",
-        "_last_ok",
-        "_lat",
         "_latency",
-        "_misses",
         "_unavailable",
         "bucket_ns",
         "first_send",
+        "last_ok",
         "last_send",
+        "lat",
+        "miss_fail",
+        "miss_info",
         "unavailable_after_ns",
     )
 
     def __init__(self, bucket_ns: int = BUCKET_NS,
-                 unavailable_after_ns: int = UNAVAILABLE_AFTER_NS) -> None:
+                 unavailable_after_ns: int = UNAVAILABLE_AFTER_NS, *, parts: int = 0) -> None:
         self.bucket_ns = bucket_ns
         self.unavailable_after_ns = unavailable_after_ns
         self._buckets: dict[int, list[int]] = {}  # bucket -> [ok, fail, info]
-        self._counts: list[int] = [0, 0, 0]  # _buckets[_bucket]
-        self._bucket = -1  # the bucket whose latencies are in _lat
-        self._lat: array[int] = array("q")
         self._latency: list[dict[str, Any]] = []
         #: When the first send was invoked, and the last send op's time; the caller
         #: keeps these up to date (they bound the unavailability windows).
         self.first_send: int | None = None
         self.last_send = 0
-        self._last_ok: dict[int, int] = {}  # partition id -> time of its last ok send
-        self._misses: dict[int, list[int]] = {}  # partition id -> [fail, info] since last ok
+        self.lat = np.zeros(1 << 12, np.int64)  # the current bucket's ok latencies
+        self.last_ok = np.full(parts, NONE, np.int64)  # partition id -> its last ok send's time
+        self.miss_fail = np.zeros(parts, np.int64)  # partition id -> fails since its last ok
+        self.miss_info = np.zeros(parts, np.int64)
         self._unavailable: dict[int, list[dict[str, Any]]] = {}
 
-    def completed(self, part: int, status: int, invoke_time: int, time: int) -> None:
-        """A send to partition id ``part`` completed with ``status`` (OK, FAIL, INFO).
+    def bucket(self, b: int, ok: int, fail: int, info: int) -> None:
+        """Bucket ``b``'s send completions by outcome."""
+        self._buckets[b] = [ok, fail, info]
 
-        Calls come in history order, so ``time`` never decreases.
-        """
-        self.last_send = time
-        b = time // self.bucket_ns
-        if b != self._bucket:
-            self._flush_latency()
-            self._bucket = b
-            self._counts = self._buckets.setdefault(b, [0, 0, 0])
-        self._counts[status - 1] += 1
-        if status == OK:
-            self._lat.append(time - invoke_time)
-            last = self._last_ok.get(part)
-            if last is None:
-                last = self.first_send if self.first_send is not None else invoke_time
-            if time - last > self.unavailable_after_ns:
-                self._window(part, last, time, ongoing=False)
-            self._last_ok[part] = time
-            if self._misses:
-                self._misses.pop(part, None)
-        else:
-            misses = self._misses.get(part)
-            if misses is None:
-                misses = self._misses[part] = [0, 0]
-            misses[status - 2] += 1
+    def latency(self, b: int, count: int, p50: int, p95: int, p99: int, top: int) -> None:
+        """Bucket ``b``'s ``count`` ok latencies' percentiles and maximum (ns)."""
+        self._latency.append({"start": b * self.bucket_ns, "count": count,
+                              "p50_ms": p50 / 1e6, "p95_ms": p95 / 1e6, "p99_ms": p99 / 1e6,
+                              "max_ms": top / 1e6})
 
-    def _window(self, part: int, start: int, end: int, *, ongoing: bool) -> None:
-        fail, info = self._misses.get(part, (0, 0))
+    def window(self, part: int, start: int, end: int, *, fail: int, info: int,
+               ongoing: bool) -> None:
+        """Partition ``part`` had no ok send from ``start`` to ``end``, with ``fail`` and
+        ``info`` completions meanwhile."""
         self._unavailable.setdefault(part, []).append(
             {"start": start, "end": end, "duration_ms": (end - start) / 1e6,
              "fail": fail, "info": info, "ongoing": ongoing, "faults": []})
-
-    def _flush_latency(self) -> None:
-        lat = self._lat
-        if not lat:
-            return
-        s = sorted(lat)
-        n = len(s)
-
-        def pct(q: float) -> float:
-            return s[min(n - 1, int(q * n))] / 1e6
-
-        self._latency.append({"start": self._bucket * self.bucket_ns, "count": n,
-                              "p50_ms": pct(0.50), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
-                              "max_ms": s[-1] / 1e6})
-        self._lat = array("q")
 
     def finish(self, parts: Sequence[tuple[str, int]], sent_to: set[int],
                actions: Sequence[NemesisAction]) -> dict[str, Any]:
         """The ``measures`` object; ``parts[i]`` names partition id i, ``sent_to`` the ids
         that got at least one send."""
-        self._flush_latency()
         for part in sorted(sent_to):
-            last = self._last_ok.get(part, self.first_send or 0)
+            last = int(self.last_ok[part])
+            if last == NONE:
+                last = self.first_send or 0
             if self.last_send - last > self.unavailable_after_ns:
-                self._window(part, last, self.last_send, ongoing=True)
+                self.window(part, last, self.last_send, fail=int(self.miss_fail[part]),
+                            info=int(self.miss_info[part]), ongoing=True)
         faults = fault_windows(actions)
         unavailable = []
         for part, windows in sorted(self._unavailable.items()):

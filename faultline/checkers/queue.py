@@ -1,16 +1,20 @@
 """The queue checker: what was acknowledged against what was read, per topic-partition.
 
 A pure function of a test spec and a history (docs/history.md): :func:`check` takes ops,
-:func:`check_rows` the parsed rows :func:`faultline.history.iter_rows` yields (the fast
-path for files), and :func:`check_rows_table` gives besides the verdict the history's
-sends as columns, from the same pass, for the report (:mod:`faultline.checkers.table`).
+:func:`check_rows` parsed rows (such as :func:`faultline.history.iter_rows` yields) or a
+:class:`~faultline.history.HistoryFile` (the fast path for files: the engine reads its
+lines itself, :meth:`Engine.feed_file`), and :func:`check_rows_table` gives besides the
+verdict the history's sends as columns, from the same pass, for the report
+(:mod:`faultline.checkers.table`).
 It streams the history once; memory grows with the number of distinct values and
 offsets (columns of cells of 8 B and less, see :mod:`faultline.checkers.columns`; ~60 B
 a value at peak), not with the number of lines; a history of more than 2**31 - 1
 sends, or of more than 32,768 topic-partitions, is refused (HistoryError), as slots
-live in int32 cells and partition ids in int16 ones. Its size is the hot
-loop's (:meth:`Engine.feed`), which inlines the common ops on purpose; it is one
-module so that one pass decides everything.
+live in int32 cells and partition ids in int16 ones, and so is a number that does not
+fit 64 bits (signed). What each op does to the columns and maps is compiled
+(:mod:`faultline.checkers.kernel`, numba; the journal's common lines are read into
+its op table by :mod:`faultline.checkers.scan`, every other line parsed and checked as
+iter_rows does, then encoded here): over a million lines a second.
 The decisions (:meth:`Engine.finish`) find with numpy, over the columns and the offset
 maps, the few sends and offsets that need one, and visit only those, in order.
 
@@ -68,19 +72,19 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+import orjson
+import zstandard
 
-from faultline.checkers import columns, examples, explain, provenance
+from faultline.checkers import columns, examples, explain, kernel, provenance, scan
 from faultline.checkers.client_log import ClientLines
 from faultline.checkers.columns import (
     EMPTY,
     NARROW_MAX,
     NONE,
-    RUN_BITS,
-    RUN_MASK,
-    WIDE,
     Narrow,
     OffsetMap,
     Part,
@@ -90,22 +94,85 @@ from faultline.checkers.columns import (
 )
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
-from faultline.checkers.measures import FAIL, INFO, OK, Measures
+from faultline.checkers.kernel import FAIL, OK
+from faultline.checkers.measures import Measures
 from faultline.checkers.result import Result
 from faultline.checkers.table import HistoryTable, SendTable
 from faultline.checkers.verdict import Collected, build_result
 from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
-from faultline.history import NEMESIS, VALUE_MAX, VALUE_MIN, Op, ReadResult
+from faultline.history import (
+    CUT,
+    F_DRAIN,
+    F_NEMESIS,
+    F_POLL,
+    F_SEND,
+    INT64_MAX,
+    INT64_MIN,
+    NEMESIS,
+    OP_TYPE_CODES,
+    P_NOT_INT,
+    T_INVOKE,
+    T_OK,
+    VALUE_MAX,
+    VALUE_MIN,
+    HistoryFile,
+    Op,
+    ReadResult,
+    check_row,
+    history_blocks,
+    iter_rows,
+    open_f,
+    pairing_message,
+    pairing_state,
+    parse_line,
+)
+from faultline.rundir import PLAIN_HISTORY_FILE
 from faultline.spec import TestSpec
 
-OPEN = 0
 #: The columns grow by this many slots at least (and by an eighth of what they hold).
 GROW = 1 << 16
 #: The highest topic-partition id (ids live in int16 cells).
 MAX_PARTS = (1 << 15) - 1
-_STATUS = {"ok": OK, "fail": FAIL, "info": INFO}
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
+#: ops the compiled feed takes at a time, and the events it may leave between two calls
+BATCH = 1 << 12
+EVENTS = 1 << 14
+_TYPE_NAMES = tuple(OP_TYPE_CODES)  # by code
+_SOURCES = ("ack", "poll", "drain")  # an EV_CONFLICT's source
+EMPTY_CELLS = np.zeros(0, np.int32)
+_BLANK = np.zeros(kernel.FIELDS, np.int64)
+_BLANK[[kernel.F_TP, kernel.F_ERR, kernel.F_OFF]] = -1
+_BLANK[[kernel.F_HW, kernel.F_LSO]] = NONE
+
+
+class _Pairing(Exception):
+    """A row breaks docs/history.md's pairing rules, as found while encoding it."""
+
+
+class _Batch:
+    """Ops encoded for the compiled feed (:meth:`Engine._encode`): their table, their
+    records', their lines, and the errors found in them."""
+
+    __slots__ = ("errors", "n", "nr", "ops", "recs")
+
+    def __init__(self) -> None:
+        self.ops = np.zeros((BATCH, kernel.FIELDS), np.int64)
+        self.recs = np.zeros((BATCH, 3), np.int64)
+        self.n = 0  # ops
+        self.nr = 0  # records
+        self.errors: dict[int, HistoryError] = {}
+
+    def records(self, more: int) -> Any:
+        """The records' table, with room for ``more``."""
+        if self.nr + more > len(self.recs):
+            self.recs = np.concatenate((self.recs, np.zeros((max(more, len(self.recs)), 3), np.int64)))
+        return self.recs
+
+    def fail(self, k: int, error: HistoryError, stage: int) -> None:
+        """Op ``k`` is in error: raised when the feed reaches it, at ``stage``."""
+        self.ops[k, kernel.F_BAD] = stage
+        self.errors[k] = error
 
 
 class BrokerState(NamedTuple):
@@ -174,9 +241,44 @@ def check_rows_table(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
     broker state only when it is closed. By default there is none.
     """
     engine = Engine(spec, source)
-    engine.feed(rows)
+    if isinstance(rows, HistoryFile):
+        engine.feed_file(rows)
+    else:
+        engine.feed(rows)
     cut = truncated if isinstance(truncated, bool) else truncated.truncated
     return engine.finish(cut, unavailable_after_ns, broker()), engine.table(cut) if table else None
+
+
+def warm(workdir: Path) -> None:
+    """Compile the checker's compiled code (:mod:`.kernel`, :mod:`.scan`, the pairing
+    rules), which numba caches on disk beside the modules: by checking, in ``workdir``,
+    a history of a few lines that takes every compiled path (a file's common lines and
+    others, rows, the measures). Once cached, this takes a quarter of a second;
+    ``faultline setup`` does it so that no run's check pays the first compile (~15 s)."""
+    spec = TestSpec()
+    topic = spec.topic.name
+    rows: list[dict[str, Any]] = [
+        {"f": "send", "type": "invoke", "process": 0, "value": {"topic": topic, "partition": 0, "value": 0}},
+        {"f": "send", "type": "ok", "process": 0, "value": {"topic": topic, "partition": 0, "value": 0,
+                                                            "offset": 0}},
+        {"f": "send", "type": "invoke", "process": 0, "value": {"topic": topic, "partition": 0, "value": 1}},
+        {"f": "send", "type": "fail", "process": 0, "value": {"topic": topic, "partition": 0, "value": 1},
+         "error": "NOT_ENOUGH_REPLICAS"},
+        {"f": "kill", "type": "info", "process": NEMESIS, "value": {"nodes": [1]}},
+        {"f": "poll", "type": "invoke", "process": 1, "value": None},
+        {"f": "poll", "type": "ok", "process": 1, "value": {"records": [[topic, 0, 0, 0]]}},
+        {"f": "drain", "type": "invoke", "process": 2, "value": {"topic": topic, "partition": 0}},
+        {"f": "drain", "type": "ok", "process": 2, "value": {
+            "topic": topic, "partition": 0, "log_start_offset": 0, "high_watermark": 1,
+            "records": [[0, 0]], "last": True}},
+    ]
+    rows = [{"index": i, "time": i * 1000, **r} for i, r in enumerate(rows)]
+    path = workdir / PLAIN_HISTORY_FILE
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    check_rows_table(spec, HistoryFile(str(path), ReadResult()))
+    check_rows(spec, iter_rows(path))
+    OffsetMap().put(0, 1)
+    Rising().put(0, 1)
 
 
 class Engine:
@@ -199,9 +301,8 @@ class Engine:
         # Per-value columns, indexed by slot (slots in invoke order): completion times in
         # int64 cells, invoke times as int32 differences (:class:`Rising`), offsets and
         # processes in int32 cells (:class:`Narrow`), partition ids in int16 ones. While
-        # feeding they hold room past the last slot (empty cells, OPEN), so that an invoke
-        # stores four cells instead of appending eight; :meth:`feed` cuts them to
-        # ``slots`` at its end.
+        # feeding they hold room past the last slot (empty cells, OPEN) for the compiled
+        # feed to fill (:meth:`_grow`); :meth:`feed` cuts them to ``slots`` at its end.
         self.slots = 0
         # value -> slot: an array indexed by value, as the workload's values are 0, 1, 2, ...
         # (4 B a value, where a dict costs ~100); any other value goes to its dict. Its
@@ -224,13 +325,12 @@ class Engine:
         self.read_by = Narrow()
         # slot -> the first read's offset, where the ack (a poll's) or the first drain
         # offset (the drain's) does not say it: few, so no column (:meth:`read_off`)
-        self.read_offs: dict[int, int] = {}
+        self.read_offs: Any = kernel.new_extra()
         # the errors of fail / info sends: slot and error (an index into error_names)
         self.err_slots: array[int] = array("i")
         self.err_codes: array[int] = array("i")
         self.error_names: dict[str, int] = {}
         self._errors_by_slot: tuple[Any, Any] | None = None
-        self.consumers: dict[int, dict[int, int]] = {}  # process -> part -> last offset
         # part, process, prev (None: the process's first record there), off, time
         self.gaps: list[tuple[int, int, int | None, int, int]] = []
         self.backwards: list[tuple[int, int, int, int, int]] = []  # same, nonmonotonic-poll
@@ -245,13 +345,38 @@ class Engine:
         self.foreign_at: dict[tuple[int, int], list[int]] = {}
         self.dups: dict[int, set[int]] = {}  # slot -> further drain offsets
         self.nemesis: list[Op] = []
-        self.measures = Measures()
+        parts = len(self.parts)
+        self.measures = Measures(parts=parts)
         self.ops = 0
         self.other = 0  # client ops with an f the checker does not read
         self.polls = [0, 0, 0]  # ok, fail, info completions
         self.drains = [0, 0, 0]
         self.other_errors: list[tuple[int, str, str]] = []  # (time, f, kind), not sends
         self.end_time = 0  # the last op's time
+        # What only the compiled feed reads and writes (:mod:`.kernel`): its scalars and
+        # events; each partition's offset maps, in one list (3 a partition: acks, polls,
+        # drains) with their dicts; polled and drained records, and each partition's
+        # complete drain (complete, time, HW, log start); polls and drains by outcome;
+        # each consumer's last offset per partition; the pairing rules' open ops.
+        self.S = np.zeros(kernel.SCALARS, np.int64)
+        self.S[[kernel.S_FIRST_SEND, kernel.S_BUCKET]] = NONE, -1
+        self.S[kernel.S_BUCKET_NS] = self.measures.bucket_ns
+        self.S[kernel.S_UNAVAILABLE_NS] = self.measures.unavailable_after_ns
+        self.E = np.zeros((EVENTS, kernel.EV_FIELDS), np.int64)
+        self.maps = kernel.new_list(EMPTY_CELLS, 3 * parts)
+        self.maps_x = kernel.new_list(self.parts[0].acks.extra, 3 * parts)
+        for m, omap in enumerate(m for part in self.parts for m in (part.acks, part.polls, part.drains)):
+            kernel.list_set(self.maps, m, omap.arr)
+            kernel.list_set(self.maps_x, m, omap.extra)
+        self.lens = np.zeros(3 * parts, np.int64)
+        self.polled = np.zeros(parts, np.int64)
+        self.drained = np.zeros(parts, np.int64)
+        self.drain_end = np.zeros((parts, 4), np.int64)
+        self.counts = np.zeros(6, np.int64)
+        self.consumers: Any = kernel.new_pairs()
+        self.open_sends, self.open_other, self.retired = pairing_state()
+        self.f_names: dict[str, int] = {"send": F_SEND, "poll": F_POLL,
+                                        "drain": F_DRAIN}
 
     def part_id(self, topic: Any, partition: Any, d: dict[str, Any]) -> int:
         """The id of a topic-partition of the test's topic, which op ``d`` names.
@@ -270,211 +395,306 @@ class Engine:
                                f"partitions 0 to {t.partitions - 1} (test.json)")
         return i
 
-    def feed(self, rows: Iterable[dict[str, Any]]) -> None:
-        """Consume the rows in order.
-
-        This is the hot loop (millions of rows): sends and polls are handled inline
-        with local aliases, because a method call and attribute loads per row cost
-        as much as the work itself. Rare ops go through methods.
-        """
-        d: dict[str, Any] = {}
-        vslot, parts, tp_ids = self.vslot, self.parts, self.tp_ids
-        slots, vput, vget = vslot.arr, vslot.put, vslot.get  # arr grows in place
-        c_tp, c_done, c_status = self.c_tp, self.c_done, self.c_status
-        c_inv, invs, inv_bases = self.c_inv, self.c_inv.arr, self.c_inv.bases
-        c_proc, procs, c_ack, acked = self.c_proc, self.c_proc.arr, self.c_ack, self.c_ack.arr
-        reads, read_t, read_by, readers = self.c_read.arr, self.read_t, self.read_by, self.read_by.arr
-        read_offs = self.read_offs
-        err_slots, err_codes, error_names = self.err_slots, self.err_codes, self.error_names
-        consumers, measures = self.consumers, self.measures
-        completed = measures.completed
-        gaps, backwards = self.gaps, self.backwards
-        part_id, foreign = self.part_id, self._foreign
-        vmin, vmax = VALUE_MIN, VALUE_MAX
-        ops = 0
-        n, room = self.slots, len(c_done)
+    def feed(self, rows: Iterable[dict[str, Any]], *, validate: bool = False) -> None:
+        """Consume the rows in order: each is encoded as a row of the compiled feed's
+        table (:meth:`_encode`), and :mod:`.kernel` applies them a batch at a time.
+        ``validate`` also applies docs/history.md's pairing rules (for rows no reader
+        has checked)."""
+        batch = _Batch()
         self._c_val = None
+        d: Any = None
         try:
-            for d in rows:
-                ops += 1
-                f = d["f"]
-                typ = d["type"]
-                if f == "send":
-                    v = d["value"]
-                    val = v["value"]
-                    if typ == "invoke":
-                        tp = tp_ids.get((v["topic"], v["partition"]))
-                        if tp is None:
-                            tp = part_id(v["topic"], v["partition"], d)
-                        if val.__class__ is not int or not vmin <= val <= vmax:
-                            self._bad_value(d, val)
-                        if 0 <= val < len(slots) and slots[val] == EMPTY:  # vput, inline
-                            slots[val] = n
-                        elif vput(val, n) != NONE:
-                            self._bad_value(d, val)
-                        if n == room:
-                            room = self._grow()
-                        c_tp[n] = tp
-                        p = d["process"]
-                        if WIDE < p <= NARROW_MAX:  # c_proc[n] = p, inline
-                            procs[n] = p
-                        else:
-                            c_proc[n] = p
-                        t = d["time"]  # c_inv.put(n, t), inline:
-                        if n & RUN_MASK:
-                            dt = t - inv_bases[n >> RUN_BITS]
-                        else:
-                            inv_bases.append(t)
-                            dt = 0
-                        if WIDE < dt <= NARROW_MAX:
-                            invs[n] = dt
-                        else:
-                            c_inv.put(n, t)
-                        n += 1
-                        if measures.first_send is None:
-                            measures.first_send = t
-                        continue
-                    s = (slots[val] if val.__class__ is int and 0 <= val < len(slots)
-                         else vget(val) if val.__class__ is int else NONE)
-                    p = d["process"]
-                    if s < 0 or c_status[s] != OPEN or (procs[s] != p and c_proc[s] != p):
-                        raise HistoryError(self.source, _line(d), f"send {typ} of value {val!r} "
-                                           f"by process {p} has no open invoke")
-                    status = _STATUS[typ]
-                    t = d["time"]
-                    tp = c_tp[s]
-                    c_status[s] = status
-                    c_done[s] = t
-                    if status == OK:
-                        off = v.get("offset", -1)
-                        if off.__class__ is not int:
-                            raise TypeError("offset")
-                        if off >= 0:
-                            if off <= NARROW_MAX:  # c_ack[s] = off, inline
-                                acked[s] = off
-                            else:
-                                c_ack[s] = off
-                            if read_offs and read_offs.get(s) == off and readers[reads[s]] != -1:
-                                del read_offs[s]  # polled before its ack, where it says
-                            part = parts[tp]
-                            held = part.acks.arr
-                            if (off < len(held) and held[off] == EMPTY
-                                    and WIDE < val <= NARROW_MAX):  # OffsetMap.put, inline
-                                held[off] = val
-                            else:
-                                cur = part.acks.put(off, val)
-                                if cur != NONE and cur != val:
-                                    self._conflict(tp, off, cur, val, ("ack", t, p))
-                    elif d.get("error"):
-                        e = d["error"]
-                        if e.__class__ is not str:
-                            raise TypeError("error")
-                        err_slots.append(s)
-                        code = error_names.get(e)
-                        if code is None:
-                            code = error_names[e] = len(error_names)
-                        err_codes.append(code)
-                    dt = invs[s]  # c_inv[s], inline
-                    dt = dt if dt != WIDE else c_inv.extra[s]
-                    completed(tp, status, inv_bases[s >> RUN_BITS] + dt, t)
-                elif f == "poll":
-                    if typ == "invoke":
-                        continue
-                    self.polls[_STATUS[typ] - 1] += 1
-                    if typ != "ok":
-                        self._client_error(d)
-                        continue
-                    p = d["process"]
-                    t = d["time"]
-                    k = -1  # this poll's read op number, once it reads a send first
-                    last_of = consumers.get(p)
-                    if last_of is None:
-                        last_of = consumers[p] = {}
-                    key: tuple[Any, Any] = ("", -1)
-                    tp = -1
-                    arr = slots  # rebound per partition below; any int32 array will do
-                    part = None
-                    # per run of one partition's records: its last offset and count, kept
-                    # in locals and stored when the run ends
-                    last: int | None = None
-                    run = 0
-                    for topic, partition, off, val in d["value"]["records"]:
-                        if topic != key[0] or partition != key[1]:  # records come in runs
-                            if part is not None:
-                                last_of[tp] = last  # type: ignore[assignment]
-                                part.polled += run
-                            key = (topic, partition)
-                            tp = tp_ids.get(key, -1)
-                            if tp < 0:
-                                tp = part_id(topic, partition, d)
-                            part = parts[tp]
-                            arr = part.polls.arr
-                            last = last_of.get(tp)
-                            run = 0
-                        if off.__class__ is not int or val.__class__ is not int or not vmin <= val <= vmax:
-                            val = foreign(off, val)
-                        if last is None:  # its first: from the log start (assign mode)
-                            gaps.append((tp, p, None, off, t))
-                        elif off != last + 1:
-                            (backwards if off <= last else gaps).append((tp, p, last, off, t))
-                        last = off
-                        run += 1
-                        cur = arr[off] if 0 <= off < len(arr) else WIDE
-                        if cur == EMPTY and WIDE < val <= NARROW_MAX:  # OffsetMap.put, inline
-                            arr[off] = val
-                        elif cur <= WIDE:  # the map's dict may hold it
-                            cur = part.polls.put(off, val)  # type: ignore[union-attr]
-                            arr = part.polls.arr  # type: ignore[union-attr]
-                            if cur != NONE and cur != val:
-                                self._conflict(tp, off, cur, val, ("poll", t, p))
-                        elif cur != val:
-                            self._conflict(tp, off, cur, val, ("poll", t, p))
-                        s = slots[val] if 0 <= val < len(slots) else vget(val)
-                        if s < 0 or c_tp[s] != tp:
-                            self._odd_read(tp, val, off, t, p)
-                        elif reads[s] == EMPTY:
-                            if k < 0:
-                                k = len(read_t)
-                                read_t.append(t)
-                                read_by.append(p)
-                            reads[s] = k
-                            at = acked[s]  # the ack's offset, if it came and fits
-                            if (off != at and (at != WIDE or c_ack[s] != off)) or p == -1:
-                                read_offs[s] = off
-                    if part is not None:
-                        last_of[tp] = last  # type: ignore[assignment]
-                        part.polled += run
-                elif f == "drain":
-                    if typ != "invoke":
-                        self.drains[_STATUS[typ] - 1] += 1
-                    if typ == "ok":
-                        self._drain(d)
-                    elif typ != "invoke":
-                        self._client_error(d)
-                elif d["process"] == NEMESIS:
-                    self.nemesis.append(Op(d["index"], d["time"], "nemesis", typ, f,
-                                           d.get("value"), d.get("error")))
-                else:
-                    self.other += 1
-                    if typ == "fail" or typ == "info":
-                        self._client_error(d)
-            if ops:
+            try:
+                for d in rows:
+                    self.ops += 1
+                    self._encode(d, batch, validate)
+                    if batch.n == BATCH:
+                        self._apply(batch, validate)
+            except HistoryError:  # the rows' reader's: an earlier row's error comes first
+                self._apply(batch, validate)
+                raise
+            self._apply(batch, validate)
+            if d is not None:
                 self.end_time = d["time"]
-        except _MALFORMED as e:
+        finally:
+            self._settle()
+
+    def feed_file(self, history: HistoryFile) -> None:
+        """Consume a history file's lines in order, with docs/history.md's checks and
+        pairing rules, as :func:`faultline.history.iter_rows` reads them (the same errors,
+        a cut last line noted in ``history.result``): the common lines straight into the
+        compiled feed's table (:func:`.scan.scan`), any other parsed and checked as
+        iter_rows does, then encoded (:meth:`_encode`)."""
+        batch = _Batch()
+        self._c_val = None
+        name, result = history.path, history.result
+        topic = np.frombuffer(self.spec.topic.name.encode(), np.uint8)
+        parts = len(self.parts)
+        index = last_time = 0  # the next line's index, the last line's time
+        try:
+            for block in history_blocks(name, history.follow):
+                buf = np.frombuffer(block, np.uint8)
+                pos = 0
+                while True:
+                    what, pos, batch.n, batch.nr, index, last_time = scan.scan(
+                        buf, pos, topic, parts, batch.ops, batch.n, batch.recs, batch.nr, index,
+                        last_time)
+                    if what == scan.BLOCK_DONE:
+                        break
+                    if what == scan.BATCH_FULL:
+                        if batch.n:
+                            self._apply(batch, True)
+                        else:  # one line's records: more room
+                            batch.records(len(batch.recs) + 1)
+                        continue
+                    end = scan.line_end(block, pos)
+                    try:
+                        d = parse_line(name, index + 1, block[pos:end])
+                        if d is CUT:
+                            result.truncated = True
+                            break
+                        t = check_row(name, index + 1, d, index, last_time)
+                    except HistoryError:
+                        self._apply(batch, True)  # an earlier line's error comes first
+                        raise
+                    pos = end
+                    last_time = min(t, INT64_MAX)  # more: its op is in error (_encode)
+                    index += 1
+                    self._encode(d, batch, True)
+                    if batch.n == BATCH:
+                        self._apply(batch, True)
+            self._apply(batch, True)
+        except zstandard.ZstdError as e:
+            raise HistoryError(name, index + 1, f"not valid zstd ({e})") from None
+        finally:
+            self.ops += index
+            result.lines = index
+            if index:
+                self.end_time = last_time
+            self._settle()
+
+    def _encode(self, d: Any, batch: _Batch, validate: bool) -> None:
+        """Put row ``d`` in the batch's next op: what the compiled feed needs of it. What
+        it does not need is done here: a nemesis op is kept, a client op other than a
+        send that did not end ok is kept for the report's errors, a foreign value read
+        gets its code. An error found here is kept with the op, and raised when the feed
+        reaches it (an earlier op's error comes first)."""
+        k = batch.n
+        batch.n += 1
+        o = batch.ops[k]
+        o[:] = _BLANK
+        o[kernel.F_R0] = o[kernel.F_R1] = batch.nr
+        line = _line(d)
+        o[kernel.F_LINE] = -1 if line is None else line
+        try:
+            f, typ, p, t = d["f"], d["type"], d["process"], d["time"]
+            ty = OP_TYPE_CODES[typ]
+            if not (INT64_MIN <= t <= INT64_MAX and (p == NEMESIS or INT64_MIN <= p <= INT64_MAX)):
+                batch.fail(k, HistoryError(self.source, _line(d), "a time or process that does "
+                                           "not fit 64 bits (signed)"), kernel.BAD_SHAPE)
+                return
+            o[kernel.F_TY] = ty
+            o[kernel.F_T] = t
+            if p == NEMESIS:
+                o[kernel.F_F] = F_NEMESIS
+                self.nemesis.append(Op(d["index"], t, "nemesis", typ, f, d.get("value"), d.get("error")))
+                return
+            if p.__class__ is not int:
+                raise TypeError("process")
+            o[kernel.F_P] = p
+            if f == "send":
+                o[kernel.F_F] = F_SEND
+                self._encode_send(d, o, typ, ty, p, validate)
+            elif f == "poll" or f == "drain":
+                o[kernel.F_F] = F_POLL if f == "poll" else F_DRAIN
+                if typ == "ok":
+                    (self._encode_records if f == "poll" else self._encode_drain)(d, batch, o)
+                elif typ != "invoke":
+                    self._client_error(d)
+            else:
+                code = self.f_names.get(f)
+                if code is None:
+                    code = self.f_names[f] = len(self.f_names)
+                o[kernel.F_F] = code
+                self.other += 1
+                if typ == "fail" or typ == "info":
+                    self._client_error(d)
+        except _Pairing as e:
+            batch.fail(k, HistoryError(self.source, _line(d), str(e)), kernel.BAD_PAIRING)
+        except HistoryError as e:
+            batch.fail(k, e, kernel.BAD_VALUE)
+        except OverflowError:  # numpy's: an int64 cell
+            batch.fail(k, HistoryError(self.source, _line(d), "a number does not fit 64 bits "
+                                       "(signed)"), kernel.BAD_VALUE)
+        except _MALFORMED:
             problem = value_problem(d)
             if problem is None:
                 raise  # a checker bug, not the history's fault
-            raise HistoryError(self.source, _line(d), problem) from e
-        finally:
-            self.ops += ops
-            self.slots = n
-            for col in self._columns():
-                del col[n:]
-            self._count_sends()
+            batch.fail(k, HistoryError(self.source, _line(d), problem), kernel.BAD_VALUE)
 
-    def _columns(self) -> tuple[array[int], ...]:
-        return (self.c_tp, self.c_proc.arr, self.c_inv.arr, self.c_done, self.c_status,
-                self.c_ack.arr, self.c_drain.arr, self.c_read.arr)
+    def _encode_send(self, d: dict[str, Any], o: Any, typ: str, ty: int, p: int,
+                     validate: bool) -> None:
+        if validate:  # the pairing rules need a 64-bit value
+            v = d.get("value")
+            sent = v.get("value") if v.__class__ is dict else None
+            if sent.__class__ is not int or not INT64_MIN <= sent <= INT64_MAX:
+                raise _Pairing(pairing_message(P_NOT_INT, p, "send", typ, sent, ""))
+            o[kernel.F_VAL] = sent
+        v = d["value"]
+        val = v["value"]
+        if val.__class__ is not int:
+            if ty == T_INVOKE:
+                self._bad_value(d, val)
+            raise HistoryError(self.source, _line(d), f"send {typ} of value {val!r} by "
+                               f"process {p} has no open invoke")
+        if ty == T_INVOKE:
+            tp = self.tp_ids.get((v["topic"], v["partition"]))
+            o[kernel.F_TP] = self.part_id(v["topic"], v["partition"], d) if tp is None else tp
+            if not VALUE_MIN <= val <= VALUE_MAX:
+                self._bad_value(d, val)
+        elif not INT64_MIN <= val <= INT64_MAX:  # never sent: no open invoke
+            raise HistoryError(self.source, _line(d), f"send {typ} of value {val!r} by "
+                               f"process {p} has no open invoke")
+        o[kernel.F_VAL] = val
+        if ty == T_OK:
+            off = v.get("offset", -1)
+            if off.__class__ is not int:
+                raise TypeError("offset")
+            o[kernel.F_OFF] = off
+        elif ty != T_INVOKE and d.get("error"):
+            e = d["error"]
+            if e.__class__ is not str:
+                raise TypeError("error")
+            code = self.error_names.get(e)
+            if code is None:
+                code = self.error_names[e] = len(self.error_names)
+            o[kernel.F_ERR] = code
+
+    def _encode_records(self, d: dict[str, Any], batch: _Batch, o: Any) -> None:
+        """A poll's records: [topic, partition, offset, value] each."""
+        records = d["value"]["records"]
+        recs = batch.records(len(records))
+        j = batch.nr
+        tp_ids, part_id, foreign = self.tp_ids, self.part_id, self._foreign
+        key: tuple[Any, Any] = ("", -1)
+        tp = -1
+        for topic, partition, off, val in records:
+            if topic != key[0] or partition != key[1]:
+                key = (topic, partition)
+                tp = tp_ids.get(key, -1)
+                if tp < 0:
+                    tp = part_id(topic, partition, d)
+            if off.__class__ is not int or val.__class__ is not int or not VALUE_MIN <= val <= VALUE_MAX:
+                val = foreign(off, val)
+            recs[j] = tp, off, val
+            j += 1
+        batch.nr = j
+        o[kernel.F_R1] = j
+
+    def _encode_drain(self, d: dict[str, Any], batch: _Batch, o: Any) -> None:
+        """A drain's records, [offset, value] each, and whether it was its partition's
+        last."""
+        v = d["value"]
+        tp = self.part_id(v["topic"], v["partition"], d)
+        records = v["records"]
+        recs = batch.records(len(records))
+        j = batch.nr
+        for off, val in records:
+            if off.__class__ is not int or val.__class__ is not int or not VALUE_MIN <= val <= VALUE_MAX:
+                val = self._foreign(off, val)
+                self.foreign_at.setdefault((tp, val), []).append(off)
+            recs[j] = tp, off, val
+            j += 1
+        batch.nr = j
+        o[kernel.F_R1] = j
+        o[kernel.F_TP] = tp
+        if v.get("last") is True:
+            hw, lso = v.get("high_watermark"), v.get("log_start_offset")
+            o[kernel.F_LAST] = 1
+            o[kernel.F_HW] = hw if hw.__class__ is int else NONE
+            o[kernel.F_LSO] = lso if lso.__class__ is int else NONE
+
+    def _apply(self, batch: _Batch, validate: bool) -> None:
+        """Feed the batch's ops to the compiled feed, growing what it asks for, and
+        empty the batch."""
+        k, end = 0, batch.n
+        m = self.measures
+        last: tuple[int, int] | None = None
+        while True:
+            code, k, arg = kernel.feed(
+                batch.ops, batch.recs, k, end, validate, self.S, self.E,
+                self.vslot.arr, self.vslot.extra, self.c_tp, self.c_proc.arr, self.c_proc.extra,
+                self.c_inv.arr, self.c_inv.extra, self.c_inv.bases, self.c_done, self.c_status,
+                self.c_ack.arr, self.c_ack.extra, self.c_drain.arr, self.c_drain.extra,
+                self.c_read.arr, self.read_t, self.read_by.arr, self.read_by.extra,
+                self.read_offs, self.err_slots, self.err_codes, self.maps, self.maps_x, self.lens,
+                self.polled, self.drained, self.drain_end, self.consumers, self.counts,
+                m.lat, m.last_ok, m.miss_fail, m.miss_info, self.open_sends, self.open_other,
+                self.retired)
+            self._events()
+            if code == kernel.DONE:
+                break
+            if (code, k) == last:  # the room it asked for was not enough: a checker bug
+                raise RuntimeError(f"the compiled feed stopped twice at op {k} ({code})")
+            last = (code, k) if code != kernel.GROW_MAP else None  # a map grows in steps
+            if code == kernel.GROW_SLOTS:
+                self._grow()
+            elif code == kernel.GROW_MAP:
+                self._grow_map(arg, batch, k)
+            elif code == kernel.FLUSH:  # the events are applied: room for more
+                o = batch.ops[k]
+                need = kernel.EV_PER * int(o[kernel.F_R1] - o[kernel.F_R0] + 2)
+                if need > len(self.E):  # more than it holds at all: one op's records
+                    self.E = np.zeros((need, kernel.EV_FIELDS), np.int64)
+                if self.S[kernel.S_LATS] == len(m.lat):
+                    m.lat = np.concatenate((m.lat, np.zeros(len(m.lat), np.int64)))
+                if self.S[kernel.S_READS] == len(self.read_t):
+                    more = max(GROW, len(self.read_t) // 8)
+                    self.read_t.extend(nones(more))
+                    self.read_by.grow(more)
+                if self.S[kernel.S_ERRS] == len(self.err_slots):
+                    more = max(GROW, len(self.err_slots) // 8)
+                    for col in (self.err_slots, self.err_codes):
+                        col.frombytes(bytes(more * col.itemsize))
+            else:
+                raise self._error(arg, batch, k)
+        batch.n = batch.nr = 0
+
+    def _grow_map(self, which: int, batch: _Batch, k: int) -> None:
+        """Grow the offset map ``which`` (kernel.GROW_MAP's argument) for op ``k``."""
+        o = batch.ops[k]
+        if which == kernel.VSLOT:
+            self.vslot.reserve(int(o[kernel.F_VAL]))
+            return
+        tp, kind = divmod(which - 1, 3)
+        omap = (self.parts[tp].acks, self.parts[tp].polls, self.parts[tp].drains)[kind]
+        if kind == kernel.ACKS:
+            omap.reserve(int(o[kernel.F_OFF]))
+        else:
+            for r in range(int(o[kernel.F_R0]), int(o[kernel.F_R1])):
+                if batch.recs[r, 0] == tp and omap.reserve(int(batch.recs[r, 1])):
+                    break
+        kernel.list_set(self.maps, which - 1, omap.arr)
+        self.lens[which - 1] = len(omap.arr)
+
+    def _error(self, code: int, batch: _Batch, k: int) -> HistoryError:
+        """The HistoryError the compiled feed stopped at op ``k`` for."""
+        if code == kernel.E_ENCODED:
+            return batch.errors[k]
+        o = batch.ops[k]
+        p, val, line = int(o[kernel.F_P]), int(o[kernel.F_VAL]), int(o[kernel.F_LINE])
+        typ = _TYPE_NAMES[int(o[kernel.F_TY])]
+        names = list(self.f_names)
+        f = names[int(o[kernel.F_F])] if o[kernel.F_F] >= 0 else "nemesis"
+        if code >= kernel.E_PAIRING:
+            message = pairing_message(code - kernel.E_PAIRING, p, f, typ, val,
+                                      names[open_f(self.open_other, p)])
+        elif code == kernel.E_ALREADY_SENT:
+            message = (f"send value {val!r} was already sent: values must be unique 64-bit "
+                       "integers, from -2**63 + 2**32 (docs/history.md)")
+        else:
+            message = f"send {typ} of value {val!r} by process {p} has no open invoke"
+        return HistoryError(self.source, None if line < 0 else line, message)
 
     @property
     def c_val(self) -> array[int]:
@@ -483,12 +703,12 @@ class Engine:
         (8 B a send less while it runs)."""
         if self._c_val is None:
             self._c_val = col = nones(self.slots)
-            out, index, block = _view(col), _view(self.vslot.arr, np.int32), columns.BLOCK
+            out, index, block = _view(col), self.vslot.arr, columns.BLOCK
             for lo in range(0, len(index), block):
                 slots = index[lo:lo + block]
                 held = np.flatnonzero(slots >= 0)
                 out[slots[held]] = lo + held
-            for value, s in self.vslot.extra.items():
+            for value, s in self.vslot.extras().items():
                 col[s] = value
         return self._c_val
 
@@ -504,18 +724,69 @@ class Engine:
         for tp, part in enumerate(self.parts):
             part.sends = counts[tp * 4:tp * 4 + 4].tolist()
 
-    def _grow(self) -> int:
-        """Room for more slots in every column, empty (:data:`NONE`, OPEN); returns how many
-        slots the columns hold now."""
-        more = max(GROW, len(self.c_done) // 8)
-        if len(self.c_done) + more > NARROW_MAX:  # a slot must fit the value index's int32 cells
+    def _grow(self) -> None:
+        """Room for more slots in every column, empty (:data:`NONE`, OPEN)."""
+        room = int(self.S[kernel.S_ROOM])
+        more = max(GROW, room // 8)
+        if room + more > NARROW_MAX:  # a slot must fit the value index's int32 cells
             raise HistoryError(self.source, None, f"more than {NARROW_MAX} sends")
+        room += more
         for col in (self.c_tp, self.c_status):
-            col.frombytes(bytes(more * col.itemsize))  # OPEN is 0; a part is always set
-        self.c_done.extend(nones(more))
+            col.frombytes(bytes((room - len(col)) * col.itemsize))  # OPEN is 0; a part is always set
+        self.c_done.extend(nones(room - len(self.c_done)))
         for narrow in (self.c_inv, self.c_proc, self.c_ack, self.c_drain, self.c_read):
-            narrow.grow(more)
-        return len(self.c_done)
+            narrow.grow(room - len(narrow.arr))
+        self.S[kernel.S_ROOM] = room
+
+    def _events(self) -> None:
+        """Apply what the compiled feed left in its events buffer, in order, and empty it."""
+        n = int(self.S[kernel.S_EVENTS])
+        m = self.measures
+        for kind, a, b, c, d, e, f, g in self.E[:n].tolist():
+            if kind == kernel.EV_CONFLICT:
+                self._conflict(a, b, c, d, (_SOURCES[e], f, None if e == 2 else g))
+            elif kind == kernel.EV_ODD:
+                self._odd_read(a, b, c, d, e)
+            elif kind == kernel.EV_GAP:
+                self.gaps.append((a, b, c if d else None, e, f))
+            elif kind == kernel.EV_BACK:
+                self.backwards.append((a, b, c, e, f))
+            elif kind == kernel.EV_DUP:
+                self.dups.setdefault(a, set()).add(b)
+            elif kind == kernel.EV_LAT:
+                m.latency(a, b, c, d, e, f)
+            elif kind == kernel.EV_BUCKET:
+                m.bucket(a, b, c, d)
+            else:
+                m.window(a, b, c, fail=d, info=e, ongoing=False)
+        self.S[kernel.S_EVENTS] = 0
+
+    def _settle(self) -> None:
+        """Once the rows are fed: the columns cut to the slots, and what the compiled feed
+        kept in arrays given to the partitions and the measures."""
+        n = self.slots = int(self.S[kernel.S_SLOTS])
+        for col in (self.c_tp, self.c_done, self.c_status):
+            del col[n:]
+        for narrow in (self.c_proc, self.c_inv, self.c_ack, self.c_drain, self.c_read):
+            narrow.cut(n)
+        self.S[kernel.S_ROOM] = n
+        reads, errs = int(self.S[kernel.S_READS]), int(self.S[kernel.S_ERRS])
+        del self.read_t[reads:]
+        self.read_by.cut(reads)
+        del self.err_slots[errs:]
+        del self.err_codes[errs:]
+        self.polls, self.drains = self.counts[:3].tolist(), self.counts[3:].tolist()
+        for tp, part in enumerate(self.parts):
+            part.polled, part.drained = int(self.polled[tp]), int(self.drained[tp])
+            complete, t, hw, lso = self.drain_end[tp].tolist()
+            if complete:
+                part.complete, part.drain_time = True, t
+                part.hw = None if hw == NONE else hw
+                part.lso = None if lso == NONE else lso
+        first, last = int(self.S[kernel.S_FIRST_SEND]), int(self.S[kernel.S_LAST_SEND])
+        self.measures.first_send = None if first == NONE else first
+        self.measures.last_send = last
+        self._count_sends()
 
     def _client_error(self, d: dict[str, Any]) -> None:
         """A client op other than a send that did not end ok, for the report's errors."""
@@ -529,6 +800,7 @@ class Engine:
         never holds more than the feed did."""
         for part in self.parts:
             part.acks, part.polls, part.drains = OffsetMap(), OffsetMap(), OffsetMap()
+        self.maps = self.maps_x = None  # the compiled feed's references to the maps
         self.c_read, self.read_t, self.read_by, self.c_drain = Narrow(), array("q"), Narrow(), Narrow()
         values = _view(self.c_val)
         self.vslot = OffsetMap()
@@ -577,64 +849,6 @@ class Engine:
             return explain.Foreign(self.foreign_values[value - NONE - 1])
         return value
 
-    def _drain(self, d: dict[str, Any]) -> None:
-        v = d["value"]
-        t = d["time"]
-        tp = self.part_id(v["topic"], v["partition"], d)
-        part = self.parts[tp]
-        vslot, c_tp, c_drain = self.vslot, self.c_tp, self.c_drain
-        reads, firsts = self.c_read.arr, c_drain.arr
-        k = -1  # this drain's read op number, once it reads a send first
-        slots, held = vslot.arr, part.drains.arr
-        n_slots, n_held = len(slots), len(held)
-        vmin, vmax = VALUE_MIN, VALUE_MAX
-        drained = 0
-        for off, val in v["records"]:
-            if off.__class__ is not int or val.__class__ is not int or not vmin <= val <= vmax:
-                val = self._foreign(off, val)
-                self.foreign_at.setdefault((tp, val), []).append(off)
-            cur = held[off] if 0 <= off < n_held else WIDE
-            if cur == EMPTY and WIDE < val <= NARROW_MAX:  # OffsetMap.put, inline
-                held[off] = val
-                cur = NONE
-            elif cur <= WIDE:  # the map's dict may hold it
-                cur = part.drains.put(off, val)
-                held = part.drains.arr
-                n_held = len(held)
-            # a value read where the drain had read another (the log changed under it) was
-            # read all the same (it is no lost write), but it is no second copy either
-            # (no one version of the log held it twice)
-            conflicted = cur != NONE and cur != val
-            if cur == NONE:
-                drained += 1
-            elif conflicted:
-                self._conflict(tp, off, cur, val, ("drain", t, None))
-            s = slots[val] if 0 <= val < n_slots else vslot.get(val)
-            if s < 0 or c_tp[s] != tp:
-                self._odd_read(tp, val, off, t, -1)
-                continue
-            if reads[s] == EMPTY:  # then c_drain[s] is empty too: it becomes off
-                if k < 0:
-                    k = len(self.read_t)
-                    self.read_t.append(t)
-                    self.read_by.append(-1)
-                reads[s] = k
-            first = firsts[s]
-            if first == EMPTY:
-                if WIDE < off <= NARROW_MAX:  # c_drain[s] = off, inline
-                    firsts[s] = off
-                else:
-                    c_drain[s] = off
-            elif first != off and not conflicted and (first != WIDE or c_drain[s] != off):
-                self.dups.setdefault(s, set()).add(off)
-        part.drained += drained
-        if v.get("last") is True:
-            part.complete = True
-            part.drain_time = t
-            hw, lso = v.get("high_watermark"), v.get("log_start_offset")
-            part.hw = hw if hw.__class__ is int else None
-            part.lso = lso if lso.__class__ is int else None
-
     def _conflict(self, tp: int, off: int, old: int, new: int,
                   seen: tuple[str, Any, Any]) -> None:
         """Two values at one offset from one source (two acks, two polls, two drains)."""
@@ -655,6 +869,8 @@ class Engine:
         """Decide, once every row has been fed, with the run's broker state."""
         self.timeline, self.replicas = broker.timeline, broker.replicas
         self.client_lines = ClientLines(broker.client_log)
+        kernel.flush_measures(self.S, self.E, self.measures.lat)
+        self._events()
         if unavailable_after_ns is not None:
             self.measures.unavailable_after_ns = unavailable_after_ns
         if self.slots:  # invoke times never decrease: the last is the latest
@@ -692,8 +908,8 @@ class Engine:
         k = self.c_read.arr[s]
         if k == EMPTY:
             return NONE
-        off = self.read_offs.get(s)
-        if off is not None:
+        off = kernel.extra_get(self.read_offs, s, NONE)
+        if off != NONE:
             return off
         return self.c_drain[s] if self.read_by[k] == -1 else self.c_ack[s]
 
@@ -736,7 +952,7 @@ class Engine:
         """
         parts = self.parts
         status, tps = _view(self.c_status, np.int8), _view(self.c_tp, np.int16)
-        reads = _view(self.c_read.arr, np.int32)
+        reads = self.c_read.arr
         complete = np.array([p.complete for p in parts], dtype=bool)
         visit: list[int] = []
         stored_ok = np.zeros(self.slots, dtype=bool)  # ok and in the drain: maybe reordered

@@ -17,7 +17,7 @@ from faultline.checkers.result import UNKNOWN, Result, unknown_result
 from faultline.checkers.table import HistoryTable
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
-from faultline.history import ReadResult, iter_rows
+from faultline.history import HistoryFile, ReadResult
 from faultline.rundir import (
     CLIENT_LOG_FILE,
     CLUSTER_FILE,
@@ -133,7 +133,7 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     if checker is None:
         raise SpecError(f"no checker for workload {spec.workload.name!r}; checkers: {', '.join(CHECKERS)}")
     if rows is None:
-        rows = iter_rows(history, read, follow=follow)
+        rows = HistoryFile(str(history), read, follow)
     state = _RunState(run_dir, spec)
     try:
         result, table = checker(spec, rows, truncated=read, source=str(history), broker=state)

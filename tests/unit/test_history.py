@@ -164,8 +164,8 @@ def test_a_missing_file_is_one_clear_error(tmp_path: Path) -> None:
       line(2)], 3, "retired"),
     ([line(0, f="poll", value=None), line(1, f="poll", typ="info", value=None),
       line(2, f="poll", value=None)], 3, "retired"),
-    ([line(0, value={"topic": "t", "partition": 0, "value": [1]})], 1, "must be an integer"),
-    ([line(0, value={"topic": "t", "partition": 0})], 1, "must be an integer"),
+    ([line(0, value={"topic": "t", "partition": 0, "value": [1]})], 1, "must be a 64-bit integer"),
+    ([line(0, value={"topic": "t", "partition": 0})], 1, "must be a 64-bit integer"),
 ])
 def test_pairing_errors(tmp_path: Path, rows: list[Any], lineno: int, needle: str) -> None:
     path = write(tmp_path / "h.jsonl", rows)

@@ -17,12 +17,13 @@ ROOT = Path(faultline.__file__).parent
 #: package (or top-level module) -> what it may import; faultline/cli.py may import all.
 ALLOWED: dict[str, frozenset[str]] = {
     "errors": frozenset(),
+    "compiled": frozenset(),
     "faults": frozenset(),
     "targeted": frozenset({"errors"}),
     "spec": frozenset({"errors", "faults", "targeted"}),
-    "history": frozenset({"errors", "spec", "rundir"}),
+    "history": frozenset({"errors", "spec", "rundir", "compiled"}),
     "rundir": frozenset({"errors"}),
-    "checkers": frozenset({"errors", "faults", "spec", "history", "rundir"}),
+    "checkers": frozenset({"errors", "faults", "spec", "history", "rundir", "compiled"}),
     "cluster": frozenset({"errors", "faults", "spec", "rundir"}),
     "brokerstate": frozenset({"errors", "faults", "spec", "rundir", "cluster"}),
     "workloads": frozenset({"errors", "faults", "spec", "history", "cluster"}),

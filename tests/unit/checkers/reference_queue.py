@@ -26,13 +26,13 @@ from faultline.checkers.client_log import ClientLines
 from faultline.checkers.columns import MAX_GROW, NONE, nones
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
-from faultline.checkers.measures import FAIL, INFO, OK, Measures
 from faultline.checkers.result import Result
 from faultline.checkers.verdict import Collected, build_result
 from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
 from faultline.history import NEMESIS, Op, ReadResult
 from faultline.spec import TestSpec
+from tests.unit.checkers.reference_measures import FAIL, INFO, OK, Measures
 
 OPEN = 0
 _STATUS = {"ok": OK, "fail": FAIL, "info": INFO}

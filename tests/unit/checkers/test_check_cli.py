@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from faultline.checkers import queue
+from faultline.checkers import queue, stored
 from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
 from faultline.cli import main
@@ -394,3 +396,33 @@ def test_report_refuses_a_results_json_of_another_history(tmp_path: Path) -> Non
     assert not (d / "report.html").exists()
     assert check_run(d).valid is False  # checked again, it is the report's
     assert load_run(d).results["valid"] is False
+
+
+def test_a_followed_check_that_fails_names_the_history_as_closed(tmp_path: Path, monkeypatch: Any) -> None:
+    """Found in a run: a followed check whose checker failed early wrote results.json at
+    once, naming the history as it was then, half written; the run's report then refused
+    it as another history's. It names the history once the run has closed it."""
+    d = run_dir(tmp_path, ok_history())
+    history = d / "history.jsonl"
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a checker bug")
+
+    monkeypatch.setitem(stored.CHECKERS, "queue", broken)
+    closed = threading.Event()
+
+    def write() -> None:  # the run goes on writing, then closes the history
+        for _ in range(3):
+            time.sleep(0.1)
+            with history.open("ab") as fh:
+                fh.write(b" \n")
+        closed.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    follow = closed.is_set
+    assert check_run(d, follow=follow).valid == "unknown"
+    results = orjson.loads((d / "results.json").read_bytes())
+    assert results["history"]["bytes"] == history.stat().st_size
+    writer.join()
+    assert CliRunner().invoke(main, ["report", str(d)]).exit_code == 0

@@ -65,7 +65,7 @@ def test_an_offset_another_map_keeps_in_its_dict_is_compared_by_its_value(
     if polled_first:
         polls.put(0, 0)  # its array: the first 1024 offsets
     polls.put(1500, 99)  # beyond its array's reach: its dict
-    assert 1500 in polls.extra
+    assert 1500 in polls.extras()
     assert list(disagreements(acks, polls, drains, ())) == [(1500, (1500, 99, 1500))]
 
 
@@ -74,10 +74,10 @@ def test_what_the_dict_held_moves_into_the_array_that_grows_over_it(monkeypatch:
     m = OffsetMap()
     m.put(0, 10)
     m.put(1500, 7)  # past the array's reach: the dict
-    assert m.extra == {1500: 7}
+    assert m.extras() == {1500: 7}
     for o in range(1, 1600):
         m.put(o, 10 + o)
-    assert m.extra == {} and m.get(1500) == 7 and m.put(1500, 8) == 7
+    assert m.extras() == {} and m.get(1500) == 7 and m.put(1500, 8) == 7
 
 
 def test_a_value_the_dict_holds_is_reported_when_its_own_put_grows_the_array(monkeypatch: Any) -> None:
@@ -87,9 +87,9 @@ def test_a_value_the_dict_holds_is_reported_when_its_own_put_grows_the_array(mon
     m.put(0, 10)  # the array: offsets 0 to 1023
     m.put(2178, 7)  # past its reach: the dict
     m.put(1025, 11)  # the array grows to 2176 offsets
-    assert len(m.arr) < 2178 < len(m.arr) + 4 and m.extra == {2178: 7}
+    assert len(m.arr) < 2178 < len(m.arr) + 4 and m.extras() == {2178: 7}
     assert m.put(2178, 8) == 7  # the array grows over it: 7 is there, and stays
-    assert m.get(2178) == 7 and m.extra == {}
+    assert m.get(2178) == 7 and m.extras() == {}
 
 
 @pytest.mark.parametrize("value", [columns.EMPTY, columns.WIDE, columns.NARROW_MAX + 1, 2**62, -(2**40)])
@@ -132,9 +132,10 @@ def test_rising_times_read_back_whole_one_at_a_time_and_as_a_view(
     assert col.view(lo, hi).tolist() == times[lo:hi]
 
 
-def test_a_narrow_column_appends_values_that_fit_and_values_that_do_not() -> None:
+def test_a_narrow_column_holds_values_that_fit_and_values_that_do_not() -> None:
     col = columns.Narrow()
-    for value in (5, -1, 2**40, columns.EMPTY):
-        col.append(value)
-    assert [col[i] for i in range(4)] == [5, -1, 2**40, columns.EMPTY]
-    assert col.extra == {2: 2**40, 3: columns.EMPTY}
+    col.grow(5)
+    for i, value in enumerate((5, -1, 2**40, columns.EMPTY)):
+        col[i] = value
+    assert [col[i] for i in range(5)] == [5, -1, 2**40, columns.EMPTY, columns.NONE]
+    assert col.extras() == {2: 2**40, 3: columns.EMPTY}

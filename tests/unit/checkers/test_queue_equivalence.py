@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import copy
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from faultline.checkers import columns, queue
 from faultline.checkers.synthetic import Shape, generate
 from faultline.checkers.whitebox import BrokerFiles, partition_timeline
-from faultline.history import ReadResult, iter_rows
+from faultline.history import HistoryFile, ReadResult, iter_rows
 from faultline.spec import TestSpec
 from tests.unit.checkers import reference_queue
 from tests.unit.checkers.queue_hist import make_spec
@@ -33,8 +36,30 @@ Rows = list[dict[str, Any]]
 
 
 def both(spec: TestSpec, rows: Rows, **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    return (queue.check_rows(spec, rows, **kw).to_json(),
-            reference_queue.check_rows(spec, rows, **kw).to_json())
+    """The engine's results.json object and the reference's, for ``rows``; and the
+    engine's the same from the rows' file, read by its own reader (the compiled scanner,
+    :meth:`queue.Engine.feed_file`) as by :func:`iter_rows`, compressed or not."""
+    new = queue.check_rows(spec, rows, **kw).to_json()
+    state = queue.BrokerState(kw.get("timeline"), kw.get("replicas"))
+    with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as tmp:
+        for compressed in (False, True):
+            path = Path(tmp) / ("history.jsonl.zst" if compressed else "history.jsonl")
+            write_history(path, rows, compressed)
+            read = ReadResult()
+            from_file = queue.check_rows_table(spec, HistoryFile(str(path), read),
+                                               broker=lambda: state, table=False)[0]
+            assert from_file.to_json() == new and read.lines == len(rows)
+    return new, reference_queue.check_rows(spec, rows, **kw).to_json()
+
+
+def write_history(path: Path, rows: Rows, compressed: bool) -> None:
+    """``rows`` as a history file, plain or as zstd frames of a few lines each."""
+    lines = [orjson.dumps(r) + b"\n" for r in rows]
+    if not compressed:
+        path.write_bytes(b"".join(lines))
+        return
+    zstd = zstandard.ZstdCompressor()
+    path.write_bytes(b"".join(zstd.compress(b"".join(lines[i:i + 7])) for i in range(0, len(lines), 7)))
 
 
 def test_the_stored_real_run_checks_the_same() -> None:
