@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from faultline.checkers.cli import check_run
 from faultline.cli import main
+from faultline.rundir import IDENTITY_TAIL
 from tests.e2e.report_runs import Scenario, StoredRun, make_run
 from tests.report_html import example_values, stories
 
@@ -78,6 +79,8 @@ def test_truncated_history_still_reports(base: StoredRun, tmp_path: Path) -> Non
     run_dir = _copy(base, tmp_path)
     hist = run_dir / "history.jsonl"
     hist.write_bytes(hist.read_bytes()[:-20])
+    assert _report(run_dir)[0] == 2  # its results.json judged the whole history
+    check_run(run_dir)
     assert _report(run_dir)[0] == 0
     assert "history cut short" in (run_dir / "report.html").read_text()
 
@@ -100,7 +103,8 @@ def test_bad_run_dir_is_one_line_exit_2(base: StoredRun, tmp_path: Path, damage:
         (run_dir / "test.json").write_text(json.dumps({"topic": {"partitions": "x"}}))
     elif damage == "no-history":
         (run_dir / "history.jsonl").unlink()
-    elif damage == "bad-history":
+    elif damage == "bad-history":  # of a run not checked yet: the report reads it
+        (run_dir / "results.json").unlink()
         lines = (run_dir / "history.jsonl").read_text().splitlines(keepends=True)
         lines[2] = "{not json\n"
         (run_dir / "history.jsonl").write_text("".join(lines))
@@ -179,8 +183,11 @@ def test_a_checked_run_is_reported_from_the_checkers_columns_not_its_history(bas
     assert (run_dir / "history.sends.parquet").is_file()
     hist = run_dir / "history.jsonl"
     st = hist.stat()
-    hist.write_bytes(b"x" * (st.st_size - 1) + b"\n")  # unreadable now, with the same size and time
-    os.utime(hist, ns=(st.st_atime_ns, st.st_mtime_ns))
+    data = hist.read_bytes()
+    tail = len(data) - IDENTITY_TAIL  # results.json names the history by its size and end
+    assert tail > 0
+    hist.write_bytes(b"x" * (tail - 1) + b"\n" + data[tail:])  # unreadable now, with the same size,
+    os.utime(hist, ns=(st.st_atime_ns, st.st_mtime_ns))  # end and time
     assert _report(run_dir)[0] == 0
     assert 'data-verdict="invalid"' in (run_dir / "report.html").read_text()
     os.utime(hist, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # another history: read it

@@ -16,7 +16,7 @@ from rich.console import Console
 from faultline.checkers.stored import check_stored
 from faultline.history import read_history
 from faultline.run.runner import RunOutcome, run_test
-from faultline.rundir import PLAIN_HISTORY_FILE
+from faultline.rundir import PLAIN_HISTORY_FILE, find_history, history_identity
 from faultline.spec import KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
 from tests.schemas import RUN_FILES, validate_run_dir
 from tests.verdicts import assert_kafka_held
@@ -77,6 +77,9 @@ def test_the_check_made_while_the_run_went_on_is_the_stored_runs(outcome: RunOut
     results.json is exactly what checking the stored run afterwards gives, and it did not
     fall back to checking after the run."""
     stored = orjson.loads(orjson.dumps(check_stored(outcome.run_dir).to_json()))
-    assert json.loads((outcome.run_dir / "results.json").read_text()) == stored
+    written = json.loads((outcome.run_dir / "results.json").read_text())
+    # and it names the history it judged, as the run closed it
+    assert written.pop("history") == history_identity(find_history(outcome.run_dir))
+    assert written == stored
     assert stored["stats"]["send"]["ok"] == outcome.stats.ok > 0
     assert "checking while the run went on failed" not in (outcome.run_dir / "faultline.log").read_text()
