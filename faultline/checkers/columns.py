@@ -21,15 +21,20 @@ import numpy as np
 
 from faultline.checkers import kernel
 
-#: The empty cell of every int64 column (values and offsets must differ from it).
-NONE = -(1 << 63)
-#: How far past its end an OffsetMap's array may grow for one offset; beyond, a dict.
-MAX_GROW = kernel.MAX_GROW
-#: A :class:`Narrow` column's cells (an OffsetMap's too) are int32: EMPTY marks an empty
-#: one, WIDE one whose value is in its dict. A value fits when ``WIDE < value <= NARROW_MAX``.
-EMPTY = -(1 << 31)
-WIDE = EMPTY + 1
-NARROW_MAX = (1 << 31) - 1
+# The cells' marks, defined once, with the compiled feed that writes them
+# (:mod:`.kernel`): NONE, the empty cell of every int64 column (values and offsets must
+# differ from it); EMPTY, an empty int32 cell of a :class:`Narrow` column (an
+# OffsetMap's too), WIDE one whose value is in its dict (a value fits when
+# ``WIDE < value <= NARROW_MAX``); MAX_GROW, how far past its end an OffsetMap's array
+# may grow for one offset (beyond, its dict); a :class:`Rising` column's runs of
+# ``1 << RUN_BITS`` cells, a cell's place in its run its index's ``RUN_MASK`` bits.
+from faultline.checkers.kernel import EMPTY as EMPTY
+from faultline.checkers.kernel import MAX_GROW as MAX_GROW
+from faultline.checkers.kernel import NARROW_MAX as NARROW_MAX
+from faultline.checkers.kernel import NONE as NONE
+from faultline.checkers.kernel import RUN_BITS as RUN_BITS
+from faultline.checkers.kernel import RUN_MASK as RUN_MASK
+from faultline.checkers.kernel import WIDE as WIDE
 
 
 def nones(n: int) -> array[int]:
@@ -86,12 +91,6 @@ class Narrow:
             for k in np.flatnonzero(cells == WIDE).tolist():
                 head[k] = kernel.extra_get(self.extra, lo + k, NONE)
         return out
-
-
-#: A :class:`Rising` column keeps one base per run of ``1 << RUN_BITS`` cells; a cell's
-#: place in its run is its index's ``RUN_MASK`` bits.
-RUN_BITS = 6
-RUN_MASK = (1 << RUN_BITS) - 1
 
 
 class Rising(Narrow):

@@ -183,7 +183,7 @@ def omap_get(arr: Any, extra: Any, offset: int) -> int:
 def omap_put(arr: Any, extra: Any, offset: int, value: int) -> int:
     """Store ``value`` at ``offset`` unless something is there; return what was there
     (NONE if nothing). The map must have grown to hold ``offset`` in its cells if it is
-    within :data:`MAX_GROW` of their end (:func:`omap_short`)."""
+    within :data:`MAX_GROW` of their end (:func:`_short`)."""
     if 0 <= offset < len(arr):
         cur = narrow_get(arr, extra, offset)
         if cur == NONE:
@@ -196,14 +196,20 @@ def omap_put(arr: Any, extra: Any, offset: int, value: int) -> int:
 
 
 @compiled(inline=True)
-def omap_short(arr: Any, offset: int) -> bool:
-    """Whether the map must grow before ``offset`` is stored."""
-    return _short(len(arr), offset)
+def _short(n: int, offset: int) -> bool:
+    """Whether a map of ``n`` cells must grow before ``offset`` is stored."""
+    return n <= offset < n + MAX_GROW
 
 
 @compiled(inline=True)
-def _short(n: int, offset: int) -> bool:
-    return n <= offset < n + MAX_GROW
+def _read_op(S: Any, read_t: Any, read_by: Any, read_by_x: Any, t: int, by: int) -> int:
+    """A new read op's number (an op that reads a send first), at time ``t`` by ``by``
+    (a consumer process, or -1 for the drain)."""
+    k = S[S_READS]
+    read_t[k] = t
+    narrow_set(read_by, read_by_x, k, by)
+    S[S_READS] = k + 1
+    return int(k)
 
 
 @compiled()
@@ -316,7 +322,7 @@ def feed(ops: Any, recs: Any, k: int, end: int, validate: bool, S: Any, E: Any,
             if n == room:
                 S[S_SLOTS] = n
                 return GROW_SLOTS, k, 0
-            if bad == BAD_NONE and omap_short(vslot, ops[k, F_VAL]):
+            if bad == BAD_NONE and _short(len(vslot), ops[k, F_VAL]):
                 S[S_SLOTS] = n
                 return GROW_MAP, k, VSLOT
         elif f == F_SEND and ty == T_OK and bad == BAD_NONE:
@@ -412,10 +418,7 @@ def feed(ops: Any, recs: Any, k: int, end: int, validate: bool, S: Any, E: Any,
                     _event(E, S, EV_ODD, tp, val, off, t, p, 0, 0)
                 elif c_read[s] == EMPTY:
                     if first_k < 0:
-                        first_k = S[S_READS]
-                        read_t[first_k] = t
-                        narrow_set(read_by, read_by_x, first_k, p)
-                        S[S_READS] = first_k + 1
+                        first_k = _read_op(S, read_t, read_by, read_by_x, t, p)
                     c_read[s] = first_k
                     if off != narrow_get(c_ack, c_ack_x, s) or p == -1:
                         read_offs[s] = off
@@ -447,10 +450,7 @@ def feed(ops: Any, recs: Any, k: int, end: int, validate: bool, S: Any, E: Any,
                     continue
                 if c_read[s] == EMPTY:  # then its first drain offset is empty too
                     if first_k < 0:
-                        first_k = S[S_READS]
-                        read_t[first_k] = t
-                        narrow_set(read_by, read_by_x, first_k, -1)
-                        S[S_READS] = first_k + 1
+                        first_k = _read_op(S, read_t, read_by, read_by_x, t, -1)
                     c_read[s] = first_k
                 first = narrow_get(c_drain, c_drain_x, s)
                 if first == NONE:
