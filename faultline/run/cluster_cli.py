@@ -21,6 +21,7 @@ from confluent_kafka import KafkaException
 
 from faultline.cluster.local import runstate
 from faultline.cluster.local.cluster import LocalCluster
+from faultline.cluster.stateroot import checked_run_id
 from faultline.errors import ClusterError, FaultlineError, SpecError
 from faultline.run import session
 from faultline.run.cli import build_spec
@@ -112,6 +113,8 @@ def down(run_id: str | None, all_runs: bool) -> None:
     """End a session (heal, drain, check, report: prints the verdict; exit code as
     ``faultline run``'s) or a detached cluster, and remove the cluster (and any crashed
     run's leftovers)."""
+    if run_id is not None:
+        checked_run_id(run_id)
     with runstate.locked():
         removed = runstate.cleanup_stale()
     for rid in removed:
@@ -135,7 +138,7 @@ def _select(run_id: str | None, *, all_runs: bool, detached_only: bool = False) 
     or a session's); ClusterError for an unknown run or several without ``all_runs``."""
     states = {rid: s for rid, s in runstate.load_all().items() if s is not None}
     if run_id is not None:
-        if run_id not in states:
+        if checked_run_id(run_id) not in states:
             raise ClusterError(f"no local cluster run {run_id!r}; see faultline cluster status")
         return [run_id]
     handed = set(session.sessions())

@@ -50,10 +50,12 @@ from rich.console import Console
 from faultline.cluster.local import runstate
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.protocol import Cluster
+from faultline.cluster.stateroot import checked_run_id, read_private
 from faultline.errors import ClusterError, FaultlineError, NemesisError
 from faultline.history import Op
 from faultline.nemeses.scripted import HandNemesis
 from faultline.run.runner import RunOutcome, run_test
+from faultline.rundir import write_atomic
 from faultline.spec import TestSpec
 
 SOCKET_NAME = "session.sock"
@@ -72,13 +74,13 @@ class Ready(NamedTuple):
 
 def socket_path(run_id: str) -> Path:
     """Where the session of cluster ``run_id`` listens (its run state directory)."""
-    return runstate.runs_dir() / run_id / SOCKET_NAME
+    return runstate.run_dir(run_id) / SOCKET_NAME
 
 
 def run_dir_of(run_id: str) -> Path | None:
     """The run directory of the session of cluster ``run_id``; None if no session runs it."""
     try:
-        return Path((socket_path(run_id).parent / RUN_DIR_NAME).read_text())
+        return Path(read_private(socket_path(run_id).parent / RUN_DIR_NAME).decode())
     except FileNotFoundError:
         return None
 
@@ -133,7 +135,7 @@ def request(message: dict[str, Any], run_id: str | None, echo: Callable[[str], N
         if len(running) > 1:
             raise ClusterError(f"several sessions run ({', '.join(running)}); name one with --run")
         run_id = running[0]
-    path = socket_path(run_id)
+    path = socket_path(checked_run_id(run_id))
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         try:
             sock.connect(str(path))
@@ -242,7 +244,7 @@ class _Session:
         self._nemesis.serving.wait()
         assert self._nemesis.journal is not None
         run_dir = self._nemesis.journal.path.parent
-        (socket_path(run_id).parent / RUN_DIR_NAME).write_text(str(run_dir.resolve()))
+        write_atomic(socket_path(run_id).parent / RUN_DIR_NAME, str(run_dir.resolve()).encode())
         sys.stdout.write("ready " + orjson.dumps({"run_id": run_id, "run_dir": str(run_dir)}).decode() + "\n")
         sys.stdout.flush()
         # ``up`` stops reading here: from now on the session writes to the run's log

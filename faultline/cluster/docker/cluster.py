@@ -36,6 +36,7 @@ from faultline.cluster.local import netns, runstate, signals
 from faultline.cluster.local.cluster import LocalCluster, run_per_node
 from faultline.cluster.local.runstate import ProcId
 from faultline.cluster.protocol import Grudge
+from faultline.cluster.stateroot import run_id_ok
 from faultline.cluster.waiting import wait_until
 from faultline.errors import ClusterError, SetupError
 from faultline.spec import TestSpec
@@ -277,7 +278,7 @@ def labelled_runs() -> list[str]:
     found = {c.labels.get(LABEL, "") for c in client.containers.list(all=True, filters=labelled)}
     found |= {n.attrs.get("Labels", {}).get(LABEL, "") for n in client.networks.list(filters=labelled)}
     client.close()
-    return sorted(found - {""})
+    return sorted(rid for rid in found if run_id_ok(rid))
 
 
 def remove_containers(run_id: str) -> None:
@@ -299,13 +300,13 @@ def remove_labelled(client: Any, chosen: Callable[[str], bool]) -> list[str]:
     runs: set[str] = set()
     for container in client.containers.list(all=True, filters={"label": LABEL}):
         rid = container.labels.get(LABEL, "")
-        if chosen(rid):
+        if run_id_ok(rid) and chosen(rid):
             runs.add(rid)
             with contextlib.suppress(Exception):  # already gone
                 container.remove(force=True)
     for network in client.networks.list(filters={"label": LABEL}):
         rid = network.attrs.get("Labels", {}).get(LABEL, "")
-        if chosen(rid):
+        if run_id_ok(rid) and chosen(rid):
             runs.add(rid)
             with contextlib.suppress(Exception):
                 network.remove()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,9 +24,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from faultline.cluster.kafka_dist import Report, ensure_debian_commands, which
-from faultline.cluster.local.runstate import ProcId, kill_and_wait, state_root
+from faultline.cluster.local.runstate import ProcId, kill_and_wait
+from faultline.cluster.stateroot import open_private, read_private, state_root
 from faultline.cluster.waiting import wait_until
 from faultline.errors import SetupError
+from faultline.rundir import write_atomic
 
 SOCKET = Path("/var/run/docker.sock")
 _SYSCTLS = (
@@ -33,6 +36,8 @@ _SYSCTLS = (
     "net/bridge/bridge-nf-call-iptables",
     "net/bridge/bridge-nf-call-ip6tables",
 )
+_POLICIES = ("ACCEPT", "DROP")
+_TABLE = re.compile(r"(?:ip|ip6|inet|arp|bridge|netdev) [A-Za-z0-9_.-]{1,64}")
 
 
 def _record() -> Path:
@@ -73,6 +78,23 @@ class HostState:
                 sysctls[key] = (Path("/proc/sys") / key).read_text().strip()
         return cls(policies, sysctls, _tables())
 
+    @classmethod
+    def checked(cls, data: object) -> HostState:
+        """The state :func:`start` recorded; ValueError for any value :meth:`read` never
+        gives (a sysctl of another name, a policy or table of another shape)."""
+        if not isinstance(data, dict):
+            raise ValueError("not a host state")
+        policies, sysctls, tables = data.get("forward_policy"), data.get("sysctls"), data.get("tables")
+        if not (isinstance(policies, dict) and set(policies) <= {"iptables", "ip6tables"}
+                and all(v in _POLICIES for v in policies.values())):
+            raise ValueError(f"forward policies {policies!r}")
+        if not (isinstance(sysctls, dict) and set(sysctls) <= set(_SYSCTLS)
+                and all(isinstance(v, str) and v.isdigit() for v in sysctls.values())):
+            raise ValueError(f"sysctls {sysctls!r}")
+        if not (isinstance(tables, list) and all(isinstance(t, str) and _TABLE.fullmatch(t) for t in tables)):
+            raise ValueError(f"tables {tables!r}")
+        return cls(dict(policies), dict(sysctls), list(tables))
+
 
 _POLICY_RC = Path("/usr/sbin/policy-rc.d")
 
@@ -111,11 +133,12 @@ def start(log: Path | None = None, timeout: float = 60.0) -> None:
     before = recorded_host_state() or HostState.read()
     log = log or state_root() / "dockerd.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
+    with os.fdopen(open_private(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as out:
         proc = subprocess.Popen(["dockerd"], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     pid = ProcId.of(proc.pid)
-    _record().write_text(json.dumps({"pid": asdict(pid) if pid else None, "before": asdict(before)}))
+    record = {"pid": asdict(pid) if pid else None, "before": asdict(before)}
+    write_atomic(_record(), json.dumps(record).encode())
     if not wait_until(running, time.monotonic() + timeout):
         stop()
         raise SetupError(f"dockerd did not answer within {timeout:.0f} s; see {log}")
@@ -128,9 +151,19 @@ def started_here() -> bool:
 
 def recorded_host_state() -> HostState | None:
     """The host's state :func:`start` recorded before it started the engine; None when
-    faultline started none."""
+    faultline started none (or the record is not one :func:`start` writes)."""
+    recorded = _read_record()
+    return recorded[1] if recorded else None
+
+
+def _read_record() -> tuple[ProcId | None, HostState] | None:
+    """The engine's process and the host's state before it, as :func:`start` recorded them."""
     try:
-        return HostState(**json.loads(_record().read_text())["before"])
+        data = json.loads(read_private(_record()))
+        pid = data["pid"]
+        if pid is not None and not all(type(pid[k]) is int and pid[k] >= 0 for k in ("pid", "start")):
+            return None
+        return (ProcId(pid["pid"], pid["start"]) if pid else None), HostState.checked(data["before"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -140,11 +173,10 @@ def stop() -> bool:
     links as they were; True when it did. Nothing when faultline started none, nor when
     the one it started is gone and another engine answers: the host's firewall is that
     engine's now (restoring it would cut its containers off), and the record is dropped."""
-    before = recorded_host_state()
-    if before is None:
+    recorded = _read_record()
+    if recorded is None:
         return False
-    data = json.loads(_record().read_text())
-    pid = ProcId(**data["pid"]) if data.get("pid") else None
+    pid, before = recorded
     if pid is not None and pid.alive():
         os.kill(pid.pid, signal.SIGTERM)  # dockerd stops its containerd, then itself
         if not wait_until(lambda: not pid.alive(), time.monotonic() + 30):

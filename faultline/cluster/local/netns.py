@@ -25,6 +25,11 @@ but no longer replicate from each other. Every command is an argument list; noth
 :func:`probe` and :func:`diagnose` tell whether nodes reach each other, and if not,
 which firewall stands between them (``faultline doctor``, a start-up that times out).
 
+Each namespace and the host's veth carry a mark, the alias ``faultline.run=<run>`` on a
+link (``lo`` in a node's namespace, ``br0`` in the bridge's, the veth itself), set right
+after it is made: :func:`owned_namespaces` and :func:`owned_links` find what a run
+without a state directory left by name and mark, never by a name alone.
+
 The functions that build argument lists are pure (unit-tested); :func:`run` executes.
 """
 
@@ -39,6 +44,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from faultline.cluster.kafka_config import BROKER_PORT
+from faultline.cluster.stateroot import RUN_ID
 from faultline.errors import ClusterError
 
 #: Every name the local backend gives starts with this, then the run id.
@@ -47,10 +53,11 @@ PREFIX = "fl"
 SUPERNET = ipaddress.IPv4Network("10.241.0.0/16")
 #: The iptables chain holding a node's grudge rules.
 CHAIN = "FAULTLINE"
-_RUN_ID = re.compile(r"^[a-z][a-z0-9]{5}$")
-# -n<i> node namespaces, -br the bridge's namespace, h the host's veth; br, v<i>, p<i>
-# were host links of runs before the bridge had a namespace of its own.
-_OWNED_NAME = re.compile(r"^fl([a-z][a-z0-9]{5})(?:-n\d+|-br|h|br|v\d+|p\d+)$")
+# -n<i> node namespaces, -br the bridge's namespace, h the host's veth
+_OWNED_NAME = re.compile(rf"fl({RUN_ID.pattern})(?:-n\d+|-br|h)")
+#: A link's alias that marks it, or its namespace, as a run's (module docstring).
+MARK = "faultline.run="
+_MARKED = re.compile(rf"\balias {re.escape(MARK)}({RUN_ID.pattern})(?![a-z0-9])")
 #: The bridge's name inside the run's bridge namespace.
 BRIDGE = "br0"
 
@@ -64,7 +71,7 @@ class Layout:
     node_ids: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        if not _RUN_ID.match(self.run_id):
+        if not RUN_ID.fullmatch(self.run_id):
             raise ValueError(f"run id {self.run_id!r} must be 6 of [a-z0-9], starting with a letter")
         if self.subnet.prefixlen != 24:
             raise ValueError(f"subnet {self.subnet} must be a /24")
@@ -95,8 +102,8 @@ class Layout:
 
 
 def owner_run_id(name: str) -> str | None:
-    """The run id a namespace or link name belongs to, or None if it is not ours."""
-    m = _OWNED_NAME.match(name)
+    """The run id a namespace or link is named for, or None if the name is none of ours."""
+    m = _OWNED_NAME.fullmatch(name)
     return m.group(1) if m else None
 
 
@@ -105,11 +112,14 @@ def setup_commands(layout: Layout) -> list[list[str]]:
     and each node's namespace and veth, in order (module docstring). Every link but the
     host's is created inside a namespace of the run, so no name is ever taken in the host."""
     brns, host, prefix = layout.bridge_namespace, layout.host_veth, layout.subnet.prefixlen
+    mark = MARK + layout.run_id
     cmds: list[list[str]] = [
         ["ip", "netns", "add", brns],
         ["ip", "-n", brns, "link", "add", BRIDGE, "type", "bridge"],
+        ["ip", "-n", brns, "link", "set", BRIDGE, "alias", mark],
         ["ip", "-n", brns, "link", "set", BRIDGE, "up"],
         ["ip", "link", "add", host, "type", "veth", "peer", "name", "host", "netns", brns],
+        ["ip", "link", "set", host, "alias", mark],
         ["ip", "-n", brns, "link", "set", "host", "master", BRIDGE, "up"],
         ["ip", "addr", "add", f"{layout.host_address}/{prefix}", "dev", host],
         ["ip", "link", "set", host, "up"],
@@ -118,6 +128,7 @@ def setup_commands(layout: Layout) -> list[list[str]]:
         ns, veth = layout.namespace(i), f"v{i}"
         cmds += [
             ["ip", "netns", "add", ns],
+            ["ip", "-n", ns, "link", "set", "lo", "alias", mark],
             ["ip", "-n", brns, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns],
             ["ip", "-n", brns, "link", "set", veth, "master", BRIDGE, "up"],
             ["ip", "-n", ns, "addr", "add", f"{layout.address(i)}/{prefix}", "dev", "eth0"],
@@ -355,13 +366,35 @@ def list_namespaces() -> list[str]:
 
 def list_links() -> list[str]:
     """Names of all links in the host namespace (without ``@peer`` suffixes)."""
-    out = run(["ip", "-o", "link", "show"], check=False)
-    names = []
-    for line in out.splitlines():
+    return list(_marks(run(["ip", "-o", "link", "show"], check=False)))
+
+
+def owned_namespaces() -> dict[str, str]:
+    """Namespace -> run id, for each named for a run and marked as that run's."""
+    owned = {}
+    for ns in list_namespaces():
+        rid = owner_run_id(ns)
+        listing = run(["ip", "-n", ns, "-o", "link", "show"], check=False) if rid else ""
+        if rid is not None and rid in _marks(listing).values():
+            owned[ns] = rid
+    return owned
+
+
+def owned_links() -> dict[str, str]:
+    """Link of the host namespace -> run id, for each named for a run and marked as its."""
+    marks = _marks(run(["ip", "-o", "link", "show"], check=False))
+    return {name: rid for name, rid in marks.items() if rid is not None and owner_run_id(name) == rid}
+
+
+def _marks(listing: str) -> dict[str, str | None]:
+    """Link name -> the run id its alias marks it for (None: no mark), from ``ip -o link show``."""
+    marks: dict[str, str | None] = {}
+    for line in listing.splitlines():
         parts = line.split(":", 2)
-        if len(parts) >= 2:
-            names.append(parts[1].strip().split("@")[0])
-    return names
+        if len(parts) == 3:
+            m = _MARKED.search(parts[2])
+            marks[parts[1].strip().split("@")[0]] = m.group(1) if m else None
+    return marks
 
 
 def used_networks() -> list[ipaddress.IPv4Network]:

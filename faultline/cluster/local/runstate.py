@@ -1,18 +1,19 @@
 """Per-run state on disk, so that a run's leftovers can always be found and removed.
 
-Each local cluster keeps ``<root>/runs/<run-id>/state.json`` (``<root>`` is
-``$FAULTLINE_STATE`` or ``/tmp/kafka-faultline``): its owner process, network layout,
-the pids of its JVMs and Toxiproxy and its proxies' ports. It is written before the
-first namespace is created and removed after the last one is gone.
+Each local cluster keeps ``<root>/runs/<run-id>/state.json`` (``<root>``: the state root
+of :mod:`faultline.cluster.stateroot`, a directory only this user can change): its owner
+process, network layout, the pids of its JVMs and Toxiproxy and its proxies' ports. It is
+written before the first namespace is created and removed after the last one is gone.
+Every field of it is checked when read; a file that does not check is no state.
 
 Other engineers' runs share the machine, so a run is only ever removed when it is
 *stale*: its owner process is dead (pid and start time, so a reused pid does not count),
 or, for a detached run (``faultline cluster up --no-session``), when none of its
 processes is left. (A session's cluster is owned by the session process.)
-Names and processes of a run are recognised by the run id: every namespace and link is
-``fl<run-id>...`` and every process started for a run carries ``FAULTLINE_RUN=<run-id>``
-in its environment, and its owner's ``FAULTLINE_STATE`` when set: a run whose processes
-name another state root is another root's, never a leftover here.
+A run's processes are those of this user carrying ``FAULTLINE_RUN=<run-id>`` in their
+environment, and their owner's ``FAULTLINE_STATE`` when set: a run whose processes name
+another state root is another root's, never a leftover here. Its namespaces and links
+are those :mod:`.netns` marks as the run's.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import os
 import random
 import shutil
 import signal
+import stat
 import string
 import time
 import uuid
@@ -35,21 +37,31 @@ from pathlib import Path
 from typing import Any
 
 from faultline.cluster.local import netns
+from faultline.cluster.stateroot import ENV as ENV_STATE
+from faultline.cluster.stateroot import (
+    default_root,
+    open_private,
+    read_private,
+    run_id_ok,
+    state_root,
+)
 from faultline.cluster.waiting import wait_until
-from faultline.errors import ClusterError
+from faultline.errors import ClusterError, SetupError
+from faultline.rundir import write_atomic
 from faultline.spec import TestSpec
 
 ENV_RUN = "FAULTLINE_RUN"
-#: The state root without ``FAULTLINE_STATE``.
-_DEFAULT_ROOT = "/tmp/kafka-faultline"
-
-
-def state_root() -> Path:
-    return Path(os.environ.get("FAULTLINE_STATE", _DEFAULT_ROOT))
 
 
 def runs_dir() -> Path:
     return state_root() / "runs"
+
+
+def run_dir(run_id: str) -> Path:
+    """A run's state directory; ValueError for a string of another shape than a run id's."""
+    if not run_id_ok(run_id):
+        raise ValueError(f"{run_id!r} is not a run id")
+    return runs_dir() / run_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +132,7 @@ class RunState:
 
     @property
     def dir(self) -> Path:
-        return runs_dir() / self.run_id
+        return run_dir(self.run_id)
 
     @property
     def layout(self) -> netns.Layout:
@@ -130,35 +142,41 @@ class RunState:
 
     def save(self) -> None:
         """Write atomically (a reader never sees half a file)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / "state.json.tmp"
-        tmp.write_text(json.dumps(asdict(self), indent=1, sort_keys=True))
-        tmp.replace(self.dir / "state.json")
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomic(self.dir / "state.json", json.dumps(asdict(self), indent=1, sort_keys=True).encode())
 
     @classmethod
     def load(cls, run_id: str) -> RunState:
-        """FileNotFoundError or ValueError if the run has no readable state."""
-        data = json.loads((runs_dir() / run_id / "state.json").read_text())
-
-        def proc(value: Any) -> ProcId | None:
-            return ProcId(int(value["pid"]), int(value["start"])) if value else None
-
+        """The state of run ``run_id``; OSError when it has no state file, ValueError when
+        a field is not what :meth:`save` writes (the module docstring's checks)."""
+        data = json.loads(read_private(run_dir(run_id) / "state.json"))
+        if not isinstance(data, dict) or data.get("run_id") != run_id:
+            raise ValueError(f"state of run {run_id}: not this run's")
+        subnet = ipaddress.IPv4Network(_typed(data, "subnet", str))
+        if subnet.prefixlen != 24 or not subnet.subnet_of(netns.SUPERNET):
+            raise ValueError(f"state of run {run_id}: subnet {subnet} is no /24 of {netns.SUPERNET}")
+        node_ids = [_number(i, 1, 99) for i in _typed(data, "node_ids", list)]
+        owns_workdir = _typed(data, "owns_workdir", bool)
+        workdir = _typed(data, "workdir", str)
+        if (owns_workdir and workdir != str(run_dir(run_id) / "nodes")) or not os.path.isabs(workdir):
+            raise ValueError(f"state of run {run_id}: workdir {workdir!r} is not where it would be")
         return cls(
-            run_id=data["run_id"],
-            subnet=data["subnet"],
-            node_ids=[int(i) for i in data["node_ids"]],
-            workdir=data["workdir"],
-            owns_workdir=bool(data["owns_workdir"]),
-            spec=data["spec"],
-            owner=proc(data["owner"]),
-            detached=bool(data["detached"]),
-            created_wall_ms=int(data["created_wall_ms"]),
-            cluster_id=data["cluster_id"],
-            toxiproxy=proc(data["toxiproxy"]),
-            toxiproxy_port=int(data["toxiproxy_port"]),
-            proxy_ports={int(k): int(v) for k, v in data["proxy_ports"].items()},
-            nodes={int(k): proc(v) for k, v in data["nodes"].items()},
-            paused=[int(i) for i in data["paused"]],
+            run_id=run_id,
+            subnet=str(subnet),
+            node_ids=node_ids,
+            workdir=workdir,
+            owns_workdir=owns_workdir,
+            spec=_typed(data, "spec", dict),
+            owner=_proc(data.get("owner")),
+            detached=_typed(data, "detached", bool),
+            created_wall_ms=_number(data.get("created_wall_ms"), 0, 2**63 - 1),
+            cluster_id=_typed(data, "cluster_id", str),
+            toxiproxy=_proc(data.get("toxiproxy")),
+            toxiproxy_port=_number(data.get("toxiproxy_port"), 0, 65535),
+            proxy_ports={_number(int(k), 1, 99): _number(v, 1, 65535)
+                         for k, v in _typed(data, "proxy_ports", dict).items()},
+            nodes={_number(int(k), 1, 99): _proc(v) for k, v in _typed(data, "nodes", dict).items()},
+            paused=[i for i in _typed(data, "paused", list) if _number(i, 1, 99) in node_ids],
         )
 
     def processes(self) -> list[ProcId]:
@@ -171,17 +189,40 @@ class RunState:
         return self.owner is None or not self.owner.alive()
 
 
+def _typed(data: dict[str, Any], key: str, kind: type) -> Any:
+    value = data.get(key)
+    if type(value) is not kind:
+        raise ValueError(f"state field {key}: {type(value).__name__}, not {kind.__name__}")
+    return value
+
+
+def _number(value: Any, low: int, high: int) -> int:
+    if type(value) is not int or not low <= value <= high:
+        raise ValueError(f"state field: {value!r} is not a number from {low} to {high}")
+    return value
+
+
+def _proc(value: Any) -> ProcId | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"state field: {value!r} is no process")
+    return ProcId(_number(value.get("pid"), 1, 2**22), _number(value.get("start"), 0, 2**63 - 1))
+
+
 @contextlib.contextmanager
 def locked() -> Iterator[None]:
     """The machine-wide lock held while runs are created or cleaned up."""
-    root = state_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / "lock").open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    lock = state_root() / "lock"
+    try:
+        fd = open_private(lock, os.O_RDWR | os.O_CREAT)
+    except OSError as e:
+        raise SetupError(f"{lock}: {e.strerror or e}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def new_run_id(taken: set[str]) -> str:
@@ -196,9 +237,12 @@ def new_run_id(taken: set[str]) -> str:
 
 
 def run_ids() -> list[str]:
-    """Every run with a state directory (live or not)."""
+    """Every run with a state directory (live or not); other names there are not runs."""
     root = runs_dir()
-    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []
+    if not root.exists():
+        return []
+    return sorted(p.name for p in root.iterdir()
+                  if run_id_ok(p.name) and stat.S_ISDIR(p.lstat().st_mode))  # fmt: skip
 
 
 def load_all() -> dict[str, RunState | None]:
@@ -213,27 +257,49 @@ def load_all() -> dict[str, RunState | None]:
 
 
 def run_processes(root: Path | None = None) -> dict[str, list[int]]:
-    """Run id -> pids of every process (but this one) whose ``FAULTLINE_RUN`` names it;
-    with ``root``, only those of runs of that state root (a run's processes inherit its
-    owner's ``FAULTLINE_STATE``; without it, theirs is the default root)."""
-    prefix, state = f"{ENV_RUN}=".encode(), b"FAULTLINE_STATE="
+    """Run id -> pids of every process of this user (but this one) whose ``FAULTLINE_RUN``
+    names a run id; with ``root``, only those of runs of that state root (a run's
+    processes inherit their owner's ``FAULTLINE_STATE``; without it, theirs is the
+    default root). Another user's processes are never a run's, whatever they carry."""
+    prefix, state = f"{ENV_RUN}=".encode(), f"{ENV_STATE}=".encode()
+    me = os.geteuid()
     found: dict[str, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             env = (entry / "environ").read_bytes()
-        except OSError:
+            uids = _uids(entry)
+        except (OSError, ValueError):
+            continue
+        if uids != {me}:
             continue
         items = env.split(b"\0")
         rid = next((i[len(prefix) :].decode(errors="replace") for i in items if i.startswith(prefix)), None)
-        if rid is None:
+        if rid is None or not run_id_ok(rid):
             continue
         theirs = next((i[len(state) :].decode(errors="replace") for i in items if i.startswith(state)),
-                      _DEFAULT_ROOT)
-        if root is None or Path(theirs) == root:
+                      "") or str(default_root())
+        if root is None or Path(os.path.abspath(theirs)) == root:
             found.setdefault(rid, []).append(int(entry.name))
     return found
+
+
+def _mine(pid: int) -> bool:
+    """Whether process ``pid`` is this user's alone (and exists)."""
+    try:
+        return _uids(Path(f"/proc/{pid}")) == {os.geteuid()}
+    except (OSError, ValueError):
+        return False
+
+
+def _uids(proc: Path) -> set[int]:
+    """The real, effective, saved and filesystem uids of a process (``/proc/<pid>/status``:
+    unlike the owner of ``/proc/<pid>``, which is root for any process made undumpable)."""
+    for line in (proc / "status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return {int(u) for u in line.split()[1:]}
+    raise ValueError(f"{proc}/status has no Uid line")
 
 
 def foreign_runs() -> set[str]:
@@ -266,22 +332,27 @@ def destroy(run_id: str, state: RunState | None) -> None:
     """Remove everything of one run: processes, namespaces, links, its files.
 
     Never raises for something already gone; safe to call twice or concurrently.
+    ValueError for a ``run_id`` of another shape than a run id's.
     """
-    pids = {p.pid for p in (state.processes() if state else []) if p.alive()}
+    directory = run_dir(run_id)
+    pids = {p.pid for p in (state.processes() if state else []) if p.alive() and _mine(p.pid)}
     pids.update(run_processes().get(run_id, ()))
     kill_and_wait(sorted(pids))
-    namespaces = [ns for ns in netns.list_namespaces() if netns.owner_run_id(ns) == run_id]
+    # Names are this run's by its state directory (claim picked an id no name had) or,
+    # without one, by their mark.
+    recorded = directory.is_dir()
+    namespaces = [ns for ns in netns.list_namespaces() if netns.owner_run_id(ns) == run_id] \
+        if recorded else [ns for ns, rid in netns.owned_namespaces().items() if rid == run_id]
     for cmd in netns.teardown_commands(namespaces, []):
         netns.run(cmd, check=False)
-    links = [link for link in netns.list_links() if netns.owner_run_id(link) == run_id]
+    links = [link for link in netns.list_links() if netns.owner_run_id(link) == run_id] \
+        if recorded else [link for link, rid in netns.owned_links().items() if rid == run_id]
     for cmd in netns.teardown_commands([], links):
         netns.run(cmd, check=False)
     from faultline.cluster.docker.cluster import remove_containers  # (cluster.docker imports this)
 
     remove_containers(run_id)  # a docker run's containers and network, which no name here finds
-    if state is not None and state.owns_workdir:
-        shutil.rmtree(state.workdir, ignore_errors=True)
-    shutil.rmtree(runs_dir() / run_id, ignore_errors=True)
+    shutil.rmtree(directory, ignore_errors=True)  # an owned workdir is in it (RunState.load)
 
 
 def claim(spec: TestSpec, node_ids: list[int], workdir: Path | None) -> RunState:
@@ -293,7 +364,8 @@ def claim(spec: TestSpec, node_ids: list[int], workdir: Path | None) -> RunState
     free = netns.free_subnets([*netns.used_networks(), *claimed])
     if not free:
         raise ClusterError(f"no free /24 left in {netns.SUPERNET}")
-    run_id = new_run_id(set(states) | set(run_processes()))
+    named = {netns.owner_run_id(n) for n in netns.list_namespaces() + netns.list_links()}
+    run_id = new_run_id(set(states) | set(run_processes()) | {rid for rid in named if rid})
     state = RunState(
         run_id=run_id,
         subnet=str(random.SystemRandom().choice(free)),
@@ -309,7 +381,8 @@ def claim(spec: TestSpec, node_ids: list[int], workdir: Path | None) -> RunState
 
 
 def cleanup_stale() -> list[str]:
-    """Remove every stale run and every orphan (a name or process of a run without state).
+    """Remove every stale run and every orphan (a marked namespace or link, or a process,
+    of a run without state).
 
     Returns the run ids removed. Live runs of other processes are never touched, nor
     are runs with processes of another state root (``FAULTLINE_STATE``): their state is
@@ -338,7 +411,7 @@ def cleanup_stale() -> list[str]:
         destroy(rid, state)
         removed.append(rid)
     foreign = foreign_runs()
-    orphans = {netns.owner_run_id(n) for n in netns.list_namespaces() + netns.list_links()}
+    orphans = {*netns.owned_namespaces().values(), *netns.owned_links().values()}
     orphans |= set(run_processes(state_root()))
     for rid in sorted(r for r in orphans if r and r not in live | foreign and r not in removed):
         destroy(rid, None)

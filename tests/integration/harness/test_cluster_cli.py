@@ -137,8 +137,9 @@ def test_a_session_that_died_leaves_nothing_the_next_down_does_not_remove(tmp_pa
 
 
 def test_down_and_status_of_an_unknown_run_are_one_line() -> None:
-    assert "no local cluster run 'zz9nope'" in _one_error_line(_faultline("cluster", "down", "zz9nope"))
-    assert "no local cluster run 'zz9nope'" in _one_error_line(_faultline("cluster", "status", "zz9nope"))
+    assert "no local cluster run 'zz9nop'" in _one_error_line(_faultline("cluster", "down", "zz9nop"))
+    assert "no local cluster run 'zz9nop'" in _one_error_line(_faultline("cluster", "status", "zz9nop"))
+    assert "'../zz9nop' is not a run id" in _one_error_line(_faultline("cluster", "status", "../zz9nop"))
     assert "No such option '--nodes'" in _one_error_line(_faultline("cluster", "down", "--nodes", "3"))
     assert "Invalid value for '--nodes'" in _one_error_line(_faultline("cluster", "up", "--nodes", "9"))
 

@@ -12,6 +12,7 @@ from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.local.netns import CHAIN, Layout
 from faultline.errors import ClusterError
 from faultline.spec import TestSpec
+from tests.unit.harness.fakes import FakeIp
 
 NET = ipaddress.IPv4Network("10.241.7.0/24")
 LAYOUT = Layout("abc123", NET, (1, 2, 3))
@@ -24,12 +25,31 @@ def test_names_fit_in_an_interface_name_and_carry_the_run_id() -> None:
     assert {netns.owner_run_id(n) for n in names} == {"abc123"}
     assert LAYOUT.namespace(2) == "flabc123-n2"
     assert LAYOUT.bridge_namespace == "flabc123-br"
-    # links of runs before the bridge had its own namespace are still recognised
-    assert {netns.owner_run_id(n) for n in ("flabc123br", "flabc123v1", "flabc123p1")} == {"abc123"}
+
+
+def test_each_namespace_and_the_host_veth_is_marked_as_the_runs_right_after_it_is_made() -> None:
+    flat = [" ".join(c) for c in netns.setup_commands(LAYOUT)]
+    mark = "alias faultline.run=abc123"
+    for made, marked in [("ip netns add flabc123-br", f"ip -n flabc123-br link set br0 {mark}"),
+                         ("ip netns add flabc123-n2", f"ip -n flabc123-n2 link set lo {mark}"),
+                         ("ip link add flabc123h type veth peer name host netns flabc123-br",
+                          f"ip link set flabc123h {mark}")]:
+        assert flat.index(marked) - flat.index(made) <= 2, (made, marked)
+
+
+def test_a_name_alone_makes_no_namespace_or_link_a_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 41: an unrelated namespace named like ``flowctrl-br`` was deleted as a leftover."""
+    ip = FakeIp(["flowctr-br", "flabc123-n1", "flabc123-n2", "flxyz789-n1"],
+                ["lo", "flabc123h", "flowctrh", "flxyz789h"],
+                {"flabc123-n1": "abc123", "flabc123h": "abc123", "flxyz789-n1": "abc123",
+                 "flxyz789h": "abc123"})
+    monkeypatch.setattr(netns, "run", ip)
+    assert netns.owned_namespaces() == {"flabc123-n1": "abc123"}
+    assert netns.owned_links() == {"flabc123h": "abc123"}
 
 
 def test_names_of_others_are_not_ours() -> None:
-    for name in ("eth0", "lo", "docker0", "flannel.1", "fl-queue", "flabc12-n1", "flABC123-n1"):
+    for name in ("eth0", "lo", "docker0", "flannel.1", "fl-queue", "flabc12-n1", "flABC123-n1", "flabc123br"):
         assert netns.owner_run_id(name) is None
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from faultline.cluster.local import runstate
 from faultline.cluster.local.runstate import ProcId, RunState
-from tests.unit.harness.fakes import Labelled
+from tests.unit.harness.fakes import FakeIp, Labelled
 
 
 @pytest.fixture(autouse=True)
@@ -182,13 +182,12 @@ def test_the_live_run_of_another_state_root_is_no_orphan(
     mine = subprocess.Popen(["sleep", "30"], env={**env, runstate.ENV_RUN: "mine01",
                                                   "FAULTLINE_STATE": str(tmp_path)})
     killed: list[int] = []
-    ran: list[list[str]] = []
+    ip = FakeIp(["flfrgn01-br", "flfrgn01-n1", "flmine01-n1", "some-other-ns"],
+                ["lo", "flfrgn01h", "flmine01h"],
+                {"flfrgn01-br": "frgn01", "flfrgn01-n1": "frgn01", "flfrgn01h": "frgn01",
+                 "flmine01-n1": "mine01", "flmine01h": "mine01"})
     monkeypatch.setattr(runstate, "kill_and_wait", lambda pids, timeout=5.0: killed.extend(pids) or True)
-    monkeypatch.setattr(runstate.netns, "run",
-                        lambda cmd, check=True, timeout=20.0: ran.append(list(cmd)) or "")
-    monkeypatch.setattr(runstate.netns, "list_namespaces",
-                        lambda: ["flfrgn01-br", "flfrgn01-n1", "flmine01-n1", "some-other-ns"])
-    monkeypatch.setattr(runstate.netns, "list_links", lambda: ["lo", "flfrgn01h", "flmine01h"])
+    monkeypatch.setattr(runstate.netns, "run", ip)
     from faultline.cluster.docker import engine
 
     monkeypatch.setattr(engine, "running", lambda: False)
@@ -199,7 +198,7 @@ def test_the_live_run_of_another_state_root_is_no_orphan(
             time.sleep(0.01)
         assert runstate.cleanup_stale() == ["mine01"]
         assert mine.pid in killed and foreign.pid not in killed
-        touched = " ".join(" ".join(cmd) for cmd in ran)
+        touched = ip.touched()
         assert "flmine01-n1" in touched and "flmine01h" in touched
         assert "frgn01" not in touched, touched
     finally:
