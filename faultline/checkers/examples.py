@@ -44,6 +44,8 @@ class Engine(Protocol):
     @property
     def c_ack(self) -> Cells: ...
     @property
+    def c_inv(self) -> Cells: ...
+    @property
     def c_done(self) -> Sequence[int]: ...
     @property
     def c_drain(self) -> Cells: ...
@@ -57,12 +59,35 @@ class Engine(Protocol):
     def where(self, tp: int) -> dict[str, Any]: ...
 
 
+def read_at(e: Engine, tp: int, off: int, val: int) -> int:
+    """When ``val`` was first read at offset ``off`` of partition ``tp``, where a phantom
+    read's window opens; where no consumer's read says, at its send (or the run's start)."""
+    s = e.slot(val)
+    if s is None:
+        return 0
+    if e.read_off(s) == off and e.first_read(s)[1] != -1:
+        return e.first_read(s)[0]
+    return e.c_inv[s]
+
+
+def iso_at(e: Engine, tp: int, off: int, a: int, p: int,
+           extra: dict[int, list[tuple[str, Any, Any]]]) -> int:
+    """Where an inconsistent offset's window opens: at the earliest of its acks' sends
+    and its reads (the drain's, the latest, when nothing else says)."""
+    times = [int(t) for seen in extra.values() for _, t, _ in seen if t is not None]
+    acked = [a] + [x for x, seen in extra.items() if any(k == "ack" for k, _, _ in seen)]
+    times += [e.c_inv[s] for x in acked if x != NONE and (s := e.slot(x)) is not None]
+    if p != NONE:
+        times.append(read_at(e, tp, off, p))
+    return min(times, default=e.parts[tp].drain_time or 0)
+
+
 def lost(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     f = e.send_facts(s)
     tp = e.c_tp[s]
     story = _with_replicas(e, tp, f.offset, explain.lost_write(
         f, e.drain_facts(tp, f.offset, f.value), c.faults, e.parts[tp].drain_time,
-        c.reason("lost-write", tp)))
+        c.reason("lost-write", tp, e.c_inv[s])))
     return {**e.where(tp), "value": f.value, "offset": f.offset, "time": f.end_time,
             "invoke_time": f.invoke_time, "process": f.process, **c.tell(story)}
 
@@ -98,7 +123,7 @@ def reorder(e: Engine, c: Collected, prev: tuple[int, int], s: int,
     second_at = e.c_drain[s]
     a, fields = _attributed(e, copies, cause, [first, second])
     story = explain.nonmonotonic_send(first, second, prev[0], second_at,
-                                      c.reason("nonmonotonic-send", e.c_tp[s]), a)
+                                      c.reason("nonmonotonic-send", e.c_tp[s], e.c_inv[s]), a)
     return {**e.where(e.c_tp[s]), "process": first.process,
             "values": [first.value, second.value], "offsets": [prev[0], second_at],
             "time": second.invoke_time, **fields, **c.tell(story)}
@@ -123,7 +148,7 @@ def duplicate(e: Engine, c: Collected, s: int, offsets: list[int],
     f = e.send_facts(s)
     a, fields = _attributed(e, copies, cause, [f])
     story = explain.duplicate(f, f.value, offsets, f.topic, f.partition,
-                              c.reason("duplicate", e.c_tp[s]), a)
+                              c.reason("duplicate", e.c_tp[s], e.c_inv[s]), a)
     return {**e.where(e.c_tp[s]), "value": f.value, "offsets": offsets,
             "time": f.end_time if f.end_time is not None else f.invoke_time, **fields,
             **c.tell(story)}
@@ -149,7 +174,8 @@ def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, A
     part, value = e.parts[tp], e.shown(val)
     story = _with_replicas(e, tp, off, explain.phantom_read(
         part.topic, part.partition, value, off, t, by, None if s is None else e.send_facts(s),
-        e.drain_facts(tp, off, val), c.faults, part.drain_time, c.reason("phantom-read", tp)))
+        e.drain_facts(tp, off, val), c.faults, part.drain_time,
+        c.reason("phantom-read", tp, read_at(e, tp, off, val))))
     return {**e.where(tp), "value": explain.raw(value), "offset": off, "time": t, "process": by,
             **c.tell(story)}
 
@@ -182,7 +208,7 @@ def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
     story = _with_replicas(e, tp, off, explain.inconsistent_offsets(
         e.parts[tp].topic, e.parts[tp].partition, off, sightings,
         e.drain_facts(tp, off, None), e.parts[tp].drain_time,
-        c.iso_reason(involves_ack, reads_disagree, tp)))
+        c.iso_reason(involves_ack, reads_disagree, tp, iso_at(e, tp, off, a, p, extra))))
     times = [x["time"] for x in sightings if x["time"] is not None]
     values = sorted({x["value"] for x in sightings}, key=explain.order)
     return {**e.where(tp), "offset": off, "values": [explain.raw(x) for x in values],
@@ -198,7 +224,7 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     part = e.parts[tp]
     story = _with_replicas(e, tp, ack, explain.inconsistent_offsets(
         part.topic, part.partition, ack, sightings, e.drain_facts(tp, ack, val), part.drain_time,
-        c.iso_reason(True, False, tp)))
+        c.iso_reason(True, False, tp, e.c_inv[s])))
     return {**e.where(tp), "offset": ack, "values": [val], "value": val,
             "offsets": [ack, drained], "involves_ack": True, "reads_disagree": False,
             "sightings": sightings,  # of a send's value: an integer, as results.json holds it
@@ -208,13 +234,13 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
 def backwards(e: Engine, c: Collected, tp: int, p: int, prev: int, off: int,
                t: int) -> dict[str, Any]:
     story = explain.nonmonotonic_poll(p, off, prev, t, c.faults,
-                                      c.reason("nonmonotonic-poll", tp))
+                                      c.reason("nonmonotonic-poll", tp, t))
     return {**e.where(tp), "process": p, "offset": off, "previous": prev, "time": t,
             **c.tell(story)}
 
 
 def skip(e: Engine, c: Collected, tp: int, p: int, prev: int | None, off: int, t: int,
           skipped: list[int]) -> dict[str, Any]:
-    story = explain.poll_skip(p, prev, off, t, skipped, c.reason("poll-skip", tp))
+    story = explain.poll_skip(p, prev, off, t, skipped, c.reason("poll-skip", tp, t))
     return {**e.where(tp), "process": p, "previous": prev, "offset": off, "time": t,
             "skipped": skipped[:10], "skipped_count": len(skipped), **c.tell(story)}

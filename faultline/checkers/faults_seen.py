@@ -73,7 +73,9 @@ nothing on another's. The tokens of one partition (``faults``) are:
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -185,8 +187,8 @@ def faults_of(ops: Iterable[Op], timeline: Timeline | None = None,
 
 
 def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[TopicPartition],
-                        timeline: Timeline | None = None,
-                        strict: bool = False) -> dict[TopicPartition, frozenset[str]]:
+                        timeline: Timeline | None = None, strict: bool = False,
+                        narrow: bool = False) -> dict[TopicPartition, frozenset[str]]:
     """Per partition, the fault tokens :func:`rules` reads (see the module docstring).
 
     ``actions`` come from :func:`nemesis_actions`; ``timeline`` is the partitions' state
@@ -201,6 +203,12 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
     of the ISR, stays witnessed on its own
     (:func:`faultline.checkers.verdict.Collected.assumed_permitted` makes what only the
     permissive readings permit unknown).
+
+    ``narrow``: the metadata log covers every action and state given (:class:`Windows`),
+    so it decides what it records: a leader moves only by an election it shows (or under
+    a fault that destroys the leader's data, which needs none); replicas are fenced only
+    where it shows an unclean election; destroyed data counts only where it shows a
+    node whose data was destroyed lead before it rejoined the ISR.
     """
     parts = list(partitions)
     out: dict[TopicPartition, set[str]] = {tp: set() for tp in parts}
@@ -214,6 +222,8 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
     # ISR and ELR member was fenced or dropped, whatever fenced it, a fault or a load)
     fenced: dict[TopicPartition, set[str] | None] = {
         tp: None if _elected_unclean(states[tp]) else set() for tp in parts}
+    # a fault-made token where the log records what it stands for: not when ``narrow``
+    assumed = not narrow
     for action in actions:
         kind = fault_of(action.f)
         if kind is None or action.skipped:
@@ -245,22 +255,82 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 # have, and a hold (unfenced) may only in the permissive reading
                 covered = _log_covers(states[tp], action)
                 may_move = kind not in KEEP_PROCESS or (not covered and (fencing or not strict))
-                if may_move and _hit_leader(action, nodes, tp, states[tp] if covered else None, strict):
+                if (may_move and (assumed or did in DATA_LOSS_FAULTS)
+                        and _hit_leader(action, nodes, tp, states[tp] if covered else None, strict)):
                     out[tp].add("leader-fault")
                 out_of_step[tp] = _with(out_of_step[tp], nodes)
-                if fencing:
+                if fencing and assumed:
                     fenced[tp] = _with(fenced[tp], nodes)
             if did in DATA_LOSS_FAULTS:
-                destroyed[tp].add(nodes, action.start)
+                destroyed[tp].add(nodes, action.start, action.end)
     for tp in parts:
         if _elected(states[tp]):
             out[tp].add("leader-fault")
-        out[tp].update(f"data-loss>={n}" for n in range(1, destroyed[tp].most + 1))
+        lost = destroyed[tp].most if assumed or destroyed[tp].led() else 0
+        out[tp].update(f"data-loss>={n}" for n in range(1, lost + 1))
         seen = out_of_step[tp]
         if out[tp] & (NODE_FAULTS | {"leader-fault"}) or seen:
             out[tp].update(_at_least("faulted", seen))
         out[tp].update(_at_least("fenced", fenced[tp]))
     return {tp: frozenset(fs) for tp, fs in out.items()}
+
+
+class Windows:
+    """One partition's fault tokens for an anomaly at a time: those of the faults and
+    elections that could have touched a write (or read) made then, up to the drain.
+
+    A fault bears on what was written at ``time`` unless it was over, with the
+    partition whole again, before then (:func:`expiry`); elections count from
+    :data:`CLOCK_MARGIN_NS` before ``time``, or before the first such fault that began
+    earlier and left its nodes' processes running (:data:`KEEP_PROCESS`: a leader paused
+    or cut off by it may acknowledge after the log shows another).
+    Where the metadata log reaches back that far it decides (``narrow`` of
+    :func:`faults_by_partition`). Tokens are kept per distinct window.
+    """
+
+    def __init__(self, actions: Sequence[NemesisAction], tp: TopicPartition,
+                 states: Sequence[PartitionState] | None, strict: bool) -> None:
+        self._tp, self._strict = tp, strict
+        self._states = list(states or ())
+        faults = [a for a in actions if fault_of(a.f) is not None and not a.skipped]
+        ends = [expiry(a, self._states, strict) for a in faults]
+        order = sorted(range(len(faults)), key=lambda i: ends[i])
+        self._faults = [faults[i] for i in order]
+        self._ends = [ends[i] for i in order]
+        # the earliest start among _faults[k:] that leave a leader's process running
+        self._first = [math.inf] * (len(faults) + 1)
+        for k in reversed(range(len(faults))):
+            keeps = fault_of(self._faults[k].f) in KEEP_PROCESS
+            self._first[k] = min(self._first[k + 1], self._faults[k].start if keeps else math.inf)
+        self._times = [st.time for st in self._states]
+        self._cache: dict[tuple[int, int], frozenset[str]] = {}
+
+    def at(self, time: int) -> frozenset[str]:
+        k = bisect.bisect_right(self._ends, time - CLOCK_MARGIN_NS)
+        since = int(min(time, self._first[k])) - CLOCK_MARGIN_NS
+        j = max(bisect.bisect_right(self._times, since) - 1, 0)
+        tokens = self._cache.get((k, j))
+        if tokens is None:
+            covered = bool(self._states) and self._states[0].time <= since
+            kept = sorted(self._faults[k:], key=lambda a: a.start)
+            states = {self._tp: self._states[j:]} if self._states else None
+            tokens = faults_by_partition(kept, [self._tp], states, self._strict, narrow=covered)[self._tp]
+            self._cache[(k, j)] = tokens
+        return tokens
+
+
+def expiry(action: NemesisAction, states: Sequence[PartitionState], strict: bool) -> float:
+    """From when on ``action`` bears on no later write: where the metadata log reaches
+    back to it, the first state after it (by :data:`CLOCK_MARGIN_NS`) with every replica in
+    the ISR (every committed record on every replica again, its leader elected); never
+    where none follows or it never completed. Without the log, when it completed in the
+    strict reading (no witness says it did more), never in the permissive one."""
+    if action.end is None:
+        return math.inf
+    if not _log_covers(states, action):
+        return action.end if strict else math.inf
+    return next((s.time for s in states if s.time > action.end + CLOCK_MARGIN_NS
+                 and s.replicas and s.isr >= s.replicas), math.inf)
 
 
 def _with(nodes: set[str] | None, more: set[str]) -> set[str] | None:
@@ -405,9 +475,12 @@ class _Destroyed:
     def __init__(self, states: Sequence[PartitionState] | None) -> None:
         self._states = states
         self._since: dict[str, int] = {}  # node -> fault time
+        self._every: list[tuple[str | None, int, int]] = []  # node (None: any), fault start, end
         self.most = 0
 
-    def add(self, nodes: set[str], time: int) -> None:
+    def add(self, nodes: set[str], time: int, end: int | None = None) -> None:
+        done = time if end is None else end
+        self._every += [(n, time, done) for n in nodes] or [(None, time, done)]
         if not nodes:  # an op naming no node: assume the worst
             self.most = _MAX_NODES
             return
@@ -416,6 +489,33 @@ class _Destroyed:
                 del self._since[n]
         self._since.update(dict.fromkeys(nodes, time))
         self.most = max(self.most, len(self._since))
+
+    def led(self) -> bool:
+        """Whether the metadata log shows a node whose data was destroyed lead once the
+        fault was done (by :data:`CLOCK_MARGIN_NS`) and before it rejoined the ISR: a
+        leader elected (or kept) with what it lost. Any node may have, for an op naming none."""
+        for node, lost_at, done in self._every:
+            if node is None:
+                return True
+            back = self._rejoined_at(node, lost_at)
+            led = leaders_between(self._states or (), done + CLOCK_MARGIN_NS,
+                                  2**62 if back is None else back)
+            if node in {str(n) for n in led}:
+                return True
+        return False
+
+    def _rejoined_at(self, node: str, lost_at: int) -> int | None:
+        """When the ISR regained ``node`` after losing it, both after ``lost_at`` by a
+        clear :data:`CLOCK_MARGIN_NS`; None if the log does not show it."""
+        left = False
+        for s in self._states or ():
+            if s.time <= lost_at + CLOCK_MARGIN_NS:
+                continue
+            if not any(str(m) == node for m in s.isr):
+                left = True
+            elif left:
+                return s.time
+        return None
 
     def _rejoined(self, node: str, lost_at: int, now: int) -> bool:
         """Whether the ISR lost ``node`` after ``lost_at`` and regained it before ``now``,

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from faultline.checkers import explain
 from faultline.checkers.columns import Part
-from faultline.checkers.faults_seen import Timeline, faults_by_partition, nemesis_actions
+from faultline.checkers.faults_seen import Timeline, Windows, faults_by_partition, nemesis_actions
 from faultline.checkers.guarantees import ISO_ACK, ISO_READS, GuaranteeConfig, culprit, forbidden, rules
 from faultline.checkers.measures import Measures
 from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES, UNKNOWN, Result, displace_permitted
@@ -48,7 +48,10 @@ class Collected:
 
     Partitions are the engine's ids (``tp``); :meth:`set_faults` derives each one's
     fault tokens and rules, so a fault on one partition's leader excuses nothing on
-    another's.
+    another's. Each anomaly is judged by the rules of its own window (``at``: the time
+    of the write or read it is about, :class:`~faultline.checkers.faults_seen.Windows`),
+    so a fault that was over before the write excuses nothing; the whole run's tokens
+    and rules (``part_faults``, ``part_rules``) only describe the partition.
     """
 
     def __init__(self, spec: TestSpec, config: GuaranteeConfig, truncated: bool) -> None:
@@ -60,7 +63,10 @@ class Collected:
         self.kept_permitted: dict[str, int] = {}  # anomaly -> its permitted examples kept
         self.part_faults: list[frozenset[str]] = []  # tp -> its fault tokens
         self.part_rules: list[dict[str, str]] = []  # tp -> rule key -> reason
-        self.part_strict_rules: list[dict[str, str]] = []  # the same, from witnessed faults only
+        self.windows: list[tuple[Windows, Windows]] = []  # tp -> its windows, permissive and strict
+        self._rules: dict[frozenset[str], dict[str, str]] = {}  # tokens -> their rules
+        self.part_assumed: list[set[str]] = []  # tp -> types permitted there only by assumption
+        self.violation_faults: dict[tuple[int, str], frozenset[str]] = {}  # first violation's tokens
         self.part_counts: list[dict[str, int]] = []  # tp -> anomaly -> count
         self.part_violations: list[set[str]] = []  # tp -> types seen there, not permitted
         self.unverified: dict[int, dict[str, int]] = {}  # tp -> anomaly -> set aside (short drain)
@@ -84,42 +90,55 @@ class Collected:
         by_part = faults_by_partition(actions, keys, timeline)
         self.part_faults = [by_part[k] for k in keys]
         self.part_rules = [rules(self.config, f) for f in self.part_faults]
-        witnessed = faults_by_partition(actions, keys, timeline, strict=True)
-        self.part_strict_rules = [rules(self.config, witnessed[k]) for k in keys]
+        states = timeline or {}
+        self.windows = [(Windows(actions, k, states.get(k), strict=False),
+                         Windows(actions, k, states.get(k), strict=True)) for k in keys]
+        self.part_assumed = [set() for _ in keys]
         self.part_counts = [dict.fromkeys(ANOMALIES, 0) for _ in keys]
         self.part_violations = [set() for _ in keys]
         self.measures = measures.finish(keys, sent_to, actions)
         self.faults = self.measures["faults"]
 
-    def reason(self, name: str, tp: int) -> str | None:
-        """Why ``name`` is permitted on partition ``tp``, or None if it is forbidden."""
-        return self.part_rules[tp].get(name)
+    def rules_at(self, tp: int, at: int, strict: bool = False) -> dict[str, str]:
+        """The rules of partition ``tp`` for an anomaly about a write or read at ``at``."""
+        tokens = self.windows[tp][strict].at(at)
+        found = self._rules.get(tokens)
+        if found is None:
+            found = self._rules[tokens] = rules(self.config, tokens)
+        return found
 
-    def iso_reason(self, involves_ack: bool, reads_disagree: bool, tp: int) -> str | None:
+    def reason(self, name: str, tp: int, at: int) -> str | None:
+        """Why ``name`` at ``at`` is permitted on partition ``tp``, or None if it is forbidden."""
+        return self.rules_at(tp, at).get(name)
+
+    def iso_reason(self, involves_ack: bool, reads_disagree: bool, tp: int, at: int) -> str | None:
         """Why an inconsistent-offsets instance is permitted on ``tp``, or None: every
-        docs/design.md row that applies must permit it, the ack's when an ack's
-        association is wrong (``involves_ack``), the reads' when reads disagree among
-        themselves (``reads_disagree``; also when neither is said)."""
-        keys = [k for k, on in ((ISO_ACK, involves_ack), (ISO_READS, reads_disagree)) if on]
-        reasons = [self.part_rules[tp].get(k) for k in keys or [ISO_READS]]
+        docs/design.md row that applies must permit it (:func:`iso_rows`)."""
+        found = self.rules_at(tp, at)
+        reasons = [found.get(k) for k in iso_rows(involves_ack, reads_disagree)]
         if None in reasons:
             return None
         return "; ".join(dict.fromkeys(r for r in reasons if r is not None))
 
-    def add(self, name: str, tp: int, make: Callable[[], Example],
-            allowed: bool | None = None, cause: str | None = None) -> None:
-        """Count one anomaly on partition ``tp``; build its example while fewer than
-        MAX_EXAMPLES are kept, or, for a forbidden instance, while a permitted example
-        kept can make room (the last one kept goes).
+    def add(self, name: str, tp: int, at: int, make: Callable[[], Example],
+            rows: Sequence[str] | None = None, cause: str | None = None) -> None:
+        """Count one anomaly on partition ``tp`` about a write or read at ``at``; build its
+        example while fewer than MAX_EXAMPLES are kept, or, for a forbidden instance,
+        while a permitted example kept can make room (the last one kept goes).
 
-        ``allowed`` says whether this instance is permitted (default: whether ``name``
-        is on ``tp``); an inconsistent-offsets instance passes its own docs/design.md row's
-        answer (:meth:`iso_reason`). ``cause``, for the anomalies the batches can
+        It is permitted when every rule of ``rows`` (default: its name's; an
+        inconsistent-offsets instance passes :func:`iso_rows`) permits it in its window;
+        when only the permissive reading does, the partition's verdict is unknown
+        (:meth:`assumed_permitted`). ``cause``, for the anomalies the batches can
         attribute (:mod:`~faultline.checkers.provenance`), is counted, and a forbidden
         instance is a violation by its culprit (:data:`~faultline.checkers.guarantees.CULPRITS`).
         """
-        if allowed is None:
-            allowed = name in self.part_rules[tp]
+        keys = rows or (name,)
+        allowed = all(k in self.rules_at(tp, at) for k in keys)
+        if allowed and not all(k in self.rules_at(tp, at, strict=True) for k in keys):
+            self.part_assumed[tp].add(name)
+        elif not allowed:
+            self.violation_faults.setdefault((tp, name), self.windows[tp][False].at(at))
         if cause is not None:
             counts = self.causes.setdefault(name, {})
             counts[cause] = counts.get(cause, 0) + 1
@@ -141,13 +160,9 @@ class Collected:
         self.kept_permitted[name] = self.kept_permitted.get(name, 0) + allowed
 
     def assumed_permitted(self, tp: int) -> list[str]:
-        """The anomaly types seen on ``tp`` that its rules permit only through what the
-        permissive readings of :mod:`.faults_seen` assume (faults no witness shows): by
-        rule key, so an inconsistent offset counts when either of its rows does."""
-        strict = self.part_strict_rules[tp]
-        return [n for n in ANOMALIES if self.part_counts[tp][n] and any(
-            k in self.part_rules[tp] and k not in strict
-            for k in ((ISO_ACK, ISO_READS) if n == "inconsistent-offsets" else (n,)))]
+        """The anomaly types seen on ``tp`` with an instance that only what the permissive
+        readings of :mod:`.faults_seen` assume (faults no witness shows) permits."""
+        return [n for n in ANOMALIES if n in self.part_assumed[tp]]
 
     def set_aside(self, name: str, tp: int) -> None:
         """An instance on ``tp`` that a short drain cannot decide: unknown, not counted."""
@@ -177,12 +192,20 @@ class Collected:
             no = [tp for tp in every if tp not in yes]
             if yes:
                 allowed[name] = _grouped([(tp, self.part_rules[tp][name]) for tp in yes], engine, every)
-            seen = [tp for tp in no if name in self.part_violations[tp]]
-            whys = [(tp, forbidden(self.config, self.part_faults[tp]).get(name))
-                    for tp in [*seen, *(tp for tp in no if tp not in seen)]]
+            seen = [tp for tp in every if name in self.part_violations[tp]]
+            whys = [(tp, forbidden(self.config, self.violation_faults.get((tp, name), self.part_faults[tp]))
+                     .get(name)) for tp in [*seen, *(tp for tp in no if tp not in seen)]]
             if any(why is not None for _, why in whys):
                 denied[name] = _grouped([(tp, why) for tp, why in whys if why is not None], engine, every)
         return allowed, denied
+
+
+def iso_rows(involves_ack: bool, reads_disagree: bool) -> tuple[str, ...]:
+    """The docs/design.md rows an inconsistent-offsets instance is judged by: the ack's
+    when an ack's association is wrong (``involves_ack``), the reads' when reads disagree
+    among themselves (``reads_disagree``; also when neither is said)."""
+    keys = tuple(k for k, on in ((ISO_ACK, involves_ack), (ISO_READS, reads_disagree)) if on)
+    return keys or (ISO_READS,)
 
 
 def _grouped(reasons: Sequence[tuple[int, str]], engine: Tally, every: range) -> str:

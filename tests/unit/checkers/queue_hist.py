@@ -41,6 +41,10 @@ class H:
         self.ops.append(o)
         return o
 
+    def wait(self, ns: int) -> None:
+        """Let ``ns`` pass before the next op."""
+        self.t += ns
+
     def invoke(self, p: int, v: int, part: int = 0) -> None:
         self.op(p, "invoke", "send", {"topic": TOPIC, "partition": part, "value": v})
 

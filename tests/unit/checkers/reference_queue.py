@@ -27,7 +27,7 @@ from faultline.checkers.columns import MAX_GROW, NONE, nones
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.result import Result
-from faultline.checkers.verdict import Collected, build_result
+from faultline.checkers.verdict import Collected, build_result, iso_rows
 from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
 from faultline.history import NEMESIS, Op, ReadResult
@@ -389,7 +389,7 @@ class Engine:
                         elif part.short is not None and (ack == NONE or ack >= part.hw):
                             c.set_aside("lost-write", tp)
                         else:
-                            c.add("lost-write", tp, partial(examples.lost, self, c, s))
+                            c.add("lost-write", tp, self.c_inv[s], partial(examples.lost, self, c, s))
                             done = self.c_done[s]
                             if c.first_loss_ns is None or done < c.first_loss_ns:
                                 c.first_loss_ns = done
@@ -409,12 +409,12 @@ class Engine:
                     elif drained < prev[0]:
                         copies = self.copies(tp, (prev[0], drained))
                         cause = provenance.reorder_cause(*copies)
-                        c.add("nonmonotonic-send", tp,
+                        c.add("nonmonotonic-send", tp, self.c_inv[s],
                               partial(examples.reorder, self, c, prev, s, copies, cause),
                               cause=cause)
             elif status == FAIL:
                 if read_t != NONE:
-                    c.add("aborted-read", tp, partial(examples.aborted, self, c, s))
+                    c.add("aborted-read", tp, self.c_inv[s], partial(examples.aborted, self, c, s))
             elif read_t != NONE:
                 c.indeterminate_read += 1
             else:
@@ -424,10 +424,10 @@ class Engine:
             at = sorted({self.c_drain[s], *offsets})
             copies = self.copies(tp, at)
             cause = provenance.duplicate_cause(copies)
-            c.add("duplicate", tp, partial(examples.duplicate, self, c, s, at, copies, cause),
+            c.add("duplicate", tp, self.c_inv[s], partial(examples.duplicate, self, c, s, at, copies, cause),
                   cause=cause)
         for (tp, val), (off, t, by, n) in sorted(self.odd_reads.items()):
-            c.add("unexpected-value", tp,
+            c.add("unexpected-value", tp, t,
                   partial(examples.unexpected, self, c, tp, val, off, t, by, n))
 
     def _offsets(self, c: Collected) -> None:
@@ -452,7 +452,7 @@ class Engine:
                         if part.short is not None and off >= part.hw:  # type: ignore[operator]
                             c.set_aside("phantom-read", tp)
                         else:
-                            c.add("phantom-read", tp,
+                            c.add("phantom-read", tp, examples.read_at(self, tp, off, x),
                                   partial(examples.phantom, self, c, tp, off, x))
                 if len(values) > 1:
                     # An ack is involved when an ack's association is what is wrong: two
@@ -466,21 +466,20 @@ class Engine:
                     reads_disagree = len({x for x in (p, dv) if x != NONE} | {
                         x for x, seen in extra.items() if any(k != "ack" for k, _, _ in seen)}) > 1
                     counted.add((tp, off))
-                    c.add("inconsistent-offsets", tp,
+                    c.add("inconsistent-offsets", tp, examples.iso_at(self, tp, off, a, p, extra),
                           partial(examples.iso, self, c, tp, off, a, p, dv, extra, involves_ack,
-                                  reads_disagree),
-                          c.iso_reason(involves_ack, reads_disagree, tp) is not None)
+                                  reads_disagree), iso_rows(involves_ack, reads_disagree))
         for s in c.iso_ack_offset:
             tp = self.c_tp[s]
             if (tp, self.c_ack[s]) in counted:
                 continue
             counted.add((tp, self.c_ack[s]))
-            c.add("inconsistent-offsets", tp, partial(examples.iso_value, self, c, s),
-                  c.iso_reason(True, False, tp) is not None)
+            c.add("inconsistent-offsets", tp, self.c_inv[s], partial(examples.iso_value, self, c, s),
+                  iso_rows(True, False))
 
     def _consumers(self, c: Collected) -> None:
         for tp, p, prev, off, t in self.backwards:
-            c.add("nonmonotonic-poll", tp,
+            c.add("nonmonotonic-poll", tp, t,
                   partial(examples.backwards, self, c, tp, p, prev, off, t))
         for tp, p, prev, off, t in self.gaps:
             part = self.parts[tp]
@@ -488,7 +487,7 @@ class Engine:
                 continue
             skipped = part.drains.any_between((part.lso or 0) - 1 if prev is None else prev, off)
             if skipped:
-                c.add("poll-skip", tp, partial(examples.skip, self, c, tp, p, prev, off, t, skipped))
+                c.add("poll-skip", tp, t, partial(examples.skip, self, c, tp, p, prev, off, t, skipped))
 
     def copies(self, tp: int, offsets: Iterable[int]) -> list[provenance.Copy | None]:
         """The record at each offset of partition ``tp`` as its replicas' batches say
