@@ -165,6 +165,16 @@ def test_a_bad_spec_file_is_one_line_naming_it(tmp_path: Path, runs: list[TestSp
     ("producer:\n  enable_idempotence: false\n  max_in_flight: 1000001\n",
      "producer.max_in_flight must be between 1 and 1000000, not 1000001"),
     ("kafka:\n  version: latest\n", "--kafka-version must look like 4.3.1, not 'latest'"),
+    # issue 41: a line break in a broker setting wrote a setting of its own into server.properties
+    ('kafka:\n  broker_config:\n    log.dir: "x\\r\\nzookeeper.connect=evil"\n',
+     "kafka.broker_config.log.dir: 'x\\r\\nzookeeper.connect=evil' holds a control character"),
+    ('kafka:\n  broker_config:\n    log.dir: "x\\rcontrolled.shutdown.enable=false"\n',
+     "kafka.broker_config.log.dir: 'x\\rcontrolled.shutdown.enable=false' holds a control character"),
+    ('kafka:\n  broker_config:\n    log.dir: "x\\x00"\n', "log.dir: 'x\\x00' holds a control character"),
+    ('kafka:\n  broker_config:\n    "a\\nb": x\n',
+     "kafka.broker_config: 'a\\nb' is not a Kafka setting name"),
+    ('kafka:\n  broker_config:\n    "a=b": x\n', "kafka.broker_config: 'a=b' is not a Kafka setting name"),
+    ('kafka:\n  broker_config:\n    "#a": x\n', "kafka.broker_config: '#a' is not a Kafka setting name"),
 ])
 def test_a_spec_file_with_bad_values_is_one_line(tmp_path: Path, runs: list[TestSpec], text: str,
                                                  message: str) -> None:
