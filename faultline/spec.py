@@ -35,6 +35,17 @@ DEFAULT_KAFKA_VERSION = "4.3.1"
 _KAFKA_VERSION = re.compile(r"\d+\.\d+\.\d+(?:[-.][A-Za-z0-9.]+)?")
 #: A Kafka setting's name (``log.dirs``, ``listener.name.client.ssl.keystore.location``).
 _SETTING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+#: A docker image reference, as Docker's reference grammar (distribution/reference) has it:
+#: ``[host[:port]/]path[:tag][@digest]``, or an image id; never an option (``-...``).
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_PATH_PART = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"(?:(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?/)?"
+    rf"{_PATH_PART}(?:/{_PATH_PART})*"
+    r"(?::\w[\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?",
+    re.ASCII,
+)
 
 #: The most partitions a test topic may have: Kafka's controller refuses a CreateTopics
 #: request of more (KAFKA-17870, Kafka 3.9 on), and the checker counts at most 32,768.
@@ -370,6 +381,9 @@ def _validate(spec: TestSpec) -> None:
          f"(at most {MAX_TOPIC_NAME}, not only dots), as Kafka's topic names"),
         (name_ok(spec.name),
          f"test name {spec.name!r} may hold only letters, digits, '.', '_' and '-' (not only dots)"),
+        (k.image is None or (len(k.image) <= 255 and _IMAGE.fullmatch(k.image) is not None),
+         f"--image {k.image!r} is not a docker image reference "
+         "(like faultline/kafka:4.3.1 or registry.example:5000/team/kafka@sha256:...)"),
     ]
     problem = _broker_config_problem(k.broker_config)
     checks.append((problem is None, problem or ""))

@@ -213,11 +213,27 @@ def test_a_spec_file_that_is_not_text_is_one_line(tmp_path: Path, runs: list[Tes
     (["--retries", str(2**32)], f"--retries must be between 0 and {2**31 - 1}, not {2**32}"),
     # found by review: refused only by the cluster's start, after the run directory was made
     (["--kafka-version", "4.3"], "--kafka-version must look like 4.3.1, not '4.3'"),
+    # issue 41: docker read an image named like an option as its option
+    (["--image=--privileged"], "--image '--privileged' is not a docker image reference"),
+    (["--image", "-x"], "--image '-x' is not a docker image reference"),
+    (["--image", "Faultline/Kafka"], "--image 'Faultline/Kafka' is not a docker image reference"),
+    (["--image", "kafka:4.3.1\n-x"], "--image 'kafka:4.3.1\\n-x' is not a docker image reference"),
+    (["--image", "kafka latest"], "--image 'kafka latest' is not a docker image reference"),
+    (["--image", "kafka@sha256:00"], "--image 'kafka@sha256:00' is not a docker image reference"),
 ])
 def test_a_bad_command_line_is_one_line(runs: list[TestSpec], args: list[str], message: str) -> None:
     line = _one_error_line(CliRunner().invoke(main, ["run", *args]))
     assert message in line, line
     assert runs == []
+
+
+@pytest.mark.parametrize("name", [
+    "faultline/kafka:4.3.1", "kafka", "apache/kafka:4.1.0-rc2", "localhost:5000/team/kafka_x__y-z",
+    "registry.example.com/a/b/c:v1.2", f"kafka@sha256:{'a' * 64}", f"[::1]:5000/kafka:1@sha256:{'0' * 64}",
+    "e3b0c44298fc", f"sha256:{'e3' * 32}",
+])
+def test_a_docker_image_reference_is_taken(name: str) -> None:
+    assert build_spec(None, {"kafka": {"image": name}}).kafka.image == name
 
 
 def test_the_largest_seed_runs(tmp_path: Path, runs: list[TestSpec]) -> None:
