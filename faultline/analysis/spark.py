@@ -11,17 +11,15 @@ off; :class:`Progress` shows the pipeline's steps, and the running stage's tasks
 
 A session this machine runs (``local[N]``, as master or as Spark Connect's ``remote``) is
 reachable only by this run: its driver, block manager and Connect server listen on
-127.0.0.1, and Spark's RPC authentication is on, with a secret made per session
-(:func:`private_conf`). A session on a cluster (``spark://``, ``yarn``, ...) or on a
-Spark Connect server (``sc://``) gets neither: that cluster's own settings decide
-(docs/analysis.md says what to set).
+127.0.0.1, and Spark's RPC authentication is on (:data:`PRIVATE_CONF`). A session on a
+cluster (``spark://``, ``yarn``, ...) or on a Spark Connect server (``sc://``) gets neither:
+that cluster's own settings decide (docs/analysis.md says what to set).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -66,16 +64,17 @@ def embedded(master: str) -> bool:
     return _EMBEDDED.fullmatch(master) is not None
 
 
-def private_conf() -> dict[str, str]:
-    """What makes an embedded session reachable only by this run: its listening sockets
-    on 127.0.0.1, and RPC authentication with a fresh random secret (a new one per call)."""
-    return {
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
-        "spark.connect.grpc.binding.address": "127.0.0.1",
-        "spark.authenticate": "true",
-        "spark.authenticate.secret": secrets.token_hex(32),
-    }
+#: What makes an embedded session reachable only by this run: its listening sockets on
+#: 127.0.0.1, and RPC authentication. No ``spark.authenticate.secret``: for a local master
+#: Spark makes a random secret per application itself and keeps it in its JVM, where one
+#: in the conf would be on the JVM's command line (pyspark passes it as ``--conf``), which
+#: every local user can read.
+PRIVATE_CONF: dict[str, str] = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.connect.grpc.binding.address": "127.0.0.1",
+    "spark.authenticate": "true",
+}
 
 
 def java_home() -> Path:
@@ -117,7 +116,7 @@ def session(master: str | None = None, remote: str | None = None, *, app: str = 
     ``remote`` is a server's ``sc://`` URL, whose executors must have faultline installed,
     or ``local[N]``: pyspark then starts a Spark Connect server in this machine, with the
     environment :func:`spark_env` gives. An embedded ``local`` session, classic or behind
-    Spark Connect's server, gets :func:`private_conf` (Spark Connect's server also needs
+    Spark Connect's server, gets :data:`PRIVATE_CONF` (Spark Connect's server also needs
     the bearer token pyspark makes for it, ``SPARK_CONNECT_AUTHENTICATE_TOKEN``)."""
     try:
         from pyspark.sql import SparkSession
@@ -134,7 +133,7 @@ def session(master: str | None = None, remote: str | None = None, *, app: str = 
         settings = {**LOCAL_CONF, "spark.driver.extraJavaOptions": quiet,
                     "spark.executor.extraJavaOptions": quiet, **settings}
         if embedded(remote or master or "local[*]"):
-            settings.update(private_conf())
+            settings.update(PRIVATE_CONF)
         builder = (SparkSession.builder.remote(remote) if remote
                    else SparkSession.builder.master(master or "local[*]"))
     for k, v in settings.items():

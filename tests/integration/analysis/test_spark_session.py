@@ -1,6 +1,7 @@
 """The Spark session ``faultline analyze`` starts on this machine is reachable only by the
 run: another local user (``nobody``) who sends the driver an RPC request without Spark's
-secret is refused, and every socket its JVM listens on is on 127.0.0.1. Classic
+secret is refused, cannot read that secret off the JVM's command line, and every socket
+the JVM listens on is on 127.0.0.1. Classic
 ``local[N]`` and Spark Connect's ``remote`` ``local[N]`` alike; each session runs in a
 process of its own (a Spark Connect session changes the process's environment for good)."""
 
@@ -62,7 +63,10 @@ def test_another_user_cannot_talk_to_the_driver_without_its_secret(kind: str) ->
         sockets = _listening(jvm)
         probe = subprocess.run([*NOBODY, "/usr/bin/python3", "-I", str(PROBE), "127.0.0.1", str(port)],
                                capture_output=True, text=True, timeout=60)
+        argv = subprocess.run([*NOBODY, "cat", f"/proc/{jvm}/cmdline"], capture_output=True, text=True,
+                              check=True).stdout.split("\0")
     assert probe.returncode == 0, probe.stderr
+    assert "spark.authenticate=true" in argv and not [a for a in argv if "secret" in a], argv
     assert probe.stdout.startswith("refused: "), probe.stdout
     assert any(s.endswith(f":{port}") for s in sockets), sockets
     assert all(s.rsplit(":", 1)[0] in ("127.0.0.1", "[::ffff:127.0.0.1]") for s in sockets), sockets
