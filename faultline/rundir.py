@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -146,9 +146,12 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
     """Write ``data`` (bytes, or chunks of it) to ``path`` through a temporary file in the
     same directory, fsynced, then renamed over it; returns ``path``. On any error the
     temporary file is removed and ``path`` is as it was; one that the system raised
-    (a full disk, ``path`` a directory) is a FaultlineError naming ``path``."""
+    (a full disk, ``path`` a directory) is a FaultlineError naming ``path``. The file gets
+    the mode ``open()`` would give it (0o666 less the process's umask), not mkstemp's 0600."""
+    tmp = str(path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        # O_EXCL as mkstemp; the kernel applies the umask (and a directory's default ACL)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     except OSError as e:
         raise FaultlineError(f"{path}: cannot write: {e.strerror or e}") from None
     try:

@@ -33,6 +33,19 @@ FAULTS: tuple[str, ...] = tuple(FAMILIES)
 DEFAULT_KAFKA_VERSION = "4.3.1"
 #: What a Kafka release's version looks like (4.3.1, 4.1.0-rc2): what Maven is asked for.
 _KAFKA_VERSION = re.compile(r"\d+\.\d+\.\d+(?:[-.][A-Za-z0-9.]+)?")
+#: A Kafka setting's name (``log.dirs``, ``listener.name.client.ssl.keystore.location``).
+_SETTING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+#: A docker image reference, as Docker's reference grammar (distribution/reference) has it:
+#: ``[host[:port]/]path[:tag][@digest]``, or an image id; never an option (``-...``).
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_PATH_PART = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"(?:(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?/)?"
+    rf"{_PATH_PART}(?:/{_PATH_PART})*"
+    r"(?::\w[\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?",
+    re.ASCII,
+)
 
 #: The most partitions a test topic may have: Kafka's controller refuses a CreateTopics
 #: request of more (KAFKA-17870, Kafka 3.9 on), and the checker counts at most 32,768.
@@ -303,6 +316,20 @@ def kafka_version(version: str, option: str = "--kafka-version") -> str:
     return version
 
 
+def _broker_config_problem(config: Mapping[str, str]) -> str | None:
+    """Why ``config`` cannot go into server.properties, or None: each name must have a Kafka
+    setting's shape, and no value may hold a control character (the file is line-based:
+    a line break would add a setting no spec shows)."""
+    for name, value in config.items():
+        if not _SETTING_NAME.fullmatch(name):
+            return (f"kafka.broker_config: {name!r} is not a Kafka setting name "
+                    "(ASCII letters, digits, '.', '_' and '-')")
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+            return (f"kafka.broker_config.{name}: {value!r} holds a control character "
+                    "(a line break would add a setting to server.properties)")
+    return None
+
+
 def _validate(spec: TestSpec) -> None:
     """Reject specs that cannot run, one clear message each."""
     k, t, p, w, n = spec.kafka, spec.topic, spec.producer, spec.workload, spec.nemesis
@@ -354,7 +381,12 @@ def _validate(spec: TestSpec) -> None:
          f"(at most {MAX_TOPIC_NAME}, not only dots), as Kafka's topic names"),
         (name_ok(spec.name),
          f"test name {spec.name!r} may hold only letters, digits, '.', '_' and '-' (not only dots)"),
+        (k.image is None or (len(k.image) <= 255 and _IMAGE.fullmatch(k.image) is not None),
+         f"--image {k.image!r} is not a docker image reference "
+         "(like faultline/kafka:4.3.1 or registry.example:5000/team/kafka@sha256:...)"),
     ]
+    problem = _broker_config_problem(k.broker_config)
+    checks.append((problem is None, problem or ""))
     unknown_faults = [f for f in n.faults if f not in FAULTS]
     checks.append(
         (not unknown_faults,

@@ -8,11 +8,18 @@ Spark needs and a fresh shell lacks: ``JAVA_HOME`` (Java 17+, from ``$JAVA_HOME`
 interpreter, so executors import the same faultline, pandas and pyarrow). Spark's own
 log is cut to errors (``data/log4j2-spark.properties``) and its console progress bar is
 off; :class:`Progress` shows the pipeline's steps, and the running stage's tasks, with rich.
+
+A session this machine runs (``local[N]``, as master or as Spark Connect's ``remote``) is
+reachable only by this run: its driver, block manager and Connect server listen on
+127.0.0.1, and Spark's RPC authentication is on (:data:`PRIVATE_CONF`). A session on a
+cluster (``spark://``, ``yarn``, ...) or on a Spark Connect server (``sc://``) gets neither:
+that cluster's own settings decide (docs/analysis.md says what to set).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,6 +52,28 @@ CONF: dict[str, str] = {
 LOCAL_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.ui.enabled": "false",
+}
+
+_EMBEDDED = re.compile(r"local(\[[^\]]*\])?")
+
+
+def embedded(master: str) -> bool:
+    """Whether Spark runs ``master`` inside this run's own JVM: ``local``, ``local[N]``,
+    ``local[*]``, ``local[N,F]``; not ``local-cluster[...]`` (a standalone master and
+    workers) nor a cluster's or a Spark Connect server's URL."""
+    return _EMBEDDED.fullmatch(master) is not None
+
+
+#: What makes an embedded session reachable only by this run: its listening sockets on
+#: 127.0.0.1, and RPC authentication. No ``spark.authenticate.secret``: for a local master
+#: Spark makes a random secret per application itself and keeps it in its JVM, where one
+#: in the conf would be on the JVM's command line (pyspark passes it as ``--conf``), which
+#: every local user can read.
+PRIVATE_CONF: dict[str, str] = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.connect.grpc.binding.address": "127.0.0.1",
+    "spark.authenticate": "true",
 }
 
 
@@ -86,7 +115,9 @@ def session(master: str | None = None, remote: str | None = None, *, app: str = 
 
     ``remote`` is a server's ``sc://`` URL, whose executors must have faultline installed,
     or ``local[N]``: pyspark then starts a Spark Connect server in this machine, with the
-    environment :func:`spark_env` gives."""
+    environment :func:`spark_env` gives. An embedded ``local`` session, classic or behind
+    Spark Connect's server, gets :data:`PRIVATE_CONF` (Spark Connect's server also needs
+    the bearer token pyspark makes for it, ``SPARK_CONNECT_AUTHENTICATE_TOKEN``)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - pyspark is a dependency
@@ -101,6 +132,8 @@ def session(master: str | None = None, remote: str | None = None, *, app: str = 
         quiet = f"-Dlog4j2.configurationFile={log4j}"
         settings = {**LOCAL_CONF, "spark.driver.extraJavaOptions": quiet,
                     "spark.executor.extraJavaOptions": quiet, **settings}
+        if embedded(remote or master or "local[*]"):
+            settings.update(PRIVATE_CONF)
         builder = (SparkSession.builder.remote(remote) if remote
                    else SparkSession.builder.master(master or "local[*]"))
     for k, v in settings.items():

@@ -74,14 +74,29 @@ def server_properties(
 
 
 def render_properties(props: Mapping[str, str]) -> str:
-    """``key=value`` lines, sorted, with ``\\``, ``=``, ``:`` and newlines escaped."""
+    """``key=value`` lines, sorted, escaped as ``java.util.Properties.store`` escapes them
+    (Kafka reads the file with ``Properties.load``): whatever a key or value holds, each is
+    read back as it was, and each setting is one line."""
+    return "".join(f"{_escape(k, key=True)}={_escape(v, key=False)}\n" for k, v in sorted(props.items()))
 
-    def esc(text: str) -> str:
-        return (
-            text.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")
-        )
 
-    return "".join(f"{esc(k)}={esc(v)}\n" for k, v in sorted(props.items()))
+_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f",
+            "=": "\\=", ":": "\\:", "#": "\\#", "!": "\\!"}
+
+
+def _escape(text: str, *, key: bool) -> str:
+    out = []
+    for i, c in enumerate(text):
+        if c == " " and (key or i == 0):  # a key's spaces end it; a value's leading ones are dropped
+            out.append("\\ ")
+        elif c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif not " " <= c <= "~":  # the file is read as ISO 8859-1: the rest as UTF-16 units
+            units = c.encode("utf-16-be", "surrogatepass")
+            out.extend(f"\\u{units[j]:02x}{units[j + 1]:02x}" for j in range(0, len(units), 2))
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 def jvm_options(heap_mb: int, log_dir: Path, log4j_config: Path, run_id: str) -> list[str]:

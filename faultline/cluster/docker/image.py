@@ -31,8 +31,8 @@ def default_image(version: str) -> str:
 
 
 def exists(image: str) -> bool:
-    """True when the engine has ``image``."""
-    done = subprocess.run(["docker", "image", "inspect", image], capture_output=True, check=False)
+    """True when the engine has ``image`` (after ``--``: a name is never read as an option)."""
+    done = subprocess.run(["docker", "image", "inspect", "--", image], capture_output=True, check=False)
     return done.returncode == 0
 
 
@@ -80,7 +80,7 @@ def ensure_image(version: str, report: Report, image: str | None = None) -> str:
                            stdout=subprocess.PIPE)  # fmt: skip
     done = subprocess.run(
         ["docker", "import", "--change", f"ENV PATH={_PATH}", "--change", "LABEL faultline.image=kafka",
-         "-", name],
+         "--", "-", name],
         stdin=tar.stdout, capture_output=True, text=True, check=False,
     )  # fmt: skip
     tar.wait()

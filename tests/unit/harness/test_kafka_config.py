@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 from faultline.cluster import kafka_config
@@ -53,6 +55,35 @@ def test_internal_topics_fit_a_small_cluster() -> None:
 def test_render_escapes_and_sorts() -> None:
     text = kafka_config.render_properties({"b": "x=y:z", "a": "C:\\dir\nnext"})
     assert text == "a=C\\:\\\\dir\\nnext\nb=x\\=y\\:z\n"
+
+
+#: Loads a file as Kafka loads server.properties (Properties.load of its bytes) and prints
+#: each setting as its key's and value's UTF-8 in hex.
+_LOAD = """
+import java.nio.file.*; import java.util.*;
+class Load { public static void main(String[] a) throws Exception {
+  Properties p = new Properties(); p.load(Files.newInputStream(Path.of(a[0])));
+  HexFormat h = HexFormat.of();
+  for (String k : new TreeSet<>(p.stringPropertyNames()))
+    System.out.println(h.formatHex(k.getBytes("UTF-8")) + " "
+                       + h.formatHex(p.getProperty(k).getBytes("UTF-8")));
+} }
+"""
+
+
+def test_java_reads_back_every_setting_as_written(tmp_path: Path) -> None:
+    """Issue 41: a carriage return in a value ended its line, and Kafka read what followed
+    as a setting of its own."""
+    props = {"log.dir": "x\r\nzookeeper.connect=evil", "a": "\t\f#!=: \\ end", " lead": "  two",
+             "k=:#! \t": "v", "non.latin": "é€😀", "empty": "", "nul": "\x00\x7f"}
+    (tmp_path / "server.properties").write_text(kafka_config.render_properties(props), encoding="ascii")
+    (tmp_path / "Load.java").write_text(_LOAD)
+    java = shutil.which("java")
+    assert java, "java is not on PATH (make setup installs it)"
+    out = subprocess.run([java, str(tmp_path / "Load.java"), str(tmp_path / "server.properties")],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    read = dict(line.split(" ") for line in out.splitlines())
+    assert {bytes.fromhex(k).decode(): bytes.fromhex(v).decode() for k, v in read.items()} == props
 
 
 def test_jvm_options_heap_and_markers() -> None:

@@ -165,6 +165,16 @@ def test_a_bad_spec_file_is_one_line_naming_it(tmp_path: Path, runs: list[TestSp
     ("producer:\n  enable_idempotence: false\n  max_in_flight: 1000001\n",
      "producer.max_in_flight must be between 1 and 1000000, not 1000001"),
     ("kafka:\n  version: latest\n", "--kafka-version must look like 4.3.1, not 'latest'"),
+    # issue 41: a line break in a broker setting wrote a setting of its own into server.properties
+    ('kafka:\n  broker_config:\n    log.dir: "x\\r\\nzookeeper.connect=evil"\n',
+     "kafka.broker_config.log.dir: 'x\\r\\nzookeeper.connect=evil' holds a control character"),
+    ('kafka:\n  broker_config:\n    log.dir: "x\\rcontrolled.shutdown.enable=false"\n',
+     "kafka.broker_config.log.dir: 'x\\rcontrolled.shutdown.enable=false' holds a control character"),
+    ('kafka:\n  broker_config:\n    log.dir: "x\\x00"\n', "log.dir: 'x\\x00' holds a control character"),
+    ('kafka:\n  broker_config:\n    "a\\nb": x\n',
+     "kafka.broker_config: 'a\\nb' is not a Kafka setting name"),
+    ('kafka:\n  broker_config:\n    "a=b": x\n', "kafka.broker_config: 'a=b' is not a Kafka setting name"),
+    ('kafka:\n  broker_config:\n    "#a": x\n', "kafka.broker_config: '#a' is not a Kafka setting name"),
 ])
 def test_a_spec_file_with_bad_values_is_one_line(tmp_path: Path, runs: list[TestSpec], text: str,
                                                  message: str) -> None:
@@ -203,11 +213,27 @@ def test_a_spec_file_that_is_not_text_is_one_line(tmp_path: Path, runs: list[Tes
     (["--retries", str(2**32)], f"--retries must be between 0 and {2**31 - 1}, not {2**32}"),
     # found by review: refused only by the cluster's start, after the run directory was made
     (["--kafka-version", "4.3"], "--kafka-version must look like 4.3.1, not '4.3'"),
+    # issue 41: docker read an image named like an option as its option
+    (["--image=--privileged"], "--image '--privileged' is not a docker image reference"),
+    (["--image", "-x"], "--image '-x' is not a docker image reference"),
+    (["--image", "Faultline/Kafka"], "--image 'Faultline/Kafka' is not a docker image reference"),
+    (["--image", "kafka:4.3.1\n-x"], "--image 'kafka:4.3.1\\n-x' is not a docker image reference"),
+    (["--image", "kafka latest"], "--image 'kafka latest' is not a docker image reference"),
+    (["--image", "kafka@sha256:00"], "--image 'kafka@sha256:00' is not a docker image reference"),
 ])
 def test_a_bad_command_line_is_one_line(runs: list[TestSpec], args: list[str], message: str) -> None:
     line = _one_error_line(CliRunner().invoke(main, ["run", *args]))
     assert message in line, line
     assert runs == []
+
+
+@pytest.mark.parametrize("name", [
+    "faultline/kafka:4.3.1", "kafka", "apache/kafka:4.1.0-rc2", "localhost:5000/team/kafka_x__y-z",
+    "registry.example.com/a/b/c:v1.2", f"kafka@sha256:{'a' * 64}", f"[::1]:5000/kafka:1@sha256:{'0' * 64}",
+    "e3b0c44298fc", f"sha256:{'e3' * 32}",
+])
+def test_a_docker_image_reference_is_taken(name: str) -> None:
+    assert build_spec(None, {"kafka": {"image": name}}).kafka.image == name
 
 
 def test_the_largest_seed_runs(tmp_path: Path, runs: list[TestSpec]) -> None:
