@@ -9,6 +9,8 @@ import struct
 import subprocess
 from pathlib import Path
 
+from faultline.cluster.local.cluster import LocalCluster
+
 #: An HTTP GET of ``/version`` to each ``host:port`` argument; prints, as JSON, the first
 #: line of each answer, or how the attempt ended.
 _GET = """
@@ -47,3 +49,18 @@ def http_get_as_nobody(targets: list[str]) -> dict[str, str]:
          *targets], capture_output=True, text=True, timeout=60, check=True, cwd="/",
     )  # fmt: skip
     return dict(zip(targets, json.loads(done.stdout), strict=True))
+
+
+def assert_toxiproxy_out_of_reach(cluster: LocalCluster) -> None:
+    """Toxiproxy has no authentication: as nobody, no socket the run's server listens on
+    (its API and a proxy per node) answers its API; the harness still adds and removes
+    toxics through it."""
+    assert cluster.state.toxiproxy is not None
+    sockets = listening(cluster.state.toxiproxy.pid)
+    assert len(sockets) == 1 + len(cluster.node_ids), sockets
+    answers = http_get_as_nobody(sockets)
+    assert not any(a.startswith("HTTP/") for a in answers.values()), answers
+    name = cluster.add_toxic(1, "latency", {"latency": 10})
+    assert [t.name for t in cluster.toxiproxy.toxics("n1")] == [name]
+    cluster.remove_toxic(1, name)
+    assert cluster.toxiproxy.toxics("n1") == []

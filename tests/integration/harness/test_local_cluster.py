@@ -23,7 +23,7 @@ from faultline.cluster.protocol import (
 )
 from faultline.errors import ClusterError
 from tests.integration.nemeses.nemesis_helpers import wait_until
-from tests.unprivileged import http_get_as_nobody, listening
+from tests.unprivileged import assert_toxiproxy_out_of_reach
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 TOPIC = "it-topic"
@@ -132,18 +132,7 @@ def test_latency_toxic_delays_every_response_of_the_leader(cluster: LocalCluster
 
 
 def test_no_other_local_user_reaches_the_toxiproxy_api(cluster: LocalCluster) -> None:
-    """Toxiproxy has no authentication: as nobody, no socket its server listens on answers
-    its API, while the harness still adds and removes toxics and clients go through it."""
-    pid = cluster.state.toxiproxy.pid if cluster.state.toxiproxy else 0
-    sockets = listening(pid)
-    assert len(sockets) == 1 + len(cluster.node_ids), sockets  # the API and a proxy per node
-    answers = http_get_as_nobody(sockets)
-    assert not any(a.startswith("HTTP/") for a in answers.values()), answers
-    assert cluster.toxiproxy.version()
-    name = cluster.add_toxic(1, "latency", {"latency": 10})
-    assert [t.name for t in cluster.toxiproxy.toxics("n1")] == [name]
-    cluster.remove_toxic(1, name)
-    assert cluster.toxiproxy.toxics("n1") == []
+    assert_toxiproxy_out_of_reach(cluster)
     produce(cluster, 2, [b"through-the-proxies"])
 
 
