@@ -133,6 +133,9 @@ class DockerCluster(LocalCluster):
         log.touch()
         api = self._docker.api
         server = "/usr/local/bin/toxiproxy-server"
+        # the run's process marker, as on the host: it tells clean-ups of another state
+        # root that this run lives (runstate.foreign_runs)
+        marker = {runstate.ENV_RUN: self.run_id, "FAULTLINE_STATE": str(runstate.state_root())}
         command = ["sh", "-c", 'exec "$@" >>"$0" 2>&1', "/toxiproxy.log",
                    server, "-host", "127.0.0.1", "-port", str(toxiproxy.API_PORT)]  # fmt: skip
         host_config = api.create_host_config(
@@ -145,6 +148,7 @@ class DockerCluster(LocalCluster):
         created = api.create_container(
             self._image, command=command, name=self._toxiproxy_name, hostname="toxiproxy",
             labels={LABEL: self.run_id}, host_config=host_config, networking_config=networking,
+            environment=marker,
         )  # fmt: skip
         container = self._docker.containers.get(created["Id"])
         container.start()

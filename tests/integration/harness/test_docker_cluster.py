@@ -13,7 +13,7 @@ import pytest
 from faultline.cluster import kafka_client
 from faultline.cluster.docker import image
 from faultline.cluster.docker.cluster import LABEL, DockerCluster
-from faultline.cluster.local import netns
+from faultline.cluster.local import netns, runstate
 from faultline.errors import SetupError
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 from tests.unprivileged import assert_toxiproxy_out_of_reach
@@ -55,6 +55,9 @@ def _grudge_rules(cluster: DockerCluster, node: int) -> list[str]:
 def test_no_other_local_user_reaches_the_toxiproxy_api(client: docker.DockerClient) -> None:
     with DockerCluster(SPEC) as cluster:
         assert_toxiproxy_out_of_reach(cluster)
+        # its process names the run and its state root: another root's clean-up leaves it
+        assert cluster.state.toxiproxy is not None
+        assert runstate.run_processes(runstate.state_root())[cluster.run_id] == [cluster.state.toxiproxy.pid]
         kafka_client.round_trip(cluster.bootstrap_servers(), 3, 20.0)
 
 
