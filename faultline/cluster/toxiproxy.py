@@ -25,7 +25,6 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures.thread import BrokenThreadPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,23 +72,28 @@ class ToxiproxyClient:
         self.timeout = timeout
         self.netns = netns
         self._session = requests.Session()
-        self._worker = ThreadPoolExecutor(1, "toxiproxy-client", enter_namespace, (netns,))
+        self._worker = ThreadPoolExecutor(1, "toxiproxy-client")
+        self._entered = False  # whether the worker thread is in ``netns``
 
     def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         where = self.base if self.netns is None else f"{self.base} in {self.netns}"
         try:
-            response = self._worker.submit(
-                self._session.request, method, self.base + path, json=body, timeout=self.timeout
-            ).result()
+            response = self._worker.submit(self._request, method, path, body).result()
         except requests.RequestException as e:
             raise ClusterError(f"toxiproxy at {where} did not answer {method} {path}: {e}") from e
-        except BrokenThreadPool as e:
-            raise ClusterError(f"toxiproxy at {where}: its namespace could not be entered: "
-                               f"{e.__cause__}") from e
+        except OSError as e:
+            raise ClusterError(f"toxiproxy at {where}: its namespace could not be entered: {e}") from e
         validate_response(response)
         if response.status_code >= 300:
             raise ClusterError(f"toxiproxy {method} {path}: {response.status_code} {response.text.strip()}")
         return response.json() if response.content else None
+
+    def _request(self, method: str, path: str, body: Mapping[str, Any] | None) -> requests.Response:
+        """One request, on the worker thread (which enters ``netns`` first, once)."""
+        if not self._entered:
+            enter_namespace(self.netns)
+            self._entered = True
+        return self._session.request(method, self.base + path, json=body, timeout=self.timeout)
 
     def version(self) -> str:
         return str(self._call("GET", "/version") or "")
