@@ -1,10 +1,10 @@
 """A node's ``server.properties`` and JVM options, as pure functions of the spec.
 
-Listeners of node ``i`` (address ``A``, its proxy on loopback port ``P``)::
+Listeners of node ``i`` (address ``A``, its proxy at ``X:P``)::
 
     BROKER://A:9092      inter-broker replication
     CONTROLLER://A:9093  KRaft quorum (static voters: every node is a voter)
-    CLIENT://A:9094      clients, advertised as CLIENT://127.0.0.1:P, i.e. the proxy
+    CLIENT://A:9094      clients, advertised as CLIENT://X:P, i.e. the proxy
 
 so the metadata a client gets back names proxies only, and no client can bypass them.
 """
@@ -19,20 +19,19 @@ from faultline.spec import KafkaSpec
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
 CLIENT_PORT = 9094
-#: Where clients reach the proxies.
-PROXY_HOST = "127.0.0.1"
 
 
 def server_properties(
     kafka: KafkaSpec,
     node_id: int,
     addresses: Mapping[int, str],
-    proxy_port: int,
+    proxy: str,
     data_dir: Path,
     metadata_dir: Path,
 ) -> dict[str, str]:
     """The broker+controller config of ``node_id``; ``addresses`` maps every node id to
-    its address. ``kafka.broker_config`` is applied last and wins."""
+    its address, ``proxy`` is the ``host:port`` of the node's proxy. ``kafka.broker_config``
+    is applied last and wins."""
     address = addresses[node_id]
     n = len(addresses)
     voters = ",".join(f"{i}@{a}:{CONTROLLER_PORT}" for i, a in sorted(addresses.items()))
@@ -44,7 +43,7 @@ def server_properties(
             f"BROKER://{address}:{BROKER_PORT},CONTROLLER://{address}:{CONTROLLER_PORT},"
             f"CLIENT://{address}:{CLIENT_PORT}"
         ),
-        "advertised.listeners": f"BROKER://{address}:{BROKER_PORT},CLIENT://{PROXY_HOST}:{proxy_port}",
+        "advertised.listeners": f"BROKER://{address}:{BROKER_PORT},CLIENT://{proxy}",
         "listener.security.protocol.map": "BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT",
         "inter.broker.listener.name": "BROKER",
         "controller.listener.names": "CONTROLLER",

@@ -3,14 +3,19 @@
 It is the local backend with the nodes moved into containers, so everything that reads
 a node's files or talks to the cluster through its proxies is shared
 (:class:`~faultline.cluster.local.cluster.LocalCluster`): the run state and its stale-run
-cleanup, Toxiproxy on the host in front of every broker, configs and storage formatted
-on the host, readiness, topics, toxics, wipe and the broker's files. What differs:
+cleanup, Toxiproxy in front of every broker, configs and storage formatted on the host,
+readiness, topics, toxics, wipe and the broker's files. What differs:
 
 - the network: a bridge network of the engine on the run's /24 (gateway = the host's
   address, each container at the address the layout gives it);
 - each node: a container of :func:`~faultline.cluster.docker.image.ensure_image`'s image
   running the broker JVM as its process 1, its directory bind-mounted at the same path
   (so ``server.properties``, data, metadata and logs are the host's files);
+- Toxiproxy: a container of that image on the network too, at the layout's proxy
+  address, running the host's binary (mounted read-only), its API on the container's
+  loopback, which the harness reaches from inside the container's network namespace
+  (:mod:`faultline.cluster.toxiproxy`): never on the host, whose users could falsify a
+  run through it, and behind no firewall rule of the host (the engine rewrites those);
 - faults: kill, stop, pause by the engine (``docker kill`` / ``stop`` / ``pause``);
   partitions are iptables rules in each container's network namespace, applied from the
   host with ``nsenter`` (it works on a paused container, where ``docker exec`` refuses),
@@ -30,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from faultline.cluster import kafka_config, kafka_dist
+from faultline.cluster import kafka_config, kafka_dist, toxiproxy
 from faultline.cluster.docker import engine, image
 from faultline.cluster.local import netns, runstate, signals
 from faultline.cluster.local.cluster import LocalCluster, run_per_node
@@ -115,6 +120,50 @@ class DockerCluster(LocalCluster):
         import docker.types
 
         return docker.types
+
+    # -- Toxiproxy ------------------------------------------------------------------
+
+    @property
+    def _toxiproxy_name(self) -> str:
+        return f"{netns.PREFIX}{self.run_id}-tp"
+
+    def _launch_toxiproxy(self, binary: Path) -> ProcId | None:
+        """Start the run's Toxiproxy container (module docstring); its process (the
+        server, the container's process 1), once it answers."""
+        log = self.state.dir / "toxiproxy.log"
+        log.touch()
+        api = self._docker.api
+        server = "/usr/local/bin/toxiproxy-server"
+        # the run's process marker, as on the host: it tells clean-ups of another state
+        # root that this run lives (runstate.foreign_runs)
+        marker = {runstate.ENV_RUN: self.run_id, "FAULTLINE_STATE": str(runstate.state_root())}
+        command = ["sh", "-c", 'exec "$@" >>"$0" 2>&1', "/toxiproxy.log",
+                   server, "-host", "127.0.0.1", "-port", str(toxiproxy.API_PORT)]  # fmt: skip
+        host_config = api.create_host_config(
+            binds={str(binary): {"bind": server, "mode": "ro"},
+                   str(log): {"bind": "/toxiproxy.log", "mode": "rw"}},
+            network_mode=self._network_name,
+        )  # fmt: skip
+        networking = api.create_networking_config(
+            {self._network_name: api.create_endpoint_config(ipv4_address=self.layout.proxy_address)})
+        created = api.create_container(
+            self._image, command=command, name=self._toxiproxy_name, hostname="toxiproxy",
+            labels={LABEL: self.run_id}, host_config=host_config, networking_config=networking,
+            environment=marker,
+        )  # fmt: skip
+        container = self._docker.containers.get(created["Id"])
+        container.start()
+        container.reload()
+        proc = ProcId.of(int(container.attrs["State"]["Pid"]))
+        if proc is None:
+            raise ClusterError(f"the Toxiproxy container exited at once; see {log}")
+        toxiproxy.wait_answers(self._toxiproxy_netns(), proc.alive, log)
+        return proc
+
+    def _toxiproxy_netns(self) -> Path:
+        """The engine's file of the Toxiproxy container's network namespace."""
+        container = self._docker.containers.get(self._toxiproxy_name)
+        return Path(container.attrs["NetworkSettings"]["SandboxKey"])
 
     # -- nodes ----------------------------------------------------------------------
 

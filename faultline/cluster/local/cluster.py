@@ -46,7 +46,7 @@ from faultline.cluster.local.jvm import Jvms, tail_file
 from faultline.cluster.local.node import LocalNode
 from faultline.cluster.local.runstate import ENV_RUN, ProcId, RunState
 from faultline.cluster.protocol import Grudge, PartitionState
-from faultline.cluster.toxiproxy import ToxiproxyClient, start_server
+from faultline.cluster.toxiproxy import API_PORT, ToxiproxyClient, start_server
 from faultline.cluster.waiting import poll_until, wait_until
 from faultline.errors import ClusterError, SetupError
 from faultline.spec import TestSpec, TopicSpec
@@ -126,7 +126,8 @@ class LocalCluster:
     @property
     def toxiproxy(self) -> ToxiproxyClient:
         if self._toxiproxy is None:
-            self._toxiproxy = ToxiproxyClient("127.0.0.1", self.state.toxiproxy_port)
+            self._toxiproxy = ToxiproxyClient("127.0.0.1", self.state.toxiproxy_port,
+                                              netns=self._toxiproxy_netns())
         return self._toxiproxy
 
     # -- attaching to a run of another process (faultline cluster status/down) ---------
@@ -192,7 +193,7 @@ class LocalCluster:
             ("network", self._build_network),
             ("toxiproxy", lambda: self._start_toxiproxy(toxiproxy_bin)),
             ("configs", lambda: self._jvms.write_configs(
-                self.nodes, {i: self.layout.address(i) for i in self.node_ids}, self.state.proxy_ports)),
+                self.nodes, {n.id: n.address for n in self.nodes}, {n.id: n.proxy for n in self.nodes})),
             ("format", lambda: self._jvms.format_storage(self.nodes, self.state.cluster_id, self.run_id)),
             ("launch", self._launch_all),
             ("ready", lambda: self.wait_healthy(timeout)),
@@ -237,17 +238,27 @@ class LocalCluster:
 
     def _start_toxiproxy(self, binary: Path) -> None:
         state = self.state
-        proc, port = start_server(binary, state.dir / "toxiproxy.log", {ENV_RUN: state.run_id})
-        self._popen["toxiproxy"] = proc
-        state.toxiproxy, state.toxiproxy_port = ProcId.of(proc.pid), port
+        state.toxiproxy, state.toxiproxy_port = self._launch_toxiproxy(binary), API_PORT
         state.save()
         for i in self.node_ids:
             info = self.toxiproxy.create_proxy(
-                f"n{i}", f"{kafka_config.PROXY_HOST}:0",
+                f"n{i}", f"{self.layout.proxy_address}:0",
                 f"{self.layout.address(i)}:{kafka_config.CLIENT_PORT}",
             )  # fmt: skip
             state.proxy_ports[i] = info.port
         state.save()
+
+    def _launch_toxiproxy(self, binary: Path) -> ProcId | None:
+        """Start the run's Toxiproxy server in the bridge's namespace, so that only the run
+        reaches its API (:mod:`faultline.cluster.toxiproxy`); its process, once it answers."""
+        proc = start_server(binary, self.layout.bridge_namespace, self.state.dir / "toxiproxy.log",
+                            {ENV_RUN: self.run_id})  # fmt: skip
+        self._popen["toxiproxy"] = proc
+        return ProcId.of(proc.pid)
+
+    def _toxiproxy_netns(self) -> Path:
+        """The file of the network namespace the run's Toxiproxy server runs in."""
+        return Path("/run/netns") / self.layout.bridge_namespace
 
     def _launch_all(self) -> None:
         for i in self.node_ids:
@@ -541,7 +552,7 @@ class LocalCluster:
         return {
             "run_id": state.run_id, "detached": state.detached, "subnet": state.subnet,
             "bridge": self.layout.bridge_namespace, "workdir": state.workdir,
-            "toxiproxy": f"127.0.0.1:{state.toxiproxy_port}",
+            "toxiproxy": f"127.0.0.1:{state.toxiproxy_port} in {self._toxiproxy_netns()}",
             "bootstrap_servers": self.bootstrap_servers(), "nodes": nodes,
             "kafka_version": self._spec.kafka.version, "stale": state.is_stale(),
         }  # fmt: skip

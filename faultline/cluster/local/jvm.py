@@ -38,13 +38,14 @@ class Jvms:
         return self._dist
 
     def write_configs(self, nodes: Sequence[LocalNode], addresses: Mapping[int, str],
-                      proxy_ports: Mapping[int, int]) -> None:
-        """Each node's directories and ``server.properties``."""
+                      proxies: Mapping[int, str]) -> None:
+        """Each node's directories and ``server.properties`` (``proxies``: node -> the
+        ``host:port`` of its proxy)."""
         for node in nodes:
             for d in (node.data_dir, node.metadata_dir, node.log_dir):
                 d.mkdir(parents=True, exist_ok=True)
             props = kafka_config.server_properties(
-                self._spec.kafka, node.id, addresses, proxy_ports[node.id],
+                self._spec.kafka, node.id, addresses, proxies[node.id],
                 node.data_dir, node.metadata_dir,
             )  # fmt: skip
             node.config_file.write_text(kafka_config.render_properties(props))

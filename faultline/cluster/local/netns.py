@@ -5,6 +5,7 @@ Layout of one run ``<run>`` (a short random id) with nodes 1..n::
     host namespace            namespace fl<run>-br             namespace fl<run>-n<i>
     veth fl<run>h  <-------> host ==+
     10.241.X.1/24                   br0 (bridge) +== v<i> <--> eth0  10.241.X.(10+i)/24
+                                    10.241.X.2/24: Toxiproxy
 
 The bridge lives in a namespace of the run's own, whose firewall is empty (a new
 namespace starts with every policy ACCEPT and no rule): traffic between nodes is
@@ -12,14 +13,16 @@ bridged there, so a host firewall that drops forwarded or bridged packets (Docke
 libvirt and LXD set the host's FORWARD policy to DROP with ``br_netfilter``'s
 ``bridge-nf-call-iptables=1``) never sees it. The host reaches the nodes through the
 veth ``fl<run>h``: that traffic is the host's own (OUTPUT and INPUT), never forwarded.
-The host end is the clients' side (Toxiproxy connects from there).
+Toxiproxy runs in the bridge's namespace: its API on that namespace's loopback, out of
+reach of the host's users; its proxies on the bridge's address (:attr:`Layout.proxy_address`),
+which clients reach from the host through the veth, and from which it connects to the nodes.
 
 Partitions are iptables rules in a chain ``FAULTLINE`` inside each node's namespace,
 jumped to from ``INPUT``, so the host's own firewall is never read for writing or
 touched. A grudge drops every packet from a node; a *replication* grudge only the
 packets to or from the brokers' inter-broker listener
 (:data:`faultline.cluster.kafka_config.BROKER_PORT`), so the nodes it names stay in
-the KRaft quorum (controller listener) and reachable by clients (from the host),
+the KRaft quorum (controller listener) and reachable by clients (through the proxies),
 but no longer replicate from each other. Every command is an argument list; nothing goes through a shell.
 
 :func:`probe` and :func:`diagnose` tell whether nodes reach each other, and if not,
@@ -90,9 +93,14 @@ class Layout:
 
     @property
     def host_address(self) -> str:
-        """The host's address on the run's subnet: where the proxies' connections to the
-        nodes come from."""
+        """The host's address on the run's subnet."""
         return str(self.subnet.network_address + 1)
+
+    @property
+    def proxy_address(self) -> str:
+        """The bridge's address in the run's bridge namespace: where the proxies listen and
+        their connections to the nodes come from."""
+        return str(self.subnet.network_address + 2)
 
     def namespace(self, node_id: int) -> str:
         return f"{PREFIX}{self.run_id}-n{node_id}"
@@ -117,7 +125,9 @@ def setup_commands(layout: Layout) -> list[list[str]]:
         ["ip", "netns", "add", brns],
         ["ip", "-n", brns, "link", "add", BRIDGE, "type", "bridge"],
         ["ip", "-n", brns, "link", "set", BRIDGE, "alias", mark],
+        ["ip", "-n", brns, "addr", "add", f"{layout.proxy_address}/{prefix}", "dev", BRIDGE],
         ["ip", "-n", brns, "link", "set", BRIDGE, "up"],
+        ["ip", "-n", brns, "link", "set", "lo", "up"],
         ["ip", "link", "add", host, "type", "veth", "peer", "name", "host", "netns", brns],
         ["ip", "link", "set", host, "alias", mark],
         ["ip", "-n", brns, "link", "set", "host", "master", BRIDGE, "up"],

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from faultline.cluster import kafka_config
 from faultline.cluster.local.netns import Layout
 from faultline.cluster.local.runstate import RunState
 
@@ -71,7 +70,7 @@ class LocalNode:
     @property
     def proxy(self) -> str:
         """``host:port`` of the proxy in front of this node's client listener."""
-        return f"{kafka_config.PROXY_HOST}:{self._cluster.state.proxy_ports[self._id]}"
+        return f"{self._cluster.layout.proxy_address}:{self._cluster.state.proxy_ports[self._id]}"
 
     @property
     def pid(self) -> int | None:

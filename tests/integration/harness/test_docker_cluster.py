@@ -13,9 +13,10 @@ import pytest
 from faultline.cluster import kafka_client
 from faultline.cluster.docker import image
 from faultline.cluster.docker.cluster import LABEL, DockerCluster
-from faultline.cluster.local import netns
+from faultline.cluster.local import netns, runstate
 from faultline.errors import SetupError
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
+from tests.unprivileged import assert_toxiproxy_out_of_reach
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600),
               pytest.mark.usefixtures("local_backend", "docker_engine")]
@@ -51,6 +52,15 @@ def _grudge_rules(cluster: DockerCluster, node: int) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("-A")]
 
 
+def test_no_other_local_user_reaches_the_toxiproxy_api(client: docker.DockerClient) -> None:
+    with DockerCluster(SPEC) as cluster:
+        assert_toxiproxy_out_of_reach(cluster)
+        # its process names the run and its state root: another root's clean-up leaves it
+        assert cluster.state.toxiproxy is not None
+        assert runstate.run_processes(runstate.state_root())[cluster.run_id] == [cluster.state.toxiproxy.pid]
+        kafka_client.round_trip(cluster.bootstrap_servers(), 3, 20.0)
+
+
 def test_a_container_cluster_faults_and_leaves_nothing(client: docker.DockerClient) -> None:
     client.networks.create("fl-stale-test", labels={LABEL: "zstale"})
     client.networks.create("fl-not-ours", labels={"someone.else": "x"})
@@ -61,7 +71,8 @@ def test_a_container_cluster_faults_and_leaves_nothing(client: docker.DockerClie
             assert not client.networks.list(filters={"label": f"{LABEL}=zstale"})
             assert client.networks.list(names=["fl-not-ours"])
             containers = client.containers.list(filters={"label": f"{LABEL}={run_id}"})
-            assert sorted(c.name for c in containers) == [f"fl{run_id}-n{i}" for i in (1, 2, 3)]
+            assert sorted(c.name for c in containers) == [*(f"fl{run_id}-n{i}" for i in (1, 2, 3)),
+                                                          f"fl{run_id}-tp"]
             cluster.create_topic()
             kafka_client.round_trip(cluster.bootstrap_servers(), 3, 20.0)
 

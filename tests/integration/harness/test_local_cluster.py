@@ -23,6 +23,7 @@ from faultline.cluster.protocol import (
 )
 from faultline.errors import ClusterError
 from tests.integration.nemeses.nemesis_helpers import wait_until
+from tests.unprivileged import assert_toxiproxy_out_of_reach
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 TOPIC = "it-topic"
@@ -68,7 +69,7 @@ def test_backend_offers_every_capability(cluster: LocalCluster) -> None:
 
 def test_round_trip_through_the_proxies(cluster: LocalCluster) -> None:
     proxies = set(cluster.bootstrap_servers().split(","))
-    assert all(s.startswith("127.0.0.1:") for s in proxies)
+    assert all(s.startswith(f"{cluster.layout.proxy_address}:") for s in proxies)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers(), "group.id": "it-rt",
                          "enable.auto.commit": False})
     try:
@@ -128,6 +129,11 @@ def test_latency_toxic_delays_every_response_of_the_leader(cluster: LocalCluster
     assert min(slow) >= 0.4, f"a produce under a 400 ms latency toxic took {min(slow):.3f} s"
     assert not cluster.toxiproxy.toxics(f"n{leader}")
     latencies(1)  # the link still carries requests once cleared
+
+
+def test_no_other_local_user_reaches_the_toxiproxy_api(cluster: LocalCluster) -> None:
+    assert_toxiproxy_out_of_reach(cluster)
+    produce(cluster, 2, [b"through-the-proxies"])
 
 
 def test_pause_resume_and_graceful_stop(cluster: LocalCluster) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from toxiproxy.toxic import Toxic
 
 from faultline.cluster.local import netns, runstate
 from faultline.cluster.local.cluster import LocalCluster
@@ -126,6 +127,16 @@ def _chain(namespace: str) -> list[str]:
     return [ln for ln in out.splitlines() if not ln.startswith("-N")]
 
 
+def _toxics(state: RunState, node: int) -> list[Toxic]:
+    """The toxics on ``node``'s proxy in the run's Toxiproxy server."""
+    client = ToxiproxyClient("127.0.0.1", state.toxiproxy_port,
+                             netns=Path("/run/netns") / state.layout.bridge_namespace)
+    try:
+        return client.toxics(f"n{node}")
+    finally:
+        client.close()
+
+
 def _down(run_id: str) -> None:
     """``faultline cluster down RUN_ID``: a crashed run's leftovers go, in one line."""
     done = subprocess.run([FAULTLINE, "cluster", "down", run_id], capture_output=True, text=True,
@@ -143,7 +154,7 @@ def test_a_sigkilled_harness_holding_a_pause_a_grudge_and_a_toxic_is_cleaned_up(
     node1 = state.nodes[1]
     assert node1 is not None and _proc_state(node1.pid) == "T", "node 1 is not left paused"
     assert _chain(state.layout.namespace(2)) and _chain(state.layout.namespace(3)), "no grudge left"
-    toxics = ToxiproxyClient("127.0.0.1", state.toxiproxy_port).toxics("n3")
+    toxics = _toxics(state, 3)
     assert [t.type for t in toxics] == ["latency"], toxics
     _down(run_id)
     assert _traces(run_id, pids) == []
@@ -196,8 +207,7 @@ def test_a_sigkilled_faultline_run_holding_a_pause_is_cleaned_up(tmp_path: Path)
     print(f"SIGKILLed run {run_id} holding {sorted(held)}; paused nodes {paused}")
     assert paused, "the SIGKILLed run left no broker paused: the test proves nothing"
     if "toxic" in held:
-        client = ToxiproxyClient("127.0.0.1", state.toxiproxy_port)
-        assert any(client.toxics(f"n{n}") for n in state.node_ids)
+        assert any(_toxics(state, n) for n in state.node_ids)
     if "partition" in held:
         assert any(_chain(state.layout.namespace(n)) for n in state.node_ids)
     _down(run_id)

@@ -14,7 +14,7 @@ ADDRS = {1: "10.241.7.11", 2: "10.241.7.12", 3: "10.241.7.13"}
 
 def _props(spec: KafkaSpec | None = None, node: int = 2) -> dict[str, str]:
     return kafka_config.server_properties(
-        spec or KafkaSpec(), node, ADDRS, 40002, Path("/w/n2/data"), Path("/w/n2/metadata")
+        spec or KafkaSpec(), node, ADDRS, "10.241.7.2:40002", Path("/w/n2/data"), Path("/w/n2/metadata")
     )
 
 
@@ -25,7 +25,7 @@ def test_listeners_and_the_client_listener_advertises_the_proxy() -> None:
     assert p["listeners"] == (
         "BROKER://10.241.7.12:9092,CONTROLLER://10.241.7.12:9093,CLIENT://10.241.7.12:9094"
     )
-    assert p["advertised.listeners"] == "BROKER://10.241.7.12:9092,CLIENT://127.0.0.1:40002"
+    assert p["advertised.listeners"] == "BROKER://10.241.7.12:9092,CLIENT://10.241.7.2:40002"
     assert p["controller.quorum.voters"] == "1@10.241.7.11:9093,2@10.241.7.12:9093,3@10.241.7.13:9093"
     assert p["inter.broker.listener.name"] == "BROKER"
     assert p["controller.listener.names"] == "CONTROLLER"

@@ -74,6 +74,9 @@ def test_setup_commands_are_argument_lists_in_order() -> None:
         "ip -n flabc123-br link add v1 type veth peer name eth0 netns flabc123-n1")
     assert "ip -n flabc123-n3 addr add 10.241.7.13/24 dev eth0" in flat
     assert "ip addr add 10.241.7.1/24 dev flabc123h" in flat
+    # Toxiproxy's: the proxies on the bridge's address, its API on the namespace's loopback
+    assert "ip -n flabc123-br addr add 10.241.7.2/24 dev br0" in flat
+    assert "ip -n flabc123-br link set lo up" in flat
     # nothing routes out of a node: no default route is ever added
     assert not any("route" in c for c in flat)
 
