@@ -41,7 +41,8 @@ from faultline.cluster.local import netns, runstate, signals
 from faultline.cluster.local.cluster import LocalCluster, run_per_node
 from faultline.cluster.local.runstate import ProcId
 from faultline.cluster.protocol import Grudge
-from faultline.cluster.stateroot import run_id_ok
+from faultline.cluster.stateroot import ENV as ENV_STATE
+from faultline.cluster.stateroot import run_id_ok, state_root
 from faultline.cluster.waiting import wait_until
 from faultline.errors import ClusterError, SetupError
 from faultline.spec import TestSpec
@@ -136,7 +137,7 @@ class DockerCluster(LocalCluster):
         server = "/usr/local/bin/toxiproxy-server"
         # the run's process marker, as on the host: it tells clean-ups of another state
         # root that this run lives (runstate.foreign_runs)
-        marker = {runstate.ENV_RUN: self.run_id, "FAULTLINE_STATE": str(runstate.state_root())}
+        marker = {runstate.ENV_RUN: self.run_id, ENV_STATE: str(state_root())}
         command = ["sh", "-c", 'exec "$@" >>"$0" 2>&1', "/toxiproxy.log",
                    server, "-host", "127.0.0.1", "-port", str(toxiproxy.API_PORT)]  # fmt: skip
         host_config = api.create_host_config(

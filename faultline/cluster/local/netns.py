@@ -29,7 +29,7 @@ but no longer replicate from each other. Every command is an argument list; noth
 which firewall stands between them (``faultline doctor``, a start-up that times out).
 
 Each namespace and the host's veth carry a mark, the alias ``faultline.run=<run>`` on a
-link (``lo`` in a node's namespace, ``br0`` in the bridge's, the veth itself), set right
+link (``lo`` in each namespace, the veth itself in the host's), set right
 after it is made: :func:`owned_namespaces` and :func:`owned_links` find what a run
 without a state directory left by name and mark, never by a name alone.
 
@@ -123,8 +123,8 @@ def setup_commands(layout: Layout) -> list[list[str]]:
     mark = MARK + layout.run_id
     cmds: list[list[str]] = [
         ["ip", "netns", "add", brns],
+        ["ip", "-n", brns, "link", "set", "lo", "alias", mark],
         ["ip", "-n", brns, "link", "add", BRIDGE, "type", "bridge"],
-        ["ip", "-n", brns, "link", "set", BRIDGE, "alias", mark],
         ["ip", "-n", brns, "addr", "add", f"{layout.proxy_address}/{prefix}", "dev", BRIDGE],
         ["ip", "-n", brns, "link", "set", BRIDGE, "up"],
         ["ip", "-n", brns, "link", "set", "lo", "up"],
