@@ -23,6 +23,7 @@ from faultline.checkers.guarantees import (
     permitted,
     rules,
 )
+from faultline.checkers.queue import check
 from faultline.checkers.result import ANOMALIES
 from tests.unit.checkers.queue_hist import H, make_spec
 
@@ -631,3 +632,46 @@ def test_a_fault_that_keeps_the_leaders_process_is_a_leader_fault_only_by_an_ele
         assert ("leader-fault" in seen) is leads_on, strict
     assert "leader-fault" in faults_by_partition(actions, [tp])[tp]
     assert "leader-fault" in faults_by_partition(actions, [tp], strict=True)[tp]
+
+
+def _lost_on_the_lone_replica(fault: str) -> H:
+    """Value 11 acknowledged, then a ``fault`` of node 1 (the partition's leader), and the
+    drain holds only value 10."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.fault(fault, [1], leaders={"fl-queue/0": 1})
+    h.fault("start", [1])
+    h.drain([(0, 10)])
+    return h
+
+
+@pytest.mark.parametrize(("acks", "unclean"), [("1", False), ("1", True), ("all", True)])
+def test_at_replication_factor_1_a_kill_of_the_leader_excuses_no_loss(acks: str, unclean: bool) -> None:
+    """Issue 33: the acks=1 rule (a record only the leader had is truncated when another
+    replica takes over) and the unclean rule (an out-of-sync replica is elected) assume
+    another replica. At RF=1 every election, clean, last known leader or unclean, picks
+    from the partition's one replica (PartitionChangeBuilder.electAnyLeader), whose log a
+    SIGKILL leaves as it was (the page cache survives): the same loss permitted at RF=3
+    is a violation, and a wipe, which destroys that log, still excuses it."""
+    spec = make_spec(acks=acks, min_insync=1, unclean=unclean, rf=1)
+    killed = check(spec, _lost_on_the_lone_replica("kill").ops)
+    assert killed.valid is False and killed.violations == ["lost-write"]
+    assert "replication.factor=1" in killed.extra["forbidden_reasons"]["lost-write"]
+    wiped = check(spec, _lost_on_the_lone_replica("wipe").ops)
+    assert wiped.valid is True and "replication.factor=1" in wiped.extra["permitted_reasons"]["lost-write"]
+    rf3 = check(make_spec(acks=acks, min_insync=1, unclean=unclean), _lost_on_the_lone_replica("kill").ops)
+    assert rf3.valid is not False
+
+
+@pytest.mark.parametrize("elr", [False, True])
+def test_at_replication_factor_1_only_destroyed_data_permits_loss(elr: bool) -> None:
+    every = frozenset({"kill", "pause", "stop", "partition", "leader-fault"}) | faulted(5) | fenced(5)
+    for acks in ("1", "all"):
+        c = cfg(acks=acks, min_insync_replicas=1, replication_factor=1, unclean_leader_election_enable=True,
+                enable_idempotence=False, eligible_leader_replicas=elr)
+        assert not COMMITTED_LOSS & set(permitted(c, every)), acks
+        assert set(permitted(c, every | {"wipe", "data-loss>=1"})) >= COMMITTED_LOSS, acks
+        assert "replication.factor=1" in forbidden(c, every)["lost-write"]
+    acks0 = cfg(acks="0", replication_factor=1, enable_idempotence=False, eligible_leader_replicas=elr)
+    assert "lost-write" in permitted(acks0, every)  # the producer never hears
