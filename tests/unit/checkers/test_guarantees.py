@@ -675,3 +675,59 @@ def test_at_replication_factor_1_only_destroyed_data_permits_loss(elr: bool) -> 
         assert "replication.factor=1" in forbidden(c, every)["lost-write"]
     acks0 = cfg(acks="0", replication_factor=1, enable_idempotence=False, eligible_leader_replicas=elr)
     assert "lost-write" in permitted(acks0, every)  # the producer never hears
+
+
+#: ``hold node 3`` on 3 nodes: the replication grudge the scripted nemesis journals.
+HOLD_3 = {"1": [3], "2": [3], "3": [1, 2]}
+LEADERS_1 = {"fl-queue/0": 1}
+
+
+def _acks1_lost_after(*steps: tuple[str, list[int], dict[str, Any]]) -> H:
+    """acks=1: value 11 acknowledged, then each ``(kind, targets, network)`` step of a targeted
+    schedule journaled as the scripted nemesis does (leader 1 throughout, the grudges in
+    effect after the step), a heal, and a drain without value 11."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    for kind, targets, network in steps:
+        h.fault("partition", [1, 2, 3], kind=kind, targets=targets, leaders=LEADERS_1,
+                **{"grudge": {}, "replication": {}, **network})
+    h.fault("heal", [1, 2, 3], kind="isolate")
+    h.drain([(0, 10)])
+    return h
+
+
+def test_holding_then_isolating_a_follower_is_no_fault_of_its_leader() -> None:
+    """Issue 33: an ``isolate`` beside a ``replication`` hold credited every node its grudges
+    name, the untouched leader 1 among them (faulted, fenced and a leader fault), so holding
+    then isolating follower 3 excused an acks=1 loss that isolating it alone does not.
+    The isolate cuts 3 off from the majority {1, 2}, whose leader keeps the quorum; the hold
+    held 3 alone. Isolating the leader itself still excuses it."""
+    spec = make_spec(acks="1", min_insync=1)
+    held_then_isolated = _acks1_lost_after(("hold", [3], {"replication": HOLD_3}),
+                                           ("isolate", [3], {"grudge": ISOLATE_3, "replication": HOLD_3}))
+    r = check(spec, held_then_isolated.ops)
+    assert r.valid is False and r.violations == ["lost-write"]
+    assert "partition" in r.extra["faults_seen"]
+    assert not {"leader-fault", "fenced>=2"} & set(r.extra["faults_seen"])
+    tp = ("fl-queue", 0)
+    witnessed = faults_by_partition(nemesis_actions(held_then_isolated.ops), [tp], strict=True)[tp]
+    assert {"faulted>=1", "fenced>=1"} <= witnessed and "faulted>=2" not in witnessed
+    isolated = check(spec, _acks1_lost_after(("isolate", [3], {"grudge": ISOLATE_3})).ops)
+    assert isolated.valid is False
+    leader = _acks1_lost_after(("isolate", [1], {"grudge": {"1": [2, 3], "2": [1], "3": [1]}}))
+    assert check(spec, leader.ops).valid is True
+
+
+def test_a_hold_of_the_followers_is_no_leader_fault_even_where_no_metadata_log_covers_it() -> None:
+    """A hold touches the nodes it held (its ``targets``): holding followers 2 and 3 leaves
+    leader 1 unfenced and leading. It credited every node its replication grudge names,
+    the leader among them, so that without the metadata log the permissive reading took it
+    for a leader fault and an acks=1 loss was unknown; it is a violation. Holding the
+    leader itself (the same grudge: ``targets`` say which side was held) stays unknown."""
+    spec = make_spec(acks="1", min_insync=1)
+    followers = check(spec, _acks1_lost_after(("hold", [2, 3], {"replication": HOLD_FOLLOWERS})).ops)
+    assert followers.valid is False and followers.violations == ["lost-write"]
+    leader = check(spec, _acks1_lost_after(("hold", [1], {"replication": HOLD_FOLLOWERS})).ops)
+    assert leader.valid == "unknown"
+    assert any(u["kind"] == "permitted-on-assumption" for u in leader.unknown)
