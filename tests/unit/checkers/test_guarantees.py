@@ -731,3 +731,41 @@ def test_a_hold_of_the_followers_is_no_leader_fault_even_where_no_metadata_log_c
     leader = check(spec, _acks1_lost_after(("hold", [1], {"replication": HOLD_FOLLOWERS})).ops)
     assert leader.valid == "unknown"
     assert any(u["kind"] == "permitted-on-assumption" for u in leader.unknown)
+
+
+@pytest.mark.parametrize(("isolated", "isr", "elected", "verdict"), [
+    (3, {1, 2}, 2, False),  # 2 untouched: in the ISR throughout, elected cleanly
+    (2, {1}, 3, True),  # 3 elected from outside ISR {1} and an empty ELR: unclean
+])
+def test_holding_then_isolating_a_follower_leaves_the_third_replica_untouched(
+        isolated: int, isr: set[int], elected: int, verdict: bool) -> None:
+    """acks=all, min.insync=2, unclean elections on: value 11 committed, follower 3 held at
+    10 s, node ``isolated`` isolated at 20 s, leader 1 killed at 30 s, and the metadata log
+    shows the ISR after the isolate and who was elected. The isolate beside the hold
+    credited (and fenced) every node, so with node 2 never touched (isolating 3 again) the
+    committed loss was excused as an unclean election: 2 stays in the ISR with every
+    committed record and is elected cleanly, a violation. Isolating 2 instead leaves no
+    replica untouched and 3 is elected uncleanly: permitted."""
+    replicas = frozenset({1, 2, 3})
+    log = [PartitionState(-10 * S, 1, replicas, replicas),
+           PartitionState(15 * S, 1, frozenset({1, 2}), replicas),
+           PartitionState(25 * S, 1, frozenset(isr), replicas),
+           PartitionState(31 * S, elected, frozenset({elected}), replicas)]
+    rest = sorted(replicas - {isolated})
+    isolate = {str(isolated): rest, **{str(n): [isolated] for n in rest}}
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.t = 10 * S
+    h.fault("partition", [1, 2, 3], kind="hold", targets=[3], leaders=LEADERS_1, grudge={},
+            replication=HOLD_3)
+    h.t = 20 * S
+    h.fault("partition", [1, 2, 3], kind="isolate", targets=[isolated], leaders=LEADERS_1, grudge=isolate,
+            replication=HOLD_3)
+    h.t = 30 * S
+    h.fault("kill", [1], kind="kill", leaders=LEADERS_1)
+    h.t = 40 * S
+    h.fault("heal", [1, 2, 3], kind="isolate")
+    h.drain([(0, 10)])
+    r = check(make_spec(acks="all", min_insync=2, unclean=True), h.ops, timeline={("fl-queue", 0): log})
+    assert r.valid is verdict and r.anomaly_counts["lost-write"] == 1
