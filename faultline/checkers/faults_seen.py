@@ -17,8 +17,10 @@ nothing on another's. The tokens of one partition (``faults``) are:
   splits the nodes it names cleanly and one side holds a majority of them (isolating
   a node, halves: a replica on the majority side keeps its leader, or its leader keeps
   the quorum and its followers there; a bridge of 4 nodes, whose middle node the
-  grudge does not name, cuts off the node alone on its side); any other (a ring, a
-  hold of replication only, a split with no majority) every node it names. A
+  grudge does not name, cuts off the node alone on its side); any other (a ring, a split
+  with no majority) every node it names. A targeted ``isolate`` is judged by its
+  ``grudge`` alone, whatever ``replication`` hold is in effect beside it, and a ``hold``
+  touches the nodes it held (its ``targets``), not the leader it cut them off from. A
   ``stop`` that had to SIGKILL nodes (``killed``) is a ``kill`` too of the partitions
   they replicate, and one that failed or never completed (it may have had to) of the
   partitions its nodes replicate;
@@ -355,12 +357,27 @@ def fences(kind: str, value: Mapping[str, Any]) -> bool:
 
 
 def _cut_off(value: Mapping[str, Any]) -> set[str] | None:
-    """The nodes a network partition's ``grudge`` cut off from the majority: when it splits
-    the nodes it names into sides whose nodes all reach each other and none across, and
-    one side holds more than half of them, the nodes outside it. None when it cannot say
-    so (no grudge, a ``replication`` hold, a side cut within, no majority side)."""
-    grudge = value.get("grudge")
-    if not isinstance(grudge, dict) or not grudge or value.get("replication"):
+    """The nodes a network partition op touched: for a targeted ``hold`` (``kind``) the nodes
+    it held, its ``targets`` (else the side its ``replication`` grudge cuts off from the
+    majority); for any other the side its ``grudge`` cuts off (:func:`_minority_cut`), also
+    beside a ``replication`` grudge when its ``kind`` is ``isolate`` (the nodes held there
+    are their own hold's). None when it cannot say so: then every node it names."""
+    if value.get("kind") == "hold":
+        targets = value.get("targets")
+        if isinstance(targets, list) and targets and all(t.__class__ is int for t in targets):
+            return {str(t) for t in targets}
+        return _minority_cut(value.get("replication"))
+    if value.get("replication") and value.get("kind") != "isolate":
+        return None  # two grudges, and no kind to say which one this op set
+    return _minority_cut(value.get("grudge"))
+
+
+def _minority_cut(grudge: Any) -> set[str] | None:
+    """The nodes a history-form grudge cuts off from the majority: when it splits the nodes
+    it names into sides whose nodes all reach each other and none across, and one side
+    holds more than half of them, the nodes outside it. None when it cannot say so (no
+    grudge, a side cut within, no majority side)."""
+    if not isinstance(grudge, dict) or not grudge:
         return None
     if not all(isinstance(v, list) for v in grudge.values()):
         return None

@@ -79,7 +79,7 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     # lost-write: an acknowledged value is not in the drain.
     if c.acks == "0":
         out["lost-write"] = "acks=0: the producer never hears whether a record was written"
-    elif c.acks == "1" and "leader-fault" in faults:
+    elif c.acks == "1" and "leader-fault" in faults and c.replication_factor > 1:
         out["lost-write"] = ("acks=1 and a fault hit the partition's leader: a record only the "
                              "leader had is truncated when another replica takes over")
     elif committed_loss is not None:
@@ -143,11 +143,15 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
     as many replicas as a committed record is on (:func:`committed_copies`; at
     min.insync.replicas=3 two leave the third in the ELR). The reference model finds no committed loss
     without these (its cells bounded by ``faulted<=N``, where an untouched follower
-    never lags out), and finds it with them (``table.TARGETED``).
+    never lags out), and finds it with them (``table.TARGETED``). At replication factor 1
+    there is no other replica to elect, cleanly or not: only destroyed data loses committed
+    records (:func:`_lone_replica_loss_reason`).
     """
     c = config
     if "leader-fault" not in faults or not every_replica_faulted(c, faults):
         return None
+    if c.replication_factor == 1:
+        return _lone_replica_loss_reason(faults)
     node_faults = ", ".join(sorted(faults & NODE_FAULTS))
     # With ELR a replica leaving an ISR below min.insync joins the ELR and is elected
     # before any unclean candidate: only fencing (or uncleanly restarting) every member
@@ -173,6 +177,16 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
                 "its log intact, so the last known leader is elected whatever it lost"
                 if copies == 1 else
                 f"with eligible leader replicas a committed record is on min.insync.replicas={copies}"))
+
+
+def _lone_replica_loss_reason(faults: frozenset[str]) -> str | None:
+    """Why committed data may be lost at replication factor 1 (given a leader fault): only
+    destroyed data. No other replica exists to take over or be elected uncleanly, and a
+    kill, stop, pause or network partition leaves the one replica's log as it was."""
+    if "data-loss>=1" not in faults:
+        return None
+    return ("replication.factor=1 and data was destroyed (wipe / lose-unflushed) on the partition's "
+            "only replica: no other copy exists")
 
 
 def every_replica_faulted(config: GuaranteeConfig, faults: frozenset[str]) -> bool:
@@ -212,6 +226,13 @@ def min_isr(config: GuaranteeConfig) -> int:
     return min(config.min_insync_replicas, config.replication_factor)
 
 
+#: Why nothing acknowledged is lost at replication factor 1 but to destroyed data.
+_LONE_REPLICA_KEEPS = (
+    "replication.factor=1: no other replica can take over or be elected uncleanly, and a kill, "
+    "stop, pause or network partition leaves the only replica's log as it was (a SIGKILL keeps "
+    "the page cache), so only destroyed data (wipe / lose-unflushed) loses an acknowledged write")
+
+
 def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     """Anomaly name -> why the guarantees forbid it, for each type :func:`permitted` lacks.
 
@@ -220,7 +241,9 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
     """
     c, allowed = config, permitted(config, faults)
     copies = committed_copies(c, faults)
-    if "leader-fault" not in faults:
+    if c.replication_factor == 1 and "leader-fault" in faults:
+        held = _LONE_REPLICA_KEEPS
+    elif "leader-fault" not in faults:
         held = ("no fault that could move the partition's leader hit it, nor did an election move "
                 "it, and it keeps every committed record")
     elif not every_replica_faulted(c, faults):
@@ -233,6 +256,7 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
         "lost-write": (f"acks={c.acks}: " + (
             "an acknowledged write is on every in-sync replica, at least "
             f"min.insync.replicas={c.min_insync_replicas}, and " + committed if c.acks == "all"
+            else _LONE_REPLICA_KEEPS if c.replication_factor == 1 and "leader-fault" in faults
             else "no fault that could move the partition's leader hit it, nor did an election move "
                  "it, and it is the one replica an ack vouches for")),
         "phantom-read": "consumers read only below the high watermark, and " + committed,
@@ -302,7 +326,9 @@ BEYOND_MODEL: Mapping[str, str] = {
         "acks=0 promises nothing (Kafka's docs: no guarantee the server received the record); "
         "the model loses acks=0 writes only to a leader fault or a dropped request, but a real "
         "producer also drops them on a reconnect or a leader move no nemesis caused "
-        "(auto leader rebalancing), so the table does not forbid them",
+        "(auto leader rebalancing), so the table does not forbid them; at replication factor 1 "
+        "the model's kill, stop or cut-off of the one broker keeps what it wrote, where a real "
+        "one drops the requests still unread in its sockets, unanswered",
 }
 
 

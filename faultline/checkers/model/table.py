@@ -147,14 +147,25 @@ TARGETED: dict[str, str] = {
 }
 
 
+_ACKS: tuple[Acks, ...] = ("0", "1", "all")
+
+
 def default_matrix() -> Iterator[Cell]:
-    """ELR {off,on} x acks {0,1,all} x min.insync {1,2} x unclean {false,true} x the fault sets, RF 3."""
+    """ELR {off,on} x acks {0,1,all} x min.insync {1,2} x unclean {false,true} x the fault sets,
+    RF 3; then RF 1 (min.insync 1) with the fault sets one replica can have: no other replica
+    to elect, so what is lost is what its own log lost."""
     for elr in (False, True):
-        for acks in ("0", "1", "all"):
+        for acks in _ACKS:
             for mi in (1, 2):
                 for unclean in (False, True):
                     for faults, dl, fd in _FAULT_SETS:
                         yield Cell(acks, mi, unclean, frozenset(faults), dl, elr=elr, faulted=fd)
+    for elr in (False, True):
+        for acks in _ACKS:
+            for unclean in (False, True):
+                for faults, dl, fd in _FAULT_SETS:
+                    if (dl or 0) <= 1 and fd is None:
+                        yield Cell(acks, 1, unclean, frozenset(faults), dl, 1, elr, fd)
 
 
 def explore_cell(cell: Cell, bound: Bound = TABLE_BOUND) -> dict[str, tuple[Step, ...]]:

@@ -14,13 +14,13 @@ MS = 1_000_000
 
 def make_spec(acks: str = "all", min_insync: int = 2, unclean: bool = False,
               idempotence: bool = True, in_flight: int = 5, retries: int = 2147483647,
-              partitions: int = 1) -> TestSpec:
+              partitions: int = 1, rf: int = 3) -> TestSpec:
     """A spec with the settings the guarantees depend on."""
     if acks != "all" or retries == 0:
         idempotence = False
     return dataclasses.replace(
         TestSpec(),
-        topic=TopicSpec(name=TOPIC, partitions=partitions, replication_factor=3,
+        topic=TopicSpec(name=TOPIC, partitions=partitions, replication_factor=rf,
                         min_insync_replicas=min_insync, unclean_leader_election_enable=unclean),
         producer=ProducerSpec(acks=acks, enable_idempotence=idempotence,  # type: ignore[arg-type]
                               max_in_flight=in_flight, retries=retries),

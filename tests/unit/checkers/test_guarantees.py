@@ -23,6 +23,7 @@ from faultline.checkers.guarantees import (
     permitted,
     rules,
 )
+from faultline.checkers.queue import check
 from faultline.checkers.result import ANOMALIES
 from tests.unit.checkers.queue_hist import H, make_spec
 
@@ -631,3 +632,140 @@ def test_a_fault_that_keeps_the_leaders_process_is_a_leader_fault_only_by_an_ele
         assert ("leader-fault" in seen) is leads_on, strict
     assert "leader-fault" in faults_by_partition(actions, [tp])[tp]
     assert "leader-fault" in faults_by_partition(actions, [tp], strict=True)[tp]
+
+
+def _lost_on_the_lone_replica(fault: str) -> H:
+    """Value 11 acknowledged, then a ``fault`` of node 1 (the partition's leader), and the
+    drain holds only value 10."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.fault(fault, [1], leaders={"fl-queue/0": 1})
+    h.fault("start", [1])
+    h.drain([(0, 10)])
+    return h
+
+
+@pytest.mark.parametrize(("acks", "unclean"), [("1", False), ("1", True), ("all", True)])
+def test_at_replication_factor_1_a_kill_of_the_leader_excuses_no_loss(acks: str, unclean: bool) -> None:
+    """Issue 33: the acks=1 rule (a record only the leader had is truncated when another
+    replica takes over) and the unclean rule (an out-of-sync replica is elected) assume
+    another replica. At RF=1 every election, clean, last known leader or unclean, picks
+    from the partition's one replica (PartitionChangeBuilder.electAnyLeader), whose log a
+    SIGKILL leaves as it was (the page cache survives): the same loss permitted at RF=3
+    is a violation, and a wipe, which destroys that log, still excuses it."""
+    spec = make_spec(acks=acks, min_insync=1, unclean=unclean, rf=1)
+    killed = check(spec, _lost_on_the_lone_replica("kill").ops)
+    assert killed.valid is False and killed.violations == ["lost-write"]
+    assert "replication.factor=1" in killed.extra["forbidden_reasons"]["lost-write"]
+    wiped = check(spec, _lost_on_the_lone_replica("wipe").ops)
+    assert wiped.valid is True and "replication.factor=1" in wiped.extra["permitted_reasons"]["lost-write"]
+    rf3 = check(make_spec(acks=acks, min_insync=1, unclean=unclean), _lost_on_the_lone_replica("kill").ops)
+    assert rf3.valid is not False
+
+
+@pytest.mark.parametrize("elr", [False, True])
+def test_at_replication_factor_1_only_destroyed_data_permits_loss(elr: bool) -> None:
+    every = frozenset({"kill", "pause", "stop", "partition", "leader-fault"}) | faulted(5) | fenced(5)
+    for acks in ("1", "all"):
+        c = cfg(acks=acks, min_insync_replicas=1, replication_factor=1, unclean_leader_election_enable=True,
+                enable_idempotence=False, eligible_leader_replicas=elr)
+        assert not COMMITTED_LOSS & set(permitted(c, every)), acks
+        assert set(permitted(c, every | {"wipe", "data-loss>=1"})) >= COMMITTED_LOSS, acks
+        assert "replication.factor=1" in forbidden(c, every)["lost-write"]
+    acks0 = cfg(acks="0", replication_factor=1, enable_idempotence=False, eligible_leader_replicas=elr)
+    assert "lost-write" in permitted(acks0, every)  # the producer never hears
+
+
+#: ``hold node 3`` on 3 nodes: the replication grudge the scripted nemesis journals.
+HOLD_3 = {"1": [3], "2": [3], "3": [1, 2]}
+LEADERS_1 = {"fl-queue/0": 1}
+
+
+def _acks1_lost_after(*steps: tuple[str, list[int], dict[str, Any]]) -> H:
+    """acks=1: value 11 acknowledged, then each ``(kind, targets, network)`` step of a targeted
+    schedule journaled as the scripted nemesis does (leader 1 throughout, the grudges in
+    effect after the step), a heal, and a drain without value 11."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    for kind, targets, network in steps:
+        h.fault("partition", [1, 2, 3], kind=kind, targets=targets, leaders=LEADERS_1,
+                **{"grudge": {}, "replication": {}, **network})
+    h.fault("heal", [1, 2, 3], kind="isolate")
+    h.drain([(0, 10)])
+    return h
+
+
+def test_holding_then_isolating_a_follower_is_no_fault_of_its_leader() -> None:
+    """Issue 33: an ``isolate`` beside a ``replication`` hold credited every node its grudges
+    name, the untouched leader 1 among them (faulted, fenced and a leader fault), so holding
+    then isolating follower 3 excused an acks=1 loss that isolating it alone does not.
+    The isolate cuts 3 off from the majority {1, 2}, whose leader keeps the quorum; the hold
+    held 3 alone. Isolating the leader itself still excuses it."""
+    spec = make_spec(acks="1", min_insync=1)
+    held_then_isolated = _acks1_lost_after(("hold", [3], {"replication": HOLD_3}),
+                                           ("isolate", [3], {"grudge": ISOLATE_3, "replication": HOLD_3}))
+    r = check(spec, held_then_isolated.ops)
+    assert r.valid is False and r.violations == ["lost-write"]
+    assert "partition" in r.extra["faults_seen"]
+    assert not {"leader-fault", "fenced>=2"} & set(r.extra["faults_seen"])
+    tp = ("fl-queue", 0)
+    witnessed = faults_by_partition(nemesis_actions(held_then_isolated.ops), [tp], strict=True)[tp]
+    assert {"faulted>=1", "fenced>=1"} <= witnessed and "faulted>=2" not in witnessed
+    isolated = check(spec, _acks1_lost_after(("isolate", [3], {"grudge": ISOLATE_3})).ops)
+    assert isolated.valid is False
+    leader = _acks1_lost_after(("isolate", [1], {"grudge": {"1": [2, 3], "2": [1], "3": [1]}}))
+    assert check(spec, leader.ops).valid is True
+
+
+def test_a_hold_of_the_followers_is_no_leader_fault_even_where_no_metadata_log_covers_it() -> None:
+    """A hold touches the nodes it held (its ``targets``): holding followers 2 and 3 leaves
+    leader 1 unfenced and leading. It credited every node its replication grudge names,
+    the leader among them, so that without the metadata log the permissive reading took it
+    for a leader fault and an acks=1 loss was unknown; it is a violation. Holding the
+    leader itself (the same grudge: ``targets`` say which side was held) stays unknown."""
+    spec = make_spec(acks="1", min_insync=1)
+    followers = check(spec, _acks1_lost_after(("hold", [2, 3], {"replication": HOLD_FOLLOWERS})).ops)
+    assert followers.valid is False and followers.violations == ["lost-write"]
+    leader = check(spec, _acks1_lost_after(("hold", [1], {"replication": HOLD_FOLLOWERS})).ops)
+    assert leader.valid == "unknown"
+    assert any(u["kind"] == "permitted-on-assumption" for u in leader.unknown)
+
+
+@pytest.mark.parametrize(("isolated", "isr", "elected", "verdict"), [
+    (3, {1, 2}, 2, False),  # 2 untouched: in the ISR throughout, elected cleanly
+    (2, {1}, 3, True),  # 3 elected from outside ISR {1} and an empty ELR: unclean
+])
+def test_holding_then_isolating_a_follower_leaves_the_third_replica_untouched(
+        isolated: int, isr: set[int], elected: int, verdict: bool) -> None:
+    """acks=all, min.insync=2, unclean elections on: value 11 committed, follower 3 held at
+    10 s, node ``isolated`` isolated at 20 s, leader 1 killed at 30 s, and the metadata log
+    shows the ISR after the isolate and who was elected. The isolate beside the hold
+    credited (and fenced) every node, so with node 2 never touched (isolating 3 again) the
+    committed loss was excused as an unclean election: 2 stays in the ISR with every
+    committed record and is elected cleanly, a violation. Isolating 2 instead leaves no
+    replica untouched and 3 is elected uncleanly: permitted."""
+    replicas = frozenset({1, 2, 3})
+    log = [PartitionState(-10 * S, 1, replicas, replicas),
+           PartitionState(15 * S, 1, frozenset({1, 2}), replicas),
+           PartitionState(25 * S, 1, frozenset(isr), replicas),
+           PartitionState(31 * S, elected, frozenset({elected}), replicas)]
+    rest = sorted(replicas - {isolated})
+    isolate = {str(isolated): rest, **{str(n): [isolated] for n in rest}}
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.t = 10 * S
+    h.fault("partition", [1, 2, 3], kind="hold", targets=[3], leaders=LEADERS_1, grudge={},
+            replication=HOLD_3)
+    h.t = 20 * S
+    h.fault("partition", [1, 2, 3], kind="isolate", targets=[isolated], leaders=LEADERS_1, grudge=isolate,
+            replication=HOLD_3)
+    h.t = 30 * S
+    h.fault("kill", [1], kind="kill", leaders=LEADERS_1)
+    h.t = 40 * S
+    h.fault("heal", [1, 2, 3], kind="isolate")
+    h.drain([(0, 10)])
+    r = check(make_spec(acks="all", min_insync=2, unclean=True), h.ops, timeline={("fl-queue", 0): log})
+    assert r.valid is verdict and r.anomaly_counts["lost-write"] == 1
