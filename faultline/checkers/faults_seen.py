@@ -128,6 +128,7 @@ class PartitionState:
     isr: frozenset[int]
     replicas: frozenset[int] = frozenset()
     elr: frozenset[int] = frozenset()
+    epoch: int | None = None  # the leader epoch after the record, where the log says
 
 
 #: topic-partition -> its state after each change, in metadata log order.
@@ -305,20 +306,44 @@ class Windows:
             keeps = fault_of(self._faults[k].f) in KEEP_PROCESS
             self._first[k] = min(self._first[k + 1], self._faults[k].start if keeps else math.inf)
         self._times = [st.time for st in self._states]
-        self._cache: dict[tuple[int, int], frozenset[str]] = {}
+        self._cache: dict[tuple[int, int], tuple[frozenset[str], list[NemesisAction],
+                                                 list[PartitionState], bool]] = {}
 
     def at(self, time: int) -> frozenset[str]:
+        """The tokens of the window of a write or read at ``time``."""
+        return self._window(time)[0]
+
+    def excuse(self, time: int) -> dict[str, Any]:
+        """What in the window of ``time`` could have lost what was written or read then,
+        for a person: an election the metadata log shows in it (when, from and to whom,
+        the epoch, and whether the new leader was in the ISR, the ELR or neither: the
+        first unclean one, else the first from the ELR, else the first), else the first
+        fault in it, which the log covers or not (``witnessed``)."""
+        _, kept, states, covered = self._window(time)
+        elections = [{"kind": "election", "time": b.time, "from": a.leader, "to": b.leader,
+                      "epoch": b.epoch, "witnessed": True,
+                      "how": "isr" if b.leader in a.isr else "elr" if b.leader in a.elr else "unclean"}
+                     for a, b in itertools.pairwise(states) if b.leader is not None and b.leader != a.leader]
+        if elections:  # the one that can lose the most: an unclean one, else one from the ELR
+            return min(elections, key=lambda e: ("unclean", "elr", "isr").index(e["how"]))
+        if kept:
+            return {"kind": "fault", "fault": fault_of(kept[0].f), "time": kept[0].start,
+                    "nodes": nodes_of(kept[0].value), "witnessed": covered}
+        return {"kind": "none", "witnessed": covered}
+
+    def _window(self, time: int) -> tuple[frozenset[str], list[NemesisAction],
+                                          list[PartitionState], bool]:
         k = bisect.bisect_right(self._ends, time - CLOCK_MARGIN_NS)
         since = int(min(time, self._first[k])) - CLOCK_MARGIN_NS
         j = max(bisect.bisect_right(self._times, since) - 1, 0)
-        tokens = self._cache.get((k, j))
-        if tokens is None:
+        found = self._cache.get((k, j))
+        if found is None:
             covered = bool(self._states) and self._states[0].time <= since
             kept = sorted(self._faults[k:], key=lambda a: a.start)
             states = {self._tp: self._states[j:]} if self._states else None
             tokens = faults_by_partition(kept, [self._tp], states, self._strict, narrow=covered)[self._tp]
-            self._cache[(k, j)] = tokens
-        return tokens
+            found = self._cache[(k, j)] = (tokens, kept, self._states[j:], covered)
+        return found
 
 
 def expiry(action: NemesisAction, states: Sequence[PartitionState], strict: bool) -> float:

@@ -156,6 +156,10 @@ class Collected:
             self.kept_permitted[name] -= 1
         example = make()
         example["permitted"] = allowed
+        if allowed:
+            excuse = example["excused_by"] = self.windows[tp][False].excuse(at)
+            if isinstance(example.get("story"), list):
+                example["story"].append({"time": excuse.get("time"), "text": excuse_text(excuse)})
         kept.append(example)
         self.kept_permitted[name] = self.kept_permitted.get(name, 0) + allowed
 
@@ -198,6 +202,22 @@ class Collected:
             if any(why is not None for _, why in whys):
                 denied[name] = _grouped([(tp, why) for tp, why in whys if why is not None], engine, every)
         return allowed, denied
+
+
+def excuse_text(excuse: dict[str, Any]) -> str:
+    """An example's ``excused_by`` (:meth:`~faultline.checkers.faults_seen.Windows.excuse`)
+    in words."""
+    if excuse["kind"] == "election":
+        how = {"isr": "a clean election, from the ISR", "elr": "from the eligible leader replicas",
+               "unclean": "an unclean election, from neither the ISR nor the ELR"}[excuse["how"]]
+        epoch = f", epoch {excuse['epoch']}" if excuse["epoch"] is not None else ""
+        return (f"the metadata log shows leadership move from {excuse['from']} to {excuse['to']}"
+                f"{epoch} ({how}) after it: what only the old leader had may be gone")
+    if excuse["kind"] == "fault":
+        nodes = ",".join(map(str, excuse["nodes"])) or "unnamed nodes"
+        seen = "" if excuse["witnessed"] else "; no metadata log covers it, so what it did is assumed"
+        return f"excused by the {excuse['fault']} of {nodes} in its window{seen}"
+    return "excused by the config alone: no fault or election is needed"
 
 
 def iso_rows(involves_ack: bool, reads_disagree: bool) -> tuple[str, ...]:

@@ -185,10 +185,10 @@ def partition_timeline(metadata: Iterable[Line] | None, topic: str) -> Timeline 
         p, t, isr = line.get("partition"), line.get("time"), line.get("isr")
         if (line.get("topic") == topic and line.get("type") in ("partition", "partition-change")
                 and type(p) is int and type(t) is int and isinstance(isr, list)):
-            leader, replicas = line.get("leader"), line.get("replicas")
+            leader, replicas, epoch = line.get("leader"), line.get("replicas"), line.get("leader_epoch")
             out.setdefault((topic, p), []).append(PartitionState(
                 t, leader if type(leader) is int else None, _node_set(isr), _node_set(replicas),
-                _node_set(line.get("elr"))))
+                _node_set(line.get("elr")), epoch if type(epoch) is int else None))
     return out
 
 

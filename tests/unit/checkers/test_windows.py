@@ -63,6 +63,9 @@ def test_a_kill_healed_before_the_write_excuses_nothing() -> None:
     assert after.violations == ["lost-write"] and not lost(after)
     before = check(make_spec(acks="1"), acks1_loss(write_at=5, kill_at=10).ops, timeline=HEALED)
     assert before.valid is True and lost(before)
+    assert before.anomalies["lost-write"][0]["excused_by"] == {
+        "kind": "election", "time": int(10.5 * S), "from": 1, "to": 2, "epoch": None, "how": "isr",
+        "witnessed": True}
 
 
 def test_a_kill_not_yet_healed_at_the_write_still_bears_on_it_only_through_a_later_election() -> None:
@@ -112,6 +115,9 @@ def test_without_the_log_a_fault_over_before_the_write_excuses_only_on_assumptio
     assert assumed["anomalies"] == ["lost-write"]
     r = check(make_spec(acks="1"), acks1_loss(write_at=60, kill_at=61).ops)
     assert r.valid is True and lost(r)
+    excuse = r.anomalies["lost-write"][0]["excused_by"]
+    assert excuse == {"kind": "fault", "fault": "kill", "time": excuse["time"], "nodes": [1],
+                      "witnessed": False} and excuse["time"] // S == 61
 
 
 def killed_everywhere() -> H:
@@ -141,6 +147,8 @@ def test_a_committed_loss_needs_the_unclean_election_the_log_shows() -> None:
     assert r.violations == ["lost-write"]
     r = check(spec, killed_everywhere().ops, timeline=unclean)
     assert r.valid is True and lost(r)
+    excuse = r.anomalies["lost-write"][0]["excused_by"]
+    assert (excuse["how"], excuse["from"], excuse["to"]) == ("unclean", None, 1)
 
 
 def test_destroyed_data_excuses_a_committed_loss_only_where_the_log_shows_it_lead() -> None:
