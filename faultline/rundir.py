@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import os
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -185,25 +185,28 @@ class JsonLines:
     cut: int | None = None
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path, shape: Callable[[dict[str, Any]], str | None] | None = None
+               ) -> list[dict[str, Any]]:
     """Every line of a JSON-lines file as an object; HistoryError naming the line for a
     line that is not a JSON object (a cut last line included: these files are written
-    whole, after the run). Blank lines are skipped. A FIFO, socket or device is refused
-    unread: reading one may never end."""
-    return _read_jsonl(path, prefix=False).objects
+    whole, after the run), or of which ``shape`` says what is wrong. Blank lines are
+    skipped. A FIFO, socket or device is refused unread: reading one may never end."""
+    return _read_jsonl(path, False, shape).objects
 
 
-def read_jsonl_prefix(path: Path) -> JsonLines:
+def read_jsonl_prefix(path: Path, shape: Callable[[dict[str, Any]], str | None] | None = None
+                      ) -> JsonLines:
     """A JSON-lines file the run appended to as it went (:data:`OBSERVATIONS_FILE`), read
     as :func:`read_jsonl` does, except that a last line without a newline that is not
     valid JSON, what a run that died writing it leaves, ends the read: the lines before
     it are the file's readable prefix, and ``cut`` names the cut line (as the history's
     reader, :func:`faultline.history.iter_rows`, does). A bad line anywhere else is still
     a HistoryError."""
-    return _read_jsonl(path, prefix=True)
+    return _read_jsonl(path, True, shape)
 
 
-def _read_jsonl(path: Path, prefix: bool) -> JsonLines:
+def _read_jsonl(path: Path, prefix: bool,
+                shape: Callable[[dict[str, Any]], str | None] | None) -> JsonLines:
     if special(path):
         raise HistoryError(str(path), None, "not a regular file")
     out: list[dict[str, Any]] = []
@@ -220,6 +223,8 @@ def _read_jsonl(path: Path, prefix: bool) -> JsonLines:
                     raise HistoryError(str(path), lineno, f"not valid JSON ({e})") from None
                 if not isinstance(obj, dict):
                     raise HistoryError(str(path), lineno, "expected a JSON object")
+                if shape is not None and (why := shape(obj)) is not None:
+                    raise HistoryError(str(path), lineno, why)
                 out.append(obj)
     except OSError as e:
         raise HistoryError(str(path), None, f"cannot read: {e.strerror}") from None

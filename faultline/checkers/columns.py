@@ -240,8 +240,9 @@ def _agree(row: tuple[int, int, int]) -> bool:
 class Part:
     """What the history says about one topic-partition, offsets-wise."""
 
-    __slots__ = ("acks", "agreed", "complete", "drain_time", "drained", "drains", "hw", "lso",
-                 "partition", "polled", "polls", "replicas", "sends", "topic")
+    __slots__ = ("acks", "agreed", "complete", "drain_start", "drain_time", "drained", "drains",
+                 "hw", "last_poll", "lso", "partition", "polled", "polls", "replicas", "sends",
+                 "topic")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -253,6 +254,8 @@ class Part:
         self.hw: int | None = None
         self.lso: int | None = None
         self.drain_time: int | None = None
+        self.drain_start: int | None = None  # its first drain invoke: the HW it reads to is older
+        self.last_poll: int | None = None  # the last poll ok that read a record of it
         self.drained = 0
         self.polled = 0
         self.sends = [0, 0, 0, 0]  # open, ok, fail, info; counted from the columns after a feed
@@ -276,6 +279,19 @@ class Part:
             return False
         start = max(int(r["log_start_offset"]) for r in self.replicas)
         return start <= offset < min(self.agreed, self.hw)
+
+    def gap(self, offset: int) -> bool:
+        """Whether the complete drain read nothing at ``offset``, between its log start and
+        its HW: offsets there are dense (no compaction, no transaction markers in these
+        tests), so it skipped a record it should have read."""
+        return (self.complete and self.hw is not None and (self.lso or 0) <= offset < self.hw
+                and self.drains.get(offset) == NONE)
+
+    def late(self, t: int | None) -> bool:
+        """Whether an op that ended at ``t`` (None: when is not known) may have ended once the
+        drain had begun: past what the drain reads (its HW was taken before it began), so
+        the drain cannot say whether what it acknowledged or read is there."""
+        return self.drain_start is not None and (t is None or t >= self.drain_start)
 
     @property
     def short(self) -> int | None:

@@ -298,7 +298,7 @@ def feed(ops: Any, recs: Any, k: int, end: int, validate: bool, S: Any, E: Any,
     ``end``, or the op it stopped before and why (see the module's docstring).
 
     ``lens`` holds the length of each of ``maps``; ``drain_end`` per part: complete,
-    drain time, HW, log start (NONE for None); ``counts``: polls ok / fail / info,
+    drain time, HW, log start (NONE for None), the last poll that read it; ``counts``: polls ok / fail / info,
     drains ok / fail / info.
     """
     n = S[S_SLOTS]
@@ -398,6 +398,7 @@ def feed(ops: Any, recs: Any, k: int, end: int, validate: bool, S: Any, E: Any,
                     if tp >= 0:
                         consumers[(p, tp)] = last
                         polled[tp] += run
+                        drain_end[tp, 4] = t
                     tp = rtp
                     has_last = (p, tp) in consumers
                     last = consumers[(p, tp)] if has_last else NONE
@@ -425,6 +426,7 @@ def feed(ops: Any, recs: Any, k: int, end: int, validate: bool, S: Any, E: Any,
             if tp >= 0:
                 consumers[(p, tp)] = last
                 polled[tp] += run
+                drain_end[tp, 4] = t
         elif f == F_POLL and ty != T_INVOKE:
             counts[ty - 1] += 1
         elif f == F_DRAIN and ty == T_OK:

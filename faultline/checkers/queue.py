@@ -371,7 +371,8 @@ class Engine:
         self.lens = np.zeros(3 * parts, np.int64)
         self.polled = np.zeros(parts, np.int64)
         self.drained = np.zeros(parts, np.int64)
-        self.drain_end = np.zeros((parts, 4), np.int64)
+        self.drain_end = np.zeros((parts, 5), np.int64)
+        self.drain_end[:, 4] = NONE
         self.counts = np.zeros(6, np.int64)
         self.consumers: Any = kernel.new_pairs()
         self.open_sends, self.open_other, self.retired = pairing_state()
@@ -507,6 +508,8 @@ class Engine:
                 self._encode_send(d, o, typ, ty, p, validate)
             elif f == "poll" or f == "drain":
                 o[kernel.F_F] = F_POLL if f == "poll" else F_DRAIN
+                if f == "drain" and typ == "invoke":
+                    self._drain_began(d.get("value"), t)
                 if typ == "ok":
                     (self._encode_records if f == "poll" else self._encode_drain)(d, batch, o)
                 elif typ != "invoke":
@@ -778,7 +781,8 @@ class Engine:
         self.polls, self.drains = self.counts[:3].tolist(), self.counts[3:].tolist()
         for tp, part in enumerate(self.parts):
             part.polled, part.drained = int(self.polled[tp]), int(self.drained[tp])
-            complete, t, hw, lso = self.drain_end[tp].tolist()
+            complete, t, hw, lso, polled = self.drain_end[tp].tolist()
+            part.last_poll = None if polled == NONE else polled
             if complete:
                 part.complete, part.drain_time = True, t
                 part.hw = None if hw == NONE else hw
@@ -787,6 +791,13 @@ class Engine:
         self.measures.first_send = None if first == NONE else first
         self.measures.last_send = last
         self._count_sends()
+
+    def _drain_began(self, v: Any, t: int) -> None:
+        """Note the first drain invoke of a partition of the test topic (``v`` its value)."""
+        if isinstance(v, dict) and v.get("topic").__class__ is str and v.get("partition").__class__ is int:
+            tp = self.tp_ids.get((v["topic"], v["partition"]))
+            if tp is not None and self.parts[tp].drain_start is None:
+                self.parts[tp].drain_start = t
 
     def _client_error(self, d: dict[str, Any]) -> None:
         """A client op other than a send that did not end ok, for the report's errors."""
@@ -975,12 +986,16 @@ class Engine:
                 part, ack_at = parts[tp], self.c_ack[s]
                 if stored == NONE:
                     lso = part.lso or 0
-                    if (ack_at != NONE and ack_at < lso) or (ack_at == NONE and lso > 0):
+                    if part.late(self.c_done[s]):
+                        c.set_aside("lost-write", tp, late=True)
+                    elif (ack_at != NONE and ack_at < lso) or (ack_at == NONE and lso > 0):
                         c.below_log_start += 1
                     elif part.short is not None and (ack_at == NONE or ack_at >= part.hw):  # type: ignore[operator]
                         c.set_aside("lost-write", tp)
                     elif part.missed(ack_at):
                         c.drain_missed += 1  # the drain skipped what every replica holds
+                    elif part.gap(ack_at) or (ack_at == NONE and part.drained < part.hw - lso):  # type: ignore[operator]
+                        c.drain_gap += 1  # the drain skipped a record, maybe this one
                     else:
                         c.add("lost-write", tp, self.c_inv[s], partial(examples.lost, self, c, s))
                         done = self.c_done[s]
@@ -991,10 +1006,14 @@ class Engine:
                     # the drain says the ack's offset is empty only where it read: not below
                     # its log start (unknown, as a loss there), nor at or past a short
                     # drain's end (set aside)
-                    if part.short is not None and ack_at >= part.hw:  # type: ignore[operator]
+                    if part.late(self.c_done[s]):
+                        c.set_aside("inconsistent-offsets", tp, late=True)
+                    elif part.short is not None and ack_at >= part.hw:  # type: ignore[operator]
                         c.set_aside("inconsistent-offsets", tp)
                     elif part.missed(ack_at):
                         c.drain_missed += 1  # the drain skipped what every replica holds
+                    elif part.gap(ack_at):
+                        c.drain_gap += 1  # the drain skipped the record there
                     elif ack_at >= (part.lso or 0):
                         c.iso_ack_offset.append(s)
             elif status[s] == FAIL and reads[s] != EMPTY:
@@ -1101,14 +1120,20 @@ class Engine:
                     for x in sorted(polled - drained):
                         # past a short drain's end the record may be there, unread; not
                         # past every replica's log end, where none holds one
-                        if (part.short is not None and off >= part.hw  # type: ignore[operator]
+                        if part.late(part.last_poll) and part.late(self.poll_time(tp, off, x)):
+                            c.set_aside("phantom-read", tp, late=True)
+                        elif (part.short is not None and off >= part.hw  # type: ignore[operator]
                                 and (end is None or off < end)):
                             c.set_aside("phantom-read", tp)
                         elif part.missed(off):
                             c.drain_missed += 1  # the drain skipped what every replica holds
+                        elif part.gap(off):
+                            c.drain_gap += 1  # the drain skipped the record there
                         else:
                             c.add("phantom-read", tp, examples.read_at(self, tp, off, x),
                                   partial(examples.phantom, self, c, tp, off, x))
+                elif part.complete and p != NONE and self.vanished(tp, p):
+                    c.below_log_start += 1  # read below the log start, and gone
                 if len(values) > 1:
                     # An ack is involved when an ack's association is what is wrong: two
                     # acks disagree, or the drain holds another value there (or, with the
@@ -1143,8 +1168,25 @@ class Engine:
             # a first record comes right after the log start: every partition is
             # assigned from the beginning
             skipped = part.drains.any_between((part.lso or 0) - 1 if after is None else after, off)
-            if skipped:
+            if skipped and part.late(t):
+                c.set_aside("poll-skip", tp, late=True)
+            elif skipped:
                 c.add("poll-skip", tp, t, partial(examples.skip, self, c, tp, p, after, off, t, skipped))
+
+    def vanished(self, tp: int, value: int) -> bool:
+        """Whether ``value``, read below partition ``tp``'s log start, is not in its drain
+        and not an ok send of it (:meth:`_values` counts those)."""
+        s = self.slot(value)
+        return s is None or self.c_tp[s] != tp or (self.c_status[s] != OK and self.c_drain[s] == NONE)
+
+    def poll_time(self, tp: int, off: int, value: int) -> int | None:
+        """When a consumer read ``value`` at ``off`` of partition ``tp``, where the history
+        says (its send's first read was that one), else None."""
+        s = self.slot(value)
+        if s is None or self.c_tp[s] != tp or self.read_off(s) != off:
+            return None
+        t, by = self.first_read(s)
+        return None if by == -1 else t
 
     def copies(self, tp: int, offsets: Iterable[int]) -> list[provenance.Copy | None]:
         """The record at each offset of partition ``tp`` as its replicas' batches say

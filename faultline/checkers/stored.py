@@ -21,8 +21,6 @@ from faultline.history import HistoryFile, ReadResult
 from faultline.rundir import (
     CLIENT_LOG_FILE,
     CLUSTER_FILE,
-    METADATA_FILE,
-    REPLICAS_FILE,
     TEST_FILE,
     find_history,
     read_jsonl,
@@ -114,8 +112,9 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     white-box file is named in ``white_box.errors``. Anomalies judged with eligible
     leader replicas on (or off) by the Kafka version, where ``cluster.json`` says the
     cluster ran the other way, are not known permitted or forbidden: ``valid`` is unknown
-    (``broker-state-disagrees``). But a metadata log or
-    replicas file the run has and the check could not read, or one ``cluster.json`` says
+    (``broker-state-disagrees``). But a metadata log, replicas or observations file the
+    run has and the check could not read or that does not conform to its schema (the
+    file and line named), or one ``cluster.json`` says
     could not be collected (``broker_state_errors``), makes ``valid`` unknown
     (``broker-state-unreadable``), whatever it was: what the file says can forbid a
     loss the check permitted without it, or set aside one it counted. A checker that fails
@@ -168,8 +167,7 @@ def _disagreeing(result: Result, white: dict[str, Any]) -> Result:
 def _undecided_without(result: Result, files: BrokerFiles) -> Result:
     """``result``, unknown if the run has a metadata log or replicas file the check
     needed and could not read, or could not collect one (check_stored_table says why)."""
-    unread = [f"{name} could not be read" for name in files.unreadable
-              if name in (METADATA_FILE, REPLICAS_FILE)]
+    unread = [f"{name} could not be read" for name in files.unreadable]
     problems = list(files.errors) if unread else []
     if files.uncollected:
         unread.append("the broker state was not all collected")

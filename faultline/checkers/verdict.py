@@ -70,10 +70,12 @@ class Collected:
         self.part_counts: list[dict[str, int]] = []  # tp -> anomaly -> count
         self.part_violations: list[set[str]] = []  # tp -> types seen there, not permitted
         self.unverified: dict[int, dict[str, int]] = {}  # tp -> anomaly -> set aside (short drain)
+        self.after_drain: dict[int, dict[str, int]] = {}  # tp -> anomaly -> set aside (ended late)
         self.faults: list[dict[str, Any]] = []
         self.measures: dict[str, Any] = {}
         self.below_log_start = 0
         self.drain_missed = 0  # lost writes, reads, acks at an offset every replica holds below the HW
+        self.drain_gap = 0  # lost writes, reads, acks at an offset the drain skipped below its HW
         self.first_loss_ns: int | None = None  # the earliest ack of a lost write, example kept or not
         self.indeterminate = 0
         self.indeterminate_read = 0
@@ -168,9 +170,10 @@ class Collected:
         readings of :mod:`.faults_seen` assume (faults no witness shows) permits."""
         return [n for n in ANOMALIES if n in self.part_assumed[tp]]
 
-    def set_aside(self, name: str, tp: int) -> None:
-        """An instance on ``tp`` that a short drain cannot decide: unknown, not counted."""
-        counts = self.unverified.setdefault(tp, {})
+    def set_aside(self, name: str, tp: int, late: bool = False) -> None:
+        """An instance on ``tp`` that a short drain cannot decide, or (``late``) whose op
+        ended once the drain had begun: unknown, not counted."""
+        counts = (self.after_drain if late else self.unverified).setdefault(tp, {})
         counts[name] = counts.get(name, 0) + 1
 
     @staticmethod
@@ -268,6 +271,14 @@ def build_result(c: Collected, engine: Tally) -> Result:
                                    f"holds the same batches up to {p.short} (replicas.jsonl): "
                                    f"the drain stopped short, so {what} at or past {p.hw} "
                                    "cannot be decided (set aside, not counted)"})
+        late = c.after_drain.get(tp)
+        if p.complete and late:
+            unknown.append({"kind": "after-drain", "topic": p.topic, "partition": p.partition,
+                            "count": sum(late.values()), "affects_verdict": True,
+                            "why": f"{', '.join(f'{n} ×{k}' for n, k in late.items())} by acks or "
+                                   f"polls that ended once the drain had begun (at {p.drain_start} "
+                                   "ns), past the HW it read to: whether what they acknowledged "
+                                   "or read is there, the drain cannot say (set aside, not counted)"})
         assumed = c.assumed_permitted(tp)
         if assumed:
             unknown.append({
@@ -299,9 +310,21 @@ def build_result(c: Collected, engine: Tally) -> Result:
                                "neither lost nor failed"})
     if c.below_log_start:
         unknown.append({"kind": "below-log-start", "count": c.below_log_start,
-                        "affects_verdict": False,
-                        "why": "acknowledged values at offsets below the drain's log start "
-                               "(deleted by retention): whether they were lost is unknown"})
+                        "affects_verdict": True,
+                        "why": "acknowledged values and records read at offsets below the "
+                               "drain's log start, not in the drain: the test sets no retention "
+                               "and deletes no records, so they went missing, but the drain "
+                               "cannot say whether they were lost or deleted (a retention a "
+                               "broker default or broker_config set, DeleteRecords)"})
+    if c.drain_gap:
+        unknown.append({"kind": "drain-missed", "count": c.drain_gap, "affects_verdict": True,
+                        "why": "acknowledged values the drain did not read, records a consumer "
+                               "read, and acks whose value the drain read elsewhere, at offsets "
+                               "the complete drain read nothing at between its log start and "
+                               "its HW (or, for an ack without an offset, with such an offset "
+                               "anywhere): offsets there are dense, so the drain skipped a "
+                               "record it should have read; not counted as lost writes, phantom "
+                               "reads or inconsistent offsets"})
     if c.drain_missed:
         unknown.append({"kind": "drain-missed-held", "count": c.drain_missed,
                         "affects_verdict": True,

@@ -52,13 +52,14 @@ a violation, the two disagree and :func:`faultline.checkers.stored.check_stored`
 from __future__ import annotations
 
 import itertools
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
 import orjson
 
+from faultline.checkers.conform import schema
 from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, PartitionState, Timeline
 from faultline.checkers.result import UNKNOWN, Valid, displace_permitted, merge_valid
 from faultline.errors import HistoryError
@@ -140,33 +141,28 @@ class Invariant:
 # --- reading -------------------------------------------------------------------------
 
 
-def _require(path: Path, lines: Sequence[Line], keys: Mapping[str, type],
-             per_node: Sequence[str] = ()) -> None:
-    """HistoryError naming the first line that lacks one of ``keys`` with its type, whose
-    ``per_node`` fields (observations.jsonl's ``leo``, ``hw_checkpoint``) are not null or an
-    object of node ids to integers or nulls, a partition line of metadata.jsonl without an
-    integer ``partition``, or a replicas.jsonl batch that is not four or eight integers
-    (replica_logs.py: the producer fields came later)."""
-    for i, line in enumerate(lines, 1):
-        for k in per_node:
-            v = line.get(k)
-            if v is not None and not (isinstance(v, dict) and all(
-                    n.isascii() and n.isdigit() and (x is None or type(x) is int) for n, x in v.items())):
-                raise HistoryError(str(path), i, f"expected {k!r} as node ids to offsets or nulls, got {v!r}")
-        need = dict(keys)
-        if line.get("type") in ("partition", "partition-change"):
-            need["partition"] = int
-        for k, kind in need.items():
-            if not isinstance(line.get(k), kind) or isinstance(line.get(k), bool):
-                raise HistoryError(str(path), i,
-                                   f"expected {k!r} of type {kind.__name__}, got {line.get(k)!r}")
-        batches = line.get("batches")
-        if batches is not None and not all(
-                isinstance(b, list) and len(b) in (4, 8) and all(type(x) is int for x in b)
-                for b in batches):
-            raise HistoryError(str(path), i, "expected batches as [base, last, epoch, crc] or [base, "
-                               "last, epoch, crc, producer id, producer epoch, base seq, last seq] "
-                               "integers")
+def metadata_problem(line: Line) -> str | None:
+    """What is wrong with a ``metadata.jsonl`` line: its schema's word (``raw``, which no
+    check reads, may be absent), or a partition line without its ``partition`` (which the
+    schema leaves optional and every reading needs)."""
+    why = schema("metadata.schema.json", ("raw",)).problem(line)
+    if why is None and line["type"] in ("partition", "partition-change") and "partition" not in line:
+        return "a partition line needs 'partition'"
+    return why
+
+
+def observation_problem(line: Line) -> str | None:
+    """What is wrong with an ``observations.jsonl`` line (its schema's word), or None."""
+    return schema("observations.schema.json").problem(line)
+
+
+def replica_problem(line: Line) -> str | None:
+    """What is wrong with a ``replicas.jsonl`` line: its schema's word, or a log start and
+    end not both null (an empty log) or both integers."""
+    why = schema("replicas.schema.json").problem(line)
+    if why is None and (line["log_start_offset"] is None) != (line["log_end_offset"] is None):
+        return "'log_start_offset' and 'log_end_offset' must both be null (an empty log) or both offsets"
+    return why
 
 
 # --- leader changes ------------------------------------------------------------------
@@ -508,7 +504,7 @@ class BrokerFiles:
         unreadable: list[str] = []
         present = False
 
-        def load(name: str, keys: Mapping[str, type], per_node: Sequence[str] = (),
+        def load(name: str, shape: Callable[[Line], str | None],
                  appended: bool = False) -> list[dict[str, Any]] | None:
             nonlocal present
             path = Path(run_dir) / name
@@ -517,14 +513,13 @@ class BrokerFiles:
             present = True
             try:
                 if appended:  # written as the run went: a run that died leaves a prefix
-                    read = read_jsonl_prefix(path)
+                    read = read_jsonl_prefix(path, shape)
                     if read.cut is not None:
                         errors.append(f"{path}:{read.cut}: the last line was cut (the run died "
                                       "writing it); only the lines before it were checked")
                     lines = read.objects
                 else:
-                    lines = read_jsonl(path)
-                _require(path, lines, keys, per_node)
+                    lines = read_jsonl(path, shape)
                 return lines
             except HistoryError as e:
                 errors.append(str(e))
@@ -532,32 +527,29 @@ class BrokerFiles:
                 return None
 
         uncollected, elr = _cluster_facts(Path(run_dir) / CLUSTER_FILE)
-        return cls(load(METADATA_FILE, {"offset": int, "type": str}),
-                   load(OBSERVATIONS_FILE, {"time": int, "partition": int}, ("leo", "hw_checkpoint"),
-                        appended=True),
-                   load(REPLICAS_FILE, {"partition": int, "node": int, "batches": list}),
+        return cls(load(METADATA_FILE, metadata_problem),
+                   load(OBSERVATIONS_FILE, observation_problem, appended=True),
+                   load(REPLICAS_FILE, replica_problem),
                    tuple(errors), tuple(unreadable), uncollected, present, elr)
 
 
 def _cluster_facts(path: Path) -> tuple[tuple[str, ...], bool | None]:
     """What ``cluster.json`` says the run could not collect (nothing when it has no such
     file), and whether the cluster ran with eligible leader replicas (None: not said).
-    A file that cannot be read, or whose ``broker_state_errors`` is no list or
-    ``eligible_leader_replicas`` no boolean, says it could not be read."""
+    A file that cannot be read, or does not conform to its schema, says it could not be
+    read, naming what is wrong."""
     if not path.exists():
         return (), None
     if special(path):
         return (f"{CLUSTER_FILE} could not be read: not a regular file",), None
     try:
         facts = orjson.loads(path.read_bytes())
-        said, elr = facts.get("broker_state_errors"), facts.get("eligible_leader_replicas")
-    except (OSError, orjson.JSONDecodeError, AttributeError) as e:
+    except (OSError, orjson.JSONDecodeError) as e:
         return (f"{CLUSTER_FILE} could not be read: {e}",), None
-    if not isinstance(said, list | None):
-        return (f"{CLUSTER_FILE} could not be read: broker_state_errors is no list: {said!r}",), None
-    if not isinstance(elr, bool | None):
-        return (f"{CLUSTER_FILE} could not be read: eligible_leader_replicas is no boolean: {elr!r}",), None
-    return tuple(str(x) for x in said or ()), elr
+    why = schema("cluster.schema.json").problem(facts)
+    if why is not None:
+        return (f"{CLUSTER_FILE} could not be read: {why}",), None
+    return tuple(facts.get("broker_state_errors") or ()), facts["eligible_leader_replicas"]
 
 
 def check_white_box(spec: TestSpec, files: BrokerFiles,

@@ -1,8 +1,9 @@
 """REFERENCE, for tests only: the queue checker's engine as it was before its value ->
 slot map became an array (faultline/checkers/queue.py at ea31ca4), kept unchanged but for
 :meth:`Engine.slot`, :meth:`Engine.read_off` and :meth:`Engine.first_read` (what the
-examples now ask), a consumer's first record judged as a poll-skip and the first lost
-write's ack time noted (``Collected.first_loss_ns``), so that the
+examples now ask), a consumer's first record judged as a poll-skip, the first lost
+write's ack time noted (``Collected.first_loss_ns``) and the drain's edges (issue 33:
+what ended once the drain began, a drain's gaps, reads below its log start), so that the
 equivalence tests (test_queue_equivalence.py) can hold the current engine's results
 equal to it. Delete it once the new engine is proven. Its offset maps are its own
 (int64 cells, as the engine's were before they became int32), so that the
@@ -238,6 +239,7 @@ class Engine:
                             (backwards if off <= last else gaps).append((tp, p, last, off, t))
                         last_of[tp] = off
                         part.polled += 1  # type: ignore[union-attr]
+                        part.last_poll = t  # type: ignore[union-attr]
                         if 0 <= off < len(arr):  # OffsetMap.put, inline
                             cur = arr[off]
                             if cur == NONE:
@@ -255,6 +257,12 @@ class Engine:
                             c_read_off[s] = off
                             c_read_by[s] = p
                 elif f == "drain":
+                    if typ == "invoke":  # the drain's start: its HW was taken before
+                        v = d.get("value")
+                        tp = tp_ids.get((v.get("topic"), v.get("partition")), -1) if isinstance(
+                            v, dict) and isinstance(v.get("partition"), int) else -1
+                        if tp >= 0 and parts[tp].drain_start is None:
+                            parts[tp].drain_start = d["time"]
                     if typ != "invoke":
                         self.drains[_STATUS[typ] - 1] += 1
                     if typ == "ok":
@@ -384,10 +392,14 @@ class Engine:
                 if part.complete:
                     if drained == NONE:
                         lso = part.lso or 0
-                        if (ack != NONE and ack < lso) or (ack == NONE and lso > 0):
+                        if part.late(self.c_done[s]):
+                            c.set_aside("lost-write", tp, late=True)
+                        elif (ack != NONE and ack < lso) or (ack == NONE and lso > 0):
                             c.below_log_start += 1
                         elif part.short is not None and (ack == NONE or ack >= part.hw):
                             c.set_aside("lost-write", tp)
+                        elif part.gap(ack) or (ack == NONE and part.drained < part.hw - lso):  # type: ignore[operator]
+                            c.drain_gap += 1
                         else:
                             c.add("lost-write", tp, self.c_inv[s], partial(examples.lost, self, c, s))
                             done = self.c_done[s]
@@ -395,10 +407,14 @@ class Engine:
                                 c.first_loss_ns = done
                     elif (ack != NONE and ack != drained and ack not in self.dups.get(s, ())
                           and part.drains.get(ack) == NONE):
-                        if ack < (part.lso or 0):  # the drain read nothing there
+                        if part.late(self.c_done[s]):
+                            c.set_aside("inconsistent-offsets", tp, late=True)
+                        elif ack < (part.lso or 0):  # the drain read nothing there
                             pass
                         elif part.short is not None and ack >= part.hw:  # type: ignore[operator]
                             c.set_aside("inconsistent-offsets", tp)
+                        elif part.gap(ack):
+                            c.drain_gap += 1
                         else:
                             c.iso_ack_offset.append(s)
                 if drained != NONE:  # where it is stored (a lost value is no reordering)
@@ -449,11 +465,20 @@ class Engine:
                     drained = {dv} | {
                         x for x, seen in extra.items() if any(k == "drain" for k, _, _ in seen)}
                     for x in sorted(polled - drained):
-                        if part.short is not None and off >= part.hw:  # type: ignore[operator]
+                        s = self.vslot.get(x)
+                        t = (self.c_read_t[s] if s is not None and self.c_tp[s] == tp
+                             and self.c_read_off[s] == off and self.c_read_by[s] != -1 else None)
+                        if part.late(part.last_poll) and part.late(t):
+                            c.set_aside("phantom-read", tp, late=True)
+                        elif part.short is not None and off >= part.hw:  # type: ignore[operator]
                             c.set_aside("phantom-read", tp)
+                        elif part.gap(off):
+                            c.drain_gap += 1
                         else:
                             c.add("phantom-read", tp, examples.read_at(self, tp, off, x),
                                   partial(examples.phantom, self, c, tp, off, x))
+                elif part.complete and p != NONE and self._vanished(tp, p):
+                    c.below_log_start += 1
                 if len(values) > 1:
                     # An ack is involved when an ack's association is what is wrong: two
                     # acks disagree, or the drain holds another value there (or, with the
@@ -486,7 +511,9 @@ class Engine:
             if not part.complete:
                 continue
             skipped = part.drains.any_between((part.lso or 0) - 1 if prev is None else prev, off)
-            if skipped:
+            if skipped and part.late(t):
+                c.set_aside("poll-skip", tp, late=True)
+            elif skipped:
                 c.add("poll-skip", tp, t, partial(examples.skip, self, c, tp, p, prev, off, t, skipped))
 
     def copies(self, tp: int, offsets: Iterable[int]) -> list[provenance.Copy | None]:
@@ -510,6 +537,10 @@ class Engine:
 
     def slot(self, value: int) -> int | None:
         return self.vslot.get(value)
+
+    def _vanished(self, tp: int, value: int) -> bool:
+        s = self.vslot.get(value)
+        return s is None or self.c_tp[s] != tp or (self.c_status[s] != OK and self.c_drain[s] == NONE)
 
     def shown(self, value: int) -> int:
         return value  # the reference reads integer values only

@@ -426,3 +426,21 @@ def test_a_followed_check_that_fails_names_the_history_as_closed(tmp_path: Path,
     assert results["history"]["bytes"] == history.stat().st_size
     writer.join()
     assert CliRunner().invoke(main, ["report", str(d)]).exit_code == 0
+
+
+def _partition_line(offset: int, **fields: Any) -> bytes:
+    return orjson.dumps({"offset": offset, "time": 0, "type": "partition-change", "topic": TOPIC,
+                         "partition": 0, "leader": 1, "isr": [1, 2, 3], "raw": {}, **fields}) + b"\n"
+
+
+def test_a_metadata_line_whose_isr_is_no_list_is_unknown_naming_file_and_line(tmp_path: Path) -> None:
+    """Issue 33: ``"isr": 3`` on a metadata.jsonl line ended the check in an internal error,
+    exit 2 and no results.json; it is a broker-state file that does not conform."""
+    d = run_dir(tmp_path, lossy_history(), acks="1")
+    (d / "metadata.jsonl").write_bytes(_partition_line(1) + b"\n" + _partition_line(2, isr=3))
+    code, out = invoke(d)
+    assert code == 2 and out.startswith("UNKNOWN"), out
+    data = orjson.loads((d / "results.json").read_bytes())
+    (entry,) = [u for u in data["unknown"] if u["kind"] == "broker-state-unreadable"]
+    assert data["valid"] == "unknown" and entry["affects_verdict"] is True
+    assert f"{d / 'metadata.jsonl'}:3: isr: expected an array or null, got 3" in entry["why"]

@@ -370,10 +370,13 @@ def test_a_read_the_drain_skipped_where_every_replica_holds_a_record_is_unknown(
     assert r.anomaly_counts["phantom-read"] == 0 and r.anomaly_counts["inconsistent-offsets"] == 0
     (entry,) = [u for u in r.unknown if u["kind"] == "drain-missed-held"]
     assert entry["count"] == 2 and entry["affects_verdict"] is True
-    # where the replicas do not all hold the same batch there, both stand
+    # where the replicas do not all hold the same batch there, the drain still skipped
+    # offset 2, below its HW, where offsets are dense (issue 33: it was two violations)
     split = [replica(1, 6, same), replica(2, 6, same), replica(3, 6, [[0, 2, 1, 70], [3, 5, 1, 80]])]
     r = check1(h, split)
-    assert r.violations == ["phantom-read", "inconsistent-offsets"]
+    assert r.violations == [] and r.valid == UNKNOWN
+    (entry,) = [u for u in r.unknown if u["kind"] == "drain-missed"]
+    assert entry["count"] == 2 and entry["affects_verdict"] is True
 
 
 @pytest.mark.parametrize("forbidden_first", [False, True])

@@ -12,7 +12,7 @@ from faultline.checkers import queue
 from faultline.checkers.columns import NONE
 from faultline.checkers.faults_seen import PartitionState
 from faultline.checkers.queue import Engine, check
-from faultline.checkers.result import ANOMALIES, Result, merge_valid
+from faultline.checkers.result import ANOMALIES, UNKNOWN, Result, merge_valid
 from faultline.errors import HistoryError
 from faultline.spec import TestSpec
 from tests.schemas import validator
@@ -151,13 +151,41 @@ def test_acks_0_offsets_are_never_compared_and_loss_is_permitted() -> None:
 
 
 def test_value_acked_below_the_log_start_is_unknown_not_lost() -> None:
+    """Issue 33: the test sets no retention and deletes nothing, so a value acknowledged
+    below the drain's log start went missing: unknown (it was valid, with a note)."""
     h = H()
     h.send(0, 10, offset=0)
     h.send(0, 11, offset=1)
     h.drain([(1, 11)], lso=1)
     r = run(h)
-    assert r.valid is True and r.anomaly_counts["lost-write"] == 0
-    assert [u["kind"] for u in r.unknown] == ["below-log-start"]
+    assert r.valid == UNKNOWN and r.anomaly_counts["lost-write"] == 0
+    (u,) = r.unknown
+    assert (u["kind"], u["count"], u["affects_verdict"]) == ("below-log-start", 1, True)
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.drain([(0, 10), (1, 11)], lso=0)
+    assert run(h).valid is True
+
+
+def test_a_record_read_below_the_log_start_and_gone_is_unknown() -> None:
+    """Issue 33: a consumer read 9 (an info send) at offset 0, below the drain's log start
+    1: it went missing, unseen (the check said valid); read and drained, nothing vanished."""
+    h = H()
+    h.send(0, 9, outcome="info")
+    h.send(0, 11, offset=1)
+    h.poll(5, [(0, 9), (1, 11)])
+    h.drain([(1, 11)], lso=1, hw=2)
+    r = run(h)
+    assert r.valid == UNKNOWN
+    (u,) = [u for u in r.unknown if u["affects_verdict"]]
+    assert (u["kind"], u["count"]) == ("below-log-start", 1)
+    h = H()
+    h.send(0, 9, outcome="info")
+    h.send(0, 11, offset=1)
+    h.poll(5, [(0, 9), (1, 11)])
+    h.drain([(0, 9), (1, 11)], lso=0, hw=2)
+    assert run(h).valid is True
 
 
 # -- incomplete drains and cut histories ----------------------------------------------
@@ -260,7 +288,7 @@ def test_inconsistent_offsets_between_reads_only() -> None:
 def test_an_ack_offset_the_drain_leaves_empty_is_inconsistent() -> None:
     h = H()
     h.send(0, 10, offset=3)
-    h.drain([(0, 10)], hw=5)
+    h.drain([(0, 10)], hw=1)  # 3 at or past the HW: nothing there (below it: a missed read)
     r = run(h)
     assert seen(r) == {"inconsistent-offsets"}
     iso = r.anomalies["inconsistent-offsets"][0]
@@ -427,8 +455,8 @@ def test_an_ack_below_the_drains_log_start_is_not_said_empty() -> None:
     r = run(h, make_spec(idempotence=False))
     assert r.anomaly_counts["inconsistent-offsets"] == 0 and r.valid is True
     h = H()
-    h.send(0, 10, offset=6)  # inside what the drain read: empty there, as before
-    h.drain([(7, 10)], lso=5, hw=8)
+    h.send(0, 10, offset=8)  # at the HW the drain read to: nothing there
+    h.drain([(5, 11), (6, 12), (7, 10)], lso=5, hw=8)
     assert run(h, make_spec(idempotence=False)).anomaly_counts["inconsistent-offsets"] == 1
 
 
@@ -440,7 +468,7 @@ def test_an_offset_is_inconsistent_once_however_many_acks_the_drain_left_it_empt
     h = H()
     h.send(0, 10, offset=3)
     h.send(1, 11, offset=3)
-    h.drain([(0, 10), (1, 11)], hw=5)
+    h.drain([(0, 10), (1, 11)])
     r = run(h)
     assert r.anomaly_counts["inconsistent-offsets"] == 1
     (iso,) = r.anomalies["inconsistent-offsets"]
@@ -449,14 +477,14 @@ def test_an_offset_is_inconsistent_once_however_many_acks_the_drain_left_it_empt
     h.send(0, 10, offset=3)
     h.send(1, 12, "info")
     h.poll(5, [(3, 12)])
-    h.drain([(0, 10)], hw=5)
+    h.drain([(0, 10)])
     r = run(h)
     assert r.anomaly_counts["inconsistent-offsets"] == 1 and r.anomaly_counts["phantom-read"] == 1
     assert r.anomalies["inconsistent-offsets"][0]["involves_ack"] is True
     h = H()  # acks at two empty offsets: two offsets, two instances
     h.send(0, 10, offset=3)
     h.send(1, 11, offset=4)
-    h.drain([(0, 10), (1, 11)], hw=5)
+    h.drain([(0, 10), (1, 11)])
     assert run(h).anomaly_counts["inconsistent-offsets"] == 2
 
 
@@ -477,10 +505,18 @@ def test_a_value_no_send_can_carry_is_unexpected_and_holds_its_offset() -> None:
     """Each such value is an unexpected-value once per partition, its reads counted, told
     as the history holds it; and the offsets it holds count as any other's: read in
     order it is no skip, jumped over it is one, an ack at its offset is inconsistent, a
-    poll of it where the drain holds nothing is a phantom read."""
+    poll of it where the drain skipped an offset below its HW is a missed read (issue 33:
+    offsets there are dense), and where the drain read nothing past its HW a phantom read."""
     r = run(foreign_records())
     assert r.valid is False
-    assert seen(r) == {"unexpected-value", "poll-skip", "inconsistent-offsets", "phantom-read"}
+    assert seen(r) == {"unexpected-value", "poll-skip", "inconsistent-offsets"}
+    assert [(u["kind"], u["count"]) for u in r.unknown] == [("drain-missed", 1)]
+    h = foreign_records()
+    h.ops[-1].value["high_watermark"] = 4  # type: ignore[index]
+    h.ops[-1].value["records"].pop()  # type: ignore[index]
+    r = run(h)
+    assert seen(r) == {"unexpected-value", "poll-skip", "inconsistent-offsets", "phantom-read",
+                       "lost-write"}
     unexpected = {e["value"]: e for e in r.anomalies["unexpected-value"]}
     assert list(unexpected) == ["x", None, 2**63, "y"]  # in the order first read
     assert [(e["offset"], e["reads"]) for e in unexpected.values()] == [(1, 2), (2, 2), (3, 2), (4, 1)]
@@ -497,7 +533,6 @@ def test_a_value_no_send_can_carry_is_unexpected_and_holds_its_offset() -> None:
     phantom = r.anomalies["phantom-read"]
     assert [(e["value"], e["offset"], e["process"]) for e in phantom] == [("y", 4, None)]
     assert 'value "y" is nowhere in the partition' in phantom[0]["explanation"]
-    assert r.anomaly_counts["lost-write"] == 0  # 11 is in the drain, at 5
     RESULTS.validate(orjson.loads(orjson.dumps(r.to_json())))
     for op in foreign_records().ops:
         HISTORY.validate(op.to_dict())
@@ -816,3 +851,60 @@ def test_sends_to_a_partition_whose_id_passes_int16_arithmetic_are_counted() -> 
     r = Engine(make_spec(partitions=9001), "history")
     r.feed(op.to_dict() for op in h.ops)
     assert r.parts[9000].sends == [0, 1, 1, 0]
+
+
+# -- the drain's edges (issue 33) -----------------------------------------------------
+
+def test_an_ack_that_ended_once_the_drain_had_begun_is_set_aside_not_lost() -> None:
+    """The drain reads to the HW taken before it began: 11, acknowledged at offset 1 after
+    that, is past what it read. Acknowledged before the drain, the same loss is counted."""
+    h = H()
+    h.send(0, 10, offset=0)
+    h.invoke(0, 11)
+    h.drain([(0, 10)], hw=1)
+    h.done(0, 11, offset=1)
+    r = run(h, make_spec(acks="all"))
+    assert r.valid == UNKNOWN and r.anomaly_counts["lost-write"] == 0
+    (u,) = [u for u in r.unknown if u["affects_verdict"]]
+    assert (u["kind"], u["count"], u["partition"]) == ("after-drain", 1, 0)
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.drain([(0, 10)], hw=1)
+    assert run(h, make_spec(acks="all")).violations == ["lost-write"]
+
+
+def test_a_poll_that_ended_once_the_drain_had_begun_is_set_aside_not_phantom() -> None:
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, "info")
+    h.drain([(0, 10)], hw=1)
+    h.poll(5, [(0, 10), (1, 11)])
+    r = run(h, make_spec(acks="all"))
+    assert r.valid == UNKNOWN and r.anomaly_counts["phantom-read"] == 0
+    assert [u["kind"] for u in r.unknown if u["affects_verdict"]] == ["after-drain"]
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, "info")
+    h.poll(5, [(0, 10), (1, 11)])
+    h.drain([(0, 10)], hw=1)
+    assert run(h, make_spec(acks="all")).violations == ["phantom-read"]
+
+
+def test_a_lost_write_in_a_gap_of_the_drain_is_a_missed_read_without_replicas() -> None:
+    """Offsets below the HW are dense: the drain read 0 and 2 and skipped 1, where 11 was
+    acknowledged; without replicas.jsonl that was a lost write. Truncated at 1 (HW 1), the
+    loss stands."""
+    h = H()
+    for off in range(3):
+        h.send(0, 10 + off, offset=off)
+    h.drain([(0, 10), (2, 12)], hw=3)
+    r = run(h, make_spec(acks="all"))
+    assert r.valid == UNKNOWN and r.violations == []
+    (u,) = [u for u in r.unknown if u["affects_verdict"]]
+    assert (u["kind"], u["count"]) == ("drain-missed", 1)
+    h = H()
+    for off in range(3):
+        h.send(0, 10 + off, offset=off)
+    h.drain([(0, 10)], hw=1)
+    assert run(h, make_spec(acks="all")).violations == ["lost-write"]

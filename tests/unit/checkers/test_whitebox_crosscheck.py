@@ -84,11 +84,14 @@ def test_a_lost_write_every_replica_holds_below_the_hw_is_unknown(tmp_path: Path
     assert result.valid == UNKNOWN and result.violations == []
     (entry,) = [u for u in result.unknown if u["kind"] == "drain-missed-held"]
     assert entry["count"] == 1 and entry["affects_verdict"] is True
-    # where the replicas do not all hold the same batch there, the loss stands
+    # where the replicas do not all hold the same batch there, the drain still skipped
+    # offset 2 below its HW (offsets are dense): a missed read, not a loss (issue 33)
     split = [replica(1), replica(2), {**replica(3), "batches": [[0, 2, 1, 70], [3, 4, 1, 80]]}]
     text = "".join(json.dumps(r) + "\n" for r in split)
     result = check_stored(run_dir(tmp_path / "split", h, **{"replicas.jsonl": text}))
-    assert result.valid is False and result.violations == ["lost-write"]
+    assert result.valid == UNKNOWN and result.violations == []
+    (entry,) = [u for u in result.unknown if u["kind"] == "drain-missed"]
+    assert entry["count"] == 1
 
 
 def _state(node: int, batches: list[list[int]], ckpt: int) -> dict[str, Any]:

@@ -164,8 +164,8 @@ def test_a_run_whose_teardown_ends_while_the_cleanup_looks_is_no_error(
         raise FileNotFoundError(run_id)
 
     monkeypatch.setattr(RunState, "load", staticmethod(torn_down))
-    monkeypatch.setattr(runstate.netns, "list_namespaces", list)  # other runs on this machine
-    monkeypatch.setattr(runstate.netns, "list_links", list)  # are none of this test's business
+    monkeypatch.setattr(runstate.netns, "run", FakeIp([], [], {}))  # other runs on this machine
+    # are none of this test's business
     monkeypatch.setattr(runstate, "run_processes", lambda root=None: {})
     assert runstate.cleanup_stale() == []
 

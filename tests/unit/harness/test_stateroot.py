@@ -83,7 +83,7 @@ def test_another_users_process_names_no_run_for_root_to_remove(
     proc = _as_nobody(["sleep", "30"], {"FAULTLINE_RUN": run, "FAULTLINE_STATE": str(root)})
     planted.append(proc)
     _wait_for_environ(proc.pid, b"FAULTLINE_RUN=")
-    assert runstate.run_processes() == {}
+    assert runstate.run_processes(state_root()) == {}
     with runstate.locked():
         assert runstate.cleanup_stale() == []
     assert (victim / "precious").read_text() == "keep"
