@@ -3,8 +3,8 @@ files are written and read.
 
 ``results/<test-name>/<UTC timestamp>/``, with ``results/latest`` pointing at the newest
 run. Every file a run writes whole after the fact (results.json, report.html,
-metadata.jsonl, replicas.jsonl) goes through :func:`write_atomic`, so a crash mid-write
-leaves the old file or none, never half of one. The history is the exception: it is
+metadata.jsonl, replicas.jsonl, history.sends.parquet) goes through :func:`atomic_file`,
+so a crash mid-write leaves the old file or none, never half of one. The history is the exception: it is
 appended as the run goes (:class:`faultline.history.HistoryWriter`), zstd-compressed
 (:data:`HISTORY_FILE`); a run directory may instead hold it plain
 (:data:`PLAIN_HISTORY_FILE`), and :func:`find_history` says which it has. So are the
@@ -20,11 +20,11 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -142,19 +142,21 @@ def _point_latest(results: Path, run_dir: Path) -> None:
         raise
 
 
-def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
-    """Write ``data`` (bytes, or chunks of it) to ``path`` through a temporary file in the
-    same directory, fsynced, then renamed over it; returns ``path``. On any error the
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file to write ``path``'s new content to: a temporary file made by
+    :func:`tempfile.mkstemp` in the same directory (a name of its own, never one planted
+    there), fsynced and renamed over ``path`` when the block ends. On any error the
     temporary file is removed and ``path`` is as it was; one that the system raised
-    (a full disk, ``path`` a directory) is a FaultlineError naming ``path``."""
+    (a full disk, ``path`` a directory) is a FaultlineError naming ``path``. Every file a
+    run directory gets whole is written through it."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
         raise FaultlineError(f"{path}: cannot write: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            for chunk in [data] if isinstance(data, bytes) else data:
-                fh.write(chunk)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -163,6 +165,14 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
         if isinstance(e, OSError):
             raise FaultlineError(f"{path}: cannot write: {e.strerror or e}") from None
         raise
+
+
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
+    """Write ``data`` (bytes, or chunks of it) to ``path`` through :func:`atomic_file`;
+    returns ``path``."""
+    with atomic_file(path) as fh:
+        for chunk in [data] if isinstance(data, bytes) else data:
+            fh.write(chunk)
     return path
 
 

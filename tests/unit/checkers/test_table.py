@@ -125,3 +125,19 @@ def test_a_stored_table_round_trips_and_is_only_used_with_its_history(tmp_path: 
         fh.write(b"\n")
     assert read_table(path, history) is None
     assert read_table(tmp_path / "nope.parquet", history) is None
+
+
+def test_the_table_is_written_through_a_fresh_temporary_file_never_a_planted_one(tmp_path: Path) -> None:
+    """A link planted where a fixed temporary name would be is left alone, and so is what
+    it points at (``faultline check`` runs as root, the run directory may not be its own)."""
+    rows = list(generate(Shape(values=50)))
+    history = tmp_path / "history.jsonl"
+    history.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    (tmp_path / ".history.sends.parquet.tmp").symlink_to(victim)
+    path = write_table(tmp_path / "history.sends.parquet", table_of(rows), history)
+    assert victim.read_bytes() == b"precious"
+    assert read_table(path, history) is not None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".history.sends.parquet.tmp", "history.jsonl", "history.sends.parquet", "victim"]
