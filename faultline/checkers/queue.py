@@ -119,6 +119,7 @@ from faultline.history import (
     HistoryFile,
     Op,
     ReadResult,
+    TooLarge,
     check_row,
     history_blocks,
     iter_rows,
@@ -126,6 +127,7 @@ from faultline.history import (
     pairing_message,
     pairing_state,
     parse_line,
+    unreadable,
 )
 from faultline.rundir import PLAIN_HISTORY_FILE
 from faultline.spec import TestSpec
@@ -464,8 +466,8 @@ class Engine:
                     if batch.n == BATCH:
                         self._apply(batch, True)
             self._apply(batch, True)
-        except zstandard.ZstdError as e:
-            raise HistoryError(name, index + 1, f"not valid zstd ({e})") from None
+        except (zstandard.ZstdError, TooLarge) as e:
+            raise unreadable(name, index + 1, e) from None
         finally:
             self.ops += index
             result.lines = index

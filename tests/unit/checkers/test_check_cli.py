@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+import zstandard
 from click.testing import CliRunner
 
 from faultline.checkers import queue, stored
@@ -19,6 +20,7 @@ from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
 from faultline.cli import main
 from faultline.errors import HistoryError, SpecError
+from faultline.history import MAX_LINE_BYTES
 from faultline.report.page import load_run
 from faultline.spec import TestSpec
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
@@ -426,3 +428,36 @@ def test_a_followed_check_that_fails_names_the_history_as_closed(tmp_path: Path,
     assert results["history"]["bytes"] == history.stat().st_size
     writer.join()
     assert CliRunner().invoke(main, ["report", str(d)]).exit_code == 0
+
+
+def test_running_out_of_memory_is_one_line_and_keeps_the_stored_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: a check that ran out of memory saved a ``checker-error`` unknown
+    over the run's verdict, as if the checker had a bug."""
+    d = run_dir(tmp_path, lossy_history())
+    check_run(d)
+    before = (d / "results.json").read_bytes()
+
+    def no_memory(*args: Any, **kwargs: Any) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(queue.Engine, "_values", no_memory)
+    r = CliRunner().invoke(main, ["check", str(d)])
+    assert r.exit_code == 2 and r.output == (
+        "faultline: error: out of memory (the machine's, or this process's limit); "
+        "the step that ran out saved nothing\n")
+    assert (d / "results.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["history.jsonl", "history.jsonl.zst"])
+def test_a_history_line_past_the_limit_is_one_line_naming_it(tmp_path: Path, name: str) -> None:
+    """The checker's own reader refuses a line past docs/history.md's limit as iter_rows does."""
+    d = run_dir(tmp_path, ok_history())
+    data = (d / "history.jsonl").read_bytes()
+    (d / "history.jsonl").unlink()
+    pad = b'{"index":6,"time":7000000,"process":"nemesis","type":"info","f":"kill","value":"'
+    data += pad + b"x" * (MAX_LINE_BYTES - len(pad)) + b'"}\n'
+    (d / name).write_bytes(zstandard.ZstdCompressor().compress(data) if name.endswith(".zst") else data)
+    code, out = invoke(d)
+    assert code == 2 and out == (f"faultline: error: {d / name}:7: a line longer than {MAX_LINE_BYTES} "
+                                 "bytes (docs/history.md's limit): no run writes one\n")
