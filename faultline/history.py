@@ -53,11 +53,20 @@ NEMESIS = "nemesis"
 #: (a foreign record's text or null), so that its int64 columns hold those too.
 VALUE_MIN = -(1 << 63) + (1 << 32)
 VALUE_MAX = (1 << 63) - 1
+#: An op's ``time`` is at most the test's ``time_limit_s`` past the run's start plus this
+#: (docs/history.md): what the run does besides its main phase (starting the cluster,
+#: healing, waiting for quiescence, the drain) takes minutes.
+TIME_MARGIN_NS = 24 * 3600 * 10**9
 Process = int | Literal["nemesis"]
 #: An op not yet journaled: ``(process, type, f, value, error)``.
 PendingOp = tuple[Process, OpType, str, Any, str | None]
 #: An op that happened before it is journaled, with the ``time.monotonic_ns()`` of then.
 TimedOp = tuple[int, PendingOp]
+
+
+def latest_time(time_limit_s: float) -> int:
+    """The latest ``time`` an op of a test of ``time_limit_s`` may have (:data:`TIME_MARGIN_NS`)."""
+    return int(time_limit_s * 1e9) + TIME_MARGIN_NS
 
 
 @dataclass(frozen=True, slots=True)
