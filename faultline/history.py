@@ -43,7 +43,7 @@ from numba.typed import Dict
 
 from faultline.compiled import compiled
 from faultline.errors import HistoryError
-from faultline.rundir import find_history
+from faultline.rundir import MAX_LINE_BYTES, find_history, loads
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))
@@ -391,19 +391,15 @@ def history_lines(path: str | os.PathLike[str],
         yield from io.BytesIO(block).readlines() or (block,)  # split in C, newlines kept
 
 
-#: The longest line a history may hold, its newline included (docs/history.md): a run's
-#: longest are a drain's chunk of records and a nemesis op naming every partition's
-#: leader, a few MB at most. A reader refuses a longer one (:class:`TooLarge`).
-MAX_LINE_BYTES = 64 << 20
 #: The most bytes one zstd frame of a history may decompress to (docs/history.md): a
 #: run's frames hold about :data:`FRAME_BYTES` each. A reader refuses a larger one.
 MAX_FRAME_BYTES = 256 << 20
 
 
 class TooLarge(Exception):
-    """A history line longer than :data:`MAX_LINE_BYTES`, or a zstd frame that decompresses
-    to more than :data:`MAX_FRAME_BYTES`; the reader that knows the line names it
-    (:func:`unreadable`)."""
+    """A history line longer than :data:`~faultline.rundir.MAX_LINE_BYTES`, or a zstd frame
+    that decompresses to more than :data:`MAX_FRAME_BYTES`; the reader that knows the line
+    names it (:func:`unreadable`)."""
 
 
 def unreadable(name: str, line: int, e: zstandard.ZstdError | TooLarge) -> HistoryError:
@@ -580,12 +576,10 @@ def parse_line(name: str, lineno: int, raw: bytes) -> Any:
     """Line ``lineno`` of history ``name`` parsed, or :data:`CUT` when it is a cut write:
     not valid JSON and without a newline (only a history's last line lacks one).
     Raises HistoryError for any other line that is not valid JSON, and MemoryError when
-    there was no memory to parse it (orjson says so as a JSONDecodeError: not the line's fault)."""
+    there was no memory to parse it (:func:`faultline.rundir.loads`)."""
     try:
-        return orjson.loads(raw)
+        return loads(raw)
     except orjson.JSONDecodeError as e:
-        if e.msg.startswith("Not enough memory"):
-            raise MemoryError(f"parsing line {lineno} of {name}") from None
         if not raw.endswith(b"\n"):
             return CUT
         raise HistoryError(name, lineno, f"not valid JSON ({e})") from None

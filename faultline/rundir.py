@@ -195,8 +195,8 @@ class JsonLines:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every line of a JSON-lines file as an object; HistoryError naming the line for a
     line that is not a JSON object (a cut last line included: these files are written
-    whole, after the run). Blank lines are skipped. A FIFO, socket or device is refused
-    unread: reading one may never end."""
+    whole, after the run), and for one longer than :data:`MAX_LINE_BYTES`. Blank lines are
+    skipped. A FIFO, socket or device is refused unread: reading one may never end."""
     return _read_jsonl(path, prefix=False).objects
 
 
@@ -210,17 +210,40 @@ def read_jsonl_prefix(path: Path) -> JsonLines:
     return _read_jsonl(path, prefix=True)
 
 
+#: The longest line a JSON-lines file of a run directory may hold, its newline included
+#: (docs/history.md): the history's longest are a drain's chunk of records and a nemesis op
+#: naming every partition's leader, a few MB at most; the others' are shorter. A reader
+#: refuses a longer one, naming its line.
+MAX_LINE_BYTES = 64 << 20
+
+
+def loads(raw: bytes) -> Any:
+    """``orjson.loads(raw)``, but MemoryError where orjson had no memory to parse it: it says
+    so as a JSONDecodeError, which is no fault of the input."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        if e.msg.startswith("Not enough memory"):
+            raise MemoryError("no memory to parse a JSON text") from None
+        raise
+
+
 def _read_jsonl(path: Path, prefix: bool) -> JsonLines:
     if special(path):
         raise HistoryError(str(path), None, "not a regular file")
     out: list[dict[str, Any]] = []
     try:
         with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
+            lineno = 0
+            while raw := fh.readline(MAX_LINE_BYTES + 1):
+                lineno += 1
+                if len(raw) > MAX_LINE_BYTES:
+                    raise HistoryError(str(path), lineno, f"a line longer than {MAX_LINE_BYTES} bytes: "
+                                                          "no run writes one")
                 if not raw.strip():
                     continue
                 try:
-                    obj = orjson.loads(raw)
+                    obj = loads(raw)
                 except orjson.JSONDecodeError as e:
                     if prefix and not raw.endswith(b"\n"):  # only the last line lacks one
                         return JsonLines(out, lineno)
