@@ -238,8 +238,8 @@ def _read_jsonl(path: Path, prefix: bool) -> JsonLines:
             while raw := fh.readline(MAX_LINE_BYTES + 1):
                 lineno += 1
                 if len(raw) > MAX_LINE_BYTES:
-                    raise HistoryError(str(path), lineno, f"a line longer than {MAX_LINE_BYTES} bytes: "
-                                                          "no run writes one")
+                    raise HistoryError(str(path), lineno, f"a line longer than {MAX_LINE_BYTES} bytes "
+                                                          "(docs/history.md's limit): no run writes one")
                 if not raw.strip():
                     continue
                 try:

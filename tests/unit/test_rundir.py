@@ -27,8 +27,8 @@ def test_a_line_of_the_limit_is_read_and_a_longer_one_is_refused_naming_it(tmp_p
     assert len(read_jsonl(path)) == 2
     path.write_bytes(sample(100) + sample(MAX_LINE_BYTES + 1))
     for read in (read_jsonl, read_jsonl_prefix):
-        with pytest.raises(HistoryError, match=rf"^{path}:2: a line longer than {MAX_LINE_BYTES} bytes: "
-                                               r"no run writes one$"):
+        with pytest.raises(HistoryError, match=rf"^{path}:2: a line longer than {MAX_LINE_BYTES} bytes "
+                                               r"\(docs/history.md's limit\): no run writes one$"):
             read(path)
 
 
