@@ -111,7 +111,9 @@ def build_report(run_dir: Path) -> Path:
     Contract: reads only files inside ``run_dir`` and writes only ``report.html``
     (atomically, through a temporary file beside it). Raises HistoryError for a
     directory that is not a readable run (missing ``test.json`` or the history,
-    malformed JSON in the other files, a history that breaks docs/history.md) and SpecError
+    malformed JSON in the other files, a history that breaks docs/history.md, a stored
+    results.json with a value of another type than its schema's or a bucket width that
+    makes more than :data:`~faultline.report.measures.MAX_BUCKETS`) and SpecError
     for a ``test.json`` that is unreadable or not a valid spec
     (:meth:`~faultline.spec.TestSpec.load`); each message is one line naming the file.
     """
