@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import faultline
 from faultline.checkers import queue, stored
 from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
@@ -555,10 +556,12 @@ def test_no_value_of_a_stored_results_json_crashes_the_report(tmp_path: Path) ->
     value, or removed: the page is drawn, or the report says in one line what is wrong."""
     d = run_dir(tmp_path, lossy_history())
     check_run(d)
+    (d / "metadata.jsonl").touch()  # the page's "Broker state" section too
     stored = orjson.loads((d / "results.json").read_bytes())
-    paths = [p for p in _paths(stored) if p]
+    schema = orjson.loads((Path(faultline.__file__).parent / "schemas" / "results.schema.json").read_bytes())
+    paths = [p for p in _paths(stored) if p] + [(k,) for k in schema["properties"] if k not in stored]
 
-    @settings(max_examples=15, deadline=None, database=None)
+    @settings(max_examples=10, deadline=None, database=None)
     @given(st.sampled_from(paths), st.one_of(st.just(_REMOVED), _JSON))
     def mutated(path: tuple[Any, ...], value: Any) -> None:
         data = orjson.loads(orjson.dumps(stored))
