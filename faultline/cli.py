@@ -4,8 +4,8 @@ Each command lives next to what it drives and is listed in ``_COMMANDS``; its mo
 is imported only when the command runs, so ``faultline doctor`` does not pay for
 bokeh. A :class:`~faultline.errors.FaultlineError`, and a usage error (an unknown
 option, a value of the wrong type, a ``-f`` file that does not exist), becomes one line
-on stderr and exit code 2 (``run`` and ``check`` use 1 for an invalid verdict); anything
-else is a bug and keeps its traceback.
+on stderr and exit code 2 (``run`` and ``check`` use 1 for an invalid verdict), and so
+does running out of memory; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -76,6 +76,10 @@ class _Group(click.Group):
         except (click.ClickException, click.Abort, click.exceptions.Exit, KeyboardInterrupt,
                 EOFError):  # click's own ends (Exit: --help, ctx.exit) and Ctrl-C
             raise
+        except MemoryError:  # not the input's fault, nor a bug: the step that ran out saved nothing
+            click.echo("faultline: error: out of memory (the machine's, or this process's limit); "
+                       "the step that ran out saved nothing", err=True)
+            sys.exit(2)
         except Exception as e:  # a bug: not a verdict
             traceback.print_exc()
             click.echo(f"faultline: internal error: {type(e).__name__}: {e}".splitlines()[0], err=True)

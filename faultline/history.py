@@ -43,7 +43,7 @@ from numba.typed import Dict
 
 from faultline.compiled import compiled
 from faultline.errors import HistoryError
-from faultline.rundir import find_history
+from faultline.rundir import MAX_LINE_BYTES, find_history, loads
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))
@@ -53,11 +53,20 @@ NEMESIS = "nemesis"
 #: (a foreign record's text or null), so that its int64 columns hold those too.
 VALUE_MIN = -(1 << 63) + (1 << 32)
 VALUE_MAX = (1 << 63) - 1
+#: An op's ``time`` is at most the test's ``time_limit_s`` past the run's start plus this
+#: (docs/history.md): what the run does besides its main phase (starting the cluster,
+#: healing, waiting for quiescence, the drain) takes minutes.
+TIME_MARGIN_NS = 24 * 3600 * 10**9
 Process = int | Literal["nemesis"]
 #: An op not yet journaled: ``(process, type, f, value, error)``.
 PendingOp = tuple[Process, OpType, str, Any, str | None]
 #: An op that happened before it is journaled, with the ``time.monotonic_ns()`` of then.
 TimedOp = tuple[int, PendingOp]
+
+
+def latest_time(time_limit_s: float) -> int:
+    """The latest ``time`` an op of a test of ``time_limit_s`` may have (:data:`TIME_MARGIN_NS`)."""
+    return int(time_limit_s * 1e9) + TIME_MARGIN_NS
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,11 +391,30 @@ def history_lines(path: str | os.PathLike[str],
         yield from io.BytesIO(block).readlines() or (block,)  # split in C, newlines kept
 
 
+#: The most bytes one zstd frame of a history may decompress to (docs/history.md): a
+#: run's frames hold about :data:`FRAME_BYTES` each. A reader refuses a larger one.
+MAX_FRAME_BYTES = 256 << 20
+
+
+class TooLarge(Exception):
+    """A history line longer than :data:`~faultline.rundir.MAX_LINE_BYTES`, or a zstd frame
+    that decompresses to more than :data:`MAX_FRAME_BYTES`; the reader that knows the line
+    names it (:func:`unreadable`)."""
+
+
+def unreadable(name: str, line: int, e: zstandard.ZstdError | TooLarge) -> HistoryError:
+    """The HistoryError for history ``name`` whose blocks (:func:`history_blocks`) raised
+    ``e`` before its line ``line``."""
+    return HistoryError(name, line, str(e) if isinstance(e, TooLarge) else f"not valid zstd ({e})")
+
+
 def history_blocks(path: str | os.PathLike[str],
                    follow: Callable[[], bool] | None = None) -> Generator[bytes, None, None]:
     """:func:`history_lines`'s lines, as blocks of whole lines: each block ends with a
     newline but the last, which is the cut last line (empty when a compressed file was
-    cut between lines) if there is one."""
+    cut between lines) if there is one. Raises :class:`TooLarge` in place of the block
+    that would hold a line, or come from a frame, past its bound; memory stays within a
+    few times the longest line."""
     name = _history_file(path)
     try:
         fh = open(name, "rb")  # noqa: SIM115 - closed in the finally below
@@ -402,38 +430,76 @@ def history_blocks(path: str | os.PathLike[str],
             if len(head) >= len(ZSTD_MAGIC):
                 break
         frames = _Frames() if head.startswith(ZSTD_MAGIC) else None
-        rest = b""
+        rest: list[bytes] = []  # the line begun, in pieces: joined once, when it ends
+        held = 0  # their length
         for chunk in itertools.chain((head,), chunks):
-            data = rest + (frames.decompress(chunk) if frames is not None else chunk)
-            cut = data.rfind(b"\n") + 1
-            if cut:
-                yield data[:cut]
-            rest = data[cut:]
+            for data in frames.decompress(chunk) if frames is not None else (chunk,):
+                end = data.find(b"\n") + 1
+                if end:
+                    if held + end > MAX_LINE_BYTES:
+                        raise _too_long()
+                    cut = data.rfind(b"\n") + 1
+                    block = b"".join((*rest, data[:cut])) if rest else data[:cut]
+                    rest, held = [], 0
+                    yield block
+                    data = data[cut:]
+                if data:
+                    rest.append(data)
+                    held += len(data)
+                    if held > MAX_LINE_BYTES:
+                        raise _too_long()
         if rest or (frames is not None and frames.mid_frame):
-            yield rest
+            yield b"".join(rest)
     finally:
         fh.close()
 
 
-class _Frames:
-    """A sequence of zstd frames, decompressed from chunks cut anywhere."""
+def _too_long() -> TooLarge:
+    return TooLarge(f"a line longer than {MAX_LINE_BYTES} bytes (docs/history.md's limit): "
+                    "no run writes one")
 
-    __slots__ = ("_dctx", "_frame", "mid_frame")
+
+class _Frames:
+    """A sequence of zstd frames, decompressed from chunks cut anywhere, in pieces of
+    boundedly many bytes; a frame past :data:`MAX_FRAME_BYTES` raises TooLarge."""
+
+    __slots__ = ("_dctx", "_frame", "_size", "mid_frame")
+
+    #: Compressed bytes given to the decoder at once: a zstd block (3 bytes of header
+    #: and at least one of content) decodes to at most 128 KiB, so a piece's output is
+    #: at most about 32 MiB, below MAX_LINE_BYTES, whatever the input.
+    FEED = 1 << 10
 
     def __init__(self) -> None:
         self._dctx = zstandard.ZstdDecompressor()
         self._frame = self._dctx.decompressobj()
+        self._size = 0  # what the current frame has decompressed to so far
         self.mid_frame = False  # the last chunk ended inside a frame
 
-    def decompress(self, chunk: bytes) -> bytes:
-        out = []
-        while chunk:  # a chunk may end one frame and start the next
-            out.append(self._frame.decompress(chunk))
+    def decompress(self, chunk: bytes) -> Iterator[bytes]:
+        """``chunk``'s decompressed bytes, in pieces of at most about 1 MiB more than
+        one feed's output."""
+        view = memoryview(chunk)
+        out: list[bytes] = []
+        size = 0
+        while view:  # a chunk may end one frame and start the next
+            piece = self._frame.decompress(view[:self.FEED])
+            view = view[self.FEED:]
+            self._size += len(piece)
+            if self._size > MAX_FRAME_BYTES:
+                raise TooLarge(f"a zstd frame that decompresses to more than {MAX_FRAME_BYTES} "
+                               "bytes (docs/history.md's limit): no run writes one")
             self.mid_frame = not self._frame.eof
-            chunk = b""
             if self._frame.eof:
-                chunk, self._frame = self._frame.unused_data, self._dctx.decompressobj()
-        return b"".join(out)
+                view = memoryview(self._frame.unused_data + bytes(view))
+                self._frame, self._size = self._dctx.decompressobj(), 0
+            out.append(piece)
+            size += len(piece)
+            if size >= 1 << 20:
+                yield b"".join(out)
+                out, size = [], 0
+        if out:
+            yield b"".join(out)
 
 
 #: How often a followed history is polled for more at its end.
@@ -496,8 +562,8 @@ def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
             last_time = t
             yield d
         result.lines = lineno
-    except zstandard.ZstdError as e:
-        raise HistoryError(name, lineno + 1, f"not valid zstd ({e})") from None
+    except (zstandard.ZstdError, TooLarge) as e:
+        raise unreadable(name, lineno + 1, e) from None
     finally:
         lines.close()
 
@@ -509,9 +575,10 @@ CUT: Any = object()
 def parse_line(name: str, lineno: int, raw: bytes) -> Any:
     """Line ``lineno`` of history ``name`` parsed, or :data:`CUT` when it is a cut write:
     not valid JSON and without a newline (only a history's last line lacks one).
-    Raises HistoryError for any other line that is not valid JSON."""
+    Raises HistoryError for any other line that is not valid JSON, and MemoryError when
+    there was no memory to parse it (:func:`faultline.rundir.loads`)."""
     try:
-        return orjson.loads(raw)
+        return loads(raw)
     except orjson.JSONDecodeError as e:
         if not raw.endswith(b"\n"):
             return CUT

@@ -3,8 +3,8 @@ files are written and read.
 
 ``results/<test-name>/<UTC timestamp>/``, with ``results/latest`` pointing at the newest
 run. Every file a run writes whole after the fact (results.json, report.html,
-metadata.jsonl, replicas.jsonl) goes through :func:`write_atomic`, so a crash mid-write
-leaves the old file or none, never half of one. The history is the exception: it is
+metadata.jsonl, replicas.jsonl, history.sends.parquet) goes through :func:`atomic_file`,
+so a crash mid-write leaves the old file or none, never half of one. The history is the exception: it is
 appended as the run goes (:class:`faultline.history.HistoryWriter`), zstd-compressed
 (:data:`HISTORY_FILE`); a run directory may instead hold it plain
 (:data:`PLAIN_HISTORY_FILE`), and :func:`find_history` says which it has. So are the
@@ -20,11 +20,11 @@ import contextlib
 import hashlib
 import os
 import secrets
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -142,12 +142,15 @@ def _point_latest(results: Path, run_dir: Path) -> None:
         raise
 
 
-def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
-    """Write ``data`` (bytes, or chunks of it) to ``path`` through a temporary file in the
-    same directory, fsynced, then renamed over it; returns ``path``. On any error the
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file to write ``path``'s new content to: a temporary file of a random name
+    in the same directory, made with ``O_EXCL`` (never one planted there, nor a link
+    followed), fsynced and renamed over ``path`` when the block ends. On any error the
     temporary file is removed and ``path`` is as it was; one that the system raised
     (a full disk, ``path`` a directory) is a FaultlineError naming ``path``. The file gets
-    the mode ``open()`` would give it (0o666 less the process's umask), not mkstemp's 0600."""
+    the mode ``open()`` would give it (0o666 less the process's umask). Every file a run
+    directory gets whole is written through it."""
     tmp = str(path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
         # O_EXCL as mkstemp; the kernel applies the umask (and a directory's default ACL)
@@ -156,8 +159,7 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
         raise FaultlineError(f"{path}: cannot write: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            for chunk in [data] if isinstance(data, bytes) else data:
-                fh.write(chunk)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -166,6 +168,14 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
         if isinstance(e, OSError):
             raise FaultlineError(f"{path}: cannot write: {e.strerror or e}") from None
         raise
+
+
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> Path:
+    """Write ``data`` (bytes, or chunks of it) to ``path`` through :func:`atomic_file`;
+    returns ``path``."""
+    with atomic_file(path) as fh:
+        for chunk in [data] if isinstance(data, bytes) else data:
+            fh.write(chunk)
     return path
 
 
@@ -189,8 +199,9 @@ def read_jsonl(path: Path, shape: Callable[[dict[str, Any]], str | None] | None 
                ) -> list[dict[str, Any]]:
     """Every line of a JSON-lines file as an object; HistoryError naming the line for a
     line that is not a JSON object (a cut last line included: these files are written
-    whole, after the run), or of which ``shape`` says what is wrong. Blank lines are
-    skipped. A FIFO, socket or device is refused unread: reading one may never end."""
+    whole, after the run), of which ``shape`` says what is wrong, or longer than
+    :data:`MAX_LINE_BYTES`. Blank lines are skipped. A FIFO, socket or device is refused
+    unread: reading one may never end."""
     return _read_jsonl(path, False, shape).objects
 
 
@@ -205,6 +216,24 @@ def read_jsonl_prefix(path: Path, shape: Callable[[dict[str, Any]], str | None] 
     return _read_jsonl(path, True, shape)
 
 
+#: The longest line a JSON-lines file of a run directory may hold, its newline included
+#: (docs/history.md): the history's longest are a drain's chunk of records and a nemesis op
+#: naming every partition's leader, a few MB at most; the others' are shorter. A reader
+#: refuses a longer one, naming its line.
+MAX_LINE_BYTES = 64 << 20
+
+
+def loads(raw: bytes) -> Any:
+    """``orjson.loads(raw)``, but MemoryError where orjson had no memory to parse it: it says
+    so as a JSONDecodeError, which is no fault of the input."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        if e.msg.startswith("Not enough memory"):
+            raise MemoryError("no memory to parse a JSON text") from None
+        raise
+
+
 def _read_jsonl(path: Path, prefix: bool,
                 shape: Callable[[dict[str, Any]], str | None] | None) -> JsonLines:
     if special(path):
@@ -212,11 +241,16 @@ def _read_jsonl(path: Path, prefix: bool,
     out: list[dict[str, Any]] = []
     try:
         with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
+            lineno = 0
+            while raw := fh.readline(MAX_LINE_BYTES + 1):
+                lineno += 1
+                if len(raw) > MAX_LINE_BYTES:
+                    raise HistoryError(str(path), lineno, f"a line longer than {MAX_LINE_BYTES} bytes "
+                                                          "(docs/history.md's limit): no run writes one")
                 if not raw.strip():
                     continue
                 try:
-                    obj = orjson.loads(raw)
+                    obj = loads(raw)
                 except orjson.JSONDecodeError as e:
                     if prefix and not raw.endswith(b"\n"):  # only the last line lacks one
                         return JsonLines(out, lineno)

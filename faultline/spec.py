@@ -271,6 +271,9 @@ def _coerce(hint: Any, value: Any, where: str, strict: bool) -> Any:
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, list | tuple):
             raise SpecError(f"{where}: expected a list, got {value!r}")
+        bad = [i for i, item in enumerate(items) if not isinstance(item, str | int | float | bool | None)]
+        if bad:  # asked before str() of any: str() of a list or mapping walks all of it
+            raise SpecError(f"{where}[{bad[0]}]: expected a string, got {_kind(items[bad[0]])}")
         out = tuple(str(i).strip() for i in items if str(i).strip())
         return () if out == ("none",) else out  # "none": the explicit empty list
     if origin is Mapping or hint is Mapping:
@@ -300,6 +303,12 @@ def _coerce(hint: Any, value: Any, where: str, strict: bool) -> Any:
             raise SpecError(f"{where}: expected a string, got {value!r}")
         return str(value)
     raise SpecError(f"{where}: cannot read a value of type {hint}")  # pragma: no cover
+
+
+def _kind(value: Any) -> str:
+    """What a value that is no scalar is, in a few words, without walking it."""
+    return f"a {'mapping' if isinstance(value, Mapping) else type(value).__name__} of {len(value)}" if (
+        isinstance(value, Mapping | list | tuple | set)) else type(value).__name__
 
 
 def name_ok(name: str) -> bool:

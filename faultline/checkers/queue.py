@@ -114,18 +114,22 @@ from faultline.history import (
     P_NOT_INT,
     T_INVOKE,
     T_OK,
+    TIME_MARGIN_NS,
     VALUE_MAX,
     VALUE_MIN,
     HistoryFile,
     Op,
     ReadResult,
+    TooLarge,
     check_row,
     history_blocks,
     iter_rows,
+    latest_time,
     open_f,
     pairing_message,
     pairing_state,
     parse_line,
+    unreadable,
 )
 from faultline.rundir import PLAIN_HISTORY_FILE
 from faultline.spec import TestSpec
@@ -353,6 +357,7 @@ class Engine:
         self.drains = [0, 0, 0]
         self.other_errors: list[tuple[int, str, str]] = []  # (time, f, kind), not sends
         self.end_time = 0  # the last op's time
+        self.max_time = latest_time(spec.time_limit_s)  # the latest an op's may be
         # What only the compiled feed reads and writes (:mod:`.kernel`): its scalars and
         # events; each partition's offset maps, in one list (3 a partition: acks, polls,
         # drains) with their dicts; polled and drained records, and each partition's
@@ -439,7 +444,7 @@ class Engine:
                 while True:
                     what, pos, batch.n, batch.nr, index, last_time = scan.scan(
                         buf, pos, topic, parts, batch.ops, batch.n, batch.recs, batch.nr, index,
-                        last_time)
+                        last_time, self.max_time)
                     if what == scan.BLOCK_DONE:
                         break
                     if what == scan.BATCH_FULL:
@@ -465,8 +470,8 @@ class Engine:
                     if batch.n == BATCH:
                         self._apply(batch, True)
             self._apply(batch, True)
-        except zstandard.ZstdError as e:
-            raise HistoryError(name, index + 1, f"not valid zstd ({e})") from None
+        except (zstandard.ZstdError, TooLarge) as e:
+            raise unreadable(name, index + 1, e) from None
         finally:
             self.ops += index
             result.lines = index
@@ -493,6 +498,12 @@ class Engine:
             if not (INT64_MIN <= t <= INT64_MAX and (p == NEMESIS or INT64_MIN <= p <= INT64_MAX)):
                 batch.fail(k, HistoryError(self.source, _line(d), "a time or process that does "
                                            "not fit 64 bits (signed)"), kernel.BAD_SHAPE)
+                return
+            if t > self.max_time:
+                batch.fail(k, HistoryError(self.source, _line(d), (
+                    f"time {t} ns is past the test's time limit ({self.spec.time_limit_s:g} s, "
+                    f"test.json) plus {TIME_MARGIN_NS // 10**9} s: no run journals an op that late")),
+                    kernel.BAD_SHAPE)
                 return
             o[kernel.F_TY] = ty
             o[kernel.F_T] = t

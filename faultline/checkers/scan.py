@@ -4,10 +4,11 @@
 a block of whole lines into the rows of :mod:`.kernel`'s op table, where each is exactly
 in the form the run's journal writes (docs/history.md's field order, no spaces, the
 test's topic, plain integers of up to 18 digits), its index the next one and its time
-no earlier than the last. Any other line (the nemesis's, an error's, a foreign value,
-anything unusual or wrong) it hands back whole, for :mod:`faultline.history`'s reader
-and the engine's encoder to read as they read every line: so what a line means is
-decided once, there, and this module only recognises lines that need no decision.
+no earlier than the last nor later than the test allows. Any other line (the
+nemesis's, an error's, a foreign value, anything unusual or wrong) it hands back whole,
+for :mod:`faultline.history`'s reader and the engine's encoder to read as they read
+every line: so what a line means is decided once, there, and this module only
+recognises lines that need no decision.
 """
 
 from __future__ import annotations
@@ -180,10 +181,11 @@ def _object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, nr: i
 
 @compiled()
 def scan(buf: Any, pos: int, topic: Any, parts: int, ops: Any, n: int, recs: Any, nr: int,
-         index: int, last_time: int) -> tuple[int, int, int, int, int, int]:
+         index: int, last_time: int, max_time: int) -> tuple[int, int, int, int, int, int]:
     """Read lines of ``buf`` from ``pos`` into ``O`` from row ``n`` and ``R`` from row
     ``nr``, while they are common lines (see the module's docstring). ``index`` is the
-    next line's expected index, ``last_time`` the last line's time.
+    next line's expected index, ``last_time`` the last line's time, ``max_time`` the
+    latest a common line's may be.
 
     Returns (what, pos, n, nr, index, last_time): BLOCK_DONE with ``pos`` at the block's
     end, BATCH_FULL with ``pos`` at the line that did not fit, or OTHER_LINE with ``pos``
@@ -199,7 +201,7 @@ def scan(buf: Any, pos: int, topic: Any, parts: int, ops: Any, n: int, recs: Any
         if i >= 0 and ix == index:
             i = _at(buf, i, _TIME)
             t, i = _int(buf, i)
-            if i >= 0 and t >= last_time:
+            if i >= 0 and last_time <= t <= max_time:
                 i = _at(buf, i, _PROCESS)
                 p, i = _int(buf, i)
                 ty, i = _one_of(buf, _at(buf, i, _TYPE), _TYPES)

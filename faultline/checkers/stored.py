@@ -118,7 +118,8 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     could not be collected (``broker_state_errors``), makes ``valid`` unknown
     (``broker-state-unreadable``), whatever it was: what the file says can forbid a
     loss the check permitted without it, or set aside one it counted. A checker that fails
-    (anything but HistoryError) gives ``valid: "unknown"`` saying so, never a pass.
+    (anything but HistoryError, or MemoryError, which is raised) gives ``valid: "unknown"``
+    saying so, never a pass.
     Raises SpecError / HistoryError for an unreadable ``test.json`` or history, and
     SpecError for a workload that has no checker.
     """
@@ -136,7 +137,7 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     state = _RunState(run_dir, spec)
     try:
         result, table = checker(spec, rows, truncated=read, source=str(history), broker=state)
-    except HistoryError:
+    except (HistoryError, MemoryError):  # the history's fault, or the machine's: no verdict to save
         raise
     except Exception as e:  # a checker bug must never pass a run
         return unknown_result("checker-error", f"the {spec.workload.name} checker failed: "

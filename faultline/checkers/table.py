@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from faultline.checkers.columns import NONE
-from faultline.errors import FaultlineError
+from faultline.rundir import atomic_file
 
 I64 = npt.NDArray[np.int64]
 OUTCOMES: tuple[str | None, ...] = (None, "ok", "fail", "info")
@@ -159,7 +159,8 @@ class HistoryTable:
 
 def write_table(path: Path, table: HistoryTable, history: Path) -> Path:
     """Store ``table``, made from the history file ``history``, as Parquet at ``path``
-    (through a temporary file renamed over it)."""
+    (:func:`~faultline.rundir.atomic_file`); a FaultlineError naming ``path`` when it
+    cannot be written."""
     s = table.sends
 
     def nullable(a: I64) -> pa.Array:
@@ -181,17 +182,12 @@ def write_table(path: Path, table: HistoryTable, history: Path) -> Path:
                 pa.array(s.error[lo:hi], mask=s.error[lo:hi] < 0), names),
         }).replace_schema_metadata({"faultline": orjson.dumps(meta)})
 
-    tmp = path.with_name(f".{path.name}.tmp")
     # In row groups, so that memory stays one group's; only the errors, a few names,
     # are dictionary-encoded (a dictionary of a million distinct values costs more than it saves).
-    try:
-        with pq.ParquetWriter(tmp, rows(0, 0).schema, compression="zstd", use_dictionary=["error"]) as w:
-            for lo in range(0, len(s), ROW_GROUP):
-                w.write_table(rows(lo, lo + ROW_GROUP))
-        os.replace(tmp, path)  # never half a table under the name
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise FaultlineError(f"{path}: cannot write: {e.strerror or e}") from None
+    with atomic_file(path) as fh, pq.ParquetWriter(fh, rows(0, 0).schema, compression="zstd",
+                                                   use_dictionary=["error"]) as w:
+        for lo in range(0, len(s), ROW_GROUP):
+            w.write_table(rows(lo, lo + ROW_GROUP))
     return path
 
 

@@ -59,6 +59,23 @@ def fault_windows(measures: Mapping[str, Any]) -> list[FaultWindow]:
     return out
 
 
+#: The most time buckets a report draws: a run of the longest time limit (a week) with the
+#: most its history may hold past it (a day), in the checker's buckets of a second, has
+#: about 700,000.
+MAX_BUCKETS = 1_000_000
+
+
+def bucket_width(measures: Mapping[str, Any]) -> int:
+    """The checker's bucket width (``measures.bucket_ns``; its default when not a positive int)."""
+    w = measures.get("bucket_ns")
+    return w if isinstance(w, int) and w > 0 else BUCKET_NS
+
+
+def bucket_count(end: int, measures: Mapping[str, Any]) -> int:
+    """How many buckets of :func:`bucket_width` cover [0, end]."""
+    return max(end, 1) // bucket_width(measures) + 1
+
+
 @dataclass(frozen=True, slots=True)
 class Buckets:
     """Time buckets: bucket i covers [starts[i], starts[i] + width) ns."""
@@ -68,9 +85,9 @@ class Buckets:
 
     @staticmethod
     def over(end: int, measures: Mapping[str, Any]) -> Buckets:
-        """Buckets covering [0, end], as wide as the checker's (``measures.bucket_ns``)."""
-        w = measures.get("bucket_ns")
-        w = w if isinstance(w, int) and w > 0 else BUCKET_NS
+        """Buckets covering [0, end], as wide as the checker's (:func:`bucket_width`):
+        :func:`bucket_count` of them, which the caller holds to :data:`MAX_BUCKETS`."""
+        w = bucket_width(measures)
         return Buckets(w, list(range(0, max(end, 1) + 1, w)))
 
     def index(self, t: int) -> int:

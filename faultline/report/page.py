@@ -53,7 +53,7 @@ from faultline.checkers.table import HistoryTable, SendTable, read_table
 from faultline.checkers.whitebox import BrokerFiles, check_white_box
 from faultline.errors import HistoryError
 from faultline.report import measures as m
-from faultline.report import plots
+from faultline.report import plots, stored_results
 from faultline.report.stories import Storyteller, cell, secs, text
 from faultline.rundir import (
     CLUSTER_FILE,
@@ -111,7 +111,9 @@ def build_report(run_dir: Path) -> Path:
     Contract: reads only files inside ``run_dir`` and writes only ``report.html``
     (atomically, through a temporary file beside it). Raises HistoryError for a
     directory that is not a readable run (missing ``test.json`` or the history,
-    malformed JSON in the other files, a history that breaks docs/history.md) and SpecError
+    malformed JSON in the other files, a history that breaks docs/history.md, a stored
+    results.json with a value of another type than its schema's or a bucket width that
+    makes more than :data:`~faultline.report.measures.MAX_BUCKETS`) and SpecError
     for a ``test.json`` that is unreadable or not a valid spec
     (:meth:`~faultline.spec.TestSpec.load`); each message is one line naming the file.
     """
@@ -136,6 +138,8 @@ def load_run(run_dir: Path) -> RunData:
         raise HistoryError(str(results_path), None, "expected a JSON object")
     if stored is not None:
         _check_stored_types(results_path, stored)
+        if (why := stored_results.problem(stored)) is not None:
+            raise HistoryError(str(results_path), None, why)
         _check_same_history(results_path, stored, find_history(run_dir))
     results = stored
     missing = [k for k, kind in _CHECKED.items() if not isinstance((stored or {}).get(k), kind)]
@@ -150,6 +154,12 @@ def load_run(run_dir: Path) -> RunData:
         white = check_white_box(spec, BrokerFiles.read(run_dir), results)
         if white is not None:
             results = {**results, "white_box": white}
+    buckets = m.bucket_count(history.end_time, _measures(results))
+    if buckets > m.MAX_BUCKETS:  # only a results.json or table of another checker's: it bounds times
+        raise HistoryError(str(results_path), None, (
+            f"measures.bucket_ns {m.bucket_width(_measures(results))} makes {buckets} buckets over "
+            f"the run's {history.end_time / 1e9:g} s (its {SENDS_FILE}), and a report draws at most "
+            f"{m.MAX_BUCKETS}: `faultline check {run_dir}` judges the run again"))
     observations, cut = _read_observations(run_dir / OBSERVATIONS_FILE)
     return RunData(run_dir, spec, results, history, history.truncated, observations, stored is not None, cut)
 

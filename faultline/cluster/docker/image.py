@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,17 +44,21 @@ def rootfs(report: Report) -> Path:
         return out
     kafka_dist.ensure_debian_commands(("debootstrap",), report)
     report(f"debootstrap {SUITE} with {', '.join(PACKAGES)} (once; a few minutes)")
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(tmp), MIRROR],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise SetupError(f"debootstrap failed: {(done.stdout + done.stderr).strip()[-300:]}")
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))  # a name of its own
+    try:
+        tmp.chmod(0o755)  # the image's /
+        done = subprocess.run(
+            ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(tmp), MIRROR],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise SetupError(f"debootstrap failed: {(done.stdout + done.stderr).strip()[-300:]}")
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     (out / ".complete").touch()
     return out
 

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import zstandard
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import faultline
 from faultline.checkers import queue, stored
 from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
+from faultline.checkers.stored import check_stored
 from faultline.cli import main
-from faultline.errors import HistoryError, SpecError
-from faultline.report.page import load_run
+from faultline.errors import FaultlineError, HistoryError, SpecError
+from faultline.history import MAX_LINE_BYTES, iter_rows, latest_time
+from faultline.report.page import load_run, render_report
 from faultline.spec import TestSpec
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 
@@ -444,3 +452,149 @@ def test_a_metadata_line_whose_isr_is_no_list_is_unknown_naming_file_and_line(tm
     (entry,) = [u for u in data["unknown"] if u["kind"] == "broker-state-unreadable"]
     assert data["valid"] == "unknown" and entry["affects_verdict"] is True
     assert f"{d / 'metadata.jsonl'}:3: isr: expected an array or null, got 3" in entry["why"]
+
+
+def test_running_out_of_memory_is_one_line_and_keeps_the_stored_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: a check that ran out of memory saved a ``checker-error`` unknown
+    over the run's verdict, as if the checker had a bug."""
+    d = run_dir(tmp_path, lossy_history())
+    check_run(d)
+    before = (d / "results.json").read_bytes()
+
+    def no_memory(*args: Any, **kwargs: Any) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(queue.Engine, "_values", no_memory)
+    r = CliRunner().invoke(main, ["check", str(d)])
+    assert r.exit_code == 2 and r.output == (
+        "faultline: error: out of memory (the machine's, or this process's limit); "
+        "the step that ran out saved nothing\n")
+    assert (d / "results.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["history.jsonl", "history.jsonl.zst"])
+def test_a_history_line_past_the_limit_is_one_line_naming_it(tmp_path: Path, name: str) -> None:
+    """The checker's own reader refuses a line past docs/history.md's limit as iter_rows does."""
+    d = run_dir(tmp_path, ok_history())
+    data = (d / "history.jsonl").read_bytes()
+    (d / "history.jsonl").unlink()
+    pad = b'{"index":6,"time":7000000,"process":"nemesis","type":"info","f":"kill","value":"'
+    data += pad + b"x" * (MAX_LINE_BYTES - len(pad)) + b'"}\n'
+    (d / name).write_bytes(zstandard.ZstdCompressor().compress(data) if name.endswith(".zst") else data)
+    code, out = invoke(d)
+    assert code == 2 and out == (f"faultline: error: {d / name}:7: a line longer than {MAX_LINE_BYTES} "
+                                 "bytes (docs/history.md's limit): no run writes one\n")
+
+
+@pytest.mark.parametrize("name", ["history.jsonl", "history.jsonl.zst"])
+def test_an_op_later_than_the_test_allows_is_one_line_naming_it_and_the_limit(tmp_path: Path,
+                                                                              name: str) -> None:
+    """Found by review: one op at time 9e18 made the checker build about 9e9 throughput
+    buckets (and the report as many). The test allows its time limit plus a day."""
+    d = run_dir(tmp_path, ok_history())
+    data = (d / "history.jsonl").read_bytes()
+    (d / "history.jsonl").unlink()
+    latest = latest_time(TestSpec.load(d / "test.json").time_limit_s)
+
+    def late(t: int) -> bytes:
+        return b"".join(orjson.dumps({"index": 6 + i, "time": t, "process": 0, "type": typ, "f": "send",
+                                      "value": {"topic": TOPIC, "partition": 0, "value": 11, **extra}})
+                        + b"\n" for i, (typ, extra) in enumerate([("invoke", {}), ("ok", {"offset": 1})]))
+
+    def write(t: int) -> None:
+        (d / name).write_bytes(zstandard.ZstdCompressor().compress(data + late(t))
+                               if name.endswith(".zst") else data + late(t))
+
+    write(latest)
+    assert invoke(d)[0] in (0, 1)
+    write(latest + 1)
+    code, out = invoke(d)
+    assert code == 2 and out == (f"faultline: error: {d / name}:7: time {latest + 1} ns is past the "
+                                 "test's time limit (60 s, test.json) plus 86400 s: no run journals an "
+                                 "op that late\n")
+    assert orjson.loads((d / "results.json").read_bytes())["unknown"][0]["kind"] == "unreadable-input"
+    with pytest.raises(HistoryError, match=rf":7: time {latest + 1} ns is past"):  # the rows' reader
+        check_stored(d, iter_rows(d / name))
+
+
+@pytest.mark.parametrize("stored", [False, True])
+@pytest.mark.parametrize("late", [1, 9 * 10**18])
+def test_the_report_of_a_run_with_an_op_later_than_the_test_allows_is_one_line(
+        tmp_path: Path, stored: bool, late: int) -> None:
+    """Found by review: an op at time 9e18 crashed ``faultline report`` with a MemoryError
+    traceback (about 9e9 buckets of a second)."""
+    d = run_dir(tmp_path, ok_history())
+    t = late if late > 1 else latest_time(60.0) + late
+    with (d / "history.jsonl").open("ab") as fh:
+        fh.write(orjson.dumps({"index": 6, "time": t, "process": "nemesis", "type": "info", "f": "kill",
+                               "value": {"nodes": [1]}}) + b"\n")
+    if stored:
+        assert invoke(d)[0] == 2
+    r = CliRunner().invoke(main, ["report", str(d)])
+    assert r.exit_code == 2 and r.output == (
+        f"faultline: error: {d / 'history.jsonl'}:7: time {t} ns is past the test's time limit (60 s, "
+        "test.json) plus 86400 s: no run journals an op that late\n")
+
+
+def test_the_report_refuses_a_bucket_width_that_makes_too_many_buckets(tmp_path: Path) -> None:
+    """Found by review: ``measures.bucket_ns: 1`` in results.json crashed the report with a
+    MemoryError traceback (a bucket per nanosecond of the run)."""
+    d = run_dir(tmp_path, ok_history())
+    check_run(d)
+    data = orjson.loads((d / "results.json").read_bytes())
+    data["measures"]["bucket_ns"] = 1
+    (d / "results.json").write_bytes(orjson.dumps(data))
+    r = CliRunner().invoke(main, ["report", str(d)])
+    assert r.exit_code == 2 and r.output == (
+        f"faultline: error: {d / 'results.json'}: measures.bucket_ns 1 makes 6000001 buckets over the "
+        f"run's 0.006 s (its history.sends.parquet), and a report draws at most 1000000: "
+        f"`faultline check {d}` judges the run again\n")
+    assert not (d / "report.html").exists()
+
+
+def _paths(value: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every path to a value inside ``value`` (keys and list indexes)."""
+    yield at
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        yield from _paths(v, (*at, k))
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1)
+                     | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                  max_size=3),
+                     max_leaves=6)
+
+
+def test_no_value_of_a_stored_results_json_crashes_the_report(tmp_path: Path) -> None:
+    """Found by review: wrong types in a stored results.json's ``measures`` or
+    ``partitions`` (and ``causes``) crashed the report. Any one value replaced by any JSON
+    value, or removed: the page is drawn, or the report says in one line what is wrong."""
+    d = run_dir(tmp_path, lossy_history())
+    check_run(d)
+    (d / "metadata.jsonl").touch()  # the page's "Broker state" section too
+    stored = orjson.loads((d / "results.json").read_bytes())
+    schema = orjson.loads((Path(faultline.__file__).parent / "schemas" / "results.schema.json").read_bytes())
+    paths = [p for p in _paths(stored) if p] + [(k,) for k in schema["properties"] if k not in stored]
+
+    @settings(max_examples=10, deadline=None, database=None)
+    @given(st.sampled_from(paths), st.one_of(st.just(_REMOVED), _JSON))
+    def mutated(path: tuple[Any, ...], value: Any) -> None:
+        data = orjson.loads(orjson.dumps(stored))
+        inner = data
+        for k in path[:-1]:
+            inner = inner[k]
+        if value is _REMOVED:
+            del inner[path[-1]]
+        else:
+            inner[path[-1]] = value
+        (d / "results.json").write_bytes(orjson.dumps(data))
+        with contextlib.suppress(FaultlineError):
+            render_report(load_run(d))
+
+    mutated()
+
+
+_REMOVED = object()

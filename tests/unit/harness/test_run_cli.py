@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from faultline.cli import main
 from faultline.errors import SpecError
 from faultline.run import runner
-from faultline.run.cli import build_spec
+from faultline.run.cli import MAX_YAML_BYTES, MAX_YAML_NODES, build_spec, read_yaml_mapping
 from faultline.run.runner import RunOutcome
 from faultline.rundir import new_run_dir
 from faultline.spec import TestSpec
@@ -375,3 +375,52 @@ def test_a_bad_kafka_version_is_refused_before_any_work(monkeypatch: pytest.Monk
     line = _one_error_line(CliRunner().invoke(main, args))
     assert line == f"faultline: error: {option} must look like 4.3.1, not 'bogus'"
     assert started == []
+
+
+def alias_bomb(levels: int) -> str:
+    """A spec whose ``nemesis.faults`` is 9**levels items in a few hundred bytes: each list
+    nine aliases of the one before."""
+    lists = ["- &l0 [kill, kill, kill, kill, kill, kill, kill, kill, kill]"]
+    lists += [f"- &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "nemesis:\n  faults:\n" + "".join(f"    {line}\n" for line in lists)
+
+
+@pytest.mark.parametrize("levels", [6, 9])
+def test_a_yaml_alias_bomb_is_refused_before_it_is_expanded(tmp_path: Path, levels: int) -> None:
+    """Found by review: 600 bytes of aliases under ``nemesis.faults`` took 25 s and 2.2 GB
+    before a MemoryError."""
+    f = tmp_path / "spec.yaml"
+    f.write_text(alias_bomb(levels))
+    assert len(f.read_bytes()) < 700
+    with pytest.raises(SpecError, match=rf"^{f}: stands for more than {MAX_YAML_NODES} YAML nodes, its "
+                                        r"aliases expanded: not a spec written by hand$"):
+        build_spec(f, {})
+
+
+def test_a_yaml_merge_key_bomb_is_refused_and_a_merge_key_still_counts_once(tmp_path: Path) -> None:
+    """``<<: [*a, *a]`` doubles what it merges: eighteen of them stand for 2**18 keys."""
+    f = tmp_path / "m.yaml"
+    f.write_text("a0: &a0 {x: 1, y: 2}\n" + "".join(
+        f"a{i}: &a{i} {{<<: [*a{i - 1}, *a{i - 1}]}}\n" for i in range(1, 18)))
+    with pytest.raises(SpecError, match=rf"stands for more than {MAX_YAML_NODES} YAML nodes"):
+        read_yaml_mapping(f, "a mapping")
+    f.write_text("base: &base {acks: '1', linger_ms: 7}\nproducer: {<<: *base, retries: 3}\n")
+    assert read_yaml_mapping(f, "a mapping")["producer"] == {"acks": "1", "linger_ms": 7, "retries": 3}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("nemesis:\n  faults: &a [kill, *a]\n", "an alias inside the node it names (line 2)"),
+    ("name: " + "[" * 1000 + "]" * 1000 + "\n", "nested too deep: not a spec written by hand"),
+    ("#" * MAX_YAML_BYTES + "\n", f"longer than {MAX_YAML_BYTES} bytes: not a spec written by hand"),
+    ("nemesis:\n  faults: [kill, [pause]]\n", "nemesis.faults[1]: expected a string, got a list of 1"),
+    ("nemesis:\n  schedule: [{crash: leader}]\n",
+     "nemesis.schedule[0]: expected a string, got a mapping of 1"),
+])
+def test_a_spec_file_no_one_writes_by_hand_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    """Found by review: such files ran forever, crashed with a traceback (RecursionError),
+    or had their lists' lists read as names (``unknown fault(s) ['pause']``)."""
+    f = tmp_path / "spec.yaml"
+    f.write_text(text)
+    result = CliRunner().invoke(main, ["run", "-f", str(f)])
+    assert result.exit_code == 2 and result.output.endswith(f"{message}\n"), result.output
+    assert len(result.output.splitlines()) == 1

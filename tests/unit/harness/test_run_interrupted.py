@@ -134,7 +134,8 @@ def stages(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> S
             hw = len(records)  # lossy: the log ends below the ack, as a loss leaves it
             history.append(process, "invoke", "drain", {"topic": TOPIC, "partition": p})
             history.append(process, "ok", "drain", {"topic": TOPIC, "partition": p, "records": records,
-                                                    "log_start_offset": 0, "high_watermark": hw, "last": True})
+                                                    "log_start_offset": 0, "high_watermark": hw,
+                                                    "last": True})
             out.append(PartitionDrain(p, process, 0, hw, len(records), True))
         s.reach("drained")  # every partition journaled complete, the drain not yet returned
         return out
