@@ -99,11 +99,13 @@ def _duplicate(partition: int) -> Callable[[Ops], Ops]:
     return edit
 
 
-def _acked_never_read(partition: int, n: int, first: int) -> Callable[[Ops], Ops]:
-    """``n`` sends to ``partition`` acknowledged just before the drain, by a new process,
-    whose values no drain reads: lost writes."""
+def _acked_never_read(partition: int, n: int, first: int, before: str = "drain") -> Callable[[Ops], Ops]:
+    """``n`` sends to ``partition`` acknowledged just before the first op ``before`` (the
+    drain, or ``start``: the restart of node 2, killed as fl-queue/1's leader, whose
+    election the metadata log shows after it), by a new process, whose values no drain
+    reads: lost writes."""
     def edit(ops: Ops) -> Ops:
-        at = next(i for i, op in enumerate(ops) if op["f"] == "drain")
+        at = next(i for i, op in enumerate(ops) if op["f"] == before)
         t = ops[at - 1]["time"]
         proc = max(op["process"] for op in ops if isinstance(op["process"], int)) + 1
         new: Ops = []
@@ -141,11 +143,11 @@ def test_an_invalid_run_with_an_unfinished_drain_says_its_count_is_a_floor(tmp_p
 
 
 def test_a_type_forbidden_on_one_partition_and_permitted_on_another(tmp_path: Path) -> None:
-    """acks=1: fl-queue/1's leader was hit, so its 3 lost writes are permitted; fl-queue/0's
-    was not, so its one is a violation. The page must say which guarantee broke (the
+    """acks=1: fl-queue/1's leader was hit, and an election moved it after its 3 lost
+    writes, so they are permitted; fl-queue/0's was not, so its one is a violation. The page must say which guarantee broke (the
     forbidden reason, not the permitted one), and not call all 4 forbidden."""
     results, page = _variant(tmp_path, lambda ops: _acked_never_read(0, 1, 100_000)(
-        _acked_never_read(1, 3, 200_000)(ops)), acks="1")
+        _acked_never_read(1, 3, 200_000, before="start")(ops)), acks="1")
     assert results["valid"] is False and results["anomaly_counts"]["lost-write"] == 4
     assert "lost-write" in results["permitted"] and results["violations"] == ["lost-write"]
     forbidden = results["forbidden_reasons"]["lost-write"]
@@ -223,7 +225,7 @@ def test_a_loss_judged_with_eligible_leader_replicas_the_cluster_lacked_is_not_s
     leader replicas (Kafka 4.3) while cluster.json says the cluster ran without them: the
     checker says unknown (broker-state-disagrees), so whether the loss is permitted is
     not established, and the page must not say "seen, permitted"."""
-    results, page = _variant(tmp_path, _acked_never_read(1, 3, 200_000), acks="1",
+    results, page = _variant(tmp_path, _acked_never_read(1, 3, 200_000, before="start"), acks="1",
                              cluster={"eligible_leader_replicas": False})
     assert results["valid"] == "unknown" and results["violations"] == []
     assert [u["kind"] for u in results["unknown"] if u["affects_verdict"]] == ["broker-state-disagrees"]
@@ -239,7 +241,7 @@ def test_a_forbidden_loss_is_not_hidden_among_a_thousand_permitted_ones(tmp_path
     lost one, forbidden. results.json keeps 1000 examples: the forbidden one must be among
     them, and the page must show it first, marked, not as row 1000 of a scrolled table."""
     results, page = _variant(tmp_path, lambda ops: _acked_never_read(0, 1, 100_000)(
-        _acked_never_read(1, 1005, 200_000)(ops)), acks="1")
+        _acked_never_read(1, 1005, 200_000, before="start")(ops)), acks="1")
     assert results["valid"] is False and results["anomaly_counts"]["lost-write"] == 1006
     kept = results["anomalies"]["lost-write"]
     assert len(kept) == 1000 and [e["value"] for e in kept if not e["permitted"]] == [100_000]
