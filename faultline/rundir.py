@@ -1,4 +1,4 @@
-"""The run directory (docs/HISTORY.md): its file names, how one is made, and how its
+"""The run directory (docs/history.md): its file names, how one is made, and how its
 files are written and read.
 
 ``results/<test-name>/<UTC timestamp>/``, with ``results/latest`` pointing at the newest

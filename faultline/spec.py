@@ -102,7 +102,8 @@ class TopicSpec:
 
 @dataclass(frozen=True, slots=True)
 class ProducerSpec:
-    """Producer settings, named as in docs/history.md's ``test.json``."""
+    """Producer settings, named as in docs/history.md's ``test.json``. Read from a mapping
+    without ``enable_idempotence``, idempotence is on where :func:`idempotence_allowed`."""
 
     acks: Acks = "all"
     enable_idempotence: bool = True
@@ -245,9 +246,12 @@ def _from_mapping(cls: type[Any], data: Any, where: str, strict: bool) -> Any:
     kwargs = {name: _coerce(hints[name], data[name], f"{where}.{name}", strict)
               for name in data if name in names}
     try:
-        return cls(**kwargs)
+        value = cls(**kwargs)
     except TypeError as e:  # pragma: no cover - all fields have defaults
         raise SpecError(f"{where}: {e}") from None
+    if cls is ProducerSpec and "enable_idempotence" not in data:
+        value = dataclasses.replace(value, enable_idempotence=idempotence_allowed(value))
+    return value
 
 
 def _coerce(hint: Any, value: Any, where: str, strict: bool) -> Any:
@@ -325,6 +329,13 @@ def kafka_version(version: str, option: str = "--kafka-version") -> str:
     return version
 
 
+def idempotence_allowed(p: ProducerSpec) -> bool:
+    """Whether ``p``'s other settings allow idempotence: acks=all, retries > 0 and 1 to 5
+    requests in flight. Kafka's producer's rule, which every spec follows: left unset,
+    ``enable_idempotence`` is this; set true where this is false, the spec is refused."""
+    return p.acks == "all" and p.retries > 0 and 1 <= p.max_in_flight <= 5
+
+
 def _broker_config_problem(config: Mapping[str, str]) -> str | None:
     """Why ``config`` cannot go into server.properties, or None: each name must have a Kafka
     setting's shape, and no value may hold a control character (the file is line-based:
@@ -360,9 +371,9 @@ def _validate(spec: TestSpec) -> None:
         ),
         (p.acks in ACKS, f"--acks must be one of 0, 1, all, not {p.acks!r}"),
         (
-            not p.enable_idempotence or (p.acks == "all" and p.retries > 0 and 1 <= p.max_in_flight <= 5),
+            not p.enable_idempotence or idempotence_allowed(p),
             "idempotence needs acks=all, retries > 0 and max_in_flight between 1 and 5; "
-            "pass --no-idempotence for other producer settings",
+            "leave it unset or pass --no-idempotence for other producer settings",
         ),
         (1 <= p.max_in_flight <= MAX_IN_FLIGHT,
          f"producer.max_in_flight must be between 1 and {MAX_IN_FLIGHT}, not {p.max_in_flight}"),

@@ -59,6 +59,7 @@ from faultline.rundir import (
     CLUSTER_FILE,
     HISTORY_FILE,
     METADATA_FILE,
+    NODES_DIR,
     OBSERVATIONS_FILE,
     PLAIN_HISTORY_FILE,
     REPLICAS_FILE,
@@ -82,7 +83,7 @@ RUN_FILES: tuple[tuple[str, str], ...] = (
     (OBSERVATIONS_FILE, "white-box samples: leader, ISR, HW, LEO per replica"),
     (METADATA_FILE, "the decoded KRaft metadata log"),
     (REPLICAS_FILE, "each replica's record batches (offsets, CRC) after the run"),
-    ("nodes/", "broker configs and logs"),
+    (f"{NODES_DIR}/", "broker configs and logs"),
 )
 
 

@@ -144,7 +144,8 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 @click.option("--unclean/--no-unclean", default=None,
               help="unclean.leader.election.enable.  [default: off]")
 @click.option("--idempotence/--no-idempotence", default=None,
-              help="Producer enable.idempotence (needs acks=all).  [default: on]")
+              help="Producer enable.idempotence (needs acks=all and retries > 0).  "
+                   "[default: on where those hold, as Kafka's producer]")
 @click.option("--retries", type=int,
               help="Producer retries; 0 lets definite rejections end as fail.  "
                    "[default: 2147483647]")

@@ -19,6 +19,7 @@ from typing import Any
 import click
 from confluent_kafka import KafkaException
 
+from faultline.cluster import backends  # noqa: F401  (each backend's clean-up, for cleanup_stale)
 from faultline.cluster.local import runstate
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.stateroot import checked_run_id

@@ -59,7 +59,14 @@ from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
 from faultline.nemeses.schedule import Step
-from faultline.rundir import CLIENT_LOG_FILE, HISTORY_FILE, OBSERVATIONS_FILE, TEST_FILE, new_run_dir
+from faultline.rundir import (
+    CLIENT_LOG_FILE,
+    HISTORY_FILE,
+    NODES_DIR,
+    OBSERVATIONS_FILE,
+    TEST_FILE,
+    new_run_dir,
+)
 from faultline.spec import TestSpec
 from faultline.workloads import MakeWorkload, Workload, workload_for
 from faultline.workloads.clients import ClientLog, WorkloadStats
@@ -228,7 +235,7 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
 
         progress.phase("collecting node logs")
         try:
-            cluster.collect(run_dir / "nodes")
+            cluster.collect(run_dir / NODES_DIR)
         except (OSError, FaultlineError) as e:
             _log.warning("collecting node logs failed: %s", e)
         progress.phase("teardown")

@@ -19,10 +19,9 @@ An axis names a spec field by its dotted path in ``test.json`` (``producer.acks`
 then the explicit ``cells`` follow. A cell's spec is the defaults with its axis values
 set; its ``test.json`` name is the matrix's name unless the defaults give one.
 
-Kafka's producer turns idempotence off by itself when ``acks`` is not ``all`` and
-``enable.idempotence`` was left unset; a cell does the same: with ``acks`` 0 or 1 and
-no ``producer.enable_idempotence`` in the defaults or the cell, the cell runs without
-idempotence (its ``test.json`` says so).
+A cell that sets no ``producer.enable_idempotence`` (nor its defaults) gets Kafka's
+producer's default, as every spec does (:func:`faultline.spec.idempotence_allowed`): with
+``acks`` 0 or 1 it runs without idempotence (its ``test.json`` says so).
 
 A cell's id is its axis values, ``short-or-dotted-name=value`` joined by ``,``, in the
 axes' order (a list value joined by ``+``, ``none`` when empty); characters other than
@@ -175,12 +174,6 @@ def _cell(name: str, defaults: Mapping[str, Any], point: Mapping[str, Any], sour
     merged.setdefault("name", name)
     for path, value in point.items():
         _set(merged, path, value)
-    producer = merged.get("producer")
-    given = ("producer.enable_idempotence" in point
-             or (isinstance(producer, Mapping) and "enable_idempotence" in producer))
-    acks = str(producer.get("acks", "all")) if isinstance(producer, Mapping) else "all"
-    if not given and acks != "all":
-        _set(merged, "producer.enable_idempotence", False)  # as Kafka's producer does
     label = cell_id(point)
     try:
         spec = TestSpec.from_mapping(merged, source="defaults")

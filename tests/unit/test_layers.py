@@ -1,5 +1,6 @@
 """The packages' import direction: each package imports only the layers below it, as
-its docstring says, and no module imports itself back through others at load time."""
+its docstring says, and no module imports itself back through others, at load time or
+inside a function (where an import only hides the cycle from a look at the module's top)."""
 
 from __future__ import annotations
 
@@ -47,13 +48,10 @@ def layer(module: str) -> str:
     return module.split(".")[1] if "." in module else module
 
 
-def imports(path: Path, module: str, top_level_only: bool = False) -> Iterator[str]:
-    """The faultline modules ``path`` imports (every import, or only its module-level ones:
-    top-level statements and ``if TYPE_CHECKING:`` blocks, not those inside functions)."""
-    tree = ast.parse(path.read_text())
-    nodes = [*tree.body, *(n for node in tree.body if _type_checking(node) for n in node.body)] \
-        if top_level_only else list(ast.walk(tree))
-    for node in nodes:
+def imports(path: Path, module: str) -> Iterator[str]:
+    """The faultline modules ``path`` imports anywhere: at module level, for type checking
+    and inside functions."""
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module.startswith("faultline"):
                 for alias in node.names:
@@ -61,10 +59,6 @@ def imports(path: Path, module: str, top_level_only: bool = False) -> Iterator[s
                     yield full if _is_module(full) else node.module
         elif isinstance(node, ast.Import):
             yield from (a.name for a in node.names if a.name.startswith("faultline"))
-
-
-def _type_checking(node: ast.stmt) -> bool:
-    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
 
 
 def _is_module(name: str) -> bool:
@@ -98,8 +92,9 @@ def test_each_module_imports_only_its_layers_below(module: str, path: Path) -> N
 
 
 def test_no_module_imports_itself_back() -> None:
-    """Module-level imports, those for type checking included, form no cycle."""
-    graph = {m: {i for i in imports(p, m, top_level_only=True) if i != m} for m, p in modules()}
+    """Imports form no cycle: module-level ones, those for type checking, and those inside
+    functions (runstate.destroy imported the docker backend, which imports runstate)."""
+    graph = {m: {i for i in imports(p, m) if i != m} for m, p in modules()}
     state: dict[str, int] = {}
 
     def visit(m: str, stack: list[str]) -> None:

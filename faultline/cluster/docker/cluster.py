@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from faultline.cluster import kafka_config, kafka_dist, toxiproxy
+from faultline.cluster import cleanups, kafka_config, kafka_dist, toxiproxy
 from faultline.cluster.docker import engine, image
 from faultline.cluster.local import netns, runstate, signals
 from faultline.cluster.local.cluster import LocalCluster, run_per_node
@@ -342,6 +342,9 @@ def remove_containers(run_id: str) -> None:
         remove_labelled(_client(), lambda rid: rid == run_id)
     except Exception as e:  # the engine went away, or no SDK: the next docker start retries
         _log.warning("removing the containers of run %s failed: %s", run_id, e)
+
+
+cleanups.register(remove_containers)
 
 
 def remove_labelled(client: Any, chosen: Callable[[str], bool]) -> list[str]:

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultline.cluster import cleanups
 from faultline.cluster.local import netns
 from faultline.cluster.stateroot import ENV as ENV_STATE
 from faultline.cluster.stateroot import (
@@ -349,9 +350,7 @@ def destroy(run_id: str, state: RunState | None) -> None:
         if recorded else [link for link, rid in netns.owned_links().items() if rid == run_id]
     for cmd in netns.teardown_commands([], links):
         netns.run(cmd, check=False)
-    from faultline.cluster.docker.cluster import remove_containers  # (cluster.docker imports this)
-
-    remove_containers(run_id)  # a docker run's containers and network, which no name here finds
+    cleanups.clean_up_run(run_id)  # what a backend alone finds: a docker run's containers, network
     shutil.rmtree(directory, ignore_errors=True)  # an owned workdir is in it (RunState.load)
 
 

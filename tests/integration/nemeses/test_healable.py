@@ -223,11 +223,14 @@ def test_timeout_toxic_turns_sends_into_info(cluster: LocalCluster, tmp_path: Pa
                        "a send acknowledged before the toxic")
             value = nemesis.plan(Step(0.0, "toxics", "timeout", 10.0, 0), busy=())
             value["nodes"] = [n.id for n in cluster.nodes]  # every client link
-            on = history.now()
             done = nemesis.invoke(nemesis_op("toxic", value))
             assert len(done.value["names"]) == 6
-            names = {t.name for n in cluster.nodes for t in cluster.toxiproxy.toxics(f"n{n.id}")}
-            assert names == set(done.value["names"])
+            # "on" only once every link has its toxic: a send invoked while the invoke was
+            # still adding them could be acknowledged through a link without one
+            wait_until(lambda: set(done.value["names"]) == {
+                t.name for n in cluster.nodes for t in cluster.toxiproxy.toxics(f"n{n.id}")},
+                10, "every toxic listed by Toxiproxy's API")
+            on = history.now()
             # hold until sends invoked under the toxic have given up (delivery.timeout.ms)
             wait_until(lambda: any(at >= on for at, _, _ in _sends(path)),
                        SPEC.producer.delivery_timeout_ms / 1000 + 60, "a send invoked under the toxic ending")

@@ -6,8 +6,10 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from faultline.cli import main
@@ -41,7 +43,8 @@ def test_options_override_the_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["--min-insync", "4"], "--min-insync must be between 1 and the replication factor 3, not 4"),
     (["--replication-factor", "5"], "--replication-factor must be between 1 and the node count"),
-    (["--acks", "1"], "pass --no-idempotence"),
+    (["--acks", "1", "--idempotence"], "pass --no-idempotence"),
+    (["--retries", "0", "--idempotence"], "pass --no-idempotence"),
     (["--nodes", "2"], "--nodes must be 1, 3 or 5"),
     (["--nemesis", "kill,flood"], "unknown fault(s) flood"),
     (["--time-limit", "0"], "--time-limit must be positive"),
@@ -51,6 +54,38 @@ def test_a_bad_option_is_one_line_and_exit_2(args: list[str], message: str) -> N
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.output
+
+
+def test_the_readmes_run_command_runs_without_idempotence(tmp_path: Path,
+                                                          runs: list[TestSpec]) -> None:
+    """Issue 34: ``--acks 1`` alone was refused ("pass --no-idempotence"), so the README's
+    own example failed; as Kafka's producer, an unset idempotence is off where acks is not all."""
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    (line,) = [x for x in readme.splitlines() if x.startswith("faultline run --acks 1 ")]
+    result = CliRunner().invoke(main, [*line.split()[1:], "--results", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (spec,) = runs
+    assert (spec.producer.acks, spec.producer.enable_idempotence) == ("1", False)
+
+
+@pytest.mark.parametrize(("producer", "idempotent"), [
+    ({}, True), ({"acks": "0"}, False), ({"acks": 1}, False), ({"retries": 0}, False),
+    ({"max_in_flight": 6}, False), ({"acks": "all", "max_in_flight": 1}, True),
+    ({"acks": "1", "enable_idempotence": False}, False),
+])
+def test_an_unset_idempotence_is_on_only_where_the_other_settings_allow_it(
+        tmp_path: Path, producer: dict[str, Any], idempotent: bool) -> None:
+    f = tmp_path / "spec.yaml"
+    f.write_text(yaml.safe_dump({"producer": producer}))
+    assert build_spec(f, {}).producer.enable_idempotence is idempotent
+
+
+def test_idempotence_set_against_acks_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "spec.yaml"
+    f.write_text("producer:\n  enable_idempotence: true\n")
+    with pytest.raises(SpecError, match=r"^idempotence needs acks=all, retries > 0 and "
+                                        r"max_in_flight between 1 and 5; .*--no-idempotence"):
+        build_spec(f, {"producer": {"acks": "1"}})
 
 
 def test_bad_yaml_names_the_file_and_line(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from faultline.cli import main
 from faultline.errors import SpecError
+from faultline.run.cli import build_spec
 from faultline.sweep.matrix import cell_id, load_matrix, parse_matrix
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -63,6 +64,18 @@ def test_acks_below_all_turns_idempotence_off_unless_the_matrix_sets_it() -> Non
     with pytest.raises(SpecError,
                        match=r"^m\.yaml: cell acks=1,idempotence=true: idempotence needs acks=all"):
         parse_matrix({"axes": {"acks": ["1"], "idempotence": [True]}}, "m.yaml", "m")
+
+
+def test_a_cell_gets_the_spec_the_command_line_gives_for_the_same_settings() -> None:
+    """Issue 34: one rule for the producer's defaults in run, specs and sweeps."""
+    m = parse_matrix({"axes": {"acks": ["0", "1", "all"], "producer.retries": [0, 5],
+                               "producer.max_in_flight": [1, 6]}}, "m.yaml", "queue")
+    for cell in m.cells:
+        p = cell.spec.producer
+        assert cell.spec == build_spec(None, {"producer": {
+            "acks": p.acks, "retries": p.retries, "max_in_flight": p.max_in_flight}}), cell.id
+    assert [c.id for c in m.cells if c.spec.producer.enable_idempotence] == \
+        ["acks=all,producer.retries=5,producer.max_in_flight=1"]
 
 
 def test_ids_are_directory_names() -> None:
