@@ -144,8 +144,9 @@ def test_an_invalid_run_with_an_unfinished_drain_says_its_count_is_a_floor(tmp_p
 
 def test_a_type_forbidden_on_one_partition_and_permitted_on_another(tmp_path: Path) -> None:
     """acks=1: fl-queue/1's leader was hit, and an election moved it after its 3 lost
-    writes, so they are permitted; fl-queue/0's was not, so its one is a violation. The page must say which guarantee broke (the
-    forbidden reason, not the permitted one), and not call all 4 forbidden."""
+    writes, so they are permitted; fl-queue/0's was not, so its one is a violation. The
+    page must say which guarantee broke (the forbidden reason, not the permitted one),
+    and not call all 4 forbidden."""
     results, page = _variant(tmp_path, lambda ops: _acked_never_read(0, 1, 100_000)(
         _acked_never_read(1, 3, 200_000, before="start")(ops)), acks="1")
     assert results["valid"] is False and results["anomaly_counts"]["lost-write"] == 4
