@@ -5,18 +5,18 @@ the real checker.
 The model has no history and no metadata log of its own, so :func:`run` replays a
 schedule and the harness's heal (``outcome.settle``), recording per step what the
 controller registered (leader, epoch, ISR, ELR) and when each write was sent, answered
-and by whom; :func:`checker_input` turns that into a history (a send per write, a
-nemesis op per fault step, the drain) and a metadata-log timeline, step ``i`` at ``i``
-seconds, so every step lies two clock margins from the next.
+and by whom; :func:`history` and :func:`timeline` turn that into a history (a send per
+write, a nemesis op per fault step, the drain) and a metadata-log timeline, step ``i`` at
+``i`` seconds, so every step lies two clock margins from the next.
 
 - Writes after a heal: a write sent once every fault of a schedule is healed and every
-  replica is back in the ISR, with nothing but produces, fetches and ticks after it,
-  is never lost in the model; so the checker must call such a loss a violation, however
+  replica is back in the ISR, with nothing but fetches after it, is never lost in the
+  model; so the checker must call such a loss a violation, however
   many faults and elections came before it (what ``expiry`` says).
 - Elections it replays: wherever the model loses a write, its step log shows what the
-  checker's narrow rule needs after the send (an election; for an acks=1 write also an
-  ack by a deposed leader or its leader's data destroyed; for a committed one an
-  election from outside the ISR and ELR, or a replica whose data was destroyed leading),
+  checker's narrow rule needs after the send (:func:`model_cause`: for an acks=1 write an
+  election, or an ack by a deposed leader; for a committed one an election from outside
+  the ISR and ELR, or a replica whose data was destroyed leading),
   and the checker, given the model's history and timeline, permits the loss, witnessed,
   naming that election; with the elections taken out of the timeline it is a violation.
 """
