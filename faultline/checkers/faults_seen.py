@@ -520,14 +520,15 @@ class _Destroyed:
         self._every: list[tuple[str | None, int, int]] = []  # node (None: any), fault start, end
         self.most = 0
 
-    def add(self, nodes: set[str], time: int, end: int | None = None) -> None:
+    def add(self, nodes: set[str], time: int, end: int | None) -> None:
         done = time if end is None else end
         self._every += [(n, time, done) for n in nodes] or [(None, time, done)]
         if not nodes:  # an op naming no node: assume the worst
             self.most = _MAX_NODES
             return
         for n, t in list(self._since.items()):
-            if self._rejoined(n, t, time):
+            back = self._rejoined_at(n, t)
+            if back is not None and back < time - CLOCK_MARGIN_NS:  # both changes inside the window
                 del self._since[n]
         self._since.update(dict.fromkeys(nodes, time))
         self.most = max(self.most, len(self._since))
@@ -558,23 +559,6 @@ class _Destroyed:
             elif left:
                 return s.time
         return None
-
-    def _rejoined(self, node: str, lost_at: int, now: int) -> bool:
-        """Whether the ISR lost ``node`` after ``lost_at`` and regained it before ``now``,
-        both by a clear :data:`CLOCK_MARGIN_NS`."""
-        left = False
-        for s in self._states or ():
-            if s.time >= now - CLOCK_MARGIN_NS:
-                return False
-            if s.time <= lost_at + CLOCK_MARGIN_NS:
-                continue
-            inside = any(str(m) == node for m in s.isr)
-            if not inside:
-                left = True
-            elif left:
-                return True
-        return False
-
 
 def nodes_of(value: Mapping[str, Any]) -> list[Any]:
     """Node ids a nemesis op's value names: ``nodes``, else every node in a ``grudge``."""

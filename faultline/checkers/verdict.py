@@ -103,7 +103,9 @@ class Collected:
 
     def rules_at(self, tp: int, at: int, strict: bool = False) -> dict[str, str]:
         """The rules of partition ``tp`` for an anomaly about a write or read at ``at``."""
-        tokens = self.windows[tp][strict].at(at)
+        return self._rules_of(self.windows[tp][strict].at(at))
+
+    def _rules_of(self, tokens: frozenset[str]) -> dict[str, str]:
         found = self._rules.get(tokens)
         if found is None:
             found = self._rules[tokens] = rules(self.config, tokens)
@@ -136,11 +138,12 @@ class Collected:
         instance is a violation by its culprit (:data:`~faultline.checkers.guarantees.CULPRITS`).
         """
         keys = rows or (name,)
-        allowed = all(k in self.rules_at(tp, at) for k in keys)
+        tokens = self.windows[tp][False].at(at)
+        allowed = all(k in self._rules_of(tokens) for k in keys)
         if allowed and not all(k in self.rules_at(tp, at, strict=True) for k in keys):
             self.part_assumed[tp].add(name)
         elif not allowed:
-            self.violation_faults.setdefault((tp, name), self.windows[tp][False].at(at))
+            self.violation_faults.setdefault((tp, name), tokens)
         if cause is not None:
             counts = self.causes.setdefault(name, {})
             counts[cause] = counts.get(cause, 0) + 1

@@ -160,10 +160,7 @@ def _read_record() -> tuple[ProcId | None, HostState] | None:
     """The engine's process and the host's state before it, as :func:`start` recorded them."""
     try:
         data = json.loads(read_private(_record()))
-        pid = data["pid"]
-        if pid is not None and not all(type(pid[k]) is int and pid[k] >= 0 for k in ("pid", "start")):
-            return None
-        return (ProcId(pid["pid"], pid["start"]) if pid else None), HostState.checked(data["before"])
+        return ProcId.checked(data["pid"]), HostState.checked(data["before"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -73,6 +73,15 @@ class ProcId:
     start: int
 
     @classmethod
+    def checked(cls, value: Any) -> ProcId | None:
+        """A process as ``asdict`` wrote it (None stays None); ValueError for anything else."""
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise ValueError(f"{value!r} is no process")
+        return cls(_number(value.get("pid"), 1, 2**22), _number(value.get("start"), 0, 2**63 - 1))
+
+    @classmethod
     def of(cls, pid: int) -> ProcId | None:
         start = _start_time(pid)
         return None if start is None else cls(pid, start)
@@ -168,15 +177,15 @@ class RunState:
             workdir=workdir,
             owns_workdir=owns_workdir,
             spec=_typed(data, "spec", dict),
-            owner=_proc(data.get("owner")),
+            owner=ProcId.checked(data.get("owner")),
             detached=_typed(data, "detached", bool),
             created_wall_ms=_number(data.get("created_wall_ms"), 0, 2**63 - 1),
             cluster_id=_typed(data, "cluster_id", str),
-            toxiproxy=_proc(data.get("toxiproxy")),
+            toxiproxy=ProcId.checked(data.get("toxiproxy")),
             toxiproxy_port=_number(data.get("toxiproxy_port"), 0, 65535),
             proxy_ports={_number(int(k), 1, 99): _number(v, 1, 65535)
                          for k, v in _typed(data, "proxy_ports", dict).items()},
-            nodes={_number(int(k), 1, 99): _proc(v) for k, v in _typed(data, "nodes", dict).items()},
+            nodes={_number(int(k), 1, 99): ProcId.checked(v) for k, v in _typed(data, "nodes", dict).items()},
             paused=[i for i in _typed(data, "paused", list) if _number(i, 1, 99) in node_ids],
         )
 
@@ -201,14 +210,6 @@ def _number(value: Any, low: int, high: int) -> int:
     if type(value) is not int or not low <= value <= high:
         raise ValueError(f"state field: {value!r} is not a number from {low} to {high}")
     return value
-
-
-def _proc(value: Any) -> ProcId | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise ValueError(f"state field: {value!r} is no process")
-    return ProcId(_number(value.get("pid"), 1, 2**22), _number(value.get("start"), 0, 2**63 - 1))
 
 
 @contextlib.contextmanager
