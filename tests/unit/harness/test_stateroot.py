@@ -55,16 +55,18 @@ def planted(request: pytest.FixtureRequest) -> Iterator[list[subprocess.Popen[by
         p.wait()
 
 
-def _wait_for_environ(pid: int, marker: bytes) -> None:
-    """Until ``pid`` has exec'd its program (its environment carries ``marker``)."""
+def _wait_as_nobody(pid: int) -> None:
+    """Until ``pid`` runs as nobody (setpriv runs as root until it has dropped to it)."""
     deadline = time.monotonic() + 10
     while True:
         try:
-            if marker in Path(f"/proc/{pid}/environ").read_bytes():
-                return
+            status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
-            pass
-        assert time.monotonic() < deadline, f"pid {pid} never showed {marker!r}"
+            status = ""
+        uids = next((line.split()[1:] for line in status.splitlines() if line.startswith("Uid:")), [])
+        if uids and set(uids) == {str(NOBODY)}:
+            return
+        assert time.monotonic() < deadline, f"pid {pid} never ran as nobody"
         time.sleep(0.01)
 
 
@@ -82,7 +84,7 @@ def test_another_users_process_names_no_run_for_root_to_remove(
            "run id": "abc123"}[kind]
     proc = _as_nobody(["sleep", "30"], {"FAULTLINE_RUN": run, "FAULTLINE_STATE": str(root)})
     planted.append(proc)
-    _wait_for_environ(proc.pid, b"FAULTLINE_RUN=")
+    _wait_as_nobody(proc.pid)
     assert runstate.run_processes(state_root()) == {}
     with runstate.locked():
         assert runstate.cleanup_stale() == []
@@ -180,7 +182,7 @@ def test_a_state_file_is_checked_field_by_field(
     victim.mkdir()
     other = _as_nobody(["sleep", "30"], {})
     planted.append(other)
-    _wait_for_environ(other.pid, b"PATH=")
+    _wait_as_nobody(other.pid)
     start = int(Path(f"/proc/{other.pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
     _plant("abc123", workdir=str(victim))
     _plant("def456", run_id="zzz999")
