@@ -3,10 +3,10 @@
 Owns reading sweep directories (:mod:`.sweepdir`), the Spark session (:mod:`.spark`),
 the Parquet tables (:mod:`.rows`: history rows <-> ``ops``; :mod:`.tables`: ``runs``,
 ``faults``, ``anomalies``, ``observations``), the checker on executors (:mod:`.check`,
-calling :func:`faultline.checkers.stored.check_stored`), the per-cell aggregates and
+calling :func:`faultline.checkers.stored.check_stored_table`), the per-cell aggregates and
 trends (:mod:`.aggregate`), the comparison page (:mod:`.comparison`), the JUnit XML
 (:mod:`.junit`), the pipeline (:mod:`.pipeline`) and ``faultline analyze`` (:mod:`.cli`).
 docs/analysis.md describes the tables.
 
-May import: errors, faults, spec, history, rundir, checkers, report.
+May import: errors, faults, spec, history, rundir, checkers, report, compiled.
 """

@@ -23,6 +23,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from faultline.checkers.faults_seen import fences
 from faultline.checkers.guarantees import GuaranteeConfig, permitted
 from faultline.faults import FAMILIES
@@ -91,8 +96,9 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
     ``test.json``, whose ``name`` column only test.json fills: failed before it, or not
     run) counts under its key's config when the key has one in the sweep, else under none.
 
-    ``runs`` is the ``runs`` table; ``latencies`` has (sweep, run, latency_ns) for every ok
-    send; ``config`` names the runs' config columns (those but :data:`PER_RUN` are kept).
+    ``runs`` is the ``runs`` table; ``latencies`` has (sweep, run, latency_ns), the latter
+    the list of every ok send's latency in the run; ``config`` names the runs' config
+    columns (those but :data:`PER_RUN` are kept).
     Only runs that were checked (``status`` done) count in the loss figures;
     ``runs_failed`` counts those that were not. The probability of loss is over the runs
     whose loss is decided: a run whose verdict is unknown and that lost no write
@@ -139,8 +145,7 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
                                              "violations", "report", "error"))).alias("run_list"),
     )
     lat = latencies.join(runs.select("sweep", "run", "cell", _CONFIG), ["sweep", "run"]).groupBy(
-        "sweep", "cell", _CONFIG).agg((F.percentile("latency_ns", 0.5) / 1e6).alias("p50_ms"),
-                                      (F.percentile("latency_ns", 0.99) / 1e6).alias("p99_ms"))
+        "sweep", "cell", _CONFIG).applyInArrow(_percentiles, _PERCENTILES_DDL)
     n = F.col("runs") - F.col("runs_undecided")
     lo, hi = wilson(F.col("runs_lost"), n, F.sqrt)
     return (grouped.join(lat, ["sweep", "cell", _CONFIG], "left").drop(_CONFIG)
@@ -153,26 +158,30 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
 _CONFIG = "_config"
 
 
-def latencies(ops: DataFrame) -> DataFrame:
-    """(sweep, run, latency_ns) of every ok send: its ok's time minus its invoke's (a send's
-    value is unique within a run, docs/history.md)."""
-    from pyspark.sql import functions as F
-
-    sends = ops.where(F.col("f") == "send")
-    inv = sends.where(F.col("type") == "invoke").select("sweep", "run", "value", F.col("time").alias("t0"))
-    ok = sends.where(F.col("type") == "ok").select("sweep", "run", "value", F.col("time").alias("t1"))
-    return inv.join(ok, ["sweep", "run", "value"]).select(
-        "sweep", "run", (F.col("t1") - F.col("t0")).alias("latency_ns"))
+#: What :func:`_percentiles` gives per (sweep, cell, config).
+_PERCENTILES = pa.schema([("sweep", pa.string()), ("cell", pa.string()), (_CONFIG, pa.string()),
+                          ("p50_ms", pa.float64()), ("p99_ms", pa.float64())])
+_PERCENTILES_DDL = f"sweep string, cell string, {_CONFIG} string, p50_ms double, p99_ms double"
 
 
-def send_spans(ops: DataFrame, lat: DataFrame) -> DataFrame:
-    """Per run: the first send invoke, the last send op (ns), and p50 / p99 latency (ms)."""
-    from pyspark.sql import functions as F
+def _percentiles(table: pa.Table) -> pa.Table:
+    """applyInArrow: one cell's runs' (sweep, cell, config, latency_ns) -> the p50 and p99 (ms)
+    of every latency of theirs (null without any)."""
+    values = pc.list_flatten(table.column("latency_ns")).to_numpy()
+    row = {"sweep": table.column("sweep")[0].as_py(), "cell": table.column("cell")[0].as_py(),
+           _CONFIG: table.column(_CONFIG)[0].as_py(),
+           "p50_ms": percentile(values, 0.5) / 1e6 if len(values) else None,
+           "p99_ms": percentile(values, 0.99) / 1e6 if len(values) else None}
+    return pa.Table.from_pylist([row], schema=_PERCENTILES)
 
-    sends = ops.where(F.col("f") == "send")
-    spans = sends.groupBy("sweep", "run").agg(
-        F.min(F.when(F.col("type") == "invoke", F.col("time"))).alias("first_send"),
-        F.max("time").alias("last_send"))
-    pct = lat.groupBy("sweep", "run").agg((F.percentile("latency_ns", 0.5) / 1e6).alias("p50_ms"),
-                                          (F.percentile("latency_ns", 0.99) / 1e6).alias("p99_ms"))
-    return spans.join(pct, ["sweep", "run"], "left")
+
+def percentile(values: npt.NDArray[np.int64], p: float) -> float:
+    """The exact percentile ``p`` (0 to 1) of ``values`` (not empty) as Spark's ``percentile``
+    gives it: at position ``(n - 1) * p`` of the sorted values, linear between the two
+    around it."""
+    position = (len(values) - 1) * p
+    lower, higher = math.floor(position), math.ceil(position)
+    low, high = (float(v) for v in np.partition(values, (lower, higher))[[lower, higher]])
+    if lower == higher or low == high:
+        return low
+    return (higher - position) * low + (position - lower) * high

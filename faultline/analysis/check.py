@@ -1,39 +1,51 @@
-"""The checker on Spark's executors: each run's ``ops`` rows -> :func:`check_stored`.
+"""The checker on Spark's executors: each run's directory -> :func:`check_stored_table`.
 
-The pipeline groups the ``ops`` table by run and hands each group to
-:func:`check_group` (``groupBy("sweep", "run").applyInArrow``), which turns the rows back
-into the history's rows (:func:`faultline.analysis.rows.to_history_row`) and calls
-:func:`faultline.checkers.stored.check_stored` with them: the one check of a stored run
-that ``faultline check`` runs, reading the run's other files (``test.json``, the
-broker's state) from its directory. So both give the same verdict, by construction,
-and a test holds them to it.
+The pipeline hands each run to :func:`check_run` (``mapInArrow``, a task per run),
+which calls :func:`faultline.checkers.stored.check_stored_table` on its
+directory: the one check of a stored run that ``faultline check`` runs, reading the
+history file as it does (the compiled scanner, :mod:`faultline.checkers.scan`) and the
+run's other files (``test.json``, the broker's state) beside it. So both give the same
+verdict, by construction, and a test holds them to it.
 
 Per run, not per partition: the queue checker decides a run in one pass (its measures,
 fault windows and verdict span every partition; a poll returns records of several),
 so a run is the unit it can be given without a second implementation of how per-partition
-verdicts compose. Arrow rather than pandas on the way in: pandas turns a nullable int64
-column into float64, and the checker must see the history's exact integers.
+verdicts compose. From the same pass come the history's figures the tables need
+(:data:`CHECK_SCHEMA`): its lines, whether its last one was cut, the span of its sends
+and the latency of every ok send (its ok's time minus its invoke's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 
-from faultline.analysis.rows import records, to_history_row
-from faultline.checkers.stored import check_stored
+from faultline.analysis.aggregate import percentile
+from faultline.checkers.stored import check_stored_table
+from faultline.checkers.table import HistoryTable
 from faultline.errors import FaultlineError
 
-#: What :func:`check_group` returns per run: the verdict (``true`` / ``false`` /
-#: ``unknown``), the whole results.json object as JSON, or the error that stopped the check.
+#: What :func:`check_run` returns per run: the verdict (``true`` / ``false`` /
+#: ``unknown``), the whole results.json object as JSON, or the error that stopped the
+#: check; and, when the check read the whole history, its lines, whether its last one was
+#: cut (``truncated``), the first send invoke and the last send op (ns; null without
+#: sends), the p50 and p99 latency of its ok sends (ms) and every one of those latencies (ns).
 CHECK_SCHEMA = pa.schema([
     pa.field("sweep", pa.string()), pa.field("run", pa.string()), pa.field("valid", pa.string()),
     pa.field("result_json", pa.string()), pa.field("error", pa.string()),
+    pa.field("lines", pa.int64()), pa.field("truncated", pa.bool_()),
+    pa.field("first_send", pa.int64()), pa.field("last_send", pa.int64()),
+    pa.field("p50_ms", pa.float64()), pa.field("p99_ms", pa.float64()),
+    pa.field("latency_ns", pa.list_(pa.int64())),
 ])
-CHECK_DDL = "sweep string, run string, valid string, result_json string, error string"
+CHECK_DDL = ("sweep string, run string, valid string, result_json string, error string, lines long, "
+             "truncated boolean, first_send long, last_send long, p50_ms double, p99_ms double, "
+             "latency_ns array<long>")
 
 
 def valid_text(valid: object) -> str:
@@ -41,23 +53,29 @@ def valid_text(valid: object) -> str:
     return "true" if valid is True else "false" if valid is False else "unknown"
 
 
-def check_group(run_dirs: Mapping[tuple[str, str], str]) -> Callable[[pa.Table], pa.Table]:
-    """The function ``applyInArrow`` calls with one run's ``ops`` rows; ``run_dirs`` maps
-    (sweep, run) to the run directory, which executors must be able to read."""
+def check_run(r: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
+    """A run's (sweep, run, run_dir) -> its :data:`CHECK_SCHEMA` row, on an executor, which
+    must be able to read the run directory."""
+    row: dict[str, Any] = {"sweep": r["sweep"], "run": r["run"], "valid": "unknown"}
+    try:
+        result, table = check_stored_table(Path(r["run_dir"]))
+    except FaultlineError as e:
+        row["error"] = str(e)
+    else:
+        data = result.to_json()
+        row.update(valid=valid_text(data["valid"]), result_json=orjson.dumps(data).decode())
+        if table is not None:
+            row.update(_figures(table))
+    yield pa.RecordBatch.from_pylist([row], schema=CHECK_SCHEMA)
 
-    def check(table: pa.Table) -> pa.Table:
-        sweep, run = table.column("sweep")[0].as_py(), table.column("run")[0].as_py()
-        recs = list(records(table))
-        truncated = bool(recs and recs[0]["history_truncated"])
-        try:
-            result = check_stored(Path(run_dirs[(sweep, run)]), map(to_history_row, recs),
-                                  truncated=truncated)
-        except FaultlineError as e:
-            row = {"sweep": sweep, "run": run, "valid": "unknown", "result_json": None, "error": str(e)}
-        else:
-            data = result.to_json()
-            row = {"sweep": sweep, "run": run, "valid": valid_text(data["valid"]),
-                   "result_json": orjson.dumps(data).decode(), "error": None}
-        return pa.Table.from_pylist([row], schema=CHECK_SCHEMA)
 
-    return check
+def _figures(table: HistoryTable) -> dict[str, Any]:
+    """A history's figures (:data:`CHECK_SCHEMA`) from the check's table of its sends."""
+    s = table.sends
+    ok = s.outcome == 1
+    latency = s.end_time[ok] - s.invoke_time[ok]
+    return {"lines": table.ops, "truncated": table.truncated, "first_send": table.first_send,
+            "last_send": table.last_send if len(s) else None,
+            "p50_ms": percentile(latency, 0.5) / 1e6 if len(latency) else None,
+            "p99_ms": percentile(latency, 0.99) / 1e6 if len(latency) else None,
+            "latency_ns": pa.array(latency.astype(np.int64))}

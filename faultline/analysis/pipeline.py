@@ -1,28 +1,33 @@
-"""The pipeline: sweep directories -> Parquet tables -> the check on executors -> per-cell aggregates.
+"""The pipeline: sweep directories -> the check on executors -> Parquet tables -> per-cell aggregates.
 
-:func:`analyze` runs it on a SparkSession (:mod:`faultline.analysis.spark`):
+:func:`analyze` runs it on a SparkSession (:mod:`faultline.analysis.spark`), a task per
+run where the work is per run (``mapInArrow``):
 
-1. ``ops``: every done cell's history, read on the executors by
-   :func:`faultline.history.iter_rows` (``mapInArrow``, one run per task), written as
-   Parquet partitioned by sweep and run;
-2. the check: ``ops`` read back, grouped by run, each group checked on an executor by
-   :func:`faultline.checkers.stored.check_stored` (:mod:`faultline.analysis.check`);
-3. per run, from ``ops``: the span of the sends and the latency of every ok send;
-4. ``runs``, ``faults``, ``anomalies`` from the verdicts (:mod:`faultline.analysis.tables`),
+1. the check: every done cell's run checked on an executor by
+   :func:`faultline.checkers.stored.check_stored_table` (:mod:`faultline.analysis.check`),
+   which also gives its history's lines, the span of its sends and the latency of every
+   ok send;
+2. ``ops``: every done cell's history, read on an executor by
+   :func:`faultline.analysis.rows.ops_batches` when the check read it whole, else by
+   :func:`faultline.analysis.rows.history_batches` (which gives nothing for a history
+   :func:`faultline.history.iter_rows` refuses), and written by that executor (pyarrow)
+   as its run's partition: a row a history line goes through no JVM;
+3. ``runs``, ``faults``, ``anomalies`` from the verdicts (:mod:`faultline.analysis.tables`),
    ``observations`` from the runs' files, and ``cells``, the per-cell aggregates
    (:func:`faultline.analysis.aggregate.cells`), all Parquet.
 
-Tables go to ``<out>/tables/<name>/`` on any path Spark writes (a local directory by
-default); each is partitioned by ``sweep`` (and ``run`` where a run has many rows), and
-partitions are overwritten one by one, so analyzing tonight's sweep into last night's
-``out`` keeps last night's rows. The run directories must be readable by the executors
-at the paths ``sweep.json`` gives (a local or shared filesystem).
+Tables go to ``<out>/tables/<name>/`` (``out`` a directory every executor writes at that
+path: a local or shared filesystem); each is partitioned by ``sweep`` (and ``run`` where a
+run has many rows), and partitions are overwritten one by one, so analyzing tonight's
+sweep into last night's ``out`` keeps last night's rows. The run directories must be
+readable by the executors at the paths ``sweep.json`` gives (a local or shared filesystem).
 """
 
 from __future__ import annotations
 
+import itertools
 import shutil
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,14 +36,14 @@ from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from faultline.analysis import aggregate, tables
-from faultline.analysis.check import CHECK_DDL, check_group, valid_text
-from faultline.analysis.rows import OPS_SCHEMA, history_batches
+from faultline.analysis.check import CHECK_DDL, check_run
+from faultline.analysis.rows import RUN_OPS_SCHEMA, history_batches, ops_batches
 from faultline.analysis.sweepdir import Cell, Sweep, read_sweeps
-from faultline.checkers.stored import check_stored
 from faultline.errors import FaultlineError, HistoryError
-from faultline.rundir import TEST_FILE, find_history
+from faultline.rundir import TEST_FILE, atomic_file, find_history
 from faultline.spec import TestSpec
 
 if TYPE_CHECKING:
@@ -47,6 +52,8 @@ if TYPE_CHECKING:
     from faultline.analysis.spark import Progress
 
 TABLES = ("runs", "ops", "faults", "anomalies", "observations", "cells")
+#: Rows of a table's partition file written at once: a Parquet row group.
+ROW_GROUP = 1 << 18
 
 
 @dataclass(slots=True)
@@ -75,8 +82,7 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
     every = [c for s in sweeps for c in s.cells]
     if not every:
         raise HistoryError(", ".join(map(str, sweep_dirs)), None, "no cells to analyze in sweep.json")
-    done = [c for c in every if c.status == "done"]
-    run_dirs = {(c.sweep, c.id): str(c.run_dir) for c in done}
+    done = sorted((c for c in every if c.status == "done"), key=_history_size, reverse=True)
     where = {t: f"{out.rstrip('/')}/tables/{t}" for t in TABLES}
     ids = [s.id for s in sweeps]
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
@@ -86,28 +92,20 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
     def step(what: str) -> Any:
         return progress.step(what) if progress is not None else nullcontext()
 
-    listing = spark.createDataFrame([(c.sweep, c.id, str(c.run_dir)) for c in done] or [],
-                                    "sweep string, run string, run_dir string")
-    listing = listing.repartition(max(1, min(len(done), 256)))
+    runs_done = [{"sweep": c.sweep, "run": c.id, "run_dir": str(c.run_dir)} for c in done]
+    with step(f"check: {len(done)} runs on the executors"):
+        checked_df = _each_run(spark, runs_done, check_run, CHECK_DDL).persist()
+        checked = {(r["sweep"], r["run"]): r for r in checked_df.drop("latency_ns").collect()}
     with step(f"ingest: {len(done)} runs' histories -> ops"):
-        ops_schema = from_arrow_schema(OPS_SCHEMA)
-        (listing.mapInArrow(_ingest_ops, ops_schema)
-         .write.partitionBy("sweep", "run").mode("overwrite").parquet(where["ops"]))
-        (listing.mapInArrow(_ingest_observations, from_arrow_schema(tables.OBSERVATIONS_SCHEMA))
+        todo = [{**r, "truncated": checked[(r["sweep"], r["run"])]["truncated"]} for r in runs_done]
+        written = _each_run(spark, todo, _ingest_ops(where["ops"]), _INGESTED_DDL).collect()
+        (_each_run(spark, runs_done, _ingest_observations, from_arrow_schema(tables.OBSERVATIONS_SCHEMA))
          .write.partitionBy("sweep", "run").mode("overwrite").parquet(where["observations"]))
-    ops = spark.read.schema(ops_schema).parquet(where["ops"]).where(F.col("sweep").isin(ids))
-    with step("check: each run on an executor"):
-        checked = {(r["sweep"], r["run"]): r for r in ops.groupBy("sweep", "run").applyInArrow(
-            check_group(run_dirs), CHECK_DDL).collect()}
-    with step("latency and send spans from ops"):
-        lat = aggregate.latencies(ops).cache()
-        spans = {(r["sweep"], r["run"]): r for r in aggregate.send_spans(ops, lat).collect()}
-        lines = ops.count()
     with step("runs, faults, anomalies"):
         runs, faults, anomalies = [], [], []
         results: dict[tuple[str, str], dict[str, Any]] = {}
         for c in every:
-            row, result = _run(c, checked.get((c.sweep, c.id)), spans.get((c.sweep, c.id)))
+            row, result = _run(c, checked.get((c.sweep, c.id)))
             runs.append(row)
             if result is not None:
                 results[(c.sweep, c.id)] = result
@@ -121,15 +119,37 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         # older faultline, may lack a column or hold it as another type
         runs_df = (spark.read.schema(from_arrow_schema(tables.RUNS_SCHEMA)).parquet(where["runs"])
                    .where(F.col("sweep").isin(ids)))
-        cells_df = aggregate.cells(runs_df, lat, tables.CONFIG_COLUMNS)
+        cells_df = aggregate.cells(runs_df, checked_df.select("sweep", "run", "latency_ns"),
+                                   tables.CONFIG_COLUMNS)
         cells_df.write.partitionBy("sweep").mode("overwrite").parquet(where["cells"])
         cell_rows = [r.asDict(recursive=True) for r in spark.read.schema(cells_df.schema).parquet(
             where["cells"]).where(F.col("sweep").isin(ids)).orderBy("created", "cell").collect()]
-    lat.unpersist()
-    return Analysis(sweeps, where, runs, cell_rows, results, lines)
+    checked_df.unpersist()
+    return Analysis(sweeps, where, runs, cell_rows, results, sum(r["rows"] for r in written))
 
 
-def _run(cell: Cell, checked: Any, span: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _history_size(cell: Cell) -> int:
+    """The size of a cell's history file (0 when it has none): the biggest are checked first."""
+    try:
+        return find_history(cell.run_dir).stat().st_size
+    except (FaultlineError, OSError):
+        return 0
+
+
+def _each_run(spark: SparkSession, runs: list[dict[str, Any]],
+              work: Callable[[dict[str, Any]], Iterator[pa.RecordBatch]], schema: Any) -> DataFrame:
+    """``work`` of each of ``runs`` on an executor, a task each, in their order, as a
+    DataFrame of ``schema``."""
+
+    def tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for i in batch.column("id").to_pylist():
+                yield from work(runs[i])
+
+    return spark.range(len(runs), numPartitions=max(1, len(runs))).mapInArrow(tasks, schema)
+
+
+def _run(cell: Cell, checked: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """A cell's ``runs`` row and its results object (None when it has none)."""
     spec: TestSpec | None = None
     error: str | None = None
@@ -140,19 +160,13 @@ def _run(cell: Cell, checked: Any, span: Any) -> tuple[dict[str, Any], dict[str,
             error = str(e)
     result: dict[str, Any] | None = None
     valid = "unknown"
+    figures = tables.SendFigures()
     if checked is not None:
         valid, error = checked["valid"], checked["error"] or error
         result = orjson.loads(checked["result_json"]) if checked["result_json"] else None
-    elif cell.status == "done":
-        # No ops: the history could not be read. The same check names why.
-        try:
-            r = check_stored(cell.run_dir)
-            result, valid = r.to_json(), valid_text(r.valid)
-        except FaultlineError as e:
-            error = str(e)
-    figures = tables.SendFigures(
-        first_send=int(span["first_send"] or 0), last_send=int(span["last_send"] or 0),
-        p50_ms=span["p50_ms"], p99_ms=span["p99_ms"]) if span is not None else tables.SendFigures()
+        if checked["first_send"] is not None:
+            figures = tables.SendFigures(first_send=checked["first_send"], last_send=checked["last_send"],
+                                         p50_ms=checked["p50_ms"], p99_ms=checked["p99_ms"])
     row = tables.run_row(cell, spec, valid, result, error, figures)
     permitted, why = aggregate.expected_loss(spec) if spec is not None else (None, None)
     row["expected_loss"] = None if permitted is None else "permitted" if permitted else "forbidden"
@@ -161,27 +175,78 @@ def _run(cell: Cell, checked: Any, span: Any) -> tuple[dict[str, Any], dict[str,
     return row, result
 
 
-def _ingest_ops(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow: (sweep, run, run_dir) rows -> each run's ``ops`` rows; a history that cannot be
-    read gives none (the driver's check names why)."""
-    for batch in batches:
-        for r in batch.to_pylist():
-            try:
-                yield from history_batches(Path(r["run_dir"]), find_history(Path(r["run_dir"])),
-                                           r["sweep"], r["run"])
-            except FaultlineError:
-                continue
+#: What :func:`_ingest_ops` returns per run: the rows it wrote.
+_INGESTED = pa.schema([("sweep", pa.string()), ("run", pa.string()), ("rows", pa.int64())])
+_INGESTED_DDL = "sweep string, run string, rows long"
 
 
-def _ingest_observations(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow: (sweep, run, run_dir) rows -> each run's ``observations`` rows (an unreadable
-    file gives none)."""
-    for batch in batches:
-        for r in batch.to_pylist():
-            try:
-                yield from tables.observation_batches(Path(r["run_dir"]), r["sweep"], r["run"])
-            except FaultlineError:
-                continue
+def _ingest_ops(table: str) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
+    """A run's (sweep, run, run_dir, truncated: the check's, null when it did not read the
+    history whole) -> its ``ops`` partition of the table at ``table``, written, and (sweep,
+    run, rows written). A history :func:`faultline.history.iter_rows` refuses gives none."""
+
+    def ingest(r: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        run_dir = Path(r["run_dir"])
+        try:
+            history = find_history(run_dir)
+            batches = (history_batches(history) if r["truncated"] is None else
+                       ops_batches(history, TestSpec.load(run_dir / TEST_FILE).topic.name, r["truncated"]))
+            rows = write_partition(Path(table), {"sweep": r["sweep"], "run": r["run"]}, batches,
+                                   RUN_OPS_SCHEMA)
+        except FaultlineError:
+            rows = 0
+        yield pa.RecordBatch.from_pylist([{"sweep": r["sweep"], "run": r["run"], "rows": rows}],
+                                         schema=_INGESTED)
+
+    return ingest
+
+
+def _ingest_observations(r: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    """A run's (sweep, run, run_dir) -> its ``observations`` rows (an unreadable file gives none)."""
+    try:
+        yield from tables.observation_batches(Path(r["run_dir"]), r["sweep"], r["run"])
+    except FaultlineError:
+        return
+
+
+#: What Spark escapes in a partition directory's name (``%`` and two hex digits).
+_ESCAPED = frozenset([*map(chr, range(0x20)), *"\"#%'*/:=?[\\]^{\x7f"])
+
+
+def partition_dir(table: Path, keys: Mapping[str, str]) -> Path:
+    """The directory of the partition ``keys`` (column -> value, outermost first) of the
+    table at ``table``, named as Spark names it (``sweep=a%3Db``)."""
+    return table.joinpath(*(f"{k}={''.join(f'%{ord(c):02X}' if c in _ESCAPED else c for c in v)}"
+                            for k, v in keys.items()))
+
+
+def write_partition(table: Path, keys: Mapping[str, str], batches: Iterable[pa.RecordBatch],
+                    schema: pa.Schema) -> int:
+    """Write ``batches`` (of ``schema``) as the one file of the partition ``keys`` of the
+    table at ``table`` (:func:`partition_dir`), replacing it whole; nothing for no rows.
+    Returns the rows written."""
+    pending = (b for b in batches if b.num_rows)
+    first = next(pending, None)
+    if first is None:
+        return 0
+    directory = partition_dir(table, keys)
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = 0
+    # dictionaries only for strings: most other columns hold a distinct value a row
+    strings = [f.name for f in schema if pa.types.is_string(f.type) or (
+        pa.types.is_list(f.type) and pa.types.is_string(f.type.value_type))]
+    with (atomic_file(directory / "part-00000.parquet") as fh,
+          pq.ParquetWriter(fh, schema, use_dictionary=strings) as w):
+        held, size = [first], first.num_rows
+        for batch in itertools.chain(pending, [None]):
+            if batch is None or size >= ROW_GROUP:
+                w.write_table(pa.Table.from_batches(held, schema), row_group_size=ROW_GROUP)
+                rows += size
+                held, size = [], 0
+            if batch is not None:
+                held.append(batch)
+                size += batch.num_rows
+    return rows
 
 
 def forget_sweeps(path: str, ids: Collection[str]) -> None:

@@ -1,8 +1,8 @@
 """The rows of the ``runs``, ``faults``, ``anomalies`` and ``observations`` tables.
 
-Each is built from what the check on the executors returned (results.json's object,
-:mod:`faultline.analysis.check`), the run's ``test.json`` and a few per-run figures the
-pipeline takes from ``ops`` (the span of the sends, latency percentiles). The run's
+Each is built from what the check on the executors returned (results.json's object and
+a few per-run figures from its pass over the history: the span of the sends, latency
+percentiles; :mod:`faultline.analysis.check`) and the run's ``test.json``. The run's
 measures are read the way the run report reads them (:mod:`faultline.report.measures`),
 so a figure here is the one its report shows. docs/analysis.md describes every column.
 
@@ -91,8 +91,8 @@ def axes_columns(axes: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class SendFigures:
-    """Per run, from ``ops``: the first send invoke and last send op (ns), and the p50 / p99
-    of invoke-to-ok latency (ms; None without an ok send)."""
+    """Per run, from the check's pass over its history: the first send invoke and last send
+    op (ns), and the p50 / p99 of invoke-to-ok latency (ms; None without an ok send)."""
 
     first_send: int = 0
     last_send: int = 0

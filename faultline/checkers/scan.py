@@ -8,7 +8,9 @@ no earlier than the last nor later than the test allows. Any other line (the
 nemesis's, an error's, a foreign value, anything unusual or wrong) it hands back whole,
 for :mod:`faultline.history`'s reader and the engine's encoder to read as they read
 every line: so what a line means is decided once, there, and this module only
-recognises lines that need no decision.
+recognises lines that need no decision. Its pieces (:func:`head`, :func:`value_object`,
+:func:`poll_records`) also read the common lines into the Spark pipeline's ``ops``
+table (:mod:`faultline.analysis.rows`).
 """
 
 from __future__ import annotations
@@ -31,24 +33,25 @@ _NL, _QUOTE, _COMMA, _COLON, _LBRACE, _RBRACE, _LBRACKET, _RBRACKET, _MINUS, _BA
 _DIGITS = 18
 
 
-def _lit(text: str) -> Any:
+def literal(text: str) -> Any:
+    """``text``'s bytes, as the compiled readers compare them."""
     return np.frombuffer(text.encode(), np.uint8)
 
 
 _INDEX, _TIME, _PROCESS, _TYPE, _F, _VALUE = (
-    _lit('{"index":'), _lit(',"time":'), _lit(',"process":'), _lit(',"type":"'), _lit('","f":"'),
-    _lit('","value":'))
-_TYPES = (_lit("invoke"), _lit("ok"), _lit("fail"), _lit("info"))  # kernel.T_* order
-_FS = (_lit("send"), _lit("poll"), _lit("drain"))  # F_SEND, F_POLL, F_DRAIN
+    literal('{"index":'), literal(',"time":'), literal(',"process":'), literal(',"type":"'),
+    literal('","f":"'), literal('","value":'))
+_TYPES = (literal("invoke"), literal("ok"), literal("fail"), literal("info"))  # kernel.T_* order
+_FS = (literal("send"), literal("poll"), literal("drain"))  # F_SEND, F_POLL, F_DRAIN
 # the keys of a send's and a drain's value objects
-(_K_TOPIC, _K_PARTITION, _K_VALUE, _K_OFFSET, _K_RECORDS, _K_LSO, _K_HW, _K_LAST) = range(8)
-_KEYS = (_lit('"topic"'), _lit('"partition"'), _lit('"value"'), _lit('"offset"'),
-         _lit('"records"'), _lit('"log_start_offset"'), _lit('"high_watermark"'), _lit('"last"'))
-_NULL, _TRUE, _FALSE, _RECORDS = _lit("null"), _lit("true"), _lit("false"), _lit('{"records":[')
+(K_TOPIC, K_PARTITION, K_VALUE, K_OFFSET, K_RECORDS, K_LSO, K_HW, K_LAST) = range(8)
+_KEYS = (literal('"topic"'), literal('"partition"'), literal('"value"'), literal('"offset"'),
+         literal('"records"'), literal('"log_start_offset"'), literal('"high_watermark"'), literal('"last"'))
+_NULL, _TRUE, _FALSE, _RECORDS = literal("null"), literal("true"), literal("false"), literal('{"records":[')
 
 
 @compiled(inline=True)
-def _at(buf: Any, i: int, lit: Any) -> int:
+def at(buf: Any, i: int, lit: Any) -> int:
     """The index after ``lit`` if ``buf`` holds it at ``i``, else -1."""
     n = len(lit)
     if i < 0 or i + n > len(buf):
@@ -64,7 +67,7 @@ def _one_of(buf: Any, i: int, words: Any) -> tuple[int, int]:
     """Which of ``words`` ``buf`` holds at ``i`` (its index, -1 if none) and the index
     after it (-1 if none)."""
     for code in range(len(words)):
-        j = _at(buf, i, words[code])
+        j = at(buf, i, words[code])
         if j >= 0:
             return code, j
     return -1, -1
@@ -96,15 +99,15 @@ def _topic(buf: Any, i: int, topic: Any) -> int:
     """The index after the quoted test topic at ``i``, else -1."""
     if i < 0 or i >= len(buf) or buf[i] != _QUOTE:
         return -1
-    j = _at(buf, i + 1, topic)
+    j = at(buf, i + 1, topic)
     if j < 0 or j >= len(buf) or buf[j] != _QUOTE:
         return -1
     return j + 1
 
 
 @compiled()
-def _object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, nr: int,
-            tp_of_records: int) -> tuple[int, int]:
+def value_object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, nr: int,
+                 tp_of_records: int) -> tuple[int, int]:
     """A send's or a drain's value object at ``i``: each key at most once, into ``got``
     (the value, or for ``records``, the records' end in ``R``; -1 the index on anything
     else). A drain's records ([offset, value] each) go to ``R`` from ``nr`` (their
@@ -126,7 +129,7 @@ def _object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, nr: i
         first = False
         key = -1
         for k in range(8):
-            j = _at(buf, i, _KEYS[k])
+            j = at(buf, i, _KEYS[k])
             if j >= 0 and j < len(buf) and buf[j] == _COLON:
                 key = k
                 i = j + 1
@@ -134,17 +137,17 @@ def _object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, nr: i
         if key < 0 or seen[key]:
             return -1, nr
         seen[key] = True
-        if key == _K_TOPIC:
+        if key == K_TOPIC:
             i = _topic(buf, i, topic)
             got[key] = 0
-        elif key == _K_LAST:
-            j = _at(buf, i, _TRUE)
+        elif key == K_LAST:
+            j = at(buf, i, _TRUE)
             got[key] = 1
             if j < 0:
-                j = _at(buf, i, _FALSE)
+                j = at(buf, i, _FALSE)
                 got[key] = 0
             i = j
-        elif key == _K_RECORDS:
+        elif key == K_RECORDS:
             if buf[i] != _LBRACKET:
                 return -1, nr
             i += 1
@@ -173,10 +176,69 @@ def _object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, nr: i
         else:
             v, i = _int(buf, i)
             got[key] = v
-            if key == _K_PARTITION and not 0 <= v < parts:
+            if key == K_PARTITION and not 0 <= v < parts:
                 return -1, nr
         if i < 0:
             return -1, nr
+
+
+@compiled(inline=True)
+def head(buf: Any, pos: int, index: int, last_time: int,
+         max_time: int) -> tuple[int, int, int, int, int]:
+    """The fields of the common line at ``pos`` before its value: (the index after
+    ``"value":``, time, process, type, f), the index -1 unless the line's index is
+    ``index``, its time from ``last_time`` to ``max_time`` and its f send, poll or drain."""
+    i = at(buf, pos, _INDEX)
+    ix, i = _int(buf, i)
+    if i < 0 or ix != index:
+        return -1, 0, 0, -1, -1
+    i = at(buf, i, _TIME)
+    t, i = _int(buf, i)
+    if i < 0 or not last_time <= t <= max_time:
+        return -1, 0, 0, -1, -1
+    i = at(buf, i, _PROCESS)
+    p, i = _int(buf, i)
+    ty, i = _one_of(buf, at(buf, i, _TYPE), _TYPES)
+    f, i = _one_of(buf, at(buf, i, _F), _FS)
+    return at(buf, i, _VALUE), t, p, ty, f
+
+
+@compiled(inline=True)
+def poll_records(buf: Any, i: int, topic: Any, parts: int, recs: Any, nr: int) -> tuple[int, int]:
+    """A poll's value at ``i``, ``{"records":[[topic, partition, offset, value], ...]}``
+    with the test topic, into ``recs`` (partition, offset, value) from row ``nr``.
+    Returns (the index after it, the records' end); the index -1 for anything else, -2
+    when ``recs`` has no room, and then the end ``nr``."""
+    r0 = nr
+    end = len(buf)
+    i = at(buf, i, _RECORDS)
+    while i >= 0 and i < end and buf[i] != _RBRACKET:
+        if nr == recs.shape[0]:
+            return -2, r0
+        if nr > r0:
+            i = i + 1 if buf[i] == _COMMA else -1
+        if i < 0 or i >= end or buf[i] != _LBRACKET:
+            return -1, r0
+        i = _topic(buf, i + 1, topic)
+        if i < 0 or buf[i] != _COMMA:
+            return -1, r0
+        tp, i = _int(buf, i + 1)
+        if i < 0 or buf[i] != _COMMA or not 0 <= tp < parts:
+            return -1, r0
+        off, i = _int(buf, i + 1)
+        if i < 0 or buf[i] != _COMMA:
+            return -1, r0
+        val, i = _int(buf, i + 1)
+        if i < 0 or buf[i] != _RBRACKET:
+            return -1, r0
+        i += 1
+        recs[nr, 0] = tp
+        recs[nr, 1] = off
+        recs[nr, 2] = val
+        nr += 1
+    if i >= 0 and i + 1 < end and buf[i] == _RBRACKET and buf[i + 1] == _RBRACE:
+        return i + 2, nr
+    return -1, r0
 
 
 @compiled()
@@ -196,111 +258,69 @@ def scan(buf: Any, pos: int, topic: Any, parts: int, ops: Any, n: int, recs: Any
     while pos < end:
         if n == ops.shape[0]:
             return BATCH_FULL, pos, n, nr, index, last_time
-        i = _at(buf, pos, _INDEX)
-        ix, i = _int(buf, i)
-        if i >= 0 and ix == index:
-            i = _at(buf, i, _TIME)
-            t, i = _int(buf, i)
-            if i >= 0 and last_time <= t <= max_time:
-                i = _at(buf, i, _PROCESS)
-                p, i = _int(buf, i)
-                ty, i = _one_of(buf, _at(buf, i, _TYPE), _TYPES)
-                f, i = _one_of(buf, _at(buf, i, _F), _FS)
-                i = _at(buf, i, _VALUE)
-                o = ops[n]
-                r0 = nr
-                if f == F_SEND and i >= 0:
-                    got[:] = kernel.NONE
-                    i, _ = _object(buf, i, topic, parts, got, recs, nr, 0)
-                    if i >= 0:
-                        val, tp, off = got[_K_VALUE], got[_K_PARTITION], got[_K_OFFSET]
-                        if (val == kernel.NONE or (ty == T_INVOKE and (
-                                tp == kernel.NONE or got[_K_TOPIC] == kernel.NONE))
-                                or (ty != T_OK and off != kernel.NONE)
-                                or got[_K_RECORDS] != kernel.NONE or got[_K_LSO] != kernel.NONE
-                                or got[_K_HW] != kernel.NONE or got[_K_LAST] != kernel.NONE):
-                            i = -1
-                        else:
-                            o[:] = 0
-                            o[kernel.F_VAL] = val
-                            o[kernel.F_TP] = tp if ty == T_INVOKE else -1
-                            o[kernel.F_OFF] = off if off != kernel.NONE else -1
-                            o[kernel.F_ERR] = -1
-                elif f == F_POLL and ty == T_INVOKE and i >= 0:
-                    i = _at(buf, i, _NULL)
-                    o[:] = 0
-                elif f == F_POLL and ty == T_OK and i >= 0:
-                    i = _at(buf, i, _RECORDS)
-                    while i >= 0 and i < end and buf[i] != _RBRACKET:
-                        if nr == recs.shape[0]:
-                            return BATCH_FULL, pos, n, r0, index, last_time
-                        if nr > r0:
-                            i = i + 1 if buf[i] == _COMMA else -1
-                        if i < 0 or i >= end or buf[i] != _LBRACKET:
-                            i = -1
-                            break
-                        i = _topic(buf, i + 1, topic)
-                        if i < 0 or buf[i] != _COMMA:
-                            i = -1
-                            break
-                        tp, i = _int(buf, i + 1)
-                        if i < 0 or buf[i] != _COMMA or not 0 <= tp < parts:
-                            i = -1
-                            break
-                        off, i = _int(buf, i + 1)
-                        if i < 0 or buf[i] != _COMMA:
-                            i = -1
-                            break
-                        val, i = _int(buf, i + 1)
-                        if i < 0 or buf[i] != _RBRACKET:
-                            i = -1
-                            break
-                        i += 1
-                        recs[nr, 0] = tp
-                        recs[nr, 1] = off
-                        recs[nr, 2] = val
-                        nr += 1
-                    if i >= 0 and i + 1 < end and buf[i] == _RBRACKET and buf[i + 1] == _RBRACE:
-                        i += 2
-                        o[:] = 0
-                    else:
-                        i = -1
-                elif f == F_DRAIN and ty == T_OK and i >= 0:
-                    got[:] = kernel.NONE
-                    i, nr = _object(buf, i, topic, parts, got, recs, nr, -1)
-                    if i == -2:
-                        return BATCH_FULL, pos, n, r0, index, last_time
-                    tp = got[_K_PARTITION]
-                    if (i < 0 or tp == kernel.NONE or got[_K_TOPIC] == kernel.NONE
-                            or got[_K_RECORDS] == kernel.NONE or got[_K_VALUE] != kernel.NONE
-                            or got[_K_OFFSET] != kernel.NONE):
-                        i = -1
-                    else:
-                        recs[r0:nr, 0] = tp
-                        o[:] = 0
-                        o[kernel.F_TP] = tp
-                        o[kernel.F_LAST] = got[_K_LAST] == 1
-                        o[kernel.F_HW] = got[_K_HW]
-                        o[kernel.F_LSO] = got[_K_LSO]
-                        o[kernel.F_OFF] = -1
-                        o[kernel.F_ERR] = -1
-                else:
+        i, t, p, ty, f = head(buf, pos, index, last_time, max_time)
+        o = ops[n]
+        r0 = nr
+        if f == F_SEND and i >= 0:
+            got[:] = kernel.NONE
+            i, _ = value_object(buf, i, topic, parts, got, recs, nr, 0)
+            if i >= 0:
+                val, tp, off = got[K_VALUE], got[K_PARTITION], got[K_OFFSET]
+                if (val == kernel.NONE or (ty == T_INVOKE and (
+                        tp == kernel.NONE or got[K_TOPIC] == kernel.NONE))
+                        or (ty != T_OK and off != kernel.NONE)
+                        or got[K_RECORDS] != kernel.NONE or got[K_LSO] != kernel.NONE
+                        or got[K_HW] != kernel.NONE or got[K_LAST] != kernel.NONE):
                     i = -1
-                if i >= 0 and i + 1 < end and buf[i] == _RBRACE and buf[i + 1] == _NL:
-                    o[kernel.F_LINE] = index + 1
-                    o[kernel.F_T] = t
-                    o[kernel.F_P] = p
-                    o[kernel.F_F] = f
-                    o[kernel.F_TY] = ty
-                    o[kernel.F_R0] = r0
-                    o[kernel.F_R1] = nr
-                    n += 1
-                    pos = i + 2
-                    index += 1
-                    last_time = t
-                    continue
-                nr = r0
-        return OTHER_LINE, pos, n, nr, index, last_time
+                else:
+                    o[:] = 0
+                    o[kernel.F_VAL] = val
+                    o[kernel.F_TP] = tp if ty == T_INVOKE else -1
+                    o[kernel.F_OFF] = off if off != kernel.NONE else -1
+                    o[kernel.F_ERR] = -1
+        elif f == F_POLL and ty == T_INVOKE and i >= 0:
+            i = at(buf, i, _NULL)
+            o[:] = 0
+        elif f == F_POLL and ty == T_OK and i >= 0:
+            i, nr = poll_records(buf, i, topic, parts, recs, nr)
+            if i == -2:
+                return BATCH_FULL, pos, n, nr, index, last_time
+            o[:] = 0
+        elif f == F_DRAIN and ty == T_OK and i >= 0:
+            got[:] = kernel.NONE
+            i, nr = value_object(buf, i, topic, parts, got, recs, nr, -1)
+            if i == -2:
+                return BATCH_FULL, pos, n, r0, index, last_time
+            tp = got[K_PARTITION]
+            if (i < 0 or tp == kernel.NONE or got[K_TOPIC] == kernel.NONE
+                    or got[K_RECORDS] == kernel.NONE or got[K_VALUE] != kernel.NONE
+                    or got[K_OFFSET] != kernel.NONE):
+                i = -1
+            else:
+                recs[r0:nr, 0] = tp
+                o[:] = 0
+                o[kernel.F_TP] = tp
+                o[kernel.F_LAST] = got[K_LAST] == 1
+                o[kernel.F_HW] = got[K_HW]
+                o[kernel.F_LSO] = got[K_LSO]
+                o[kernel.F_OFF] = -1
+                o[kernel.F_ERR] = -1
+        else:
+            i = -1
+        if i >= 0 and i + 1 < end and buf[i] == _RBRACE and buf[i + 1] == _NL:
+            o[kernel.F_LINE] = index + 1
+            o[kernel.F_T] = t
+            o[kernel.F_P] = p
+            o[kernel.F_F] = f
+            o[kernel.F_TY] = ty
+            o[kernel.F_R0] = r0
+            o[kernel.F_R1] = nr
+            n += 1
+            pos = i + 2
+            index += 1
+            last_time = t
+            continue
+        return OTHER_LINE, pos, n, r0, index, last_time
     return BLOCK_DONE, pos, n, nr, index, last_time
 
 

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from faultline.analysis import aggregate, tables
@@ -178,3 +179,17 @@ def test_nights_analyzed_apart_read_as_one_table(spark: Any, tmp_path: Path) -> 
            str(tmp_path / "faults"), ("sweep", "run"), tables.FAULTS_SCHEMA)
     faults = spark.read.parquet(str(tmp_path / "faults"))
     assert dict(faults.dtypes)["end_ns"] == "bigint", "a fault never healed: no end, still a time"
+
+
+def test_the_latency_percentiles_are_those_spark_computes(spark: Any) -> None:
+    """The pipeline computes p50 / p99 per run and per cell with numpy (Spark's ``percentile``
+    costs microseconds a value): the figures must be Spark's, to the last bit."""
+    from pyspark.sql import functions as F
+
+    rng = np.random.default_rng(7)
+    for values in (rng.integers(0, 10**9, 1001), rng.integers(0, 50, 1000), np.array([5, 5, 6]),
+                   rng.integers(10**6, 3 * 10**7, 4099)):
+        df = spark.createDataFrame([(int(v),) for v in values], "v long")
+        want = df.agg(F.percentile("v", 0.5).alias("p50"), F.percentile("v", 0.99).alias("p99")).first()
+        assert (aggregate.percentile(values, 0.5), aggregate.percentile(values, 0.99)) == (
+            want["p50"], want["p99"])

@@ -1,13 +1,14 @@
-"""The pure parts of the aggregates: the Wilson interval and what the guarantee table
-expects of a cell (faultline/analysis/aggregate.py)."""
+"""The pure parts of the aggregates: the Wilson interval, the exact percentile and what
+the guarantee table expects of a cell (faultline/analysis/aggregate.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
-from faultline.analysis.aggregate import expected_loss, wilson, worst_case_faults
+from faultline.analysis.aggregate import expected_loss, percentile, wilson, worst_case_faults
 from faultline.spec import NemesisSpec, TestSpec
 from tests.unit.checkers.queue_hist import make_spec as _spec
 
@@ -25,6 +26,19 @@ def make_spec(acks: str, min_insync: int, unclean: bool = False, faults: tuple[s
 def test_wilson_interval(k: int, n: int, lo: float, hi: float) -> None:
     low, high = wilson(k, n)
     assert low == pytest.approx(lo, abs=5e-4) and high == pytest.approx(hi, abs=5e-4)
+
+
+@pytest.mark.parametrize(("values", "p", "expected"), [
+    ([0, 10], 0.3, 3.0),  # Spark's documented example
+    ([7], 0.99, 7.0),
+    ([4, 1, 3, 2], 0.5, 2.5),
+    ([9, 1, 1, 1], 0.5, 1.0),
+    (list(range(101)), 0.99, 99.0),
+    (list(range(100)), 0.99, 98.01),  # 99 * 0.99: between the ranks 98 and 99
+])
+def test_percentile_is_linear_between_the_ranks_around_it(values: list[int], p: float,
+                                                          expected: float) -> None:
+    assert percentile(np.array(values, np.int64), p) == pytest.approx(expected, rel=1e-15)
 
 
 def test_expected_loss_follows_the_guarantee_table() -> None:

@@ -1,0 +1,65 @@
+"""The pipeline's own writing of a table's partition (faultline/analysis/pipeline.py): the
+directory named as Spark names it, the file written whole in row groups."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from faultline.analysis import pipeline
+from faultline.analysis.pipeline import partition_dir, write_partition
+from faultline.errors import HistoryError
+
+#: The directory Spark 4 writes for the partition p of every ASCII character but NUL, and "é".
+SPARK_NAMED = ("p=%01%02%03%04%05%06%07%08%09%0A%0B%0C%0D%0E%0F%10%11%12%13%14%15%16%17%18%19%1A%1B"
+               "%1C%1D%1E%1F !%22%23$%25&%27()%2A+,-.%2F0123456789%3A;<%3D>%3F@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+               "%5B%5C%5D%5E_`abcdefghijklmnopqrstuvwxyz%7B|}~%7Fé")
+
+SCHEMA = pa.schema([("x", pa.int64()), ("s", pa.string())])
+
+
+def test_a_partition_directory_is_named_as_spark_names_it() -> None:
+    value = "".join(map(chr, range(1, 128))) + "é"
+    assert partition_dir(Path("t"), {"p": value}) == Path("t") / SPARK_NAMED
+    assert partition_dir(Path("t"), {"sweep": "s-1", "run": "acks=1,seed=2"}) == (
+        Path("t") / "sweep=s-1" / "run=acks%3D1,seed%3D2")
+
+
+def batch(xs: range) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"x": list(xs), "s": [str(x) for x in xs]}, schema=SCHEMA)
+
+
+def test_a_partition_is_one_file_of_row_groups_replaced_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "ROW_GROUP", 4)
+    keys = {"sweep": "s", "run": "r"}
+    batches = [batch(range(3)), batch(range(0)), batch(range(3, 10))]
+    assert write_partition(tmp_path, keys, batches, SCHEMA) == 10
+    (path,) = (tmp_path / "sweep=s" / "run=r").iterdir()
+    assert pq.read_table(path).column("x").to_pylist() == list(range(10))
+    assert pq.ParquetFile(path).metadata.num_row_groups == 3
+    assert write_partition(tmp_path, keys, [batch(range(20, 22))], SCHEMA) == 2
+    assert [pq.read_table(p).column("x").to_pylist() for p in (tmp_path / "sweep=s" / "run=r").iterdir()] == [
+        [20, 21]]
+
+
+def test_no_rows_write_no_partition(tmp_path: Path) -> None:
+    assert write_partition(tmp_path, {"sweep": "s"}, [batch(range(0))], SCHEMA) == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failure_midway_leaves_the_partition_as_it_was(tmp_path: Path) -> None:
+    write_partition(tmp_path, {"sweep": "s"}, [batch(range(2))], SCHEMA)
+
+    def failing() -> Iterator[pa.RecordBatch]:  # as a history found malformed midway
+        yield batch(range(5))
+        raise HistoryError("history.jsonl", 6, "not valid JSON")
+
+    with pytest.raises(HistoryError):
+        write_partition(tmp_path, {"sweep": "s"}, failing(), SCHEMA)
+    (path,) = (tmp_path / "sweep=s").iterdir()
+    assert pq.read_table(path).column("x").to_pylist() == [0, 1]
