@@ -115,7 +115,9 @@ def write_sweep(root: Path, runs: int, lines: int) -> int:
 
 
 def rate(lines: int, seconds: float) -> str:
-    return f"{lines / max(seconds, 1e-9) / 1000:>7.0f} k"
+    """``lines`` per second in thousands; ``-`` for no time (a process's CPU time is counted
+    only once it is waited for: a figure can lack some)."""
+    return f"{lines / seconds / 1000:>7.0f} k" if seconds >= 0.01 else f"{'-':>9}"
 
 
 def main() -> None:

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from faultline.checkers.faults_seen import fences
 from faultline.checkers.guarantees import GuaranteeConfig, permitted
@@ -97,7 +96,7 @@ def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataF
     run) counts under its key's config when the key has one in the sweep, else under none.
 
     ``runs`` is the ``runs`` table; ``latencies`` has (sweep, run, latency_ns), the latter
-    the list of every ok send's latency in the run; ``config`` names the runs' config
+    every ok send's latency in the run (:func:`pack`); ``config`` names the runs' config
     columns (those but :data:`PER_RUN` are kept).
     Only runs that were checked (``status`` done) count in the loss figures;
     ``runs_failed`` counts those that were not. The probability of loss is over the runs
@@ -167,12 +166,23 @@ _PERCENTILES_DDL = f"sweep string, cell string, {_CONFIG} string, p50_ms double,
 def _percentiles(table: pa.Table) -> pa.Table:
     """applyInArrow: one cell's runs' (sweep, cell, config, latency_ns) -> the p50 and p99 (ms)
     of every latency of theirs (null without any)."""
-    values = pc.list_flatten(table.column("latency_ns")).to_numpy()
+    values = np.concatenate([unpack(b"")] + [unpack(b) for b in table.column("latency_ns").to_pylist() if b])
     row = {"sweep": table.column("sweep")[0].as_py(), "cell": table.column("cell")[0].as_py(),
            _CONFIG: table.column(_CONFIG)[0].as_py(),
            "p50_ms": percentile(values, 0.5) / 1e6 if len(values) else None,
            "p99_ms": percentile(values, 0.99) / 1e6 if len(values) else None}
     return pa.Table.from_pylist([row], schema=_PERCENTILES)
+
+
+def pack(latencies: npt.NDArray[np.int64]) -> bytes:
+    """Latencies as one binary column holds them (their int64s' little-endian bytes): a
+    JVM moves a list's elements one by one, a binary value at once."""
+    return latencies.astype("<i8").tobytes()
+
+
+def unpack(packed: bytes) -> npt.NDArray[np.int64]:
+    """The latencies :func:`pack` packed."""
+    return np.frombuffer(packed, "<i8").astype(np.int64)
 
 
 def percentile(values: npt.NDArray[np.int64], p: float) -> float:

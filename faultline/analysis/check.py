@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 import pyarrow as pa
 
-from faultline.analysis.aggregate import percentile
+from faultline.analysis.aggregate import pack, percentile
 from faultline.checkers.stored import check_stored_table
 from faultline.checkers.table import HistoryTable
 from faultline.errors import FaultlineError
@@ -34,18 +35,19 @@ from faultline.errors import FaultlineError
 #: ``unknown``), the whole results.json object as JSON, or the error that stopped the
 #: check; and, when the check read the whole history, its lines, whether its last one was
 #: cut (``truncated``), the first send invoke and the last send op (ns; null without
-#: sends), the p50 and p99 latency of its ok sends (ms) and every one of those latencies (ns).
+#: sends), the p50 and p99 latency of its ok sends (ms) and every one of those latencies
+#: (ns, packed: :func:`faultline.analysis.aggregate.pack`).
 CHECK_SCHEMA = pa.schema([
     pa.field("sweep", pa.string()), pa.field("run", pa.string()), pa.field("valid", pa.string()),
     pa.field("result_json", pa.string()), pa.field("error", pa.string()),
     pa.field("lines", pa.int64()), pa.field("truncated", pa.bool_()),
     pa.field("first_send", pa.int64()), pa.field("last_send", pa.int64()),
     pa.field("p50_ms", pa.float64()), pa.field("p99_ms", pa.float64()),
-    pa.field("latency_ns", pa.list_(pa.int64())),
+    pa.field("latency_ns", pa.binary()),
 ])
 CHECK_DDL = ("sweep string, run string, valid string, result_json string, error string, lines long, "
              "truncated boolean, first_send long, last_send long, p50_ms double, p99_ms double, "
-             "latency_ns array<long>")
+             "latency_ns binary")
 
 
 def valid_text(valid: object) -> str:
@@ -65,17 +67,18 @@ def check_run(r: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
         data = result.to_json()
         row.update(valid=valid_text(data["valid"]), result_json=orjson.dumps(data).decode())
         if table is not None:
-            row.update(_figures(table))
+            latency = _latencies(table)
+            row.update(lines=table.ops, truncated=table.truncated, first_send=table.first_send,
+                       last_send=table.last_send if len(table.sends) else None,
+                       p50_ms=percentile(latency, 0.5) / 1e6 if len(latency) else None,
+                       p99_ms=percentile(latency, 0.99) / 1e6 if len(latency) else None)
+            row["latency_ns"] = pack(latency)
     yield pa.RecordBatch.from_pylist([row], schema=CHECK_SCHEMA)
 
 
-def _figures(table: HistoryTable) -> dict[str, Any]:
-    """A history's figures (:data:`CHECK_SCHEMA`) from the check's table of its sends."""
+def _latencies(table: HistoryTable) -> npt.NDArray[np.int64]:
+    """Every ok send's latency (ns) from the check's table of a history's sends."""
     s = table.sends
     ok = s.outcome == 1
-    latency = s.end_time[ok] - s.invoke_time[ok]
-    return {"lines": table.ops, "truncated": table.truncated, "first_send": table.first_send,
-            "last_send": table.last_send if len(s) else None,
-            "p50_ms": percentile(latency, 0.5) / 1e6 if len(latency) else None,
-            "p99_ms": percentile(latency, 0.99) / 1e6 if len(latency) else None,
-            "latency_ns": pa.array(latency.astype(np.int64))}
+    latency: npt.NDArray[np.int64] = (s.end_time[ok] - s.invoke_time[ok]).astype(np.int64)
+    return latency

@@ -11,7 +11,7 @@ run where the work is per run (``mapInArrow``):
    :func:`faultline.analysis.rows.ops_batches` when the check read it whole, else by
    :func:`faultline.analysis.rows.history_batches` (which gives nothing for a history
    :func:`faultline.history.iter_rows` refuses), and written by that executor (pyarrow)
-   as its run's partition: a row a history line goes through no JVM;
+   as its run's partition: no history line's row passes through the JVM;
 3. ``runs``, ``faults``, ``anomalies`` from the verdicts (:mod:`faultline.analysis.tables`),
    ``observations`` from the runs' files, and ``cells``, the per-cell aggregates
    (:func:`faultline.analysis.aggregate.cells`), all Parquet.

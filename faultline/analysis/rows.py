@@ -314,20 +314,19 @@ def ops_batches(history: Path, topic: str, truncated: bool) -> Iterator[pa.Recor
         pos = 0
         while True:
             what, pos, n, nr, nt, index = _read(buf, pos, word, rows, n, recs, nr, text, nt, index)
-            if n and others:  # the other lines came first
+            if others and (n or len(others) == _ROWS):  # the other lines came before these
                 yield pa.RecordBatch.from_pylist(others, schema=RUN_OPS_SCHEMA)
                 others = []
             if what == _DONE:
                 break
-            if what == _FULL or n:
-                if n:
-                    yield _common(rows[:, :n], recs[:nr], text[:nt], topic, truncated)
-                elif what == _FULL:  # one line's records or error: more room
-                    recs = np.empty((2 * len(recs), 3), np.int64)
-                    text = np.empty(2 * len(text), np.uint8)
+            if n:  # a buffer is full, or another line is next: these first
+                yield _common(rows[:, :n], recs[:nr], text[:nt], topic, truncated)
                 n = nr = nt = 0
-                if what == _FULL:
-                    continue
+            elif what == _FULL:  # one line's records or error alone: more room
+                recs = np.empty((2 * len(recs), 3), np.int64)
+                text = np.empty(2 * len(text), np.uint8)
+            if what == _FULL:
+                continue
             end = scan.line_end(block, pos)
             d = parse_line(name, index + 1, block[pos:end])
             if d is CUT:

@@ -132,7 +132,7 @@ def test_the_real_run_is_read_as_the_row_reader_reads_it() -> None:
 
 def test_full_buffers_and_long_lines_are_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Buffers of 4 lines (16 records, 4 error bytes) refill and grow: a poll of 40 records,
-    a drain of 30, errors longer than the buffer."""
+    a drain of 30, errors longer than the buffer; 9 other lines in a row come in batches of 4."""
     monkeypatch.setattr(ops_rows, "_ROWS", 4)
     rows = numbered(
         [{"process": 0, "type": "invoke", "f": "send",
@@ -144,9 +144,11 @@ def test_full_buffers_and_long_lines_are_read_whole(tmp_path: Path, monkeypatch:
             "value": {"records": [["fl-queue", 0, k, k] for k in range(40)]}},
            {"process": 2, "type": "ok", "f": "drain",
             "value": {"topic": "fl-queue", "partition": 0, "records": [[k, k] for k in range(30)],
-                      "log_start_offset": 0, "high_watermark": 30, "last": True}}])
+                      "log_start_offset": 0, "high_watermark": 30, "last": True}}]
+        + [{"process": "nemesis", "type": "info", "f": "kill", "value": {"nodes": [k]}} for k in range(9)])
     (tmp_path / "history.jsonl").write_bytes(journal(rows))
     assert [to_history_row(r) for r in records(assert_same(tmp_path / "history.jsonl"))] == rows
+    assert max(b.num_rows for b in ops_batches(tmp_path / "history.jsonl", "fl-queue", False)) == 4
 
 
 def line(typ: str, f: str, value: bytes, rest: bytes = b"", process: bytes = b"0") -> bytes:
