@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
+from typing import Any, Literal
 
 import orjson
 
@@ -90,9 +91,10 @@ def write_sweep(root: Path, runs: int, lines: int) -> int:
     runs); the other runs' are copies of them, which the pipeline reads like any other."""
     probe = Shape(values=2000)
     per_value = sum(1 for _ in generate(probe)) / probe.values
-    cells, total = [], 0
+    cells: list[dict[str, Any]] = []
+    total = 0
     for i in range(runs):
-        acks = "all" if i % 2 == 0 else "1"
+        acks: Literal["1", "all"] = "all" if i % 2 == 0 else "1"
         cid = f"acks={acks},seed={i}"
         run_dir = root / "cells" / cid
         run_dir.mkdir(parents=True)
@@ -104,7 +106,7 @@ def write_sweep(root: Path, runs: int, lines: int) -> int:
                 while chunk := list(islice(rows, 50_000)):
                     fh.write(b"".join(orjson.dumps(r) + b"\n" for r in chunk))
         else:
-            shutil.copy(root / "cells" / cells[i % 2]["id"] / "history.jsonl", run_dir / "history.jsonl")
+            shutil.copy(root / "cells" / str(cells[i % 2]["id"]) / "history.jsonl", run_dir / "history.jsonl")
         total += (run_dir / "history.jsonl").read_bytes().count(b"\n")
         cells.append({"id": cid, "axes": {"producer.acks": acks, "seed": i}, "status": "done",
                       "run_dir": f"cells/{cid}", "valid": None, "error": None,
@@ -135,11 +137,11 @@ def main() -> None:
         wall, cpu = time.perf_counter(), cpu_seconds()
         for run_dir in sorted((root / "cells").iterdir()):
             check_stored(run_dir)
-        wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+        wall, in_process = time.perf_counter() - wall, cpu_seconds() - cpu
         print(f"{args.runs} runs, {lines} history lines; in-process check: {rate(lines, wall)} l/s "
-              f"{rate(lines, cpu)} l/cpu-s")
+              f"{rate(lines, in_process)} l/cpu-s")
         print("goals: check >= 1000 k l/cpu-s, pipeline >= 500 k l/cpu-s, local[2] twice local[1]")
-        walls: dict[str, float] = {}
+        medians: dict[str, dict[str, tuple[float, float]]] = {}
         for master in args.master or ["local[1]", "local[2]"]:
             spark = session(master)
             analyze(spark, [Path(tmp) / "warm"], str(Path(tmp) / "out-warm"))
@@ -154,14 +156,16 @@ def main() -> None:
                     took.setdefault(k, []).append(v)
             spark.stop()
             print(f"{master}:")
-            for k, v in took.items():
-                w, c = statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)
-                print(f"  {k:<28} {w:6.2f} s {rate(lines, w)} l/s {rate(lines, c)} l/cpu-s", flush=True)
-            walls[master] = statistics.median(x[0] for x in took["pipeline"])
-        if len(walls) > 1:
-            base = next(iter(walls.values()))
-            print("pipeline wall speed-up: " + ", ".join(f"{m} {base / w:.2f}x" for m, w in walls.items()))
-
+            mine = medians[master] = {k: (statistics.median(w for w, _ in v),
+                                          statistics.median(c for _, c in v)) for k, v in took.items()}
+            for k, (w, c) in mine.items():
+                print(f"  {k:<32} {w:6.2f} s {rate(lines, w)} l/s {rate(lines, c)} l/cpu-s", flush=True)
+            print(f"  the check's l/cpu-s: {in_process / mine['check'][1]:.2f} of the in-process check's")
+        if len(medians) > 1:
+            first = next(iter(medians.values()))
+            for step in first:
+                print(f"wall speed-up, {step}: " + ", ".join(
+                    f"{m} {first[step][0] / medians[m][step][0]:.2f}x" for m in medians))
 
 if __name__ == "__main__":
     main()

@@ -166,12 +166,19 @@ _PERCENTILES_DDL = f"sweep string, cell string, {_CONFIG} string, p50_ms double,
 def _percentiles(table: pa.Table) -> pa.Table:
     """applyInArrow: one cell's runs' (sweep, cell, config, latency_ns) -> the p50 and p99 (ms)
     of every latency of theirs (null without any)."""
-    values = np.concatenate([unpack(b"")] + [unpack(b) for b in table.column("latency_ns").to_pylist() if b])
+    packed = [b for b in table.column("latency_ns").to_pylist() if b]
+    p50, p99 = latency_ms(np.concatenate([unpack(b) for b in packed]) if packed else unpack(b""))
     row = {"sweep": table.column("sweep")[0].as_py(), "cell": table.column("cell")[0].as_py(),
-           _CONFIG: table.column(_CONFIG)[0].as_py(),
-           "p50_ms": percentile(values, 0.5) / 1e6 if len(values) else None,
-           "p99_ms": percentile(values, 0.99) / 1e6 if len(values) else None}
+           _CONFIG: table.column(_CONFIG)[0].as_py(), "p50_ms": p50, "p99_ms": p99}
     return pa.Table.from_pylist([row], schema=_PERCENTILES)
+
+
+def latency_ms(latencies: npt.NDArray[np.int64]) -> tuple[float | None, float | None]:
+    """The p50 and p99 (ms) of ``latencies`` (ns), as :func:`percentile` gives them; None
+    without any."""
+    if not len(latencies):
+        return None, None
+    return percentile(latencies, 0.5) / 1e6, percentile(latencies, 0.99) / 1e6
 
 
 def pack(latencies: npt.NDArray[np.int64]) -> bytes:

@@ -26,7 +26,7 @@ import numpy.typing as npt
 import orjson
 import pyarrow as pa
 
-from faultline.analysis.aggregate import pack, percentile
+from faultline.analysis.aggregate import latency_ms, pack
 from faultline.checkers.stored import check_stored_table
 from faultline.checkers.table import HistoryTable
 from faultline.errors import FaultlineError
@@ -68,11 +68,10 @@ def check_run(r: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
         row.update(valid=valid_text(data["valid"]), result_json=orjson.dumps(data).decode())
         if table is not None:
             latency = _latencies(table)
+            p50, p99 = latency_ms(latency)
             row.update(lines=table.ops, truncated=table.truncated, first_send=table.first_send,
-                       last_send=table.last_send if len(table.sends) else None,
-                       p50_ms=percentile(latency, 0.5) / 1e6 if len(latency) else None,
-                       p99_ms=percentile(latency, 0.99) / 1e6 if len(latency) else None)
-            row["latency_ns"] = pack(latency)
+                       last_send=table.last_send if len(table.sends) else None, p50_ms=p50,
+                       p99_ms=p99, latency_ns=pack(latency))
     yield pa.RecordBatch.from_pylist([row], schema=CHECK_SCHEMA)
 
 
