@@ -18,7 +18,7 @@ Pure: pyarrow types, numpy and dicts, no Spark.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -185,12 +185,6 @@ def history_batches(history: Path, batch_rows: int = 65536) -> Iterator[pa.Recor
     for i in range(0, max(len(rows), 1), batch_rows):
         chunk = [to_op_record(r, "", "", read.truncated) for r in rows[i:i + batch_rows]]
         yield pa.RecordBatch.from_pylist(chunk, schema=RUN_OPS_SCHEMA)
-
-
-def records(table: pa.Table) -> Iterable[dict[str, Any]]:
-    """An ``ops`` table's rows as records, in ``index`` order."""
-    rows: list[dict[str, Any]] = table.sort_by("index").to_pylist()
-    return rows
 
 
 # A common line as the compiled reader (_read) gives it: an int64 in each of these rows

@@ -19,7 +19,6 @@ from faultline.analysis.rows import (
     RUN_OPS_SCHEMA,
     history_batches,
     ops_batches,
-    records,
     to_history_row,
     to_op_record,
 )
@@ -28,6 +27,12 @@ from faultline.errors import HistoryError
 from faultline.history import ReadResult, _lines, iter_rows
 
 REAL_HISTORY = Path(__file__).resolve().parents[2] / "e2e" / "data" / "kill-partition" / "history.jsonl"
+
+
+def records(table: pa.Table) -> list[dict[str, Any]]:
+    """An ``ops`` table's rows as records, in ``index`` order."""
+    rows: list[dict[str, Any]] = table.sort_by("index").to_pylist()
+    return rows
 
 
 def round_trip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
