@@ -24,7 +24,7 @@ import orjson
 
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
 from faultline.checkers.stored import check_stored_table
-from faultline.checkers.table import write_table
+from faultline.checkers.table import write_digest
 from faultline.checkers.whitebox import verdict_line
 from faultline.errors import FaultlineError
 from faultline.history import FOLLOW_S
@@ -73,7 +73,7 @@ def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result
     result = dataclasses.replace(result, extra={**result.extra, "history": history_identity(history)})
     if table is not None:
         _give_back_freed_memory()
-        write_table(run_dir / SENDS_FILE, table, history)
+        write_digest(run_dir / SENDS_FILE, table, history)
     write_results(run_dir, result)
     return result
 

@@ -97,7 +97,7 @@ from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.kernel import FAIL, OK
 from faultline.checkers.measures import Measures
 from faultline.checkers.result import Result
-from faultline.checkers.table import HistoryTable, SendTable
+from faultline.checkers.table import HistoryDigest, SendTable
 from faultline.checkers.verdict import Collected, build_result, iso_rows
 from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
@@ -235,9 +235,9 @@ def check_rows_table(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
                      truncated: bool | ReadResult = False, source: str = "history",
                      unavailable_after_ns: int | None = None,
                      broker: Callable[[], BrokerState] = BrokerState,
-                     table: bool = True) -> tuple[Result, HistoryTable | None]:
+                     table: bool = True) -> tuple[Result, HistoryDigest | None]:
     """:func:`check_rows`, and from the same pass the history's sends as columns
-    (:class:`~faultline.checkers.table.HistoryTable`, what a report needs; None unless
+    (:class:`~faultline.checkers.table.HistoryDigest`, what a report needs; None unless
     ``table``).
 
     ``broker`` gives the broker state once the rows are exhausted, not before: a
@@ -814,7 +814,7 @@ class Engine:
         """A client op other than a send that did not end ok, for the report's errors."""
         self.other_errors.append((d["time"], d["f"], d.get("error") or f"{d['type']} (no error)"))
 
-    def table(self, truncated: bool) -> HistoryTable:
+    def table(self, truncated: bool) -> HistoryDigest:
         """The sends and what else a report needs, as columns (:mod:`.table`): the engine's
         last use, after :meth:`finish`. It first lets go of what only the decisions read
         (the offset maps, the drain and read columns), then of each column the table
@@ -840,7 +840,7 @@ class Engine:
                           invoked, _view(self.c_done), _view(self.c_status, np.int8),
                           acks, codes, list(self.error_names))
         m = self.measures  # finish made last_send the last invoke's time, if later
-        return HistoryTable(sends, self.other_errors, self.ops, self.end_time, m.first_send,
+        return HistoryDigest(sends, self.other_errors, self.ops, self.end_time, m.first_send,
                             m.last_send, truncated)
 
     def _bad_value(self, d: dict[str, Any], val: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from faultline.checkers.guarantees import elr_enabled
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, unknown_result
-from faultline.checkers.table import HistoryTable
+from faultline.checkers.table import HistoryDigest
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
 from faultline.history import HistoryFile, ReadResult
@@ -30,7 +30,7 @@ from faultline.spec import TestSpec
 
 class Checker(Protocol):
     """A workload's checker: a stored run's history rows in, a Result out, and from the
-    same pass the history's sends as columns (:class:`~faultline.checkers.table.HistoryTable`).
+    same pass the history's sends as columns (:class:`~faultline.checkers.table.HistoryDigest`).
 
     ``truncated`` is filled by the rows' reader once they are exhausted; ``source``
     names the history in errors; ``broker``, called once the rows are exhausted, always (and
@@ -43,7 +43,7 @@ class Checker(Protocol):
     """
 
     def __call__(self, spec: TestSpec, rows: Iterable[dict[str, Any]], *, truncated: ReadResult,
-                 source: str, broker: Callable[[], BrokerState]) -> tuple[Result, HistoryTable | None]: ...
+                 source: str, broker: Callable[[], BrokerState]) -> tuple[Result, HistoryDigest | None]: ...
 
 
 #: workload name (``spec.workload.name``) -> its checker.
@@ -83,7 +83,7 @@ def check_stored(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
 
 def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
                        truncated: bool = False,
-                       follow: Callable[[], bool] | None = None) -> tuple[Result, HistoryTable | None]:
+                       follow: Callable[[], bool] | None = None) -> tuple[Result, HistoryDigest | None]:
     """The one check of a stored run, from its files alone, and from the same pass over
     the history its sends as columns (None when the checker failed); writes nothing.
 

@@ -1,4 +1,4 @@
-"""The scripted nemesis: runs a targeted schedule (:mod:`faultline.targeted`) step by step.
+"""The scripted nemesis package: runs a targeted schedule (:mod:`faultline.targeted`) step by step.
 
 Where the seeded package (:mod:`faultline.nemeses.package`) draws faults at random
 times, this one runs the spec's ``nemesis.schedule`` in order from the start of the
@@ -25,7 +25,7 @@ partitions' leader and ISR at the last look, or the registered brokers); a wait 
 met in time has an ``error`` and ends the schedule, as does a step whose role cannot
 be resolved (no leader, say). Faults still in effect stay until ``heal_all``.
 
-:class:`HandNemesis` is the same nemesis fed one step at a time from outside (a session
+:class:`HandPackage` is the same package fed one step at a time from outside (a session
 by hand, ``faultline cluster crash leader of 0``); there a failed step ends nothing.
 """
 
@@ -55,12 +55,11 @@ from faultline.nemeses.base import (
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.partition import PartitionNemesis, complete, nodes_of, to_json
 from faultline.nemeses.pause import PauseNemesis
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.wipe import WipeNemesis
 from faultline.spec import TestSpec
-from faultline.targeted import Action, View, Wait, condition_met, parse_schedule, resolve
-from faultline.targeted import Step as TargetedStep
+from faultline.targeted import Action, Step, View, Wait, condition_met, parse_schedule, resolve
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +73,14 @@ class ScheduleEnded(Exception):
     """The schedule cannot go on (a role with no node, a wait not met); already journaled."""
 
 
-class ScriptedNemesis:
+class ScriptedPackage:
     """Runs ``steps`` against ``cluster``; see the module docstring.
 
     Thread-safety: ``heal_all`` may be called from another thread while ``run`` runs;
     it stops ``run`` after the action in progress (a wait stops at once) and heals.
     """
 
-    def __init__(self, cluster: Cluster, steps: Sequence[TargetedStep],
+    def __init__(self, cluster: Cluster, steps: Sequence[Step],
                  states: Callable[[], dict[int, PartitionState]] | None = None,
                  registered: Callable[[], set[int]] | None = None) -> None:
         """``states`` reads the test topic's partitions live (default: :meth:`_states`,
@@ -106,7 +105,7 @@ class ScriptedNemesis:
         self._completions: list[Op] = []  # of the step run_step runs
 
     @classmethod
-    def from_spec(cls, spec: TestSpec, cluster: Cluster) -> ScriptedNemesis:
+    def from_spec(cls, spec: TestSpec, cluster: Cluster) -> ScriptedPackage:
         """The nemesis for ``spec.nemesis.schedule`` (validated when the spec was built)."""
         steps = parse_schedule(spec.nemesis.schedule, spec.topic.partitions, spec.kafka.nodes)
         return cls(cluster, steps)
@@ -131,14 +130,14 @@ class ScriptedNemesis:
         self._set_up = True
 
     @property
-    def active(self) -> list[Step]:
+    def active(self) -> list[ScheduledFault]:
         """Faults in effect now, as schedule steps (for the progress line)."""
-        held = [Step(0.0, n.family, n.family, 0.0, 0)
+        held = [ScheduledFault(0.0, n.family, n.family, 0.0, 0)
                 for n in (self.kill, self.pause, self.stop, self.wipe) if n.faulted]
         if self._grudge:
-            held.append(Step(0.0, "partition", "isolate", 0.0, 0))
+            held.append(ScheduledFault(0.0, "partition", "isolate", 0.0, 0))
         if self._replication:
-            held.append(Step(0.0, "partition", "hold", 0.0, 0))
+            held.append(ScheduledFault(0.0, "partition", "hold", 0.0, 0))
         return held
 
     # -- running ------------------------------------------------------------------
@@ -157,7 +156,7 @@ class ScriptedNemesis:
             self.ended = str(e)
             log.warning("targeted schedule ended early: %s", e)
 
-    def run_step(self, step: TargetedStep, history: HistoryWriter, until: float = math.inf) -> list[Op]:
+    def run_step(self, step: Step, history: HistoryWriter, until: float = math.inf) -> list[Op]:
         """Run one step now, journaled; its completion ops (none once ``heal_all`` has
         stopped the nemesis). ScheduleEnded, already journaled, when the step could not
         be done (no target, an action that failed, a wait not met by its bound or ``until``).
@@ -424,7 +423,7 @@ _ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "res
            "wipe": "wipe", "isolate": "partition", "hold": "partition", "release": "heal"}
 
 
-class HandNemesis(ScriptedNemesis):
+class HandPackage(ScriptedPackage):
     """A targeted schedule typed one step at a time: a hand-driven session's nemesis.
 
     :meth:`submit` (from any thread) hands a step to :meth:`run`, which runs it as the
@@ -449,7 +448,7 @@ class HandNemesis(ScriptedNemesis):
     def _needed(self) -> list[Any]:
         return [self.kill, self.stop, self.pause, self.wipe, self.partition]
 
-    def parse(self, text: str) -> TargetedStep:
+    def parse(self, text: str) -> Step:
         """``text`` as a step, checked against the topic's partitions, the nodes and the
         names bound so far; ``TOPIC/P`` (the test topic's) reads as ``P``. SpecError with
         what is wrong."""
@@ -513,7 +512,7 @@ class _Request:
 
     __slots__ = ("done", "error", "ops", "step")
 
-    def __init__(self, step: TargetedStep) -> None:
+    def __init__(self, step: Step) -> None:
         self.step = step
         self.done = threading.Event()
         self.ops: list[Op] = []

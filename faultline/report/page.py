@@ -49,7 +49,7 @@ import orjson
 from faultline.checkers.guarantees import CULPRITS
 from faultline.checkers.result import ANOMALIES
 from faultline.checkers.stored import check_stored_table
-from faultline.checkers.table import HistoryTable, SendTable, read_table
+from faultline.checkers.table import HistoryDigest, SendTable, read_digest
 from faultline.checkers.whitebox import BrokerFiles, check_white_box
 from faultline.errors import HistoryError
 from faultline.report import measures as m
@@ -98,7 +98,7 @@ class RunData:
     run_dir: Path
     spec: TestSpec
     results: dict[str, Any]
-    history: HistoryTable
+    history: HistoryDigest
     truncated: bool
     observations: dict[m.Partition, list[dict[str, Any]]] = field(default_factory=dict)
     stored: bool = True
@@ -132,7 +132,7 @@ def load_run(run_dir: Path) -> RunData:
     if not spec_path.exists():  # one that is there and unreadable: TestSpec.load says why
         raise HistoryError(str(spec_path), None, "missing: is this a run directory?")
     spec = TestSpec.load(spec_path)
-    history = read_table(run_dir / SENDS_FILE, find_history(run_dir))
+    history = read_digest(run_dir / SENDS_FILE, find_history(run_dir))
     results_path = run_dir / RESULTS_FILE
     stored = _read_json(results_path) if results_path.is_file() else None
     if stored is not None and not isinstance(stored, dict):
@@ -171,7 +171,7 @@ def load_run(run_dir: Path) -> RunData:
 _CHECKED: Mapping[str, type] = {"measures": dict, "partitions": list}
 
 
-def _check(run_dir: Path) -> tuple[dict[str, Any], HistoryTable]:
+def _check(run_dir: Path) -> tuple[dict[str, Any], HistoryDigest]:
     """The results.json object ``faultline check`` would write and the history's sends as
     columns, from one pass of the same function
     (:func:`~faultline.checkers.stored.check_stored_table`), in memory.
@@ -181,7 +181,7 @@ def _check(run_dir: Path) -> tuple[dict[str, Any], HistoryTable]:
     read raises its HistoryError; a checker that failed leaves no sends to draw.
     """
     result, table = check_stored_table(run_dir)
-    return result.to_json(), table or HistoryTable(SendTable.of([]), [], 0, 0, None, 0, False)
+    return result.to_json(), table or HistoryDigest(SendTable.of([]), [], 0, 0, None, 0, False)
 
 
 #: The types the page relies on, of results.json's fields docs/history.md lists.
@@ -285,7 +285,7 @@ def cluster_note(run_dir: Path) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Headline:
     """The headline: ``kind`` is valid / invalid / unknown (the page's color)."""
 
     kind: str
@@ -294,7 +294,7 @@ class Verdict:
     why: str
 
 
-def verdict(run: RunData) -> Verdict:
+def verdict(run: RunData) -> Headline:
     """Whether data was lost, and why, from the checker's results only.
 
     Whatever the verdict, a loss is stated as decided only where it was: with anything
@@ -320,7 +320,7 @@ def verdict(run: RunData) -> Verdict:
         what = (", ".join(_violation_count(r, a, counts.get(a, 0)) for a in violations)
                 or "a forbidden anomaly")
         also = ("; undecided: " + ", ".join(_unknown_where(u) for u in undecided)) if undecided else ""
-        return Verdict("invalid", "INVALID", loss,
+        return Headline("invalid", "INVALID", loss,
                        f"{what}: forbidden by Kafka's guarantees for {_under(run)}{also}")
     if valid is True:
         if seen:
@@ -329,14 +329,14 @@ def verdict(run: RunData) -> Verdict:
                 if counts.get(a) and a in permitted:
                     by_reason.setdefault(reasons.get(a, ""), []).append(a)
             allowed = [", ".join(names) + (f": {why}" if why else "") for why, names in by_reason.items()]
-            return Verdict("valid", "VALID", loss, "seen but permitted: " + "; ".join(allowed or seen))
-        return Verdict("valid", "VALID", loss, f"no anomaly seen; the guarantees held for {_under(run)}")
+            return Headline("valid", "VALID", loss, "seen but permitted: " + "; ".join(allowed or seen))
+        return Headline("valid", "VALID", loss, f"no anomaly seen; the guarantees held for {_under(run)}")
     unknown = [_unknown_text(u) for u in undecided]
     if violations:  # seen where forbidden, as far as it could be judged: never left unsaid
         what = ", ".join(_violation_count(r, a, counts.get(a, 0)) for a in violations)
         unknown.insert(0, f"{what} seen where Kafka's guarantees for {_under(run)} forbid it, "
                           "as judged without what is undecided")
-    return Verdict("unknown", "UNKNOWN", loss, "; ".join(unknown) or "the checker could not decide")
+    return Headline("unknown", "UNKNOWN", loss, "; ".join(unknown) or "the checker could not decide")
 
 
 def _undecided(r: Mapping[str, Any]) -> list[Any]:

@@ -61,7 +61,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from faultline.checkers.model.state import ModelConfig, State
-from faultline.checkers.model.steps import Step, apply, initial_state
+from faultline.checkers.model.steps import ModelStep, apply, initial_state
 
 LEADER, FOLLOWERS = 1, frozenset({2, 3})
 #: Steps the real cluster performs on its own.
@@ -91,7 +91,7 @@ class _Seen:
                      frozenset(r.rid for r in st.replicas.values() if not r.up))
 
 
-def compile_schedule(steps: Sequence[Step], config: ModelConfig) -> tuple[str, ...]:
+def compile_schedule(steps: Sequence[ModelStep], config: ModelConfig) -> tuple[str, ...]:
     """The targeted schedule for the model's ``steps``, replayed on ``config`` (3
     replicas); CompileError naming the first step no rule covers (module docstring)."""
     if config.replication_factor != 3:
@@ -171,7 +171,7 @@ def compile_schedule(steps: Sequence[Step], config: ModelConfig) -> tuple[str, .
     return tuple(out)
 
 
-def _refuse_ignored(st: State, step: Step, where: str) -> None:
+def _refuse_ignored(st: State, step: ModelStep, where: str) -> None:
     """CompileError when the model ignores ``step`` (:data:`_IGNORED`) and its targeted
     step would act."""
     up = step.a is not None and st.replicas[step.a].up
@@ -180,7 +180,7 @@ def _refuse_ignored(st: State, step: Step, where: str) -> None:
                            f"{step.kind} does nothing, a targeted one {_IGNORED[step.kind, up]}")
 
 
-def _on_followers(step: Step, pair: Step | None) -> bool:
+def _on_followers(step: ModelStep, pair: ModelStep | None) -> bool:
     """``step`` and ``pair`` do the same to both followers (``cut``: each from replica 1)."""
     if pair is None or pair.kind != step.kind:
         return False

@@ -57,7 +57,7 @@ from faultline.checkers.guarantees import elr_enabled
 from faultline.checkers.model.explore import LEADER_FAULT, replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
 from faultline.checkers.model.state import Acks, ModelConfig
-from faultline.checkers.model.steps import Step
+from faultline.checkers.model.steps import ModelStep
 from faultline.checkers.model.table import ON_DEMAND_BOUND, Cell, explore_cell
 from faultline.cluster.cli import check_kafka_version
 from faultline.errors import FaultlineError, HistoryError
@@ -102,8 +102,8 @@ class Recipe:
     why: str
     time_limit_s: float = 20.0
 
-    def model_steps(self) -> tuple[Step, ...]:
-        return tuple(Step.parse(s) for s in self.model.split())
+    def model_steps(self) -> tuple[ModelStep, ...]:
+        return tuple(ModelStep.parse(s) for s in self.model.split())
 
     @property
     def schedule(self) -> tuple[str, ...]:

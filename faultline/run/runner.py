@@ -24,7 +24,7 @@ verdict decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
 Seams for the parts written elsewhere: the cluster comes from ``cluster_factory``
 (default: the backend ``spec.backend`` names, :func:`~faultline.cluster.backends.cluster_for`),
 the workload from :func:`~faultline.workloads.workload_for`, the nemesis from
-``nemesis_factory`` (default: :class:`~faultline.nemeses.scripted.ScriptedNemesis` for a
+``nemesis_factory`` (default: :class:`~faultline.nemeses.scripted.ScriptedPackage` for a
 spec with a targeted ``nemesis.schedule``, else
 :meth:`~faultline.nemeses.package.NemesisPackage.from_spec`, which does nothing for a
 spec without faults), the verdict from
@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 import orjson
 from rich.console import Console
@@ -54,11 +54,12 @@ from rich.text import Text
 from faultline.brokerstate.collect import collect_broker_state, mark_uncollected
 from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
 from faultline.brokerstate.quiescence import wait_quiescent
+from faultline.checkers.result import Valid
 from faultline.cluster.backends import cluster_for
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 from faultline.rundir import (
     CLIENT_LOG_FILE,
     HISTORY_FILE,
@@ -71,8 +72,6 @@ from faultline.spec import TestSpec
 from faultline.workloads import MakeWorkload, Workload, workload_for
 from faultline.workloads.clients import ClientLog, WorkloadStats
 from faultline.workloads.drain import PartitionDrain, drain
-
-Verdict = bool | Literal["unknown"] | None
 
 #: How long, after the heal, every partition gets to become quiescent.
 RECOVERY_TIMEOUT_S = 60.0
@@ -99,7 +98,7 @@ class NemesisSchedule(Protocol):
     def heal_all(self, history: HistoryWriter | None = None) -> None: ...
 
     @property
-    def active(self) -> Sequence[Step]: ...
+    def active(self) -> Sequence[ScheduledFault]: ...
 
 
 ClusterFactory = Callable[[TestSpec], Cluster]
@@ -112,7 +111,7 @@ class RunOutcome:
     """What a finished run left: where, the verdict, and the numbers worth printing."""
 
     run_dir: Path
-    valid: Verdict
+    valid: Valid | None
     stats: WorkloadStats
     recovered: bool = False
     drains: list[PartitionDrain] = field(default_factory=list)
@@ -153,10 +152,10 @@ class RunOutcome:
 def _nemesis_package(spec: TestSpec, cluster: Cluster) -> NemesisSchedule:
     """The spec's targeted schedule when it has one, else its seeded mix of faults."""
     from faultline.nemeses.package import NemesisPackage
-    from faultline.nemeses.scripted import ScriptedNemesis
+    from faultline.nemeses.scripted import ScriptedPackage
 
     if spec.nemesis.schedule:
-        return ScriptedNemesis.from_spec(spec, cluster)
+        return ScriptedPackage.from_spec(spec, cluster)
     return NemesisPackage.from_spec(spec, cluster)
 
 
@@ -356,7 +355,7 @@ class _LiveCheck:
             with contextlib.suppress(OSError):  # not permitted, or the child is gone
                 os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, 0))
 
-    def verdict(self) -> tuple[Verdict, str | None]:
+    def verdict(self) -> tuple[Valid, str | None]:
         """The verdict and white-box line (:func:`_check`), once the history is closed."""
         self._closed.set()
         return self._from_child("checking", lambda: _check(self.run_dir))
@@ -409,7 +408,7 @@ def _check_following(run_dir: Path, parent: int, closed: Any, answers: Any) -> N
         answers.send(_report(run_dir))
 
 
-def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Verdict, str | None]:
+def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Valid, str | None]:
     """The checker's verdict and its white-box line (``None`` without broker state); the
     checker writes ``results.json`` (also when it fails). ``follow``: see
     :func:`~faultline.checkers.cli.check_run`."""

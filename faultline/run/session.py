@@ -5,7 +5,7 @@ phase lasts until ``faultline cluster down``.
 
     faultline cluster up        spawns ``python -m faultline.run.session`` (a process of its
                                 own session, outliving the command), which runs the spec
-                                through run_test with a HandNemesis; once the main phase
+                                through run_test with a HandPackage; once the main phase
                                 runs (cluster, topic, workload, observer), it listens on
                                 <state dir>/runs/<run id>/session.sock, prints one
                                 ``ready {...}`` line and sends its own output to the run
@@ -53,7 +53,7 @@ from faultline.cluster.protocol import Cluster
 from faultline.cluster.stateroot import checked_run_id, read_private
 from faultline.errors import ClusterError, FaultlineError, NemesisError
 from faultline.history import Op
-from faultline.nemeses.scripted import HandNemesis
+from faultline.nemeses.scripted import HandPackage
 from faultline.run.runner import RunOutcome, run_test
 from faultline.rundir import write_atomic
 from faultline.spec import TestSpec
@@ -218,11 +218,11 @@ class _Session:
         self.finished = threading.Event()
         self.outcome: RunOutcome | None = None
         self.console = _Broadcast()
-        self._nemesis: HandNemesis | None = None
+        self._nemesis: HandPackage | None = None
         self._server: socket.socket | None = None
         self._downs: list[threading.Thread] = []
 
-    def nemesis_for(self, spec: TestSpec, cluster: Cluster) -> HandNemesis:
+    def nemesis_for(self, spec: TestSpec, cluster: Cluster) -> HandPackage:
         """The run's nemesis factory: listen on the cluster's socket, serve it once the
         main phase runs."""
         if not isinstance(cluster, LocalCluster):
@@ -234,7 +234,7 @@ class _Session:
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(path))
         self._server.listen()
-        self._nemesis = HandNemesis(cluster)
+        self._nemesis = HandPackage(cluster)
         threading.Thread(target=self._serve, args=(cluster.run_id,), name="faultline-session",
                          daemon=True).start()
         return self._nemesis

@@ -7,6 +7,6 @@ cells one after another with a live progress line (:mod:`.runner`) and the comma
 :func:`faultline.run.runner.run_test`; the sweep directory's layout is the contract
 ``faultline analyze`` reads (docs/history.md, "Sweep directory").
 
-May import: errors, faults, spec, rundir, cluster, workloads, run. Only :mod:`faultline.cli`
-imports it.
+May import: errors, faults, spec, rundir, checkers, cluster, workloads, run. Only
+:mod:`faultline.cli` imports it.
 """

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import orjson
 
+from faultline.checkers.result import Valid
 from faultline.errors import HistoryError, SpecError
 from faultline.rundir import RESULTS_FILE, TEST_FILE, write_atomic
 from faultline.spec import TestSpec
@@ -37,7 +38,6 @@ VERSION = 1
 
 Status = Literal["pending", "running", "done", "failed"]
 STATUSES: tuple[Status, ...] = ("pending", "running", "done", "failed")
-Valid = bool | Literal["unknown"] | None
 
 
 def utc_now() -> str:
@@ -54,7 +54,7 @@ class CellState:
     id: str
     axes: Mapping[str, Any]
     status: Status = "pending"
-    valid: Valid = None
+    valid: Valid | None = None
     error: str | None = None
     started: str | None = None
     ended: str | None = None

@@ -34,6 +34,7 @@ import yaml
 from rich.console import Console
 from rich.text import Text
 
+from faultline.checkers.result import Valid
 from faultline.errors import SetupError, SpecError
 from faultline.run.cli import read_yaml_mapping
 from faultline.run.runner import LiveLine, RunOutcome, run_test
@@ -44,7 +45,6 @@ from faultline.sweep.manifest import (
     CellState,
     Manifest,
     Status,
-    Valid,
     load,
     plan,
     utc_now,
@@ -221,7 +221,7 @@ def _run_in_child(spec: TestSpec, run_dir: Path, errors: multiprocessing.Queue[s
     errors.put(outcome.error)
 
 
-def _stored_verdict(path: Path) -> tuple[Valid, str | None]:
+def _stored_verdict(path: Path) -> tuple[Valid | None, str | None]:
     """results.json's ``valid`` (true, false or "unknown") and None, or None and a line
     saying why there is none."""
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from faultline.checkers.model.state import ModelConfig
-from faultline.checkers.model.steps import Step
+from faultline.checkers.model.steps import ModelStep
 from faultline.run.compile import CompileError, compile_schedule
 from faultline.targeted import parse_schedule
 
@@ -18,7 +18,7 @@ HELD = "produce fetch(2) fetch(3) fetch(2) fetch(3) cut(1,2) cut(1,3) produce ti
 
 
 def _compile(model: str, config: ModelConfig) -> tuple[str, ...]:
-    return compile_schedule([Step.parse(s) for s in model.split()], config)
+    return compile_schedule([ModelStep.parse(s) for s in model.split()], config)
 
 
 def test_an_unclean_election_after_the_followers_are_held() -> None:

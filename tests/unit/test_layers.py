@@ -34,7 +34,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "run": frozenset({"errors", "faults", "targeted", "spec", "history", "rundir", "checkers", "cluster",
                       "brokerstate", "workloads", "nemeses", "report"}),
     "nightly": frozenset({"errors", "sweep", "analysis"}),
-    "sweep": frozenset({"errors", "faults", "spec", "rundir", "cluster", "workloads", "run"}),
+    "sweep": frozenset({"errors", "faults", "spec", "rundir", "checkers", "cluster", "workloads", "run"}),
 }
 
 

@@ -1,5 +1,5 @@
 """The hand-driven session's protocol without Kafka: a step sent by the command's side is
-run by the session's HandNemesis (over the in-memory fake cluster) and answered with the
+run by the session's HandPackage (over the in-memory fake cluster) and answered with the
 line the command prints; a failure is one error line; no session, several, or one that
 does not answer are one line each. The whole session on real Kafka is
 tests/integration/harness/test_cluster_cli.py's."""
@@ -16,7 +16,7 @@ import pytest
 
 from faultline.errors import ClusterError, NemesisError
 from faultline.history import HistoryWriter, Op
-from faultline.nemeses.scripted import HandNemesis
+from faultline.nemeses.scripted import HandPackage
 from faultline.run import session
 from faultline.spec import TestSpec
 from tests.unit.nemeses.test_package import FakeCluster
@@ -42,7 +42,7 @@ def _listen(run_id: str) -> socket.socket:
 def serving(state: Path, tmp_path: Path) -> Iterator[FakeCluster]:
     """A session of run ``abc123`` whose nemesis acts on a fake cluster."""
     cluster = FakeCluster(TestSpec(), tmp_path)
-    nemesis = HandNemesis(cluster, Live())  # type: ignore[arg-type]
+    nemesis = HandPackage(cluster, Live())  # type: ignore[arg-type]
     history = HistoryWriter(tmp_path / "history.jsonl")
     s = session._Session()
     s._nemesis = nemesis

@@ -25,7 +25,7 @@ from click.core import ParameterSource
 from faultline.checkers.model.explore import LEADER_FAULT, Bound
 from faultline.checkers.model.outcome import MODEL_ANOMALIES
 from faultline.checkers.model.scenarios import SCENARIOS, Row, ScenarioResult, run_scenario
-from faultline.checkers.model.steps import Step
+from faultline.checkers.model.steps import ModelStep
 from faultline.checkers.model.table import (
     TABLE_BOUND,
     TABLE_PATH,
@@ -136,7 +136,7 @@ def _explore(acks: str | None, min_insync: int, unclean: bool, elr: bool, faults
     if write and acks is not None:
         raise click.UsageError("--write stores the default matrix: use it without --acks")
     started = time.perf_counter()
-    rows: dict[Cell, dict[str, tuple[Step, ...]]] = {}
+    rows: dict[Cell, dict[str, tuple[ModelStep, ...]]] = {}
     for i, cell in enumerate(cells, 1):
         if len(cells) > 1:
             click.echo(f"\r[{i}/{len(cells)}] exploring {cell.key}\x1b[K", err=True, nl=i == len(cells))
@@ -157,7 +157,7 @@ def _explore(acks: str | None, min_insync: int, unclean: bool, elr: bool, faults
                f"{bound.walks} random walks of {bound.walk_length} (seed {bound.seed})")
 
 
-def format_explore_table(rows: dict[Cell, dict[str, tuple[Step, ...]]]) -> str:
+def format_explore_table(rows: dict[Cell, dict[str, tuple[ModelStep, ...]]]) -> str:
     """One line per cell: a mark per anomaly (X possible, . not found), then the shortest schedules."""
     abbrev = {"lost-write": "LW", "phantom-read": "PR", "inconsistent-offsets": "IO", "aborted-read": "AR"}
     head = (f"{'elr':5} {'acks':4} {'misr':4} {'uncl':5} {'faults':34} "

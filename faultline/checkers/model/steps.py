@@ -3,7 +3,7 @@
 The model is a deterministic, discrete-step simulation written from the mechanics
 of the five articles the project started from ("the seeds", numbered 000 to 004: LEO/HW,
 ISR shrink and expand, HW checkpoints, leader epochs) and docs/design.md's "Reference
-model" section, for Kafka 4.x in KRaft mode. This module owns ``Step`` (the step
+model" section, for Kafka 4.x in KRaft mode. This module owns ``ModelStep`` (the step
 kinds), ``initial_state`` and ``apply``: the client side (produce, acks, what a
 reader may see), fetches, ticks and faults. The values it changes live in
 ``state.py``, a replica's own mechanics (log, leader epochs, metadata, HW) in
@@ -77,7 +77,7 @@ _STEP_RE = re.compile(r"^([a-z-]+)(?:\((\d+)(?:,\s*(\d+))?\))?$")
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class ModelStep:
     """One step: ``kind`` with up to two replica arguments, printed as ``crash(1)``."""
 
     kind: str
@@ -92,14 +92,14 @@ class Step:
         return f"{self.kind}({self.a},{self.b})"
 
     @staticmethod
-    def parse(text: str) -> Step:
+    def parse(text: str) -> ModelStep:
         """Parse ``kind``, ``kind(a)`` or ``kind(a,b)``; ValueError if malformed."""
         m = _STEP_RE.match(text.strip())
         if m is None or m.group(1) not in STEP_KINDS:
             raise ValueError(f"not a step: {text!r} (kinds: {', '.join(sorted(STEP_KINDS))})")
         a = int(m.group(2)) if m.group(2) else None
         b = int(m.group(3)) if m.group(3) else None
-        return Step(m.group(1), a, b)
+        return ModelStep(m.group(1), a, b)
 
 
 # step kind -> number of replica arguments
@@ -370,7 +370,7 @@ def _stop(st: State, r: Replica) -> str:
     return "; ".join(notes)
 
 
-def apply(st: State, step: Step) -> str:
+def apply(st: State, step: ModelStep) -> str:
     """Apply one step to ``st`` (in place); return what happened. ValueError on a bad step."""
     kind, a, b = step.kind, step.a, step.b
     if kind not in STEP_KINDS:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from faultline.checkers.model.explore import LEADER_FAULT, Bound, explore, legal_replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
 from faultline.checkers.model.state import Acks, ModelConfig
-from faultline.checkers.model.steps import Step
+from faultline.checkers.model.steps import ModelStep
 from faultline.faults import FAMILIES
 
 TABLE_PATH = Path(__file__).with_name("table.json")
@@ -168,13 +168,13 @@ def default_matrix() -> Iterator[Cell]:
                         yield Cell(acks, 1, unclean, frozenset(faults), dl, 1, elr, fd)
 
 
-def explore_cell(cell: Cell, bound: Bound = TABLE_BOUND) -> dict[str, tuple[Step, ...]]:
+def explore_cell(cell: Cell, bound: Bound = TABLE_BOUND) -> dict[str, tuple[ModelStep, ...]]:
     """Anomaly -> shortest schedule found, for one cell: the search within ``bound``,
     then each of :data:`TARGETED` the cell allows, for anomalies still missing."""
     b = dataclasses.replace(bound, max_data_loss=cell.data_loss, max_faulted=cell.faulted)
     found = explore(cell.model_config(), cell.faults, b).found
     for text in TARGETED.values():
-        steps = tuple(Step.parse(t) for t in text.split())
+        steps = tuple(ModelStep.parse(t) for t in text.split())
         st = legal_replay(cell.model_config(), cell.faults, b, steps)
         if st is not None and (st.acked or st.exposed or st.failed):
             for name in outcome(st).names - set(found):
@@ -182,7 +182,7 @@ def explore_cell(cell: Cell, bound: Bound = TABLE_BOUND) -> dict[str, tuple[Step
     return dict(sorted(found.items()))
 
 
-Found = dict[str, tuple[Step, ...]]
+Found = dict[str, tuple[ModelStep, ...]]
 
 
 def table_to_json(table: dict[Cell, Found]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from faultline.cluster.protocol import Cluster
 from faultline.history import read_history
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.package import NemesisPackage
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import KafkaSpec, NemesisSpec, ProducerSpec, TestSpec, TopicSpec
 from tests.schemas import valid_lines
@@ -57,7 +57,7 @@ def late_follower_kill(spec: TestSpec, cluster: Cluster) -> NemesisPackage:
     leaders = {s.leader for s in cluster.leaders(spec.topic.name).values()}
     ids = sorted(n.id for n in cluster.nodes)
     (target,) = set(ids) - leaders
-    step = Step(at_s=spec.time_limit_s - KILL_BEFORE_END_S, family="kill", kind="kill",
+    step = ScheduledFault(at_s=spec.time_limit_s - KILL_BEFORE_END_S, family="kill", kind="kill",
                 hold_s=3600.0, pick=ids.index(target))
     return NemesisPackage(cluster, (step,), {"kill": KillNemesis()})
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES
-from faultline.checkers.table import HistoryTable, SendTable
+from faultline.checkers.table import HistoryDigest, SendTable
 from faultline.report import plots
 from faultline.report.page import (
     RunData,
@@ -26,7 +26,7 @@ from faultline.report.stories import story_lines
 from tests.report_html import example_values, stories
 from tests.unit.checkers.queue_hist import TOPIC, make_spec
 
-EMPTY = HistoryTable(SendTable.of([]), [], 0, 0, None, 0, False)
+EMPTY = HistoryDigest(SendTable.of([]), [], 0, 0, None, 0, False)
 UNREADABLE = {"kind": "broker-state-unreadable", "why": "metadata.jsonl could not be read",
               "affects_verdict": True}
 

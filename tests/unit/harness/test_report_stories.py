@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from faultline.checkers.table import HistoryTable, Send, SendTable
+from faultline.checkers.table import HistoryDigest, Send, SendTable
 from faultline.report.page import build_report
 from faultline.report.stories import Storyteller, cell, story_lines
 from tests.report_html import story_text
@@ -16,8 +16,8 @@ from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 S = 1_000_000_000
 
 
-def _history() -> HistoryTable:
-    return HistoryTable(SendTable.of([
+def _history() -> HistoryDigest:
+    return HistoryDigest(SendTable.of([
         Send(0, 17, "q", 1, 1 * S, 1 * S + 5_000_000, "ok", 5),
         Send(0, 18, "q", 1, 2 * S, 3 * S, "fail", None, "NOT_ENOUGH_REPLICAS")]), [], 0, 0, None, 0, False)
 

@@ -33,7 +33,7 @@ from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, fences
 from faultline.checkers.guarantees import BEYOND_MODEL, GuaranteeConfig, permitted
 from faultline.checkers.model.explore import Bound, legal_replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
-from faultline.checkers.model.steps import STEP_KINDS, Step
+from faultline.checkers.model.steps import STEP_KINDS, ModelStep
 from faultline.checkers.model.table import (
     TABLE_BOUND,
     TARGETED,
@@ -142,7 +142,8 @@ def test_every_stored_schedule_still_shows_its_anomaly() -> None:
     for cell in default_matrix():
         bound = Bound(max_data_loss=cell.data_loss, max_faulted=cell.faulted)
         for name, text in stored_table()[cell.key].items():
-            st = legal_replay(cell.model_config(), cell.faults, bound, [Step.parse(t) for t in text.split()])
+            st = legal_replay(cell.model_config(), cell.faults, bound,
+                              [ModelStep.parse(t) for t in text.split()])
             if st is None or name not in outcome(st).names:
                 stale.append((cell.key, name, text))
     assert stale == []
@@ -174,7 +175,7 @@ def test_an_untouched_follower_does_not_lag_out_of_a_bounded_cell() -> None:
     cell = Cell("all", 2, False, frozenset({"kill", "wipe", "leader-fault"}), 1, elr=True, faulted=2)
     text = ("produce fetch(2) fetch(3) fetch(2) fetch(3) produce fetch(3) fetch(3) "
             "tick tick tick crash(3) tick restart(3) wipe(1)")
-    steps = [Step.parse(t) for t in text.split(" ")]
+    steps = [ModelStep.parse(t) for t in text.split(" ")]
     free = legal_replay(cell.model_config(), cell.faults, Bound(max_data_loss=1), steps)
     assert free is not None and "lost-write" in outcome(free).names
     assert free.faulted == frozenset({1, 2, 3})
@@ -199,6 +200,6 @@ def test_with_elr_and_unclean_a_held_follower_is_elected_from_the_elr(
     # fenced too, and 3, without the committed record, is elected uncleanly.
     cell = Cell("all", min_insync, True, frozenset({"kill", "pause", "partition", "leader-fault"}), elr=True)
     text = f"produce fetch(2) fetch(2) tick tick tick {fault} produce tick tick tick crash(1) tick produce"
-    st = legal_replay(cell.model_config(), cell.faults, Bound(), [Step.parse(t) for t in text.split()])
+    st = legal_replay(cell.model_config(), cell.faults, Bound(), [ModelStep.parse(t) for t in text.split()])
     assert st is not None
     assert ("lost-write" in outcome(st).names) == lost
