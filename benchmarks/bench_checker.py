@@ -23,6 +23,10 @@ lines), the decisions. A stage's cost is its pass's less the one before; the res
 The child's time includes loading the checker's compiled code from numba's cache
 (about a second, once per process; the first compile after a change takes ~15 s:
 ``faultline setup`` does it, and so does a first run of this benchmark).
+
+Figures it gave: handing the C heap's free pages back before the digest's Parquet
+writer (``faultline.checkers.cli._give_back_freed_memory``) took the peak RSS at 10M
+lines from 358-374 MB to 351 MB, in milliseconds.
 """
 
 from __future__ import annotations

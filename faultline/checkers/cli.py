@@ -80,9 +80,8 @@ def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result
 
 def _give_back_freed_memory() -> None:
     """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
-    where there is none). The check's pass leaves holes in the heap where its columns
-    grew and its decisions worked; the table's Parquet writer, which comes next, would
-    otherwise peak above them: 10 M lines, 358-374 MB -> 351 MB, in milliseconds."""
+    where there is none), so that the digest's Parquet writer does not peak above the
+    holes the check's pass left."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).malloc_trim(0)
 

@@ -403,14 +403,9 @@ class ScriptedPackage:
 
 def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
     """The first of ``answers`` (in the order they came) whose broker no answer leaves out
-    of the brokers it lists.
-
-    Each broker answers from its own metadata cache, and one cut off from the controller
-    (isolated) keeps its cache as it was: it names itself leader still, with the ISR of
-    then, and every broker registered. The brokers in touch with the controller saw it
-    fenced and list it no more, so an answer from a broker that another answer leaves out
-    is stale, or may be. NemesisError when every answer is (the answers disagree).
-    """
+    of the brokers it lists: a broker cut off from the controller answers from a cache
+    frozen since (itself leader, every broker registered), while the brokers in touch saw
+    it fenced. NemesisError when another answer leaves out each one's broker."""
     for answer in answers:
         if all(answer.broker in other.brokers for other in answers):
             return answer

@@ -1,58 +1,12 @@
 """Compile a reference-model schedule into a targeted schedule (:mod:`faultline.targeted`). Pure.
 
-The model (:mod:`faultline.checkers.model`) runs one partition, replica 1 its first
-leader, and moves only when a step says so: a follower fetches only on ``fetch(k)``,
-time passes only on ``tick``. A real cluster moves on its own: the workload writes all
-the time, a follower fetches unless something stops it, timers run. So the compiler
-turns each fault step into the targeted step that causes it, and each run of ticks
-into a wait on what the model's own replayed state shows changed; steps the real
-cluster performs on its own compile to nothing. The rules, in order of the schedule:
-
-==========================================  ===============================================
-model                                        targeted
-==========================================  ===============================================
-(start)                                      ``wait for 2 s``: the workload's first writes
-                                             reach every replica (the model's opening
-                                             ``produce``/``fetch`` steps)
-``produce``, ``fetch(k)``                    nothing: the workload writes, an unheld
-                                             follower fetches, on their own
-``cut(1,2) cut(1,3)``                        ``hold followers of 0 as held`` (replication
-                                             cut both ways, controller links kept)
-``pause(2) pause(3)`` / ``resume(2) ...``    ``pause followers of 0 as held`` / ``resume held``
-``crash(2) crash(3)`` / ``restart(2) ...``   ``crash held`` / ``restart held``
-``crash(k)``, ``restart(k)``, k a follower,  ``crash first of held`` (k = 2; ``second``: 3),
-once ``held`` is bound                       ``restart first of held``
-``crash(1)``                                 ``crash leader of 0 as old``
-``wipe(1)``                                  ``wipe leader of 0 as old``, ``restart old``
-                                             (the model's wipe restarts at once)
-``restart(1)``                               ``restart old``
-``heal``                                     ``release held``
-a fault on 1 while the followers are held    first ``wait for 1 s``: the leader
-or paused and the model produced since       acknowledges alone what they do not have
-ticks: the ISR became the leader alone       ``wait until isr of 0 is {leader} within 20 s``
-ticks: another replica leads, where 1 (or    ``wait until 0 has a new leader within 30 s``
-none) led before                             (the runtime compares with replica 1's node)
-ticks: the controller fenced the crashed     ``wait until F fenced within 30 s``, F ``held``,
-followers                                    ``first of held`` or ``second of held`` (so
-                                             that a restart is a new registration)
-ticks: it unfenced the restarted followers   ``wait until F registered within 60 s``
-steps after the last fault or ``heal``       nothing: the run's own heal and drain play
-                                             the model's settling
-==========================================  ===============================================
-
-On 3 combined KRaft nodes the replicas are the three voters: with two of them down or
-paused (both followers, or replica 1 and one) the quorum is gone, and with it the
-controller, which the model's never is; so ticks while two are out (the controller
-acting) are refused, and a recipe that restarts the followers does it one at a time.
-Anything else (a fault on one follower before ``held`` is bound, both followers bound
-once replica 1 no longer leads, a restart of a running replica or a wipe of a down one,
-which the model ignores and a targeted step does not, ``isolate``, ``cut`` between the
-followers, ticks whose change none of the waits can observe, an ISR other than the leader
-alone) raises :class:`CompileError` naming the step: the compiler covers the steps it can
-realise faithfully, no more. The waits come from replaying the schedule on one model
-config (the one the recipe demonstrates); the compiled schedule then runs unchanged on every
-config, so on another config a wait may not be met (a safe config where the ISR never
-empties, say), which ends that run's schedule early, as any unmet wait does.
+:func:`compile_schedule` turns each fault step of the model into the targeted step that
+causes it, each run of ``tick`` steps into a wait on what the model's own replayed state
+shows changed, and the steps a real cluster performs on its own (``produce``, ``fetch``)
+into nothing: the rule table of docs/design.md, "Hunts". A step no rule realises
+faithfully raises :class:`CompileError` naming it. The waits come from replaying the
+schedule on one model config; on another config a wait may not be met, which ends that
+run's schedule early, as any unmet wait does.
 """
 
 from __future__ import annotations

@@ -344,12 +344,9 @@ class _LiveCheck:
         child_end.close()
 
     def hurry(self) -> None:
-        """Give the child the run's own CPU priority, once the drain is done: what it still
-        has to do then is what the run waits for (at nice 19 on a busy machine it lagged
-        18-46 s behind the drain). Not before: at the run's priority during the drain it
-        took the drain's readers' CPU (make run, 2 cores: the drain 2.9 -> 4.2-4.7 s, for
-        a check 1.0-1.7 s shorter). Raising a priority needs root (CAP_SYS_NICE); without
-        it the child stays at 19."""
+        """Give the child the run's own CPU priority; called once the drain is done, not
+        before (docs/design.md, "The run", says why). Needs root (CAP_SYS_NICE); without
+        it the child stays at nice 19."""
         pid = self._child.pid
         if pid is not None:
             with contextlib.suppress(OSError):  # not permitted, or the child is gone

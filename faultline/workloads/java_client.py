@@ -83,17 +83,11 @@ _OP_MARK, _EXIT_MARK = b'{"process":', b'{"f":"exit"'
 
 
 def classify_refused(error: str, idempotent: bool) -> Classification:
-    """Classify a Java ``send()`` that threw (``error``: the printed name).
-
-    Without idempotence the producer has no TransactionManager, and every exception
-    ``KafkaProducer.doSend`` throws precedes ``RecordAccumulator.append``: the record
-    never entered a batch, ``fail``. With it, ``doSend`` calls
-    ``TransactionManager.maybeAddPartition`` *after* the append (kafka-clients 3.3 to
-    4.3), which throws once the producer is in an error state (``maybeFailWithError``:
-    a ``KafkaException`` wrapping the fatal error) or a transition is pending: the
-    record is then in a batch the sender may already have sent (and will complete,
-    or abort, through the callback as well), so the send is ``info``.
-    """
+    """Classify a Java ``send()`` that threw (``error``: the printed name): ``fail``
+    without idempotence, where every exception ``KafkaProducer.doSend`` throws precedes
+    the append to a batch; ``info`` with it, where ``TransactionManager.maybeAddPartition``
+    may throw after the append (kafka-clients 3.3 to 4.3), the record in a batch the
+    sender may already have sent."""
     if not idempotent:
         return classify_produce_call(error)
     return Classification("info", error, "send() threw, possibly after the record was appended "

@@ -1,13 +1,11 @@
 """The steps of the reference model and how they apply: one partition's replication protocol.
 
-The model is a deterministic, discrete-step simulation written from the mechanics
-of the five articles the project started from ("the seeds", numbered 000 to 004: LEO/HW,
-ISR shrink and expand, HW checkpoints, leader epochs) and docs/design.md's "Reference
-model" section, for Kafka 4.x in KRaft mode. This module owns ``ModelStep`` (the step
-kinds), ``initial_state`` and ``apply``: the client side (produce, acks, what a
-reader may see), fetches, ticks and faults. The values it changes live in
-``state.py``, a replica's own mechanics (log, leader epochs, metadata, HW) in
-``replica.py``, the controller's ISR, ELR and election rules in ``controller.py``.
+This module owns ``ModelStep`` (the step kinds), ``initial_state`` and ``apply``: the
+client side (produce, acks, what a reader may see), fetches, ticks and faults. The values
+it changes live in ``state.py``, a replica's own mechanics (log, leader epochs, metadata,
+HW) in ``replica.py``, the controller's ISR, ELR and election rules in ``controller.py``.
+Where each rule comes from, and what the model simplifies: docs/design.md, "Reference
+model".
 
 Contracts:
 
@@ -24,26 +22,6 @@ Contracts:
   ``lose-unflushed`` drops what lies above the replica's flushed offset (which
   moves only on ``flush`` and on a graceful ``stop``), ``wipe`` empties the log
   and every checkpoint.
-
-Simplifications, stated once: a fetch is one step (request and response), the
-response carries the leader's HW as read *before* the leader processes the fetch
-offset (``ModelConfig.follower_hw``: "modern", from Kafka's ``Partition.fetchRecords``;
-"seed" replays seed 000's figures, where it carries the HW after) so a follower's HW
-trails the leader's by a round; AlterPartition is atomic. Without ELR an ISR never
-shrinks below its last member (Kafka's controller fences the last ISR member without
-removing it: the partition shows "Leader: none" with that ISR, until it returns).
-
-Sources of the rules the seeds do not cover: KRaft fencing and registration (KIP-631:
-a broker that misses its heartbeats for the session timeout is fenced, out of every
-ISR; a restarted broker registers anew, fenced until it catches up with the metadata);
-a fenced broker does not hold the HW back (KIP-841); controlled shutdown (``stop``:
-KIP-631's ``BrokerHeartbeatRequest.wantShutDown``, the controller moves leadership and
-shrinks the ISR before the broker exits); the recovery point (``flush``,
-``lose-unflushed``: Kafka's ``recovery-point-offset-checkpoint``, seed 000; what lies
-above it is in the page cache only, which a machine crash loses, seed 003's "no fsync");
-leader-epoch truncation across several epochs (KIP-279, after KIP-101 of seed 000).
-
-KIP-966 eligible leader replicas (``ModelConfig.elr``): see ``controller.py``.
 """
 
 from __future__ import annotations
