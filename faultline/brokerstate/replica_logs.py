@@ -1,18 +1,7 @@
-"""Each replica's log of the test topic, summarized per record batch into ``replicas.jsonl``,
-so that :mod:`faultline.checkers.whitebox` can check that replicas agree below the HW.
-One line per replica::
-
-    {"topic": "fl-queue", "partition": 0, "node": 2, "log_start_offset": 0,
-     "log_end_offset": 1000, "hw_checkpoint": 990,
-     "batches": [[base_offset, last_offset, partition_leader_epoch, crc,
-                  producer_id, producer_epoch, base_sequence, last_sequence], ...]}
-
-Producer id, epoch and sequences are ``-1`` where the batch has none (a non-idempotent
-producer); ``last_sequence`` is :attr:`faultline.brokerstate.segments.Batch.last_sequence`.
-Runs written before these fields have four-element batches; readers accept both.
-``hw_checkpoint`` is the replica's ``replication-offset-checkpoint`` entry; None when
-the file has no entry for the partition, is missing or is not well formed. Why batches
-and their CRCs suffice: docs/design.md, "White-box observers".
+"""Each replica's log of the test topic, summarized per record batch into ``replicas.jsonl``
+(docs/history.md states its lines), so that :mod:`faultline.checkers.whitebox` can check
+that replicas agree below the HW; docs/design.md ("White-box observers") says why batches
+and their CRCs suffice.
 """
 
 from __future__ import annotations

@@ -5,25 +5,11 @@ times, this one runs the spec's ``nemesis.schedule`` in order from the start of 
 main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controller``)
 from live metadata when its step runs, and waiting on what the metadata shows
 (``until isr of 0 is {leader}``); live metadata is that of the brokers that answer, but
-one that another leaves out of the registered brokers: a broker cut off from the
-controller answers from a cache frozen since (:func:`trusted`). It drives the same family
-nemeses (kill, pause, stop, wipe, partition), so it heals the same way, and keeps the
-runner's contract (``setup``, ``run``, ``heal_all``, ``active``; see
-:class:`faultline.run.runner.NemesisSchedule`).
-
-Journal (docs/history.md, "nemesis"): each action is an invoke and a completion,
-``type: "info"``, ``process: "nemesis"``, ``f`` the family's action (``crash`` is
-``kill``, ``restart`` is ``start`` after a ``stop`` or ``kill`` of a running node,
-``isolate`` and ``hold`` are ``partition``, ``release`` is ``heal``); the invoke's
-value carries ``step`` (the step as written), ``role`` (its target as written),
-``targets`` (the node ids the role resolved to), ``nodes`` and ``leaders`` as every
-nemesis op does, and for ``isolate``, ``hold`` and ``release`` the whole ``grudge``
-and ``replication`` grudge (inter-broker traffic only) in effect after the step
-(``kind`` ``isolate``, ``hold``, ``release``). Waits are journaled as ``f: "wait"``
-pairs whose completion carries ``result`` (met, and after how long) and ``seen`` (the
-partitions' leader and ISR at the last look, or the registered brokers); a wait not
-met in time has an ``error`` and ends the schedule, as does a step whose role cannot
-be resolved (no leader, say). Faults still in effect stay until ``heal_all``.
+one that another leaves out of the registered brokers (:func:`trusted`). It drives the
+same family nemeses (kill, pause, stop, wipe, partition), so it heals the same way, and
+keeps the runner's contract (:class:`faultline.run.runner.NemesisSchedule`). Each step
+and wait is journaled as docs/history.md ("nemesis") says; a wait not met in time, or a
+role with no node, ends the schedule. Faults still in effect stay until ``heal_all``.
 
 :class:`HandPackage` is the same package fed one step at a time from outside (a session
 by hand, ``faultline cluster crash leader of 0``); there a failed step ends nothing.

@@ -1,34 +1,16 @@
-"""One test run, start to finish (docs/design.md, "The run").
+"""One test run, start to finish, in the order of docs/design.md's "The run": ``test.json``
+(and ``cluster.json`` saying the broker state is not collected, until it is) before
+anything starts; cluster up; the observer; the main phase; heal; quiescence (bounded);
+drain; broker state; node configs and logs; teardown (always: also on errors and
+Ctrl-C); check (done while the run goes on: :class:`_LiveCheck`) and report.
+``results/latest`` points at the newest run directory as soon as it exists. The verdict
+decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
 
-::
-
-    spec -> results/<name>/<UTC timestamp>/test.json      (before anything starts)
-        and cluster.json saying the broker state is not collected (until it is, below)
-    cluster up, topic created with a full ISR
-    observer starts sampling leader / ISR / HW / LEO into observations.jsonl
-    main phase: workload + nemesis schedule for time_limit, journaled to history.jsonl.zst
-    stop issuing ops; heal every fault; let outstanding sends complete
-    wait for quiescence (bounded): every partition led, its replicas registered, in the
-        ISR and caught up, its high watermark at the leader's log end, all stable
-    drain every partition from log start to the log end it had at quiescence
-    observer stops
-    broker state: the decoded KRaft metadata log (metadata.jsonl) and each replica's
-        batches (replicas.jsonl), for the white-box checks
-    collect node configs and logs into nodes/
-    teardown (always: also on errors and Ctrl-C)
-    check -> results.json (done while the run goes on: :class:`_LiveCheck`); report -> report.html
-
-``results/latest`` points at the newest run directory as soon as it exists. The
-verdict decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
-
-Seams for the parts written elsewhere: the cluster comes from ``cluster_factory``
-(default: the backend ``spec.backend`` names, :func:`~faultline.cluster.backends.cluster_for`),
-the workload from :func:`~faultline.workloads.workload_for`, the nemesis from
-``nemesis_factory`` (default: :class:`~faultline.nemeses.scripted.ScriptedPackage` for a
-spec with a targeted ``nemesis.schedule``, else
-:meth:`~faultline.nemeses.package.NemesisPackage.from_spec`, which does nothing for a
-spec without faults), the verdict from
-:func:`faultline.checkers.cli.check_run` and the report from :func:`_report`.
+Seams for the parts written elsewhere: ``cluster_factory`` (default:
+:func:`~faultline.cluster.backends.cluster_for`), the workload
+(:func:`~faultline.workloads.workload_for`), ``nemesis_factory`` (default:
+:func:`_nemesis_package`), the verdict (:func:`faultline.checkers.cli.check_run`) and the
+report (:func:`_report`).
 """
 
 from __future__ import annotations

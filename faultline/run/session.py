@@ -1,34 +1,20 @@
 """A hand-driven session: a normal run whose faults are typed one by one, and whose main
-phase lasts until ``faultline cluster down``.
+phase lasts until ``faultline cluster down`` (docs/design.md, "Nemeses").
 
-::
-
-    faultline cluster up        spawns ``python -m faultline.run.session`` (a process of its
-                                own session, outliving the command), which runs the spec
-                                through run_test with a HandPackage; once the main phase
-                                runs (cluster, topic, workload, observer), it listens on
-                                <state dir>/runs/<run id>/session.sock, prints one
-                                ``ready {...}`` line and sends its own output to the run
-                                directory's faultline.log; ``up`` relays what it printed
-                                until then and returns
-    faultline cluster crash leader of 0
-                                one request on the socket: the session's nemesis runs the
-                                step and journals it in the run's history, and the reply
-                                says what it resolved and did
-    faultline cluster down      ends the main phase; the run goes on as at a time limit
-                                (heal, quiescence, drain, broker state, teardown, check,
-                                report), its phases and then its verdict streamed back
-
-Only the session process writes the run's history, so ``index`` and ``time`` stay one
-sequence. The session owns its cluster like any run (``state.json``'s owner is the
-session process): if it dies, the cluster is stale, and the next ``faultline cluster
-down`` (or any run's start) removes it. ``spec.time_limit_s`` bounds the main phase of a
-session nobody ends.
+``faultline cluster up`` spawns ``python -m faultline.run.session`` (a process of its own
+session, outliving the command), which runs the spec through run_test with a
+HandPackage; once the main phase runs, it listens on
+``<state dir>/runs/<run id>/session.sock``, prints one ``ready {...}`` line and sends its
+own output to the run directory's faultline.log. Only the session process writes the
+run's history, so ``index`` and ``time`` stay one sequence. ``spec.time_limit_s`` bounds
+the main phase of a session nobody ends; a session that dies leaves a stale cluster,
+which the next ``faultline cluster down`` (or any run's start) removes.
 
 The protocol, one JSON object a line: a request ``{"step": "crash leader of 0"}`` or
 ``{"down": true}``; the reply any number of ``{"say": LINE}`` and then one ``{"exit":
 CODE}``, with ``"error": LINE`` when the request failed (a step that does not parse or
-could not be done, a session that is ending).
+could not be done, a session that is ending). ``down`` ends the main phase: the run goes
+on as at a time limit, its phases and then its verdict streamed back.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Network namespaces, a bridge, veths and iptables grudges for the local backend.
+"""Network namespaces, a bridge, veths and iptables grudges for the local backend
+(docs/design.md, "Cluster: the local backend", says why this layout).
 
 Layout of one run ``<run>`` (a short random id) with nodes 1..n::
 
@@ -7,33 +8,15 @@ Layout of one run ``<run>`` (a short random id) with nodes 1..n::
     10.241.X.1/24                   br0 (bridge) +== v<i> <--> eth0  10.241.X.(10+i)/24
                                     10.241.X.2/24: Toxiproxy
 
-The bridge lives in a namespace of the run's own, whose firewall is empty (a new
-namespace starts with every policy ACCEPT and no rule): traffic between nodes is
-bridged there, so a host firewall that drops forwarded or bridged packets (Docker,
-libvirt and LXD set the host's FORWARD policy to DROP with ``br_netfilter``'s
-``bridge-nf-call-iptables=1``) never sees it. The host reaches the nodes through the
-veth ``fl<run>h``: that traffic is the host's own (OUTPUT and INPUT), never forwarded.
-Toxiproxy runs in the bridge's namespace: its API on that namespace's loopback, out of
-reach of the host's users; its proxies on the bridge's address (:attr:`Layout.proxy_address`),
-which clients reach from the host through the veth, and from which it connects to the nodes.
-
 Partitions are iptables rules in a chain ``FAULTLINE`` inside each node's namespace,
-jumped to from ``INPUT``, so the host's own firewall is never read for writing or
-touched. A grudge drops every packet from a node; a *replication* grudge only the
-packets to or from the brokers' inter-broker listener
-(:data:`faultline.cluster.kafka_config.BROKER_PORT`), so the nodes it names stay in
-the KRaft quorum (controller listener) and reachable by clients (through the proxies),
-but no longer replicate from each other. Every command is an argument list; nothing goes through a shell.
-
-:func:`probe` and :func:`diagnose` tell whether nodes reach each other, and if not,
-which firewall stands between them (``faultline doctor``, a start-up that times out).
-
-Each namespace and the host's veth carry a mark, the alias ``faultline.run=<run>`` on a
-link (``lo`` in each namespace, the veth itself in the host's), set right
-after it is made: :func:`owned_namespaces` and :func:`owned_links` find what a run
-without a state directory left by name and mark, never by a name alone.
-
-The functions that build argument lists are pure (unit-tested); :func:`run` executes.
+jumped to from ``INPUT``: a grudge drops every packet from a node, a *replication*
+grudge only those to or from the inter-broker listener
+(:data:`faultline.cluster.kafka_config.BROKER_PORT`). Each namespace and the host's veth
+carry the alias ``faultline.run=<run>`` on a link, set right after it is made:
+:func:`owned_namespaces` and :func:`owned_links` find what a run left by name and mark,
+never by a name alone. :func:`probe` and :func:`diagnose` tell which firewall stands
+between nodes. The functions that build argument lists are pure; :func:`run` executes
+them, never through a shell.
 """
 
 from __future__ import annotations
