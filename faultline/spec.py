@@ -330,9 +330,11 @@ def kafka_version(version: str, option: str = "--kafka-version") -> str:
 
 
 def idempotence_allowed(p: ProducerSpec) -> bool:
-    """Whether ``p``'s other settings allow idempotence: acks=all, retries > 0 and 1 to 5
-    requests in flight. Kafka's producer's rule, which every spec follows: left unset,
-    ``enable_idempotence`` is this; set true where this is false, the spec is refused."""
+    """Whether ``p``'s other settings allow idempotence: acks=all, retries > 0, 1 to 5 in
+    flight. Kafka's producer's rule (``ProducerConfig.postProcessAndValidateIdempotenceConfigs``),
+    which every spec follows: left unset, ``enable_idempotence`` is this; set true where
+    this is false, the spec is refused. (Unset with more than 5 in flight, Kafka's
+    producer refuses the config; a spec runs without idempotence.)"""
     return p.acks == "all" and p.retries > 0 and 1 <= p.max_in_flight <= 5
 
 
