@@ -20,11 +20,9 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
-from faultline import history
 from faultline.cluster.waiting import wait_until
 from faultline.errors import HistoryError
 from faultline.history import (
-    MAX_LINE_BYTES,
     ZSTD_MAGIC,
     HistoryWriter,
     Op,
@@ -32,7 +30,9 @@ from faultline.history import (
     ReadResult,
     iter_rows,
     read_history,
+    reader,
 )
+from faultline.rundir import MAX_LINE_BYTES
 from tests.processes import alive
 
 
@@ -388,7 +388,7 @@ def test_a_frame_writer_that_fails_is_one_clear_error_at_close(tmp_path: Path) -
 def test_frames_compressed_outside_the_lock_reach_the_file_in_order(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Appends go on while a frame is compressed; the frames still land in index order."""
-    monkeypatch.setattr("faultline.history.FRAME_BYTES", 2048)  # a frame every ~20 appends
+    monkeypatch.setattr("faultline.history.writer.FRAME_BYTES", 2048)  # a frame every ~20 appends
     path = tmp_path / "history.jsonl.zst"
 
     def appender(w: HistoryWriter, process: int) -> None:
@@ -477,9 +477,9 @@ def test_a_frame_past_its_limit_is_refused_naming_it(tmp_path: Path, monkeypatch
     data = b"".join(orjson.dumps(r) + b"\n" for r in rows)
     path = tmp_path / "h.jsonl.zst"
     path.write_bytes(zstandard.ZstdCompressor().compress(data))
-    monkeypatch.setattr(history, "MAX_FRAME_BYTES", len(data))
+    monkeypatch.setattr(reader, "MAX_FRAME_BYTES", len(data))
     assert list(iter_rows(path)) == rows
-    monkeypatch.setattr(history, "MAX_FRAME_BYTES", len(data) - 1)
+    monkeypatch.setattr(reader, "MAX_FRAME_BYTES", len(data) - 1)
     with pytest.raises(HistoryError, match=rf"h.jsonl.zst:1: a zstd frame that decompresses to more "
                                            rf"than {len(data) - 1} bytes \(docs/history.md's limit\)"):
         list(iter_rows(path))
@@ -493,6 +493,16 @@ def test_a_line_there_is_no_memory_to_parse_is_no_invalid_line(monkeypatch: pyte
     def no_memory(raw: bytes) -> Any:
         raise orjson.JSONDecodeError("Not enough memory to allocate buffer for parsing", "", 0)
 
-    monkeypatch.setattr(history.orjson, "loads", no_memory)
+    monkeypatch.setattr(reader.orjson, "loads", no_memory)
     with pytest.raises(MemoryError):
-        history.parse_line("h.jsonl", 2, b'{"index": 1}\n')
+        reader.parse_line("h.jsonl", 2, b'{"index": 1}\n')
+
+
+def test_importing_the_history_loads_no_compiler() -> None:
+    """The op model, writer and readers are light: whoever journals or reads ops (a
+    workload, a nemesis, the frame writer's child) does not load numba; only the
+    checkers' compiled pairing does."""
+    code = ("import sys, faultline.history; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -22,7 +22,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "faults": frozenset(),
     "targeted": frozenset({"errors"}),
     "spec": frozenset({"errors", "faults", "targeted"}),
-    "history": frozenset({"errors", "spec", "rundir", "compiled"}),
+    "history": frozenset({"errors", "rundir"}),
     "rundir": frozenset({"errors"}),
     "checkers": frozenset({"errors", "faults", "spec", "history", "rundir", "compiled"}),
     "cluster": frozenset({"errors", "faults", "spec", "rundir"}),
