@@ -8,7 +8,7 @@ import pytest
 
 from faultline.checkers.model.state import ModelConfig
 from faultline.checkers.model.steps import Step
-from faultline.run.compile import CompileError, compile_schedule
+from faultline.hunt.compile import CompileError, compile_schedule
 from faultline.targeted import parse_schedule
 
 UNCLEAN = ModelConfig(replication_factor=3, acks="all", min_insync=1, unclean=True, elr=True)

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from faultline.cli import main
 from faultline.history import HistoryWriter
-from faultline.run.hunt import RECIPES, HuntConfig, Row, hunt, render_page, render_table, unhunted
+from faultline.hunt import RECIPES, HuntConfig, Row, hunt, unhunted
+from faultline.hunt.page import render_page, render_table
 from faultline.spec import TestSpec
 
 
@@ -195,7 +196,7 @@ def test_acks1_with_the_whole_table_hunts_phantom_reads_with_the_elr_limit(tmp_p
 def test_a_hunt_whose_runs_errored_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Exit 2 on an error, as the command says: a hunt none of whose runs could run (a
     Kafka version that does not exist, no cluster) demonstrated nothing, and says why."""
-    import faultline.run.hunt as hunt_mod
+    import faultline.commands.hunt as hunt_mod
 
     monkeypatch.setattr(hunt_mod, "_run_one", lambda _root: lambda _spec: (
         None, "mvn could not resolve org.apache.kafka:kafka_2.13:9.9.9"))

@@ -12,8 +12,8 @@ import pytest
 from faultline.brokerstate.metadata_log import parse_dump, timeline
 from faultline.brokerstate.observe import Observer
 from faultline.brokerstate.replica_logs import replica_summary
-from faultline.checkers.cli import check_run
 from faultline.checkers.queue import check_rows
+from faultline.checkers.results_file import check_run
 from faultline.checkers.synthetic import Shape, generate
 from faultline.cluster.kafka_client import HighWatermark
 from faultline.cluster.protocol import PartitionState

@@ -8,11 +8,11 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from faultline import nightly
-from faultline.analysis import cli as analysis_cli
+from faultline.analysis import outputs
 from faultline.analysis.pipeline import Analysis
 from faultline.analysis.sweepdir import read_sweeps
 from faultline.cli import main
+from faultline.commands import nightly
 from faultline.sweep.manifest import CellState, Manifest
 from tests.analysis_sweeps import CellRun, make_sweep
 from tests.unit.analysis.test_comparison import cell_row
@@ -46,8 +46,8 @@ def test_nightly_of_an_earlier_night_judges_that_night(tmp_path: Path, monkeypat
                      created="2026-11-23T02:00:00Z", runs_violating=1, violations=["lost-write"],
                      run_list=[{"run": "r", "status": "done", "valid": "false",
                                 "violations": ["lost-write"], "report": None, "error": None}])]
-    monkeypatch.setattr(analysis_cli, "session", lambda master, remote: None)
-    monkeypatch.setattr(analysis_cli, "analyze", lambda spark, dirs, out, progress: Analysis(
+    monkeypatch.setattr(outputs, "session", lambda master, remote: None)
+    monkeypatch.setattr(outputs, "analyze", lambda spark, dirs, out, progress: Analysis(
         read_sweeps(dirs), {"runs": str(tmp_path / "t" / "runs")}, [], rows))
     monkeypatch.setattr(nightly, "run_matrix", lambda matrix, sweep_dir, console, night: Manifest(
         "nightly", "2026-11-22T02:00:00Z", [CellState("acks=1", {"producer.acks": "1"}, "done", True)]))
@@ -79,8 +79,8 @@ def test_a_night_is_the_night_asked_for_not_the_day_its_sweep_began(tmp_path: Pa
     monkeypatch.setattr(manifest, "utc_now", lambda: next(began))
     monkeypatch.setattr(kafka_dist, "ensure_kafka", lambda *args, **kwargs: None)
     monkeypatch.setattr(runner, "run_isolated", FakeRuns())
-    monkeypatch.setattr(analysis_cli, "session", lambda master, remote: None)
-    monkeypatch.setattr(analysis_cli, "analyze", analyze)
+    monkeypatch.setattr(outputs, "session", lambda master, remote: None)
+    monkeypatch.setattr(outputs, "analyze", analyze)
     matrix = tmp_path / "nightly.yaml"
     matrix.write_text("defaults: {time_limit_s: 5, workload: {rate: 10}}\naxes: {acks: ['1']}\n")
     for night in ("2020-01-02", "2020-01-01"):  # the later night first

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import faultline
 from faultline.checkers import queue, stored
-from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
+from faultline.checkers.results_file import check_run, write_results
 from faultline.checkers.stored import check_stored
 from faultline.cli import main
 from faultline.errors import FaultlineError, HistoryError, SpecError

@@ -25,7 +25,7 @@ def test_destroying_a_run_calls_every_registered_clean_up_with_its_id(
 
 @pytest.mark.parametrize("entry", [
     "faultline.cluster.backends",  # the runner's cluster_for
-    "faultline.run.cluster_cli",  # faultline cluster up --no-session and down
+    "faultline.commands.cluster",  # faultline cluster up --no-session and down
     "faultline.run.session",  # a session's child, which starts its cluster
 ])
 def test_what_cleans_up_stale_runs_has_every_backends_clean_up(entry: str) -> None:

@@ -15,11 +15,11 @@ from click.testing import CliRunner, Result
 from faultline.cli import main
 from faultline.errors import SpecError
 from faultline.run import runner
-from faultline.run.cli import MAX_YAML_BYTES, MAX_YAML_NODES, build_spec, read_yaml_mapping
 from faultline.run.runner import RunOutcome
 from faultline.rundir import new_run_dir
-from faultline.spec import TestSpec
+from faultline.spec import TestSpec, build_spec
 from faultline.workloads.clients import WorkloadStats, decode_value
+from faultline.yamlfile import MAX_YAML_BYTES, MAX_YAML_NODES, read_yaml_mapping
 
 
 def test_defaults_are_the_default_test() -> None:
@@ -391,11 +391,11 @@ def test_python_dash_m_faultline_cli_runs_the_cli() -> None:
 
 
 @pytest.mark.parametrize(("args", "work"), [
-    (["setup", "--kafka-version", "bogus"], "faultline.cluster.cli:run_setup"),
-    (["doctor", "--kafka-version", "bogus"], "faultline.cluster.cli:run_doctor"),
+    (["setup", "--kafka-version", "bogus"], "faultline.commands.setup:run_setup"),
+    (["doctor", "--kafka-version", "bogus"], "faultline.commands.doctor:run_doctor"),
     (["cluster", "up", "--kafka-version", "bogus"], "faultline.run.session:start"),
-    (["hunt", "--kafka-version", "bogus"], "faultline.run.hunt:hunt"),
-    (["hunt", "--safe-version", "bogus"], "faultline.run.hunt:hunt"),
+    (["hunt", "--kafka-version", "bogus"], "faultline.commands.hunt:hunt"),
+    (["hunt", "--safe-version", "bogus"], "faultline.commands.hunt:hunt"),
 ])
 def test_a_bad_kafka_version_is_refused_before_any_work(monkeypatch: pytest.MonkeyPatch,
                                                         args: list[str], work: str) -> None:

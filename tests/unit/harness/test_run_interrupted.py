@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from faultline.brokerstate import collect
-from faultline.checkers.cli import check_run
+from faultline.checkers.results_file import check_run
 from faultline.history import HistoryWriter
 from faultline.run import runner
 from faultline.workloads.clients import ProcessIds, WorkloadStats

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from faultline.checkers.model.cli import model
+from faultline.commands.model import model
 
 
 def test_list_names_every_scenario() -> None:
@@ -92,7 +92,7 @@ _WRITE_WITH_A_FULL_DISK = """
 import resource, signal, sys
 from pathlib import Path
 from click.testing import CliRunner
-from faultline.checkers.model import cli
+import faultline.commands.model as cli
 from faultline.cli import main
 cli.TABLE_PATH = Path(sys.argv[1])
 cli.explore_cell = lambda cell, bound: {}  # the write is what is tested, not the walk

@@ -1,6 +1,5 @@
-"""``faultline check RUN_DIR``: re-check a stored run from its files alone.
-
-:func:`check_run` is what ``faultline run`` calls at the end: it checks the stored run
+"""A run directory checked in place: :func:`check_run` is what ``faultline check`` and
+``faultline run`` (at its end) call. It checks the stored run
 (:func:`~faultline.checkers.stored.check_stored`) and writes ``results.json``
 atomically (a temporary file renamed over it), so a crash mid-write never leaves a
 half-written verdict, and beside it the history's sends as columns from the same pass
@@ -13,19 +12,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import click
 import orjson
 
-from faultline.checkers.result import UNKNOWN, Result, unknown_result
+from faultline.checkers.result import Result, unknown_result
 from faultline.checkers.stored import check_stored_table
 from faultline.checkers.table import write_table
-from faultline.checkers.whitebox import verdict_line
 from faultline.errors import FaultlineError
 from faultline.history import FOLLOW_S
 from faultline.rundir import (
@@ -38,9 +33,6 @@ from faultline.rundir import (
     history_identity,
     write_atomic,
 )
-
-#: Exit codes of ``faultline check`` (and ``faultline run``), by verdict.
-EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
 
 
 def check_run(run_dir: Path, follow: Callable[[], bool] | None = None) -> Result:
@@ -91,37 +83,3 @@ def write_results(run_dir: Path, result: Result) -> Path:
     """Write ``results.json`` atomically (:func:`~faultline.rundir.write_atomic`); return its path."""
     data = orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
     return write_atomic(Path(run_dir) / RESULTS_FILE, data)
-
-
-def summary(result: Result) -> str:
-    """A few lines for a terminal: verdict, counts seen, violations, unknowns."""
-    verdict = "VALID" if result.valid is True else "INVALID" if result.valid is False else "UNKNOWN"
-    send = result.stats.get("send", {})
-    lines = [f"{verdict}: {send.get('ok', 0)} ok, {send.get('fail', 0)} fail, "
-             f"{send.get('info', 0)} info sends"]
-    seen = [f"{k} {n}" for k, n in result.anomaly_counts.items() if n]
-    lines.append("anomalies: " + (", ".join(seen) if seen else "none"))
-    if result.violations:
-        lines.append("violations (not permitted): " + ", ".join(result.violations))
-    white = result.extra.get("white_box")
-    if isinstance(white, dict):
-        lines.append(f"white-box invariants: {verdict_line(white)}")
-        lines += [f"white-box input unreadable: {e}" for e in white.get("errors") or ()]
-    for u in result.unknown:
-        if u.get("affects_verdict"):
-            where = f" {u['topic']}/{u['partition']}" if "topic" in u else ""
-            lines.append(f"unknown: {u.get('kind')}{where}")
-    return "\n".join(lines)
-
-
-@click.command("check")
-@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
-def check(run_dir: Path) -> None:
-    """Check a stored run: read RUN_DIR's test.json and history, write results.json.
-
-    Exit 0 if valid, 1 if invalid, 2 if unknown or the input is unreadable.
-    """
-    result = check_run(run_dir)
-    click.echo(summary(result))
-    click.echo(f"wrote {run_dir / 'results.json'}")
-    sys.exit(EXIT_CODES[result.valid])

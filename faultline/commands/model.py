@@ -1,6 +1,6 @@
 """``faultline model``: replay a scenario, list them, or explore the guarantee table.
 
-Register with ``main.add_command(model)``. Forms::
+Forms::
 
     faultline model --list
     faultline model SCENARIO [--json]

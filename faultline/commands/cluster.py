@@ -25,7 +25,7 @@ from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.stateroot import checked_run_id
 from faultline.errors import ClusterError, FaultlineError, SpecError
 from faultline.run import session
-from faultline.run.cli import build_spec
+from faultline.spec import build_spec
 
 
 @click.group()

@@ -26,10 +26,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from faultline.analysis.cli import analyze_sweeps
+from faultline.analysis.outputs import analyze_sweeps
 from faultline.analysis.sweepdir import SWEEP_FILE, is_date
-from faultline.sweep.cli import run_matrix
 from faultline.sweep.matrix import load_matrix
+from faultline.sweep.runner import run_matrix
 
 SWEEP_DIR = "sweep"
 ANALYSIS_DIR = "analysis"

@@ -16,10 +16,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from faultline.cluster import kafka_dist
-from faultline.sweep.manifest import Manifest
-from faultline.sweep.matrix import Matrix, load_matrix
-from faultline.sweep.runner import check_disk, disk_needed, prepare, run_sweep, size
+from faultline.sweep.matrix import load_matrix
+from faultline.sweep.runner import run_matrix
 
 
 @click.command("sweep")
@@ -39,25 +37,3 @@ def sweep(matrix_file: Path, out: Path | None) -> None:
         click.echo(f"  {state.id}: {state.status}"
                    + (f" ({state.error})" if state.error else f", valid {state.valid}"))
     sys.exit(manifest.exit_code)
-
-
-def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console, night: str | None = None) -> Manifest:
-    """The whole of a sweep, for ``faultline sweep`` and ``faultline nightly`` (which names
-    its ``night``): prepare (or resume) ``sweep_dir``, resolve every Kafka version the
-    cells left need, refuse when the disk would not hold them (SetupError), and run them.
-    Ctrl-C exits 2 after saying which cells are kept. Returns the manifest as saved."""
-    manifest = prepare(matrix, sweep_dir, night)
-    done = {s.id for s in manifest.cells if s.status == "done"}
-    todo = [c for c in matrix.cells if c.id not in done]
-    for version in sorted({(c.spec.kafka.version, c.spec.kafka.home) for c in todo},
-                          key=lambda v: v[0]):
-        kafka_dist.ensure_kafka(*version, report=lambda line: console.print(line, highlight=False))
-    check_disk(sweep_dir, todo)
-    console.print(f"sweep {matrix.name}: {len(matrix.cells)} cells, {len(todo)} to run "
-                  f"(about {size(disk_needed(todo))}) into {sweep_dir}", highlight=False)
-    try:
-        return run_sweep(matrix, sweep_dir, manifest, console=console)
-    except KeyboardInterrupt:
-        click.echo(f"faultline: interrupted; {manifest.count('done')} cell(s) done are kept "
-                   f"in {sweep_dir}; run the same command again to go on", err=True)
-        sys.exit(2)
