@@ -20,9 +20,9 @@ import click
 from confluent_kafka import KafkaException
 
 from faultline.cluster import backends  # noqa: F401  (each backend's clean-up, for cleanup_stale)
-from faultline.cluster.local import runstate
+from faultline.cluster.host import runstate
+from faultline.cluster.host.stateroot import checked_run_id
 from faultline.cluster.local.cluster import LocalCluster
-from faultline.cluster.stateroot import checked_run_id
 from faultline.errors import ClusterError, FaultlineError, SpecError
 from faultline.run import session
 from faultline.spec import build_spec

@@ -51,8 +51,8 @@ def test_a_spec_file_sets_the_rest_and_a_backend_other_than_local_is_one_line(
 
 def test_status_of_a_crashed_run_says_so_not_that_a_process_owns_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from faultline.cluster.host.runstate import ProcId, RunState
     from faultline.cluster.local.cluster import LocalCluster
-    from faultline.cluster.local.runstate import ProcId, RunState
 
     monkeypatch.setenv("FAULTLINE_STATE", str(tmp_path))
     monkeypatch.setattr(LocalCluster, "active_controller", lambda self: None)  # no cluster to ask

@@ -119,3 +119,12 @@ def test_every_package_says_what_it_owns_and_may_import() -> None:
         if (ROOT / name).is_dir():
             doc = importlib.import_module(f"faultline.{name}").__doc__ or ""
             assert "May import" in doc, f"faultline/{name}/__init__.py: say what it owns and may import"
+
+
+def test_the_host_pieces_import_no_backend() -> None:
+    """``cluster.host`` is what both backends share: it knows neither of them (the docker
+    backend builds on the local one, and both on the host pieces)."""
+    backends = ("faultline.cluster.local", "faultline.cluster.docker")
+    wrong = sorted(f"{m} imports {i}" for m, p in modules() if m.startswith("faultline.cluster.host")
+                   for i in imports(p, m) if i.startswith(backends))
+    assert not wrong, wrong

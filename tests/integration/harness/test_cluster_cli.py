@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from faultline.cluster.local import netns, runstate
+from faultline.cluster.host import netns, runstate
 from faultline.cluster.waiting import wait_until
 from faultline.history import history_lines
 from faultline.run import session

@@ -13,7 +13,7 @@ import pytest
 from faultline.cluster import kafka_client
 from faultline.cluster.docker import image
 from faultline.cluster.docker.cluster import LABEL, DockerCluster
-from faultline.cluster.local import netns, runstate
+from faultline.cluster.host import netns, runstate
 from faultline.errors import SetupError
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 from tests.unprivileged import assert_toxiproxy_out_of_reach

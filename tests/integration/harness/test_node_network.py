@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from faultline.cluster import kafka_client
-from faultline.cluster.local import netns, runstate
+from faultline.cluster.host import netns, runstate
+from faultline.cluster.host.netns import Layout
 from faultline.cluster.local.cluster import LocalCluster
-from faultline.cluster.local.netns import Layout
 from faultline.cluster.setup import network_check
 from faultline.errors import ClusterError
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec

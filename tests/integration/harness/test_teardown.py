@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from toxiproxy.toxic import Toxic
 
-from faultline.cluster.local import netns, runstate
+from faultline.cluster.host import netns, runstate
+from faultline.cluster.host.runstate import RunState
 from faultline.cluster.local.cluster import LocalCluster
-from faultline.cluster.local.runstate import RunState
 from faultline.cluster.toxiproxy import ToxiproxyClient
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 from tests.integration.nemeses.nemesis_helpers import wait_until

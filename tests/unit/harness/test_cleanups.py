@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faultline.cluster import cleanups
-from faultline.cluster.local import runstate
+from faultline.cluster.host import cleanups, runstate
 
 
 def test_destroying_a_run_calls_every_registered_clean_up_with_its_id(
@@ -30,7 +29,7 @@ def test_destroying_a_run_calls_every_registered_clean_up_with_its_id(
 ])
 def test_what_cleans_up_stale_runs_has_every_backends_clean_up(entry: str) -> None:
     """A fresh interpreter: in this one, a test may have loaded the docker backend already."""
-    code = (f"import {entry}\nfrom faultline.cluster import cleanups\n"
+    code = (f"import {entry}\nfrom faultline.cluster.host import cleanups\n"
             "print([f'{f.__module__}.{f.__qualname__}' for f in cleanups.registered()])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)

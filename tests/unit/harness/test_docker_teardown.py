@@ -17,8 +17,8 @@ import pytest
 from faultline.cluster.docker import engine
 from faultline.cluster.docker.cluster import DockerCluster
 from faultline.cluster.docker.engine import HostState
-from faultline.cluster.local import runstate
-from faultline.cluster.local.runstate import ProcId, RunState
+from faultline.cluster.host import runstate
+from faultline.cluster.host.runstate import ProcId, RunState
 from faultline.spec import TestSpec
 from tests.processes import alive
 from tests.unit.harness.fakes import Labelled

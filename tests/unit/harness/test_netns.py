@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from faultline.cluster.local import netns
+from faultline.cluster.host import netns
+from faultline.cluster.host.netns import CHAIN, Layout
 from faultline.cluster.local.cluster import LocalCluster
-from faultline.cluster.local.netns import CHAIN, Layout
 from faultline.errors import ClusterError
 from faultline.spec import TestSpec
 from tests.unit.harness.fakes import FakeIp

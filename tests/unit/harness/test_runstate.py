@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from faultline.cluster.local import runstate
-from faultline.cluster.local.runstate import ProcId, RunState
+from faultline.cluster.host import runstate
+from faultline.cluster.host.runstate import ProcId, RunState
 from tests.unit.harness.fakes import FakeIp, Labelled
 
 

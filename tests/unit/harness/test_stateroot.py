@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 from faultline.cli import main
 from faultline.cluster.docker import engine
-from faultline.cluster.local import runstate
-from faultline.cluster.stateroot import state_root
+from faultline.cluster.host import runstate
+from faultline.cluster.host.stateroot import state_root
 from faultline.errors import SetupError
 from tests.unit.harness.fakes import FakeIp
 

@@ -46,8 +46,8 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from faultline.cluster.host.stateroot import RUN_ID
 from faultline.cluster.kafka_config import BROKER_PORT
-from faultline.cluster.stateroot import RUN_ID
 from faultline.errors import ClusterError
 
 #: Every name the local backend gives starts with this, then the run id.
@@ -432,3 +432,19 @@ def free_subnets(
     count: it overlaps everything)."""
     blocked = [n for n in taken if n.prefixlen > 0]
     return [s for s in supernet.subnets(new_prefix=24) if not any(s.overlaps(b) for b in blocked)]
+
+
+def run_per_node(plan: Iterable[Sequence[Sequence[str]]]) -> None:
+    """Run each node's commands in order, every node's even when another node's fail:
+    one namespace whose iptables fails (the xtables lock not had in time, a chain gone)
+    must not leave the rules of the nodes after it as they were, partitioned after a heal
+    or under the last grudge. ClusterError naming every failure, once all have run."""
+    errors: list[str] = []
+    for cmds in plan:
+        try:
+            for cmd in cmds:
+                run(cmd)
+        except ClusterError as e:  # the node's later commands depend on this one; next node
+            errors.append(str(e))
+    if errors:
+        raise ClusterError("; ".join(errors))

@@ -1,7 +1,7 @@
 """Per-run state on disk, so that a run's leftovers can always be found and removed.
 
 Each local cluster keeps ``<root>/runs/<run-id>/state.json`` (``<root>``: the state root
-of :mod:`faultline.cluster.stateroot`, a directory only this user can change): its owner
+of :mod:`faultline.cluster.host.stateroot`, a directory only this user can change): its owner
 process, network layout, the pids of its JVMs and Toxiproxy and its proxies' ports. It is
 written before the first namespace is created and removed after the last one is gone.
 Every field of it is checked when read; a file that does not check is no state.
@@ -36,10 +36,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultline.cluster import cleanups
-from faultline.cluster.local import netns
-from faultline.cluster.stateroot import ENV as ENV_STATE
-from faultline.cluster.stateroot import (
+from faultline.cluster.host import cleanups, netns
+from faultline.cluster.host.stateroot import ENV as ENV_STATE
+from faultline.cluster.host.stateroot import (
     default_root,
     open_private,
     read_private,

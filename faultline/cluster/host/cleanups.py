@@ -2,7 +2,7 @@
 
 A backend registers its clean-up when its module loads (the docker backend: a run's
 containers and network, which no namespace or link name shows);
-:func:`faultline.cluster.local.runstate.destroy` calls every one. :mod:`.backends` loads
+:func:`faultline.cluster.host.runstate.destroy` calls every one. :mod:`faultline.cluster.backends` loads
 every backend, so whatever destroys runs (a run's start, ``faultline cluster down``)
 imports it first.
 """
