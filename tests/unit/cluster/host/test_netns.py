@@ -12,7 +12,7 @@ from faultline.cluster.host.netns import CHAIN, Layout
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.errors import ClusterError
 from faultline.spec import TestSpec
-from tests.unit.harness.fakes import FakeIp
+from tests.unit.cluster.fakes import FakeIp
 
 NET = ipaddress.IPv4Network("10.241.7.0/24")
 LAYOUT = Layout("abc123", NET, (1, 2, 3))

@@ -12,7 +12,7 @@ import pytest
 
 from faultline.cluster.host import runstate
 from faultline.cluster.host.runstate import ProcId, RunState
-from tests.unit.harness.fakes import FakeIp, Labelled
+from tests.unit.cluster.fakes import FakeIp, Labelled
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from faultline.brokerstate.segments import (
     read_checkpoint,
     segment_files,
 )
-from tests.unit.harness.fakes import batch, segment
+from tests.unit.brokerstate.fakes import batch, segment
 
 DATA = Path(__file__).parent / "data"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from faultline.brokerstate.metadata_log import RawRecord, parse_dump, timeline
 from faultline.brokerstate.replica_logs import replica_summary
-from tests.unit.harness.fakes import batch, segment
+from tests.unit.brokerstate.fakes import batch, segment
 
 DUMP = (Path(__file__).parent / "data" / "dumplogsegments-metadata.txt").read_text()
 START_MS = 1795317075177

@@ -2,7 +2,7 @@
 run by the session's HandNemesis (over the in-memory fake cluster) and answered with the
 line the command prints; a failure is one error line; no session, several, or one that
 does not answer are one line each. The whole session on real Kafka is
-tests/integration/harness/test_cluster_cli.py's."""
+tests/integration/commands/test_cluster.py's."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from faultline.cluster.protocol import PartitionState
 from faultline.history import HistoryWriter
 from faultline.run.runner import _observing
 from faultline.spec import TestSpec
-from tests.unit.harness.fakes import TOPIC, FakeSource, log_dirs
+from tests.unit.brokerstate.fakes import TOPIC, FakeSource, log_dirs
 
 
 def observer(tmp_path: Path, source: FakeSource, dirs: dict[int, Path] | None = None) -> Observer:

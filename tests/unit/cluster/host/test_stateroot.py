@@ -23,7 +23,7 @@ from faultline.cluster.docker import engine
 from faultline.cluster.host import runstate
 from faultline.cluster.host.stateroot import state_root
 from faultline.errors import SetupError
-from tests.unit.harness.fakes import FakeIp
+from tests.unit.cluster.fakes import FakeIp
 
 NOBODY = 65534
 

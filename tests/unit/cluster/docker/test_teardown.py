@@ -21,7 +21,7 @@ from faultline.cluster.host import runstate
 from faultline.cluster.host.runstate import ProcId, RunState
 from faultline.spec import TestSpec
 from tests.processes import alive
-from tests.unit.harness.fakes import Labelled
+from tests.unit.cluster.fakes import Labelled
 
 
 @pytest.fixture(autouse=True)
