@@ -28,8 +28,8 @@ from typing import Any
 from bench_checker import shape_for, write_run
 from playwright.sync_api import sync_playwright
 
-from faultline.checkers.cli import check_run
 from faultline.checkers.result import MAX_EXAMPLES
+from faultline.checkers.results_file import check_run
 from faultline.checkers.synthetic import Row, Shape, generate
 from faultline.report.page import build_report
 

@@ -23,6 +23,7 @@ import orjson
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
 from faultline.targeted import parse_schedule
+from faultline.yamlfile import read_yaml_mapping
 
 Acks = Literal["0", "1", "all"]
 ACKS: tuple[str, ...] = typing.get_args(Acks)
@@ -421,3 +422,30 @@ def _validate(spec: TestSpec) -> None:
         if not ok:
             raise SpecError(message)
     parse_schedule(n.schedule, t.partitions, k.nodes)
+
+
+def build_spec(spec_file: Path | None, overrides: Mapping[str, Any]) -> TestSpec:
+    """The spec from ``spec_file`` (YAML or JSON; may be None) with ``overrides`` (nested
+    like ``test.json``, None values ignored) merged on top; raises SpecError."""
+    base: dict[str, Any] = {}
+    source = "options"
+    if spec_file is not None:
+        source = str(spec_file)
+        base = read_yaml_mapping(spec_file, "a mapping of spec keys")
+    merged = _merge(base, overrides)
+    merged.pop("start_wall_ms", None)  # set when the run starts
+    return TestSpec.from_mapping(merged, source=source)
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if v is None:
+            continue
+        if isinstance(v, Mapping):
+            inner = out.get(k, {})
+            # a section the file got wrong (``topic: 5``) stays, for validation to name it
+            out[k] = _merge(inner, v) if isinstance(inner, Mapping) else inner
+        else:
+            out[k] = v
+    return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultline.checkers.cli import check_run
+from faultline.checkers.results_file import check_run
 from tests.e2e.report_runs import Scenario, make_run
 
 DATA = Path(__file__).resolve().parent / "e2e" / "data"

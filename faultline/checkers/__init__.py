@@ -5,7 +5,8 @@ topic-partition), the guarantee table (:mod:`.guarantees`: which anomalies a con
 the faults each partition saw permit), the verdict and its stories (:mod:`.verdict`,
 :mod:`.examples`, :mod:`.explain`), the measures, the white-box invariants over the
 broker's own files (:mod:`.whitebox`), the one check of a stored run
-(:mod:`.stored`), ``faultline check`` (:mod:`.cli`) and the reference model
+(:mod:`.stored`) and its results written into the run directory (:mod:`.results_file`),
+the history's pairing rules compiled (:mod:`.pairing`) and the reference model
 (:mod:`.model`). Pure functions of files and rows: no cluster, client or report code.
 
 May import: errors, faults, spec, history, rundir, compiled.

@@ -96,6 +96,7 @@ from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.kernel import FAIL, OK
 from faultline.checkers.measures import Measures
+from faultline.checkers.pairing import open_f, pairing_state
 from faultline.checkers.result import Result
 from faultline.checkers.table import HistoryDigest, SendTable
 from faultline.checkers.verdict import Collected, build_result, iso_rows
@@ -125,9 +126,7 @@ from faultline.history import (
     history_blocks,
     iter_rows,
     latest_time,
-    open_f,
     pairing_message,
-    pairing_state,
     parse_line,
     unreadable,
 )

@@ -176,7 +176,7 @@ def _check(run_dir: Path) -> tuple[dict[str, Any], HistoryDigest]:
     columns, from one pass of the same function
     (:func:`~faultline.checkers.stored.check_stored_table`), in memory.
 
-    Not :func:`~faultline.checkers.cli.check_run`: the report must write nothing but
+    Not :func:`~faultline.checkers.results_file.check_run`: the report must write nothing but
     report.html (a stored verdict is the user's to make). A history the checker cannot
     read raises its HistoryError; a checker that failed leaves no sends to draw.
     """

@@ -9,7 +9,7 @@ decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
 Seams for the parts written elsewhere: ``cluster_factory`` (default:
 :func:`~faultline.cluster.backends.cluster_for`), the workload
 (:func:`~faultline.workloads.workload_for`), ``nemesis_factory`` (default:
-:func:`_nemesis_package`), the verdict (:func:`faultline.checkers.cli.check_run`) and the
+:func:`_nemesis_package`), the verdict (:func:`faultline.checkers.results_file.check_run`) and the
 report (:func:`_report`).
 """
 
@@ -306,7 +306,7 @@ class _LiveCheck:
     test and its drain go on, so that they keep the machine (:meth:`hurry` then gives it
     the run's), reads the history as the run writes it, so that after the
     run only its tail (the drain) and the decisions remain to do. It
-    is :func:`~faultline.checkers.cli.check_run` itself, the history followed until
+    is :func:`~faultline.checkers.results_file.check_run` itself, the history followed until
     :meth:`verdict` says it is closed: the same check as ``faultline check`` of the run
     directory afterwards, which reads the same bytes and the same broker state (the
     run writes that before it closes the history). Then it builds the report
@@ -390,8 +390,8 @@ def _check_following(run_dir: Path, parent: int, closed: Any, answers: Any) -> N
 def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Valid, str | None]:
     """The checker's verdict and its white-box line (``None`` without broker state); the
     checker writes ``results.json`` (also when it fails). ``follow``: see
-    :func:`~faultline.checkers.cli.check_run`."""
-    from faultline.checkers.cli import check_run
+    :func:`~faultline.checkers.results_file.check_run`."""
+    from faultline.checkers.results_file import check_run
     from faultline.checkers.whitebox import verdict_line
 
     try:

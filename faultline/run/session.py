@@ -33,10 +33,10 @@ from typing import Any, NamedTuple
 import orjson
 from rich.console import Console
 
-from faultline.cluster.local import runstate
+from faultline.cluster.host import runstate
+from faultline.cluster.host.stateroot import checked_run_id, read_private
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.protocol import Cluster
-from faultline.cluster.stateroot import checked_run_id, read_private
 from faultline.errors import ClusterError, FaultlineError, NemesisError
 from faultline.history import Op
 from faultline.nemeses.scripted import HandPackage

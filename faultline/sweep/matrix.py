@@ -40,6 +40,7 @@ from typing import Any
 
 from faultline.errors import SpecError
 from faultline.spec import TestSpec, name_ok
+from faultline.yamlfile import read_yaml_mapping
 
 #: Short axis names and the spec fields they stand for.
 SHORT_NAMES: dict[str, str] = {
@@ -219,7 +220,5 @@ def _set(data: dict[str, Any], path: str, value: Any) -> None:
 
 def load_matrix(path: Path) -> Matrix:
     """The matrix in the YAML file ``path``; one SpecError line for anything wrong with it."""
-    from faultline.run.cli import read_yaml_mapping
-
     return parse_matrix(read_yaml_mapping(path, "a matrix (name, defaults, axes, cells)"),
                         str(path), path.stem)

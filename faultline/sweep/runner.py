@@ -24,19 +24,21 @@ import io
 import multiprocessing
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
+import click
 import orjson
 import yaml
 from rich.console import Console
 from rich.text import Text
 
 from faultline.checkers.result import Valid
+from faultline.cluster import kafka_dist
 from faultline.errors import SetupError, SpecError
-from faultline.run.cli import read_yaml_mapping
 from faultline.run.runner import LiveLine, RunOutcome, run_test
 from faultline.rundir import RESULTS_FILE, write_atomic
 from faultline.spec import TestSpec
@@ -51,6 +53,7 @@ from faultline.sweep.manifest import (
 )
 from faultline.sweep.matrix import Cell, Matrix
 from faultline.workloads.clients import WorkloadStats
+from faultline.yamlfile import read_yaml_mapping
 
 #: Bytes of run directory one acknowledged send costs, at most: its share of
 #: history.jsonl.zst (invoke, completion, polls, drain), of history.sends.parquet and of
@@ -305,3 +308,25 @@ class _Progress(LiveLine):
 def _hms(seconds: float) -> str:
     s = int(seconds)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console, night: str | None = None) -> Manifest:
+    """The whole of a sweep, for ``faultline sweep`` and ``faultline nightly`` (which names
+    its ``night``): prepare (or resume) ``sweep_dir``, resolve every Kafka version the
+    cells left need, refuse when the disk would not hold them (SetupError), and run them.
+    Ctrl-C exits 2 after saying which cells are kept. Returns the manifest as saved."""
+    manifest = prepare(matrix, sweep_dir, night)
+    done = {s.id for s in manifest.cells if s.status == "done"}
+    todo = [c for c in matrix.cells if c.id not in done]
+    for version in sorted({(c.spec.kafka.version, c.spec.kafka.home) for c in todo},
+                          key=lambda v: v[0]):
+        kafka_dist.ensure_kafka(*version, report=lambda line: console.print(line, highlight=False))
+    check_disk(sweep_dir, todo)
+    console.print(f"sweep {matrix.name}: {len(matrix.cells)} cells, {len(todo)} to run "
+                  f"(about {size(disk_needed(todo))}) into {sweep_dir}", highlight=False)
+    try:
+        return run_sweep(matrix, sweep_dir, manifest, console=console)
+    except KeyboardInterrupt:
+        click.echo(f"faultline: interrupted; {manifest.count('done')} cell(s) done are kept "
+                   f"in {sweep_dir}; run the same command again to go on", err=True)
+        sys.exit(2)

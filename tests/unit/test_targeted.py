@@ -183,7 +183,7 @@ def test_what_a_condition_saw_is_said() -> None:
 def test_the_example_schedule_is_a_valid_spec() -> None:
     from pathlib import Path
 
-    from faultline.run.cli import build_spec
+    from faultline.spec import build_spec
 
     spec = build_spec(Path(__file__).parents[2] / "examples" / "acks1-lost-write.yaml", {})
     assert spec.nemesis.schedule[3] == "crash leader of 0 as old" and spec.producer.acks == "1"

@@ -21,13 +21,14 @@ from hypothesis import strategies as st
 
 import faultline
 from faultline.checkers import queue, stored
-from faultline.checkers.cli import check_run, write_results
 from faultline.checkers.result import Result
+from faultline.checkers.results_file import check_run, write_results
 from faultline.checkers.stored import check_stored
 from faultline.cli import main
 from faultline.errors import FaultlineError, HistoryError, SpecError
-from faultline.history import MAX_LINE_BYTES, iter_rows, latest_time
+from faultline.history import iter_rows, latest_time
 from faultline.report.page import load_run, render_report
+from faultline.rundir import MAX_LINE_BYTES
 from faultline.spec import TestSpec
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 

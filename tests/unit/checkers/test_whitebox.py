@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from faultline.checkers.cli import check, check_run
+from faultline.checkers.results_file import check_run
 from faultline.checkers.whitebox import (
     MAX_EXAMPLES,
     BrokerFiles,
@@ -23,6 +23,7 @@ from faultline.checkers.whitebox import (
     check_white_box,
     leader_changes,
 )
+from faultline.commands.check import check
 from faultline.spec import TestSpec, TopicSpec
 from tests.e2e.report_runs import Scenario, make_run
 from tests.unit.test_schemas import RESULTS

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from faultline.cli import main
 from faultline.errors import SpecError
-from faultline.run.cli import build_spec
+from faultline.spec import build_spec
 from faultline.sweep.matrix import cell_id, load_matrix, parse_matrix
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -178,8 +178,8 @@ def test_the_examples_are_valid_matrices() -> None:
 
 def test_a_kept_schedule_is_a_regression_sweep() -> None:
     """examples/unclean-regression.yaml: the hunt's compiled schedule in every cell."""
-    from faultline.run.compile import compile_schedule
-    from faultline.run.hunt import RECIPES, HuntConfig
+    from faultline.hunt import RECIPES, HuntConfig
+    from faultline.hunt.compile import compile_schedule
 
     recipe = next(r for r in RECIPES if r.name == "unclean-election-stale-follower")
     cells = load_matrix(EXAMPLES / "unclean-regression.yaml").cells
@@ -206,7 +206,7 @@ def test_nightly_reruns_an_older_night_as_the_newest_of_its_analysis(
     nights up to it; a later night's sweep taken for the newest would judge another night."""
     from types import SimpleNamespace
 
-    import faultline.nightly as nightly_mod
+    import faultline.commands.nightly as nightly_mod
     from faultline.analysis.sweepdir import SWEEP_FILE
 
     results = tmp_path / "r"
