@@ -23,8 +23,9 @@ model                                        targeted
 ``crash(k)``, ``restart(k)``, k a follower,  ``crash first of held`` (k = 2; ``second``: 3),
 once ``held`` is bound                       ``restart first of held``
 ``crash(1)``                                 ``crash leader of 0 as old``
-``wipe(1)``                                  ``wipe leader of 0 as old``, ``restart old``
-                                             (the model's wipe restarts at once)
+``wipe(1)``, ``lose-unflushed(1)``          ``wipe leader of 0 as old`` (``lose-unflushed
+                                             ...``), ``restart old`` (the model's restart
+                                             at once)
 ``restart(1)``                               ``restart old``
 ``heal``                                     ``release held``
 a fault on 1 while the followers are held    first ``wait for 1 s``: the leader
@@ -69,7 +70,10 @@ _ON_ITS_OWN = frozenset({"produce", "produce-to", "fetch"})
 #: Fault kinds that act on both followers together, and their targeted verbs.
 _GROUP = {"cut": "hold", "pause": "pause", "resume": "resume", "crash": "crash", "restart": "restart"}
 #: (kind, replica up) of the model's faults that do nothing, and what the targeted step does there.
-_IGNORED = {("restart", True): "stops and starts it", ("wipe", False): "deletes its data and starts it"}
+_IGNORED = {("restart", True): "stops and starts it", ("wipe", False): "deletes its data and starts it",
+            ("lose-unflushed", False): "cuts its logs back and starts it"}
+#: Faults on replica 1 that destroy its data; the model restarts it at once.
+_DESTROY = frozenset({"wipe", "lose-unflushed"})
 
 
 class CompileError(ValueError):
@@ -146,16 +150,15 @@ def compile_schedule(steps: Sequence[Step], config: ModelConfig) -> tuple[str, .
             apply(st, step)
             i += 1
             continue
-        if step.kind in ("crash", "wipe", "restart") and step.a == LEADER:
+        if step.kind in ("crash", "restart", *_DESTROY) and step.a == LEADER:
             if step.kind != "restart" and held and produced:
                 out.append("wait for 1 s")
             if step.kind == "restart":
                 out.append("restart old")
             else:
-                out.append(f"{'wipe' if step.kind == 'wipe' else 'crash'} "
-                           f"{'old' if 'old' in bound else 'leader of 0 as old'}")
+                out.append(f"{step.kind} {'old' if 'old' in bound else 'leader of 0 as old'}")
                 bound.add("old")
-                if step.kind == "wipe":
+                if step.kind in _DESTROY:
                     out.append("restart old")
             apply(st, step)
             i += 1

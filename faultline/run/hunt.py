@@ -154,6 +154,16 @@ RECIPES: tuple[Recipe, ...] = (
         "empty, and the controller elects the last known leader, empty: committed data lost with one "
         "wipe, no unclean setting.",
         time_limit_s=100.0),
+    Recipe(
+        "lose-unflushed-last-isr-member",
+        "produce fetch(2) fetch(3) fetch(2) fetch(3) cut(1,2) cut(1,3) produce tick tick tick "
+        "lose-unflushed(1) heal tick fetch(2) fetch(3) produce",
+        _on("all", 1),
+        "As wipe-last-isr-member, but the last ISR member loses only what it had not flushed to disk (Kafka "
+        "flushes on a segment roll, so in a short run nearly all of it): with min.insync=1 the ISR of the "
+        "leader alone still acknowledges, nobody is in the ELR, and the leader comes back with its log "
+        "cut and is elected again; the followers truncate to it.",
+        time_limit_s=35.0),
 )
 
 
