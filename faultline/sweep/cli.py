@@ -19,7 +19,7 @@ from rich.console import Console
 from faultline.cluster import kafka_dist
 from faultline.sweep.manifest import Manifest
 from faultline.sweep.matrix import Matrix, load_matrix
-from faultline.sweep.runner import check_disk, disk_needed, prepare, run_sweep, size
+from faultline.sweep.runner import check_disk, disk_needed, duration_s, hms, prepare, run_sweep, size
 
 
 @click.command("sweep")
@@ -54,7 +54,8 @@ def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console, night: str | N
         kafka_dist.ensure_kafka(*version, report=lambda line: console.print(line, highlight=False))
     check_disk(sweep_dir, todo)
     console.print(f"sweep {matrix.name}: {len(matrix.cells)} cells, {len(todo)} to run "
-                  f"(about {size(disk_needed(todo))}) into {sweep_dir}", highlight=False)
+                  f"(about {size(disk_needed(todo))} and {hms(duration_s(todo))}) into {sweep_dir}",
+                  highlight=False)
     try:
         return run_sweep(matrix, sweep_dir, manifest, console=console)
     except KeyboardInterrupt:
