@@ -90,9 +90,8 @@ def evidence(cell: Mapping[str, Any]) -> Evidence:
         return Evidence("unknown", f"{_n(bad, 'run')} failed, not run or undecided", None, k, seeds)
     if worst == "permitted":
         run = next((r for r in runs if run_status(r) == "permitted"), None)
-        lost = run.get("n_lost_write") if run else cell.get("lost_sum")
-        return Evidence("demonstrated", f"lost {lost} acknowledged writes under {_under(run)}, permitted",
-                        run, k, seeds)
+        lost = _n(int((run.get("n_lost_write") if run else cell.get("lost_sum")) or 0), "acknowledged write")
+        return Evidence("demonstrated", f"lost {lost} under {_under(run)}, permitted", run, k, seeds)
     if cell.get("expected_loss") == "permitted":
         losing = [str(r.get("recipe")) for r in targeted if LOSS in (r.get("predicts") or ())]
         why = (f"the model loses data under {', '.join(losing)} here, and Kafka kept every write" if losing
