@@ -6,9 +6,11 @@ rows of :func:`faultline.analysis.pipeline.analyze`:
 - per fault set, a grid of acks (rows) x min.insync.replicas (columns), one grid per
   unclean election and Kafka version swept; each cell shows what the guarantee table
   expects (loss forbidden or permitted, :func:`faultline.analysis.aggregate.expected_loss`)
-  beside what happened (loss in k of n runs, its 95 % interval, how much), colored
-  ``violation`` (a run broke its guarantees), ``permitted`` (loss the guarantees allow),
-  ``clean`` (no loss, every verdict decided) or ``unknown``; links to its runs' reports.
+  and its state (:mod:`faultline.analysis.evidence`: ``violation``, ``unknown``,
+  ``demonstrated``, ``not-demonstrated``, ``held``), colored by it, with the run that
+  shows it, each targeted run's outcome beside what the model predicts of it, and the
+  random seeds' own figures (loss in k of n runs, its 95 % interval, how much: the
+  chance a plain random night would have seen the loss); links to its runs' reports.
   Configs that differ in another swept axis share a grid cell, each labelled;
 - the price of durability: acknowledged throughput, p99 latency and unavailability
   against the probability of loss, one point per config, and the same as a table;
@@ -37,12 +39,15 @@ from bokeh.plotting import figure
 from bokeh.resources import Resources
 
 from faultline.analysis.aggregate import PER_RUN
+from faultline.analysis.evidence import LOSS, STATES, evidence, run_status, status
 from faultline.analysis.tables import config_columns
 from faultline.rundir import write_atomic
 from faultline.spec import TestSpec
 
 COMPARISON_FILE = "comparison.html"
-COLORS = {"violation": "#b3261e", "permitted": "#d08c00", "clean": "#1e7b34", "unknown": "#6b7580"}
+#: A color per state (:data:`faultline.analysis.evidence.STATES`).
+COLORS = {"violation": "#b3261e", "unknown": "#6b7580", "demonstrated": "#d08c00",
+          "not-demonstrated": "#7b3fa0", "held": "#1e7b34"}
 ACKS_ORDER = ("0", "1", "all")
 
 
@@ -50,23 +55,6 @@ ACKS_ORDER = ("0", "1", "all")
 CONFIG = tuple(sorted(frozenset(config_columns(TestSpec())) - PER_RUN))
 #: A config: its cell key and its config columns' values.
 Config = tuple[str, tuple[Any, ...]]
-
-#: The statuses from the worst: of two cells of one config on one night, the page shows the worse.
-SEVERITY = ("violation", "unknown", "permitted", "clean")
-
-
-def status(cell: Mapping[str, Any]) -> str:
-    """``violation``, ``unknown`` (a run failed or its verdict is unknown: what it did not
-    decide may hide a forbidden loss), ``permitted`` (loss, none forbidden) or ``clean`` for
-    a cells row, in that order."""
-    if cell.get("runs_violating"):
-        return "violation"
-    if cell.get("runs_unknown") or cell.get("runs_failed") or not cell.get("runs"):
-        return "unknown"
-    if cell.get("runs_lost"):
-        return "permitted"
-    return "clean"
-
 
 def decided(cell: Mapping[str, Any]) -> int:
     """The runs of a cells row whose loss is decided: ``p_loss``'s denominator."""
@@ -138,8 +126,15 @@ def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str], also: str
              "valid": r.get("valid") if r.get("status") == "done" else r.get("status"),
              "violations": ", ".join(r.get("violations") or ()), "href": _link(r.get("report"), out),
              "error": r.get("error")} for r in cell.get("run_list") or ()]
+    ev = evidence(cell)
+    targeted = [{"recipe": r["recipe"], "status": run_status(r), "lost": r.get("n_lost_write") or 0,
+                 "violations": ", ".join(r.get("violations") or ()), "href": _link(r.get("report"), out),
+                 "error": r.get("error"), "model": "loses data" if LOSS in (r.get("predicts") or ())
+                 else "keeps every write"} for r in cell.get("targeted") or ()]
     return {
         "key": key, "name": _name(key, also), "label": label, "status": status(cell),
+        "state": ev.state, "why": ev.why, "shown_by": _link((ev.run or {}).get("report"), out),
+        "targeted": targeted,
         "expected": cell.get("expected_loss") or "unknown",
         "expected_reason": cell.get("expected_reason") or "", "runs": runs,
         "n": decided(cell), "k": cell.get("runs_lost") or 0, "failed": cell.get("runs_failed") or 0,
@@ -192,15 +187,15 @@ def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
         "p99": [num(c.get("p99_ms")) for c in cells],
         "unav": [num(c.get("unavailability"), 100) for c in cells],
         "cell": [str(c["cell"]) for c in cells],
-        "color": [COLORS[status(c)] for c in cells],
-        "status": [status(c) for c in cells],
+        "color": [COLORS[evidence(c).state] for c in cells],
+        "state": [evidence(c).state for c in cells],
     })
     figs = []
     for col, title in (("thr", "acked sends/s"), ("p99", "p99 latency (ms)"), ("unav", "unavailable (%)")):
         f = figure(height=300, sizing_mode="stretch_width", title=f"{title} vs probability of loss",
                    x_axis_label="probability of loss (runs that lost an acked write)", y_axis_label=title,
                    x_range=Range1d(start=-0.05, end=1.05), toolbar_location=None)
-        f.scatter("p", col, source=src, size=12, color="color", alpha=0.8, legend_field="status")
+        f.scatter("p", col, source=src, size=12, color="color", alpha=0.8, legend_field="state")
         f.add_tools(HoverTool(tooltips=[("cell", "@cell"), ("p(loss)", "@p{0.00}"),
                                         (title, f"@{col}{{0.0}}")]))
         f.legend.location = "top_left"
@@ -210,18 +205,19 @@ def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
 
 
 def _worst(cells: Sequence[Mapping[str, Any]]) -> dict[tuple[Config, str], Mapping[str, Any]]:
-    """Per (config, night), its cells row; of several (sweeps of one night) the worst by
-    :data:`SEVERITY`, then the newest."""
+    """Per (config, night), its cells row; of several (sweeps of one night) the first by
+    :data:`~faultline.analysis.evidence.STATES`, then the newest."""
     out: dict[tuple[Config, str], Mapping[str, Any]] = {}
-    for c in sorted(cells, key=lambda c: (-SEVERITY.index(status(c)), str(c["created"]))):
+    for c in sorted(cells, key=lambda c: (-STATES.index(evidence(c).state), str(c["created"]))):
         out[(config(c), str(c["night"]))] = c
     return out
 
 
 def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per config, its row per night (oldest first): status, k of n, lost writes; a
-    night with several sweeps of the config shows the worst. A row is named by its cell
-    key, and by what tells it apart from another config of that key (:func:`apart`)."""
+    """Per config, its row per night (oldest first): state, the random seeds' status, k of
+    n, lost writes; a night with several sweeps of the config shows the first by state
+    (:func:`_worst`). A row is named by its cell key, and by what tells it apart from
+    another config of that key (:func:`apart`)."""
     nights = sorted({str(c["night"]) for c in all_cells})
     named = names(all_cells)
     per: dict[str, dict[str, Mapping[str, Any]]] = {}
@@ -233,20 +229,22 @@ def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         for n in nights:
             night = per[key].get(n)
             entries.append(None if night is None else {
-                "status": status(night), "k": night.get("runs_lost") or 0, "n": decided(night),
+                "state": evidence(night).state, "status": status(night),
+                "k": night.get("runs_lost") or 0, "n": decided(night),
                 "lost": night.get("lost_sum") or 0})
         rows.append({"key": key, "nights": entries})
     return {"nights": nights, "rows": rows}
 
 
 def render(all_cells: Sequence[Mapping[str, Any]], out: Path, sweeps: Sequence[str]) -> str:
-    """The page's HTML; ``all_cells`` are the cells rows of every night, ``out`` the directory the
-    page is written to (links to reports are relative to it)."""
+    """The page's HTML; ``all_cells`` are the cells rows of every night (each with its
+    ``targeted`` runs: :func:`faultline.analysis.evidence.with_targeted`), ``out`` the
+    directory the page is written to (links to reports are relative to it)."""
     latest_night = max((str(c["night"]) for c in all_cells), default="")
     latest = [c for (_, night), c in _worst(all_cells).items() if night == latest_night]
     names = apart(latest)
     script, div = price_plot(latest)
-    counts = {s: sum(1 for c in latest if status(c) == s) for s in COLORS}
+    counts = {s: sum(1 for c in latest if evidence(c).state == s) for s in STATES}
     env = jinja2.Environment(loader=jinja2.PackageLoader("faultline.analysis", "templates"),
                              autoescape=jinja2.select_autoescape(("html", "j2")),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from faultline.analysis.comparison import write_comparison
+from faultline.analysis.evidence import with_targeted
 from faultline.analysis.junit import exit_code, write_junit
 from faultline.analysis.pipeline import Analysis, analyze
 from faultline.analysis.spark import Progress, session
@@ -55,7 +56,8 @@ def analyze_sweeps(sweep_dirs: tuple[Path, ...] | list[Path], out: Path | None =
     with Progress(spark, console) as progress:
         result = analyze(spark, [s.path for s in sweeps], str(out), progress)
         with progress.step("comparison.html and junit.xml"):
-            page = write_comparison(result.cells, out, [s.id for s in sweeps])
-            judged_cells = [c for c in result.cells if c["sweep"] == judged.id]
+            cells = with_targeted(result.cells, result.runs)
+            page = write_comparison(cells, out, [s.id for s in sweeps])
+            judged_cells = [c for c in cells if c["sweep"] == judged.id]
             junit = write_junit(out / JUNIT_FILE, judged_cells)
     return Outputs(result, page, junit, exit_code(judged_cells), time.monotonic() - started)

@@ -23,7 +23,10 @@ _ON_ITS_OWN = frozenset({"produce", "produce-to", "fetch"})
 #: Fault kinds that act on both followers together, and their targeted verbs.
 _GROUP = {"cut": "hold", "pause": "pause", "resume": "resume", "crash": "crash", "restart": "restart"}
 #: (kind, replica up) of the model's faults that do nothing, and what the targeted step does there.
-_IGNORED = {("restart", True): "stops and starts it", ("wipe", False): "deletes its data and starts it"}
+_IGNORED = {("restart", True): "stops and starts it", ("wipe", False): "deletes its data and starts it",
+            ("lose-unflushed", False): "cuts its logs back and starts it"}
+#: Faults on replica 1 that destroy its data; the model restarts it at once.
+_DESTROY = frozenset({"wipe", "lose-unflushed"})
 
 
 class CompileError(ValueError):
@@ -100,16 +103,15 @@ def compile_schedule(steps: Sequence[ModelStep], config: ModelConfig) -> tuple[s
             apply(st, step)
             i += 1
             continue
-        if step.kind in ("crash", "wipe", "restart") and step.a == LEADER:
+        if step.kind in ("crash", "restart", *_DESTROY) and step.a == LEADER:
             if step.kind != "restart" and held and produced:
                 out.append("wait for 1 s")
             if step.kind == "restart":
                 out.append("restart old")
             else:
-                out.append(f"{'wipe' if step.kind == 'wipe' else 'crash'} "
-                           f"{'old' if 'old' in bound else 'leader of 0 as old'}")
+                out.append(f"{step.kind} {'old' if 'old' in bound else 'leader of 0 as old'}")
                 bound.add("old")
-                if step.kind == "wipe":
+                if step.kind in _DESTROY:
                     out.append("restart old")
             apply(st, step)
             i += 1

@@ -76,6 +76,11 @@ def _on(acks: Acks, min_insync: int, unclean: bool = False, elr: bool = True) ->
 
 
 #: The recipes: model schedules compiled into targeted ones (see the module docstring).
+#: Broker settings a targeted run with unclean election on needs: the KRaft controller looks
+#: for partitions to elect uncleanly every unclean.leader.election.interval.ms (minutes by
+#: default), far longer than a recipe's run.
+UNCLEAN_BROKER_CONFIG = {"unclean.leader.election.interval.ms": "1000"}
+
 RECIPES: tuple[Recipe, ...] = (
     Recipe(
         "leader-crash-followers-held",
@@ -114,6 +119,16 @@ RECIPES: tuple[Recipe, ...] = (
         "empty, and the controller elects the last known leader, empty: committed data lost with one "
         "wipe, no unclean setting.",
         time_limit_s=100.0),
+    Recipe(
+        "lose-unflushed-last-isr-member",
+        "produce fetch(2) fetch(3) fetch(2) fetch(3) cut(1,2) cut(1,3) produce tick tick tick "
+        "lose-unflushed(1) heal tick fetch(2) fetch(3) produce",
+        _on("all", 1),
+        "As wipe-last-isr-member, but the last ISR member loses only what it had not flushed to disk (Kafka "
+        "flushes on a segment roll, so in a short run nearly all of it): with min.insync=1 the ISR of the "
+        "leader alone still acknowledges, nobody is in the ELR, and the leader comes back with its log "
+        "cut and is elected again; the followers truncate to it.",
+        time_limit_s=35.0),
 )
 
 

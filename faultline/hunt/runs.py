@@ -21,7 +21,7 @@ import orjson
 from faultline.checkers.model.outcome import MODEL_ANOMALIES
 from faultline.errors import HistoryError
 from faultline.history import NEMESIS, read_history
-from faultline.hunt.recipes import RECIPES, TARGET_PARTITION, HuntConfig, Recipe, safe
+from faultline.hunt.recipes import RECIPES, TARGET_PARTITION, UNCLEAN_BROKER_CONFIG, HuntConfig, Recipe, safe
 from faultline.rundir import RESULTS_FILE
 from faultline.spec import (
     KafkaSpec,
@@ -120,9 +120,7 @@ def spec_for(recipe: Recipe, config: HuntConfig, seed: int, hunting: bool = True
     False) keeps it on with acks=all, the safe config as users run it.
     """
     idempotent = config.acks == "all" and not hunting
-    # The KRaft controller looks for partitions to elect uncleanly every
-    # unclean.leader.election.interval.ms (minutes by default): far longer than a short run.
-    unclean = {"unclean.leader.election.interval.ms": "1000"} if config.unclean else {}
+    unclean = dict(UNCLEAN_BROKER_CONFIG) if config.unclean else {}
     return TestSpec(
         name=f"{recipe.name}-{config.slug}", seed=seed, time_limit_s=recipe.time_limit_s,
         kafka=KafkaSpec(version=config.kafka_version, nodes=3, heap_mb=384, broker_config=unclean),

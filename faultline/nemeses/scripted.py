@@ -6,7 +6,7 @@ main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controll
 from live metadata when its step runs, and waiting on what the metadata shows
 (``until isr of 0 is {leader}``); live metadata is that of the brokers that answer, but
 one that another leaves out of the registered brokers (:func:`trusted`). It drives the
-same family nemeses (kill, pause, stop, wipe, partition), so it heals the same way, and
+same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition), so it heals the same way, and
 keeps the runner's contract (:class:`faultline.run.runner.NemesisSchedule`). Each step
 and wait is journaled as docs/history.md ("nemesis") says; a wait not met in time, or a
 role with no node, ends the schedule. Faults still in effect stay until ``heal_all``.
@@ -39,6 +39,7 @@ from faultline.nemeses.base import (
     with_timeout,
 )
 from faultline.nemeses.kill import KillNemesis
+from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
 from faultline.nemeses.partition import PartitionNemesis, complete, nodes_of, to_json
 from faultline.nemeses.pause import PauseNemesis
 from faultline.nemeses.schedule import ScheduledFault
@@ -78,7 +79,8 @@ class ScriptedPackage:
         self._read_states = states or self._states
         self._read_registered = registered or self._registered
         self.kill, self.pause, self.stop = KillNemesis(), PauseNemesis(), StopNemesis()
-        self.wipe, self.partition = WipeNemesis(), PartitionNemesis()
+        self.wipe, self.lose_unflushed = WipeNemesis(), LoseUnflushedNemesis()
+        self.partition = PartitionNemesis()
         #: why the schedule ended before its last step (None: it ran to the end, or runs)
         self.ended: str | None = None
         self._grudge: dict[int, frozenset[int]] = {}
@@ -105,6 +107,8 @@ class ScriptedPackage:
             need.append(self.pause)
         if "wipe" in verbs:
             need.append(self.wipe)
+        if "lose-unflushed" in verbs:
+            need.append(self.lose_unflushed)
         if verbs & {"isolate", "hold", "release", "heal"}:
             need.append(self.partition)
         return need
@@ -119,7 +123,8 @@ class ScriptedPackage:
     def active(self) -> list[ScheduledFault]:
         """Faults in effect now, as schedule steps (for the progress line)."""
         held = [ScheduledFault(0.0, n.family, n.family, 0.0, 0)
-                for n in (self.kill, self.pause, self.stop, self.wipe) if n.faulted]
+                for n in (self.kill, self.pause, self.stop, self.wipe, self.lose_unflushed)
+                if n.faulted]
         if self._grudge:
             held.append(ScheduledFault(0.0, "partition", "isolate", 0.0, 0))
         if self._replication:
@@ -253,12 +258,13 @@ class ScriptedPackage:
         nodes = list(targets)
         node_faults: dict[str, tuple[str, NodeFault]] = {
             "crash": ("kill", self.kill), "pause": ("pause", self.pause),
-            "resume": ("pause", self.pause), "wipe": ("wipe", self.wipe)}
+            "resume": ("pause", self.pause), "wipe": ("wipe", self.wipe),
+            "lose-unflushed": ("lose-unflushed", self.lose_unflushed)}
         if step.verb in node_faults:
             kind, nemesis = node_faults[step.verb]
             self._journaled(history, _ACTION[step.verb], {**value, "kind": kind, "nodes": nodes},
                             nemesis.invoke)
-            if step.verb in ("crash", "wipe"):
+            if step.verb in ("crash", "wipe", "lose-unflushed"):
                 self.pause.forget(nodes)  # the backend killed them, paused or not
         elif step.verb in ("isolate", "hold"):
             group = set(targets)
@@ -294,7 +300,8 @@ class ScriptedPackage:
         """Start each node of ``op``, through the nemesis that took it down (so its
         teardown no longer counts it), or directly if none did."""
         for node in (op.value or {}).get("nodes", []):
-            owners = [n for n in (self.kill, self.wipe, self.stop) if node in n.faulted] or [self.kill]
+            owners = [n for n in (self.kill, self.wipe, self.lose_unflushed, self.stop)
+                      if node in n.faulted] or [self.kill]
             for owner in owners:
                 owner.invoke(Op(op.index, op.time, op.process, op.type, "start", {"nodes": [node]}))
         return completed(op, result="started")
@@ -367,7 +374,8 @@ class ScriptedPackage:
                 if self.pause.faulted:
                     heals.append(("resume", {"kind": "pause", "nodes": sorted(self.pause.faulted)},
                                   self.pause.invoke))
-                down = sorted(self.kill.faulted | self.wipe.faulted | self.stop.faulted)
+                down = sorted(self.kill.faulted | self.wipe.faulted | self.lose_unflushed.faulted
+                              | self.stop.faulted)
                 if down:
                     heals.append(("start", {"kind": "restart", "nodes": down}, self._start))
                 for f, value, invoke in heals:
@@ -401,7 +409,8 @@ def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
 
 #: A targeted verb -> the history action its invoke op is journaled as when it has no target.
 _ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "resume",
-           "wipe": "wipe", "isolate": "partition", "hold": "partition", "release": "heal"}
+           "wipe": "wipe", "lose-unflushed": "lose-unflushed", "isolate": "partition", "hold": "partition",
+           "release": "heal"}
 
 
 class HandPackage(ScriptedPackage):
@@ -427,7 +436,7 @@ class HandPackage(ScriptedPackage):
         self._texts: list[str] = []  # every step accepted so far: later ones may use its names
 
     def _needed(self) -> list[Any]:
-        return [self.kill, self.stop, self.pause, self.wipe, self.partition]
+        return [self.kill, self.stop, self.pause, self.wipe, self.lose_unflushed, self.partition]
 
     def parse(self, text: str) -> Step:
         """``text`` as a step, checked against the topic's partitions, the nodes and the

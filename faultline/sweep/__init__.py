@@ -6,6 +6,6 @@ cells one after another with a live progress line (:mod:`.runner`). Each cell is
 normal run directory made by :func:`faultline.run.runner.run_test`; the sweep
 directory's layout is the contract ``faultline analyze`` reads (docs/history.md, "Sweep directory").
 
-May import: errors, faults, spec, yamlfile, rundir, checkers, cluster, workloads, run. Only
+May import: errors, faults, spec, yamlfile, rundir, checkers, cluster, workloads, hunt, run. Only
 :mod:`faultline.commands` imports it.
 """

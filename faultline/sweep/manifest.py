@@ -49,7 +49,9 @@ def utc_now() -> str:
 
 @dataclass(slots=True)
 class CellState:
-    """One cell's line of the manifest; ``run_dir`` is relative to the sweep directory."""
+    """One cell's line of the manifest; ``run_dir`` is relative to the sweep directory.
+    ``recipe`` and ``predicts``: a targeted run's, as :class:`~faultline.sweep.matrix.Cell`
+    has them (None and empty for a random-seed run)."""
 
     id: str
     axes: Mapping[str, Any]
@@ -58,6 +60,8 @@ class CellState:
     error: str | None = None
     started: str | None = None
     ended: str | None = None
+    recipe: str | None = None
+    predicts: tuple[str, ...] = ()
 
     @property
     def run_dir(self) -> str:
@@ -66,7 +70,8 @@ class CellState:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "axes": dict(self.axes), "status": self.status,
                 "run_dir": self.run_dir, "valid": self.valid, "error": self.error,
-                "started": self.started, "ended": self.ended}
+                "started": self.started, "ended": self.ended, "recipe": self.recipe,
+                "predicts": list(self.predicts)}
 
 
 @dataclass(slots=True)
@@ -115,8 +120,10 @@ def load(sweep_dir: Path) -> Manifest | None:
         if data["version"] != VERSION:
             raise HistoryError(str(path), None, f"manifest version {data['version']}, "
                                                 f"this faultline reads {VERSION}")
+        # recipe and predicts are absent in a sweep.json written before them
         cells = [CellState(str(c["id"]), dict(c["axes"]), c["status"], c["valid"], c["error"],
-                           c["started"], c["ended"]) for c in data["cells"]]
+                           c["started"], c["ended"], c.get("recipe"), tuple(c.get("predicts") or ()))
+                 for c in data["cells"]]
         night = data.get("night")  # absent in a sweep.json written before it was
         if night is not None and not isinstance(night, str):
             raise TypeError("night")
@@ -142,7 +149,7 @@ def plan(matrix: Matrix, previous: Manifest | None, sweep_dir: Path, night: str 
                 and ran_as(cell.spec, sweep_dir / old.run_dir)):
             cells.append(old)
         else:
-            cells.append(CellState(cell.id, dict(cell.axes)))
+            cells.append(CellState(cell.id, dict(cell.axes), recipe=cell.recipe, predicts=cell.predicts))
     created = previous.created if previous is not None else utc_now()
     if night is None and previous is not None:
         night = previous.night

@@ -87,6 +87,11 @@ def disk_needed(cells: Sequence[Cell]) -> int:
     return int(sum(c.spec.time_limit_s * _sends_per_s(c.spec) * HISTORY_BYTES_PER_SEND for c in cells))
 
 
+def duration_s(cells: Sequence[Cell], overhead_s: float = CELL_OVERHEAD_S) -> float:
+    """Seconds ``cells`` take one after another, about: each one's main phase plus ``overhead_s``."""
+    return sum(c.spec.time_limit_s + overhead_s for c in cells)
+
+
 def _sends_per_s(spec: TestSpec) -> float:
     rate = spec.workload.rate
     return min(rate, FULL_SPEED_SENDS_PER_S) if rate > 0 else FULL_SPEED_SENDS_PER_S
@@ -281,10 +286,8 @@ class _Progress(LiveLine):
         """Seconds left: every cell not done or failed (the running one counted by what
         is left of it) at its main phase plus the mean measured overhead."""
         overhead = sum(self._overheads) / len(self._overheads) if self._overheads else CELL_OVERHEAD_S
-        left = 0.0
-        for c in self._manifest.cells:
-            if c.status in ("pending", "running"):
-                left += self._cells[c.id].spec.time_limit_s + overhead
+        todo = [self._cells[c.id] for c in self._manifest.cells if c.status in ("pending", "running")]
+        left = duration_s(todo, overhead)
         if self._current is not None:
             left -= min(time.monotonic() - self._cell_t0,
                         self._cells[self._current.id].spec.time_limit_s + overhead)
@@ -298,14 +301,15 @@ class _Progress(LiveLine):
         t.append(f"done {m.count('done')}", style="green")
         t.append(" ")
         t.append(f"failed {m.count('failed')}", style="red" if m.count("failed") else "")
-        t.append(f" left {left}  elapsed {_hms(time.monotonic() - self._t0)}"
-                 f"  ETA {_hms(self.eta_s())}")
+        t.append(f" left {left}  elapsed {hms(time.monotonic() - self._t0)}"
+                 f"  ETA {hms(self.eta_s())}")
         if self._current is not None:
             t.append(f"  running {self._current.id} ({time.monotonic() - self._cell_t0:.0f} s)")
         return t
 
 
-def _hms(seconds: float) -> str:
+def hms(seconds: float) -> str:
+    """``H:MM:SS``."""
     s = int(seconds)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
@@ -323,7 +327,8 @@ def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console, night: str | N
         kafka_dist.ensure_kafka(*version, report=lambda line: console.print(line, highlight=False))
     check_disk(sweep_dir, todo)
     console.print(f"sweep {matrix.name}: {len(matrix.cells)} cells, {len(todo)} to run "
-                  f"(about {size(disk_needed(todo))}) into {sweep_dir}", highlight=False)
+                  f"(about {size(disk_needed(todo))} and {hms(duration_s(todo))}) into {sweep_dir}",
+                  highlight=False)
     try:
         return run_sweep(matrix, sweep_dir, manifest, console=console)
     except KeyboardInterrupt:

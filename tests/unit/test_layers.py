@@ -36,7 +36,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "run": frozenset({"errors", "faults", "targeted", "spec", "history", "rundir", "checkers", "cluster",
                       "brokerstate", "workloads", "nemeses", "report"}),
     "sweep": frozenset({"errors", "faults", "spec", "yamlfile", "rundir", "checkers", "cluster", "workloads",
-                        "run"}),
+                        "hunt", "run"}),
 }
 #: The commands drive every package; none imports them.
 ALLOWED["commands"] = frozenset(ALLOWED)

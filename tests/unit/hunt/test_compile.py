@@ -42,6 +42,16 @@ def test_crashed_followers_are_fenced_then_restarted_as_new_registrations_one_at
     assert parse_schedule(schedule, partitions=3, nodes=3), "valid as a spec's nemesis.schedule"
 
 
+def test_the_last_isr_member_loses_what_it_had_not_flushed_and_restarts_at_once() -> None:
+    """The model's lose-unflushed restarts the replica in the same step, as its wipe does."""
+    schedule = _compile(f"{HELD} lose-unflushed(1) heal tick fetch(2) fetch(3) produce",
+                        ModelConfig(replication_factor=3, acks="all", min_insync=1, elr=True))
+    assert schedule == (
+        "wait for 2 s", "hold followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
+        "wait for 1 s", "lose-unflushed leader of 0 as old", "restart old", "release held")
+    assert parse_schedule(schedule, partitions=3, nodes=3), "valid as a spec's nemesis.schedule"
+
+
 def test_no_controller_action_while_both_followers_are_out() -> None:
     # two of three combined KRaft nodes down: no quorum, so no fencing, no election
     with pytest.raises(CompileError, match=r"step 14 tick: replicas 2, 3 are down or paused"):
@@ -103,6 +113,8 @@ def test_a_new_leader_after_another_replica_led_is_not_compared_with_replica_1()
 @pytest.mark.parametrize(("model", "message"), [
     ("wipe(1) restart(1)", r"step 2 restart\(1\): replica 1 is up: the model's restart does nothing"),
     ("crash(1) wipe(1)", r"step 2 wipe\(1\): replica 1 is down: the model's wipe does nothing"),
+    ("crash(1) lose-unflushed(1)",
+     r"step 2 lose-unflushed\(1\): replica 1 is down: the model's lose-unflushed does nothing"),
     ("pause(2) pause(3) resume(2) resume(3) crash(2) tick restart(2) restart(3)",
      r"step 8 restart\(3\): replica 3 is up: the model's restart does nothing"),  # 'restart held' did
 ])

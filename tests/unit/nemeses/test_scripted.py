@@ -237,6 +237,18 @@ def test_a_bad_step_by_hand_is_one_line_naming_it_and_journals_nothing(tmp_path:
     assert str(e.value).startswith(message), str(e.value)
 
 
+def test_a_lose_unflushed_step_cuts_the_logs_and_its_restart_starts_the_node(tmp_path: Path) -> None:
+    schedule = ("hold followers of 0 as held", "lose-unflushed leader of 0 as old", "restart old",
+                "release held")
+    cluster, nemesis, ops = _run(tmp_path, schedule, Live())
+    assert nemesis.ended is None
+    assert _done(ops) == [("partition", [1, 2, 3]), ("lose-unflushed", [1]), ("start", [1]),
+                          ("heal", [2, 3])]
+    assert [c for c in cluster.calls if c[0] in ("kill", "start_node")] == [("kill", 1), ("start_node", 1)]
+    assert {"lose-unflushed", "data-loss>=1", "leader-fault"} <= faults_of(ops)
+    assert cluster.clean()
+
+
 def test_a_node_fault_on_a_node_already_down_does_nothing_and_credits_nothing(
         tmp_path: Path) -> None:
     """Found by review: ``crash old`` after ``wipe ... as old`` was journaled "killed node
