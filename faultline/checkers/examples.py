@@ -3,7 +3,7 @@
 Each takes the engine (for what the history said) and the Collected (for the fault
 windows and what is permitted), and returns the example's fields plus ``story`` and
 ``explanation``; see ``faultline/schemas/results.schema.json`` for the keys. The
-engine builds them lazily, only for the first MAX_EXAMPLES of each type.
+engine builds them lazily, only for the first MAX_ANOMALY_EXAMPLES of each type.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionState:
+class MetadataState:
     """A partition's state after one record of the KRaft metadata log.
 
     ``time`` is ns since the run started, from the wall clock (so :data:`CLOCK_MARGIN_NS`
@@ -132,7 +132,7 @@ class PartitionState:
 
 
 #: topic-partition -> its state after each change, in metadata log order.
-Timeline = Mapping[TopicPartition, Sequence[PartitionState]]
+Timeline = Mapping[TopicPartition, Sequence[MetadataState]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +292,7 @@ class Windows:
     """
 
     def __init__(self, actions: Sequence[NemesisAction], tp: TopicPartition,
-                 states: Sequence[PartitionState] | None, strict: bool) -> None:
+                 states: Sequence[MetadataState] | None, strict: bool) -> None:
         self._tp, self._strict = tp, strict
         self._states = list(states or ())
         faults = [a for a in actions if fault_of(a.f) is not None and not a.skipped]
@@ -307,7 +307,7 @@ class Windows:
             self._first[k] = min(self._first[k + 1], self._faults[k].start if keeps else math.inf)
         self._times = [st.time for st in self._states]
         self._cache: dict[tuple[int, int], tuple[frozenset[str], list[NemesisAction],
-                                                 list[PartitionState], bool]] = {}
+                                                 list[MetadataState], bool]] = {}
 
     def at(self, time: int) -> frozenset[str]:
         """The tokens of the window of a write or read at ``time``."""
@@ -332,7 +332,7 @@ class Windows:
         return {"kind": "none", "witnessed": covered}
 
     def _window(self, time: int) -> tuple[frozenset[str], list[NemesisAction],
-                                          list[PartitionState], bool]:
+                                          list[MetadataState], bool]:
         k = bisect.bisect_right(self._ends, time - CLOCK_MARGIN_NS)
         since = int(min(time, self._first[k])) - CLOCK_MARGIN_NS
         j = max(bisect.bisect_right(self._times, since) - 1, 0)
@@ -346,7 +346,7 @@ class Windows:
         return found
 
 
-def expiry(action: NemesisAction, states: Sequence[PartitionState], strict: bool) -> float:
+def expiry(action: NemesisAction, states: Sequence[MetadataState], strict: bool) -> float:
     """From when on ``action`` bears on no later write: where the metadata log reaches
     back to it, the first state after it (by :data:`CLOCK_MARGIN_NS`) with every replica in
     the ISR (every committed record on every replica again, its leader elected); never
@@ -429,7 +429,7 @@ def _cut_nothing(action: NemesisAction) -> set[str]:
             and entry.get("old_end").__class__ is int and entry.get("old_end") == entry.get("new_end")}
 
 
-def _left_isr(states: Sequence[PartitionState] | None, strict: bool = False) -> set[str] | None:
+def _left_isr(states: Sequence[MetadataState] | None, strict: bool = False) -> set[str] | None:
     """The replicas the metadata log shows outside the ISR at some point; None without
     the log (unknown), or none if ``strict``."""
     if not states:
@@ -437,7 +437,7 @@ def _left_isr(states: Sequence[PartitionState] | None, strict: bool = False) -> 
     return {str(n) for s in states for n in s.replicas - s.isr}
 
 
-def _elected_unclean(states: Sequence[PartitionState] | None) -> bool:
+def _elected_unclean(states: Sequence[MetadataState] | None) -> bool:
     """Whether the metadata log shows the partition elect a leader that was in neither
     the ISR nor the ELR before (an unclean election, or KIP-966's last known leader with
     both empty)."""
@@ -445,13 +445,13 @@ def _elected_unclean(states: Sequence[PartitionState] | None) -> bool:
                for a, b in itertools.pairwise(states or ()))
 
 
-def _replicas(states: Sequence[PartitionState] | None) -> set[str]:
+def _replicas(states: Sequence[MetadataState] | None) -> set[str]:
     """The partition's replicas per the metadata log (empty when unknown)."""
     return {str(n) for s in states or () for n in s.replicas}
 
 
 def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
-                covering: Sequence[PartitionState] | None, strict: bool = False) -> bool:
+                covering: Sequence[MetadataState] | None, strict: bool = False) -> bool:
     """Whether a node fault touched ``tp``'s leader.
 
     Two witnesses: the metadata log's leaders from :data:`CLOCK_MARGIN_NS` before the
@@ -480,13 +480,13 @@ def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
     return bool(logged or said) or (logged is None and said is None)
 
 
-def _log_covers(states: Sequence[PartitionState] | None, action: NemesisAction) -> bool:
+def _log_covers(states: Sequence[MetadataState] | None, action: NemesisAction) -> bool:
     """Whether the metadata log reaches back to :data:`CLOCK_MARGIN_NS` before ``action``
     began, so that it shows every leader the partition had from then on."""
     return states is not None and len(states) > 0 and states[0].time <= action.start - CLOCK_MARGIN_NS
 
 
-def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> set[int]:
+def leaders_between(states: Sequence[MetadataState], start: int, end: int) -> set[int]:
     """Every leader the partition had at some moment of ``[start, end]``."""
     out: set[int] = set()
     current: int | None = None
@@ -501,7 +501,7 @@ def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> s
     return out
 
 
-def _elected(states: Sequence[PartitionState] | None) -> bool:
+def _elected(states: Sequence[MetadataState] | None) -> bool:
     """Whether the metadata log shows the partition's leader change after it was created."""
     leaders = [s.leader for s in states or ()]
     return any(a != b for a, b in itertools.pairwise(leaders))
@@ -514,7 +514,7 @@ class _Destroyed:
     number destroyed at once so far (see the module docstring for when a node recovers).
     """
 
-    def __init__(self, states: Sequence[PartitionState] | None) -> None:
+    def __init__(self, states: Sequence[MetadataState] | None) -> None:
         self._states = states
         self._since: dict[str, int] = {}  # node -> fault time
         self._every: list[tuple[str | None, int, int]] = []  # node (None: any), fault start, end

@@ -1,6 +1,6 @@
 """From anomalies found to a :class:`~faultline.checkers.result.Result`.
 
-:class:`Collected` counts every anomaly, keeps the first ``MAX_EXAMPLES`` examples per
+:class:`Collected` counts every anomaly, keeps the first ``MAX_ANOMALY_EXAMPLES`` examples per
 type, forbidden ones before permitted ones (built lazily, so a run that lost a million
 writes does not build a million stories), and knows what the guarantees permit for the
 run's config and faults.
@@ -18,7 +18,7 @@ from faultline.checkers.columns import Part
 from faultline.checkers.faults_seen import Timeline, Windows, faults_by_partition, nemesis_actions
 from faultline.checkers.guarantees import ISO_ACK, ISO_READS, GuaranteeConfig, culprit, forbidden, rules
 from faultline.checkers.measures import Measures
-from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES, UNKNOWN, Result, displace_permitted
+from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, displace_permitted
 from faultline.history import Op
 from faultline.spec import TestSpec
 
@@ -127,7 +127,7 @@ class Collected:
     def add(self, name: str, tp: int, at: int, make: Callable[[], Example],
             rows: Sequence[str] | None = None, cause: str | None = None) -> None:
         """Count one anomaly on partition ``tp`` about a write or read at ``at``; build its
-        example while fewer than MAX_EXAMPLES are kept, or, for a forbidden instance,
+        example while fewer than MAX_ANOMALY_EXAMPLES are kept, or, for a forbidden instance,
         while a permitted example kept can make room (the last one kept goes).
 
         It is permitted when every rule of ``rows`` (default: its name's; an
@@ -154,7 +154,7 @@ class Collected:
         self.counts[name] += 1
         self.part_counts[tp][name] += 1
         kept = self.examples.setdefault(name, [])
-        if len(kept) >= MAX_EXAMPLES:  # the count spares a scan once none is left to displace
+        if len(kept) >= MAX_ANOMALY_EXAMPLES:  # the count spares a scan once none is left to displace
             if allowed or not self.kept_permitted.get(name):
                 return
             displace_permitted(kept)

@@ -60,7 +60,7 @@ from typing import Any, TypeGuard
 import orjson
 
 from faultline.checkers.conform import schema
-from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, PartitionState, Timeline
+from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, MetadataState, Timeline
 from faultline.checkers.result import UNKNOWN, Valid, displace_permitted, merge_valid
 from faultline.errors import HistoryError
 from faultline.rundir import (
@@ -75,8 +75,7 @@ from faultline.rundir import (
 from faultline.spec import TestSpec
 
 #: results.json keeps at most this many examples per invariant.
-MAX_EXAMPLES = 100
-#: Faults after which a node's checkpoint files may describe data it no longer has.
+MAX_INVARIANT_EXAMPLES = 100
 
 Line = Mapping[str, Any]
 
@@ -93,7 +92,7 @@ INVARIANTS: Mapping[str, str] = {
 class Invariant:
     """One invariant's outcome: how many cases were checked, what broke it.
 
-    ``examples`` holds at most :data:`MAX_EXAMPLES` breaks (a violation displaces the last
+    ``examples`` holds at most :data:`MAX_INVARIANT_EXAMPLES` breaks (a violation displaces the last
     permitted one kept, so a violated invariant shows its violations), each with ``time`` (ns
     since the run started, or None), ``partition`` and ``what`` (for a person), and
     ``permitted`` (whether the guarantees allow it for this config and these faults).
@@ -111,7 +110,8 @@ class Invariant:
             self.permitted += 1
         else:
             self.violations += 1
-        if len(self.examples) >= MAX_EXAMPLES and (permitted or not displace_permitted(self.examples)):
+        full = len(self.examples) >= MAX_INVARIANT_EXAMPLES
+        if full and (permitted or not displace_permitted(self.examples)):
             return
         self.examples.append({**example, "permitted": permitted})
 
@@ -176,13 +176,13 @@ def partition_timeline(metadata: Iterable[Line] | None, topic: str) -> Timeline 
     """
     if metadata is None:
         return None
-    out: dict[tuple[str, int], list[PartitionState]] = {}
+    out: dict[tuple[str, int], list[MetadataState]] = {}
     for line in metadata:
         p, t, isr = line.get("partition"), line.get("time"), line.get("isr")
         if (line.get("topic") == topic and line.get("type") in ("partition", "partition-change")
                 and type(p) is int and type(t) is int and isinstance(isr, list)):
             leader, replicas, epoch = line.get("leader"), line.get("replicas"), line.get("leader_epoch")
-            out.setdefault((topic, p), []).append(PartitionState(
+            out.setdefault((topic, p), []).append(MetadataState(
                 t, leader if type(leader) is int else None, _node_set(isr), _node_set(replicas),
                 _node_set(line.get("elr")), epoch if type(epoch) is int else None))
     return out

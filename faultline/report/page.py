@@ -498,7 +498,7 @@ def who_broke_it(r: Mapping[str, Any], name: str) -> list[str]:
 
 def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
     """Per anomaly type seen: every example results.json holds (at most
-    :data:`~faultline.checkers.result.MAX_EXAMPLES`) as a table row with its story;
+    :data:`~faultline.checkers.result.MAX_ANOMALY_EXAMPLES`) as a table row with its story;
     never downsampled. Forbidden examples come first, and where the type has permitted
     ones too (``mixed``) each forbidden one is marked. The page writes each row's
     fields, mark and doubt as HTML, and its story and explanation once, in

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from faultline.checkers.faults_seen import (
-    PartitionState,
+    MetadataState,
     faults_by_partition,
     faults_of,
     nemesis_actions,
@@ -105,7 +105,7 @@ def _wipes_1_then_2(isr: dict[int, list[tuple[int, frozenset[int]]]] | None,
     """Node 1 wiped at 0 s, node 2 at 10 s; ``isr`` as the metadata log gives it
     (partition -> ``[(time, ISR)]``, leader 1 throughout); the faults of ``partition``."""
     timeline = None if isr is None else {
-        ("fl-queue", p): [PartitionState(t, 1, members) for t, members in changes]
+        ("fl-queue", p): [MetadataState(t, 1, members) for t, members in changes]
         for p, changes in isr.items()}
     return faults_of([*_wipe([1]), *_wipe([2], start=10 * S)], timeline, ("fl-queue", partition))
 
@@ -386,7 +386,7 @@ def test_halves_touch_no_partition_whose_replicas_are_all_on_the_majority_side()
     grudge = {"1": [2, 3, 4], "5": [2, 3, 4], "2": [1, 5], "3": [1, 5], "4": [1, 5]}
     h.fault("partition", [1, 2, 3, 4, 5], grudge=grudge, leaders={"fl-queue/0": 2})
     majority = frozenset({2, 3, 4})
-    timeline = {("fl-queue", 0): [PartitionState(-10**10, 2, majority, majority)]}
+    timeline = {("fl-queue", 0): [MetadataState(-10**10, 2, majority, majority)]}
     f = faults_by_partition(nemesis_actions(h.ops), [("fl-queue", 0)], timeline)[("fl-queue", 0)]
     assert f == frozenset()
 
@@ -439,7 +439,7 @@ def test_a_stop_credits_a_kill_only_to_partitions_of_the_nodes_it_had_to_kill() 
     h = H()
     h.fault("stop", [1, 2], killed=[2])
     acts = nemesis_actions(h.ops)
-    timeline = {("fl-queue", p): [PartitionState(-10**10, 1, frozenset(r), frozenset(r))]
+    timeline = {("fl-queue", p): [MetadataState(-10**10, 1, frozenset(r), frozenset(r))]
                 for p, r in ((0, {1, 3, 4}), (1, {2, 3, 4}))}
     tps = [("fl-queue", 0), ("fl-queue", 1)]
     clean, killed = (faults_by_partition(acts, tps, timeline)[tp] for tp in tps)
@@ -504,9 +504,9 @@ def test_with_elr_killing_the_leader_alone_does_not_pass_over_the_elr_of_lagged_
     replicas with every committed record, so an unfenced one of them is elected before
     any unclean candidate (the model's lagged schedule loses nothing at min.insync=2)."""
     replicas = frozenset({1, 2, 3})
-    timeline = {("fl-queue", 0): [PartitionState(-10**10, 1, replicas, replicas),
-                                  PartitionState(-10**9, 1, frozenset({1, 2}), replicas),
-                                  PartitionState(-10**8, 1, frozenset({1}), replicas)]}
+    timeline = {("fl-queue", 0): [MetadataState(-10**10, 1, replicas, replicas),
+                                  MetadataState(-10**9, 1, frozenset({1, 2}), replicas),
+                                  MetadataState(-10**8, 1, frozenset({1}), replicas)]}
     h = H()
     h.fault("kill", [1], kind="kill", leaders={"fl-queue/0": 1})
     tp = ("fl-queue", 0)
@@ -568,9 +568,9 @@ def test_with_elr_an_unclean_election_the_metadata_log_shows_passes_over_the_elr
 
     def tokens(new_leader: int) -> frozenset[str]:
         timeline = {("fl-queue", 0): [
-            PartitionState(-10**10, 1, replicas, replicas),
-            PartitionState(-10**9, 1, frozenset({1}), replicas, frozenset({2})),
-            PartitionState(10**12, new_leader, frozenset({new_leader}), replicas)]}
+            MetadataState(-10**10, 1, replicas, replicas),
+            MetadataState(-10**9, 1, frozenset({1}), replicas, frozenset({2})),
+            MetadataState(10**12, new_leader, frozenset({new_leader}), replicas)]}
         h = H()
         h.fault("kill", [1], kind="kill", leaders={"fl-queue/0": 1})
         tp = ("fl-queue", 0)
@@ -591,8 +591,8 @@ def test_a_hold_of_the_leader_is_no_leader_fault_where_the_metadata_log_shows_no
     permissive reading keeps ``leader-fault``, the strict one does not."""
     tp = ("fl-queue", 0)
     replicas = frozenset({1, 2, 3})
-    timeline = {tp: [PartitionState(-10**10, 1, replicas, replicas),
-                     PartitionState(10**12, 1, frozenset({1}), replicas)]}
+    timeline = {tp: [MetadataState(-10**10, 1, replicas, replicas),
+                     MetadataState(10**12, 1, frozenset({1}), replicas)]}
     h = H()
     h.fault("partition", [1, 2, 3], kind="hold", grudge={}, replication=HOLD_FOLLOWERS,
             leaders={"fl-queue/0": 1})
@@ -601,7 +601,7 @@ def test_a_hold_of_the_leader_is_no_leader_fault_where_the_metadata_log_shows_no
     assert "partition" in held and "leader-fault" not in held
     assert "lost-write" not in permitted(cfg(acks="1"), held)
     # the metadata log shows an election: that is a leader fault whatever caused it
-    moved = {tp: [*timeline[tp], PartitionState(2 * 10**12, 2, frozenset({2}), replicas)]}
+    moved = {tp: [*timeline[tp], MetadataState(2 * 10**12, 2, frozenset({2}), replicas)]}
     assert "leader-fault" in faults_by_partition(actions, [tp], moved)[tp]
     # no metadata log: the permissive reading assumes an election, the strict one does not
     assert "leader-fault" in faults_by_partition(actions, [tp])[tp]
@@ -621,8 +621,8 @@ def test_a_fault_that_keeps_the_leaders_process_is_a_leader_fault_only_by_an_ele
     recorded. Where the log does not cover the fault, the fencing fault still counts."""
     tp = ("fl-queue", 0)
     replicas = frozenset({1, 2, 3})
-    timeline = {tp: [PartitionState(-10**10, 1, replicas, replicas),
-                     PartitionState(10**12, 1, frozenset({1}), replicas)]}
+    timeline = {tp: [MetadataState(-10**10, 1, replicas, replicas),
+                     MetadataState(10**12, 1, frozenset({1}), replicas)]}
     h = H()
     extra = {"grudge": {"1": [2, 3], "2": [1], "3": [1]}, "target": 1} if family == "partition" else {}
     h.fault(family, [1], kind=kind, leaders={"fl-queue/0": 1}, **extra)
@@ -747,10 +747,10 @@ def test_holding_then_isolating_a_follower_leaves_the_third_replica_untouched(
     committed record and is elected cleanly, a violation. Isolating 2 instead leaves no
     replica untouched and 3 is elected uncleanly: permitted."""
     replicas = frozenset({1, 2, 3})
-    log = [PartitionState(-10 * S, 1, replicas, replicas),
-           PartitionState(15 * S, 1, frozenset({1, 2}), replicas),
-           PartitionState(25 * S, 1, frozenset(isr), replicas),
-           PartitionState(31 * S, elected, frozenset({elected}), replicas)]
+    log = [MetadataState(-10 * S, 1, replicas, replicas),
+           MetadataState(15 * S, 1, frozenset({1, 2}), replicas),
+           MetadataState(25 * S, 1, frozenset(isr), replicas),
+           MetadataState(31 * S, elected, frozenset({elected}), replicas)]
     rest = sorted(replicas - {isolated})
     isolate = {str(isolated): rest, **{str(n): [isolated] for n in rest}}
     h = H()

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from faultline.checkers.faults_seen import (
+    MetadataState,
     NemesisAction,
-    PartitionState,
     faults_by_partition,
     faults_of,
     leaders_between,
@@ -142,7 +142,7 @@ def test_a_committed_loss_excused_only_by_replicas_assumed_out_of_step_is_unknow
     [entry] = [u for u in r.unknown if u["kind"] == "permitted-on-assumption"]
     assert "lost-write" in entry["why"] and "inconsistent-offsets" in entry["why"]
     # with the metadata log showing n2 and n3 out of the ISR, the permission is witnessed
-    isr = {P0: [PartitionState(0, 1, ALL, ALL), PartitionState(1, 1, frozenset({1}), ALL)]}
+    isr = {P0: [MetadataState(0, 1, ALL, ALL), MetadataState(1, 1, frozenset({1}), ALL)]}
     r = check(spec, h.ops, timeline=isr)
     assert r.valid is True and not r.unknown
 
@@ -168,7 +168,7 @@ def test_a_loss_excused_only_by_a_wipe_that_failed_or_never_completed_is_unknown
     h.drain([(0, 10)])
     spec = make_spec(acks="all")
     spec = dataclasses.replace(spec, kafka=dataclasses.replace(spec.kafka, version="3.9.0"))
-    isr = {P0: [PartitionState(-10 * S, 1, ALL, ALL), PartitionState(-5 * S, 1, frozenset({1}), ALL)]}
+    isr = {P0: [MetadataState(-10 * S, 1, ALL, ALL), MetadataState(-5 * S, 1, frozenset({1}), ALL)]}
     r = check(spec, h.ops, timeline=isr)
     assert r.violations == [] and r.anomalies["lost-write"][0]["permitted"] is True
     assert "data-loss>=1" in r.extra["partitions"][0]["faults"]
@@ -179,8 +179,8 @@ def test_a_loss_excused_only_by_a_wipe_that_failed_or_never_completed_is_unknown
         assert r.valid == UNKNOWN
         assert assumed[0]["anomalies"] == ["lost-write"] and "failed or never completed" in assumed[0]["why"]
 
-def state(t: int, leader: int | None, isr: frozenset[int] = ALL) -> PartitionState:
-    return PartitionState(t, leader, isr, ALL)
+def state(t: int, leader: int | None, isr: frozenset[int] = ALL) -> MetadataState:
+    return MetadataState(t, leader, isr, ALL)
 
 
 def killed_at_5s(node: int, **extra: Any) -> H:
@@ -225,7 +225,7 @@ def test_an_election_in_the_metadata_log_is_a_leader_fault() -> None:
 
 
 def test_a_node_fault_on_no_replica_of_the_partition_does_not_count_for_it() -> None:
-    five = {P0: [PartitionState(0, 1, ALL, ALL)]}
+    five = {P0: [MetadataState(0, 1, ALL, ALL)]}
     assert faults_of(killed_at_5s(4).ops, five) == frozenset()
     assert faults_of(killed_at_5s(3).ops, five) == frozenset({"kill", "faulted>=1", "fenced>=1"})
 
@@ -386,7 +386,7 @@ def test_a_forbidden_instance_is_among_the_examples_however_many_were_permitted(
     room for 3 examples, the forbidden one must be among them, whichever partition the
     checker meets first: a violated type whose examples are all permitted hides the
     violation."""
-    monkeypatch.setattr("faultline.checkers.verdict.MAX_EXAMPLES", 3)
+    monkeypatch.setattr("faultline.checkers.verdict.MAX_ANOMALY_EXAMPLES", 3)
     h = H()
     h.send(0, 10, offset=0, part=0)
     h.send(0, 20, offset=0, part=1)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from faultline.checkers.cli import check, check_run
 from faultline.checkers.whitebox import (
-    MAX_EXAMPLES,
+    MAX_INVARIANT_EXAMPLES,
     BrokerFiles,
     Invariant,
     check_elections,
@@ -261,13 +261,13 @@ def test_no_white_box_files_no_white_box(tmp_path: Path) -> None:
 
 
 def test_a_violation_is_among_the_examples_however_many_breaks_were_permitted() -> None:
-    """An invariant broken MAX_EXAMPLES times where permitted, then once where not: it is
+    """An invariant broken MAX_INVARIANT_EXAMPLES times where permitted, then once where not: it is
     VIOLATED, and its examples must show that violation, not only the permitted breaks."""
     inv = Invariant("hw-monotonic")
-    for i in range(MAX_EXAMPLES):
+    for i in range(MAX_INVARIANT_EXAMPLES):
         inv.add({"time": i, "partition": 0, "what": f"permitted {i}"}, permitted=True)
-    inv.add({"time": MAX_EXAMPLES, "partition": 1, "what": "forbidden"})
-    assert inv.status == "fail" and len(inv.examples) == MAX_EXAMPLES
+    inv.add({"time": MAX_INVARIANT_EXAMPLES, "partition": 1, "what": "forbidden"})
+    assert inv.status == "fail" and len(inv.examples) == MAX_INVARIANT_EXAMPLES
     assert [e["what"] for e in inv.examples if not e["permitted"]] == ["forbidden"]
 
 
