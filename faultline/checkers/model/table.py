@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +23,7 @@ from faultline.checkers.model.explore import LEADER_FAULT, Bound, explore, legal
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
 from faultline.checkers.model.state import Acks, ModelConfig
 from faultline.checkers.model.steps import Step
+from faultline.checkers.partition_faults import PartitionFaults
 from faultline.faults import FAMILIES
 
 TABLE_PATH = Path(__file__).with_name("table.json")
@@ -205,24 +206,21 @@ def _explored(cell: Cell) -> frozenset[str]:
     return frozenset(explore_cell(cell, ON_DEMAND_BOUND))
 
 
-def cell_for(config: GuaranteeLike, faults: Iterable[str], leader_fault: bool | None = None) -> Cell:
-    """Map a run's config and fault names to a model cell.
+def cell_for(config: GuaranteeLike, faults: PartitionFaults, leader_fault: bool | None = None) -> Cell:
+    """Map a run's config and the faults a partition saw to a model cell.
 
-    Fault names are the checker's: fault kinds, ``leader-fault``, ``data-loss>=N``,
-    ``faulted>=N`` (the largest N bounds the cell; N >= RF is no bound); others
-    (``clock``, ``producer-restart``) have no model counterpart and are ignored.
-    ``leader_fault`` overrides the presence of ``leader-fault``.
+    Its families, with the model's ``leader-fault`` for a leader fault, and its
+    ``data_loss`` and ``faulted`` counts as the cell's bounds (``faulted`` >= RF is no
+    bound); ``clock`` and ``producer-restart`` have no model counterpart and are ignored.
+    ``leader_fault`` overrides ``faults.leader_fault``.
     """
-    names = set(faults)
-    kinds = {f for f in names if f in FAMILIES}
-    if leader_fault if leader_fault is not None else LEADER_FAULT in names:
+    kinds = {f for f in faults.families if f in FAMILIES}
+    if leader_fault if leader_fault is not None else faults.leader_fault:
         kinds.add(LEADER_FAULT)
-    losses = [int(f.split(">=", 1)[1]) for f in names if f.startswith("data-loss>=")]
-    data_loss = max(losses) if losses else None
+    data_loss = faults.data_loss or None
     if not kinds & {"wipe", "lose-unflushed"}:
         data_loss = None
-    touched = [int(f.split(">=", 1)[1]) for f in names if f.startswith("faulted>=")]
-    faulted = max(touched) if touched else None
+    faulted = faults.faulted or None
     if faulted is not None and faulted >= config.replication_factor:
         faulted = None
     if config.acks not in ("0", "1", "all"):
@@ -233,11 +231,11 @@ def cell_for(config: GuaranteeLike, faults: Iterable[str], leader_fault: bool | 
                 faulted)
 
 
-def expected_outcome(config: GuaranteeLike, faults: Iterable[str],
+def expected_outcome(config: GuaranteeLike, faults: PartitionFaults,
                      leader_fault: bool | None = None) -> frozenset[str]:
     """Anomalies (among ``MODEL_ANOMALIES``) the model says a run can show.
 
-    ``faults`` are the fault names of the run (see ``cell_for``). A stored cell is a
+    ``faults`` are those a partition of the run saw (see ``cell_for``). A stored cell is a
     look-up; any other is explored once per process (a second or so).
     """
     cell = cell_for(config, faults, leader_fault)
