@@ -123,6 +123,13 @@ class ConsumerSpec:
     mode: Literal["assign"] = "assign"
 
 
+#: workload name -> the checkers that judge its runs (:data:`faultline.checkers.stored.CHECKERS`),
+#: in order: the first's verdict is the run's, the others' add to it.
+WORKLOAD_CHECKERS: Mapping[str, tuple[str, ...]] = {
+    "queue": ("queue", "white-box"),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
     """Which workload (:data:`faultline.workloads.WORKLOADS`), with which client under
@@ -135,6 +142,12 @@ class WorkloadSpec:
     producers: int = 2
     consumers: int = 1
     rate: float = 0.0
+
+    @property
+    def checkers(self) -> tuple[str, ...]:
+        """The checkers that judge this workload's runs (:data:`WORKLOAD_CHECKERS`); none
+        for a workload without one."""
+        return WORKLOAD_CHECKERS.get(self.name, ())
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,7 +99,7 @@ from faultline.checkers.measures import Measures
 from faultline.checkers.pairing import open_f, pairing_state
 from faultline.checkers.result import Result
 from faultline.checkers.table import HistoryDigest, SendTable
-from faultline.checkers.verdict import Collected, build_result, iso_rows
+from faultline.checkers.verdict import Collected, QueueFacts, build_result, iso_rows, queue_facts
 from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
 from faultline.history import (
@@ -234,10 +234,10 @@ def check_rows_table(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
                      truncated: bool | ReadResult = False, source: str = "history",
                      unavailable_after_ns: int | None = None,
                      broker: Callable[[], BrokerState] = BrokerState,
-                     table: bool = True) -> tuple[Result, HistoryDigest | None]:
+                     table: bool = True) -> tuple[Result, HistoryDigest | None, QueueFacts]:
     """:func:`check_rows`, and from the same pass the history's sends as columns
     (:class:`~faultline.checkers.table.HistoryDigest`, what a report needs; None unless
-    ``table``).
+    ``table``), and the facts the verdict was judged by, for the checkers after it.
 
     ``broker`` gives the broker state once the rows are exhausted, not before: a
     history followed while its run goes on (``faultline run``'s check) has its
@@ -249,7 +249,8 @@ def check_rows_table(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
     else:
         engine.feed(rows)
     cut = truncated if isinstance(truncated, bool) else truncated.truncated
-    return engine.finish(cut, unavailable_after_ns, broker()), engine.table(cut) if table else None
+    result, facts = engine.finish(cut, unavailable_after_ns, broker())
+    return result, engine.table(cut) if table else None, facts
 
 
 def warm(workdir: Path) -> None:
@@ -886,7 +887,7 @@ class Engine:
             seen[3] += 1
 
     def finish(self, truncated: bool, unavailable_after_ns: int | None,
-               broker: BrokerState) -> Result:
+               broker: BrokerState) -> tuple[Result, QueueFacts]:
         """Decide, once every row has been fed, with the run's broker state."""
         self.timeline, self.replicas = broker.timeline, broker.replicas
         self.client_lines = ClientLines(broker.client_log)
@@ -903,7 +904,7 @@ class Engine:
         self._values(collected)
         self._offsets(collected)
         self._consumers(collected)
-        return build_result(collected, self)
+        return build_result(collected, self), queue_facts(collected, self)
 
     def _cross_check(self) -> None:
         """Give each partition its replicas' lines (``replicas.jsonl``) and the offset up to

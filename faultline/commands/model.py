@@ -9,8 +9,8 @@ Forms::
 
 ``--explore`` without ``--acks`` explores the default matrix, both without and with
 KIP-966 eligible leader replicas (a few minutes);
-``--write`` stores that table in the package (``table.json``) for
-``expected_outcome``.
+``--write`` stores that table in the package (``table.json``), which the agreement
+tests hold the checker's rules to.
 """
 
 from __future__ import annotations

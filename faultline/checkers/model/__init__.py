@@ -8,13 +8,12 @@ Public surface::
     invariant_violations
     Scenario, SCENARIOS, run_scenario                        # the seeds' scenarios
     Bound, Exploration, explore, enabled_steps, replay       # searching fault schedules
-    Cell, default_matrix, expected_outcome                   # the guarantee table
-    model                                                    # the click command
+    Cell, default_matrix                                     # the guarantee table
 
 Modules, each importing only those listed before it (no import cycle, not even for
 type checking): ``state`` (config and state values), ``controller`` (ISR, ELR and
 elections), ``replica`` (a replica's log, leader epochs, metadata and HW), ``steps``
-(``ModelStep`` and ``apply``), ``outcome``, ``explore``, ``scenarios``, ``table``, ``cli``.
+(``ModelStep`` and ``apply``), ``outcome``, ``explore``, ``scenarios``, ``table``.
 """
 
 from faultline.checkers.model.explore import Bound, Exploration, enabled_steps, explore, replay
@@ -29,11 +28,11 @@ from faultline.checkers.model.outcome import (
 from faultline.checkers.model.scenarios import SCENARIOS, Scenario, run_scenario
 from faultline.checkers.model.state import ModelConfig, State
 from faultline.checkers.model.steps import ModelStep, apply, initial_state
-from faultline.checkers.model.table import Cell, default_matrix, expected_outcome
+from faultline.checkers.model.table import Cell, default_matrix
 
 __all__ = [
     "MODEL_ANOMALIES", "SCENARIOS", "Bound", "Cell", "Exploration", "ModelConfig", "ModelOutcome",
-    "ModelStep", "Scenario", "State", "apply", "default_matrix", "enabled_steps", "expected_outcome",
+    "ModelStep", "Scenario", "State", "apply", "default_matrix", "enabled_steps",
     "explore", "initial_state", "invariant_violations", "judge", "outcome", "replay", "run_scenario",
     "settle",
 ]

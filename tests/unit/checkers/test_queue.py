@@ -10,7 +10,7 @@ import pytest
 
 from faultline.checkers import queue
 from faultline.checkers.columns import NONE
-from faultline.checkers.faults_seen import PartitionState
+from faultline.checkers.faults_seen import MetadataState
 from faultline.checkers.queue import Engine, check
 from faultline.checkers.result import ANOMALIES, UNKNOWN, Result, merge_valid
 from faultline.errors import HistoryError
@@ -234,7 +234,7 @@ def test_phantom_read_forbidden_with_clean_elections_permitted_with_unclean() ->
     # any unclean candidate; two fenced replicas may leave only unclean candidates (the
     # metadata log shows n2 and n3 out of the ISR: every replica out of step)
     every = frozenset({1, 2, 3})
-    lagged = {(TOPIC, 0): [PartitionState(0, 1, every, every), PartitionState(1, 1, frozenset({1}), every)]}
+    lagged = {(TOPIC, 0): [MetadataState(0, 1, every, every), MetadataState(1, 1, frozenset({1}), every)]}
     assert run(h, make_spec(acks="all", unclean=True), timeline=lagged).valid is False
     assert run(h, make_spec(acks="all", min_insync=1, unclean=True), timeline=lagged).valid is True
     h.fault("kill", [2])

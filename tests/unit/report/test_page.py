@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES
+from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES
 from faultline.checkers.table import HistoryDigest, SendTable
 from faultline.report import plots
 from faultline.report.page import (
@@ -66,11 +66,12 @@ def _lost(value: int, i: int) -> dict[str, Any]:
 
 
 def test_every_example_of_every_type_is_on_a_page_under_5_mb(tmp_path: Path) -> None:
-    """results.json holding the most examples it can (MAX_EXAMPLES of every type, ~1 KB
+    """results.json holding the most examples it can (MAX_ANOMALY_EXAMPLES of every type, ~1 KB
     each): the page has a row for each, in order, with its story and explanation, and
     stays under 5 MB."""
-    examples = {a: [_lost(100_000 * k + i, i) for i in range(MAX_EXAMPLES)] for k, a in enumerate(ANOMALIES)}
-    results = {"valid": False, "anomaly_counts": dict.fromkeys(ANOMALIES, MAX_EXAMPLES),
+    examples = {a: [_lost(100_000 * k + i, i) for i in range(MAX_ANOMALY_EXAMPLES)]
+                for k, a in enumerate(ANOMALIES)}
+    results = {"valid": False, "anomaly_counts": dict.fromkeys(ANOMALIES, MAX_ANOMALY_EXAMPLES),
                "anomalies": examples, "permitted": [], "violations": list(ANOMALIES), "unknown": [],
                "stats": {"send": {"ok": 10_000, "fail": 0, "info": 0}}}
     page = render_report(RunData(tmp_path, make_spec(partitions=3), results, EMPTY, False))

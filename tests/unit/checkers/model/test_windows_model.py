@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from faultline.checkers.faults_seen import PartitionState
+from faultline.checkers.faults_seen import MetadataState
 from faultline.checkers.model.explore import enabled_steps
 from faultline.checkers.model.outcome import drain_of, settle
 from faultline.checkers.model.scenarios import SCENARIOS
@@ -131,12 +131,12 @@ def _at(i: int) -> int:
     return i * S
 
 
-def timeline(r: Run) -> list[PartitionState]:
+def timeline(r: Run) -> list[MetadataState]:
     """The metadata log the model's controller would have written: a state per change."""
     replicas = frozenset(range(1, r.config.replication_factor + 1))
-    out: list[PartitionState] = []
+    out: list[MetadataState] = []
     for i, m in enumerate(r.moments):
-        s = PartitionState(-S if i == 0 else _at(i), m.leader, m.isr, replicas, m.elr, m.epoch)
+        s = MetadataState(-S if i == 0 else _at(i), m.leader, m.isr, replicas, m.elr, m.epoch)
         if not out or dataclasses.replace(out[-1], time=s.time) != s:
             out.append(s)
     return out
@@ -184,7 +184,7 @@ def spec_of(cfg: ModelConfig) -> TestSpec:
     return spec if cfg.elr else dataclasses.replace(spec, kafka=KafkaSpec(version="3.9.1"))
 
 
-def judge(r: Run, lose: int | None = None, states: list[PartitionState] | None = None) -> Result:
+def judge(r: Run, lose: int | None = None, states: list[MetadataState] | None = None) -> Result:
     """The checker's verdict on the run (``lose``: with that value missing from the drain)."""
     states = timeline(r) if states is None else states
     return check(spec_of(r.config), history(r, lose), timeline={P0: states})
