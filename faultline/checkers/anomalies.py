@@ -369,14 +369,16 @@ def undecided(p: Partition, ended: int | None, offset: int | None, read: bool = 
 
 def gone_below_log_start(p: Partition) -> list[Read]:
     """below-log-start too: a record a consumer read below the complete drain's log
-    start whose value is gone: no ``ok`` send carried it, nor a send the drain read.
-    Once per offset and value: its first read."""
+    start that is gone: the drain did not read it there, and its value is no ``ok``
+    send's nor one the drain read (a value no send carried is gone: another producer's
+    records need not differ). Once per offset and value: its first read."""
     if p.drain is None:
         return []
+    drained = {(r.offset, r.value) for r in p.drained}
     kept = {s.value for s in p.sends if s.outcome == "ok" or p.stored(s)}
     first: dict[tuple[int, Value], Read] = {}
     for r in p.polled:
-        if r.offset < p.drain.log_start and r.value not in kept:
+        if r.offset < p.drain.log_start and (r.offset, r.value) not in drained and r.value not in kept:
             first.setdefault((r.offset, r.value), r)
     return list(first.values())
 
