@@ -42,7 +42,7 @@ from tests.unit.checkers.test_queue_properties import MUTATIONS, Index, shapes
 
 STORED = Path(__file__).parents[2] / "e2e" / "data" / "kill-partition"
 Rows = list[dict[str, Any]]
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("FL_EXAMPLES", "60")), deadline=None,
+SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -613,7 +613,7 @@ def wild(draw: st.DrawFn) -> Wild:
     return Wild(n, rows, replicas)
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=100)
 @given(history=wild(), data=st.data())
 def test_arbitrary_histories_are_held_to_the_definitions(history: Wild, data: st.DataObject) -> None:
     note("\n".join(orjson.dumps(r).decode() for r in history.rows))
