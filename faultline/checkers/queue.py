@@ -2,69 +2,25 @@
 
 A pure function of a test spec and a history (docs/history.md): :func:`check` takes ops,
 :func:`check_rows` parsed rows (such as :func:`faultline.history.iter_rows` yields) or a
-:class:`~faultline.history.HistoryFile` (the fast path for files: the engine reads its
-lines itself, :meth:`Engine.feed_file`), and :func:`check_rows_table` gives besides the
-verdict the history's sends as columns, from the same pass, for the report
-(:mod:`faultline.checkers.table`).
-It streams the history once; memory grows with the number of distinct values and
-offsets (columns of cells of 8 B and less, see :mod:`faultline.checkers.columns`; ~60 B
-a value at peak), not with the number of lines; a history of more than 2**31 - 1
-sends, or of more than 32,768 topic-partitions, is refused (HistoryError), as slots
-live in int32 cells and partition ids in int16 ones, and so is a number that does not
-fit 64 bits (signed). What each op does to the columns and maps is compiled
-(:mod:`faultline.checkers.kernel`, numba; the journal's common lines are read into
-its op table by :mod:`faultline.checkers.scan`, every other line parsed and checked as
-iter_rows does, then encoded here): over a million lines a second.
-The decisions (:meth:`Engine.finish`) find with numpy, over the columns and the offset
-maps, the few sends and offsets that need one, and visit only those, in order.
+:class:`~faultline.history.HistoryFile` (whose lines the engine reads itself,
+:meth:`Engine.feed_file`), and :func:`check_rows_table` gives besides the verdict the
+history's sends as columns, from the same pass, for the report (:mod:`faultline.checkers.table`).
 
-Anomalies (docs/design.md), with the choices made where the table leaves room:
+What each anomaly is, and what the drain cannot decide, is defined in plain Python in
+:mod:`faultline.checkers.anomalies`; this engine finds the same instances (held to them
+by ``tests/unit/checkers/test_anomalies.py``) in one streaming pass over the history,
+compiled (:mod:`.kernel`, :mod:`.scan`), into columns whose memory grows with the
+distinct values and offsets, not with the lines (:mod:`.columns`; docs/design.md, "The
+queue checker's engine"). Whether each instance is permitted is
+:mod:`faultline.checkers.guarantees`'s.
 
-- lost-write: an ``ok`` send whose value is not in its partition's completed drain.
-  Sends that ended ``info`` (or never completed) are never lost: unknown until read.
-  A value acknowledged below the drain's log start offset is unknown, not lost.
-- phantom-read: a polled record (offset, value) the completed drain does not hold at
-  that offset (records at or past the drain's HW were truncated away); the drain holds
-  every value it read there, also one it read where it had read another. A read where
-  the drain read nothing, below its HW, at an offset every replica holds the same
-  batch at, is unknown (the drain skipped it), as a lost write there is.
-- inconsistent-offsets: one offset associated with two values across acks, polls and
-  the drain (complete or not: every drained record is real), counted once per
-  offset; also an ack whose offset the completed drain leaves empty while holding
-  the value elsewhere (where it read: not below its log start, nor at or past a short
-  drain's end, set aside), once an offset like the rest. Two docs/design.md rows judge
-  it, and each that applies must permit it: the ack's (``involves_ack``) when an
-  ack's association is the wrong one (two acks disagree, or the drain holds another
-  value there, or with the drain silent a read disagrees with the ack); the reads'
-  (``reads_disagree``) when the reads (polls, the drain) hold more than one value
-  there. An ack the drain agrees with leaves only reads disagreeing; a wrong ack does
-  not excuse reads that also disagree among themselves.
-- duplicate: one value at more than one offset in the drain.
-- aborted-read: a value read (poll or drain) whose send ended ``fail``.
-- unexpected-value: a value read from a partition that no send to that partition
-  carried before the read (never sent, sent elsewhere, or read before its invoke),
-  counted once per partition and value. A value no send can carry (a record's text
-  or null, as the workload journals another producer's record) is one too; it takes
-  part in the offsets' rules like any other (a poll-skip over it, a phantom read of
-  it, an ack at its offset), as a code in the maps (:meth:`Engine.shown`).
-- nonmonotonic-send: two ok sends of one process to one partition, the one invoked
-  first stored higher, by drain offsets (where the value is stored, whatever the
-  ack said; a value missing from the drain is a lost write, not a reordering, and
-  an ack offset the drain disagrees with is an inconsistent-offsets).
-- nonmonotonic-poll: a consumer process got an offset at or below its previous one
-  for that partition (a process is never reassigned: ``mode: assign``, and a
-  consumer whose poll ended ``info`` is replaced by a new process).
-- poll-skip: a consumer's successive records for a partition jumped over offsets
-  that hold records in the completed drain; its first record of a partition, over
-  offsets from the drain's log start (consumers assign every partition from the
-  beginning: ``OFFSET_BEGINNING``, ``auto.offset.reset=earliest``).
-
-Malformed values (a send without a 64-bit integer ``value``, a poll record that is
-not ``[topic, partition, offset, value]``, ...) and ops naming a topic-partition the
-test's topic does not have raise HistoryError naming the line (``index + 1``). Any
-other exception inside the checker is a bug, which
-:func:`faultline.checkers.stored.check_stored` turns into ``valid: "unknown"``,
-never a pass.
+Refused with a HistoryError naming the line (``index + 1``): a malformed value (a send
+without a 64-bit integer ``value``, a poll record that is not ``[topic, partition, offset,
+value]``, ...), an op naming a topic-partition the test's topic does not have, a number
+that does not fit 64 bits (signed), more than 2**31 - 1 sends or 32,768 topic-partitions.
+Any other exception inside the checker is a bug, which
+:func:`faultline.checkers.stored.check_stored` turns into ``valid: "unknown"``, never a
+pass.
 """
 
 from __future__ import annotations
