@@ -13,6 +13,9 @@ cell ``pending`` again: a failed cell, a cell a crash left ``running``, a done c
 whose results were deleted, a done cell run under another config (the matrix is the
 same, but a default or rule of faultline's changed since): one sweep's runs of one cell
 are runs of one config.
+
+A cell run on a Spark cluster (``faultline sweep --master``) says where in ``ran_on``
+(:class:`RanOn`); a cell run here has none.
 """
 
 from __future__ import annotations
@@ -47,6 +50,20 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True, slots=True)
+class RanOn:
+    """Where a cell's run ran on a Spark cluster: the worker's host name, the id of the
+    executor whose task ran it, and that task's attempt (0 the first; a later one reran
+    the cell after an attempt was lost with its worker)."""
+
+    host: str
+    executor: str
+    attempt: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "executor": self.executor, "attempt": self.attempt}
+
+
 @dataclass(slots=True)
 class CellState:
     """One cell's line of the manifest; ``run_dir`` is relative to the sweep directory."""
@@ -58,6 +75,7 @@ class CellState:
     error: str | None = None
     started: str | None = None
     ended: str | None = None
+    ran_on: RanOn | None = None
 
     @property
     def run_dir(self) -> str:
@@ -66,7 +84,8 @@ class CellState:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "axes": dict(self.axes), "status": self.status,
                 "run_dir": self.run_dir, "valid": self.valid, "error": self.error,
-                "started": self.started, "ended": self.ended}
+                "started": self.started, "ended": self.ended,
+                "ran_on": self.ran_on.to_json() if self.ran_on is not None else None}
 
 
 @dataclass(slots=True)
@@ -116,7 +135,8 @@ def load(sweep_dir: Path) -> Manifest | None:
             raise HistoryError(str(path), None, f"manifest version {data['version']}, "
                                                 f"this faultline reads {VERSION}")
         cells = [CellState(str(c["id"]), dict(c["axes"]), c["status"], c["valid"], c["error"],
-                           c["started"], c["ended"]) for c in data["cells"]]
+                           c["started"], c["ended"], _ran_on(c.get("ran_on")))  # absent before
+                 for c in data["cells"]]
         night = data.get("night")  # absent in a sweep.json written before it was
         if night is not None and not isinstance(night, str):
             raise TypeError("night")
@@ -127,6 +147,15 @@ def load(sweep_dir: Path) -> Manifest | None:
     if bad:
         raise HistoryError(str(path), None, f"cell {bad[0]}: status is not one of {', '.join(STATUSES)}")
     return manifest
+
+
+def _ran_on(data: Any) -> RanOn | None:
+    if data is None:
+        return None
+    host, executor, attempt = data["host"], data["executor"], data["attempt"]
+    if not isinstance(host, str) or not isinstance(executor, str) or not isinstance(attempt, int):
+        raise TypeError("ran_on")
+    return RanOn(host, executor, attempt)
 
 
 def plan(matrix: Matrix, previous: Manifest | None, sweep_dir: Path, night: str | None = None) -> Manifest:
