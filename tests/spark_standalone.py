@@ -12,6 +12,7 @@ mark; :func:`stop_leftovers` ends those of any cluster a crashed session left.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -133,10 +134,8 @@ def stop_leftovers() -> list[int]:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _kill_marked(value: str | None) -> list[int]:
@@ -153,9 +152,7 @@ def _kill_marked(value: str | None) -> list[int]:
         except OSError:  # gone, or not ours to read
             continue
         if any(e == wanted if value is not None else e.startswith(wanted) for e in entries):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(int(proc.name), signal.SIGKILL)
                 killed.append(int(proc.name))
-            except ProcessLookupError:
-                pass
     return killed

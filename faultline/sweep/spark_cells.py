@@ -21,8 +21,8 @@
   (``PR_SET_PDEATHSIG``: SIGTERM, which tears its cluster down).
 - A worker that dies mid-cell: Spark runs the task again (``spark.task.maxFailures``); the
   new attempt moves what an earlier one left in the run directory to
-  ``SWEEP_DIR/set-aside/<cell id>/<UTC time>/``, and only an attempt that ends returns a
-  result: the cell is recorded once.
+  ``SWEEP_DIR/set-aside/<cell id>/<UTC time, YYYYMMDDTHHMMSS.ffffffZ>/``, and only an
+  attempt that ends returns a result: the cell is recorded once.
 - Ctrl-C: every job is cancelled (each cell's process tears its cluster down) and the
   cells not ended stay ``pending``.
 """
@@ -36,11 +36,13 @@ import re
 import secrets
 import signal
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from importlib import metadata
 from multiprocessing import Queue, parent_process
@@ -48,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import faultline
+from faultline.cluster.setup import Check
 from faultline.cluster.waiting import wait_until
 from faultline.errors import SetupError, SpecError
 from faultline.spec import TestSpec
@@ -124,6 +127,33 @@ def build() -> str:
     for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return f"{metadata.version('kafka-faultline')}+{digest.hexdigest()[:12]}"
+
+
+#: What a standalone worker's JVM runs.
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+
+
+def worker_check(proc: Path = Path("/proc")) -> Check:
+    """``faultline doctor``'s line about this machine as a Spark worker: every standalone
+    worker running here (found in ``proc``) must run as root, as the cells it runs need; and
+    which faultline and interpreter a driver must share with it (executors run the driver's
+    interpreter path)."""
+    shared = f"a driver needs faultline {build()} at {sys.executable}"
+    workers = {}
+    for d in proc.iterdir():
+        try:
+            if d.name.isdigit() and WORKER_CLASS in (d / "cmdline").read_bytes().decode(errors="replace"):
+                workers[int(d.name)] = d.stat().st_uid
+        except OSError:  # gone meanwhile
+            continue
+    if not workers:
+        return Check("spark worker", True, f"none runs here; where one does, {shared}")
+    others = {pid: uid for pid, uid in workers.items() if uid != 0}
+    if others:
+        pid, uid = min(others.items())
+        return Check("spark worker", False, f"pid {pid} runs as uid {uid}; cells need root",
+                     "start the Spark worker as root")
+    return Check("spark worker", True, f"pid {', '.join(map(str, sorted(workers)))} as root; {shared}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +401,9 @@ def _probe_task(rows: Iterable[tuple[str, str, str]]) -> Iterator[Facts]:
 
 
 def _cell_task(rows: Iterable[dict[str, Any]]) -> Iterator[_TaskEnding]:
+    """A cell's task: what an earlier attempt left set aside, the cell run as a local sweep
+    runs it, and how it ended (module docstring). SetupError when this worker does not see
+    the sweep (Spark tries the task again, up to its limit)."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
@@ -381,7 +414,7 @@ def _cell_task(rows: Iterable[dict[str, Any]]) -> Iterator[_TaskEnding]:
             raise SetupError(f"{socket.gethostname()} does not see {sweep_dir / MANIFEST_FILE}")
         run_dir = sweep_dir / task["run_dir"]
         if run_dir.exists():  # an earlier attempt's, lost with its worker
-            aside = sweep_dir / SET_ASIDE_DIR / task["id"] / utc_now()
+            aside = sweep_dir / SET_ASIDE_DIR / task["id"] / datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
             aside.parent.mkdir(parents=True, exist_ok=True)
             run_dir.rename(aside)
         spec = TestSpec.from_mapping(task["spec"], source=f"cell {task['id']}")
