@@ -49,7 +49,6 @@ from multiprocessing import Queue, parent_process
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import faultline
 from faultline.cluster.setup import Check
 from faultline.cluster.waiting import wait_until
 from faultline.errors import SetupError, SpecError
@@ -72,6 +71,10 @@ CONNECT_TIMEOUT_S = 5.0
 EXECUTORS_WAIT_S = 120.0
 #: Seconds without a new executor after which every worker is taken to have joined.
 SETTLE_S = 5.0
+#: faultline's package directory.
+PACKAGE = Path(__file__).resolve().parent.parent
+#: What a standalone worker's JVM runs.
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 _PROBE = ".faultline-probe-"
 _MASTER = re.compile(r"spark://([^/,\s]+(?:,[^/,\s]+)*)/?")
 _PR_SET_PDEATHSIG = 1
@@ -95,16 +98,12 @@ def master_addresses(master: str) -> list[tuple[str, int]]:
     """The (host, port) of each master ``spark://HOST:PORT[,HOST:PORT...]`` names; SpecError
     for another URL."""
     m = _MASTER.fullmatch(master)
-    addresses = []
-    for part in m.group(1).split(",") if m else ():
-        host, _, port = part.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            break
-        addresses.append((host.strip("[]"), int(port)))
-    else:
-        if addresses:
-            return addresses
-    raise SpecError(f"--master {master!r}: cells run on a Spark standalone cluster, spark://HOST:PORT")
+    parts = m.group(1).split(",") if m else []
+    addresses = [(host.strip("[]"), int(port)) for host, _, port in (part.rpartition(":") for part in parts)
+                 if host and port.isdigit() and 0 < int(port) < 65536]
+    if not parts or len(addresses) != len(parts):
+        raise SpecError(f"--master {master!r}: cells run on a Spark standalone cluster, spark://HOST:PORT")
+    return addresses
 
 
 def reach(master: str) -> None:
@@ -119,18 +118,13 @@ def reach(master: str) -> None:
     raise SetupError(f"the Spark master {master} does not answer ({why}); start it, or fix --master")
 
 
-def build() -> str:
-    """This faultline: its version and a digest of its package's files, which every machine
-    of a sweep must share."""
-    root = Path(faultline.__file__).parent
+def build(root: Path = PACKAGE) -> str:
+    """This faultline (its package directory ``root``): its version and a digest of its
+    package's files, which every machine of a sweep must share."""
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return f"{metadata.version('kafka-faultline')}+{digest.hexdigest()[:12]}"
-
-
-#: What a standalone worker's JVM runs.
-WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 
 
 def worker_check(proc: Path = Path("/proc")) -> Check:
@@ -261,8 +255,8 @@ class SparkCells:
         """One cell's Spark job, in a thread of its own: the task's ending."""
         sc = self._spark.sparkContext
         sc.setJobGroup(f"faultline-cell-{state.id}", f"cell {state.id}", interruptOnCancel=True)
-        task: dict[str, Any] = {"id": state.id, "spec": cell.spec.to_json(), "sweep_dir": str(sweep_dir),
-                "run_dir": state.run_dir}
+        task: dict[str, Any] = {"id": state.id, "spec": cell.spec.to_json(),
+                                "sweep_dir": str(sweep_dir), "run_dir": state.run_dir}
         endings: list[_TaskEnding] = (sc.parallelize([task], 1).withResources(self._cores())
                                       .mapPartitions(_cell_task).collect())
         return endings[0]

@@ -47,8 +47,36 @@ def faultline(*args: str) -> list[str]:
     return [sys.executable, "-m", "faultline", *args]
 
 
+@dataclass(frozen=True)
+class Here:
+    """The matrix, where the nights go, and the sweep of the earlier night, running here."""
+
+    config: Path
+    results: Path
+    sweep: subprocess.Popen[str]  # its output in results/../here.log
+
+
 @pytest.fixture(scope="module")
-def spark(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+def here(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Here]:
+    """The sweep here starts first: the standalone cluster starts while it runs."""
+    base = tmp_path_factory.mktemp("nights")
+    config = base / "it-spark-cells.yaml"
+    config.write_text(yaml.safe_dump(MATRIX))
+    results = base / "results"
+    with (base / "here.log").open("w") as log:
+        sweep = subprocess.Popen(faultline("sweep", str(config), "--out",
+                                           str(results / "nightly" / HERE / "sweep")),
+                                 stdout=log, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield Here(config, results, sweep)
+    finally:
+        if sweep.poll() is None:
+            sweep.terminate()  # it tears its cell's cluster down
+            sweep.wait(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def spark(here: Here, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     stop_leftovers()  # a crashed session's
     cluster = start(tmp_path_factory.mktemp("spark") / "cluster", workers=2)
     try:
@@ -60,9 +88,9 @@ def spark(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
 @dataclass(frozen=True)
 class Nights:
     results: Path
-    here: subprocess.CompletedProcess[str]
-    there: int
-    output: str
+    here: int  # the sweep here's exit status
+    there: int  # the nightly's
+    output: str  # both
     lost: str  # the cell whose worker was killed mid-run
     lost_run: str  # that attempt's run id
 
@@ -85,16 +113,12 @@ def _ancestors(pid: int) -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def nights(spark: Standalone, tmp_path_factory: pytest.TempPathFactory) -> Nights:
+def nights(here: Here, spark: Standalone) -> Nights:
     """The same matrix swept here (an earlier night) and, as ``faultline nightly``, on the
     cluster, with worker0 killed once both cells' clusters run; the night's analysis covers both."""
-    base = tmp_path_factory.mktemp("nights")
-    config = base / "it-spark-cells.yaml"
-    config.write_text(yaml.safe_dump(MATRIX))
-    results = base / "results"
-    here = subprocess.run(faultline("sweep", str(config), "--out", str(results / "nightly" / HERE / "sweep")),
-                          capture_output=True, text=True, timeout=600)
-    log = base / "nightly.log"
+    done_here = here.sweep.wait(timeout=600)
+    config, results = here.config, here.results
+    log = results.parent / "nightly.log"
     with log.open("w") as out:
         night = subprocess.Popen(faultline("nightly", str(config), "--master", spark.master,
                                            "--results", str(results), "--date", THERE),
@@ -113,7 +137,8 @@ def nights(spark: Standalone, tmp_path_factory: pytest.TempPathFactory) -> Night
     finally:
         if night.poll() is None:
             night.kill()
-    return Nights(results, here, there, log.read_text(), f"acks={lost.spec['producer']['acks']}",
+    output = (results.parent / "here.log").read_text() + log.read_text()
+    return Nights(results, done_here, there, output, f"acks={lost.spec['producer']['acks']}",
                   lost.run_id)
 
 
@@ -152,7 +177,7 @@ def test_the_lost_cells_cluster_left_nothing(nights: Nights) -> None:
 
 
 def test_the_analysis_equals_that_of_the_same_sweep_run_here(nights: Nights) -> None:
-    assert nights.here.returncode == 0, nights.here.stdout + nights.here.stderr
+    assert nights.here == 0, nights.output
     ids = {night: f"{data['name']}-{''.join(ch for ch in data['created'] if ch.isalnum())}"
            for night in (HERE, THERE) for data in [_sweep(nights.results, night)]}
     runs = ds.dataset(nights.results / "nightly" / THERE / "analysis" / "tables" / "runs",

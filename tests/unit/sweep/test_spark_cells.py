@@ -16,7 +16,6 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-import faultline
 from faultline.cli import main
 from faultline.errors import HistoryError, SetupError, SpecError
 from faultline.sweep import runner, spark_cells
@@ -112,18 +111,18 @@ def test_each_reason_a_worker_cannot_run_cells_is_one_line(facts: Facts, says: s
     assert spark_cells.refusal(facts, Path("/s"), "0.1.0+abc") == says
 
 
-def test_the_build_changes_with_any_file_of_the_package(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_build_changes_with_any_file_of_the_package(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "__init__.py").write_text("")
     (tmp_path / "sub" / "data.json").write_text("{}")
-    monkeypatch.setattr(faultline, "__file__", str(tmp_path / "__init__.py"))
-    first = spark_cells.build()
+    first = spark_cells.build(tmp_path)
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "x.pyc").write_bytes(b"compiled")
-    assert spark_cells.build() == first
+    assert spark_cells.build(tmp_path) == first
     (tmp_path / "sub" / "data.json").write_text("{ }")
-    assert spark_cells.build() != first and spark_cells.build().split("+")[0] == first.split("+")[0]
+    assert spark_cells.build(tmp_path) != first
+    version = spark_cells.build().split("+")[0]
+    assert spark_cells.build(tmp_path).split("+")[0] == first.split("+")[0] == version
 
 
 SPARK_ERROR = """An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.
