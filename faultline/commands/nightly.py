@@ -15,6 +15,10 @@ of the night is clean or lost only what its guarantees permit, 1 for a violation
 cell unknown or errored (as ``faultline analyze`` says of the night's cells, also when a
 later night exists: ``--date`` resumes an earlier one; junit.xml is the night's too; a
 sweep that did not run every cell is 2 even if the analysis of what ran is clean).
+
+``--master spark://HOST:PORT`` runs the night's cells on that standalone cluster's workers
+as ``faultline sweep --master`` does, then the analysis in the same Spark session; another
+master (``local[N]``, ``yarn``, ...) or ``--remote`` is the analysis's alone.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ import click
 from rich.console import Console
 
 from faultline.analysis.outputs import analyze_sweeps
+from faultline.analysis.spark import session
 from faultline.analysis.sweepdir import SWEEP_FILE, is_date
 from faultline.sweep.matrix import load_matrix
 from faultline.sweep.runner import run_matrix
+from faultline.sweep.spark_cells import SparkCells, is_cluster
 
 SWEEP_DIR = "sweep"
 ANALYSIS_DIR = "analysis"
@@ -56,7 +62,8 @@ def exit_status(sweep_status: int, analysis_status: int) -> int:
               show_default=True, help="the results directory; nights go to RESULTS/nightly/<date>/")
 @click.option("--date", "night", default=None, metavar="YYYY-MM-DD",
               help="the night's name [default: today, UTC]")
-@click.option("--master", default=None, help="Spark master URL [default: local[*]]")
+@click.option("--master", default=None,
+              help="Spark master URL; spark://HOST:PORT runs the cells there too [default: local[*]]")
 @click.option("--remote", default=None, help="Spark Connect URL (sc://host:port); wins over --master")
 def nightly(config: Path, results: Path, night: str | None, master: str | None,
             remote: str | None) -> None:
@@ -70,7 +77,8 @@ def nightly(config: Path, results: Path, night: str | None, master: str | None,
     matrix = load_matrix(config)
     console = Console(stderr=True)
     night_dir = results / "nightly" / night
-    manifest = run_matrix(matrix, night_dir / SWEEP_DIR, console, night)
+    workers = SparkCells.connect(master, session) if master is not None and is_cluster(master) else None
+    manifest = run_matrix(matrix, night_dir / SWEEP_DIR, console, night, workers)
     out = analyze_sweeps(night_sweeps(results / "nightly", night), night_dir / ANALYSIS_DIR,
                          master, remote, console, judge=night_dir / SWEEP_DIR)
     click.echo(f"night:      {night_dir}")

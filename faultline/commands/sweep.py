@@ -6,6 +6,11 @@ the cell and the field; exit 2), every Kafka version it names (resolved now, so 
 version Maven Central lacks fails before an hour of runs), and the disk. Exit code
 0: every cell done and valid; 1: some cell invalid; 2: some cell failed, unknown or
 not run (Ctrl-C).
+
+``--master spark://HOST:PORT`` runs the cells on that Spark standalone cluster's workers, one
+cell per worker at a time (:mod:`faultline.sweep.spark_cells`), into a sweep directory on a
+filesystem every worker mounts at the same path. A master that does not answer, or workers
+that cannot run cells into the directory, are one line and exit 2, with nothing written.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from faultline.analysis.spark import session
 from faultline.sweep.matrix import load_matrix
 from faultline.sweep.runner import run_matrix
+from faultline.sweep.spark_cells import SparkCells, master_addresses
 
 
 @click.command("sweep")
@@ -25,12 +32,18 @@ from faultline.sweep.runner import run_matrix
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
               help="The sweep directory.  [default: results/sweeps/<matrix name>]")
-def sweep(matrix_file: Path, out: Path | None) -> None:
+@click.option("--master", default=None, metavar="spark://HOST:PORT",
+              help="run the cells on this Spark standalone cluster's workers [default: here, "
+                   "one after another]")
+def sweep(matrix_file: Path, out: Path | None, master: str | None) -> None:
     """Run the cross product of a matrix's axes (and its explicit cells), each cell a
     normal run directory under one sweep directory with a sweep.json manifest."""
+    if master is not None:
+        master_addresses(master)  # a bad URL: before the matrix is read
     matrix = load_matrix(matrix_file)
     sweep_dir = out if out is not None else Path("results") / "sweeps" / matrix.name
-    manifest = run_matrix(matrix, sweep_dir, Console(stderr=True))
+    workers = SparkCells.connect(master, session) if master is not None else None
+    manifest = run_matrix(matrix, sweep_dir, Console(stderr=True), workers=workers)
     click.echo(f"sweep:   {sweep_dir}")
     click.echo(f"cells:   done {manifest.count('done')}  failed {manifest.count('failed')}")
     for state in manifest.cells:

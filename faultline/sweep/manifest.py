@@ -13,6 +13,9 @@ cell ``pending`` again: a failed cell, a cell a crash left ``running``, a done c
 whose results were deleted, a done cell run under another config (the matrix is the
 same, but a default or rule of faultline's changed since): one sweep's runs of one cell
 are runs of one config.
+
+A cell run on a Spark cluster (``faultline sweep --master``) says where in ``ran_on``
+(:class:`RanOn`); a cell run here has none.
 """
 
 from __future__ import annotations
@@ -47,6 +50,20 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True, slots=True)
+class RanOn:
+    """Where a cell's run ran on a Spark cluster: the worker's host name, the id of the
+    executor whose task ran it, and that task's attempt (0 the first; a later one reran
+    the cell after an attempt was lost with its worker)."""
+
+    host: str
+    executor: str
+    attempt: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "executor": self.executor, "attempt": self.attempt}
+
+
 @dataclass(slots=True)
 class CellState:
     """One cell's line of the manifest; ``run_dir`` is relative to the sweep directory.
@@ -62,6 +79,7 @@ class CellState:
     ended: str | None = None
     recipe: str | None = None
     predicts: tuple[str, ...] = ()
+    ran_on: RanOn | None = None
 
     @property
     def run_dir(self) -> str:
@@ -71,7 +89,8 @@ class CellState:
         return {"id": self.id, "axes": dict(self.axes), "status": self.status,
                 "run_dir": self.run_dir, "valid": self.valid, "error": self.error,
                 "started": self.started, "ended": self.ended, "recipe": self.recipe,
-                "predicts": list(self.predicts)}
+                "predicts": list(self.predicts),
+                "ran_on": self.ran_on.to_json() if self.ran_on is not None else None}
 
 
 @dataclass(slots=True)
@@ -120,9 +139,10 @@ def load(sweep_dir: Path) -> Manifest | None:
         if data["version"] != VERSION:
             raise HistoryError(str(path), None, f"manifest version {data['version']}, "
                                                 f"this faultline reads {VERSION}")
-        # recipe and predicts are absent in a sweep.json written before them
+        # recipe, predicts and ran_on are absent in a sweep.json written before them
         cells = [CellState(str(c["id"]), dict(c["axes"]), c["status"], c["valid"], c["error"],
-                           c["started"], c["ended"], c.get("recipe"), tuple(c.get("predicts") or ()))
+                           c["started"], c["ended"], c.get("recipe"), tuple(c.get("predicts") or ()),
+                           _ran_on(c.get("ran_on")))
                  for c in data["cells"]]
         night = data.get("night")  # absent in a sweep.json written before it was
         if night is not None and not isinstance(night, str):
@@ -134,6 +154,15 @@ def load(sweep_dir: Path) -> Manifest | None:
     if bad:
         raise HistoryError(str(path), None, f"cell {bad[0]}: status is not one of {', '.join(STATUSES)}")
     return manifest
+
+
+def _ran_on(data: Any) -> RanOn | None:
+    if data is None:
+        return None
+    host, executor, attempt = data["host"], data["executor"], data["attempt"]
+    if not isinstance(host, str) or not isinstance(executor, str) or not isinstance(attempt, int):
+        raise TypeError("ran_on")
+    return RanOn(host, executor, attempt)
 
 
 def plan(matrix: Matrix, previous: Manifest | None, sweep_dir: Path, night: str | None = None) -> Manifest:

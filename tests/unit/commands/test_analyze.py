@@ -49,7 +49,7 @@ def test_nightly_of_an_earlier_night_judges_that_night(tmp_path: Path, monkeypat
     monkeypatch.setattr(outputs, "session", lambda master, remote: None)
     monkeypatch.setattr(outputs, "analyze", lambda spark, dirs, out, progress: Analysis(
         read_sweeps(dirs), {"runs": str(tmp_path / "t" / "runs")}, [], rows))
-    monkeypatch.setattr(nightly, "run_matrix", lambda matrix, sweep_dir, console, night: Manifest(
+    monkeypatch.setattr(nightly, "run_matrix", lambda matrix, sweep_dir, console, night, workers: Manifest(
         "nightly", "2026-11-22T02:00:00Z", [CellState("acks=1", {"producer.acks": "1"}, "done", True)]))
     matrix = tmp_path / "nightly.yaml"
     matrix.write_text("axes: {acks: ['1']}\n")
