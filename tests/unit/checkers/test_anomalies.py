@@ -31,7 +31,7 @@ from faultline.checkers import anomalies, columns, queue
 from faultline.checkers.anomalies import Partition, Read
 from faultline.checkers.faults_seen import nemesis_actions
 from faultline.checkers.queue import check
-from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES, UNKNOWN
+from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES, UNKNOWN
 from faultline.checkers.synthetic import Shape, generate
 from faultline.checkers.whitebox import BrokerFiles, partition_timeline
 from faultline.history import NEMESIS, HistoryFile, Op, ReadResult, iter_rows
@@ -98,7 +98,7 @@ def engine_seen(r: dict[str, Any]) -> Seen:
         seen.counted[p["partition"]] = {name: Counter() for name in ANOMALIES}
         seen.set_aside[p["partition"]] = {}
     for name, examples in r["anomalies"].items():
-        assert len(examples) == r["anomaly_counts"][name] < MAX_EXAMPLES
+        assert len(examples) == r["anomaly_counts"][name] < MAX_ANOMALY_EXAMPLES
         for e in examples:
             seen.counted[e["partition"]][name][KEYS[name][0](e)] += 1
     for p in r["partitions"]:
