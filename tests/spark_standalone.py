@@ -55,12 +55,11 @@ class Standalone:
         """Where worker ``name`` keeps its executors' directories (``<app id>/<executor id>``)."""
         return self.base / name
 
-    def add_worker(self, name: str, cores: int = 1) -> None:
-        """Start worker ``name`` with ``cores`` cores; returns once it has registered."""
+    def _start_worker(self, name: str, cores: int) -> Path:
+        """Start worker ``name`` with ``cores`` cores; its log."""
         self.worker_dir(name).mkdir()
-        log = self._start(name, "org.apache.spark.deploy.worker.Worker", "--cores", str(cores),
-                          "--memory", "1g", "--work-dir", str(self.worker_dir(name)), self.master)
-        self._await(log, re.compile(r"Successfully registered with master"), f"worker {name}")
+        return self._start(name, "org.apache.spark.deploy.worker.Worker", "--cores", str(cores),
+                           "--memory", "1g", "--work-dir", str(self.worker_dir(name)), self.master)
 
     def kill(self, name: str) -> None:
         """SIGKILL daemon ``name`` and its process group (a worker's executors): a machine lost."""
@@ -100,8 +99,8 @@ class Standalone:
 
 
 def start(base: Path, workers: int, cores: int = 1) -> Standalone:
-    """A master and ``workers`` workers of ``cores`` cores each, in ``base`` (made here);
-    stopped again if any fails to come up."""
+    """A master and ``workers`` workers (``worker0``, ...) of ``cores`` cores each, in ``base``
+    (made here), once every worker has registered; stopped again if any fails to come up."""
     base.mkdir(mode=0o700, parents=True)
     cluster = Standalone(base)
     cluster.conf_dir.mkdir(mode=0o700)
@@ -119,8 +118,9 @@ def start(base: Path, workers: int, cores: int = 1) -> Standalone:
         log = cluster._start("master", "org.apache.spark.deploy.master.Master")
         cluster.master = cluster._await(log, re.compile(r"Starting Spark master at (spark://\S+)"),
                                         "the master").group(1)
-        for i in range(workers):
-            cluster.add_worker(f"worker{i}", cores)
+        logs = {f"worker{i}": cluster._start_worker(f"worker{i}", cores) for i in range(workers)}
+        for name, worker_log in logs.items():
+            cluster._await(worker_log, re.compile(r"Successfully registered with master"), name)
     except BaseException:
         cluster.stop()
         raise
