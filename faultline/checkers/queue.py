@@ -961,7 +961,8 @@ class Engine:
                         c.set_aside("lost-write", tp)
                     elif part.missed(ack_at):
                         c.drain_missed += 1  # the drain skipped what every replica holds
-                    elif part.gap(ack_at) or (ack_at == NONE and part.drained < part.hw - lso):  # type: ignore[operator]
+                    elif part.gap(ack_at) or (ack_at == NONE and part.hw is not None
+                                              and part.drained < part.hw - lso):
                         c.drain_gap += 1  # the drain skipped a record, maybe this one
                     else:
                         c.add("lost-write", tp, self.c_inv[s], partial(examples.lost, self, c, s))

@@ -345,7 +345,6 @@ def test_a_second_value_read_below_the_log_start_and_gone_is_unknown() -> None:
     assert [u["count"] for u in r.unknown if u["kind"] == anomalies.BELOW_LOG_START] == [1]
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="finding: the engine raises without a HW")
 def test_a_drain_without_a_high_watermark_decides_a_loss_without_an_offset() -> None:
     """The drain's last op gives no ``high_watermark`` (docs/history.md's schema makes
     it optional) and an ack gave no offset (acks=0): whether the drain skipped a record
