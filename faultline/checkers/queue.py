@@ -976,13 +976,15 @@ class Engine:
                     # drain's end (set aside)
                     if part.late(self.c_done[s]):
                         c.set_aside("inconsistent-offsets", tp, late=True)
+                    elif ack_at < (part.lso or 0):
+                        c.below_log_start += 1
                     elif part.short is not None and ack_at >= part.hw:  # type: ignore[operator]
                         c.set_aside("inconsistent-offsets", tp)
                     elif part.missed(ack_at):
                         c.drain_missed += 1  # the drain skipped what every replica holds
                     elif part.gap(ack_at):
                         c.drain_gap += 1  # the drain skipped the record there
-                    elif ack_at >= (part.lso or 0):
+                    else:
                         c.iso_ack_offset.append(s)
             elif status[s] == FAIL and reads[s] != EMPTY:
                 c.add("aborted-read", tp, self.c_inv[s], partial(examples.aborted, self, c, s))
