@@ -1080,9 +1080,9 @@ class Engine:
                 values = {x for x in (a, p, dv) if x != NONE}
                 extra = self.conflicts.get((tp, off), {})
                 values.update(extra)
+                polled = ({p} if p != NONE else set()) | {
+                    x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
                 if part.complete and off >= lso:
-                    polled = ({p} if p != NONE else set()) | {
-                        x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
                     # every value the drain read there is in it (the log changed under it)
                     drained = {dv} | {
                         x for x, seen in extra.items() if any(k == "drain" for k, _, _ in seen)}
@@ -1102,8 +1102,8 @@ class Engine:
                         else:
                             c.add("phantom-read", tp, examples.read_at(self, tp, off, x),
                                   partial(examples.phantom, self, c, tp, off, x))
-                elif part.complete and p != NONE and self.vanished(tp, p):
-                    c.below_log_start += 1  # read below the log start, and gone
+                elif part.complete:  # each value read below the log start, and gone
+                    c.below_log_start += sum(self.vanished(tp, x) for x in polled)
                 if len(values) > 1:
                     # An ack is involved when an ack's association is what is wrong: two
                     # acks disagree, or the drain holds another value there (or, with the

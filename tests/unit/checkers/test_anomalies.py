@@ -241,29 +241,9 @@ def untimed(p: Partition, read: Read) -> bool:
     return first is None or first.reader is None or first.offset != read.offset
 
 
-def gone_as_the_engine_sees(p: Partition) -> list[Read]:
-    """The reads below the log start the engine counts as gone: at each offset only the
-    first value polled, and only where the values there do not simply agree (it leaves
-    an offset alone where that value was drained there, with no other value and no
-    ack of another)."""
-    assert p.drain is not None
-    kept = {s.value for s in p.sends if s.outcome == "ok" or p.stored(s)}
-    found = []
-    for off in sorted({r.offset for r in p.polled if r.offset < p.drain.log_start}):
-        acked, polled, drained = p.values_at(off)
-        first = next(r for r in p.polled if r.offset == off)
-        at = p.first_drained(off)
-        agree = max(map(len, (acked, polled, drained))) < 2 and at is not None and (
-            at.value == first.value and acked <= {first.value})
-        if not agree and first.value not in kept:
-            found.append(first)
-    return found
-
-
 def as_the_engine_decides(p: Partition, found: anomalies.Found) -> anomalies.Found:
     """``found`` with the instances the engine decides otherwise moved where it puts
-    them: phantom reads it cannot time (:func:`untimed`) set aside as ``after-drain``;
-    reads below the log start gone as it sees them (:func:`gone_as_the_engine_sees`)."""
+    them: phantom reads it cannot time (:func:`untimed`) set aside as ``after-drain``."""
     if p.drain is None:
         return found
     undecided = found.undecided
@@ -273,9 +253,6 @@ def as_the_engine_decides(p: Partition, found: anomalies.Found) -> anomalies.Fou
                            if not (a == "phantom-read" and untimed(p, x))]
     undecided.setdefault(anomalies.AFTER_DRAIN, []).extend(
         ("phantom-read", r) for r in anomalies.phantom_reads(p) if untimed(p, r))
-    below = undecided.get(anomalies.BELOW_LOG_START, [])
-    undecided[anomalies.BELOW_LOG_START] = [(a, x) for a, x in below if a != "phantom-read"] + [
-        ("phantom-read", r) for r in gone_as_the_engine_sees(p)]
     return found
 
 
@@ -317,7 +294,6 @@ def test_an_ack_below_the_log_start_of_a_value_drained_elsewhere_is_unknown() ->
     assert r.valid == UNKNOWN
 
 
-@pytest.mark.xfail(strict=True, reason="finding: the engine sees one value read per offset")
 def test_a_second_value_read_below_the_log_start_and_gone_is_unknown() -> None:
     """Two consumers read offset 0, below the drain's log start 1: one value 1, which the
     drain read at 1, and one value 2, whose send ended ``info`` and which the drain never
