@@ -961,7 +961,8 @@ class Engine:
                         c.set_aside("lost-write", tp)
                     elif part.missed(ack_at):
                         c.drain_missed += 1  # the drain skipped what every replica holds
-                    elif part.gap(ack_at) or (ack_at == NONE and part.drained < part.hw - lso):  # type: ignore[operator]
+                    elif part.gap(ack_at) or (ack_at == NONE and part.hw is not None
+                                              and part.drained < part.hw - lso):
                         c.drain_gap += 1  # the drain skipped a record, maybe this one
                     else:
                         c.add("lost-write", tp, self.c_inv[s], partial(examples.lost, self, c, s))
@@ -975,13 +976,15 @@ class Engine:
                     # drain's end (set aside)
                     if part.late(self.c_done[s]):
                         c.set_aside("inconsistent-offsets", tp, late=True)
+                    elif ack_at < (part.lso or 0):
+                        c.below_log_start += 1
                     elif part.short is not None and ack_at >= part.hw:  # type: ignore[operator]
                         c.set_aside("inconsistent-offsets", tp)
                     elif part.missed(ack_at):
                         c.drain_missed += 1  # the drain skipped what every replica holds
                     elif part.gap(ack_at):
                         c.drain_gap += 1  # the drain skipped the record there
-                    elif ack_at >= (part.lso or 0):
+                    else:
                         c.iso_ack_offset.append(s)
             elif status[s] == FAIL and reads[s] != EMPTY:
                 c.add("aborted-read", tp, self.c_inv[s], partial(examples.aborted, self, c, s))
@@ -1077,9 +1080,9 @@ class Engine:
                 values = {x for x in (a, p, dv) if x != NONE}
                 extra = self.conflicts.get((tp, off), {})
                 values.update(extra)
+                polled = ({p} if p != NONE else set()) | {
+                    x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
                 if part.complete and off >= lso:
-                    polled = ({p} if p != NONE else set()) | {
-                        x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
                     # every value the drain read there is in it (the log changed under it)
                     drained = {dv} | {
                         x for x, seen in extra.items() if any(k == "drain" for k, _, _ in seen)}
@@ -1099,8 +1102,8 @@ class Engine:
                         else:
                             c.add("phantom-read", tp, examples.read_at(self, tp, off, x),
                                   partial(examples.phantom, self, c, tp, off, x))
-                elif part.complete and p != NONE and self.vanished(tp, p):
-                    c.below_log_start += 1  # read below the log start, and gone
+                elif part.complete:  # each value read below the log start, and gone
+                    c.below_log_start += sum(self.vanished(tp, x) for x in polled)
                 if len(values) > 1:
                     # An ack is involved when an ack's association is what is wrong: two
                     # acks disagree, or the drain holds another value there (or, with the
