@@ -181,10 +181,11 @@ def test_each_cell_ran_once_on_a_worker_into_a_normal_run_directory(spark: Stand
     cells = _sweep(nights.results, THERE)["cells"]
     assert sorted((c["id"], c["status"], c["valid"]) for c in cells) == [
         ("acks=1", "done", True), ("acks=all", "done", True)], nights.output
+    night_app = max(p.name for p in spark.base.glob("worker*/app-*"))  # the latest application
     for cell in cells:
         ran = cell["ran_on"]
         assert ran["host"] == os.uname().nodename
-        (executor,) = spark.base.glob(f"worker*/app-*/{ran['executor']}")
+        (executor,) = spark.base.glob(f"worker*/{night_app}/{ran['executor']}")
         assert executor.parent.parent.name != nights.killed, (cell, "ran on the lost worker")
         assert ran["attempt"] == (1 if cell["id"] == nights.lost else 0), cell
         run_dir = sweep / cell["run_dir"]
