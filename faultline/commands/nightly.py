@@ -77,7 +77,7 @@ def nightly(config: Path, results: Path, night: str | None, master: str | None,
     matrix = load_matrix(config)
     console = Console(stderr=True)
     night_dir = results / "nightly" / night
-    workers = SparkCells.connect(master, session) if master is not None and is_cluster(master) else None
+    workers = SparkCells.connect(master, session) if is_cluster(master) else None
     manifest = run_matrix(matrix, night_dir / SWEEP_DIR, console, night, workers)
     out = analyze_sweeps(night_sweeps(results / "nightly", night), night_dir / ANALYSIS_DIR,
                          master, remote, console, judge=night_dir / SWEEP_DIR)

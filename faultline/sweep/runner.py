@@ -240,7 +240,7 @@ def run_isolated(spec: TestSpec, *, console: Console | None = None, run_dir: Pat
                  target: Callable[[TestSpec, Path, multiprocessing.Queue[str | None]], None] | None = None,
                  ) -> RunOutcome:
     """Run ``spec`` into ``run_dir`` with :func:`~faultline.run.runner.run_test` in a new
-    process (``target``, default :func:`run_in_child`, for the tests), and return what the
+    process (``target``, default :func:`run_in_child`), and return what the
     sweep needs of the outcome: its ``error``, or why the process ended without one.
 
     The process is spawned, not forked (the parent has threads). Ctrl-C reaches it too

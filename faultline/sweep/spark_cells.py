@@ -47,7 +47,7 @@ from functools import partial
 from importlib import metadata
 from multiprocessing import Queue, parent_process
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from faultline.cluster.setup import Check
 from faultline.cluster.waiting import wait_until
@@ -89,7 +89,7 @@ class StartSession(Protocol):
                  conf: dict[str, str] | None = ...) -> SparkSession: ...
 
 
-def is_cluster(master: str | None) -> bool:
+def is_cluster(master: str | None) -> TypeGuard[str]:
     """Whether ``master`` is a standalone cluster's URL, the one kind that runs cells."""
     return master is not None and master.startswith("spark://")
 

@@ -150,6 +150,30 @@ def _sweep(results: Path, night: str) -> dict[str, Any]:
     return data
 
 
+def test_a_sweep_directory_the_workers_do_not_see_is_one_line_exit_2_and_nothing_written(
+        spark: Standalone, tmp_path: Path) -> None:
+    """The driver alone sees a tmpfs mounted over ``hidden`` (a mount namespace of its own):
+    the workers look into the empty directory beneath. First in the module: it runs while
+    the sweep here does (no cell runs here)."""
+    config = tmp_path / "m.yaml"
+    config.write_text(yaml.safe_dump(MATRIX))
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    script = ('mount -t tmpfs -o size=16m faultline-test "$1" && "$2" -m faultline sweep "$3" --master "$4" '
+              '--out "$1/sweep"; rc=$?; ls -A "$1"; exit $rc')
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                           str(hidden), sys.executable, str(config), spark.master],
+                          env=spark.driver_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("faultline")]
+    assert len(said) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert said[0].startswith(f"faultline: error: worker {os.uname().nodename} (executor ")
+    assert said[0].endswith(f") does not see {hidden} as this machine does: the sweep directory must be on "
+                            f"a filesystem every worker mounts at the same path")
+    assert done.stdout == "", "the driver's view of the directory: nothing left in it"
+    assert list(hidden.iterdir()) == []
+
+
 def test_each_cell_ran_once_on_a_worker_into_a_normal_run_directory(spark: Standalone,
                                                                     nights: Nights) -> None:
     assert nights.there == 0, nights.output
@@ -157,10 +181,11 @@ def test_each_cell_ran_once_on_a_worker_into_a_normal_run_directory(spark: Stand
     cells = _sweep(nights.results, THERE)["cells"]
     assert sorted((c["id"], c["status"], c["valid"]) for c in cells) == [
         ("acks=1", "done", True), ("acks=all", "done", True)], nights.output
+    night_app = max(p.name for p in spark.base.glob("worker*/app-*"))  # the latest application
     for cell in cells:
         ran = cell["ran_on"]
         assert ran["host"] == os.uname().nodename
-        (executor,) = spark.base.glob(f"worker*/app-*/{ran['executor']}")
+        (executor,) = spark.base.glob(f"worker*/{night_app}/{ran['executor']}")
         assert executor.parent.parent.name != nights.killed, (cell, "ran on the lost worker")
         assert ran["attempt"] == (1 if cell["id"] == nights.lost else 0), cell
         run_dir = sweep / cell["run_dir"]
@@ -191,26 +216,3 @@ def test_the_analysis_equals_that_of_the_same_sweep_run_here(nights: Nights) -> 
 
     assert verdicts(THERE) == verdicts(HERE) and len(verdicts(HERE)) == 2, runs
     assert (nights.results / "nightly" / THERE / "analysis" / "junit.xml").exists()
-
-
-def test_a_sweep_directory_the_workers_do_not_see_is_one_line_exit_2_and_nothing_written(
-        spark: Standalone, tmp_path: Path) -> None:
-    """The driver alone sees a tmpfs mounted over ``hidden`` (a mount namespace of its own):
-    the workers look into the empty directory beneath."""
-    config = tmp_path / "m.yaml"
-    config.write_text(yaml.safe_dump(MATRIX))
-    hidden = tmp_path / "hidden"
-    hidden.mkdir()
-    script = ('mount -t tmpfs -o size=16m faultline-test "$1" && "$2" -m faultline sweep "$3" --master "$4" '
-              '--out "$1/sweep"; rc=$?; ls -A "$1"; exit $rc')
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                           str(hidden), sys.executable, str(config), spark.master],
-                          env=spark.driver_env(), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 2, done.stderr
-    said = [line for line in done.stderr.splitlines() if line.startswith("faultline")]
-    assert len(said) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert said[0].startswith(f"faultline: error: worker {os.uname().nodename} (executor ")
-    assert said[0].endswith(f") does not see {hidden} as this machine does: the sweep directory must be on "
-                            f"a filesystem every worker mounts at the same path")
-    assert done.stdout == "", "the driver's view of the directory: nothing left in it"
-    assert list(hidden.iterdir()) == []
