@@ -22,9 +22,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-import orjson
 import yaml
 
+from faultline.sweep.manifest import CellState, load
 from tests.spark_standalone import start, stop_leftovers
 
 
@@ -39,12 +39,14 @@ def sweep(config: Path, out: Path, *extra: str, env: dict[str, str] | None = Non
 
 
 def cell_times(out: Path) -> str:
-    cells = orjson.loads((out / "sweep.json").read_bytes())["cells"]
+    manifest = load(out)
+    assert manifest is not None, f"no sweep.json in {out}"
 
-    def seconds(c: dict[str, str]) -> float:
-        return (datetime.fromisoformat(c["ended"]) - datetime.fromisoformat(c["started"])).total_seconds()
+    def seconds(c: CellState) -> float:
+        assert c.started is not None and c.ended is not None, f"cell {c.id} did not end"
+        return (datetime.fromisoformat(c.ended) - datetime.fromisoformat(c.started)).total_seconds()
 
-    return ", ".join(f"{c['id']} {seconds(c):.0f} s" for c in cells)
+    return ", ".join(f"{c.id} {seconds(c):.0f} s" for c in manifest.cells)
 
 
 def main() -> None:

@@ -223,17 +223,17 @@ def run_once(spec: TestSpec, run_dir: Path, run_cell: RunCell) -> Ending:
     try:
         outcome = run_cell(spec, console=Console(file=io.StringIO()), run_dir=run_dir)
     except Exception as e:  # a cell's error, whatever it is, must not end the sweep
-        return Ending("failed", error=_one_line(f"{type(e).__name__}: {e}"))
+        return Ending("failed", error=one_line(f"{type(e).__name__}: {e}"))
     if outcome.error is not None:
-        return Ending("failed", error=_one_line(outcome.error))
+        return Ending("failed", error=one_line(outcome.error))
     valid, why = _stored_verdict(run_dir / RESULTS_FILE)
     return Ending("failed", error=why) if why else Ending("done", valid)
 
 
-def record(state: CellState, ending: Ending) -> None:
-    """Put ``ending`` into ``state``, which ended now."""
+def record(state: CellState, ending: Ending, ended: str | None = None) -> None:
+    """Put ``ending`` into ``state``, which ended at ``ended`` (a UTC time; default now)."""
     state.status, state.valid, state.error = ending.status, ending.valid, ending.error
-    state.ended = utc_now()
+    state.ended = ended or utc_now()
 
 
 def run_isolated(spec: TestSpec, *, console: Console | None = None, run_dir: Path | None = None,
@@ -292,13 +292,14 @@ def _stored_verdict(path: Path) -> tuple[Valid | None, str | None]:
     except FileNotFoundError:
         return None, f"the run left no {RESULTS_FILE}"
     except (OSError, orjson.JSONDecodeError, AttributeError) as e:
-        return None, _one_line(f"{path.name} unreadable: {e}")
+        return None, one_line(f"{path.name} unreadable: {e}")
     if valid is True or valid is False or valid == "unknown":
         return valid, None
     return None, f"{path.name} has no verdict (valid: {valid!r})"
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """``text`` on one line (its whitespace runs made one space), cut to 500 characters."""
     return " ".join(text.split())[:500]
 
 

@@ -55,7 +55,7 @@ from faultline.errors import SetupError, SpecError
 from faultline.spec import TestSpec
 from faultline.sweep.manifest import MANIFEST_FILE, CellState, RanOn, utc_now
 from faultline.sweep.matrix import Cell
-from faultline.sweep.runner import Ending, record, run_in_child, run_isolated, run_once
+from faultline.sweep.runner import Ending, one_line, record, run_in_child, run_isolated, run_once
 
 if TYPE_CHECKING:
     from pyspark.resource import ResourceProfile
@@ -152,9 +152,8 @@ def worker_check(proc: Path = Path("/proc")) -> Check:
 
 @dataclass(frozen=True, slots=True)
 class Executor:
-    """A registered executor: its id, its host and its cores."""
+    """A registered executor: its host and its cores."""
 
-    id: str
     host: str
     cores: int
 
@@ -283,7 +282,7 @@ class SparkCells:
         for i in range(listed.size()):
             e = listed.apply(i)
             if e.id() != "driver":
-                out.append(Executor(str(e.id()), str(e.hostPort()).rpartition(":")[0], int(e.totalCores())))
+                out.append(Executor(str(e.hostPort()).rpartition(":")[0], int(e.totalCores())))
         return out
 
     def _await_executors(self) -> list[Executor]:
@@ -346,8 +345,8 @@ def _apply(state: CellState, future: Future[_TaskEnding]) -> float:
     except Exception as e:  # the job failed: every attempt of its task did
         record(state, Ending("failed", error=f"Spark gave up on the cell's task: {failure(e)}"))
         return 0.0
-    record(state, done.ending)
-    state.started, state.ended, state.ran_on = done.started, done.ended, done.ran_on
+    record(state, done.ending, done.ended)
+    state.started, state.ran_on = done.started, done.ran_on
     return done.seconds
 
 
@@ -359,15 +358,11 @@ def failure(e: BaseException) -> str:
     if traceback:
         raised = [line for line in tail.splitlines() if _RAISED.match(line)]
         if raised:
-            return _one_line(raised[-1])
+            return one_line(raised[-1])
     java = re.search(r"^\W*[\w.$]+Exception: (.+)$", text, re.MULTILINE)
     if java:
-        return _one_line(java.group(1))
-    return _one_line(text.strip().splitlines()[0] if text.strip() else type(e).__name__)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:500]
+        return one_line(java.group(1))
+    return one_line(text.strip().splitlines()[0] if text.strip() else type(e).__name__)
 
 
 # On the executors.

@@ -23,6 +23,7 @@ import pyarrow.dataset as ds
 import pytest
 import yaml
 
+from faultline.analysis.sweepdir import read_sweep
 from faultline.cluster.host import netns, runstate
 from faultline.cluster.waiting import wait_until
 from faultline.sweep.manifest import MANIFEST_FILE
@@ -144,8 +145,12 @@ def nights(here: Here, spark: Standalone) -> Nights:
                   lost.run_id, worker)
 
 
+def _sweep_dir(results: Path, night: str) -> Path:
+    return results / "nightly" / night / "sweep"
+
+
 def _sweep(results: Path, night: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((results / "nightly" / night / "sweep" / MANIFEST_FILE).read_text())
+    data: dict[str, Any] = json.loads((_sweep_dir(results, night) / MANIFEST_FILE).read_text())
     validator("sweep.schema.json").validate(data)
     return data
 
@@ -177,7 +182,7 @@ def test_a_sweep_directory_the_workers_do_not_see_is_one_line_exit_2_and_nothing
 def test_each_cell_ran_once_on_a_worker_into_a_normal_run_directory(spark: Standalone,
                                                                     nights: Nights) -> None:
     assert nights.there == 0, nights.output
-    sweep = nights.results / "nightly" / THERE / "sweep"
+    sweep = _sweep_dir(nights.results, THERE)
     cells = _sweep(nights.results, THERE)["cells"]
     assert sorted((c["id"], c["status"], c["valid"]) for c in cells) == [
         ("acks=1", "done", True), ("acks=all", "done", True)], nights.output
@@ -205,8 +210,10 @@ def test_the_lost_cells_cluster_left_nothing(nights: Nights) -> None:
 
 def test_the_analysis_equals_that_of_the_same_sweep_run_here(nights: Nights) -> None:
     assert nights.here == 0, nights.output
-    ids = {night: f"{data['name']}-{''.join(ch for ch in data['created'] if ch.isalnum())}"
-           for night in (HERE, THERE) for data in [_sweep(nights.results, night)]}
+    ids = {}
+    for night in (HERE, THERE):
+        _sweep(nights.results, night)  # valid
+        ids[night] = read_sweep(_sweep_dir(nights.results, night)).id
     runs = ds.dataset(nights.results / "nightly" / THERE / "analysis" / "tables" / "runs",
                       partitioning="hive").to_table().to_pylist()
     counts = [k for k in runs[0] if k.startswith("n_")]

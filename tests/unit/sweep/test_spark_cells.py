@@ -83,12 +83,12 @@ def test_sweep_refuses_a_master_other_than_a_standalone_one_before_reading_the_m
 
 @pytest.mark.parametrize(("cores", "each"), [([1, 1], 1), ([4, 4, 4], 4), ([3, 4], 3), ([4, 7], 4)])
 def test_a_cell_asks_for_the_smallest_executors_cores(cores: list[int], each: int) -> None:
-    assert spark_cells.cores_per_cell([Executor(str(i), f"h{i}", c) for i, c in enumerate(cores)]) == each
+    assert spark_cells.cores_per_cell([Executor(f"h{i}", c) for i, c in enumerate(cores)]) == each
 
 
 def test_an_executor_that_could_hold_two_cells_is_refused() -> None:
     with pytest.raises(SetupError, match=r"differ in size \(h1 8 cores, h0 4\): one cell per worker"):
-        spark_cells.cores_per_cell([Executor("0", "h0", 4), Executor("1", "h1", 8)])
+        spark_cells.cores_per_cell([Executor("h0", 4), Executor("h1", 8)])
 
 
 GOOD = Facts("h", "3", 0, "0.1.0+abc", True, None)
