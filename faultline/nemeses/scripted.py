@@ -81,6 +81,11 @@ class ScriptedPackage:
         self.kill, self.pause, self.stop = KillNemesis(), PauseNemesis(), StopNemesis()
         self.wipe, self.lose_unflushed = WipeNemesis(), LoseUnflushedNemesis()
         self.partition = PartitionNemesis()
+        #: the family nemeses that fault a node, in the order they are set up and torn down
+        self._node_faults: tuple[NodeFault, ...] = (self.kill, self.stop, self.pause, self.wipe,
+                                                    self.lose_unflushed)
+        #: those of them that leave it down until a start
+        self._down = tuple(n for n in self._node_faults if n.leaves_down)
         #: why the schedule ended before its last step (None: it ran to the end, or runs)
         self.ended: str | None = None
         self._grudge: dict[int, frozenset[int]] = {}
@@ -122,9 +127,7 @@ class ScriptedPackage:
     @property
     def active(self) -> list[ScheduledFault]:
         """Faults in effect now, as schedule steps (for the progress line)."""
-        held = [ScheduledFault(0.0, n.family, n.family, 0.0, 0)
-                for n in (self.kill, self.pause, self.stop, self.wipe, self.lose_unflushed)
-                if n.faulted]
+        held = [ScheduledFault(0.0, n.family, n.family, 0.0, 0) for n in self._node_faults if n.faulted]
         if self._grudge:
             held.append(ScheduledFault(0.0, "partition", "isolate", 0.0, 0))
         if self._replication:
@@ -264,7 +267,7 @@ class ScriptedPackage:
             kind, nemesis = node_faults[step.verb]
             self._journaled(history, _ACTION[step.verb], {**value, "kind": kind, "nodes": nodes},
                             nemesis.invoke)
-            if step.verb in ("crash", "wipe", "lose-unflushed"):
+            if nemesis.leaves_down:
                 self.pause.forget(nodes)  # the backend killed them, paused or not
         elif step.verb in ("isolate", "hold"):
             group = set(targets)
@@ -300,8 +303,7 @@ class ScriptedPackage:
         """Start each node of ``op``, through the nemesis that took it down (so its
         teardown no longer counts it), or directly if none did."""
         for node in (op.value or {}).get("nodes", []):
-            owners = [n for n in (self.kill, self.wipe, self.lose_unflushed, self.stop)
-                      if node in n.faulted] or [self.kill]
+            owners = [n for n in self._down if node in n.faulted] or [self.kill]
             for owner in owners:
                 owner.invoke(Op(op.index, op.time, op.process, op.type, "start", {"nodes": [node]}))
         return completed(op, result="started")
@@ -374,8 +376,7 @@ class ScriptedPackage:
                 if self.pause.faulted:
                     heals.append(("resume", {"kind": "pause", "nodes": sorted(self.pause.faulted)},
                                   self.pause.invoke))
-                down = sorted(self.kill.faulted | self.wipe.faulted | self.lose_unflushed.faulted
-                              | self.stop.faulted)
+                down = sorted(frozenset[int]().union(*(n.faulted for n in self._down)))
                 if down:
                     heals.append(("start", {"kind": "restart", "nodes": down}, self._start))
                 for f, value, invoke in heals:
@@ -436,7 +437,7 @@ class HandPackage(ScriptedPackage):
         self._texts: list[str] = []  # every step accepted so far: later ones may use its names
 
     def _needed(self) -> list[Any]:
-        return [self.kill, self.stop, self.pause, self.wipe, self.lose_unflushed, self.partition]
+        return [*self._node_faults, self.partition]
 
     def parse(self, text: str) -> Step:
         """``text`` as a step, checked against the topic's partitions, the nodes and the
