@@ -39,7 +39,7 @@ from bokeh.plotting import figure
 from bokeh.resources import Resources
 
 from faultline.analysis.aggregate import PER_RUN
-from faultline.analysis.evidence import LOSS, STATES, evidence, run_status, status
+from faultline.analysis.evidence import STATES, Evidence, evidence, model_loses, run_status, status
 from faultline.analysis.tables import config_columns
 from faultline.rundir import write_atomic
 from faultline.spec import TestSpec
@@ -55,6 +55,8 @@ ACKS_ORDER = ("0", "1", "all")
 CONFIG = tuple(sorted(frozenset(config_columns(TestSpec())) - PER_RUN))
 #: A config: its cell key and its config columns' values.
 Config = tuple[str, tuple[Any, ...]]
+#: Each cells row's :func:`~faultline.analysis.evidence.evidence`, by the row's ``id()``.
+States = Mapping[int, Evidence]
 
 def decided(cell: Mapping[str, Any]) -> int:
     """The runs of a cells row whose loss is decided: ``p_loss``'s denominator."""
@@ -67,6 +69,11 @@ def _pct(x: Any) -> str:
 
 def _num(x: Any, fmt: str = "{:.1f}") -> str:
     return "-" if x is None else fmt.format(float(x))
+
+
+def _states_of(cells: Sequence[Mapping[str, Any]]) -> dict[int, Evidence]:
+    """The :data:`States` of ``cells``: each row's evidence, computed once."""
+    return {id(c): evidence(c) for c in cells}
 
 
 def _link(report: Any, out: Path) -> str | None:
@@ -115,22 +122,26 @@ def names(cells: Sequence[Mapping[str, Any]]) -> dict[Config, str]:
     return {conf: _name(conf[0], also) for conf, also in apart(cells).items()}
 
 
-def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str], also: str = "") -> dict[str, Any]:
-    """What the template shows of one cells row; ``grid_axes`` are the config columns the grid
-    places it by (its label names the other swept axes, and ``also``: what tells it apart
-    from another config of its key, :func:`apart`)."""
+def _run_view(run: Mapping[str, Any], out: Path) -> dict[str, Any]:
+    """What the template shows of any run: its violations, the link to its report, its error."""
+    return {"violations": ", ".join(run.get("violations") or ()), "href": _link(run.get("report"), out),
+            "error": run.get("error")}
+
+
+def view(cell: Mapping[str, Any], ev: Evidence, out: Path, grid_axes: Sequence[str],
+         also: str = "") -> dict[str, Any]:
+    """What the template shows of one cells row, whose evidence is ``ev``; ``grid_axes`` are
+    the config columns the grid places it by (its label names the other swept axes, and
+    ``also``: what tells it apart from another config of its key, :func:`apart`)."""
     key = str(cell["cell"])
     label = ", ".join([p for p in key.split(",") if p.split("=")[0].replace(".", "_") not in grid_axes]
                       + ([also] if also else []))
     runs = [{"run": r["run"], "seed": r.get("seed"), "lost": r.get("n_lost_write"),
-             "valid": r.get("valid") if r.get("status") == "done" else r.get("status"),
-             "violations": ", ".join(r.get("violations") or ()), "href": _link(r.get("report"), out),
-             "error": r.get("error")} for r in cell.get("run_list") or ()]
-    ev = evidence(cell)
+             "valid": r.get("valid") if r.get("status") == "done" else r.get("status"), **_run_view(r, out)}
+            for r in cell.get("run_list") or ()]
     targeted = [{"recipe": r["recipe"], "status": run_status(r), "lost": r.get("n_lost_write") or 0,
-                 "violations": ", ".join(r.get("violations") or ()), "href": _link(r.get("report"), out),
-                 "error": r.get("error"), "model": "loses data" if LOSS in (r.get("predicts") or ())
-                 else "keeps every write"} for r in cell.get("targeted") or ()]
+                 "model": "loses data" if model_loses(r) else "keeps every write", **_run_view(r, out)}
+                for r in cell.get("targeted") or ()]
     return {
         "key": key, "name": _name(key, also), "label": label, "status": status(cell),
         "state": ev.state, "why": ev.why, "shown_by": _link((ev.run or {}).get("report"), out),
@@ -150,9 +161,13 @@ def view(cell: Mapping[str, Any], out: Path, grid_axes: Sequence[str], also: str
     }
 
 
-def grids(cells: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]:
-    """Per fault set, per (unclean, version): acks x min.insync grids of :func:`view` lists."""
-    axes = ("producer_acks", "topic_min_insync_replicas")
+def grids(cells: Sequence[Mapping[str, Any]], out: Path,
+          states: States | None = None) -> list[dict[str, Any]]:
+    """Per fault set, per (unclean, version): acks x min.insync grids of :func:`view` lists;
+    ``states``: the rows' evidence (default: computed here)."""
+    states = states or _states_of(cells)
+    placed = ("producer_acks", "topic_min_insync_replicas", "nemesis_faults",
+              "topic_unclean_leader_election_enable", "kafka_version")
     names = apart(cells)
     out_grids: dict[tuple[Any, ...], dict[str, Any]] = {}
     for c in cells:
@@ -163,8 +178,7 @@ def grids(cells: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]
                                        "on" if unclean else "off",
                                        "version": key[2], "slots": {}})
         g["slots"].setdefault((str(c.get("producer_acks")), c.get("topic_min_insync_replicas")), []).append(
-            view(c, out, (*axes, "nemesis_faults", "topic_unclean_leader_election_enable", "kafka_version"),
-                 names[config(c)]))
+            view(c, states[id(c)], out, placed, names[config(c)]))
     result = []
     for key in sorted(out_grids, key=lambda k: tuple(map(str, k))):
         g = out_grids[key]
@@ -176,8 +190,12 @@ def grids(cells: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]
     return result
 
 
-def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
-    """Bokeh (script, div): throughput, p99 and unavailability against the probability of loss."""
+def price_plot(cells: Sequence[Mapping[str, Any]], states: States | None = None) -> tuple[str, str]:
+    """Bokeh (script, div): throughput, p99 and unavailability against the probability of loss;
+    ``states``: the rows' evidence (default: computed here)."""
+    states = states or _states_of(cells)
+    shown = [states[id(c)].state for c in cells]
+
     def num(x: Any, scale: float = 1.0) -> float:  # none: no point (not one at 0)
         return math.nan if x is None else scale * float(x)
 
@@ -187,8 +205,8 @@ def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
         "p99": [num(c.get("p99_ms")) for c in cells],
         "unav": [num(c.get("unavailability"), 100) for c in cells],
         "cell": [str(c["cell"]) for c in cells],
-        "color": [COLORS[evidence(c).state] for c in cells],
-        "state": [evidence(c).state for c in cells],
+        "color": [COLORS[s] for s in shown],
+        "state": shown,
     })
     figs = []
     for col, title in (("thr", "acked sends/s"), ("p99", "p99 latency (ms)"), ("unav", "unavailable (%)")):
@@ -204,24 +222,26 @@ def price_plot(cells: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     return script, div
 
 
-def _worst(cells: Sequence[Mapping[str, Any]]) -> dict[tuple[Config, str], Mapping[str, Any]]:
+def _worst(cells: Sequence[Mapping[str, Any]], states: States) -> dict[tuple[Config, str], Mapping[str, Any]]:
     """Per (config, night), its cells row; of several (sweeps of one night) the first by
     :data:`~faultline.analysis.evidence.STATES`, then the newest."""
     out: dict[tuple[Config, str], Mapping[str, Any]] = {}
-    for c in sorted(cells, key=lambda c: (-STATES.index(evidence(c).state), str(c["created"]))):
+    for c in sorted(cells, key=lambda c: (-STATES.index(states[id(c)].state), str(c["created"]))):
         out[(config(c), str(c["night"]))] = c
     return out
 
 
-def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def trend(all_cells: Sequence[Mapping[str, Any]], states: States | None = None) -> dict[str, Any]:
     """Per config, its row per night (oldest first): state, the random seeds' status, k of
     n, lost writes; a night with several sweeps of the config shows the first by state
     (:func:`_worst`). A row is named by its cell key, and by what tells it apart from
-    another config of that key (:func:`apart`)."""
+    another config of that key (:func:`apart`). ``states``: the rows' evidence (default:
+    computed here)."""
+    states = states or _states_of(all_cells)
     nights = sorted({str(c["night"]) for c in all_cells})
     named = names(all_cells)
     per: dict[str, dict[str, Mapping[str, Any]]] = {}
-    for (conf, when), c in _worst(all_cells).items():
+    for (conf, when), c in _worst(all_cells, states).items():
         per.setdefault(named[conf], {})[when] = c
     rows = []
     for key in sorted(per):
@@ -229,7 +249,7 @@ def trend(all_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         for n in nights:
             night = per[key].get(n)
             entries.append(None if night is None else {
-                "state": evidence(night).state, "status": status(night),
+                "state": states[id(night)].state, "status": status(night),
                 "k": night.get("runs_lost") or 0, "n": decided(night),
                 "lost": night.get("lost_sum") or 0})
         rows.append({"key": key, "nights": entries})
@@ -240,17 +260,19 @@ def render(all_cells: Sequence[Mapping[str, Any]], out: Path, sweeps: Sequence[s
     """The page's HTML; ``all_cells`` are the cells rows of every night (each with its
     ``targeted`` runs: :func:`faultline.analysis.evidence.with_targeted`), ``out`` the
     directory the page is written to (links to reports are relative to it)."""
+    states = _states_of(all_cells)
     latest_night = max((str(c["night"]) for c in all_cells), default="")
-    latest = [c for (_, night), c in _worst(all_cells).items() if night == latest_night]
+    latest = [c for (_, night), c in _worst(all_cells, states).items() if night == latest_night]
     names = apart(latest)
-    script, div = price_plot(latest)
-    counts = {s: sum(1 for c in latest if evidence(c).state == s) for s in STATES}
+    script, div = price_plot(latest, states)
+    counts = {s: sum(1 for c in latest if states[id(c)].state == s) for s in STATES}
     env = jinja2.Environment(loader=jinja2.PackageLoader("faultline.analysis", "templates"),
                              autoescape=jinja2.select_autoescape(("html", "j2")),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     return env.get_template("comparison.html.j2").render(
-        grids=grids(latest, out), price=[view(c, out, (), names[config(c)]) for c in latest],
-        trend=trend(all_cells),
+        grids=grids(latest, out, states),
+        price=[view(c, states[id(c)], out, (), names[config(c)]) for c in latest],
+        trend=trend(all_cells, states),
         counts=counts, colors=COLORS, sweeps=sweeps, night=latest[0]["night"] if latest else "-",
         js=Resources(mode="inline", components=["bokeh"]).render_js(), script=script, div=div,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))

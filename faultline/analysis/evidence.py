@@ -28,12 +28,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from faultline.checkers.model.outcome import LOST_WRITE
+
 #: A run's or the random seeds' status, the worst first (:func:`run_status`, :func:`status`).
 SEVERITY = ("violation", "unknown", "permitted", "clean")
 #: A cell's states, in the order :func:`evidence` decides them.
 STATES = ("violation", "unknown", "demonstrated", "not-demonstrated", "held")
-#: The anomaly a targeted run's ``predicts`` names when the model's replay of it loses data.
-LOSS = "lost-write"
 
 
 def status(cell: Mapping[str, Any]) -> str:
@@ -47,6 +47,12 @@ def status(cell: Mapping[str, Any]) -> str:
     if cell.get("runs_lost"):
         return "permitted"
     return "clean"
+
+
+def model_loses(run: Mapping[str, Any]) -> bool:
+    """Whether the model's replay of a targeted run's recipe loses data on its config (its
+    ``predicts`` names :data:`~faultline.checkers.model.outcome.LOST_WRITE`)."""
+    return LOST_WRITE in (run.get("predicts") or ())
 
 
 def run_status(run: Mapping[str, Any]) -> str:
@@ -93,7 +99,7 @@ def evidence(cell: Mapping[str, Any]) -> Evidence:
         lost = _n(int((run.get("n_lost_write") if run else cell.get("lost_sum")) or 0), "acknowledged write")
         return Evidence("demonstrated", f"lost {lost} under {_under(run)}, permitted", run, k, seeds)
     if cell.get("expected_loss") == "permitted":
-        losing = [str(r.get("recipe")) for r in targeted if LOSS in (r.get("predicts") or ())]
+        losing = [str(r.get("recipe")) for r in targeted if model_loses(r)]
         why = (f"the model loses data under {', '.join(losing)} here, and Kafka kept every write" if losing
                else "no recipe of the model loses data on this config under its faults")
         return Evidence("not-demonstrated", f"loss permitted, none under {faced}: {why}", None, k, seeds)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline.analysis.comparison import config, names
-from faultline.analysis.evidence import LOSS, run_status
+from faultline.analysis.evidence import model_loses, run_status
 from faultline.rundir import write_atomic
 
 #: What a run without an error says of a cell the sweep did not finish.
@@ -39,9 +39,8 @@ def outcome(cell: Mapping[str, Any]) -> tuple[str, str]:
     bad = [r for r in runs if r.get("valid") == "false"]
     if bad:
         kinds = sorted({v for r in bad for v in r.get("violations") or ()}) or ["a forbidden anomaly"]
-        report = bad[0].get("report") or f"{bad[0].get('run')} (no report.html)"
         return "failure", (f"violation: {', '.join(kinds)} in {len(bad)} of {n} runs; "
-                           f"report: {report}")
+                           f"report: {_report(bad[0])}")
     failed = [r for r in runs if r.get("error") or r.get("valid") not in ("true", "false")]
     if failed:
         why = "; ".join(f"{r.get('run')}: "
@@ -54,7 +53,7 @@ def outcome(cell: Mapping[str, Any]) -> tuple[str, str]:
 def targeted_outcome(run: Mapping[str, Any]) -> tuple[str, str]:
     """(``failure`` | ``error`` | ``skipped`` | ``passed``, message) for one targeted run (a
     ``runs`` row with a ``recipe``)."""
-    recipe, where = run.get("recipe"), run.get("report") or f"{run.get('run')} (no report.html)"
+    recipe, where = run.get("recipe"), _report(run)
     kind = run_status(run)
     if kind == "violation":
         return "failure", (f"violation: {', '.join(run.get('violations') or ()) or 'a forbidden anomaly'} "
@@ -65,10 +64,15 @@ def targeted_outcome(run: Mapping[str, Any]) -> tuple[str, str]:
     if kind == "permitted":
         return "passed", (f"demonstrated: lost {run.get('n_lost_write')} acknowledged writes under recipe "
                           f"{recipe}, permitted; report: {where}")
-    if LOSS in (run.get("predicts") or ()):
+    if model_loses(run):
         return "skipped", (f"not demonstrated: the model loses data under recipe {recipe} on this config, "
                            f"and Kafka kept every write; report: {where}")
     return "passed", f"held: no loss under recipe {recipe}"
+
+
+def _report(run: Mapping[str, Any]) -> str:
+    """Where a run's report is: its ``report``, else its run and that it has none."""
+    return str(run.get("report") or f"{run.get('run')} (no report.html)")
 
 
 def _cases(cell: Mapping[str, Any], name: str) -> list[tuple[str, tuple[str, str]]]:

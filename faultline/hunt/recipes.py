@@ -67,8 +67,14 @@ class Recipe:
 
     @property
     def schedule(self) -> tuple[str, ...]:
-        """The targeted schedule: :func:`faultline.hunt.compile.compile_schedule` of the model's."""
-        return compile_schedule(self.model_steps(), self.on)
+        """The targeted schedule: :func:`faultline.hunt.compile.compile_schedule` of the model's
+        (compiled once)."""
+        return _compiled(self)
+
+
+@functools.cache
+def _compiled(recipe: Recipe) -> tuple[str, ...]:
+    return compile_schedule(recipe.model_steps(), recipe.on)
 
 
 def _on(acks: Acks, min_insync: int, unclean: bool = False, elr: bool = True) -> ModelConfig:
@@ -80,6 +86,12 @@ def _on(acks: Acks, min_insync: int, unclean: bool = False, elr: bool = True) ->
 #: for partitions to elect uncleanly every unclean.leader.election.interval.ms (minutes by
 #: default), far longer than a recipe's run.
 UNCLEAN_BROKER_CONFIG = {"unclean.leader.election.interval.ms": "1000"}
+
+
+def unclean_broker_config(unclean: bool) -> dict[str, str]:
+    """The broker settings a targeted run needs for unclean election ``unclean`` (a new dict)."""
+    return dict(UNCLEAN_BROKER_CONFIG) if unclean else {}
+
 
 RECIPES: tuple[Recipe, ...] = (
     Recipe(
@@ -160,8 +172,14 @@ class HuntConfig:
                                     HUNT_DATA_LOSS, elr=self.model_config().elr)))
 
     def predicted(self, recipe: Recipe) -> frozenset[str]:
-        """The anomalies the model shows when it replays ``recipe``'s model schedule."""
-        return outcome(replay(self.model_config(), recipe.model_steps())).names
+        """The anomalies the model shows when it replays ``recipe``'s model schedule (replayed
+        once per config and recipe)."""
+        return _predicted(self, recipe)
+
+
+@functools.cache
+def _predicted(config: HuntConfig, recipe: Recipe) -> frozenset[str]:
+    return outcome(replay(config.model_config(), recipe.model_steps())).names
 
 
 @functools.cache

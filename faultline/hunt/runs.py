@@ -21,7 +21,7 @@ import orjson
 from faultline.checkers.model.outcome import MODEL_ANOMALIES
 from faultline.errors import HistoryError
 from faultline.history import NEMESIS, read_history
-from faultline.hunt.recipes import RECIPES, TARGET_PARTITION, UNCLEAN_BROKER_CONFIG, HuntConfig, Recipe, safe
+from faultline.hunt.recipes import RECIPES, TARGET_PARTITION, HuntConfig, Recipe, safe, unclean_broker_config
 from faultline.rundir import RESULTS_FILE
 from faultline.spec import (
     KafkaSpec,
@@ -120,10 +120,10 @@ def spec_for(recipe: Recipe, config: HuntConfig, seed: int, hunting: bool = True
     False) keeps it on with acks=all, the safe config as users run it.
     """
     idempotent = config.acks == "all" and not hunting
-    unclean = dict(UNCLEAN_BROKER_CONFIG) if config.unclean else {}
     return TestSpec(
         name=f"{recipe.name}-{config.slug}", seed=seed, time_limit_s=recipe.time_limit_s,
-        kafka=KafkaSpec(version=config.kafka_version, nodes=3, heap_mb=384, broker_config=unclean),
+        kafka=KafkaSpec(version=config.kafka_version, nodes=3, heap_mb=384,
+                        broker_config=unclean_broker_config(config.unclean)),
         topic=TopicSpec(min_insync_replicas=config.min_insync, unclean_leader_election_enable=config.unclean),
         producer=ProducerSpec(acks=config.acks, enable_idempotence=idempotent),
         workload=WorkloadSpec(rate=300.0),

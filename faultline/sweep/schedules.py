@@ -8,10 +8,11 @@ holds them back, which is how a real cluster realises the model's "the followers
 not fetch" (:mod:`faultline.hunt.compile`); the recipe faults the leader with what loses
 the data. A recipe *applies to* a cell whose
 ``nemesis.faults`` hold all of its families. The sweep runs the recipes that the model
-says lose data (:data:`LOSS` among the anomalies of its replay on the cell's config)
-in some cell they apply to; each cell runs every one of them that applies to it, once
-per config (not per seed). So a cell whose guarantees forbid loss faces exactly the
-schedules that break the cells that permit it under the same faults.
+says lose data (:data:`~faultline.checkers.model.outcome.LOST_WRITE` among the anomalies
+of its replay on the cell's config) in some cell they apply to; each cell runs every one
+of them that applies to it, once per config (not per seed). So a cell whose guarantees
+forbid loss faces exactly the schedules that break the cells that permit it under the
+same faults.
 
 A targeted run is its cell's spec with the recipe's schedule instead of the seeded
 faults, the recipe's ``time_limit_s``, and, where unclean election is on, the
@@ -22,18 +23,18 @@ to must have 3 nodes and replication factor 3.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from faultline.checkers.model.outcome import LOST_WRITE
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
-from faultline.hunt.recipes import RECIPES, UNCLEAN_BROKER_CONFIG, HuntConfig, Recipe
+from faultline.hunt.recipes import RECIPES, HuntConfig, Recipe, unclean_broker_config
 from faultline.spec import TestSpec
 
 #: The values of a matrix's ``schedules``: random seeds only, or targeted recipes besides.
 SCHEDULES = ("random", "targeted")
-#: The anomaly a recipe must show in the model to be run: an acknowledged write lost.
-LOSS = "lost-write"
 #: The family of each model step kind that is a family's fault (its first model step).
 _FAMILY_OF_STEP = {f.model_steps[0]: f.name for f in FAMILIES.values()}
 #: The model's followers of the first leader (replica 1).
@@ -50,6 +51,7 @@ class TargetedRun:
     predicts: tuple[str, ...]
 
 
+@functools.cache
 def families(recipe: Recipe) -> frozenset[str]:
     """The fault families ``recipe`` needs (module docstring): the holds of followers aside."""
     return frozenset(_FAMILY_OF_STEP[s.kind] for s in recipe.model_steps()
@@ -69,8 +71,9 @@ def predicts(recipe: Recipe, spec: TestSpec) -> tuple[str, ...]:
 
 def chosen(specs: Sequence[TestSpec]) -> tuple[Recipe, ...]:
     """The recipes a sweep of ``specs`` runs: those that apply to some spec on whose config
-    the model's replay loses data (:data:`LOSS`), in :data:`RECIPES`' order."""
-    return tuple(r for r in RECIPES if any(_applies(r, s) and LOSS in predicts(r, s) for s in specs))
+    the model's replay loses data (:data:`~faultline.checkers.model.outcome.LOST_WRITE`), in
+    :data:`RECIPES`' order."""
+    return tuple(r for r in RECIPES if any(_applies(r, s) and LOST_WRITE in predicts(r, s) for s in specs))
 
 
 def targeted_runs(spec: TestSpec, recipes: Sequence[Recipe]) -> tuple[TargetedRun, ...]:
@@ -86,7 +89,6 @@ def targeted_runs(spec: TestSpec, recipes: Sequence[Recipe]) -> tuple[TargetedRu
 
 def targeted_spec(spec: TestSpec, recipe: Recipe) -> TestSpec:
     """``spec`` running ``recipe``'s schedule (module docstring)."""
-    unclean = UNCLEAN_BROKER_CONFIG if spec.topic.unclean_leader_election_enable else {}
-    broker = {**unclean, **spec.kafka.broker_config}
+    broker = {**unclean_broker_config(spec.topic.unclean_leader_election_enable), **spec.kafka.broker_config}
     return replace(spec, time_limit_s=recipe.time_limit_s, kafka=replace(spec.kafka, broker_config=broker),
                    nemesis=replace(spec.nemesis, faults=(), schedule=recipe.schedule))

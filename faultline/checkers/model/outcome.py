@@ -21,6 +21,8 @@ from faultline.checkers.model.state import State
 from faultline.checkers.model.steps import ModelStep, apply
 
 MODEL_ANOMALIES: tuple[str, ...] = ("lost-write", "phantom-read", "inconsistent-offsets", "aborted-read")
+#: The anomaly that is a loss of data: an acknowledged write lost.
+LOST_WRITE = "lost-write"
 
 
 @dataclass(frozen=True, slots=True)
