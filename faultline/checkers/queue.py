@@ -36,6 +36,13 @@ import orjson
 import zstandard
 
 from faultline.checkers import columns, examples, explain, kernel, provenance, scan
+from faultline.checkers.anomalies import (
+    AFTER_DRAIN,
+    BELOW_LOG_START,
+    DRAIN_MISSED,
+    DRAIN_MISSED_HELD,
+    SHORT_DRAIN,
+)
 from faultline.checkers.client_log import ClientLines
 from faultline.checkers.columns import (
     EMPTY,
@@ -952,18 +959,9 @@ class Engine:
             if status[s] == OK and complete[tp]:
                 part, ack_at = parts[tp], self.c_ack[s]
                 if stored == NONE:
-                    lso = part.lso or 0
-                    if part.late(self.c_done[s]):
-                        c.set_aside("lost-write", tp, late=True)
-                    elif (ack_at != NONE and ack_at < lso) or (ack_at == NONE and lso > 0):
-                        c.below_log_start += 1
-                    elif part.short is not None and (ack_at == NONE or ack_at >= part.hw):  # type: ignore[operator]
-                        c.set_aside("lost-write", tp)
-                    elif part.missed(ack_at):
-                        c.drain_missed += 1  # the drain skipped what every replica holds
-                    elif part.gap(ack_at) or (ack_at == NONE and part.hw is not None
-                                              and part.drained < part.hw - lso):
-                        c.drain_gap += 1  # the drain skipped a record, maybe this one
+                    kind = self._undecided(part, self.c_done[s], ack_at)
+                    if kind is not None:
+                        _count_undecided(c, "lost-write", tp, kind)
                     else:
                         c.add("lost-write", tp, self.c_inv[s], partial(examples.lost, self, c, s))
                         done = self.c_done[s]
@@ -971,19 +969,10 @@ class Engine:
                             c.first_loss_ns = done
                 elif (ack_at != NONE and ack_at != stored and ack_at not in self.dups.get(s, ())
                       and part.drains.get(ack_at) == NONE):
-                    # the drain says the ack's offset is empty only where it read: not below
-                    # its log start (unknown, as a loss there), nor at or past a short
-                    # drain's end (set aside)
-                    if part.late(self.c_done[s]):
-                        c.set_aside("inconsistent-offsets", tp, late=True)
-                    elif ack_at < (part.lso or 0):
-                        c.below_log_start += 1
-                    elif part.short is not None and ack_at >= part.hw:  # type: ignore[operator]
-                        c.set_aside("inconsistent-offsets", tp)
-                    elif part.missed(ack_at):
-                        c.drain_missed += 1  # the drain skipped what every replica holds
-                    elif part.gap(ack_at):
-                        c.drain_gap += 1  # the drain skipped the record there
+                    # the drain read the value elsewhere, and nothing at the ack's offset
+                    kind = self._undecided(part, self.c_done[s], ack_at)
+                    if kind is not None:
+                        _count_undecided(c, "inconsistent-offsets", tp, kind)
                     else:
                         c.iso_ack_offset.append(s)
             elif status[s] == FAIL and reads[s] != EMPTY:
@@ -1080,41 +1069,33 @@ class Engine:
                 values = {x for x in (a, p, dv) if x != NONE}
                 extra = self.conflicts.get((tp, off), {})
                 values.update(extra)
-                polled = ({p} if p != NONE else set()) | {
-                    x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
-                if part.complete and off >= lso:
-                    # every value the drain read there is in it (the log changed under it)
-                    drained = {dv} | {
-                        x for x, seen in extra.items() if any(k == "drain" for k, _, _ in seen)}
-                    end = part.log_end
-                    for x in sorted(polled - drained):
-                        # past a short drain's end the record may be there, unread; not
-                        # past every replica's log end, where none holds one
-                        if part.late(part.last_poll) and part.late(self.poll_time(tp, off, x)):
-                            c.set_aside("phantom-read", tp, late=True)
-                        elif (part.short is not None and off >= part.hw  # type: ignore[operator]
-                                and (end is None or off < end)):
-                            c.set_aside("phantom-read", tp)
-                        elif part.missed(off):
-                            c.drain_missed += 1  # the drain skipped what every replica holds
-                        elif part.gap(off):
-                            c.drain_gap += 1  # the drain skipped the record there
-                        else:
-                            c.add("phantom-read", tp, examples.read_at(self, tp, off, x),
-                                  partial(examples.phantom, self, c, tp, off, x))
-                elif part.complete:  # each value read below the log start, and gone
-                    c.below_log_start += sum(self.vanished(tp, x) for x in polled)
+                if part.complete:
+                    polled = ({p} if p != NONE else set()) | _by_kind(extra, "poll")
+                    if off >= lso:
+                        # every value the drain read there is in it (the log changed under it)
+                        drained = {dv} | _by_kind(extra, "drain")
+                        for x in sorted(polled - drained):
+                            # when the poll ended, or by when: no poll of it ended after the last
+                            ended = (self.poll_time(tp, off, x) if part.late(part.last_poll)
+                                     else part.last_poll)
+                            kind = self._undecided(part, ended, off, read=True)
+                            if kind is not None:
+                                _count_undecided(c, "phantom-read", tp, kind)
+                            else:
+                                c.add("phantom-read", tp, examples.read_at(self, tp, off, x),
+                                      partial(examples.phantom, self, c, tp, off, x))
+                    else:  # each value read below the log start, and gone
+                        c.below_log_start += sum(self.vanished(tp, x) for x in polled)
                 if len(values) > 1:
                     # An ack is involved when an ack's association is what is wrong: two
                     # acks disagree, or the drain holds another value there (or, with the
                     # drain silent, reads disagree with the ack). An ack the drain agrees
                     # with leaves only reads disagreeing.
-                    acked = {a} | {x for x, seen in extra.items()
-                                   if any(k == "ack" for k, _, _ in seen)}
+                    acked = {a} | _by_kind(extra, "ack")
                     involves_ack = a != NONE and (len(acked) > 1 or (
                         a != dv if dv != NONE else bool(values - acked)))
-                    reads_disagree = len({x for x in (p, dv) if x != NONE} | {
-                        x for x, seen in extra.items() if any(k != "ack" for k, _, _ in seen)}) > 1
+                    reads_disagree = len({x for x in (p, dv) if x != NONE}
+                                         | _by_kind(extra, "poll", "drain")) > 1
                     counted.add((tp, off))
                     c.add("inconsistent-offsets", tp, examples.iso_at(self, tp, off, a, p, extra),
                           partial(examples.iso, self, c, tp, off, a, p, dv, extra, involves_ack,
@@ -1142,6 +1123,32 @@ class Engine:
                 c.set_aside("poll-skip", tp, late=True)
             elif skipped:
                 c.add("poll-skip", tp, t, partial(examples.skip, self, c, tp, p, after, off, t, skipped))
+
+    @staticmethod
+    def _undecided(part: Part, ended: int | None, offset: int, read: bool = False) -> str | None:
+        """:func:`anomalies.undecided <faultline.checkers.anomalies.undecided>` on the
+        columns, for complete ``part``: why its drain cannot decide an instance about an op
+        that ended at ``ended`` (an ack; a consumer's read when ``read``) and a record at
+        ``offset`` (:data:`NONE`: an ack that gave none), or None."""
+        if part.late(ended):
+            return AFTER_DRAIN
+        lso = part.lso or 0
+        if offset == NONE:  # the value may have been anywhere
+            return (BELOW_LOG_START if lso > 0 else SHORT_DRAIN if part.short is not None
+                    else DRAIN_MISSED if part.hw is not None and part.drained < part.hw - lso
+                    else None)
+        if offset < lso:
+            return BELOW_LOG_START
+        if part.short is not None and offset >= part.hw:  # type: ignore[operator]
+            # past a short drain's end the record may be there, unread; a read's record not
+            # past every replica's log end, where none holds one
+            if not read or part.log_end is None or offset < part.log_end:
+                return SHORT_DRAIN
+        if part.missed(offset):
+            return DRAIN_MISSED_HELD
+        if part.gap(offset):
+            return DRAIN_MISSED
+        return None
 
     def vanished(self, tp: int, value: int) -> bool:
         """Whether ``value``, read below partition ``tp``'s log start, is not in its drain
@@ -1192,6 +1199,25 @@ def _view(col: array[int], dtype: type[np.generic] = np.int64) -> Any:
     """A column as a numpy array: the column itself, not a copy, so only once the feed is
     done (while a view exists, the column cannot grow)."""
     return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
+
+
+def _count_undecided(c: Collected, name: str, tp: int, kind: str) -> None:
+    """Count an instance of ``name`` on ``tp`` that the complete drain cannot decide, by
+    :meth:`Engine._undecided`'s ``kind``: unknown, never an anomaly."""
+    if kind == BELOW_LOG_START:
+        c.below_log_start += 1
+    elif kind == DRAIN_MISSED_HELD:
+        c.drain_missed += 1  # the drain skipped what every replica holds
+    elif kind == DRAIN_MISSED:
+        c.drain_gap += 1  # the drain skipped the record there
+    else:
+        c.set_aside(name, tp, late=kind == AFTER_DRAIN)
+
+
+def _by_kind(extra: dict[int, list[tuple[str, Any, Any]]], *kinds: str) -> set[int]:
+    """The values of an offset's conflicts (:attr:`Engine.conflicts`) that a source of
+    ``kinds`` saw there."""
+    return {x for x, seen in extra.items() if any(k in kinds for k, _, _ in seen)}
 
 
 def _line(d: Any) -> int | None:
