@@ -1139,11 +1139,11 @@ class Engine:
                     else None)
         if offset < lso:
             return BELOW_LOG_START
-        if part.short is not None and offset >= part.hw:  # type: ignore[operator]
-            # past a short drain's end the record may be there, unread; a read's record not
-            # past every replica's log end, where none holds one
-            if not read or part.log_end is None or offset < part.log_end:
-                return SHORT_DRAIN
+        # past a short drain's end the record may be there, unread; a read's record not past
+        # every replica's log end, where none holds one
+        if (part.short is not None and offset >= part.hw  # type: ignore[operator]
+                and (not read or part.log_end is None or offset < part.log_end)):
+            return SHORT_DRAIN
         if part.missed(offset):
             return DRAIN_MISSED_HELD
         if part.gap(offset):
