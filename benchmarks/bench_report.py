@@ -28,8 +28,8 @@ from typing import Any
 from bench_checker import shape_for, write_run
 from playwright.sync_api import sync_playwright
 
-from faultline.checkers.cli import check_run
-from faultline.checkers.result import MAX_EXAMPLES
+from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
+from faultline.checkers.results_file import check_run
 from faultline.checkers.synthetic import Row, Shape, generate
 from faultline.report.page import build_report
 
@@ -121,7 +121,7 @@ def measure(label: str, write: Callable[[Path], int], opens: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=10_000_000, help="the run without anomalies (0: skip it)")
-    ap.add_argument("--examples", type=int, default=MAX_EXAMPLES,
+    ap.add_argument("--examples", type=int, default=MAX_ANOMALY_EXAMPLES,
                     help="examples of each anomaly type planted in the other run (0: skip it)")
     ap.add_argument("--opens", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)

@@ -1,7 +1,7 @@
 """The ``faultline`` command line.
 
-Each command lives next to what it drives and is listed in ``_COMMANDS``; its module
-is imported only when the command runs, so ``faultline doctor`` does not pay for
+Each command is a module of :mod:`faultline.commands`, listed in ``_COMMANDS``; its
+module is imported only when the command runs, so ``faultline doctor`` does not pay for
 bokeh. A :class:`~faultline.errors.FaultlineError`, and a usage error (an unknown
 option, a value of the wrong type, a ``-f`` file that does not exist), becomes one line
 on stderr and exit code 2 (``run`` and ``check`` use 1 for an invalid verdict), and so
@@ -21,17 +21,17 @@ from faultline.errors import FaultlineError
 
 #: command name -> "module:attribute" of its click command.
 _COMMANDS: dict[str, str] = {
-    "run": "faultline.run.cli:run",
-    "check": "faultline.checkers.cli:check",
-    "report": "faultline.report.cli:report",
-    "analyze": "faultline.analysis.cli:analyze_command",
-    "model": "faultline.checkers.model.cli:model",
-    "hunt": "faultline.run.hunt:hunt_command",
-    "setup": "faultline.run.setup_cli:setup",
-    "doctor": "faultline.cluster.cli:doctor",
-    "cluster": "faultline.run.cluster_cli:cluster",
-    "sweep": "faultline.sweep.cli:sweep",
-    "nightly": "faultline.nightly:nightly",
+    "run": "faultline.commands.run:run",
+    "check": "faultline.commands.check:check",
+    "report": "faultline.commands.report:report",
+    "analyze": "faultline.commands.analyze:analyze_command",
+    "model": "faultline.commands.model:model",
+    "hunt": "faultline.commands.hunt:hunt_command",
+    "setup": "faultline.commands.setup:setup",
+    "doctor": "faultline.commands.doctor:doctor",
+    "cluster": "faultline.commands.cluster:cluster",
+    "sweep": "faultline.commands.sweep:sweep",
+    "nightly": "faultline.commands.nightly:nightly",
 }
 
 

@@ -207,12 +207,9 @@ def read_jsonl(path: Path, shape: Callable[[dict[str, Any]], str | None] | None 
 
 def read_jsonl_prefix(path: Path, shape: Callable[[dict[str, Any]], str | None] | None = None
                       ) -> JsonLines:
-    """A JSON-lines file the run appended to as it went (:data:`OBSERVATIONS_FILE`), read
-    as :func:`read_jsonl` does, except that a last line without a newline that is not
-    valid JSON, what a run that died writing it leaves, ends the read: the lines before
-    it are the file's readable prefix, and ``cut`` names the cut line (as the history's
-    reader, :func:`faultline.history.iter_rows`, does). A bad line anywhere else is still
-    a HistoryError."""
+    """:func:`read_jsonl` for a file the run appended to as it went (:data:`OBSERVATIONS_FILE`):
+    a last line without a newline that is not valid JSON (a run died writing it) ends the
+    read, and ``cut`` names it; a bad line anywhere else is still a HistoryError."""
     return _read_jsonl(path, True, shape)
 
 

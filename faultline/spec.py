@@ -23,6 +23,7 @@ import orjson
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
 from faultline.targeted import parse_schedule
+from faultline.yamlfile import read_yaml_mapping
 
 Acks = Literal["0", "1", "all"]
 ACKS: tuple[str, ...] = typing.get_args(Acks)
@@ -122,6 +123,13 @@ class ConsumerSpec:
     mode: Literal["assign"] = "assign"
 
 
+#: workload name -> the checkers that judge its runs (:data:`faultline.checkers.stored.CHECKERS`),
+#: in order: the first's verdict is the run's, the others' add to it.
+WORKLOAD_CHECKERS: Mapping[str, tuple[str, ...]] = {
+    "queue": ("queue", "white-box"),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
     """Which workload (:data:`faultline.workloads.WORKLOADS`), with which client under
@@ -134,6 +142,12 @@ class WorkloadSpec:
     producers: int = 2
     consumers: int = 1
     rate: float = 0.0
+
+    @property
+    def checkers(self) -> tuple[str, ...]:
+        """The checkers that judge this workload's runs (:data:`WORKLOAD_CHECKERS`); none
+        for a workload without one."""
+        return WORKLOAD_CHECKERS.get(self.name, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,9 +344,11 @@ def kafka_version(version: str, option: str = "--kafka-version") -> str:
 
 
 def idempotence_allowed(p: ProducerSpec) -> bool:
-    """Whether ``p``'s other settings allow idempotence: acks=all, retries > 0 and 1 to 5
-    requests in flight. Kafka's producer's rule, which every spec follows: left unset,
-    ``enable_idempotence`` is this; set true where this is false, the spec is refused."""
+    """Whether ``p``'s other settings allow idempotence: acks=all, retries > 0, 1 to 5 in
+    flight. Kafka's producer's rule (``ProducerConfig.postProcessAndValidateIdempotenceConfigs``),
+    which every spec follows: left unset, ``enable_idempotence`` is this; set true where
+    this is false, the spec is refused. (Unset with more than 5 in flight, Kafka's
+    producer refuses the config; a spec runs without idempotence.)"""
     return p.acks == "all" and p.retries > 0 and 1 <= p.max_in_flight <= 5
 
 
@@ -419,3 +435,30 @@ def _validate(spec: TestSpec) -> None:
         if not ok:
             raise SpecError(message)
     parse_schedule(n.schedule, t.partitions, k.nodes)
+
+
+def build_spec(spec_file: Path | None, overrides: Mapping[str, Any]) -> TestSpec:
+    """The spec from ``spec_file`` (YAML or JSON; may be None) with ``overrides`` (nested
+    like ``test.json``, None values ignored) merged on top; raises SpecError."""
+    base: dict[str, Any] = {}
+    source = "options"
+    if spec_file is not None:
+        source = str(spec_file)
+        base = read_yaml_mapping(spec_file, "a mapping of spec keys")
+    merged = _merge(base, overrides)
+    merged.pop("start_wall_ms", None)  # set when the run starts
+    return TestSpec.from_mapping(merged, source=source)
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if v is None:
+            continue
+        if isinstance(v, Mapping):
+            inner = out.get(k, {})
+            # a section the file got wrong (``topic: 5``) stays, for validation to name it
+            out[k] = _merge(inner, v) if isinstance(inner, Mapping) else inner
+        else:
+            out[k] = v
+    return out

@@ -12,6 +12,8 @@ bound with ``as NAME``::
     pause   TARGET [as NAME]        SIGSTOP
     resume  TARGET                  SIGCONT
     wipe    TARGET [as NAME]        SIGKILL and delete its partition data; stays down
+    lose-unflushed TARGET [as NAME] SIGKILL and cut each log back to its recovery point
+                                    (what was not flushed is gone); stays down
     isolate TARGET [as NAME]        cut the target's nodes (as one group) off from the
                                     others; adds to any isolation already in effect
     hold    TARGET [as NAME]        cut only replication between the target's nodes (as
@@ -61,7 +63,8 @@ from faultline.errors import SpecError
 
 #: Verbs that take a target, and whether they may bind a name with ``as``.
 VERBS: Mapping[str, bool] = {"crash": True, "restart": False, "pause": True, "resume": False,
-                             "wipe": True, "isolate": True, "hold": True, "release": False}
+                             "wipe": True, "lose-unflushed": True, "isolate": True, "hold": True,
+                             "release": False}
 #: The default bound of ``wait until``, in seconds.
 DEFAULT_WAIT_S = 30.0
 #: The longest any wait may be, in seconds.

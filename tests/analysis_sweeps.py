@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultline.checkers.cli import check_run
+from faultline.checkers.results_file import check_run
 from tests.e2e.report_runs import Scenario, make_run
 
 DATA = Path(__file__).resolve().parent / "e2e" / "data"
@@ -27,9 +27,10 @@ REAL_RUN = DATA / "kill-partition"
 class CellRun:
     """One cell: its id, axes and how its run directory is made.
 
-    ``source`` copies a stored run; else a simulated run with ``seed`` is made, and
+    ``source`` copies a stored run; else a simulated run with ``seed`` is made; either way
     ``config`` (dotted test.json paths -> values) rewrites its test.json before it is checked.
-    ``status`` other than done leaves the run directory empty (a failed cell).
+    ``status`` other than done leaves the run directory empty (a failed cell). ``recipe``
+    and ``predicts`` make it a targeted run (sweep.json's).
     """
 
     id: str
@@ -39,6 +40,8 @@ class CellRun:
     config: dict[str, Any] = field(default_factory=dict)
     status: str = "done"
     error: str | None = None
+    recipe: str | None = None
+    predicts: tuple[str, ...] = ()
 
 
 def make_sweep(path: Path, name: str, created: str, cells: list[CellRun]) -> Path:
@@ -51,21 +54,22 @@ def make_sweep(path: Path, name: str, created: str, cells: list[CellRun]) -> Pat
                 shutil.copytree(c.source, run_dir)
             else:
                 make_run(run_dir, Scenario(seed=c.seed))
-                if c.config:
-                    spec = json.loads((run_dir / "test.json").read_text())
-                    for dotted, v in c.config.items():
-                        *parents, last = dotted.split(".")
-                        node = spec
-                        for p in parents:
-                            node = node[p]
-                        node[last] = v
-                    (run_dir / "test.json").write_text(json.dumps(spec, indent=2))
-                    check_run(run_dir)
+            if c.config:
+                spec = json.loads((run_dir / "test.json").read_text())
+                for dotted, v in c.config.items():
+                    *parents, last = dotted.split(".")
+                    node = spec
+                    for p in parents:
+                        node = node[p]
+                    node[last] = v
+                (run_dir / "test.json").write_text(json.dumps(spec, indent=2))
+                check_run(run_dir)
         else:
             run_dir.mkdir(parents=True)
         valid = json.loads((run_dir / "results.json").read_text())["valid"] if c.status == "done" else None
         entries.append({"id": c.id, "axes": c.axes, "status": c.status, "run_dir": f"cells/{c.id}",
-                        "valid": valid, "error": c.error, "started": created, "ended": created})
+                        "valid": valid, "error": c.error, "started": created, "ended": created,
+                        "recipe": c.recipe, "predicts": list(c.predicts)})
     manifest = {"version": 1, "name": name, "created": created, "cells": entries}
     (path / "sweep.json").write_text(json.dumps(manifest, indent=2))
     return path

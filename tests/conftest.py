@@ -17,6 +17,12 @@ from _pytest._code import ExceptionInfo
 from _pytest.reports import CollectReport, TestReport
 from _pytest.runner import CallInfo
 from _pytest.terminal import TerminalReporter
+from hypothesis import settings
+
+# No per-example deadline: the suite shares a 2-core machine with clusters, so a slow
+# example says nothing about the code (a test must not depend on timing luck).
+settings.register_profile("faultline", deadline=None)
+settings.load_profile("faultline")
 
 REQUIRE_ALL = "FAULTLINE_REQUIRE_ALL"
 _missing: dict[str, int] = {}  # reason -> how many tests it failed

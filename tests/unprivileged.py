@@ -31,7 +31,12 @@ print(json.dumps(out))
 def listening(pid: int) -> list[str]:
     """``host:port`` of every TCP socket process ``pid`` listens on (IPv4), as its own
     network namespace names them."""
-    inodes = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            inodes.add(os.readlink(fd))
+        except FileNotFoundError:  # closed since it was listed: not a listening socket
+            continue
     out = []
     for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
         fields = line.split()

@@ -28,7 +28,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from faultline.checkers.faults_seen import fences
-from faultline.checkers.guarantees import GuaranteeConfig, permitted
+from faultline.checkers.guarantees import GuaranteeConfig, forbidden, permitted
+from faultline.checkers.partition_faults import PartitionFaults
 from faultline.faults import FAMILIES
 from faultline.spec import TestSpec
 
@@ -55,29 +56,23 @@ def wilson(k: N, n: N, sqrt: Callable[[Any], Any] = math.sqrt, z: float = Z95) -
     return centre - half, centre + half
 
 
-def worst_case_faults(spec: TestSpec) -> frozenset[str]:
-    """The fault tokens (:mod:`faultline.checkers.faults_seen`) a partition may see in a run
-    of ``spec``: its families; for node faults, a fault on its leader and every replica
+def worst_case_faults(spec: TestSpec) -> PartitionFaults:
+    """The faults (:mod:`faultline.checkers.faults_seen`) a partition may see in a run of
+    ``spec``: its families; for node faults, a fault on its leader and every replica
     faulted, and for those that may fence, every replica fenced (over a run, one after
     another); for faults that destroy data, as many replicas at once as the nemesis may hit."""
     fams = [FAMILIES[f] for f in spec.nemesis.faults if f in FAMILIES]
     rf = spec.topic.replication_factor
-    tokens = {f.name for f in fams}
-    if any(f.on_nodes for f in fams):
-        tokens.add("leader-fault")
-        tokens.update(f"faulted>={n}" for n in range(1, rf + 1))
-    if any(fences(f.name, {}) for f in fams):
-        tokens.update(f"fenced>={n}" for n in range(1, rf + 1))
-    if any(f.destroys_data for f in fams):
-        tokens.update(f"data-loss>={n}" for n in range(1, min(spec.nemesis.max_concurrent, rf) + 1))
-    return frozenset(tokens)
+    on_nodes = any(f.on_nodes for f in fams)
+    return PartitionFaults(
+        frozenset(f.name for f in fams), leader_fault=on_nodes, faulted=rf if on_nodes else 0,
+        fenced=rf if any(fences(f.name, {}) for f in fams) else 0,
+        data_loss=min(spec.nemesis.max_concurrent, rf) if any(f.destroys_data for f in fams) else 0)
 
 
 def expected_loss(spec: TestSpec) -> tuple[bool, str]:
     """(loss permitted?, why) by the guarantee table, for ``spec``'s config and faults in the
     worst case they allow (:func:`worst_case_faults`)."""
-    from faultline.checkers.guarantees import forbidden
-
     config, faults = GuaranteeConfig.from_spec(spec), worst_case_faults(spec)
     allowed = permitted(config, faults)
     if "lost-write" in allowed:

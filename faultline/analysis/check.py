@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from faultline.analysis.aggregate import latency_ms, pack
 from faultline.checkers.stored import check_stored_table
-from faultline.checkers.table import HistoryTable
+from faultline.checkers.table import HistoryDigest
 from faultline.errors import FaultlineError
 
 #: What :func:`check_run` returns per run: the verdict (``true`` / ``false`` /
@@ -75,7 +75,7 @@ def check_run(r: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
     yield pa.RecordBatch.from_pylist([row], schema=CHECK_SCHEMA)
 
 
-def _latencies(table: HistoryTable) -> npt.NDArray[np.int64]:
+def _latencies(table: HistoryDigest) -> npt.NDArray[np.int64]:
     """Every ok send's latency (ns) from the check's table of a history's sends."""
     s = table.sends
     ok = s.outcome == 1

@@ -119,8 +119,9 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         # older faultline, may lack a column or hold it as another type
         runs_df = (spark.read.schema(from_arrow_schema(tables.RUNS_SCHEMA)).parquet(where["runs"])
                    .where(F.col("sweep").isin(ids)))
-        cells_df = aggregate.cells(runs_df, checked_df.select("sweep", "run", "latency_ns"),
-                                   tables.CONFIG_COLUMNS)
+        # the random-seed runs: a targeted run is judged beside its cell (analysis.evidence)
+        cells_df = aggregate.cells(runs_df.where(F.col("recipe").isNull()),
+                                   checked_df.select("sweep", "run", "latency_ns"), tables.CONFIG_COLUMNS)
         cells_df.write.partitionBy("sweep").mode("overwrite").parquet(where["cells"])
         cell_rows = [r.asDict(recursive=True) for r in spark.read.schema(cells_df.schema).parquet(
             where["cells"]).where(F.col("sweep").isin(ids)).orderBy("created", "cell").collect()]

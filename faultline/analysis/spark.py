@@ -102,10 +102,12 @@ def java_home() -> Path:
     return home
 
 
-def spark_env() -> dict[str, str]:
-    """The environment variables :func:`session` sets before the JVM starts."""
-    return {"JAVA_HOME": str(java_home()), "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+def spark_env(private: bool = True) -> dict[str, str]:
+    """The environment variables :func:`session` sets before the JVM starts; ``private`` (an
+    embedded session) binds Spark to 127.0.0.1, where a cluster's workers could not reach it."""
+    env = {"JAVA_HOME": str(java_home()), "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    return {**env, "SPARK_LOCAL_IP": "127.0.0.1"} if private else env
 
 
 def session(master: str | None = None, remote: str | None = None, *, app: str = "faultline-analyze",
@@ -127,12 +129,13 @@ def session(master: str | None = None, remote: str | None = None, *, app: str = 
         builder = SparkSession.builder.remote(remote)
     else:
         # local[N] as remote: pyspark starts a Spark Connect server here, with these settings
-        os.environ.update(spark_env())
+        private = embedded(remote or master or "local[*]")
+        os.environ.update(spark_env(private))
         log4j = resources.files("faultline.analysis") / "data" / "log4j2-spark.properties"
         quiet = f"-Dlog4j2.configurationFile={log4j}"
         settings = {**LOCAL_CONF, "spark.driver.extraJavaOptions": quiet,
                     "spark.executor.extraJavaOptions": quiet, **settings}
-        if embedded(remote or master or "local[*]"):
+        if private:
             settings.update(PRIVATE_CONF)
         builder = (SparkSession.builder.remote(remote) if remote
                    else SparkSession.builder.master(master or "local[*]"))

@@ -35,7 +35,8 @@ class Cell:
 
     ``key`` names the cell's config without its seed (its axes but ``seed``, as
     ``path=value`` joined by ``,``): the runs of one key are one *config cell*, across
-    seeds and across nights.
+    seeds and across nights. A targeted run has the ``recipe`` it ran and what the model
+    ``predicts`` of it (``sweep.json``'s; None and empty for a random-seed run).
     """
 
     sweep: str
@@ -46,6 +47,8 @@ class Cell:
     status: str
     run_dir: Path
     error: str | None
+    recipe: str | None = None
+    predicts: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -137,9 +140,10 @@ def _cell(manifest: Path, i: int, c: Any, sweep: str, created: str, night: str) 
     if status not in STATUSES:
         raise HistoryError(str(manifest), None, f"{where} ({cid}): status {status!r} is not one of "
                                                 f"{', '.join(sorted(STATUSES))}")
-    error = c.get("error")
+    error, recipe, predicts = c.get("error"), c.get("recipe"), c.get("predicts")
     return Cell(sweep, created, night, cid, axes, status, (manifest.parent / run_dir).resolve(),
-                error if isinstance(error, str) else None)
+                error if isinstance(error, str) else None, recipe if isinstance(recipe, str) else None,
+                tuple(map(str, predicts)) if isinstance(predicts, list) else ())
 
 
 def read_sweeps(paths: Sequence[Path]) -> list[Sweep]:

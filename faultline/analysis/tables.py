@@ -121,7 +121,8 @@ def run_row(cell: Cell, spec: TestSpec | None, valid: str, result: Mapping[str, 
     report = cell.run_dir / REPORT_FILE
     row: dict[str, Any] = {
         "sweep": cell.sweep, "run": cell.id, "cell": cell.key, "night": cell.night, "created": cell.created,
-        "status": cell.status, "run_dir": str(cell.run_dir),
+        "status": cell.status, "run_dir": str(cell.run_dir), "recipe": cell.recipe,
+        "predicts": list(cell.predicts),
         "report": str(report) if report.exists() else None,
         **(config_columns(spec) if spec is not None else axes_columns(cell.axes)),
         "valid": valid, "error": error or cell.error,
@@ -153,7 +154,8 @@ def _fields(spec: str) -> list[pa.Field]:
 #: that a column with no value in a night (every cell failed: no throughput) has the type
 #: it has in the others, and the nights of one ``OUT`` read as one table.
 RUNS_SCHEMA = pa.schema([
-    *KEYS, *_fields("cell:s night:s created:s status:s run_dir:s report:s"), *CONFIG_FIELDS,
+    *KEYS, *_fields("cell:s night:s created:s status:s run_dir:s recipe:s predicts:S report:s"),
+    *CONFIG_FIELDS,
     *_fields("valid:s error:s violations:S permitted:S unknown:S"),
     *[pa.field(f"n_{column(a)}", pa.int64()) for a in ANOMALIES],
     *_fields("sends_ok:l sends_fail:l sends_info:l acked_per_s:d p50_ms:d p99_ms:d unavailability:d "

@@ -101,10 +101,9 @@ def collect_broker_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> lis
 
 
 def mark_uncollected(spec: TestSpec, run_dir: Path, why: str) -> None:
-    """Write ``cluster.json`` saying the broker state is not collected, and ``why``, until
-    :func:`collect_broker_state` writes what it collected: a run that ends before then
-    (Ctrl-C, a kill, an error) is not read as one that never had broker state, which
-    would let the check judge it for sure (it makes it unknown). Raises FaultlineError
+    """Write ``cluster.json`` saying the broker state is not collected, and ``why``, for
+    :func:`collect_broker_state` to overwrite: a run that ends before (Ctrl-C, a kill, an
+    error) is then checked ``unknown``, not as a run without broker state. FaultlineError
     when the file cannot be written."""
     _write_facts(run_dir, cluster_facts(spec.kafka.version, None, []), [why])
 

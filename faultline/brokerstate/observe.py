@@ -1,33 +1,15 @@
 """The white-box observer: samples the brokers' own state during a run (docs/design.md,
-"White-box observers") into ``observations.jsonl``.
+"White-box observers") into ``observations.jsonl`` (docs/history.md states its lines).
 
-Every ``interval_s`` one round writes one line per partition of the topic::
-
-    {"time": 1500000000, "topic": "fl-queue", "partition": 0,
-     "leader": 1, "isr": [1, 2, 3], "replicas": [1, 2, 3], "hw": 120, "hw_epoch": 4,
-     "leo": {"1": 120, "2": 120, "3": 118}, "hw_checkpoint": {"1": 115, "2": 115, "3": 110}}
-
-- ``time``: the history's clock (:meth:`faultline.history.HistoryWriter.now`), read
-  when the round's client answers arrived, just before its files are read; what the
-  clients were told was current at some moment of the round, which began at most two
-  client timeouts (:data:`CLIENT_TIMEOUT_S`) earlier.
-- ``leader``, ``isr``, ``replicas``: the topic metadata a client gets (any broker's
-  view, so an isolated broker can answer with a stale one); ``hw``: the high
-  watermark clients see (ListOffsets latest, read_uncommitted) from the leader, and
-  ``hw_epoch`` the leader epoch of the broker that answered (null with ``hw``, or when
-  the answer had none): a deposed leader cut off from the controller still answers,
-  with its stale HW under its old epoch
-  (:func:`faultline.checkers.whitebox.check_hw_monotonic` tells them apart).
-- ``leo``, ``hw_checkpoint``: per replica, read from that node's log directory (see
-  :mod:`faultline.brokerstate.segments`): the log end offset including unflushed appends,
-  and the high watermark of the node's last ``replication-offset-checkpoint``. They
-  work while a broker is paused, partitioned or dead; null where the node's files
-  are not on this host or not there.
-- ``error``: present when part of the round failed (a client timeout, no such
-  partition); what could not be read is null.
-
-The observer never raises out of its thread: a round that fails in an unexpected way
-is logged and the next one runs.
+Every ``interval_s`` one round writes one line per partition of the topic: the metadata
+a client gets (any broker's view, so an isolated broker can answer with a stale one), the
+high watermark the leader answers with and that answer's leader epoch, and each
+replica's log end offset and checkpointed HW, read from its log directory (so also while
+a broker is paused, partitioned or dead; null where the node's files are not on this
+host). ``time`` is the history's clock, read when the round's client answers arrived:
+what they said was current at some moment of the round, which began at most two client
+timeouts (:data:`CLIENT_TIMEOUT_S`) earlier. The observer never raises out of its
+thread: a round that fails in an unexpected way is logged and the next one runs.
 """
 
 from __future__ import annotations

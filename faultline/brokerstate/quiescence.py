@@ -11,12 +11,7 @@ A partition is *settled* in one reading when
 
 It is *quiescent* once the same settled reading has held for :data:`STABLE_S`
 seconds (two readings at least); its log end then is where the drain must read to.
-
-Why the ISR alone is not enough: the controller keeps a killed node in the ISR until
-its broker session times out. When the heal restarts it inside that window, the
-metadata names it in the ISR while it has fetched nothing, and the leader's high
-watermark stays frozen below its log end, where acks=1 and acks=0 writes were
-acknowledged. A drain that reads to that HW misses them.
+Why the ISR alone is not enough: docs/design.md, "The run", step 4.
 
 :class:`Quiescence` is the decision, pure (readings and times come from the caller);
 :func:`wait_quiescent` reads the cluster until every partition is quiescent or the

@@ -1,4 +1,5 @@
-"""Reading a replica's state from its log directory, without the broker.
+"""Reading a replica's state from its log directory, without the broker. Pure file
+reading: no Kafka client, no cluster.
 
 A partition replica lives in ``<log.dirs>/<topic>-<partition>/`` as segments named by
 their base offset (``00000000000000000000.log``, ...), each a sequence of record
@@ -10,32 +11,15 @@ batches. Every batch (magic v2, Kafka's ``DefaultRecordBatch``) starts with::
     maxTimestamp int64 @35 | producerId int64 @43 | producerEpoch int16 @51 |
     baseSequence int32 @53 | recordsCount int32 @57 | records @61 ...
 
-The producer id, epoch and base sequence are what the broker de-duplicates an
-idempotent producer's retries by; a batch without them (a non-idempotent producer)
-has ``-1`` in each (Kafka's NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE).
-
-A segment's batches are read up to the first header that is not a v2 batch header
-(:func:`iter_batches`: zeros of a preallocated file, a torn or garbled write; magic 0/1
-message sets cannot occur, Kafka 4 no longer writes them) and the first batch cut
-short by the end of the file (:func:`complete_batches`, :func:`read_batches`). What
-lies beyond is what Kafka's recovery would truncate. Unlike that recovery, the CRC is
-not checked: a whole batch with a wrong CRC counts. No fault of this harness writes
-one: a SIGKILL keeps the page cache, and a write it cuts short leaves a short file (a
-batch cut short by the end); lose-unflushed cuts at batch boundaries.
-
-A replica's log end offset (LEO) is the newest segment's last complete batch's
-``baseOffset + lastOffsetDelta + 1``, or the segment's base offset while it holds no
-batch. :class:`LogEndReader` keeps that up to date by reading only the headers
-appended since its last call. Reading the files sees the page cache: unflushed
-appends count, and it works while the broker is paused or dead.
-
-Each log dir's ``replication-offset-checkpoint`` (:data:`HW_CHECKPOINT`) holds every
-replica's high watermark as of the broker's last checkpoint (every
-``replica.high.watermark.checkpoint.interval.ms``, 5 s by default), and
-``recovery-point-offset-checkpoint`` every log's recovery point, in the same format:
-:func:`parse_checkpoint`, :func:`read_checkpoint`.
-
-Pure file reading: no Kafka client, no cluster.
+A batch without producer id, epoch or base sequence has ``-1`` in each. A segment is read
+up to the first header that is not a v2 batch's and the first batch cut short by the end
+of the file: what Kafka's recovery would truncate; the CRC is not checked
+(docs/design.md, "White-box observers", says why that is safe here). A replica's log end
+offset is its newest segment's last complete batch's ``baseOffset + lastOffsetDelta + 1``,
+or that segment's base offset while it holds none; the files show the page cache, so
+unflushed appends count, and a paused or dead broker can be read. Each log dir's
+``replication-offset-checkpoint`` (:data:`HW_CHECKPOINT`) and
+``recovery-point-offset-checkpoint`` share one format (:func:`parse_checkpoint`).
 """
 
 from __future__ import annotations
@@ -123,7 +107,7 @@ def complete_batches(fd: int, size: int, start: int = 0) -> Iterator[Batch]:
     boundary), in order, each wholly within the first ``size`` bytes.
 
     Stops where :func:`iter_batches` stops and at a batch cut short by ``size`` (the
-    tail being written, or torn when a broker died). Reads the file in 1 MiB chunks.
+    tail being written, or torn when a broker died).
     """
     pos = start
     while pos + HEADER_SIZE <= size:

@@ -3,7 +3,7 @@
 Each takes the engine (for what the history said) and the Collected (for the fault
 windows and what is permitted), and returns the example's fields plus ``story`` and
 ``explanation``; see ``faultline/schemas/results.schema.json`` for the keys. The
-engine builds them lazily, only for the first MAX_EXAMPLES of each type.
+engine builds them lazily, only for the first MAX_ANOMALY_EXAMPLES of each type.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def lost(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     tp = e.c_tp[s]
     story = _with_replicas(e, tp, f.offset, explain.lost_write(
         f, e.drain_facts(tp, f.offset, f.value), c.faults, e.parts[tp].drain_time,
-        c.reason("lost-write", tp, e.c_inv[s])))
+        c.permissions.reason("lost-write", tp, e.c_inv[s])))
     return {**e.where(tp), "value": f.value, "offset": f.offset, "time": f.end_time,
             "invoke_time": f.invoke_time, "process": f.process, **c.tell(story)}
 
@@ -123,7 +123,7 @@ def reorder(e: Engine, c: Collected, prev: tuple[int, int], s: int,
     second_at = e.c_drain[s]
     a, fields = _attributed(e, copies, cause, [first, second])
     story = explain.nonmonotonic_send(first, second, prev[0], second_at,
-                                      c.reason("nonmonotonic-send", e.c_tp[s], e.c_inv[s]), a)
+                                      c.permissions.reason("nonmonotonic-send", e.c_tp[s], e.c_inv[s]), a)
     return {**e.where(e.c_tp[s]), "process": first.process,
             "values": [first.value, second.value], "offsets": [prev[0], second_at],
             "time": second.invoke_time, **fields, **c.tell(story)}
@@ -148,7 +148,7 @@ def duplicate(e: Engine, c: Collected, s: int, offsets: list[int],
     f = e.send_facts(s)
     a, fields = _attributed(e, copies, cause, [f])
     story = explain.duplicate(f, f.value, offsets, f.topic, f.partition,
-                              c.reason("duplicate", e.c_tp[s], e.c_inv[s]), a)
+                              c.permissions.reason("duplicate", e.c_tp[s], e.c_inv[s]), a)
     return {**e.where(e.c_tp[s]), "value": f.value, "offsets": offsets,
             "time": f.end_time if f.end_time is not None else f.invoke_time, **fields,
             **c.tell(story)}
@@ -175,7 +175,7 @@ def phantom(e: Engine, c: Collected, tp: int, off: int, val: int) -> dict[str, A
     story = _with_replicas(e, tp, off, explain.phantom_read(
         part.topic, part.partition, value, off, t, by, None if s is None else e.send_facts(s),
         e.drain_facts(tp, off, val), c.faults, part.drain_time,
-        c.reason("phantom-read", tp, read_at(e, tp, off, val))))
+        c.permissions.reason("phantom-read", tp, read_at(e, tp, off, val))))
     return {**e.where(tp), "value": explain.raw(value), "offset": off, "time": t, "process": by,
             **c.tell(story)}
 
@@ -208,7 +208,7 @@ def iso(e: Engine, c: Collected, tp: int, off: int, a: int, p: int, dv: int,
     story = _with_replicas(e, tp, off, explain.inconsistent_offsets(
         e.parts[tp].topic, e.parts[tp].partition, off, sightings,
         e.drain_facts(tp, off, None), e.parts[tp].drain_time,
-        c.iso_reason(involves_ack, reads_disagree, tp, iso_at(e, tp, off, a, p, extra))))
+        c.permissions.iso_reason(involves_ack, reads_disagree, tp, iso_at(e, tp, off, a, p, extra))))
     times = [x["time"] for x in sightings if x["time"] is not None]
     values = sorted({x["value"] for x in sightings}, key=explain.order)
     return {**e.where(tp), "offset": off, "values": [explain.raw(x) for x in values],
@@ -224,7 +224,7 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
     part = e.parts[tp]
     story = _with_replicas(e, tp, ack, explain.inconsistent_offsets(
         part.topic, part.partition, ack, sightings, e.drain_facts(tp, ack, val), part.drain_time,
-        c.iso_reason(True, False, tp, e.c_inv[s])))
+        c.permissions.iso_reason(True, False, tp, e.c_inv[s])))
     return {**e.where(tp), "offset": ack, "values": [val], "value": val,
             "offsets": [ack, drained], "involves_ack": True, "reads_disagree": False,
             "sightings": sightings,  # of a send's value: an integer, as results.json holds it
@@ -234,13 +234,13 @@ def iso_value(e: Engine, c: Collected, s: int) -> dict[str, Any]:
 def backwards(e: Engine, c: Collected, tp: int, p: int, prev: int, off: int,
                t: int) -> dict[str, Any]:
     story = explain.nonmonotonic_poll(p, off, prev, t, c.faults,
-                                      c.reason("nonmonotonic-poll", tp, t))
+                                      c.permissions.reason("nonmonotonic-poll", tp, t))
     return {**e.where(tp), "process": p, "offset": off, "previous": prev, "time": t,
             **c.tell(story)}
 
 
 def skip(e: Engine, c: Collected, tp: int, p: int, prev: int | None, off: int, t: int,
           skipped: list[int]) -> dict[str, Any]:
-    story = explain.poll_skip(p, prev, off, t, skipped, c.reason("poll-skip", tp, t))
+    story = explain.poll_skip(p, prev, off, t, skipped, c.permissions.reason("poll-skip", tp, t))
     return {**e.where(tp), "process": p, "previous": prev, "offset": off, "time": t,
             "skipped": skipped[:10], "skipped_count": len(skipped), **c.tell(story)}

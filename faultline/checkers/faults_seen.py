@@ -1,16 +1,17 @@
-"""The faults each partition saw: fault tokens from a run's nemesis ops and the broker's
-own state, for :func:`faultline.checkers.guarantees.rules` to judge.
+"""The faults each partition saw (a :class:`~faultline.checkers.partition_faults.PartitionFaults`),
+from a run's nemesis ops and the broker's own state, for
+:func:`faultline.checkers.guarantees.rules` to judge.
 
 Faults come from the history's nemesis ops (:func:`faults_by_partition`), not from
 the spec: a fault that was configured but never fired, or that the nemesis skipped
 (``result: "skipped"``: no target could be planned), permits nothing. One that failed
 (its completion has an ``error``) or never completed may have done all it names or
-nothing: every token it gives counts only in the permissive reading (see
+nothing: everything it gives counts only in the permissive reading (see
 :func:`faults_by_partition`'s ``strict``). They are
 judged per topic-partition, because a fault on one partition's leader excuses
-nothing on another's. The tokens of one partition (``faults``) are:
+nothing on another's. The faults of one partition are:
 
-- the fault families that happened to it: ``kill``, ``pause``, ``stop``, ``partition``,
+- ``families``, those that happened to it: ``kill``, ``pause``, ``stop``, ``partition``,
   ``wipe``, ``lose-unflushed`` when they touched one of its replicas (every node
   counts while the metadata log does not name the replicas), ``toxics``, ``clock``.
   A network partition touches the nodes it cut off from the majority when its grudge
@@ -24,7 +25,7 @@ nothing on another's. The tokens of one partition (``faults``) are:
   ``stop`` that had to SIGKILL nodes (``killed``) is a ``kill`` too of the partitions
   they replicate, and one that failed or never completed (it may have had to) of the
   partitions its nodes replicate;
-- ``leader-fault`` when a node fault touched the partition's leader, or when the
+- ``leader_fault`` when a node fault touched the partition's leader, or when the
   metadata log shows its leader change (an election moves leadership whatever caused
   it, and truncates what only the old leader had). A pause or a network partition
   (:data:`KEEP_PROCESS`) leaves the leader's process and log alone: it moves leadership
@@ -42,10 +43,10 @@ nothing on another's. The tokens of one partition (``faults``) are:
   cut off from the controller answers from a frozen cache), or neither witness for the
   partition, says it may have (the permissive reading: an anomaly only such readings
   permit makes the run unknown, see :func:`faults_by_partition`'s ``strict``);
-- ``data-loss>=N`` for N = 1 .. the most of its replicas whose data a ``wipe`` or
-  ``lose-unflushed`` had destroyed *at once* (all of N = 1 .. 5 when the op names no
-  nodes); one that failed (an ``error``) or never completed may have destroyed its
-  nodes' data, or none of it: it counts, but only in the permissive reading. A
+- ``data_loss``, the most of its replicas whose data a ``wipe`` or ``lose-unflushed``
+  had destroyed *at once* (5 when the op names no nodes); one that failed (an
+  ``error``) or never completed may have destroyed its nodes' data, or none of it:
+  it counts, but only in the permissive reading. A
   ``lose-unflushed`` of one node whose completion says it cut nothing from
   the partition (``truncated``: its ``new_end`` is its ``old_end``) destroyed nothing
   there: it is a ``kill`` of that replica, as what it did was SIGKILL it. Without
@@ -57,19 +58,19 @@ nothing on another's. The tokens of one partition (``faults``) are:
   the window (after the fault, before the next one), since the log's times come from
   the wall clock and the history's from a monotonic one; a change the margin hides
   keeps the node counting (permissive);
-- ``faulted>=N`` for N = 1 .. how many of its replicas may have fallen out of step
+- ``faulted``, how many of its replicas may have fallen out of step
   with the leader: those a node fault touched, and those the metadata log shows
   outside the ISR at some point (a replica can lag out of the ISR with no fault,
   under load). Without the metadata log, once a node fault touched the partition,
-  every replica may have (N up to 5); with neither, none is listed;
-- ``fenced>=N`` for N = 1 .. how many of its replicas a fault may have fenced from the
+  every replica may have (5); with neither, none;
+- ``fenced``, how many of its replicas a fault may have fenced from the
   KRaft controller or restarted uncleanly (:func:`fences`): every node fault on the
   nodes it touched (as above), but a ``hold``, whose nodes keep the controller link
   and stay registered and unfenced. Counted over the whole run, not at once (the
-  permissive reading); an op naming no node may have fenced any (N up to 5), and so
+  permissive reading); an op naming no node may have fenced any (5), and so
   may any fault or load once the metadata log shows an unclean election there (a leader
   from neither the ISR nor the ELR before: every member of both was fenced or dropped);
-- ``producer-restart`` when a nemesis op of that name says a producer was
+- the family ``producer-restart`` when a nemesis op of that name says a producer was
   restarted and may have re-sent values (no workload does this yet).
 """
 
@@ -82,20 +83,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from faultline.faults import FAMILIES, family_of_fault
+from faultline.checkers.partition_faults import DATA_LOSS_FAULTS, NODE_FAULTS, OTHER_FAULTS, PartitionFaults
+from faultline.faults import family_of_fault
 from faultline.history import NEMESIS, Op
 
 #: Node faults that leave a node's process and its log as they were (no restart, nothing
 #: destroyed): its leadership moves only by an election, which the metadata log records.
 KEEP_PROCESS: frozenset[str] = frozenset(("pause", "partition"))
-#: Faults on nodes (not on client links): they can move leadership or take a replica
-#: out of the ISR.
-NODE_FAULTS: frozenset[str] = frozenset(f.name for f in FAMILIES.values() if f.on_nodes)
-#: Faults that destroy data a broker had written (not only its process).
-DATA_LOSS_FAULTS: frozenset[str] = frozenset(f.name for f in FAMILIES.values() if f.destroys_data)
-#: Faults a history may name beyond the spec's families: a clock skew (no nemesis yet)
-#: and a restarted producer that may have re-sent values (no workload does this yet).
-OTHER_FAULTS: frozenset[str] = frozenset(("clock", "producer-restart"))
 
 
 def fault_of(action: str) -> str | None:
@@ -116,7 +110,7 @@ TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionState:
+class MetadataState:
     """A partition's state after one record of the KRaft metadata log.
 
     ``time`` is ns since the run started, from the wall clock (so :data:`CLOCK_MARGIN_NS`
@@ -132,7 +126,7 @@ class PartitionState:
 
 
 #: topic-partition -> its state after each change, in metadata log order.
-Timeline = Mapping[TopicPartition, Sequence[PartitionState]]
+Timeline = Mapping[TopicPartition, Sequence[MetadataState]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,15 +178,16 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 
 def faults_of(ops: Iterable[Op], timeline: Timeline | None = None,
-              partition: TopicPartition = ("fl-queue", 0)) -> frozenset[str]:
+              partition: TopicPartition = ("fl-queue", 0)) -> PartitionFaults:
     """The faults one partition saw, from a history's nemesis ops (see module doc)."""
     return faults_by_partition(nemesis_actions(ops), [partition], timeline)[partition]
 
 
 def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[TopicPartition],
                         timeline: Timeline | None = None, strict: bool = False,
-                        narrow: bool = False) -> dict[TopicPartition, frozenset[str]]:
-    """Per partition, the fault tokens :func:`rules` reads (see the module docstring).
+                        narrow: bool = False) -> dict[TopicPartition, PartitionFaults]:
+    """Per partition, the faults :func:`~faultline.checkers.guarantees.rules` reads (see
+    the module docstring).
 
     ``actions`` come from :func:`nemesis_actions`; ``timeline`` is the partitions' state
     from the KRaft metadata log, when the run has one. A skipped action permits nothing;
@@ -214,7 +209,8 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
     node whose data was destroyed lead before it rejoined the ISR.
     """
     parts = list(partitions)
-    out: dict[TopicPartition, set[str]] = {tp: set() for tp in parts}
+    out: dict[TopicPartition, set[str]] = {tp: set() for tp in parts}  # families
+    leader: dict[TopicPartition, bool] = dict.fromkeys(parts, False)
     states = {tp: (timeline or {}).get(tp) for tp in parts}
     destroyed = {tp: _Destroyed(states[tp]) for tp in parts}
     # replicas faulted or seen out of the ISR; None: every replica may have been
@@ -225,7 +221,7 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
     # ISR and ELR member was fenced or dropped, whatever fenced it, a fault or a load)
     fenced: dict[TopicPartition, set[str] | None] = {
         tp: None if _elected_unclean(states[tp]) else set() for tp in parts}
-    # a fault-made token where the log records what it stands for: not when ``narrow``
+    # a fault-made fact where the log records what it stands for: not when ``narrow``
     assumed = not narrow
     for action in actions:
         kind = fault_of(action.f)
@@ -260,26 +256,26 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 may_move = kind not in KEEP_PROCESS or (not covered and (fencing or not strict))
                 if (may_move and (assumed or did in DATA_LOSS_FAULTS)
                         and _hit_leader(action, nodes, tp, states[tp] if covered else None, strict)):
-                    out[tp].add("leader-fault")
+                    leader[tp] = True
                 out_of_step[tp] = _with(out_of_step[tp], nodes)
                 if fencing and assumed:
                     fenced[tp] = _with(fenced[tp], nodes)
             if did in DATA_LOSS_FAULTS:
                 destroyed[tp].add(nodes, action.start, action.end)
+    found: dict[TopicPartition, PartitionFaults] = {}
     for tp in parts:
-        if _elected(states[tp]):
-            out[tp].add("leader-fault")
-        lost = destroyed[tp].most if assumed or destroyed[tp].led() else 0
-        out[tp].update(f"data-loss>={n}" for n in range(1, lost + 1))
+        led = leader[tp] or _elected(states[tp])
         seen = out_of_step[tp]
-        if out[tp] & (NODE_FAULTS | {"leader-fault"}) or seen:
-            out[tp].update(_at_least("faulted", seen))
-        out[tp].update(_at_least("fenced", fenced[tp]))
-    return {tp: frozenset(fs) for tp, fs in out.items()}
+        found[tp] = PartitionFaults(
+            frozenset(out[tp]), led,
+            faulted=_count(seen) if out[tp] & NODE_FAULTS or led or seen else 0,
+            fenced=_count(fenced[tp]),
+            data_loss=destroyed[tp].most if assumed or destroyed[tp].led() else 0)
+    return found
 
 
 class Windows:
-    """One partition's fault tokens for an anomaly at a time: those of the faults and
+    """One partition's faults for an anomaly at a time: those of the faults and
     elections that could have touched a write (or read) made then, up to the drain.
 
     A fault bears on what was written at ``time`` unless it was over, with the
@@ -288,11 +284,11 @@ class Windows:
     earlier and left its nodes' processes running (:data:`KEEP_PROCESS`: a leader paused
     or cut off by it may acknowledge after the log shows another).
     Where the metadata log reaches back that far it decides (``narrow`` of
-    :func:`faults_by_partition`). Tokens are kept per distinct window.
+    :func:`faults_by_partition`). They are kept per distinct window.
     """
 
     def __init__(self, actions: Sequence[NemesisAction], tp: TopicPartition,
-                 states: Sequence[PartitionState] | None, strict: bool) -> None:
+                 states: Sequence[MetadataState] | None, strict: bool) -> None:
         self._tp, self._strict = tp, strict
         self._states = list(states or ())
         faults = [a for a in actions if fault_of(a.f) is not None and not a.skipped]
@@ -306,11 +302,11 @@ class Windows:
             keeps = fault_of(self._faults[k].f) in KEEP_PROCESS
             self._first[k] = min(self._first[k + 1], self._faults[k].start if keeps else math.inf)
         self._times = [st.time for st in self._states]
-        self._cache: dict[tuple[int, int], tuple[frozenset[str], list[NemesisAction],
-                                                 list[PartitionState], bool]] = {}
+        self._cache: dict[tuple[int, int], tuple[PartitionFaults, list[NemesisAction],
+                                                 list[MetadataState], bool]] = {}
 
-    def at(self, time: int) -> frozenset[str]:
-        """The tokens of the window of a write or read at ``time``."""
+    def at(self, time: int) -> PartitionFaults:
+        """The faults of the window of a write or read at ``time``."""
         return self._window(time)[0]
 
     def excuse(self, time: int) -> dict[str, Any]:
@@ -331,8 +327,8 @@ class Windows:
                     "nodes": nodes_of(kept[0].value), "witnessed": covered}
         return {"kind": "none", "witnessed": covered}
 
-    def _window(self, time: int) -> tuple[frozenset[str], list[NemesisAction],
-                                          list[PartitionState], bool]:
+    def _window(self, time: int) -> tuple[PartitionFaults, list[NemesisAction],
+                                          list[MetadataState], bool]:
         k = bisect.bisect_right(self._ends, time - CLOCK_MARGIN_NS)
         since = int(min(time, self._first[k])) - CLOCK_MARGIN_NS
         j = max(bisect.bisect_right(self._times, since) - 1, 0)
@@ -341,12 +337,12 @@ class Windows:
             covered = bool(self._states) and self._states[0].time <= since
             kept = sorted(self._faults[k:], key=lambda a: a.start)
             states = {self._tp: self._states[j:]} if self._states else None
-            tokens = faults_by_partition(kept, [self._tp], states, self._strict, narrow=covered)[self._tp]
-            found = self._cache[(k, j)] = (tokens, kept, self._states[j:], covered)
+            faults = faults_by_partition(kept, [self._tp], states, self._strict, narrow=covered)[self._tp]
+            found = self._cache[(k, j)] = (faults, kept, self._states[j:], covered)
         return found
 
 
-def expiry(action: NemesisAction, states: Sequence[PartitionState], strict: bool) -> float:
+def expiry(action: NemesisAction, states: Sequence[MetadataState], strict: bool) -> float:
     """From when on ``action`` bears on no later write: where the metadata log reaches
     back to it, the first state after it (by :data:`CLOCK_MARGIN_NS`) with every replica in
     the ISR (every committed record on every replica again, its leader elected); never
@@ -366,9 +362,9 @@ def _with(nodes: set[str] | None, more: set[str]) -> set[str] | None:
     return None if nodes is None or not more else nodes | more
 
 
-def _at_least(name: str, nodes: set[str] | None) -> list[str]:
-    """``name>=1`` .. ``name>=N`` for the N replicas ``nodes`` (None: any, N up to 5)."""
-    return [f"{name}>={n}" for n in range(1, (_MAX_NODES if nodes is None else len(nodes)) + 1)]
+def _count(nodes: set[str] | None) -> int:
+    """How many replicas ``nodes`` are (None: any, so up to 5)."""
+    return _MAX_NODES if nodes is None else len(nodes)
 
 
 def fences(kind: str, value: Mapping[str, Any]) -> bool:
@@ -429,7 +425,7 @@ def _cut_nothing(action: NemesisAction) -> set[str]:
             and entry.get("old_end").__class__ is int and entry.get("old_end") == entry.get("new_end")}
 
 
-def _left_isr(states: Sequence[PartitionState] | None, strict: bool = False) -> set[str] | None:
+def _left_isr(states: Sequence[MetadataState] | None, strict: bool = False) -> set[str] | None:
     """The replicas the metadata log shows outside the ISR at some point; None without
     the log (unknown), or none if ``strict``."""
     if not states:
@@ -437,7 +433,7 @@ def _left_isr(states: Sequence[PartitionState] | None, strict: bool = False) -> 
     return {str(n) for s in states for n in s.replicas - s.isr}
 
 
-def _elected_unclean(states: Sequence[PartitionState] | None) -> bool:
+def _elected_unclean(states: Sequence[MetadataState] | None) -> bool:
     """Whether the metadata log shows the partition elect a leader that was in neither
     the ISR nor the ELR before (an unclean election, or KIP-966's last known leader with
     both empty)."""
@@ -445,13 +441,13 @@ def _elected_unclean(states: Sequence[PartitionState] | None) -> bool:
                for a, b in itertools.pairwise(states or ()))
 
 
-def _replicas(states: Sequence[PartitionState] | None) -> set[str]:
+def _replicas(states: Sequence[MetadataState] | None) -> set[str]:
     """The partition's replicas per the metadata log (empty when unknown)."""
     return {str(n) for s in states or () for n in s.replicas}
 
 
 def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
-                covering: Sequence[PartitionState] | None, strict: bool = False) -> bool:
+                covering: Sequence[MetadataState] | None, strict: bool = False) -> bool:
     """Whether a node fault touched ``tp``'s leader.
 
     Two witnesses: the metadata log's leaders from :data:`CLOCK_MARGIN_NS` before the
@@ -480,13 +476,13 @@ def _hit_leader(action: NemesisAction, nodes: set[str], tp: TopicPartition,
     return bool(logged or said) or (logged is None and said is None)
 
 
-def _log_covers(states: Sequence[PartitionState] | None, action: NemesisAction) -> bool:
+def _log_covers(states: Sequence[MetadataState] | None, action: NemesisAction) -> bool:
     """Whether the metadata log reaches back to :data:`CLOCK_MARGIN_NS` before ``action``
     began, so that it shows every leader the partition had from then on."""
     return states is not None and len(states) > 0 and states[0].time <= action.start - CLOCK_MARGIN_NS
 
 
-def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> set[int]:
+def leaders_between(states: Sequence[MetadataState], start: int, end: int) -> set[int]:
     """Every leader the partition had at some moment of ``[start, end]``."""
     out: set[int] = set()
     current: int | None = None
@@ -501,7 +497,7 @@ def leaders_between(states: Sequence[PartitionState], start: int, end: int) -> s
     return out
 
 
-def _elected(states: Sequence[PartitionState] | None) -> bool:
+def _elected(states: Sequence[MetadataState] | None) -> bool:
     """Whether the metadata log shows the partition's leader change after it was created."""
     leaders = [s.leader for s in states or ()]
     return any(a != b for a, b in itertools.pairwise(leaders))
@@ -514,7 +510,7 @@ class _Destroyed:
     number destroyed at once so far (see the module docstring for when a node recovers).
     """
 
-    def __init__(self, states: Sequence[PartitionState] | None) -> None:
+    def __init__(self, states: Sequence[MetadataState] | None) -> None:
         self._states = states
         self._since: dict[str, int] = {}  # node -> fault time
         self._every: list[tuple[str | None, int, int]] = []  # node (None: any), fault start, end

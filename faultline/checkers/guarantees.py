@@ -5,8 +5,13 @@ with the reason a person reads in the report. It is a hypothesis: the reference 
 (``faultline/checkers/model/``) explores fault schedules per config and cross-checks
 :func:`permitted`; keep that signature stable.
 
-The fault tokens of one partition (``faults``) are derived from a run's history and
-the broker's own state by :mod:`faultline.checkers.faults_seen`.
+The faults of one partition (``faults``, a
+:class:`~faultline.checkers.partition_faults.PartitionFaults`) are derived from a run's
+history and the broker's own state by :mod:`faultline.checkers.faults_seen`. Every "is
+this permitted here" question of the checkers is asked here: the anomalies
+(:func:`rules`), committed data lost (:func:`committed_loss_reason`, which the white box's
+invariants ask too) and a leader elected from outside the ISR and the ELR
+(:func:`unclean_election_permitted`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from faultline.checkers.faults_seen import NODE_FAULTS
+from faultline.checkers.partition_faults import NODE_FAULTS, PartitionFaults
 from faultline.checkers.result import ANOMALIES
 from faultline.spec import TestSpec
 
@@ -63,7 +68,7 @@ def elr_enabled(version: str) -> bool:
     return (major, minor) >= (4, 1)
 
 
-def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
+def rules(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str]:
     """Every rule that permits something, rule key -> reason; absent keys forbid.
 
     Keys are the anomaly names, except that inconsistent-offsets has two rows, as
@@ -79,7 +84,7 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     # lost-write: an acknowledged value is not in the drain.
     if c.acks == "0":
         out["lost-write"] = "acks=0: the producer never hears whether a record was written"
-    elif c.acks == "1" and "leader-fault" in faults and c.replication_factor > 1:
+    elif c.acks == "1" and faults.leader_fault and c.replication_factor > 1:
         out["lost-write"] = ("acks=1 and a fault hit the partition's leader: a record only the "
                              "leader had is truncated when another replica takes over")
     elif committed_loss is not None:
@@ -103,12 +108,12 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
         out["duplicate"] = ("enable.idempotence=false with retries: a retried batch whose "
                             "first attempt was written is written again")
     elif (not c.enable_idempotence and c.acks != "0" and c.client == "librdkafka"
-          and "leader-fault" in faults):
+          and faults.leader_fault):
         out["duplicate"] = ("enable.idempotence=false and a leader fault: even with retries=0 "
                             "librdkafka re-sends a batch, without counting a retry, after an error "
                             "that refreshes metadata (NOT_LEADER_OR_FOLLOWER, a fenced broker), "
                             "and its first attempt may have been written")
-    elif "producer-restart" in faults:
+    elif "producer-restart" in faults.families:
         out["duplicate"] = "a producer was restarted and may have re-sent values"
 
     # nonmonotonic-send: a later batch overtakes a retried earlier one.
@@ -122,14 +127,14 @@ def rules(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
     return out
 
 
-def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> str | None:
+def committed_loss_reason(config: GuaranteeConfig, faults: PartitionFaults) -> str | None:
     """Why committed data (acked with acks=all, or below the HW) may be lost; None if it may not.
 
     Seed 003's guarantee: a committed record survives while one in-sync replica holding
     it is alive. A replica no fault touched keeps fetching, so it stays in the ISR
     with every committed record, and an election picks an in-sync replica while one is
-    up. Committed loss therefore needs ``leader-fault`` and every replica of the
-    partition faulted (``faulted>=RF``; see :func:`every_replica_faulted`), and then
+    up. Committed loss therefore needs a leader fault and every replica of the
+    partition faulted (``faulted`` at RF; see :func:`every_replica_faulted`), and then
     either an unclean election or data destroyed on :func:`committed_copies` replicas.
     With ELR an unclean election needs more: the ELR, which every replica that leaves
     an ISR below min.insync.replicas joins with every committed record, passed over.
@@ -137,7 +142,7 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
     member, and only then any unfenced replica; a fenced ELR member stays in the ELR,
     and only an unclean restart drops one. ISR and ELR together hold at least
     :func:`min_isr` replicas but for those dropped by unclean restarts, so every one of
-    that many must have been fenced or restarted uncleanly (``fenced>=N``, see
+    that many must have been fenced or restarted uncleanly (``fenced``, see
     :func:`faultline.checkers.faults_seen.fences`: a kill, pause, stop, network partition
     or data-loss fault, not a ``hold``, whose nodes stay unfenced); or data destroyed on
     as many replicas as a committed record is on (:func:`committed_copies`; at
@@ -148,18 +153,18 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
     records (:func:`_lone_replica_loss_reason`).
     """
     c = config
-    if "leader-fault" not in faults or not every_replica_faulted(c, faults):
+    if not faults.leader_fault or not every_replica_faulted(c, faults):
         return None
     if c.replication_factor == 1:
         return _lone_replica_loss_reason(faults)
-    node_faults = ", ".join(sorted(faults & NODE_FAULTS))
+    node_faults = ", ".join(sorted(faults.families & NODE_FAULTS))
     # With ELR a replica leaving an ISR below min.insync joins the ELR and is elected
     # before any unclean candidate: only fencing (or uncleanly restarting) every member
     # of ISR and ELR, min_isr replicas, or unclean restarts of every copy of a committed
     # record let an out-of-sync one lead.
-    elr_fenced = c.eligible_leader_replicas and f"fenced>={min_isr(c)}" in faults
+    elr_fenced = c.eligible_leader_replicas and faults.fenced >= min_isr(c)
     elr_passed_over = (not c.eligible_leader_replicas or elr_fenced
-                       or f"data-loss>={committed_copies(c, faults)}" in faults)
+                       or faults.data_loss >= committed_copies(c, faults))
     if c.unclean_leader_election_enable and elr_passed_over:
         fenced = (f", and faults fenced or restarted uncleanly {min_isr(c)} or more replica(s), as many "
                   "as the ISR and the eligible leader replicas hold together" if elr_fenced else "")
@@ -167,7 +172,7 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
                 f"replica ({node_faults}){fenced}: no in-sync replica may be left, so an out-of-sync "
                 "one may become leader")
     copies = committed_copies(c, faults)
-    if f"data-loss>={copies}" not in faults:
+    if faults.data_loss < copies:
         return None
     return (f"data was destroyed (wipe / lose-unflushed) on {copies} or more replica(s) at once, "
             "the leader was faulted and so was every other replica, and " + (
@@ -179,23 +184,23 @@ def committed_loss_reason(config: GuaranteeConfig, faults: frozenset[str]) -> st
                 f"with eligible leader replicas a committed record is on min.insync.replicas={copies}"))
 
 
-def _lone_replica_loss_reason(faults: frozenset[str]) -> str | None:
+def _lone_replica_loss_reason(faults: PartitionFaults) -> str | None:
     """Why committed data may be lost at replication factor 1 (given a leader fault): only
     destroyed data. No other replica exists to take over or be elected uncleanly, and a
     kill, stop, pause or network partition leaves the one replica's log as it was."""
-    if "data-loss>=1" not in faults:
+    if faults.data_loss < 1:
         return None
     return ("replication.factor=1 and data was destroyed (wipe / lose-unflushed) on the partition's "
             "only replica: no other copy exists")
 
 
-def every_replica_faulted(config: GuaranteeConfig, faults: frozenset[str]) -> bool:
-    """Whether ``faulted>=RF`` is among ``faults``: no replica of the partition was left
-    untouched (see the module docstring for what counts)."""
-    return f"faulted>={config.replication_factor}" in faults
+def every_replica_faulted(config: GuaranteeConfig, faults: PartitionFaults) -> bool:
+    """Whether ``faults`` left no replica of the partition untouched (``faulted`` at the
+    replication factor; :mod:`faultline.checkers.faults_seen` says what counts)."""
+    return faults.faulted >= config.replication_factor
 
 
-def committed_copies(config: GuaranteeConfig, faults: frozenset[str]) -> int:
+def committed_copies(config: GuaranteeConfig, faults: PartitionFaults) -> int:
     """How many replicas must lose their data before committed data can be gone,
     given a leader fault and every replica faulted (:func:`committed_loss_reason`).
 
@@ -210,14 +215,22 @@ def committed_copies(config: GuaranteeConfig, faults: frozenset[str]) -> int:
     the last known leader whatever it lost, so after kills one replica suffices again
     (``elr-unclean-restart-loss``; the model's ``killed-out-wipe-leader``). Emptying
     them takes unclean restarts of every member, :func:`min_isr` replicas at least, so
-    only when faults fenced that many (``fenced>=N``): a kill of the wiped leader
+    only when faults fenced that many (``fenced``): a kill of the wiped leader
     itself leaves a held follower in the ELR, which is elected.
     """
     if not config.eligible_leader_replicas:
         return 1
-    if "kill" in faults and f"fenced>={min_isr(config)}" in faults:
+    if "kill" in faults.families and faults.fenced >= min_isr(config):
         return 1
     return min_isr(config)
+
+
+def unclean_election_permitted(config: GuaranteeConfig, last_known_leader: bool) -> bool:
+    """Whether a leader elected from neither the ISR nor the ELR before is permitted: with
+    ``unclean.leader.election.enable=true``, or when it is the partition's last known
+    leader (KIP-966: ISR and ELR both empty, the last leader comes back and is elected),
+    Kafka 4.x's designed recovery, done whatever the unclean setting says."""
+    return config.unclean_leader_election_enable or last_known_leader
 
 
 def min_isr(config: GuaranteeConfig) -> int:
@@ -233,7 +246,7 @@ _LONE_REPLICA_KEEPS = (
     "the page cache), so only destroyed data (wipe / lose-unflushed) loses an acknowledged write")
 
 
-def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
+def forbidden(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str]:
     """Anomaly name -> why the guarantees forbid it, for each type :func:`permitted` lacks.
 
     The reason names the guarantee that holds for this config and these faults, so a
@@ -241,9 +254,9 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
     """
     c, allowed = config, permitted(config, faults)
     copies = committed_copies(c, faults)
-    if c.replication_factor == 1 and "leader-fault" in faults:
+    if c.replication_factor == 1 and faults.leader_fault:
         held = _LONE_REPLICA_KEEPS
-    elif "leader-fault" not in faults:
+    elif not faults.leader_fault:
         held = ("no fault that could move the partition's leader hit it, nor did an election move "
                 "it, and it keeps every committed record")
     elif not every_replica_faulted(c, faults):
@@ -256,7 +269,7 @@ def forbidden(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]
         "lost-write": (f"acks={c.acks}: " + (
             "an acknowledged write is on every in-sync replica, at least "
             f"min.insync.replicas={c.min_insync_replicas}, and " + committed if c.acks == "all"
-            else _LONE_REPLICA_KEEPS if c.replication_factor == 1 and "leader-fault" in faults
+            else _LONE_REPLICA_KEEPS if c.replication_factor == 1 and faults.leader_fault
             else "no fault that could move the partition's leader hit it, nor did an election move "
                  "it, and it is the one replica an ack vouches for")),
         "phantom-read": "consumers read only below the high watermark, and " + committed,
@@ -332,7 +345,7 @@ BEYOND_MODEL: Mapping[str, str] = {
 }
 
 
-def permitted(config: GuaranteeConfig, faults: frozenset[str]) -> dict[str, str]:
+def permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str]:
     """Anomaly name -> reason, for each anomaly type the guarantees permit.
 
     ``inconsistent-offsets`` is present when either of its rows permits it; its reason

@@ -25,6 +25,7 @@ import numpy as np
 from numba import types
 from numba.typed import Dict, List
 
+from faultline.checkers.pairing import pair
 from faultline.compiled import compiled
 from faultline.history import (
     F_DRAIN,
@@ -33,7 +34,6 @@ from faultline.history import (
     P_NOT_INT,
     T_INVOKE,
     T_OK,
-    pair,
 )
 
 # the cells (see columns): EMPTY, WIDE, NARROW_MAX, NONE
@@ -63,7 +63,7 @@ DONE, GROW_SLOTS, GROW_MAP, FLUSH, ERROR = 0, 1, 2, 3, 4
 # GROW_MAP's argument: which map (VSLOT, or 1 + 3 * part + ACKS / POLLS / DRAINS)
 VSLOT, ACKS, POLLS, DRAINS = 0, 0, 1, 2
 # ERROR's argument: the encoder's error, a send's value sent before, a completion of
-# no open send; or E_PAIRING + what faultline.history.pair found (P_*)
+# no open send; or E_PAIRING + what faultline.history.pairing.pair found (P_*)
 E_ENCODED, E_ALREADY_SENT, E_NO_OPEN, E_PAIRING = 0, 1, 2, 100
 
 # events: E rows of EV_FIELDS int64s, the first the kind

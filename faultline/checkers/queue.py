@@ -2,69 +2,25 @@
 
 A pure function of a test spec and a history (docs/history.md): :func:`check` takes ops,
 :func:`check_rows` parsed rows (such as :func:`faultline.history.iter_rows` yields) or a
-:class:`~faultline.history.HistoryFile` (the fast path for files: the engine reads its
-lines itself, :meth:`Engine.feed_file`), and :func:`check_rows_table` gives besides the
-verdict the history's sends as columns, from the same pass, for the report
-(:mod:`faultline.checkers.table`).
-It streams the history once; memory grows with the number of distinct values and
-offsets (columns of cells of 8 B and less, see :mod:`faultline.checkers.columns`; ~60 B
-a value at peak), not with the number of lines; a history of more than 2**31 - 1
-sends, or of more than 32,768 topic-partitions, is refused (HistoryError), as slots
-live in int32 cells and partition ids in int16 ones, and so is a number that does not
-fit 64 bits (signed). What each op does to the columns and maps is compiled
-(:mod:`faultline.checkers.kernel`, numba; the journal's common lines are read into
-its op table by :mod:`faultline.checkers.scan`, every other line parsed and checked as
-iter_rows does, then encoded here): over a million lines a second.
-The decisions (:meth:`Engine.finish`) find with numpy, over the columns and the offset
-maps, the few sends and offsets that need one, and visit only those, in order.
+:class:`~faultline.history.HistoryFile` (whose lines the engine reads itself,
+:meth:`Engine.feed_file`), and :func:`check_rows_table` gives besides the verdict the
+history's sends as columns, from the same pass, for the report (:mod:`faultline.checkers.table`).
 
-Anomalies (docs/design.md), with the choices made where the table leaves room:
+What each anomaly is, and what the drain cannot decide, is defined in plain Python in
+:mod:`faultline.checkers.anomalies`; this engine finds the same instances (held to them
+by ``tests/unit/checkers/test_anomalies.py``) in one streaming pass over the history,
+compiled (:mod:`.kernel`, :mod:`.scan`), into columns whose memory grows with the
+distinct values and offsets, not with the lines (:mod:`.columns`; docs/design.md, "The
+queue checker's engine"). Whether each instance is permitted is
+:mod:`faultline.checkers.guarantees`'s.
 
-- lost-write: an ``ok`` send whose value is not in its partition's completed drain.
-  Sends that ended ``info`` (or never completed) are never lost: unknown until read.
-  A value acknowledged below the drain's log start offset is unknown, not lost.
-- phantom-read: a polled record (offset, value) the completed drain does not hold at
-  that offset (records at or past the drain's HW were truncated away); the drain holds
-  every value it read there, also one it read where it had read another. A read where
-  the drain read nothing, below its HW, at an offset every replica holds the same
-  batch at, is unknown (the drain skipped it), as a lost write there is.
-- inconsistent-offsets: one offset associated with two values across acks, polls and
-  the drain (complete or not: every drained record is real), counted once per
-  offset; also an ack whose offset the completed drain leaves empty while holding
-  the value elsewhere (where it read: not below its log start, nor at or past a short
-  drain's end, set aside), once an offset like the rest. Two docs/design.md rows judge
-  it, and each that applies must permit it: the ack's (``involves_ack``) when an
-  ack's association is the wrong one (two acks disagree, or the drain holds another
-  value there, or with the drain silent a read disagrees with the ack); the reads'
-  (``reads_disagree``) when the reads (polls, the drain) hold more than one value
-  there. An ack the drain agrees with leaves only reads disagreeing; a wrong ack does
-  not excuse reads that also disagree among themselves.
-- duplicate: one value at more than one offset in the drain.
-- aborted-read: a value read (poll or drain) whose send ended ``fail``.
-- unexpected-value: a value read from a partition that no send to that partition
-  carried before the read (never sent, sent elsewhere, or read before its invoke),
-  counted once per partition and value. A value no send can carry (a record's text
-  or null, as the workload journals another producer's record) is one too; it takes
-  part in the offsets' rules like any other (a poll-skip over it, a phantom read of
-  it, an ack at its offset), as a code in the maps (:meth:`Engine.shown`).
-- nonmonotonic-send: two ok sends of one process to one partition, the one invoked
-  first stored higher, by drain offsets (where the value is stored, whatever the
-  ack said; a value missing from the drain is a lost write, not a reordering, and
-  an ack offset the drain disagrees with is an inconsistent-offsets).
-- nonmonotonic-poll: a consumer process got an offset at or below its previous one
-  for that partition (a process is never reassigned: ``mode: assign``, and a
-  consumer whose poll ended ``info`` is replaced by a new process).
-- poll-skip: a consumer's successive records for a partition jumped over offsets
-  that hold records in the completed drain; its first record of a partition, over
-  offsets from the drain's log start (consumers assign every partition from the
-  beginning: ``OFFSET_BEGINNING``, ``auto.offset.reset=earliest``).
-
-Malformed values (a send without a 64-bit integer ``value``, a poll record that is
-not ``[topic, partition, offset, value]``, ...) and ops naming a topic-partition the
-test's topic does not have raise HistoryError naming the line (``index + 1``). Any
-other exception inside the checker is a bug, which
-:func:`faultline.checkers.stored.check_stored` turns into ``valid: "unknown"``,
-never a pass.
+Refused with a HistoryError naming the line (``index + 1``): a malformed value (a send
+without a 64-bit integer ``value``, a poll record that is not ``[topic, partition, offset,
+value]``, ...), an op naming a topic-partition the test's topic does not have, a number
+that does not fit 64 bits (signed), more than 2**31 - 1 sends or 32,768 topic-partitions.
+Any other exception inside the checker is a bug, which
+:func:`faultline.checkers.stored.check_stored` turns into ``valid: "unknown"``, never a
+pass.
 """
 
 from __future__ import annotations
@@ -80,6 +36,13 @@ import orjson
 import zstandard
 
 from faultline.checkers import columns, examples, explain, kernel, provenance, scan
+from faultline.checkers.anomalies import (
+    AFTER_DRAIN,
+    BELOW_LOG_START,
+    DRAIN_MISSED,
+    DRAIN_MISSED_HELD,
+    SHORT_DRAIN,
+)
 from faultline.checkers.client_log import ClientLines
 from faultline.checkers.columns import (
     EMPTY,
@@ -96,9 +59,10 @@ from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.kernel import FAIL, OK
 from faultline.checkers.measures import Measures
+from faultline.checkers.pairing import open_f, pairing_state
 from faultline.checkers.result import Result
-from faultline.checkers.table import HistoryTable, SendTable
-from faultline.checkers.verdict import Collected, build_result, iso_rows
+from faultline.checkers.table import HistoryDigest, SendTable
+from faultline.checkers.verdict import Collected, QueueFacts, build_result, iso_rows, queue_facts
 from faultline.checkers.whitebox import agreed_end, replicas_by_partition
 from faultline.errors import HistoryError
 from faultline.history import (
@@ -125,9 +89,7 @@ from faultline.history import (
     history_blocks,
     iter_rows,
     latest_time,
-    open_f,
     pairing_message,
-    pairing_state,
     parse_line,
     unreadable,
 )
@@ -235,10 +197,10 @@ def check_rows_table(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
                      truncated: bool | ReadResult = False, source: str = "history",
                      unavailable_after_ns: int | None = None,
                      broker: Callable[[], BrokerState] = BrokerState,
-                     table: bool = True) -> tuple[Result, HistoryTable | None]:
+                     table: bool = True) -> tuple[Result, HistoryDigest | None, QueueFacts]:
     """:func:`check_rows`, and from the same pass the history's sends as columns
-    (:class:`~faultline.checkers.table.HistoryTable`, what a report needs; None unless
-    ``table``).
+    (:class:`~faultline.checkers.table.HistoryDigest`, what a report needs; None unless
+    ``table``), and the facts the verdict was judged by, for the checkers after it.
 
     ``broker`` gives the broker state once the rows are exhausted, not before: a
     history followed while its run goes on (``faultline run``'s check) has its
@@ -250,7 +212,8 @@ def check_rows_table(spec: TestSpec, rows: Iterable[dict[str, Any]], *,
     else:
         engine.feed(rows)
     cut = truncated if isinstance(truncated, bool) else truncated.truncated
-    return engine.finish(cut, unavailable_after_ns, broker()), engine.table(cut) if table else None
+    result, facts = engine.finish(cut, unavailable_after_ns, broker())
+    return result, engine.table(cut) if table else None, facts
 
 
 def warm(workdir: Path) -> None:
@@ -814,7 +777,7 @@ class Engine:
         """A client op other than a send that did not end ok, for the report's errors."""
         self.other_errors.append((d["time"], d["f"], d.get("error") or f"{d['type']} (no error)"))
 
-    def table(self, truncated: bool) -> HistoryTable:
+    def table(self, truncated: bool) -> HistoryDigest:
         """The sends and what else a report needs, as columns (:mod:`.table`): the engine's
         last use, after :meth:`finish`. It first lets go of what only the decisions read
         (the offset maps, the drain and read columns), then of each column the table
@@ -840,7 +803,7 @@ class Engine:
                           invoked, _view(self.c_done), _view(self.c_status, np.int8),
                           acks, codes, list(self.error_names))
         m = self.measures  # finish made last_send the last invoke's time, if later
-        return HistoryTable(sends, self.other_errors, self.ops, self.end_time, m.first_send,
+        return HistoryDigest(sends, self.other_errors, self.ops, self.end_time, m.first_send,
                             m.last_send, truncated)
 
     def _bad_value(self, d: dict[str, Any], val: Any) -> None:
@@ -887,7 +850,7 @@ class Engine:
             seen[3] += 1
 
     def finish(self, truncated: bool, unavailable_after_ns: int | None,
-               broker: BrokerState) -> Result:
+               broker: BrokerState) -> tuple[Result, QueueFacts]:
         """Decide, once every row has been fed, with the run's broker state."""
         self.timeline, self.replicas = broker.timeline, broker.replicas
         self.client_lines = ClientLines(broker.client_log)
@@ -904,7 +867,7 @@ class Engine:
         self._values(collected)
         self._offsets(collected)
         self._consumers(collected)
-        return build_result(collected, self)
+        return build_result(collected, self), queue_facts(collected, self)
 
     def _cross_check(self) -> None:
         """Give each partition its replicas' lines (``replicas.jsonl``) and the offset up to
@@ -996,17 +959,9 @@ class Engine:
             if status[s] == OK and complete[tp]:
                 part, ack_at = parts[tp], self.c_ack[s]
                 if stored == NONE:
-                    lso = part.lso or 0
-                    if part.late(self.c_done[s]):
-                        c.set_aside("lost-write", tp, late=True)
-                    elif (ack_at != NONE and ack_at < lso) or (ack_at == NONE and lso > 0):
-                        c.below_log_start += 1
-                    elif part.short is not None and (ack_at == NONE or ack_at >= part.hw):  # type: ignore[operator]
-                        c.set_aside("lost-write", tp)
-                    elif part.missed(ack_at):
-                        c.drain_missed += 1  # the drain skipped what every replica holds
-                    elif part.gap(ack_at) or (ack_at == NONE and part.drained < part.hw - lso):  # type: ignore[operator]
-                        c.drain_gap += 1  # the drain skipped a record, maybe this one
+                    kind = self._undecided(part, self.c_done[s], ack_at)
+                    if kind is not None:
+                        _count_undecided(c, "lost-write", tp, kind)
                     else:
                         c.add("lost-write", tp, self.c_inv[s], partial(examples.lost, self, c, s))
                         done = self.c_done[s]
@@ -1014,18 +969,11 @@ class Engine:
                             c.first_loss_ns = done
                 elif (ack_at != NONE and ack_at != stored and ack_at not in self.dups.get(s, ())
                       and part.drains.get(ack_at) == NONE):
-                    # the drain says the ack's offset is empty only where it read: not below
-                    # its log start (unknown, as a loss there), nor at or past a short
-                    # drain's end (set aside)
-                    if part.late(self.c_done[s]):
-                        c.set_aside("inconsistent-offsets", tp, late=True)
-                    elif part.short is not None and ack_at >= part.hw:  # type: ignore[operator]
-                        c.set_aside("inconsistent-offsets", tp)
-                    elif part.missed(ack_at):
-                        c.drain_missed += 1  # the drain skipped what every replica holds
-                    elif part.gap(ack_at):
-                        c.drain_gap += 1  # the drain skipped the record there
-                    elif ack_at >= (part.lso or 0):
+                    # the drain read the value elsewhere, and nothing at the ack's offset
+                    kind = self._undecided(part, self.c_done[s], ack_at)
+                    if kind is not None:
+                        _count_undecided(c, "inconsistent-offsets", tp, kind)
+                    else:
                         c.iso_ack_offset.append(s)
             elif status[s] == FAIL and reads[s] != EMPTY:
                 c.add("aborted-read", tp, self.c_inv[s], partial(examples.aborted, self, c, s))
@@ -1121,41 +1069,33 @@ class Engine:
                 values = {x for x in (a, p, dv) if x != NONE}
                 extra = self.conflicts.get((tp, off), {})
                 values.update(extra)
-                if part.complete and off >= lso:
-                    polled = ({p} if p != NONE else set()) | {
-                        x for x, seen in extra.items() if any(k == "poll" for k, _, _ in seen)}
-                    # every value the drain read there is in it (the log changed under it)
-                    drained = {dv} | {
-                        x for x, seen in extra.items() if any(k == "drain" for k, _, _ in seen)}
-                    end = part.log_end
-                    for x in sorted(polled - drained):
-                        # past a short drain's end the record may be there, unread; not
-                        # past every replica's log end, where none holds one
-                        if part.late(part.last_poll) and part.late(self.poll_time(tp, off, x)):
-                            c.set_aside("phantom-read", tp, late=True)
-                        elif (part.short is not None and off >= part.hw  # type: ignore[operator]
-                                and (end is None or off < end)):
-                            c.set_aside("phantom-read", tp)
-                        elif part.missed(off):
-                            c.drain_missed += 1  # the drain skipped what every replica holds
-                        elif part.gap(off):
-                            c.drain_gap += 1  # the drain skipped the record there
-                        else:
-                            c.add("phantom-read", tp, examples.read_at(self, tp, off, x),
-                                  partial(examples.phantom, self, c, tp, off, x))
-                elif part.complete and p != NONE and self.vanished(tp, p):
-                    c.below_log_start += 1  # read below the log start, and gone
+                if part.complete:
+                    polled = ({p} if p != NONE else set()) | _by_kind(extra, "poll")
+                    if off >= lso:
+                        # every value the drain read there is in it (the log changed under it)
+                        drained = {dv} | _by_kind(extra, "drain")
+                        for x in sorted(polled - drained):
+                            # when the poll ended, or by when: no poll of it ended after the last
+                            ended = (self.poll_time(tp, off, x) if part.late(part.last_poll)
+                                     else part.last_poll)
+                            kind = self._undecided(part, ended, off, read=True)
+                            if kind is not None:
+                                _count_undecided(c, "phantom-read", tp, kind)
+                            else:
+                                c.add("phantom-read", tp, examples.read_at(self, tp, off, x),
+                                      partial(examples.phantom, self, c, tp, off, x))
+                    else:  # each value read below the log start, and gone
+                        c.below_log_start += sum(self.vanished(tp, x) for x in polled)
                 if len(values) > 1:
                     # An ack is involved when an ack's association is what is wrong: two
                     # acks disagree, or the drain holds another value there (or, with the
                     # drain silent, reads disagree with the ack). An ack the drain agrees
                     # with leaves only reads disagreeing.
-                    acked = {a} | {x for x, seen in extra.items()
-                                   if any(k == "ack" for k, _, _ in seen)}
+                    acked = {a} | _by_kind(extra, "ack")
                     involves_ack = a != NONE and (len(acked) > 1 or (
                         a != dv if dv != NONE else bool(values - acked)))
-                    reads_disagree = len({x for x in (p, dv) if x != NONE} | {
-                        x for x, seen in extra.items() if any(k != "ack" for k, _, _ in seen)}) > 1
+                    reads_disagree = len({x for x in (p, dv) if x != NONE}
+                                         | _by_kind(extra, "poll", "drain")) > 1
                     counted.add((tp, off))
                     c.add("inconsistent-offsets", tp, examples.iso_at(self, tp, off, a, p, extra),
                           partial(examples.iso, self, c, tp, off, a, p, dv, extra, involves_ack,
@@ -1183,6 +1123,32 @@ class Engine:
                 c.set_aside("poll-skip", tp, late=True)
             elif skipped:
                 c.add("poll-skip", tp, t, partial(examples.skip, self, c, tp, p, after, off, t, skipped))
+
+    @staticmethod
+    def _undecided(part: Part, ended: int | None, offset: int, read: bool = False) -> str | None:
+        """:func:`anomalies.undecided <faultline.checkers.anomalies.undecided>` on the
+        columns, for complete ``part``: why its drain cannot decide an instance about an op
+        that ended at ``ended`` (an ack; a consumer's read when ``read``) and a record at
+        ``offset`` (:data:`NONE`: an ack that gave none), or None."""
+        if part.late(ended):
+            return AFTER_DRAIN
+        lso = part.lso or 0
+        if offset == NONE:  # the value may have been anywhere
+            return (BELOW_LOG_START if lso > 0 else SHORT_DRAIN if part.short is not None
+                    else DRAIN_MISSED if part.hw is not None and part.drained < part.hw - lso
+                    else None)
+        if offset < lso:
+            return BELOW_LOG_START
+        # past a short drain's end the record may be there, unread; a read's record not past
+        # every replica's log end, where none holds one
+        if (part.short is not None and offset >= part.hw  # type: ignore[operator]
+                and (not read or part.log_end is None or offset < part.log_end)):
+            return SHORT_DRAIN
+        if part.missed(offset):
+            return DRAIN_MISSED_HELD
+        if part.gap(offset):
+            return DRAIN_MISSED
+        return None
 
     def vanished(self, tp: int, value: int) -> bool:
         """Whether ``value``, read below partition ``tp``'s log start, is not in its drain
@@ -1233,6 +1199,25 @@ def _view(col: array[int], dtype: type[np.generic] = np.int64) -> Any:
     """A column as a numpy array: the column itself, not a copy, so only once the feed is
     done (while a view exists, the column cannot grow)."""
     return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
+
+
+def _count_undecided(c: Collected, name: str, tp: int, kind: str) -> None:
+    """Count an instance of ``name`` on ``tp`` that the complete drain cannot decide, by
+    :meth:`Engine._undecided`'s ``kind``: unknown, never an anomaly."""
+    if kind == BELOW_LOG_START:
+        c.below_log_start += 1
+    elif kind == DRAIN_MISSED_HELD:
+        c.drain_missed += 1  # the drain skipped what every replica holds
+    elif kind == DRAIN_MISSED:
+        c.drain_gap += 1  # the drain skipped the record there
+    else:
+        c.set_aside(name, tp, late=kind == AFTER_DRAIN)
+
+
+def _by_kind(extra: dict[int, list[tuple[str, Any, Any]]], *kinds: str) -> set[int]:
+    """The values of an offset's conflicts (:attr:`Engine.conflicts`) that a source of
+    ``kinds`` saw there."""
+    return {x for x, seen in extra.items() if any(k in kinds for k, _, _ in seen)}
 
 
 def _line(d: Any) -> int | None:

@@ -36,7 +36,7 @@ ANOMALIES: tuple[str, ...] = (
 )
 
 #: results.json keeps at most this many examples per anomaly type (docs/history.md).
-MAX_EXAMPLES = 1000
+MAX_ANOMALY_EXAMPLES = 1000
 
 
 def displace_permitted(kept: list[dict[str, Any]]) -> bool:
@@ -63,7 +63,7 @@ def merge_valid(*verdicts: Valid) -> Valid:
 class Result:
     """One checker's verdict on one history.
 
-    ``anomalies`` holds at most :data:`MAX_EXAMPLES` examples per type, while
+    ``anomalies`` holds at most :data:`MAX_ANOMALY_EXAMPLES` examples per type, while
     ``anomaly_counts`` counts them all. ``unknown`` entries are objects with at least
     ``kind`` and ``why``; ``affects_verdict`` says whether the entry is one of the
     reasons ``valid`` is ``"unknown"``. ``extra`` holds the fields results.json adds

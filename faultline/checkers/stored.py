@@ -1,20 +1,26 @@
-"""The one check of a stored run: its workload's checker, then the white box.
+"""The one check of a stored run: the checkers its workload names, composed by name.
+
+As Jepsen's ``checker/compose``: each :class:`Checker` checks the stored run
+(:class:`StoredRun`) and returns what it found (:class:`Checked`: a Result whose ``valid``
+is true, false or unknown, with its reasons); :func:`compose` runs the named ones in order
+and merges them into the run's one Result. A checker is added by one line in
+:data:`CHECKERS` and its name in its workload's (:data:`faultline.spec.WORKLOAD_CHECKERS`).
 
 ``faultline check``, ``faultline run`` and the report all judge a run through
-:func:`check_stored`, so they cannot disagree; the Spark pipeline will too.
+:func:`check_stored`, so they cannot disagree; the Spark pipeline does too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from faultline.checkers.guarantees import elr_enabled
 from faultline.checkers.queue import BrokerState, check_rows_table
-from faultline.checkers.result import UNKNOWN, Result, unknown_result
-from faultline.checkers.table import HistoryTable
+from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
+from faultline.checkers.table import HistoryDigest
+from faultline.checkers.verdict import QueueFacts
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
 from faultline.history import HistoryFile, ReadResult
@@ -25,53 +31,131 @@ from faultline.rundir import (
     find_history,
     read_jsonl,
 )
-from faultline.spec import TestSpec
+from faultline.spec import WORKLOAD_CHECKERS, TestSpec
 
 
-class Checker(Protocol):
-    """A workload's checker: a stored run's history rows in, a Result out, and from the
-    same pass the history's sends as columns (:class:`~faultline.checkers.table.HistoryTable`).
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What one checker found: its ``result`` (``valid``, the ``unknown`` entries saying why
+    it is not true, the fields it gives results.json), the facts it judged the history by,
+    for the checkers after it, and the history's sends as columns when it read them."""
 
-    ``truncated`` is filled by the rows' reader once they are exhausted; ``source``
-    names the history in errors; ``broker``, called once the rows are exhausted, always (and
-    not before: a followed history's run writes its broker state before it closes the
-    history), gives the broker's own state when the run has it and the client library's
-    lines; :func:`~faultline.checkers.queue.check_rows` says how the queue checker
-    uses them. Raises HistoryError for a malformed op; any other
-    exception is the checker's own failure, which :func:`check_stored` turns into an
-    ``unknown`` verdict, never a pass.
-    """
-
-    def __call__(self, spec: TestSpec, rows: Iterable[dict[str, Any]], *, truncated: ReadResult,
-                 source: str, broker: Callable[[], BrokerState]) -> tuple[Result, HistoryTable | None]: ...
+    result: Result
+    facts: QueueFacts | None = None
+    table: HistoryDigest | None = None
 
 
-#: workload name (``spec.workload.name``) -> its checker.
-CHECKERS: Mapping[str, Checker] = {
-    "queue": check_rows_table,
-}
+class StoredRun:
+    """A run directory being checked: its spec, its history's rows (to be read once, by the
+    first checker), and its broker state and client log, read when first asked for: after
+    the history, as a followed run writes them before it closes its history."""
 
+    def __init__(self, run_dir: Path, spec: TestSpec, rows: Iterable[dict[str, Any]],
+                 read: ReadResult, source: str) -> None:
+        self.run_dir, self.spec, self.rows, self.read, self.source = run_dir, spec, rows, read, source
+        #: Why ``client-log.jsonl`` could not be read (then it is not used), once read.
+        self.client_log_error: str | None = None
+        self._files: BrokerFiles | None = None
 
-@dataclass(slots=True)
-class _RunState:
-    """A run's broker state and client log, read when the checker asks for them (once
-    it has read the history); what was read stays here for the white box."""
+    def files(self) -> BrokerFiles:
+        """The run's white-box files, read once."""
+        if self._files is None:
+            self._files = BrokerFiles.read(self.run_dir)
+        return self._files
 
-    run_dir: Path
-    spec: TestSpec
-    files: BrokerFiles | None = None
-    client_log_error: str | None = None
-
-    def __call__(self) -> BrokerState:
-        self.files = BrokerFiles.read(self.run_dir)
+    def broker_state(self) -> BrokerState:
+        """What the queue checker reads of the broker state and client log
+        (:func:`~faultline.checkers.queue.check_rows`)."""
+        files = self.files()
         client_log: list[dict[str, Any]] = []
         if (self.run_dir / CLIENT_LOG_FILE).is_file():
             try:
                 client_log = read_jsonl(self.run_dir / CLIENT_LOG_FILE)
             except HistoryError as e:
                 self.client_log_error = str(e)
-        return BrokerState(partition_timeline(self.files.metadata, self.spec.topic.name),
-                           self.files.replicas, client_log)
+        return BrokerState(partition_timeline(files.metadata, self.spec.topic.name), files.replicas,
+                           client_log)
+
+
+class Checker(Protocol):
+    """A checker of a stored run, given what the checkers before it found (in order).
+
+    Raises HistoryError for a history it cannot read; any other exception is its own
+    failure, which :func:`compose` makes an ``unknown`` verdict, never a pass.
+    """
+
+    def __call__(self, run: StoredRun, earlier: Sequence[Checked]) -> Checked: ...
+
+
+def check_queue(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
+    """The queue checker (:func:`~faultline.checkers.queue.check_rows`) over the run's
+    history, with its broker state and client log. The client log, when it cannot be read,
+    is named in ``client_log_error`` and not used. The verdict is unknown where the
+    broker state it needed cannot be read (``broker-state-unreadable``), or where the
+    anomalies it saw were judged with eligible leader replicas on (or off) while
+    ``cluster.json`` says the cluster ran the other way (``broker-state-disagrees``),
+    whatever it was: that state can forbid what was permitted without it, or set aside
+    what was counted."""
+    result, table, facts = check_rows_table(run.spec, run.rows, truncated=run.read, source=run.source,
+                                            broker=run.broker_state)
+    if run.client_log_error is not None:
+        result = replace(result, extra={**result.extra, "client_log_error": run.client_log_error})
+    files = run.files()
+    result = _undecided_without(result, files)
+    result = _elr_disagreeing(result, facts, run.spec, files)
+    return Checked(result, facts, table)
+
+
+def check_brokers(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
+    """The white-box invariants (:mod:`faultline.checkers.whitebox`) over the run's broker
+    files, judged by the facts an earlier checker judged the history by; nothing without
+    both. They give results.json's ``white_box`` (an unreadable file named in its
+    ``errors``); where one is violated (and the guarantees do not permit it) while the
+    history was found valid, the two disagree and the verdict is unknown
+    (``broker-state-disagrees``)."""
+    facts = next((c.facts for c in earlier if c.facts is not None), None)
+    white = None if facts is None else check_white_box(run.spec, run.files(), facts)
+    if white is None:
+        return Checked(Result(valid=True))
+    result = Result(valid=True, extra={"white_box": white})
+    if merge_valid(*(c.result.valid for c in earlier)) is not True or white["valid"] is not False:
+        return Checked(result)
+    broken = [i["name"] for i in white["invariants"] if i["violations"]]
+    return Checked(_undecided(result, "broker-state-disagrees",
+                              f"the history shows nothing forbidden, but the brokers' own state broke "
+                              f"{', '.join(broken)} (white_box): the two disagree, so the run is not "
+                              "known valid"))
+
+
+#: checker name -> the checker.
+CHECKERS: Mapping[str, Checker] = {
+    "queue": check_queue,
+    "white-box": check_brokers,
+}
+
+
+def compose(names: Sequence[str], run: StoredRun, checkers: Mapping[str, Checker] = CHECKERS) -> Checked:
+    """Run the ``checkers`` of ``names`` over ``run`` in order, each given what those before
+    it found, and merge what they found: the first one's result is the run's, with every
+    later one's ``unknown`` entries and fields (``extra``) added, and ``valid`` merged,
+    false over unknown over true (:func:`~faultline.checkers.result.merge_valid`); the
+    first facts and sends' columns any gave. A checker that fails (anything but
+    HistoryError, or MemoryError, which are raised) is an ``unknown`` verdict saying so."""
+    done: list[Checked] = []
+    for name in names:
+        try:
+            done.append(checkers[name](run, done))
+        except (HistoryError, MemoryError):  # the history's fault, or the machine's: no verdict
+            raise
+        except Exception as e:  # a checker bug must never pass a run
+            done.append(Checked(unknown_result("checker-error", f"the {name} checker failed: "
+                                                                f"{type(e).__name__}: {e}")))
+    first, *rest = done
+    result = replace(first.result, valid=merge_valid(*(c.result.valid for c in done)),
+                     unknown=[*first.result.unknown, *(u for c in rest for u in c.result.unknown)],
+                     extra={**first.result.extra, **{k: v for c in rest for k, v in c.result.extra.items()}})
+    return Checked(result, next((c.facts for c in done if c.facts is not None), None),
+                   next((c.table for c in done if c.table is not None), None))
 
 
 def check_stored(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
@@ -83,9 +167,10 @@ def check_stored(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
 
 def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = None, *,
                        truncated: bool = False,
-                       follow: Callable[[], bool] | None = None) -> tuple[Result, HistoryTable | None]:
-    """The one check of a stored run, from its files alone, and from the same pass over
-    the history its sends as columns (None when the checker failed); writes nothing.
+                       follow: Callable[[], bool] | None = None) -> tuple[Result, HistoryDigest | None]:
+    """The one check of a stored run, from its files alone: its workload's checkers
+    (:func:`compose`), and from the same pass over the history its sends as columns (None
+    when the checker failed); writes nothing.
 
     ``rows``, when given, are the run's history rows read elsewhere (the Spark pipeline
     reads them back from its ``ops`` table, :mod:`faultline.analysis.check`) instead of
@@ -96,32 +181,14 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     files are read after the history, so they must be written before it is closed, as
     :func:`faultline.run.runner.run_test` does.
 
-    ``faultline check``, ``faultline run`` (through :func:`check_run`) and the report
-    all judge a run here, so they cannot disagree. A cut last history line is tolerated
-    (the verdict is then at most unknown). The broker's own state, when the run has it,
-    sharpens the verdict: the metadata log's partition timeline (which faults hit which
-    leader, which partitions elected a new one, when a node whose data was destroyed
-    had caught up again) and the replicas' logs (a drain that stopped short of what
-    every replica holds decides nothing past its end); see
-    :func:`faultline.checkers.queue.check_rows`. The client log (``client-log.jsonl``,
-    when there is one) lines the client's own account up with duplicates; one that
-    cannot be read is named in ``client_log_error`` and not used. The white-box invariants are added as
-    ``white_box`` (:mod:`faultline.checkers.whitebox`); where it is violated (and the
-    guarantees do not permit it) while the history found nothing forbidden, the two
-    disagree and ``valid`` is unknown (``broker-state-disagrees``); an unreadable
-    white-box file is named in ``white_box.errors``. Anomalies judged with eligible
-    leader replicas on (or off) by the Kafka version, where ``cluster.json`` says the
-    cluster ran the other way, are not known permitted or forbidden: ``valid`` is unknown
-    (``broker-state-disagrees``). But a metadata log, replicas or observations file the
-    run has and the check could not read or that does not conform to its schema (the
-    file and line named), or one ``cluster.json`` says
-    could not be collected (``broker_state_errors``), makes ``valid`` unknown
-    (``broker-state-unreadable``), whatever it was: what the file says can forbid a
-    loss the check permitted without it, or set aside one it counted. A checker that fails
-    (anything but HistoryError, or MemoryError, which is raised) gives ``valid: "unknown"``
-    saying so, never a pass.
-    Raises SpecError / HistoryError for an unreadable ``test.json`` or history, and
-    SpecError for a workload that has no checker.
+    A cut last history line is tolerated (the verdict is then at most unknown). The
+    broker's own state, when the run has it, sharpens the verdict: the metadata log's
+    partition timeline (which faults hit which leader, which partitions elected a new
+    one, when a node whose data was destroyed had caught up again) and the replicas'
+    logs (a drain that stopped short of what every replica holds decides nothing past
+    its end); see :func:`faultline.checkers.queue.check_rows`, :func:`check_queue` and
+    :func:`check_brokers`. Raises SpecError / HistoryError for an unreadable
+    ``test.json`` or history, and SpecError for a workload that has no checker.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -129,45 +196,18 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     spec = TestSpec.load(run_dir / TEST_FILE)
     history = find_history(run_dir)
     read = ReadResult(truncated=truncated)
-    checker = CHECKERS.get(spec.workload.name)
-    if checker is None:
-        raise SpecError(f"no checker for workload {spec.workload.name!r}; checkers: {', '.join(CHECKERS)}")
+    if not spec.workload.checkers:
+        raise SpecError(f"no checker for workload {spec.workload.name!r}; "
+                        f"checkers: {', '.join(WORKLOAD_CHECKERS)}")
     if rows is None:
         rows = HistoryFile(str(history), read, follow)
-    state = _RunState(run_dir, spec)
-    try:
-        result, table = checker(spec, rows, truncated=read, source=str(history), broker=state)
-    except (HistoryError, MemoryError):  # the history's fault, or the machine's: no verdict to save
-        raise
-    except Exception as e:  # a checker bug must never pass a run
-        return unknown_result("checker-error", f"the {spec.workload.name} checker failed: "
-                                               f"{type(e).__name__}: {e}"), None
-    if state.client_log_error is not None:
-        result = replace(result, extra={**result.extra, "client_log_error": state.client_log_error})
-    assert state.files is not None, "a checker calls broker once it has read the rows"
-    result = _undecided_without(result, state.files)
-    result = _elr_disagreeing(result, spec, state.files)
-    white = check_white_box(spec, state.files, result.to_json())
-    if white is not None:
-        result = _disagreeing(replace(result, extra={**result.extra, "white_box": white}), white)
-    return result, table
-
-
-def _disagreeing(result: Result, white: dict[str, Any]) -> Result:
-    """``result``, unknown if the history found nothing forbidden while the brokers' own
-    state broke an invariant the guarantees do not permit to break (``white_box``): one of
-    the two is wrong, so the run is not known valid (``broker-state-disagrees``)."""
-    if result.valid is not True or white.get("valid") is not False:
-        return result
-    broken = [i["name"] for i in white.get("invariants") or () if i.get("violations")]
-    return _undecided(result, "broker-state-disagrees",
-                      f"the history shows nothing forbidden, but the brokers' own state broke "
-                      f"{', '.join(broken)} (white_box): the two disagree, so the run is not known valid")
+    checked = compose(spec.workload.checkers, StoredRun(run_dir, spec, rows, read, str(history)))
+    return checked.result, checked.table
 
 
 def _undecided_without(result: Result, files: BrokerFiles) -> Result:
     """``result``, unknown if the run has a metadata log or replicas file the check
-    needed and could not read, or could not collect one (check_stored_table says why)."""
+    needed and could not read, or could not collect one (:func:`check_queue` says why)."""
     unread = [f"{name} could not be read" for name in files.unreadable]
     problems = list(files.errors) if unread else []
     if files.uncollected:
@@ -180,12 +220,11 @@ def _undecided_without(result: Result, files: BrokerFiles) -> Result:
                       "forbid what the check permitted without it, or set aside what it counted")
 
 
-def _elr_disagreeing(result: Result, spec: TestSpec, files: BrokerFiles) -> Result:
+def _elr_disagreeing(result: Result, facts: QueueFacts, spec: TestSpec, files: BrokerFiles) -> Result:
     """``result``, unknown if it saw an anomaly and was judged with or without eligible
-    leader replicas (by the Kafka version, :func:`~faultline.checkers.guarantees.elr_enabled`)
-    where ``cluster.json`` says the cluster ran the other way: what the guarantees permit
-    depends on it (``broker-state-disagrees``)."""
-    said, judged = files.eligible_leader_replicas, elr_enabled(spec.kafka.version)
+    leader replicas (``facts.config``) where ``cluster.json`` says the cluster ran the
+    other way: what the guarantees permit depends on it (``broker-state-disagrees``)."""
+    said, judged = files.eligible_leader_replicas, facts.config.eligible_leader_replicas
     if said is None or said == judged or not any(result.anomaly_counts.values()):
         return result
     word = {True: "on", False: "off"}
@@ -200,5 +239,3 @@ def _undecided(result: Result, kind: str, why: str) -> Result:
     """``result`` made unknown by an ``unknown`` entry of ``kind`` that affects the verdict."""
     entry = {"kind": kind, "why": why, "affects_verdict": True}
     return replace(result, valid=UNKNOWN, unknown=[*result.unknown, entry])
-
-

@@ -1,7 +1,7 @@
 """The history's sends as columns, made by the checker's one pass and reused by the report.
 
 The queue checker already holds every send in columns (one slot per send, in invoke
-order). :class:`HistoryTable` is those columns plus the few facts of the history
+order). :class:`HistoryDigest` is those columns plus the few facts of the history
 that are not about a send (its span, its op count, the errors of polls and drains), so
 that the report, and any later pipeline, needs no second pass over a history of millions
 of lines. ``faultline check`` stores it beside ``results.json`` as
@@ -21,7 +21,7 @@ error         the error of a fail / info completion; null without one
 ============  =======================================================================
 
 The Parquet file's key-value metadata ``faultline`` holds the rest as JSON, with the
-history file's name, size and mtime: :func:`read_table` returns None for a table made
+history file's name, size and mtime: :func:`read_digest` returns None for a digest made
 from another history than the one now in the directory, which is then read again.
 """
 
@@ -128,7 +128,7 @@ class SendTable:
 
 
 @dataclass(slots=True)
-class HistoryTable:
+class HistoryDigest:
     """What a report needs from a history, from the checker's pass.
 
     ``errors`` holds (time, f, kind) of every client completion that was not ok
@@ -157,20 +157,20 @@ class HistoryTable:
         return out
 
 
-def write_table(path: Path, table: HistoryTable, history: Path) -> Path:
-    """Store ``table``, made from the history file ``history``, as Parquet at ``path``
+def write_digest(path: Path, digest: HistoryDigest, history: Path) -> Path:
+    """Store ``digest``, made from the history file ``history``, as Parquet at ``path``
     (:func:`~faultline.rundir.atomic_file`); a FaultlineError naming ``path`` when it
     cannot be written."""
-    s = table.sends
+    s = digest.sends
 
     def nullable(a: I64) -> pa.Array:
         return pa.array(a, mask=a == NONE)
 
     st = os.stat(history)
     meta = {"version": _VERSION, "history": [history.name, st.st_size, st.st_mtime_ns],
-            "parts": s.parts, "errors": s.errors, "other_errors": table.other_errors,
-            "ops": table.ops, "end_time": table.end_time, "first_send": table.first_send,
-            "last_send": table.last_send, "truncated": table.truncated}
+            "parts": s.parts, "errors": s.errors, "other_errors": digest.other_errors,
+            "ops": digest.ops, "end_time": digest.end_time, "first_send": digest.first_send,
+            "last_send": digest.last_send, "truncated": digest.truncated}
     names = pa.array(s.errors, pa.string())
 
     def rows(lo: int, hi: int) -> pa.Table:
@@ -191,8 +191,8 @@ def write_table(path: Path, table: HistoryTable, history: Path) -> Path:
     return path
 
 
-def read_table(path: Path, history: Path) -> HistoryTable | None:
-    """The table stored at ``path`` when it was made from ``history`` as it is now;
+def read_digest(path: Path, history: Path) -> HistoryDigest | None:
+    """The digest stored at ``path`` when it was made from ``history`` as it is now;
     None when there is none, it is unreadable, or the history changed since."""
     try:
         arrow = pq.read_table(path)
@@ -215,6 +215,6 @@ def read_table(path: Path, history: Path) -> HistoryTable | None:
         col("process", np.int64), col("invoke_time", np.int64), col("end_time", np.int64),
         col("outcome", np.int8), col("offset", np.int64),
         codes.combine_chunks().fill_null(-1).to_numpy().astype(np.int32), names)
-    return HistoryTable(sends, [(int(t), str(f), str(k)) for t, f, k in meta["other_errors"]],
+    return HistoryDigest(sends, [(int(t), str(f), str(k)) for t, f, k in meta["other_errors"]],
                         meta["ops"], meta["end_time"], meta["first_send"], meta["last_send"],
                         meta["truncated"])

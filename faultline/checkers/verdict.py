@@ -1,24 +1,38 @@
-"""From anomalies found to a :class:`~faultline.checkers.result.Result`.
+"""From anomalies found to a :class:`~faultline.checkers.result.Result`, and the facts it
+was judged by for the checkers after it.
 
-:class:`Collected` counts every anomaly, keeps the first ``MAX_EXAMPLES`` examples per
-type, forbidden ones before permitted ones (built lazily, so a run that lost a million
-writes does not build a million stories), and knows what the guarantees permit for the
-run's config and faults.
-:func:`build_result` turns it into results.json's fields and extras.
+:class:`Permissions` is what the guarantees permit on each partition of a run, in the
+window of each anomaly, in the permissive reading and the strict one. :class:`Collected`
+counts every anomaly, keeps the first ``MAX_ANOMALY_EXAMPLES`` examples per type,
+forbidden ones before permitted ones (built lazily, so a run that lost a million writes
+does not build a million stories), and asks its :class:`Permissions` of each.
+:func:`build_result` turns it into results.json's fields and extras, :func:`queue_facts`
+into the typed facts a later checker reads (:class:`QueueFacts`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from operator import or_
 from typing import Any, Protocol
 
 from faultline.checkers import explain
 from faultline.checkers.columns import Part
-from faultline.checkers.faults_seen import Timeline, Windows, faults_by_partition, nemesis_actions
+from faultline.checkers.faults_seen import (
+    NemesisAction,
+    Timeline,
+    TopicPartition,
+    Windows,
+    faults_by_partition,
+    nemesis_actions,
+)
 from faultline.checkers.guarantees import ISO_ACK, ISO_READS, GuaranteeConfig, culprit, forbidden, rules
 from faultline.checkers.measures import Measures
-from faultline.checkers.result import ANOMALIES, MAX_EXAMPLES, UNKNOWN, Result, displace_permitted
+from faultline.checkers.partition_faults import DATA_LOSS_FAULTS, PartitionFaults
+from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, displace_permitted
 from faultline.history import Op
 from faultline.spec import TestSpec
 
@@ -43,30 +57,100 @@ class Tally(Protocol):
     def other(self) -> int: ...
 
 
-class Collected:
-    """Anomaly counts, examples and the permission rules of one run, per partition.
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """How the guarantees judge one anomaly instance: ``permitted`` by the faults of its
+    window as the permissive reading has them (``faults``); ``assumed`` when the strict
+    reading, which keeps only what a witness shows, would forbid it."""
 
-    Partitions are the engine's ids (``tp``); :meth:`set_faults` derives each one's
-    fault tokens and rules, so a fault on one partition's leader excuses nothing on
-    another's. Each anomaly is judged by the rules of its own window (``at``: the time
-    of the write or read it is about, :class:`~faultline.checkers.faults_seen.Windows`),
-    so a fault that was over before the write excuses nothing; the whole run's tokens
-    and rules (``part_faults``, ``part_rules``) only describe the partition.
+    permitted: bool
+    assumed: bool
+    faults: PartitionFaults
+
+
+class Permissions:
+    """What the guarantees (:func:`~faultline.checkers.guarantees.rules`) permit on each
+    partition of one run, by the faults each saw.
+
+    Partitions are the engine's ids (``tp``), so a fault on one partition's leader excuses
+    nothing on another's. An anomaly is judged by the faults of its own window (``at``:
+    the time of the write or read it is about,
+    :class:`~faultline.checkers.faults_seen.Windows`), so a fault that was over before
+    the write excuses nothing; ``faults`` and ``rules``, each partition's over the whole
+    run, only describe it.
     """
+
+    def __init__(self, config: GuaranteeConfig, actions: Sequence[NemesisAction],
+                 keys: Sequence[TopicPartition], timeline: Timeline | None) -> None:
+        self.config = config
+        by_part = faults_by_partition(actions, keys, timeline)
+        self.faults: list[PartitionFaults] = [by_part[k] for k in keys]  # tp -> over the run
+        self.rules: list[dict[str, str]] = [rules(config, f) for f in self.faults]  # tp -> key -> reason
+        states = timeline or {}
+        self._windows = [(Windows(actions, k, states.get(k), strict=False),
+                          Windows(actions, k, states.get(k), strict=True)) for k in keys]
+        # id(faults) -> the faults (kept, so that the id stays theirs) and their rules: a
+        # window's faults are one object, judged once per anomaly in it, by identity
+        # (hashing a dataclass per anomaly costs more than the rest of the look-up)
+        self._rules: dict[int, tuple[PartitionFaults, dict[str, str]]] = {}
+        self._rulings: dict[tuple[bool, bool, int], Ruling] = {}  # the few distinct rulings
+
+    def rules_at(self, tp: int, at: int, strict: bool = False) -> dict[str, str]:
+        """The rules of partition ``tp`` for an anomaly about a write or read at ``at``."""
+        return self._rules_of(self._windows[tp][strict].at(at))
+
+    def _rules_of(self, faults: PartitionFaults) -> dict[str, str]:
+        found = self._rules.get(id(faults))
+        if found is None:
+            found = self._rules[id(faults)] = (faults, rules(self.config, faults))
+        return found[1]
+
+    def ruling(self, tp: int, at: int, keys: Sequence[str]) -> Ruling:
+        """An instance on ``tp`` about a write or read at ``at`` is permitted when every rule
+        of ``keys`` permits it in its window (an inconsistent-offsets instance passes
+        :func:`iso_rows`)."""
+        faults = self._windows[tp][False].at(at)
+        allowed = all(k in self._rules_of(faults) for k in keys)
+        assumed = allowed and not all(k in self.rules_at(tp, at, strict=True) for k in keys)
+        key = (allowed, assumed, id(faults))  # the faults are kept in _rules
+        found = self._rulings.get(key)
+        if found is None:
+            found = self._rulings[key] = Ruling(allowed, assumed, faults)
+        return found
+
+    def reason(self, name: str, tp: int, at: int) -> str | None:
+        """Why ``name`` at ``at`` is permitted on partition ``tp``, or None if it is forbidden."""
+        return self.rules_at(tp, at).get(name)
+
+    def iso_reason(self, involves_ack: bool, reads_disagree: bool, tp: int, at: int) -> str | None:
+        """Why an inconsistent-offsets instance is permitted on ``tp``, or None: every
+        docs/design.md row that applies must permit it (:func:`iso_rows`)."""
+        found = self.rules_at(tp, at)
+        reasons = [found.get(k) for k in iso_rows(involves_ack, reads_disagree)]
+        if None in reasons:
+            return None
+        return "; ".join(dict.fromkeys(r for r in reasons if r is not None))
+
+    def excuse(self, tp: int, at: int) -> dict[str, Any]:
+        """What in the window of ``at`` on ``tp`` could have lost what was written or read
+        then (:meth:`~faultline.checkers.faults_seen.Windows.excuse`)."""
+        return self._windows[tp][False].excuse(at)
+
+
+class Collected:
+    """Anomaly counts and examples of one run, per partition, and what its
+    :class:`Permissions` (made by :meth:`set_faults`) ruled of each."""
 
     def __init__(self, spec: TestSpec, config: GuaranteeConfig, truncated: bool) -> None:
         self.spec = spec
         self.config = config
         self.truncated = truncated
+        self.permissions = Permissions(config, (), (), None)  # until set_faults
         self.counts: dict[str, int] = dict.fromkeys(ANOMALIES, 0)
         self.examples: dict[str, list[Example]] = {}
         self.kept_permitted: dict[str, int] = {}  # anomaly -> its permitted examples kept
-        self.part_faults: list[frozenset[str]] = []  # tp -> its fault tokens
-        self.part_rules: list[dict[str, str]] = []  # tp -> rule key -> reason
-        self.windows: list[tuple[Windows, Windows]] = []  # tp -> its windows, permissive and strict
-        self._rules: dict[frozenset[str], dict[str, str]] = {}  # tokens -> their rules
         self.part_assumed: list[set[str]] = []  # tp -> types permitted there only by assumption
-        self.violation_faults: dict[tuple[int, str], frozenset[str]] = {}  # first violation's tokens
+        self.violation_faults: dict[tuple[int, str], PartitionFaults] = {}  # first violation's window
         self.part_counts: list[dict[str, int]] = []  # tp -> anomaly -> count
         self.part_violations: list[set[str]] = []  # tp -> types seen there, not permitted
         self.unverified: dict[int, dict[str, int]] = {}  # tp -> anomaly -> set aside (short drain)
@@ -85,65 +169,35 @@ class Collected:
 
     def set_faults(self, nemesis: Sequence[Op], measures: Measures, parts: Sequence[Part],
                    sent_to: set[int], timeline: Timeline | None = None) -> None:
-        """Pair the nemesis ops, derive each partition's fault tokens and rules (with the
+        """Pair the nemesis ops, judge each partition by the faults it saw (with the
         metadata log's timeline when there is one) and finish the measures."""
         actions = nemesis_actions(nemesis)
         keys = [(p.topic, p.partition) for p in parts]
-        by_part = faults_by_partition(actions, keys, timeline)
-        self.part_faults = [by_part[k] for k in keys]
-        self.part_rules = [rules(self.config, f) for f in self.part_faults]
-        states = timeline or {}
-        self.windows = [(Windows(actions, k, states.get(k), strict=False),
-                         Windows(actions, k, states.get(k), strict=True)) for k in keys]
+        self.permissions = Permissions(self.config, actions, keys, timeline)
         self.part_assumed = [set() for _ in keys]
         self.part_counts = [dict.fromkeys(ANOMALIES, 0) for _ in keys]
         self.part_violations = [set() for _ in keys]
         self.measures = measures.finish(keys, sent_to, actions)
         self.faults = self.measures["faults"]
 
-    def rules_at(self, tp: int, at: int, strict: bool = False) -> dict[str, str]:
-        """The rules of partition ``tp`` for an anomaly about a write or read at ``at``."""
-        return self._rules_of(self.windows[tp][strict].at(at))
-
-    def _rules_of(self, tokens: frozenset[str]) -> dict[str, str]:
-        found = self._rules.get(tokens)
-        if found is None:
-            found = self._rules[tokens] = rules(self.config, tokens)
-        return found
-
-    def reason(self, name: str, tp: int, at: int) -> str | None:
-        """Why ``name`` at ``at`` is permitted on partition ``tp``, or None if it is forbidden."""
-        return self.rules_at(tp, at).get(name)
-
-    def iso_reason(self, involves_ack: bool, reads_disagree: bool, tp: int, at: int) -> str | None:
-        """Why an inconsistent-offsets instance is permitted on ``tp``, or None: every
-        docs/design.md row that applies must permit it (:func:`iso_rows`)."""
-        found = self.rules_at(tp, at)
-        reasons = [found.get(k) for k in iso_rows(involves_ack, reads_disagree)]
-        if None in reasons:
-            return None
-        return "; ".join(dict.fromkeys(r for r in reasons if r is not None))
-
     def add(self, name: str, tp: int, at: int, make: Callable[[], Example],
             rows: Sequence[str] | None = None, cause: str | None = None) -> None:
         """Count one anomaly on partition ``tp`` about a write or read at ``at``; build its
-        example while fewer than MAX_EXAMPLES are kept, or, for a forbidden instance,
-        while a permitted example kept can make room (the last one kept goes).
+        example while fewer than MAX_ANOMALY_EXAMPLES are kept, or, for a forbidden
+        instance, while a permitted example kept can make room (the last one kept goes).
 
-        It is permitted when every rule of ``rows`` (default: its name's; an
-        inconsistent-offsets instance passes :func:`iso_rows`) permits it in its window;
-        when only the permissive reading does, the partition's verdict is unknown
-        (:meth:`assumed_permitted`). ``cause``, for the anomalies the batches can
-        attribute (:mod:`~faultline.checkers.provenance`), is counted, and a forbidden
+        It is judged by :meth:`Permissions.ruling` with the rules of ``rows`` (default:
+        its name's); when only the permissive reading permits it, the partition's verdict
+        is unknown (:meth:`assumed_permitted`). ``cause``, for the anomalies the batches
+        can attribute (:mod:`~faultline.checkers.provenance`), is counted, and a forbidden
         instance is a violation by its culprit (:data:`~faultline.checkers.guarantees.CULPRITS`).
         """
-        keys = rows or (name,)
-        tokens = self.windows[tp][False].at(at)
-        allowed = all(k in self._rules_of(tokens) for k in keys)
-        if allowed and not all(k in self.rules_at(tp, at, strict=True) for k in keys):
+        ruling = self.permissions.ruling(tp, at, rows or (name,))
+        allowed = ruling.permitted
+        if ruling.assumed:
             self.part_assumed[tp].add(name)
         elif not allowed:
-            self.violation_faults.setdefault((tp, name), tokens)
+            self.violation_faults.setdefault((tp, name), ruling.faults)
         if cause is not None:
             counts = self.causes.setdefault(name, {})
             counts[cause] = counts.get(cause, 0) + 1
@@ -154,7 +208,7 @@ class Collected:
         self.counts[name] += 1
         self.part_counts[tp][name] += 1
         kept = self.examples.setdefault(name, [])
-        if len(kept) >= MAX_EXAMPLES:  # the count spares a scan once none is left to displace
+        if len(kept) >= MAX_ANOMALY_EXAMPLES:  # the count spares a scan once none is left to displace
             if allowed or not self.kept_permitted.get(name):
                 return
             displace_permitted(kept)
@@ -162,7 +216,7 @@ class Collected:
         example = make()
         example["permitted"] = allowed
         if allowed:
-            excuse = example["excused_by"] = self.windows[tp][False].excuse(at)
+            excuse = example["excused_by"] = self.permissions.excuse(tp, at)
             if isinstance(example.get("story"), list):
                 example["story"].append({"time": excuse.get("time"), "text": excuse_text(excuse)})
         kept.append(example)
@@ -196,14 +250,15 @@ class Collected:
         seen come first."""
         allowed: dict[str, str] = {}
         denied: dict[str, str] = {}
-        every = range(len(self.part_rules))
+        part_rules, part_faults = self.permissions.rules, self.permissions.faults
+        every = range(len(part_rules))
         for name in names:
-            yes = [tp for tp in every if name in self.part_rules[tp]]
+            yes = [tp for tp in every if name in part_rules[tp]]
             no = [tp for tp in every if tp not in yes]
             if yes:
-                allowed[name] = _grouped([(tp, self.part_rules[tp][name]) for tp in yes], engine, every)
+                allowed[name] = _grouped([(tp, part_rules[tp][name]) for tp in yes], engine, every)
             seen = [tp for tp in every if name in self.part_violations[tp]]
-            whys = [(tp, forbidden(self.config, self.violation_faults.get((tp, name), self.part_faults[tp]))
+            whys = [(tp, forbidden(self.config, self.violation_faults.get((tp, name), part_faults[tp]))
                      .get(name)) for tp in [*seen, *(tp for tp in no if tp not in seen)]]
             if any(why is not None for _, why in whys):
                 denied[name] = _grouped([(tp, why) for tp, why in whys if why is not None], engine, every)
@@ -259,6 +314,7 @@ def build_result(c: Collected, engine: Tally) -> Result:
                         "why": "the history's last line was cut mid-write (the run died): "
                                "what happened after it is not known"})
     partitions = []
+    part_rules = c.permissions.rules
     for tp, p in enumerate(engine.parts):
         if not p.complete:
             unknown.append({"kind": "incomplete-drain", "topic": p.topic,
@@ -300,11 +356,11 @@ def build_result(c: Collected, engine: Tally) -> Result:
             "replicas_agree_to": p.agreed, "polled": p.polled,
             "sends": {"ok": p.sends[1], "fail": p.sends[2], "info": p.sends[3],
                       "open": p.sends[0]},
-            "faults": sorted(c.part_faults[tp]),
+            "faults": c.permissions.faults[tp].tokens(),
             "anomaly_counts": {k: v for k, v in c.part_counts[tp].items() if v},
             "violations": [n for n in ANOMALIES if n in c.part_violations[tp]],
-            "permitted_reasons": {n: c.part_rules[tp][n] for n in ANOMALIES
-                                  if n in c.part_rules[tp]}})
+            "permitted_reasons": {n: part_rules[tp][n] for n in ANOMALIES
+                                  if n in part_rules[tp]}})
     if c.indeterminate:
         unknown.append({"kind": "indeterminate-sends", "count": c.indeterminate,
                         "affects_verdict": False,
@@ -359,7 +415,7 @@ def build_result(c: Collected, engine: Tally) -> Result:
         "ops": engine.ops,
         "other_ops": engine.other,
     }
-    permitted = [name for name in ANOMALIES if any(name in r for r in c.part_rules)]
+    permitted = [name for name in ANOMALIES if any(name in r for r in part_rules)]
     permitted_reasons, forbidden_reasons = c.run_reasons(ANOMALIES, engine)
     return Result(
         valid=valid,  # type: ignore[arg-type]
@@ -372,16 +428,48 @@ def build_result(c: Collected, engine: Tally) -> Result:
         extra={
             "permitted_reasons": permitted_reasons,
             "forbidden_reasons": forbidden_reasons,
-            "permitted_rules": dict(sorted({k: v for r in reversed(c.part_rules)
+            "permitted_rules": dict(sorted({k: v for r in reversed(part_rules)
                                             for k, v in r.items()}.items())),
             "causes": {name: dict(sorted(c.causes[name].items())) for name in ANOMALIES
                        if name in c.causes},
             "violations_by": {who: [n for n in ANOMALIES if n in names]
                               for who, names in sorted(c.violations_by.items())},
-            "faults_seen": sorted(set().union(*c.part_faults)),
+            "faults_seen": reduce(or_, c.permissions.faults, PartitionFaults()).tokens(),
             "first_loss_ns": c.first_loss_ns,
             "config": dataclasses.asdict(c.config),
             "measures": c.measures,
             "partitions": partitions,
             "checker": {"name": "queue", "version": 1},
         })
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFacts:
+    """What the queue checker judged one partition by: the faults it saw over the run, and
+    the HW its complete drain read to (None without one)."""
+
+    faults: PartitionFaults
+    high_watermark: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFacts:
+    """What the queue checker judged a run by, typed, for the checkers after it: the
+    guarantees' config, each topic-partition's :class:`PartitionFacts`, and per node the
+    start of the first fault window that destroyed its data (wipe, lose-unflushed)."""
+
+    config: GuaranteeConfig
+    partitions: Mapping[TopicPartition, PartitionFacts]
+    data_loss_since: Mapping[int, int]
+
+
+def queue_facts(c: Collected, engine: Tally) -> QueueFacts:
+    """The :class:`QueueFacts` of what :func:`build_result` made a Result of."""
+    lost: dict[int, int] = {}
+    for w in c.faults:
+        if w["kind"] in DATA_LOSS_FAULTS and isinstance(w["start"], int):
+            for n in w["nodes"]:
+                if isinstance(n, int):
+                    lost[n] = min(lost.get(n, w["start"]), w["start"])
+    return QueueFacts(c.config, {(p.topic, p.partition): PartitionFacts(c.permissions.faults[tp], p.hw)
+                                 for tp, p in enumerate(engine.parts)}, lost)

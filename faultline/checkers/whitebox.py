@@ -11,11 +11,10 @@ observers"):
 
 ``leader-from-isr-or-elr``
     every new leader was in the ISR or the ELR just before it was elected. An election
-    outside them is unclean: permitted when the topic has
-    ``unclean.leader.election.enable=true``, a violation otherwise. A *last known
+    outside them is unclean: permitted or a violation as
+    :func:`~faultline.checkers.guarantees.unclean_election_permitted` says. A *last known
     leader* election (KIP-966: ISR and ELR both empty, the partition's last leader comes
-    back and is elected, marked RECOVERING) is Kafka 4.x's designed recovery, done
-    whatever the unclean setting says: it is listed, as unclean, and is not a violation.
+    back and is elected, marked RECOVERING) is listed, as unclean.
 ``hw-le-leo``
     a replica's checkpointed HW never exceeds its LEO. A sample's reads are not atomic
     and their order is unknown, so the checkpoint of one sample is compared with the
@@ -38,15 +37,18 @@ observers"):
     uncommitted tail it has not yet truncated.
 
 A decreasing HW and replicas that disagree below it mean committed data was lost or
-rewritten; they are *permitted* when the guarantees permit losing committed data for
-the config and faults (the ``phantom-read`` rule of :mod:`guarantees`), else violations.
+rewritten; they are *permitted* where the guarantees permit losing committed data for
+the config and the faults the partition saw
+(:func:`~faultline.checkers.guarantees.committed_loss_reason`), else violations. The
+config, those faults, the drain's HW and when data was destroyed are what the queue
+checker judged the history by (:class:`~faultline.checkers.verdict.QueueFacts`).
 
 The verdict: ``white_box.valid`` is false when an invariant has a violation that is not
 permitted, "unknown" when an input could not be read, else true. It never makes
 results.json's ``valid`` false (docs/history.md: "false when any forbidden anomaly was
 seen", by the clients): but where the history found nothing forbidden and the white box
-a violation, the two disagree and :func:`faultline.checkers.stored.check_stored` makes
-``valid`` unknown (``broker-state-disagrees``).
+a violation, the two disagree and the composed check makes ``valid`` unknown
+(``broker-state-disagrees``, :func:`faultline.checkers.stored.check_brokers`).
 """
 
 from __future__ import annotations
@@ -60,8 +62,10 @@ from typing import Any, TypeGuard
 import orjson
 
 from faultline.checkers.conform import schema
-from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, PartitionState, Timeline
+from faultline.checkers.faults_seen import MetadataState, Timeline
+from faultline.checkers.guarantees import GuaranteeConfig, committed_loss_reason, unclean_election_permitted
 from faultline.checkers.result import UNKNOWN, Valid, displace_permitted, merge_valid
+from faultline.checkers.verdict import QueueFacts
 from faultline.errors import HistoryError
 from faultline.rundir import (
     CLUSTER_FILE,
@@ -75,8 +79,7 @@ from faultline.rundir import (
 from faultline.spec import TestSpec
 
 #: results.json keeps at most this many examples per invariant.
-MAX_EXAMPLES = 100
-#: Faults after which a node's checkpoint files may describe data it no longer has.
+MAX_INVARIANT_EXAMPLES = 100
 
 Line = Mapping[str, Any]
 
@@ -93,7 +96,7 @@ INVARIANTS: Mapping[str, str] = {
 class Invariant:
     """One invariant's outcome: how many cases were checked, what broke it.
 
-    ``examples`` holds at most :data:`MAX_EXAMPLES` breaks (a violation displaces the last
+    ``examples`` holds at most :data:`MAX_INVARIANT_EXAMPLES` breaks (a violation displaces the last
     permitted one kept, so a violated invariant shows its violations), each with ``time`` (ns
     since the run started, or None), ``partition`` and ``what`` (for a person), and
     ``permitted`` (whether the guarantees allow it for this config and these faults).
@@ -111,7 +114,8 @@ class Invariant:
             self.permitted += 1
         else:
             self.violations += 1
-        if len(self.examples) >= MAX_EXAMPLES and (permitted or not displace_permitted(self.examples)):
+        full = len(self.examples) >= MAX_INVARIANT_EXAMPLES
+        if full and (permitted or not displace_permitted(self.examples)):
             return
         self.examples.append({**example, "permitted": permitted})
 
@@ -176,13 +180,13 @@ def partition_timeline(metadata: Iterable[Line] | None, topic: str) -> Timeline 
     """
     if metadata is None:
         return None
-    out: dict[tuple[str, int], list[PartitionState]] = {}
+    out: dict[tuple[str, int], list[MetadataState]] = {}
     for line in metadata:
         p, t, isr = line.get("partition"), line.get("time"), line.get("isr")
         if (line.get("topic") == topic and line.get("type") in ("partition", "partition-change")
                 and type(p) is int and type(t) is int and isinstance(isr, list)):
             leader, replicas, epoch = line.get("leader"), line.get("replicas"), line.get("leader_epoch")
-            out.setdefault((topic, p), []).append(PartitionState(
+            out.setdefault((topic, p), []).append(MetadataState(
                 t, leader if type(leader) is int else None, _node_set(isr), _node_set(replicas),
                 _node_set(line.get("elr")), epoch if type(epoch) is int else None))
     return out
@@ -235,8 +239,8 @@ def _kind(new: Any, prev: Line) -> str:
     return "unclean"
 
 
-def check_elections(changes: Iterable[Line], unclean_enabled: bool) -> Invariant:
-    """``leader-from-isr-or-elr`` over :func:`leader_changes`."""
+def check_elections(changes: Iterable[Line], config: GuaranteeConfig) -> Invariant:
+    """``leader-from-isr-or-elr`` over :func:`leader_changes`, for a topic of ``config``."""
     inv = Invariant("leader-from-isr-or-elr", source=METADATA_FILE)
     for c in changes:
         if c["kind"] in ("offline", "unknown"):
@@ -248,7 +252,7 @@ def check_elections(changes: Iterable[Line], unclean_enabled: bool) -> Invariant
                    f"not in the ISR {c['isr_before']} nor the ELR {c['elr_before']}")
             inv.add({"time": c["time"], "partition": c["partition"], "offset": c["offset"],
                      "what": f"unclean election of n{c['to']} (epoch {c['epoch']}): {why}"},
-                    permitted=unclean_enabled or c["kind"] == "last-known-leader")
+                    permitted=unclean_election_permitted(config, c["kind"] == "last-known-leader"))
     return inv
 
 
@@ -552,65 +556,46 @@ def _cluster_facts(path: Path) -> tuple[tuple[str, ...], bool | None]:
     return tuple(facts.get("broker_state_errors") or ()), facts["eligible_leader_replicas"]
 
 
-def check_white_box(spec: TestSpec, files: BrokerFiles,
-                    results: Mapping[str, Any]) -> dict[str, Any] | None:
+def has_files(run_dir: Path) -> bool:
+    """Whether ``run_dir`` has any white-box file (:attr:`BrokerFiles.present`)."""
+    return any((Path(run_dir) / name).exists() for name in (METADATA_FILE, OBSERVATIONS_FILE, REPLICAS_FILE))
+
+
+def check_white_box(spec: TestSpec, files: BrokerFiles, facts: QueueFacts) -> dict[str, Any] | None:
     """results.json's ``white_box`` for a run's :class:`BrokerFiles`, or None when the run
     has none of the files.
 
-    ``results`` is the black-box checker's results.json object, for what it knows: the
-    drain's HW per partition (``partitions``), the fault windows (``measures.faults``),
-    and whether committed data may be lost (``permitted``). An unreadable file is named
-    in ``errors`` and its invariants are not checked; observations whose last line was cut
+    ``facts`` are what the queue checker judged the history by: the guarantees' config,
+    each partition's faults (where committed data may be lost) and the HW its drain read
+    to, and when each node's data was destroyed. An unreadable file is named in
+    ``errors`` and its invariants are not checked; observations whose last line was cut
     are checked up to it, that line named in ``errors``. Anything in ``errors`` leaves
     ``valid`` at most unknown.
     """
     if not files.present:
         return None
     topic = spec.topic.name
-    loss_permitted = _committed_loss_permitted(results, topic)
+    mine = {p: part for (t, p), part in facts.partitions.items() if t == topic}
+    loss_permitted = {p for p, part in mine.items()
+                      if committed_loss_reason(facts.config, part.faults) is not None}
     metadata, observations, replicas = files.metadata, files.observations, files.replicas
     errors = list(files.errors)
     changes = leader_changes(metadata, topic) if metadata is not None else []
     done: dict[str, Invariant] = {}
     if metadata is not None:
-        done["leader-from-isr-or-elr"] = check_elections(changes, spec.topic.unclean_leader_election_enable)
+        done["leader-from-isr-or-elr"] = check_elections(changes, facts.config)
     if observations is not None:
-        done["hw-le-leo"] = check_hw_le_leo(observations, topic, _data_loss_since(results), loss_permitted)
+        done["hw-le-leo"] = check_hw_le_leo(observations, topic, facts.data_loss_since, loss_permitted)
         done["hw-monotonic"] = check_hw_monotonic(observations, topic, loss_permitted)
     if replicas is not None:
         done["replicas-agree-below-hw"] = check_replicas_agree(
-            replicas, topic, _drain_hw(results, topic), loss_permitted,
+            replicas, topic, {p: part.high_watermark for p, part in mine.items()}, loss_permitted,
             final_isr(metadata, topic) if metadata is not None else None)
     invariants = [done.get(name) or Invariant(name) for name in INVARIANTS]
     valid: Valid = merge_valid(*(not i.violations for i in invariants), *([UNKNOWN] if errors else []))
     return {"valid": valid, "topic": topic, "invariants": [i.to_json() for i in invariants],
             "leader_changes": changes, "errors": errors,
             "summary": "; ".join(i.summary() for i in invariants if i.source is not None)}
-
-
-def _committed_loss_permitted(results: Mapping[str, Any], topic: str) -> set[int]:
-    """The partitions of ``topic`` on which the guarantees permit committed data to be
-    lost (phantom reads are permitted exactly then), per results.json's ``partitions``."""
-    return {int(x["partition"]) for x in results.get("partitions") or ()
-            if isinstance(x, dict) and x.get("topic") == topic and isinstance(x.get("partition"), int)
-            and "phantom-read" in (x.get("permitted_reasons") or {})}
-
-
-def _drain_hw(results: Mapping[str, Any], topic: str) -> dict[int, int | None]:
-    """partition -> the HW the completed drain saw (None if incomplete)."""
-    return {int(x["partition"]): x.get("high_watermark") for x in results.get("partitions") or ()
-            if isinstance(x, dict) and x.get("topic") == topic and isinstance(x.get("partition"), int)}
-
-
-def _data_loss_since(results: Mapping[str, Any]) -> dict[int, int]:
-    """node -> start of the first wipe / lose-unflushed fault window that named it."""
-    out: dict[int, int] = {}
-    for w in (results.get("measures") or {}).get("faults") or ():
-        if isinstance(w, dict) and w.get("kind") in DATA_LOSS_FAULTS and isinstance(w.get("start"), int):
-            for n in w.get("nodes") or ():
-                if isinstance(n, int):
-                    out[n] = min(out.get(n, w["start"]), w["start"])
-    return out
 
 
 def verdict_line(white: Mapping[str, Any]) -> str:

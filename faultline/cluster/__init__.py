@@ -1,13 +1,12 @@
 """The cluster under test: the backend protocol, the backends, and what they share.
 
 Owns the ``Cluster`` protocol and its capabilities (:mod:`.protocol`), the backends by
-name (:mod:`.backends`) and the clean-ups they register (:mod:`.cleanups`), Kafka's
+name (:mod:`.backends`), the host pieces both backends share (:mod:`.host`), Kafka's
 distribution, broker config and client queries (:mod:`.kafka_dist`,
 :mod:`.kafka_config`, :mod:`.kafka_client`), Toxiproxy
-(:mod:`.toxiproxy`), the one waiting loop (:mod:`.waiting`), the set-up and
-``faultline doctor`` (:mod:`.setup`), ``faultline setup`` and ``doctor`` (:mod:`.cli`),
-and the local backend (:mod:`.local`). ``faultline cluster`` is the run package's: its
-session is a run.
+(:mod:`.toxiproxy`), the one waiting loop (:mod:`.waiting`), the set-up and the
+prerequisites ``faultline doctor`` checks (:mod:`.setup`), and the backends
+(:mod:`.local`, :mod:`.docker`).
 
 May import: errors, faults, spec, rundir.
 """

@@ -3,7 +3,7 @@
 :func:`cluster_for` is how the runner gets its cluster; a backend the spec names but
 this installation does not have is one clear SpecError, before anything starts.
 Importing this module loads every backend, so each has registered its clean-up
-(:mod:`.cleanups`) before any run is destroyed.
+(:mod:`.host.cleanups`) before any run is destroyed.
 """
 
 from __future__ import annotations

@@ -180,15 +180,11 @@ class HighWatermark(NamedTuple):
 def high_watermarks(admin: AdminClient, topic: str, partitions: Sequence[int],
                     timeout: float) -> dict[int, HighWatermark | str]:
     """partition -> the high watermark clients see (ListOffsets latest, read_uncommitted),
-    or the error's name when there is none. Never raises for one partition's error.
-
-    The request goes to the broker librdkafka's metadata cache names leader, with no
-    current leader epoch to fence it: a deposed leader that has not learned it was
-    replaced (cut off from the controller) answers, with its stale HW under its old
-    epoch. librdkafka (2.10 on) keeps the highest epoch it has seen per partition, but
-    forgets the topic after a NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE answer, and
-    the next Metadata answer may be the deposed leader's.
-    """
+    or the error's name when there is none; never raises for one partition's error. The
+    request goes to the leader librdkafka's metadata cache names, with no leader epoch to
+    fence it, so a deposed leader cut off from the controller may answer with its stale
+    HW: librdkafka forgets the highest epoch it saw after a NOT_LEADER_OR_FOLLOWER or
+    LEADER_NOT_AVAILABLE answer."""
     latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # HW under read_uncommitted
     futures = admin.list_offsets({TopicPartition(topic, p): latest for p in partitions},
                                  isolation_level=IsolationLevel.READ_UNCOMMITTED,

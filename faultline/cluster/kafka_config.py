@@ -100,7 +100,7 @@ def _escape(text: str, *, key: bool) -> str:
 
 def jvm_options(heap_mb: int, log_dir: Path, log4j_config: Path, run_id: str) -> list[str]:
     """JVM flags for a broker: a fixed small heap, G1 as Kafka's own scripts use it, and
-    C1-only JIT, which starts a JVM markedly faster on a busy 2-core machine.
+    C1-only JIT, which starts a JVM markedly faster on a busy machine.
 
     ``-Dfaultline.run`` marks the process as the run's, for ``ps`` and leftovers.
     """

@@ -257,11 +257,8 @@ def ensure_toxiproxy(report: Report = _quiet) -> Path:
 
 
 def cds_archive(dist: KafkaDist) -> Path:
-    """Where the AppCDS archive of ``dist`` lives (it may not exist yet).
-
-    A class-data-sharing archive of the classes a broker loads roughly halves the CPU a
-    broker needs to start. It is only valid for one class path and one JVM, hence the key.
-    """
+    """Where the AppCDS archive of ``dist`` lives (it may not exist yet), keyed by the
+    class path and the JVM: the only ones it is valid for."""
     java = Path(os.path.realpath(dist.java))
     key = f"{dist.libs.resolve()}|{java}|{java.stat().st_mtime_ns if java.exists() else 0}"
     digest = hashlib.sha1(key.encode()).hexdigest()[:12]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from faultline.cluster import kafka_dist
 from faultline.cluster.docker import engine, image
+from faultline.cluster.host import netns, runstate
 from faultline.cluster.kafka_dist import Report
-from faultline.cluster.local import netns, runstate
 from faultline.errors import ClusterError, FaultlineError, SetupError
 from faultline.spec import DEFAULT_KAFKA_VERSION, KafkaSpec, TestSpec, TopicSpec
 
@@ -185,7 +185,7 @@ def _docker_checks(version: str) -> list[Check]:
 
 
 def network_check() -> Check:
-    """Three nodes on a test bridge built exactly like a run's (:mod:`.local.netns`): each
+    """Three nodes on a test bridge built exactly like a run's (:mod:`.host.netns`): each
     reaches every other, and the host reaches them all. Removed afterwards; needs root.
 
     A TCP connect to a port nobody listens on answers "refused" when the path works, and

@@ -36,7 +36,7 @@ from toxiproxy.toxic import Toxic
 from faultline.cluster.waiting import wait_until
 from faultline.errors import ClusterError
 
-TOXIC_KINDS = ("latency", "bandwidth", "slow_close", "timeout", "reset_peer", "slicer", "limit_data")
+TOXIPROXY_KINDS = ("latency", "bandwidth", "slow_close", "timeout", "reset_peer", "slicer", "limit_data")
 STREAMS = ("upstream", "downstream")
 #: The API's port, on the loopback of the server's own network namespace.
 API_PORT = 8474
@@ -119,8 +119,8 @@ class ToxiproxyClient:
         name: str | None = None,
     ) -> Toxic:
         """Add a toxic to ``proxy``; its name defaults to ``<kind>_<stream>``."""
-        if kind not in TOXIC_KINDS:
-            raise ValueError(f"unknown toxic {kind!r}; known: {', '.join(TOXIC_KINDS)}")
+        if kind not in TOXIPROXY_KINDS:
+            raise ValueError(f"unknown toxic {kind!r}; known: {', '.join(TOXIPROXY_KINDS)}")
         if stream not in STREAMS:
             raise ValueError(f"stream must be upstream or downstream, not {stream!r}")
         body = {

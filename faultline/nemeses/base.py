@@ -38,7 +38,7 @@ from faultline.cluster.protocol import (
 from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
 from faultline.history import Op
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 from faultline.targeted import PartitionLike
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class Nemesis(Protocol):
         """Bind to ``cluster``; raises NemesisError if the cluster lacks a capability."""
         ...
 
-    def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:
+    def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         """Choose targets for ``step`` from live state; ``busy`` nodes are already faulted
         by a node-level fault and must not be chosen. Raises NemesisError when there is
         no target (e.g. every node busy, no active controller)."""
@@ -253,7 +253,7 @@ class NodeFault:
         check_capabilities(cluster, self.family)
         self._cluster = cluster
 
-    def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:
+    def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         free = [n.id for n in self.cluster.nodes if n.id not in busy]
         if not free:
             raise NemesisError(f"no node left to {self.family}: all of {sorted(busy)} are faulted")

@@ -1,41 +1,17 @@
 """lose-unflushed: what a power loss without fsync does to a Kafka replica.
 
-Kafka writes to the page cache and fsyncs only on a flush (``log.flush.interval.*``
-or a segment roll). Each flush advances the partition's *recovery point*, which the
-broker writes to ``<log.dirs>/recovery-point-offset-checkpoint`` every
-``log.flush.offset.checkpoint.interval.ms``. A process kill loses nothing (the page
-cache survives), but a power loss may lose every byte written after the last flush.
-
-The fault: SIGKILL the node, then for every partition cut each log back to its
-recovery point as recorded in the checkpoint, then (at heal time) start the node.
-This is the worst case the disk allows: everything not known to be flushed is gone.
-A partition directory missing from the checkpoint (created since the last
-checkpoint write) has no recorded flush and is cut back to its first segment's
-base offset; so is every partition when the checkpoint cannot be read, which is
-what Kafka's ``LogManager`` does with such a file ("resetting the recovery
-checkpoint to 0"). The KRaft metadata log (``__cluster_metadata``) is left alone: Raft
-fsyncs it before acknowledging.
-
-How a log is cut, per partition directory:
-
-1. segments (``<20-digit base offset>.log``) are ordered by base offset; the one
-   holding the recovery point is the last whose base offset is below it (or the
-   first segment, if none is);
-2. its record batches are walked from byte 0 (:func:`faultline.brokerstate.segments.read_batches`)
-   and the file is truncated at the first batch that is not wholly below the recovery
-   point (``last offset >= recovery point``), at a batch torn by the end of the file,
-   or at the first header that is not a v2 batch (zero padding, garbage), where
-   Kafka's recovery would truncate too;
-3. every later segment is deleted with its index files (``.index``, ``.timeindex``,
-   ``.txnindex``), and the cut segment's index files are deleted too.
-
-Why deleting index files is safe (Kafka's ``LogLoader``, storage module): a ``.log``
-file without its offset index raises ``NoSuchFileException`` in ``sanityCheck``,
-which makes the loader *recover the segment and rebuild its index files*; and
-without a clean-shutdown marker every segment from the recovery point on is
-recovered anyway (indexes rebuilt from the batches). Producer snapshots beyond the
-new log end are dropped by the loader, and the leader-epoch cache is truncated to
-the new log end (``truncateFromEndAsyncFlush``).
+The fault: SIGKILL the node, cut each partition's log back to its recovery point as
+recorded in ``recovery-point-offset-checkpoint`` (everything not known to be flushed is
+gone: the worst case the disk allows), then, at heal time, start the node. A partition
+missing from the checkpoint, or every partition when the file cannot be read, is cut
+back to its first segment's base offset, as Kafka's ``LogManager`` treats such a file.
+The KRaft metadata log (``__cluster_metadata``) is left alone: Raft fsyncs it before
+acknowledging. In a partition's directory the segment holding the recovery point (the
+last whose base offset is below it, or the first) is truncated at the first batch not
+wholly below it, at a batch torn by the end of the file, or at the first header that
+is not a v2 batch's (:func:`faultline.brokerstate.segments.read_batches`); every later
+segment and the index files of the cut one are deleted. Why that is a power loss, and
+why the broker rebuilds what was deleted: docs/design.md, "Nemeses".
 """
 
 from __future__ import annotations

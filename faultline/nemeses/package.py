@@ -46,7 +46,7 @@ from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
 from faultline.nemeses.partition import PartitionNemesis
 from faultline.nemeses.pause import PauseNemesis
-from faultline.nemeses.schedule import Step, build_schedule
+from faultline.nemeses.schedule import ScheduledFault, build_schedule
 from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.toxics import ToxicsNemesis
 from faultline.nemeses.wipe import WipeNemesis
@@ -71,7 +71,7 @@ NODE_FAMILIES = frozenset(f.name for f in FAMILIES.values() if f.takes_node_out)
 
 @dataclass(slots=True)
 class _Active:
-    step: Step
+    step: ScheduledFault
     nemesis: Nemesis
     value: dict[str, Any]
 
@@ -85,14 +85,14 @@ class NemesisPackage:
     """
 
     cluster: Cluster
-    schedule: Sequence[Step]
+    schedule: Sequence[ScheduledFault]
     nemeses: Mapping[str, Nemesis]
     max_concurrent: int = 1
-    _active: dict[Step, _Active] = field(default_factory=dict, init=False, repr=False)
+    _active: dict[ScheduledFault, _Active] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _set_up: bool = field(default=False, init=False, repr=False)
-    _held: tuple[Step, ...] = field(default=(), init=False, repr=False)
+    _held: tuple[ScheduledFault, ...] = field(default=(), init=False, repr=False)
 
     @classmethod
     def from_spec(cls, spec: TestSpec, cluster: Cluster) -> NemesisPackage:
@@ -110,7 +110,7 @@ class NemesisPackage:
         self._set_up = True
 
     @property
-    def active(self) -> list[Step]:
+    def active(self) -> list[ScheduledFault]:
         """Steps applied (or possibly applied) and not yet healed. Never waits for an
         action in progress (a progress display reads it while a node is stopping)."""
         return list(self._held)
@@ -120,7 +120,7 @@ class NemesisPackage:
 
     def run(self, until: float, history: HistoryWriter) -> None:
         """Execute the schedule until ``until`` (a ``time.monotonic()`` deadline) or until
-        ``heal_all`` is called. Step times count from this call. Faults still held at the
+        ``heal_all`` is called. Fault times count from this call. Faults still held at the
         deadline stay in effect for ``heal_all``. Never raises for a fault that failed:
         it is journaled with its error.
 
@@ -135,9 +135,10 @@ class NemesisPackage:
         t0 = time.monotonic()
         seq = itertools.count()
         # (due s, 0 heal / 1 fault, tie-breaker, step): heals run first at equal times
-        queue: list[tuple[float, int, int, Step]] = [(s.at_s, 1, next(seq), s) for s in self.schedule]
+        queue: list[tuple[float, int, int, ScheduledFault]] = [
+            (s.at_s, 1, next(seq), s) for s in self.schedule]
         heapq.heapify(queue)
-        heal_due: dict[Step, float] = {}
+        heal_due: dict[ScheduledFault, float] = {}
         while queue:
             at_s, is_fault, _, step = queue[0]
             if t0 + at_s > until:
@@ -164,7 +165,7 @@ class NemesisPackage:
                     heapq.heappush(queue, (heal_due[step], 0, next(seq), step))
         self._stop.wait(max(0.0, until - time.monotonic()))
 
-    def _blocking(self, step: Step) -> list[Step]:
+    def _blocking(self, step: ScheduledFault) -> list[ScheduledFault]:
         """Held faults that keep ``step`` from starting now (same family, or capacity)."""
         held = list(self._active)
         same = [s for s in held if s.family == step.family]
@@ -208,7 +209,7 @@ class NemesisPackage:
                 busy.update(int(n) for n in a.value.get("nodes", []))
         return busy
 
-    def _apply(self, step: Step, history: HistoryWriter) -> None:
+    def _apply(self, step: ScheduledFault, history: HistoryWriter) -> None:
         nemesis = self.nemeses[step.family]
         f = FAMILIES[step.family].fault
         try:

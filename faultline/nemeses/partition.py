@@ -26,7 +26,7 @@ from faultline.nemeses.base import (
     partitionable,
     with_timeout,
 )
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 
 Grudge = dict[int, frozenset[int]]
 
@@ -149,7 +149,7 @@ class PartitionNemesis:
         check_capabilities(cluster, self.family)
         self._cluster = cluster
 
-    def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:
+    def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         cluster = self.cluster
         nodes = [n.id for n in cluster.nodes]
         # isolate-leader's snapshot is the very read its target comes from (below): a

@@ -1,6 +1,6 @@
 """The nemesis schedule: which fault starts when, and for how long. Pure.
 
-A schedule is a tuple of :class:`Step` values computed from the nemesis spec, the
+A schedule is a tuple of :class:`ScheduledFault` values computed from the nemesis spec, the
 seed, the time limit and the node count, before the run starts. The same inputs
 always give the same schedule (the random stream is seeded from a string, which
 Python hashes with SHA-512, so ``PYTHONHASHSEED`` does not matter).
@@ -38,7 +38,7 @@ from faultline.spec import FAULTS, NemesisSpec
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class ScheduledFault:
     """One scheduled fault: start ``at_s`` seconds into the main phase, heal ``hold_s`` later.
 
     ``family`` is one of :data:`faultline.spec.FAULTS`; ``kind`` the variant within it
@@ -72,7 +72,8 @@ def kinds(family: str, nodes: int) -> tuple[str, ...]:
                  if not (k == "bridge" and nodes < 3) and not (k == "ring" and nodes < 4))
 
 
-def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float, nodes: int) -> tuple[Step, ...]:
+def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float,
+                   nodes: int) -> tuple[ScheduledFault, ...]:
     """The schedule for one run; deterministic in its arguments.
 
     Guarantees, for the returned steps: sorted by ``at_s``; at every instant at most
@@ -85,7 +86,7 @@ def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float, nodes: 
         return ()
     interval = nemesis.interval_s
     rng = random.Random(f"faultline-nemesis:{seed}")
-    steps: list[Step] = []
+    steps: list[ScheduledFault] = []
     t = interval * rng.uniform(0.5, 1.5)
     while True:
         family = rng.choice(families)
@@ -98,7 +99,7 @@ def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float, nodes: 
         if t + interval / 4 > time_limit_s:
             break
         hold = math.floor(min(hold, time_limit_s - t) * 1000) / 1000
-        steps.append(Step(t, family, kind, hold, pick))
+        steps.append(ScheduledFault(t, family, kind, hold, pick))
         t += gap
     return tuple(steps)
 
@@ -112,7 +113,8 @@ def _families(faults: Sequence[str], nodes: int) -> list[str]:
     return out
 
 
-def _first_free(steps: Sequence[Step], t: float, family: str, max_concurrent: int, quiet: float) -> float:
+def _first_free(steps: Sequence[ScheduledFault], t: float, family: str, max_concurrent: int,
+                quiet: float) -> float:
     """The earliest time >= t at which a ``family`` fault may start.
 
     A fault counts as held until ``quiet`` seconds after it heals, so a fault that

@@ -1,31 +1,17 @@
-"""The scripted nemesis: runs a targeted schedule (:mod:`faultline.targeted`) step by step.
+"""The scripted nemesis package: runs a targeted schedule (:mod:`faultline.targeted`) step by step.
 
 Where the seeded package (:mod:`faultline.nemeses.package`) draws faults at random
 times, this one runs the spec's ``nemesis.schedule`` in order from the start of the
 main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controller``)
 from live metadata when its step runs, and waiting on what the metadata shows
 (``until isr of 0 is {leader}``); live metadata is that of the brokers that answer, but
-one that another leaves out of the registered brokers: a broker cut off from the
-controller answers from a cache frozen since (:func:`trusted`). It drives the same family
-nemeses (kill, pause, stop, wipe, partition), so it heals the same way, and keeps the
-runner's contract (``setup``, ``run``, ``heal_all``, ``active``; see
-:class:`faultline.run.runner.NemesisSchedule`).
+one that another leaves out of the registered brokers (:func:`trusted`). It drives the
+same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition), so it heals the same way, and
+keeps the runner's contract (:class:`faultline.run.runner.NemesisSchedule`). Each step
+and wait is journaled as docs/history.md ("nemesis") says; a wait not met in time, or a
+role with no node, ends the schedule. Faults still in effect stay until ``heal_all``.
 
-Journal (docs/history.md, "nemesis"): each action is an invoke and a completion,
-``type: "info"``, ``process: "nemesis"``, ``f`` the family's action (``crash`` is
-``kill``, ``restart`` is ``start`` after a ``stop`` or ``kill`` of a running node,
-``isolate`` and ``hold`` are ``partition``, ``release`` is ``heal``); the invoke's
-value carries ``step`` (the step as written), ``role`` (its target as written),
-``targets`` (the node ids the role resolved to), ``nodes`` and ``leaders`` as every
-nemesis op does, and for ``isolate``, ``hold`` and ``release`` the whole ``grudge``
-and ``replication`` grudge (inter-broker traffic only) in effect after the step
-(``kind`` ``isolate``, ``hold``, ``release``). Waits are journaled as ``f: "wait"``
-pairs whose completion carries ``result`` (met, and after how long) and ``seen`` (the
-partitions' leader and ISR at the last look, or the registered brokers); a wait not
-met in time has an ``error`` and ends the schedule, as does a step whose role cannot
-be resolved (no leader, say). Faults still in effect stay until ``heal_all``.
-
-:class:`HandNemesis` is the same nemesis fed one step at a time from outside (a session
+:class:`HandPackage` is the same package fed one step at a time from outside (a session
 by hand, ``faultline cluster crash leader of 0``); there a failed step ends nothing.
 """
 
@@ -53,14 +39,14 @@ from faultline.nemeses.base import (
     with_timeout,
 )
 from faultline.nemeses.kill import KillNemesis
+from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
 from faultline.nemeses.partition import PartitionNemesis, complete, nodes_of, to_json
 from faultline.nemeses.pause import PauseNemesis
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.wipe import WipeNemesis
 from faultline.spec import TestSpec
-from faultline.targeted import Action, View, Wait, condition_met, parse_schedule, resolve
-from faultline.targeted import Step as TargetedStep
+from faultline.targeted import Action, Step, View, Wait, condition_met, parse_schedule, resolve
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +60,14 @@ class ScheduleEnded(Exception):
     """The schedule cannot go on (a role with no node, a wait not met); already journaled."""
 
 
-class ScriptedNemesis:
+class ScriptedPackage:
     """Runs ``steps`` against ``cluster``; see the module docstring.
 
     Thread-safety: ``heal_all`` may be called from another thread while ``run`` runs;
     it stops ``run`` after the action in progress (a wait stops at once) and heals.
     """
 
-    def __init__(self, cluster: Cluster, steps: Sequence[TargetedStep],
+    def __init__(self, cluster: Cluster, steps: Sequence[Step],
                  states: Callable[[], dict[int, PartitionState]] | None = None,
                  registered: Callable[[], set[int]] | None = None) -> None:
         """``states`` reads the test topic's partitions live (default: :meth:`_states`,
@@ -93,7 +79,13 @@ class ScriptedNemesis:
         self._read_states = states or self._states
         self._read_registered = registered or self._registered
         self.kill, self.pause, self.stop = KillNemesis(), PauseNemesis(), StopNemesis()
-        self.wipe, self.partition = WipeNemesis(), PartitionNemesis()
+        self.wipe, self.lose_unflushed = WipeNemesis(), LoseUnflushedNemesis()
+        self.partition = PartitionNemesis()
+        #: the family nemeses that fault a node, in the order they are set up and torn down
+        self._node_faults: tuple[NodeFault, ...] = (self.kill, self.stop, self.pause, self.wipe,
+                                                    self.lose_unflushed)
+        #: those of them that leave it down until a start
+        self._down = tuple(n for n in self._node_faults if n.leaves_down)
         #: why the schedule ended before its last step (None: it ran to the end, or runs)
         self.ended: str | None = None
         self._grudge: dict[int, frozenset[int]] = {}
@@ -106,7 +98,7 @@ class ScriptedNemesis:
         self._completions: list[Op] = []  # of the step run_step runs
 
     @classmethod
-    def from_spec(cls, spec: TestSpec, cluster: Cluster) -> ScriptedNemesis:
+    def from_spec(cls, spec: TestSpec, cluster: Cluster) -> ScriptedPackage:
         """The nemesis for ``spec.nemesis.schedule`` (validated when the spec was built)."""
         steps = parse_schedule(spec.nemesis.schedule, spec.topic.partitions, spec.kafka.nodes)
         return cls(cluster, steps)
@@ -120,6 +112,8 @@ class ScriptedNemesis:
             need.append(self.pause)
         if "wipe" in verbs:
             need.append(self.wipe)
+        if "lose-unflushed" in verbs:
+            need.append(self.lose_unflushed)
         if verbs & {"isolate", "hold", "release", "heal"}:
             need.append(self.partition)
         return need
@@ -131,14 +125,13 @@ class ScriptedNemesis:
         self._set_up = True
 
     @property
-    def active(self) -> list[Step]:
+    def active(self) -> list[ScheduledFault]:
         """Faults in effect now, as schedule steps (for the progress line)."""
-        held = [Step(0.0, n.family, n.family, 0.0, 0)
-                for n in (self.kill, self.pause, self.stop, self.wipe) if n.faulted]
+        held = [ScheduledFault(0.0, n.family, n.family, 0.0, 0) for n in self._node_faults if n.faulted]
         if self._grudge:
-            held.append(Step(0.0, "partition", "isolate", 0.0, 0))
+            held.append(ScheduledFault(0.0, "partition", "isolate", 0.0, 0))
         if self._replication:
-            held.append(Step(0.0, "partition", "hold", 0.0, 0))
+            held.append(ScheduledFault(0.0, "partition", "hold", 0.0, 0))
         return held
 
     # -- running ------------------------------------------------------------------
@@ -157,7 +150,7 @@ class ScriptedNemesis:
             self.ended = str(e)
             log.warning("targeted schedule ended early: %s", e)
 
-    def run_step(self, step: TargetedStep, history: HistoryWriter, until: float = math.inf) -> list[Op]:
+    def run_step(self, step: Step, history: HistoryWriter, until: float = math.inf) -> list[Op]:
         """Run one step now, journaled; its completion ops (none once ``heal_all`` has
         stopped the nemesis). ScheduleEnded, already journaled, when the step could not
         be done (no target, an action that failed, a wait not met by its bound or ``until``).
@@ -268,12 +261,13 @@ class ScriptedNemesis:
         nodes = list(targets)
         node_faults: dict[str, tuple[str, NodeFault]] = {
             "crash": ("kill", self.kill), "pause": ("pause", self.pause),
-            "resume": ("pause", self.pause), "wipe": ("wipe", self.wipe)}
+            "resume": ("pause", self.pause), "wipe": ("wipe", self.wipe),
+            "lose-unflushed": ("lose-unflushed", self.lose_unflushed)}
         if step.verb in node_faults:
             kind, nemesis = node_faults[step.verb]
             self._journaled(history, _ACTION[step.verb], {**value, "kind": kind, "nodes": nodes},
                             nemesis.invoke)
-            if step.verb in ("crash", "wipe"):
+            if nemesis.leaves_down:
                 self.pause.forget(nodes)  # the backend killed them, paused or not
         elif step.verb in ("isolate", "hold"):
             group = set(targets)
@@ -309,7 +303,7 @@ class ScriptedNemesis:
         """Start each node of ``op``, through the nemesis that took it down (so its
         teardown no longer counts it), or directly if none did."""
         for node in (op.value or {}).get("nodes", []):
-            owners = [n for n in (self.kill, self.wipe, self.stop) if node in n.faulted] or [self.kill]
+            owners = [n for n in self._down if node in n.faulted] or [self.kill]
             for owner in owners:
                 owner.invoke(Op(op.index, op.time, op.process, op.type, "start", {"nodes": [node]}))
         return completed(op, result="started")
@@ -382,7 +376,7 @@ class ScriptedNemesis:
                 if self.pause.faulted:
                     heals.append(("resume", {"kind": "pause", "nodes": sorted(self.pause.faulted)},
                                   self.pause.invoke))
-                down = sorted(self.kill.faulted | self.wipe.faulted | self.stop.faulted)
+                down = sorted(frozenset[int]().union(*(n.faulted for n in self._down)))
                 if down:
                     heals.append(("start", {"kind": "restart", "nodes": down}, self._start))
                 for f, value, invoke in heals:
@@ -404,14 +398,9 @@ class ScriptedNemesis:
 
 def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
     """The first of ``answers`` (in the order they came) whose broker no answer leaves out
-    of the brokers it lists.
-
-    Each broker answers from its own metadata cache, and one cut off from the controller
-    (isolated) keeps its cache as it was: it names itself leader still, with the ISR of
-    then, and every broker registered. The brokers in touch with the controller saw it
-    fenced and list it no more, so an answer from a broker that another answer leaves out
-    is stale, or may be. NemesisError when every answer is (the answers disagree).
-    """
+    of the brokers it lists: a broker cut off from the controller answers from a cache
+    frozen since (itself leader, every broker registered), while the brokers in touch saw
+    it fenced. NemesisError when another answer leaves out each one's broker."""
     for answer in answers:
         if all(answer.broker in other.brokers for other in answers):
             return answer
@@ -421,10 +410,11 @@ def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
 
 #: A targeted verb -> the history action its invoke op is journaled as when it has no target.
 _ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "resume",
-           "wipe": "wipe", "isolate": "partition", "hold": "partition", "release": "heal"}
+           "wipe": "wipe", "lose-unflushed": "lose-unflushed", "isolate": "partition", "hold": "partition",
+           "release": "heal"}
 
 
-class HandNemesis(ScriptedNemesis):
+class HandPackage(ScriptedPackage):
     """A targeted schedule typed one step at a time: a hand-driven session's nemesis.
 
     :meth:`submit` (from any thread) hands a step to :meth:`run`, which runs it as the
@@ -447,9 +437,9 @@ class HandNemesis(ScriptedNemesis):
         self._texts: list[str] = []  # every step accepted so far: later ones may use its names
 
     def _needed(self) -> list[Any]:
-        return [self.kill, self.stop, self.pause, self.wipe, self.partition]
+        return [*self._node_faults, self.partition]
 
-    def parse(self, text: str) -> TargetedStep:
+    def parse(self, text: str) -> Step:
         """``text`` as a step, checked against the topic's partitions, the nodes and the
         names bound so far; ``TOPIC/P`` (the test topic's) reads as ``P``. SpecError with
         what is wrong."""
@@ -513,7 +503,7 @@ class _Request:
 
     __slots__ = ("done", "error", "ops", "step")
 
-    def __init__(self, step: TargetedStep) -> None:
+    def __init__(self, step: Step) -> None:
         self.step = step
         self.done = threading.Event()
         self.ops: list[Op] = []

@@ -30,7 +30,7 @@ from faultline.errors import NemesisError
 from faultline.faults import TOXIC_KINDS
 from faultline.history import Op
 from faultline.nemeses.base import check_capabilities, choose, completed, leaders_snapshot, toxifiable
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 
 
 def toxic_for(kind: str, pick: int) -> tuple[tuple[str, ...], dict[str, int]]:
@@ -70,7 +70,7 @@ class ToxicsNemesis:
         check_capabilities(cluster, self.family)
         self._cluster = cluster
 
-    def plan(self, step: Step, busy: Collection[int]) -> dict[str, Any]:
+    def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         nodes = sorted(n.id for n in self.cluster.nodes)
         if (step.pick >> 16) % 2 == 1:
             nodes = [choose(nodes, step.pick)]

@@ -26,8 +26,8 @@ history), which give what the checker does not measure
 latency scatter, errors by kind, the span of the sends; the observations add the
 leader at each acknowledgement to the checker's stories. With ``metadata.jsonl`` the
 page has a "Broker state" section: the white-box invariants and every election
-(results.json's ``white_box``, or :func:`~faultline.checkers.whitebox.check_white_box`
-run in memory when results.json predates it), and the stories gain the leader and
+(results.json's ``white_box``, or the in-memory check's when results.json predates
+it), and the stories gain the leader and
 epoch at the acknowledgement and the election that followed.
 """
 
@@ -47,10 +47,11 @@ import jinja2
 import orjson
 
 from faultline.checkers.guarantees import CULPRITS
+from faultline.checkers.partition_faults import PartitionFaults
 from faultline.checkers.result import ANOMALIES
 from faultline.checkers.stored import check_stored_table
-from faultline.checkers.table import HistoryTable, SendTable, read_table
-from faultline.checkers.whitebox import BrokerFiles, check_white_box
+from faultline.checkers.table import HistoryDigest, SendTable, read_digest
+from faultline.checkers.whitebox import has_files
 from faultline.errors import HistoryError
 from faultline.report import measures as m
 from faultline.report import plots, stored_results
@@ -98,7 +99,7 @@ class RunData:
     run_dir: Path
     spec: TestSpec
     results: dict[str, Any]
-    history: HistoryTable
+    history: HistoryDigest
     truncated: bool
     observations: dict[m.Partition, list[dict[str, Any]]] = field(default_factory=dict)
     stored: bool = True
@@ -132,7 +133,7 @@ def load_run(run_dir: Path) -> RunData:
     if not spec_path.exists():  # one that is there and unreadable: TestSpec.load says why
         raise HistoryError(str(spec_path), None, "missing: is this a run directory?")
     spec = TestSpec.load(spec_path)
-    history = read_table(run_dir / SENDS_FILE, find_history(run_dir))
+    history = read_digest(run_dir / SENDS_FILE, find_history(run_dir))
     results_path = run_dir / RESULTS_FILE
     stored = _read_json(results_path) if results_path.is_file() else None
     if stored is not None and not isinstance(stored, dict):
@@ -141,20 +142,19 @@ def load_run(run_dir: Path) -> RunData:
         _check_stored_types(results_path, stored)
         if (why := stored_results.problem(stored)) is not None:
             raise HistoryError(str(results_path), None, why)
+        _check_fault_tokens(results_path, stored)
         _check_same_history(results_path, stored, find_history(run_dir))
     results = stored
     missing = [k for k, kind in _CHECKED.items() if not isinstance((stored or {}).get(k), kind)]
     if "partitions" not in missing and not all(  # from a checker that judged runs, not partitions
             isinstance(x, dict) and "anomaly_counts" in x for x in (stored or {})["partitions"]):
         missing.append("partitions")
+    if not isinstance((stored or {}).get("white_box"), dict) and has_files(run_dir):  # an older checker's
+        missing.append("white_box")
     if results is None or missing or history is None:
         checked, history = _check(run_dir)
         results = checked if stored is None else {
             **stored, **{k: checked[k] for k in missing if k in checked}}
-    if not isinstance(results.get("white_box"), dict):
-        white = check_white_box(spec, BrokerFiles.read(run_dir), results)
-        if white is not None:
-            results = {**results, "white_box": white}
     buckets = m.bucket_count(history.end_time, _measures(results))
     if buckets > m.MAX_BUCKETS:  # only a results.json or table of another checker's: it bounds times
         raise HistoryError(str(results_path), None, (
@@ -171,17 +171,17 @@ def load_run(run_dir: Path) -> RunData:
 _CHECKED: Mapping[str, type] = {"measures": dict, "partitions": list}
 
 
-def _check(run_dir: Path) -> tuple[dict[str, Any], HistoryTable]:
+def _check(run_dir: Path) -> tuple[dict[str, Any], HistoryDigest]:
     """The results.json object ``faultline check`` would write and the history's sends as
     columns, from one pass of the same function
     (:func:`~faultline.checkers.stored.check_stored_table`), in memory.
 
-    Not :func:`~faultline.checkers.cli.check_run`: the report must write nothing but
+    Not :func:`~faultline.checkers.results_file.check_run`: the report must write nothing but
     report.html (a stored verdict is the user's to make). A history the checker cannot
     read raises its HistoryError; a checker that failed leaves no sends to draw.
     """
     result, table = check_stored_table(run_dir)
-    return result.to_json(), table or HistoryTable(SendTable.of([]), [], 0, 0, None, 0, False)
+    return result.to_json(), table or HistoryDigest(SendTable.of([]), [], 0, 0, None, 0, False)
 
 
 #: The types the page relies on, of results.json's fields docs/history.md lists.
@@ -204,6 +204,27 @@ def _check_stored_types(path: Path, stored: dict[str, Any]) -> None:
         raise HistoryError(str(path), None, f"anomalies.{bad[0]}: expected a list")
     if "send" in (stats := stored.get("stats") or {}) and not isinstance(stats["send"], dict):
         raise HistoryError(str(path), None, "stats.send: expected an object")
+
+
+def _check_fault_tokens(path: Path, stored: dict[str, Any]) -> None:
+    """HistoryError naming the field when a stored results.json's fault tokens
+    (``faults_seen``, ``partitions[].faults``) are no faults
+    (:meth:`~faultline.checkers.partition_faults.PartitionFaults.from_tokens`)."""
+    fields = [("faults_seen", stored.get("faults_seen"))] + [
+        (f"partitions[{i}].faults", x.get("faults")) for i, x in enumerate(stored.get("partitions") or ())
+        if isinstance(x, dict)]
+    for where, tokens in fields:
+        if isinstance(tokens, list):
+            try:
+                PartitionFaults.from_tokens(tokens)
+            except ValueError as e:
+                raise HistoryError(str(path), None, f"{where}: {e}") from None
+
+
+def _fault_words(tokens: Sequence[str]) -> str:
+    """results.json's fault tokens for a person
+    (:meth:`~faultline.checkers.partition_faults.PartitionFaults.words`)."""
+    return PartitionFaults.from_tokens(tokens).words()
 
 
 def _check_same_history(path: Path, stored: dict[str, Any], history: Path) -> None:
@@ -285,7 +306,7 @@ def cluster_note(run_dir: Path) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Headline:
     """The headline: ``kind`` is valid / invalid / unknown (the page's color)."""
 
     kind: str
@@ -294,7 +315,7 @@ class Verdict:
     why: str
 
 
-def verdict(run: RunData) -> Verdict:
+def verdict(run: RunData) -> Headline:
     """Whether data was lost, and why, from the checker's results only.
 
     Whatever the verdict, a loss is stated as decided only where it was: with anything
@@ -320,7 +341,7 @@ def verdict(run: RunData) -> Verdict:
         what = (", ".join(_violation_count(r, a, counts.get(a, 0)) for a in violations)
                 or "a forbidden anomaly")
         also = ("; undecided: " + ", ".join(_unknown_where(u) for u in undecided)) if undecided else ""
-        return Verdict("invalid", "INVALID", loss,
+        return Headline("invalid", "INVALID", loss,
                        f"{what}: forbidden by Kafka's guarantees for {_under(run)}{also}")
     if valid is True:
         if seen:
@@ -329,14 +350,14 @@ def verdict(run: RunData) -> Verdict:
                 if counts.get(a) and a in permitted:
                     by_reason.setdefault(reasons.get(a, ""), []).append(a)
             allowed = [", ".join(names) + (f": {why}" if why else "") for why, names in by_reason.items()]
-            return Verdict("valid", "VALID", loss, "seen but permitted: " + "; ".join(allowed or seen))
-        return Verdict("valid", "VALID", loss, f"no anomaly seen; the guarantees held for {_under(run)}")
+            return Headline("valid", "VALID", loss, "seen but permitted: " + "; ".join(allowed or seen))
+        return Headline("valid", "VALID", loss, f"no anomaly seen; the guarantees held for {_under(run)}")
     unknown = [_unknown_text(u) for u in undecided]
     if violations:  # seen where forbidden, as far as it could be judged: never left unsaid
         what = ", ".join(_violation_count(r, a, counts.get(a, 0)) for a in violations)
         unknown.insert(0, f"{what} seen where Kafka's guarantees for {_under(run)} forbid it, "
                           "as judged without what is undecided")
-    return Verdict("unknown", "UNKNOWN", loss, "; ".join(unknown) or "the checker could not decide")
+    return Headline("unknown", "UNKNOWN", loss, "; ".join(unknown) or "the checker could not decide")
 
 
 def _undecided(r: Mapping[str, Any]) -> list[Any]:
@@ -368,8 +389,7 @@ def _under(run: RunData) -> str:
     """The config and faults the guarantees were judged against, in a phrase."""
     t, p = run.spec.topic, run.spec.producer
     seen = (run.results).get("faults_seen")
-    faults = ", ".join(f for f in seen if isinstance(f, str)) if isinstance(seen, list) else ", ".join(
-        run.spec.nemesis.faults)
+    faults = _fault_words(seen) if isinstance(seen, list) else ", ".join(run.spec.nemesis.faults)
     return (f"acks={p.acks}, min.insync.replicas={t.min_insync_replicas}, "
             f"{'unclean' if t.unclean_leader_election_enable else 'clean'} elections"
             + (f" under {faults}" if faults else ", no faults"))
@@ -498,7 +518,7 @@ def who_broke_it(r: Mapping[str, Any], name: str) -> list[str]:
 
 def anomaly_sections(run: RunData) -> list[dict[str, Any]]:
     """Per anomaly type seen: every example results.json holds (at most
-    :data:`~faultline.checkers.result.MAX_EXAMPLES`) as a table row with its story;
+    :data:`~faultline.checkers.result.MAX_ANOMALY_EXAMPLES`) as a table row with its story;
     never downsampled. Forbidden examples come first, and where the type has permitted
     ones too (``mixed``) each forbidden one is marked. The page writes each row's
     fields, mark and doubt as HTML, and its story and explanation once, in
@@ -661,23 +681,9 @@ def partition_rows(run: RunData, avail: Mapping[m.Partition, m.Availability]) ->
                      if complete and not short else
                      f"{lost}, undecided past {hw}" if complete else "undecided"),
             "agreed": "-" if agreed is None else agreed,
-            "faults": _tokens(x.get("faults") or ()), "why": why,
+            "faults": _fault_words(x.get("faults") or ()) or "none", "why": why,
         })
     return rows
-
-
-def _tokens(faults: Sequence[str]) -> str:
-    """A partition's fault tokens for a person: of ``data-loss>=N`` and ``faulted>=N``
-    only the largest N."""
-    most: dict[str, int] = {}
-    plain: list[str] = []
-    for f in faults:
-        name, sep, n = f.partition(">=")
-        if sep and n.isdigit():
-            most[name] = max(most.get(name, 0), int(n))
-        else:
-            plain.append(f)
-    return ", ".join([*plain, *(f"{k}>={n}" for k, n in sorted(most.items()))]) or "none"
 
 
 def _white_box(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -772,7 +778,7 @@ def render_report(run: RunData) -> str:
         sends_open=(r.get("stats") or {}).get("send_open", 0),
         undecided=bool(_undecided(r)),
         expectations=expectations(run), unknown=[_unknown_text(u) for u in r.get("unknown") or ()],
-        faults_seen=", ".join(map(str, seen)) if isinstance(seen, list) else "",
+        faults_seen=_fault_words(seen) if isinstance(seen, list) else "",
         threshold=f"{(threshold if isinstance(threshold, int) else 1_000_000_000) / 1e9:g} s",
         stored=run.stored, anomalies=sections, stories=stories_payload(sections),
         partitions=partition_rows(run, avail), faults=[

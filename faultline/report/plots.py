@@ -2,9 +2,8 @@
 availability and (when observed) leader / ISR / HW traces.
 
 Every figure shares one x range, in seconds since the run started, so zooming one
-zooms all. Inputs are plain data (see :class:`PlotData`); the data each plot carries
-is already bounded by the caller (buckets, a downsampled scatter), which is what keeps
-a 100k-op report small. :func:`render` returns the HTML fragments to embed: bokeh's
+zooms all. Inputs are plain data (see :class:`PlotData`), bounded by the caller
+(buckets, a downsampled scatter). :func:`render` returns the HTML fragments to embed: bokeh's
 own JavaScript inline (core only, no widgets) and the plots' script and div.
 """
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from faultline.checkers.table import HistoryTable
+from faultline.checkers.table import HistoryDigest
 from faultline.report import measures as m
 
 
@@ -66,7 +66,7 @@ class Storyteller:
     gives no lines.
     """
 
-    def __init__(self, history: HistoryTable,
+    def __init__(self, history: HistoryDigest,
                  observations: Mapping[m.Partition, list[dict[str, Any]]],
                  leader_changes: Sequence[Mapping[str, Any]] = ()) -> None:
         self._h = history

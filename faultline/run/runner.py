@@ -1,34 +1,16 @@
-"""One test run, start to finish (docs/design.md, "The run").
+"""One test run, start to finish, in the order of docs/design.md's "The run": ``test.json``
+(and ``cluster.json`` saying the broker state is not collected, until it is) before
+anything starts; cluster up; the observer; the main phase; heal; quiescence (bounded);
+drain; broker state; node configs and logs; teardown (always: also on errors and
+Ctrl-C); check (done while the run goes on: :class:`_LiveCheck`) and report.
+``results/latest`` points at the newest run directory as soon as it exists. The verdict
+decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
 
-::
-
-    spec -> results/<name>/<UTC timestamp>/test.json      (before anything starts)
-        and cluster.json saying the broker state is not collected (until it is, below)
-    cluster up, topic created with a full ISR
-    observer starts sampling leader / ISR / HW / LEO into observations.jsonl
-    main phase: workload + nemesis schedule for time_limit, journaled to history.jsonl.zst
-    stop issuing ops; heal every fault; let outstanding sends complete
-    wait for quiescence (bounded): every partition led, its replicas registered, in the
-        ISR and caught up, its high watermark at the leader's log end, all stable
-    drain every partition from log start to the log end it had at quiescence
-    observer stops
-    broker state: the decoded KRaft metadata log (metadata.jsonl) and each replica's
-        batches (replicas.jsonl), for the white-box checks
-    collect node configs and logs into nodes/
-    teardown (always: also on errors and Ctrl-C)
-    check -> results.json (done while the run goes on: :class:`_LiveCheck`); report -> report.html
-
-``results/latest`` points at the newest run directory as soon as it exists. The
-verdict decides the exit code: 0 valid, 1 invalid, 2 unknown or error.
-
-Seams for the parts written elsewhere: the cluster comes from ``cluster_factory``
-(default: the backend ``spec.backend`` names, :func:`~faultline.cluster.backends.cluster_for`),
-the workload from :func:`~faultline.workloads.workload_for`, the nemesis from
-``nemesis_factory`` (default: :class:`~faultline.nemeses.scripted.ScriptedNemesis` for a
-spec with a targeted ``nemesis.schedule``, else
-:meth:`~faultline.nemeses.package.NemesisPackage.from_spec`, which does nothing for a
-spec without faults), the verdict from
-:func:`faultline.checkers.cli.check_run` and the report from :func:`_report`.
+Seams for the parts written elsewhere: ``cluster_factory`` (default:
+:func:`~faultline.cluster.backends.cluster_for`), the workload
+(:func:`~faultline.workloads.workload_for`), ``nemesis_factory`` (default:
+:func:`_nemesis_package`), the verdict (:func:`faultline.checkers.results_file.check_run`) and the
+report (:func:`_report`).
 """
 
 from __future__ import annotations
@@ -44,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 import orjson
 from rich.console import Console
@@ -54,11 +36,12 @@ from rich.text import Text
 from faultline.brokerstate.collect import collect_broker_state, mark_uncollected
 from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
 from faultline.brokerstate.quiescence import wait_quiescent
+from faultline.checkers.result import Valid
 from faultline.cluster.backends import cluster_for
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 from faultline.rundir import (
     CLIENT_LOG_FILE,
     HISTORY_FILE,
@@ -71,8 +54,6 @@ from faultline.spec import TestSpec
 from faultline.workloads import MakeWorkload, Workload, workload_for
 from faultline.workloads.clients import ClientLog, WorkloadStats
 from faultline.workloads.drain import PartitionDrain, drain
-
-Verdict = bool | Literal["unknown"] | None
 
 #: How long, after the heal, every partition gets to become quiescent.
 RECOVERY_TIMEOUT_S = 60.0
@@ -99,7 +80,7 @@ class NemesisSchedule(Protocol):
     def heal_all(self, history: HistoryWriter | None = None) -> None: ...
 
     @property
-    def active(self) -> Sequence[Step]: ...
+    def active(self) -> Sequence[ScheduledFault]: ...
 
 
 ClusterFactory = Callable[[TestSpec], Cluster]
@@ -112,7 +93,7 @@ class RunOutcome:
     """What a finished run left: where, the verdict, and the numbers worth printing."""
 
     run_dir: Path
-    valid: Verdict
+    valid: Valid | None
     stats: WorkloadStats
     recovered: bool = False
     drains: list[PartitionDrain] = field(default_factory=list)
@@ -153,10 +134,10 @@ class RunOutcome:
 def _nemesis_package(spec: TestSpec, cluster: Cluster) -> NemesisSchedule:
     """The spec's targeted schedule when it has one, else its seeded mix of faults."""
     from faultline.nemeses.package import NemesisPackage
-    from faultline.nemeses.scripted import ScriptedNemesis
+    from faultline.nemeses.scripted import ScriptedPackage
 
     if spec.nemesis.schedule:
-        return ScriptedNemesis.from_spec(spec, cluster)
+        return ScriptedPackage.from_spec(spec, cluster)
     return NemesisPackage.from_spec(spec, cluster)
 
 
@@ -325,7 +306,7 @@ class _LiveCheck:
     test and its drain go on, so that they keep the machine (:meth:`hurry` then gives it
     the run's), reads the history as the run writes it, so that after the
     run only its tail (the drain) and the decisions remain to do. It
-    is :func:`~faultline.checkers.cli.check_run` itself, the history followed until
+    is :func:`~faultline.checkers.results_file.check_run` itself, the history followed until
     :meth:`verdict` says it is closed: the same check as ``faultline check`` of the run
     directory afterwards, which reads the same bytes and the same broker state (the
     run writes that before it closes the history). Then it builds the report
@@ -345,18 +326,15 @@ class _LiveCheck:
         child_end.close()
 
     def hurry(self) -> None:
-        """Give the child the run's own CPU priority, once the drain is done: what it still
-        has to do then is what the run waits for (at nice 19 on a busy machine it lagged
-        18-46 s behind the drain). Not before: at the run's priority during the drain it
-        took the drain's readers' CPU (make run, 2 cores: the drain 2.9 -> 4.2-4.7 s, for
-        a check 1.0-1.7 s shorter). Raising a priority needs root (CAP_SYS_NICE); without
-        it the child stays at 19."""
+        """Give the child the run's own CPU priority; called once the drain is done, not
+        before (docs/design.md, "The run", says why). Needs root (CAP_SYS_NICE); without
+        it the child stays at nice 19."""
         pid = self._child.pid
         if pid is not None:
             with contextlib.suppress(OSError):  # not permitted, or the child is gone
                 os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, 0))
 
-    def verdict(self) -> tuple[Verdict, str | None]:
+    def verdict(self) -> tuple[Valid, str | None]:
         """The verdict and white-box line (:func:`_check`), once the history is closed."""
         self._closed.set()
         return self._from_child("checking", lambda: _check(self.run_dir))
@@ -409,11 +387,11 @@ def _check_following(run_dir: Path, parent: int, closed: Any, answers: Any) -> N
         answers.send(_report(run_dir))
 
 
-def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Verdict, str | None]:
+def _check(run_dir: Path, follow: Callable[[], bool] | None = None) -> tuple[Valid, str | None]:
     """The checker's verdict and its white-box line (``None`` without broker state); the
     checker writes ``results.json`` (also when it fails). ``follow``: see
-    :func:`~faultline.checkers.cli.check_run`."""
-    from faultline.checkers.cli import check_run
+    :func:`~faultline.checkers.results_file.check_run`."""
+    from faultline.checkers.results_file import check_run
     from faultline.checkers.whitebox import verdict_line
 
     try:

@@ -1,34 +1,20 @@
 """A hand-driven session: a normal run whose faults are typed one by one, and whose main
-phase lasts until ``faultline cluster down``.
+phase lasts until ``faultline cluster down`` (docs/design.md, "Nemeses").
 
-::
-
-    faultline cluster up        spawns ``python -m faultline.run.session`` (a process of its
-                                own session, outliving the command), which runs the spec
-                                through run_test with a HandNemesis; once the main phase
-                                runs (cluster, topic, workload, observer), it listens on
-                                <state dir>/runs/<run id>/session.sock, prints one
-                                ``ready {...}`` line and sends its own output to the run
-                                directory's faultline.log; ``up`` relays what it printed
-                                until then and returns
-    faultline cluster crash leader of 0
-                                one request on the socket: the session's nemesis runs the
-                                step and journals it in the run's history, and the reply
-                                says what it resolved and did
-    faultline cluster down      ends the main phase; the run goes on as at a time limit
-                                (heal, quiescence, drain, broker state, teardown, check,
-                                report), its phases and then its verdict streamed back
-
-Only the session process writes the run's history, so ``index`` and ``time`` stay one
-sequence. The session owns its cluster like any run (``state.json``'s owner is the
-session process): if it dies, the cluster is stale, and the next ``faultline cluster
-down`` (or any run's start) removes it. ``spec.time_limit_s`` bounds the main phase of a
-session nobody ends.
+``faultline cluster up`` spawns ``python -m faultline.run.session`` (a process of its own
+session, outliving the command), which runs the spec through run_test with a
+HandPackage; once the main phase runs, it listens on
+``<state dir>/runs/<run id>/session.sock``, prints one ``ready {...}`` line and sends its
+own output to the run directory's faultline.log. Only the session process writes the
+run's history, so ``index`` and ``time`` stay one sequence. ``spec.time_limit_s`` bounds
+the main phase of a session nobody ends; a session that dies leaves a stale cluster,
+which the next ``faultline cluster down`` (or any run's start) removes.
 
 The protocol, one JSON object a line: a request ``{"step": "crash leader of 0"}`` or
 ``{"down": true}``; the reply any number of ``{"say": LINE}`` and then one ``{"exit":
 CODE}``, with ``"error": LINE`` when the request failed (a step that does not parse or
-could not be done, a session that is ending).
+could not be done, a session that is ending). ``down`` ends the main phase: the run goes
+on as at a time limit, its phases and then its verdict streamed back.
 """
 
 from __future__ import annotations
@@ -47,13 +33,13 @@ from typing import Any, NamedTuple
 import orjson
 from rich.console import Console
 
-from faultline.cluster.local import runstate
+from faultline.cluster.host import runstate
+from faultline.cluster.host.stateroot import checked_run_id, read_private
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.protocol import Cluster
-from faultline.cluster.stateroot import checked_run_id, read_private
 from faultline.errors import ClusterError, FaultlineError, NemesisError
 from faultline.history import Op
-from faultline.nemeses.scripted import HandNemesis
+from faultline.nemeses.scripted import HandPackage
 from faultline.run.runner import RunOutcome, run_test
 from faultline.rundir import write_atomic
 from faultline.spec import TestSpec
@@ -218,11 +204,11 @@ class _Session:
         self.finished = threading.Event()
         self.outcome: RunOutcome | None = None
         self.console = _Broadcast()
-        self._nemesis: HandNemesis | None = None
+        self._nemesis: HandPackage | None = None
         self._server: socket.socket | None = None
         self._downs: list[threading.Thread] = []
 
-    def nemesis_for(self, spec: TestSpec, cluster: Cluster) -> HandNemesis:
+    def nemesis_for(self, spec: TestSpec, cluster: Cluster) -> HandPackage:
         """The run's nemesis factory: listen on the cluster's socket, serve it once the
         main phase runs."""
         if not isinstance(cluster, LocalCluster):
@@ -234,7 +220,7 @@ class _Session:
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(path))
         self._server.listen()
-        self._nemesis = HandNemesis(cluster)
+        self._nemesis = HandPackage(cluster)
         threading.Thread(target=self._serve, args=(cluster.run_id,), name="faultline-session",
                          daemon=True).start()
         return self._nemesis

@@ -13,6 +13,9 @@ cell ``pending`` again: a failed cell, a cell a crash left ``running``, a done c
 whose results were deleted, a done cell run under another config (the matrix is the
 same, but a default or rule of faultline's changed since): one sweep's runs of one cell
 are runs of one config.
+
+A cell run on a Spark cluster (``faultline sweep --master``) says where in ``ran_on``
+(:class:`RanOn`); a cell run here has none.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, Literal
 
 import orjson
 
+from faultline.checkers.result import Valid
 from faultline.errors import HistoryError, SpecError
 from faultline.rundir import RESULTS_FILE, TEST_FILE, write_atomic
 from faultline.spec import TestSpec
@@ -37,7 +41,6 @@ VERSION = 1
 
 Status = Literal["pending", "running", "done", "failed"]
 STATUSES: tuple[Status, ...] = ("pending", "running", "done", "failed")
-Valid = bool | Literal["unknown"] | None
 
 
 def utc_now() -> str:
@@ -47,17 +50,36 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True, slots=True)
+class RanOn:
+    """Where a cell's run ran on a Spark cluster: the worker's host name, the id of the
+    executor whose task ran it, and that task's attempt (0 the first; a later one reran
+    the cell after an attempt was lost with its worker)."""
+
+    host: str
+    executor: str
+    attempt: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "executor": self.executor, "attempt": self.attempt}
+
+
 @dataclass(slots=True)
 class CellState:
-    """One cell's line of the manifest; ``run_dir`` is relative to the sweep directory."""
+    """One cell's line of the manifest; ``run_dir`` is relative to the sweep directory.
+    ``recipe`` and ``predicts``: a targeted run's, as :class:`~faultline.sweep.matrix.Cell`
+    has them (None and empty for a random-seed run)."""
 
     id: str
     axes: Mapping[str, Any]
     status: Status = "pending"
-    valid: Valid = None
+    valid: Valid | None = None
     error: str | None = None
     started: str | None = None
     ended: str | None = None
+    recipe: str | None = None
+    predicts: tuple[str, ...] = ()
+    ran_on: RanOn | None = None
 
     @property
     def run_dir(self) -> str:
@@ -66,7 +88,9 @@ class CellState:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "axes": dict(self.axes), "status": self.status,
                 "run_dir": self.run_dir, "valid": self.valid, "error": self.error,
-                "started": self.started, "ended": self.ended}
+                "started": self.started, "ended": self.ended, "recipe": self.recipe,
+                "predicts": list(self.predicts),
+                "ran_on": self.ran_on.to_json() if self.ran_on is not None else None}
 
 
 @dataclass(slots=True)
@@ -115,8 +139,11 @@ def load(sweep_dir: Path) -> Manifest | None:
         if data["version"] != VERSION:
             raise HistoryError(str(path), None, f"manifest version {data['version']}, "
                                                 f"this faultline reads {VERSION}")
+        # recipe, predicts and ran_on are absent in a sweep.json written before them
         cells = [CellState(str(c["id"]), dict(c["axes"]), c["status"], c["valid"], c["error"],
-                           c["started"], c["ended"]) for c in data["cells"]]
+                           c["started"], c["ended"], c.get("recipe"), tuple(c.get("predicts") or ()),
+                           _ran_on(c.get("ran_on")))
+                 for c in data["cells"]]
         night = data.get("night")  # absent in a sweep.json written before it was
         if night is not None and not isinstance(night, str):
             raise TypeError("night")
@@ -127,6 +154,15 @@ def load(sweep_dir: Path) -> Manifest | None:
     if bad:
         raise HistoryError(str(path), None, f"cell {bad[0]}: status is not one of {', '.join(STATUSES)}")
     return manifest
+
+
+def _ran_on(data: Any) -> RanOn | None:
+    if data is None:
+        return None
+    host, executor, attempt = data["host"], data["executor"], data["attempt"]
+    if not isinstance(host, str) or not isinstance(executor, str) or not isinstance(attempt, int):
+        raise TypeError("ran_on")
+    return RanOn(host, executor, attempt)
 
 
 def plan(matrix: Matrix, previous: Manifest | None, sweep_dir: Path, night: str | None = None) -> Manifest:
@@ -142,7 +178,7 @@ def plan(matrix: Matrix, previous: Manifest | None, sweep_dir: Path, night: str 
                 and ran_as(cell.spec, sweep_dir / old.run_dir)):
             cells.append(old)
         else:
-            cells.append(CellState(cell.id, dict(cell.axes)))
+            cells.append(CellState(cell.id, dict(cell.axes), recipe=cell.recipe, predicts=cell.predicts))
     created = previous.created if previous is not None else utc_now()
     if night is None and previous is not None:
         night = previous.night

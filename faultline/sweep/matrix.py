@@ -12,6 +12,7 @@
       kafka.version: [4.3.1, 3.9.1]
     cells:                       # optional: more cells, each a mapping of axis values
       - {acks: all, min_insync: 2, faults: [wipe]}
+    schedules: targeted          # optional: random (the default) or targeted
 
 An axis names a spec field by its dotted path in ``test.json`` (``producer.acks``,
 ``topic.min_insync_replicas``, ``nemesis.faults``, ``seed``, ...) or by a short name
@@ -28,6 +29,11 @@ axes' order (a list value joined by ``+``, ``none`` when empty); characters othe
 letters, digits and ``._+=,-`` become ``_``, so the id is a directory name. Every
 cell is built and validated before anything runs: a mistake is one SpecError line
 naming the file, the cell and the field.
+
+``schedules: targeted`` adds, after the first cell of each config (its axes but the
+seed), a cell per model recipe that config runs (:mod:`faultline.sweep.schedules`): its
+id is the config's with ``,recipe=<name>``, its axes the config's (no seed), its spec
+the config's with the recipe's schedule.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from typing import Any
 
 from faultline.errors import SpecError
 from faultline.spec import TestSpec, name_ok
+from faultline.sweep.schedules import SCHEDULES, chosen, targeted_runs
+from faultline.yamlfile import read_yaml_mapping
 
 #: Short axis names and the spec fields they stand for.
 SHORT_NAMES: dict[str, str] = {
@@ -55,7 +63,7 @@ SHORT_NAMES: dict[str, str] = {
 }
 #: The name a cell id uses for a field (the short name where there is one).
 _ID_NAME: dict[str, str] = {path: short for short, path in SHORT_NAMES.items() if short != "seeds"}
-_TOP_KEYS = ("name", "defaults", "axes", "cells")
+_TOP_KEYS = ("name", "defaults", "axes", "cells", "schedules")
 #: Fields that are not test parameters: set by the run, or naming it.
 _NOT_AXES = frozenset({"name", "start_wall_ms"})
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+=,-")
@@ -64,11 +72,14 @@ _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 @dataclass(frozen=True, slots=True)
 class Cell:
     """One run of the sweep: its id, its axis values (dotted path -> the value as
-    ``test.json`` holds it) and its whole spec."""
+    ``test.json`` holds it) and its whole spec; for a targeted run, the model's ``recipe``
+    it runs and the anomalies the model ``predicts`` for it on the cell's config."""
 
     id: str
     axes: Mapping[str, Any]
     spec: TestSpec
+    recipe: str | None = None
+    predicts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +168,32 @@ def parse_matrix(data: Any, source: str, default_name: str) -> Matrix:
             raise SpecError(f"{source}: cell {cell.id} is listed twice")
         seen |= {cell.id, same}
         cells.append(cell)
+    schedules = data.get("schedules", "random")
+    if schedules not in SCHEDULES:
+        raise SpecError(f"{source}: schedules: expected one of {', '.join(SCHEDULES)}, got {schedules!r}")
+    if schedules == "targeted":
+        cells = _with_targeted(cells, source)
     return Matrix(name, dict(data), tuple(cells))
+
+
+def _with_targeted(cells: Sequence[Cell], source: str) -> list[Cell]:
+    """``cells`` with, after the first cell of each config, its targeted runs (module docstring)."""
+    recipes = chosen([c.spec for c in cells])
+    out: list[Cell] = []
+    configs: set[str] = set()
+    for cell in cells:
+        out.append(cell)
+        axes = {p: v for p, v in cell.axes.items() if p != "seed"}
+        config = cell_id(dict(sorted(axes.items())))
+        if config in configs:
+            continue
+        configs.add(config)
+        try:
+            runs = targeted_runs(cell.spec, recipes)
+        except SpecError as e:
+            raise SpecError(f"{source}: cell {cell.id}: {e}") from None
+        out += [Cell(f"{cell_id(axes)},recipe={r.recipe}", axes, r.spec, r.recipe, r.predicts) for r in runs]
+    return out
 
 
 def _axis_path(key: Any, where: str) -> str:
@@ -219,7 +255,5 @@ def _set(data: dict[str, Any], path: str, value: Any) -> None:
 
 def load_matrix(path: Path) -> Matrix:
     """The matrix in the YAML file ``path``; one SpecError line for anything wrong with it."""
-    from faultline.run.cli import read_yaml_mapping
-
     return parse_matrix(read_yaml_mapping(path, "a matrix (name, defaults, axes, cells)"),
                         str(path), path.stem)

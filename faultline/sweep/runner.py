@@ -16,6 +16,10 @@ being run tears its cluster down (``run_test`` does), is recorded ``failed``
 (``interrupted``), and :class:`KeyboardInterrupt` propagates with the manifest saved.
 A cell's directory left by a failed or interrupted attempt is removed before the
 cell runs again.
+
+With :class:`Workers` (a Spark cluster: :mod:`.spark_cells`) the cells run there, as many
+at once as it has slots, each by the same :func:`run_once`; this process alone writes
+the manifest, as each cell's result comes back.
 """
 
 from __future__ import annotations
@@ -24,18 +28,22 @@ import io
 import multiprocessing
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import click
 import orjson
 import yaml
 from rich.console import Console
 from rich.text import Text
 
+from faultline.checkers.result import Valid
+from faultline.cluster import kafka_dist
 from faultline.errors import SetupError, SpecError
-from faultline.run.cli import read_yaml_mapping
 from faultline.run.runner import LiveLine, RunOutcome, run_test
 from faultline.rundir import RESULTS_FILE, write_atomic
 from faultline.spec import TestSpec
@@ -44,13 +52,13 @@ from faultline.sweep.manifest import (
     CellState,
     Manifest,
     Status,
-    Valid,
     load,
     plan,
     utc_now,
 )
 from faultline.sweep.matrix import Cell, Matrix
 from faultline.workloads.clients import WorkloadStats
+from faultline.yamlfile import read_yaml_mapping
 
 #: Bytes of run directory one acknowledged send costs, at most: its share of
 #: history.jsonl.zst (invoke, completion, polls, drain), of history.sends.parquet and of
@@ -77,11 +85,43 @@ class RunCell(Protocol):
                  run_dir: Path | None = ...) -> RunOutcome: ...
 
 
+class Workers(Protocol):
+    """Machines that run a sweep's cells in place of this one, ``slots`` cells at once."""
+
+    @property
+    def slots(self) -> int: ...
+
+    def check(self, sweep_dir: Path) -> None:
+        """SetupError, in one line, when they cannot run cells into ``sweep_dir``; writes
+        nothing there."""
+
+    def run(self, cells: Sequence[tuple[Cell, CellState]], sweep_dir: Path,
+            ended: Callable[[CellState, float], None]) -> None:
+        """Run each cell into its ``run_dir`` (none exists), recording how it ended in its
+        state, then call ``ended(state, seconds it took)``. KeyboardInterrupt: stop every
+        cell and propagate."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How one run of a cell ended: ``done`` with results.json's verdict, or ``failed``
+    with one line saying why."""
+
+    status: Status
+    valid: Valid | None = None
+    error: str | None = None
+
+
 def disk_needed(cells: Sequence[Cell]) -> int:
     """Bytes the run directories of ``cells`` will take, at most: each cell's main-phase
     seconds x its sends per second (its ``rate``, else :data:`FULL_SPEED_SENDS_PER_S`) x
     :data:`HISTORY_BYTES_PER_SEND`."""
     return int(sum(c.spec.time_limit_s * _sends_per_s(c.spec) * HISTORY_BYTES_PER_SEND for c in cells))
+
+
+def duration_s(cells: Sequence[Cell], overhead_s: float = CELL_OVERHEAD_S) -> float:
+    """Seconds ``cells`` take one after another, about: each one's main phase plus ``overhead_s``."""
+    return sum(c.spec.time_limit_s + overhead_s for c in cells)
 
 
 def _sends_per_s(spec: TestSpec) -> float:
@@ -125,59 +165,82 @@ def prepare(matrix: Matrix, sweep_dir: Path, night: str | None = None) -> Manife
 
 
 def run_sweep(matrix: Matrix, sweep_dir: Path, manifest: Manifest, *, console: Console,
-              run_cell: RunCell | None = None) -> Manifest:
+              run_cell: RunCell | None = None, workers: Workers | None = None) -> Manifest:
     """Run every cell of ``manifest`` that is not done; returns the manifest at the end.
 
     Contract as the module docstring says; ``manifest`` is :func:`prepare`'s, and is
-    updated in place and saved after every change. ``run_cell`` runs one cell
-    (default :func:`run_isolated`).
+    updated in place and saved after every change. ``run_cell`` runs one cell here
+    (default :func:`run_isolated`); ``workers``, when given, run them all instead.
     """
     run_cell = run_cell or run_isolated
     sweep_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(sweep_dir / MATRIX_FILE, yaml.safe_dump(dict(matrix.data), sort_keys=False).encode())
     manifest.save(sweep_dir)
     specs = {c.id: c for c in matrix.cells}
-    with _Progress(console, manifest, specs) as progress:
-        for state in manifest.cells:
-            if state.status == "done":
-                continue
-            progress.start(state)
-            _run_one(specs[state.id], state, sweep_dir, manifest, run_cell)
-            progress.end(state)
+    todo = [s for s in manifest.cells if s.status != "done"]
+    with _Progress(console, manifest, specs, workers.slots if workers else 1) as progress:
+        if workers is None:
+            for state in todo:
+                progress.start(state)
+                _run_one(specs[state.id], state, sweep_dir, manifest, run_cell)
+                progress.end(state)
+        else:
+            for state in todo:
+                _clear(sweep_dir / state.run_dir)
+
+            def ended(state: CellState, seconds: float) -> None:
+                manifest.save(sweep_dir)
+                progress.end(state, seconds)
+
+            workers.run([(specs[s.id], s) for s in todo], sweep_dir, ended)
     return manifest
+
+
+def _clear(run_dir: Path) -> None:
+    if run_dir.exists():  # left by a failed, interrupted or crashed attempt
+        shutil.rmtree(run_dir)
 
 
 def _run_one(cell: Cell, state: CellState, sweep_dir: Path, manifest: Manifest,
              run_cell: RunCell) -> None:
-    run_dir = sweep_dir / state.run_dir
-    if run_dir.exists():  # left by a failed, interrupted or crashed attempt
-        shutil.rmtree(run_dir)
-    state.status, state.valid, state.error = "running", None, None
+    _clear(sweep_dir / state.run_dir)
+    state.status, state.valid, state.error, state.ran_on = "running", None, None, None
     state.started, state.ended = utc_now(), None
     manifest.save(sweep_dir)
     try:
-        outcome = run_cell(cell.spec, console=Console(file=io.StringIO()), run_dir=run_dir)
+        ending = run_once(cell.spec, sweep_dir / state.run_dir, run_cell)
     except KeyboardInterrupt:
-        _finish(state, "failed", "interrupted")
+        record(state, Ending("failed", error="interrupted"))
         manifest.save(sweep_dir)
         raise
-    except Exception as e:  # a cell's error, whatever it is, must not end the sweep
-        _finish(state, "failed", _one_line(f"{type(e).__name__}: {e}"))
-    else:
-        if outcome.error is not None:
-            _finish(state, "failed", _one_line(outcome.error))
-        else:
-            valid, why = _stored_verdict(run_dir / RESULTS_FILE)
-            _finish(state, "failed" if why else "done", why)
-            state.valid = valid
+    record(state, ending)
     manifest.save(sweep_dir)
+
+
+def run_once(spec: TestSpec, run_dir: Path, run_cell: RunCell) -> Ending:
+    """Run ``spec`` into ``run_dir`` (which must not exist) with ``run_cell``, and how it
+    ended; KeyboardInterrupt propagates."""
+    try:
+        outcome = run_cell(spec, console=Console(file=io.StringIO()), run_dir=run_dir)
+    except Exception as e:  # a cell's error, whatever it is, must not end the sweep
+        return Ending("failed", error=one_line(f"{type(e).__name__}: {e}"))
+    if outcome.error is not None:
+        return Ending("failed", error=one_line(outcome.error))
+    valid, why = _stored_verdict(run_dir / RESULTS_FILE)
+    return Ending("failed", error=why) if why else Ending("done", valid)
+
+
+def record(state: CellState, ending: Ending, ended: str | None = None) -> None:
+    """Put ``ending`` into ``state``, which ended at ``ended`` (a UTC time; default now)."""
+    state.status, state.valid, state.error = ending.status, ending.valid, ending.error
+    state.ended = ended or utc_now()
 
 
 def run_isolated(spec: TestSpec, *, console: Console | None = None, run_dir: Path | None = None,
                  target: Callable[[TestSpec, Path, multiprocessing.Queue[str | None]], None] | None = None,
                  ) -> RunOutcome:
     """Run ``spec`` into ``run_dir`` with :func:`~faultline.run.runner.run_test` in a new
-    process (``target``, default :func:`_run_in_child`, for the tests), and return what the
+    process (``target``, default :func:`run_in_child`), and return what the
     sweep needs of the outcome: its ``error``, or why the process ended without one.
 
     The process is spawned, not forked (the parent has threads). Ctrl-C reaches it too
@@ -189,7 +252,7 @@ def run_isolated(spec: TestSpec, *, console: Console | None = None, run_dir: Pat
     assert run_dir is not None
     ctx = multiprocessing.get_context("spawn")
     errors: multiprocessing.Queue[str | None] = ctx.Queue()
-    child = ctx.Process(target=target or _run_in_child, args=(spec, run_dir, errors),
+    child = ctx.Process(target=target or run_in_child, args=(spec, run_dir, errors),
                         name=f"faultline-cell-{run_dir.name}")
     child.start()
     try:
@@ -209,7 +272,7 @@ def run_isolated(spec: TestSpec, *, console: Console | None = None, run_dir: Pat
     return RunOutcome(run_dir, None, WorkloadStats(), error=error)
 
 
-def _run_in_child(spec: TestSpec, run_dir: Path, errors: multiprocessing.Queue[str | None]) -> None:
+def run_in_child(spec: TestSpec, run_dir: Path, errors: multiprocessing.Queue[str | None]) -> None:
     """The cell's process: run_test, then the outcome's error (or None) on ``errors``."""
     try:
         outcome = run_test(spec, console=Console(file=io.StringIO()), run_dir=run_dir)
@@ -221,7 +284,7 @@ def _run_in_child(spec: TestSpec, run_dir: Path, errors: multiprocessing.Queue[s
     errors.put(outcome.error)
 
 
-def _stored_verdict(path: Path) -> tuple[Valid, str | None]:
+def _stored_verdict(path: Path) -> tuple[Valid | None, str | None]:
     """results.json's ``valid`` (true, false or "unknown") and None, or None and a line
     saying why there is none."""
     try:
@@ -229,30 +292,28 @@ def _stored_verdict(path: Path) -> tuple[Valid, str | None]:
     except FileNotFoundError:
         return None, f"the run left no {RESULTS_FILE}"
     except (OSError, orjson.JSONDecodeError, AttributeError) as e:
-        return None, _one_line(f"{path.name} unreadable: {e}")
+        return None, one_line(f"{path.name} unreadable: {e}")
     if valid is True or valid is False or valid == "unknown":
         return valid, None
     return None, f"{path.name} has no verdict (valid: {valid!r})"
 
 
-def _finish(state: CellState, status: Status, error: str | None) -> None:
-    state.status = status
-    state.error = error
-    state.ended = utc_now()
-
-
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """``text`` on one line (its whitespace runs made one space), cut to 500 characters."""
     return " ".join(text.split())[:500]
 
 
 class _Progress(LiveLine):
     """The live sweep line: cells done / failed / left, elapsed, estimated time left, and
-    the cell running. On a terminal one rich live line; elsewhere a line per cell."""
+    the cell running here (``slots`` cells at once run elsewhere: no cell is shown). On a
+    terminal one rich live line; elsewhere a line per cell."""
 
-    def __init__(self, console: Console, manifest: Manifest, cells: dict[str, Cell]) -> None:
+    def __init__(self, console: Console, manifest: Manifest, cells: dict[str, Cell],
+                 slots: int = 1) -> None:
         super().__init__(console, refresh_per_second=2)
         self._manifest = manifest
         self._cells = cells
+        self._slots = slots
         self._t0 = time.monotonic()
         self._cell_t0 = self._t0
         self._current: CellState | None = None
@@ -263,8 +324,9 @@ class _Progress(LiveLine):
         if self._live is None:
             self._console.print(self._render(), highlight=False)
 
-    def end(self, state: CellState) -> None:
-        took = time.monotonic() - self._cell_t0
+    def end(self, state: CellState, took: float | None = None) -> None:
+        """``state`` ended, ``took`` seconds after it started (default: since :meth:`start`)."""
+        took = time.monotonic() - self._cell_t0 if took is None else took
         self._overheads.append(max(0.0, took - self._cells[state.id].spec.time_limit_s))
         verdict = state.error if state.status == "failed" else f"valid: {state.valid}"
         line = f"cell {state.id}: {state.status} in {took:.0f} s ({verdict})"
@@ -276,16 +338,14 @@ class _Progress(LiveLine):
 
     def eta_s(self) -> float:
         """Seconds left: every cell not done or failed (the running one counted by what
-        is left of it) at its main phase plus the mean measured overhead."""
+        is left of it) at its main phase plus the mean measured overhead, over the slots."""
         overhead = sum(self._overheads) / len(self._overheads) if self._overheads else CELL_OVERHEAD_S
-        left = 0.0
-        for c in self._manifest.cells:
-            if c.status in ("pending", "running"):
-                left += self._cells[c.id].spec.time_limit_s + overhead
+        todo = [self._cells[c.id] for c in self._manifest.cells if c.status in ("pending", "running")]
+        left = duration_s(todo, overhead)
         if self._current is not None:
             left -= min(time.monotonic() - self._cell_t0,
                         self._cells[self._current.id].spec.time_limit_s + overhead)
-        return max(0.0, left)
+        return max(0.0, left / self._slots)
 
     def _render(self) -> Text:
         m = self._manifest
@@ -295,13 +355,43 @@ class _Progress(LiveLine):
         t.append(f"done {m.count('done')}", style="green")
         t.append(" ")
         t.append(f"failed {m.count('failed')}", style="red" if m.count("failed") else "")
-        t.append(f" left {left}  elapsed {_hms(time.monotonic() - self._t0)}"
-                 f"  ETA {_hms(self.eta_s())}")
+        t.append(f" left {left}  elapsed {hms(time.monotonic() - self._t0)}"
+                 f"  ETA {hms(self.eta_s())}")
         if self._current is not None:
             t.append(f"  running {self._current.id} ({time.monotonic() - self._cell_t0:.0f} s)")
         return t
 
 
-def _hms(seconds: float) -> str:
+def hms(seconds: float) -> str:
+    """``H:MM:SS``."""
     s = int(seconds)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console, night: str | None = None,
+               workers: Workers | None = None) -> Manifest:
+    """The whole of a sweep, for ``faultline sweep`` and ``faultline nightly`` (which names
+    its ``night``): prepare (or resume) ``sweep_dir``, resolve every Kafka version the
+    cells left need (``workers``: check they can run cells into ``sweep_dir`` instead;
+    each resolves its versions), refuse when the disk would not hold them (SetupError),
+    and run them. Ctrl-C exits 2 after saying which cells are kept. Returns the manifest
+    as saved."""
+    manifest = prepare(matrix, sweep_dir, night)
+    done = {s.id for s in manifest.cells if s.status == "done"}
+    todo = [c for c in matrix.cells if c.id not in done]
+    if workers is not None:
+        workers.check(sweep_dir)
+    else:
+        for version in sorted({(c.spec.kafka.version, c.spec.kafka.home) for c in todo},
+                              key=lambda v: v[0]):
+            kafka_dist.ensure_kafka(*version, report=lambda line: console.print(line, highlight=False))
+    check_disk(sweep_dir, todo)
+    console.print(f"sweep {matrix.name}: {len(matrix.cells)} cells, {len(todo)} to run "
+                  f"(about {size(disk_needed(todo))} and {hms(duration_s(todo))}) into {sweep_dir}",
+                  highlight=False)
+    try:
+        return run_sweep(matrix, sweep_dir, manifest, console=console, workers=workers)
+    except KeyboardInterrupt:
+        click.echo(f"faultline: interrupted; {manifest.count('done')} cell(s) done are kept "
+                   f"in {sweep_dir}; run the same command again to go on", err=True)
+        sys.exit(2)

@@ -71,24 +71,17 @@ class PartitionDrain:
 
 def drain(spec: TestSpec, bootstrap: str, history: HistoryWriter, processes: ProcessIds,
           ends: Mapping[int, int | str], *, timeout_s: float = 60.0) -> list[PartitionDrain]:
-    """Read each partition of ``ends`` from log start to its log end and journal it.
+    """Read each partition of ``ends`` from log start to its log end, journal it as
+    docs/history.md's ``drain`` ops, and return one :class:`PartitionDrain` per partition.
 
-    ``ends``: partition -> the log end offset to read to, or why there is none (the
-    partition never became quiescent: it is then read to its high watermark of the
-    moment, for what that shows, and never marked ``last``).
-
-    The partitions are read in parallel (up to :data:`READERS` at once, each within
-    ``timeout_s`` of its start), each by a child process with a fresh consumer and a
-    process number (taken in partition order before any starts); one ``drain``
-    invoke/ok pair per chunk of up to :data:`DRAIN_CHUNK` records, each ok carrying the
-    chunk's ``records`` as ``[offset, value]``, ``log_start_offset`` (read before
-    reading) and ``high_watermark``: the end it reads to. The final chunk has
-    ``"last": true`` iff the partition had a log end and every offset below it was read
-    within ``timeout_s``, no consumed message was an error (which stops its read) and the
-    log start, read again after the read, had not moved; otherwise its ``error`` says why
-    not (also when the reader died: what it had not handed over is not journaled). If
-    the watermarks cannot be read the op ends ``fail`` with the error (a read changes
-    nothing).
+    ``ends``: partition -> the log end offset to read to, or why there is none (then it
+    is read to its high watermark of the moment and never marked ``last``). Up to
+    :data:`READERS` partitions are read at once, each by a child process with a fresh
+    consumer, a process number taken in partition order, and ``timeout_s`` from its start.
+    A partition's final chunk has ``"last": true`` iff every offset below its log end was
+    read in time, no consumed message was an error and its log start had not moved;
+    otherwise its ``error`` says why (a reader that died included). Unreadable watermarks
+    end the op ``fail``.
     """
     topic = spec.topic.name
     jobs = [(processes.take(), p, end) for p, end in sorted(ends.items())]
@@ -189,11 +182,8 @@ def _start_reader(job: dict[str, Any]) -> subprocess.Popen[bytes]:
 
 
 def _reader() -> None:
-    """A reader's main: :func:`_serve` the job on stdin to stdout, at a lower priority
-    (:data:`READER_NICENESS`). The run's check follows the history as it is written
-    (at nice 19); readers at the run's own priority left it so little CPU that it lagged
-    seconds behind the drain (make run, 2 cores). Not at 19 too: there any busy process
-    would starve the readers towards their deadline."""
+    """A reader's main: :func:`_serve` the job on stdin to stdout, at nice
+    :data:`READER_NICENESS` (docs/design.md, "The run", says why that one)."""
     os.nice(READER_NICENESS)
     with contextlib.suppress(BrokenPipeError):
         _serve(orjson.loads(sys.stdin.buffer.read()), sys.stdout.buffer)

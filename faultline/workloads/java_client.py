@@ -1,41 +1,21 @@
 """The queue workload with the Java client under test (``workload.client: java``):
 ``org.apache.kafka:kafka-clients`` of the broker's own version, driven by a small JVM
-program, writing the same history ops as the librdkafka clients of :mod:`.queue`.
+program (``java/FaultlineClient.java``, compiled by :func:`ensure_java_client` against
+the broker distribution's jar, once per source), writing the same history ops as the
+librdkafka clients of :mod:`.queue`.
 
-The program (``java/FaultlineClient.java``, package data) is compiled once, against the
-kafka-clients jar of the broker's distribution (resolved from Maven Central by
-:mod:`faultline.cluster.kafka_dist`), into ``<cache>/java-client-<version>-<hash>/``;
-the hash is the source's, so an edited program is rebuilt. :func:`ensure_java_client`
-does it (``faultline setup`` too, via :func:`faultline.cluster.setup.run_setup`'s caller).
-
-Protocol. The program takes the spec's settings as ``key=value`` arguments, runs the
-producers and consumers of :mod:`.queue` (same processes, values, outstanding budget
-per partition, rate, retirement of an instance after a failed send or a poll that
-threw) and prints every op as one JSON line on stdout: an invoke before the client is
-asked to do it, a completion when the client says how it ended. A send's completion
-is ``type: "done"`` with the Kafka error name (``Errors`` names for API errors,
-``_<ExceptionClass>`` otherwise) or none; it is classified here by
-:func:`~faultline.workloads.outcomes.classify_delivery`, the rules the librdkafka
-workload uses, so an error this table does not know is indeterminate (``info``).
-``type: "refused"`` is a ``send()`` that threw (:func:`classify_refused`: ``fail`` only
-without idempotence). A send is journaled complete once: the Java client can complete one
-twice (a ``send()`` that threw after the append, whose batch completes too), and a later
-completion of a send already complete is dropped.
-Polls are journaled as printed. Every line carries ``ns``, the program's
-``System.nanoTime()`` when it printed the line (under the lock that orders the lines),
-which is the history's clock: on Linux both HotSpot's ``os::javaTimeNanos`` and
-``time.monotonic_ns()`` read ``CLOCK_MONOTONIC``. Lines are journaled in the order printed, each at its ``ns``
-(:meth:`~faultline.history.HistoryWriter.append_at`: never before an op journaled ahead
-of it), not when it was read, which may be long after under load. An ``ns`` before the
-workload was made or after its line was read is of another clock: the line is not read
-(below). End of stdin stops the clients; the program
-completes outstanding sends, closes its clients, prints ``{"f": "exit",
-"next_process": n}`` and exits; later process numbers (the drain's) start at ``n``.
-Its stderr (the client's log: producer ids and epochs, errors) goes to the client log,
-and so does a line on stdout that is no op (a library's println). An op line (one
-holding ``{"process":`` or ``{"f":"exit"``) that cannot be read, cut or garbled, may have
-been an acknowledgement: the journal goes on, but :meth:`JavaQueueWorkload.stop` ends
-the run with an error, before the drain, so that no check of its history is valid.
+Protocol: the program takes the spec's settings as ``key=value`` arguments, runs the
+producers and consumers of :mod:`.queue` and prints every op as one JSON line on
+stdout, each with ``ns``: its ``System.nanoTime()`` when printed, the history's clock.
+Ops are journaled in the order printed, at their ``ns``; a line whose ``ns`` is of
+another clock is not read. A send's completion (``done`` with the Kafka error name, or
+``refused``: ``send()`` threw) is classified by the librdkafka workload's rules
+(:func:`~faultline.workloads.outcomes.classify_delivery`, :func:`classify_refused`) and
+journaled once. End of stdin stops the clients; the program completes outstanding
+sends and prints ``{"f": "exit", "next_process": n}``, the drain's first process number.
+Its stderr, and stdout lines that are no op, go to the client log; an op line that
+cannot be read makes :meth:`JavaQueueWorkload.stop` end the run with an error, before
+the drain. Why: docs/design.md, "The queue workload".
 """
 
 from __future__ import annotations
@@ -83,17 +63,11 @@ _OP_MARK, _EXIT_MARK = b'{"process":', b'{"f":"exit"'
 
 
 def classify_refused(error: str, idempotent: bool) -> Classification:
-    """Classify a Java ``send()`` that threw (``error``: the printed name).
-
-    Without idempotence the producer has no TransactionManager, and every exception
-    ``KafkaProducer.doSend`` throws precedes ``RecordAccumulator.append``: the record
-    never entered a batch, ``fail``. With it, ``doSend`` calls
-    ``TransactionManager.maybeAddPartition`` *after* the append (kafka-clients 3.3 to
-    4.3), which throws once the producer is in an error state (``maybeFailWithError``:
-    a ``KafkaException`` wrapping the fatal error) or a transition is pending: the
-    record is then in a batch the sender may already have sent (and will complete,
-    or abort, through the callback as well), so the send is ``info``.
-    """
+    """Classify a Java ``send()`` that threw (``error``: the printed name): ``fail``
+    without idempotence, where every exception ``KafkaProducer.doSend`` throws precedes
+    the append to a batch; ``info`` with it, where ``TransactionManager.maybeAddPartition``
+    may throw after the append (kafka-clients 3.3 to 4.3), the record in a batch the
+    sender may already have sent."""
     if not idempotent:
         return classify_produce_call(error)
     return Classification("info", error, "send() threw, possibly after the record was appended "

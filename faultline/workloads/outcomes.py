@@ -1,40 +1,15 @@
 """How a send ends: the error -> ``ok`` / ``fail`` / ``info`` table, with the reason for each.
 
-A ``fail`` is a claim that the message was certainly *not* written. The checker holds
-the cluster to it (a ``fail`` whose value is later read is an ``aborted-read``, which
-no configuration permits), so a wrong ``fail`` is how a harness invents anomalies. The
-rule here is therefore: ``fail`` only when the message cannot be in the log, ``info``
-whenever it may be.
+A ``fail`` claims the message was certainly *not* written, and the checker holds the
+cluster to it (a ``fail`` whose value is later read is an ``aborted-read``); so a send is
+``fail`` only when the message cannot be in the log, ``info`` whenever it may be. No
+delivery report proves that no attempt was written, so only a ``produce()`` call that
+raised (the message never entered the client's queue) is a ``fail``; every delivery
+error is ``info``. How this follows from librdkafka's own persistence status, and where
+it is more cautious: docs/design.md, "How a send ends".
 
-The reference is librdkafka's own per-message persistence status
-(``rd_kafka_message_status``: ``NOT_PERSISTED``, ``POSSIBLY_PERSISTED``,
-``PERSISTED``), which it derives from the error of each Produce attempt
-(``rd_kafka_err_action`` and ``rd_kafka_handle_Produce_error`` in
-``rdkafka_request.c``). Two facts shape the table:
-
-1. confluent-kafka (2.16) does not expose that status on ``Message``, only the final
-   error, so the status is re-derived here from the error name, the way librdkafka
-   derives it for a single attempt.
-2. The final error only speaks for the final attempt, and a message may have had
-   earlier ones, even with ``retries=0``: after an error that refreshes metadata
-   (``NOT_LEADER_FOR_PARTITION``, ``LEADER_NOT_AVAILABLE``, ``_DESTROY_BROKER`` when a
-   fenced broker leaves the metadata with the request in flight, ...) librdkafka
-   re-sends without counting a retry and calls the earlier attempt ``NOT_PERSISTED``
-   (``rd_kafka_handle_Produce_error``: ``incr_retry = 0``), although a request that was
-   sent may have been appended (KAFKA-13574). So no delivery report proves that no
-   attempt was written: a "not written" error makes a send ``info``, as every other
-   error does, and only a ``produce()`` call that raised (the message never entered
-   the client's queue) makes a ``fail``.
-
-Where this table deliberately disagrees with librdkafka, it is more cautious:
-``NOT_LEADER_FOR_PARTITION`` (Kafka's ``NOT_LEADER_OR_FOLLOWER``) is indeterminate, as
-in Jepsen, because a leader can append a batch, lose leadership while waiting for the
-ISR, answer ``NOT_LEADER_OR_FOLLOWER``, and the new leader can still hold and commit
-the batch (KAFKA-13574). ``KAFKA_STORAGE_ERROR`` likewise: the append may have reached
-the log before the log directory failed.
-
-This module is pure: it names errors by librdkafka's ``KafkaError.name()`` strings
-and imports no Kafka client, so it can be tested and reused anywhere.
+Pure: errors are named by librdkafka's ``KafkaError.name()`` strings; no Kafka client is
+imported.
 """
 
 from __future__ import annotations

@@ -1,41 +1,20 @@
 """The queue workload: producers send unique integers, consumers read every partition.
 
-Clients and processes. Each client thread drives one Kafka client instance at a time
-and journals its ops under a *process* number (docs/history.md). Producers start as
-processes ``0..N-1``, consumers as ``N..N+M-1``; every later number (a retired
-client's successor, the drain's readers) comes from one :class:`ProcessIds` counter,
-so no number is ever used twice.
-
-Sends. A send's ``invoke`` is journaled *before* ``produce()`` is called and its
-completion from the delivery callback, which confluent-kafka runs inside
-``poll()``/``flush()`` on the producer's own thread. Sends are pipelined: up to
-:data:`MAX_OUTSTANDING` messages per producer are queued or in flight, which is how
-"as fast as it goes" stays bounded. That budget is split evenly between the
-partitions, so a partition whose leader is gone (its sends waiting out the delivery
-timeout) cannot starve the others: without the split, one dead leader would stall
-every partition and the unavailability measure would show the harness, not Kafka.
-Each send carries a value unique within the run (:class:`Values`), written as decimal
-ASCII, to an explicit partition (round robin over the partitions with room).
-The outcome of each send is decided by :mod:`faultline.workloads.outcomes`.
-
-Retirement. A producer whose send ended ``info`` is retired: its next sends use a
-new process number *and a fresh producer instance*. Why a fresh instance rather than
-a new number on the old one: a process stands for one client session, and for an
-idempotent producer the session is its (producer id, epoch, sequence) state, which is
-what orders and de-duplicates its sends. After an indeterminate send librdkafka may
-already have bumped the epoch or drained and renumbered the partition queue, and a
-fatal idempotence error leaves the instance unusable, so the honest session boundary
-is a new instance, as Jepsen reopens its client. The retired instance sends nothing
-new; it is flushed in the background and its outstanding sends complete under the
-old process number. A consumer whose poll ended ``info`` is replaced the same way
-(a fresh consumer, a new number, reading again from the start).
-
-Polls. Consumers ``assign`` every partition from ``OFFSET_BEGINNING`` (no group, no
-commits) and journal each ``consume()`` as one ``poll`` op with ``records`` as
-``[topic, partition, offset, value]``. A value that is not a canonical decimal
-integer is kept as a string so that the checker can flag it.
-
-The drain after the run is :mod:`faultline.workloads.drain`.
+Each client thread drives one Kafka client instance at a time and journals its ops under
+a *process* number (docs/history.md): producers ``0..N-1``, consumers ``N..N+M-1``, every
+later number (a retired client's successor, the drain's readers) from one
+:class:`ProcessIds` counter, never used twice. A send's ``invoke`` is journaled before
+``produce()`` is called, its completion from the delivery callback; up to
+:data:`MAX_OUTSTANDING` sends per producer are queued or in flight, split evenly between
+the partitions; each carries a value unique within the run (:class:`Values`), as decimal
+ASCII, to an explicit partition, and :mod:`.outcomes` decides how it ended. A client
+whose op ended ``info`` is retired: a fresh instance under a new process number takes
+over, and the old one's outstanding sends complete under its number. Consumers
+``assign`` every partition from ``OFFSET_BEGINNING`` (no group, no commits) and journal
+each ``consume()`` as one ``poll`` with ``records`` as ``[topic, partition, offset,
+value]``; a value that is not a canonical decimal integer stays a string, for the
+checker to flag. Why the budget is split and a retired client is a fresh instance:
+docs/design.md, "The queue workload". The drain is :mod:`.drain`.
 """
 
 from __future__ import annotations

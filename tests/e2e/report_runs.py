@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultline.checkers.cli import check_run
+from faultline.checkers.results_file import check_run
 from faultline.history import HistoryWriter
 from faultline.spec import NemesisSpec, TestSpec
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from faultline.checkers.cli import check_run
+from faultline.checkers.results_file import check_run
 from faultline.cli import main
 from faultline.rundir import IDENTITY_TAIL
 from tests.e2e.report_runs import Scenario, StoredRun, make_run

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from faultline.checkers.cli import check_run
+from faultline.checkers.results_file import check_run
 from faultline.report.page import build_report
 
 pytestmark = pytest.mark.e2e

@@ -81,7 +81,7 @@ def test_the_partitions_table_counts_every_lost_write_and_says_why(tmp_path: Pat
     row = row[:row.index("</tr>")]
     assert '<td class="num">155039</td>' in row
     assert "acks=1 and a fault hit the partition&#39;s leader" in row
-    assert "kill, leader-fault, data-loss&gt;=2" in row
+    assert "kill, leader faulted or moved, data destroyed on 2 at once" in row
 
 
 def test_a_high_watermark_that_could_not_be_read_is_drawn_as_a_gap_not_as_zero(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ the same schedule with acks=all, min.insync=2 loses nothing; and with min.insync
 unclean election on, followers held by a replication cut (alive, in the KRaft quorum)
 until the ISR is the leader alone lose writes through an unclean election. Short runs
 through the runner, the scripted nemesis and the checker (the hunt's own path,
-:func:`faultline.run.hunt.spec_for`)."""
+:func:`faultline.hunt.runs.spec_for`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from faultline.run.hunt import RECIPES, HuntConfig, Recipe, Try, read_try, safe, spec_for
+from faultline.hunt import RECIPES, HuntConfig, Recipe, Try, read_try, safe, spec_for
 from faultline.run.runner import run_test
 from tests.verdicts import assert_kafka_held
 

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from faultline.cluster.protocol import Cluster
 from faultline.history import HistoryWriter, iter_rows
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import KafkaSpec, TestSpec
 from tests.schemas import validator
@@ -43,7 +43,7 @@ class ForeignProducer:
         self.written = 0
 
     @property
-    def active(self) -> Sequence[Step]:
+    def active(self) -> Sequence[ScheduledFault]:
         return ()
 
     def setup(self) -> None:

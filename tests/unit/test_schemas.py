@@ -12,15 +12,15 @@ import pytest
 from faultline.brokerstate.metadata_log import parse_dump, timeline
 from faultline.brokerstate.observe import Observer
 from faultline.brokerstate.replica_logs import replica_summary
-from faultline.checkers.cli import check_run
 from faultline.checkers.queue import check_rows
+from faultline.checkers.results_file import check_run
 from faultline.checkers.synthetic import Shape, generate
 from faultline.cluster.kafka_client import HighWatermark
 from faultline.cluster.protocol import PartitionState
 from faultline.history import HistoryWriter, iter_rows
 from faultline.spec import TestSpec
 from tests.schemas import valid_lines, validator
-from tests.unit.harness.fakes import TOPIC, FakeSource, batch, log_dirs, segment
+from tests.unit.brokerstate.fakes import TOPIC, FakeSource, batch, log_dirs, segment
 
 HISTORY = validator("history.schema.json")
 RESULTS = validator("results.schema.json")
@@ -145,7 +145,7 @@ def test_results_json_written_by_check_run_matches(tmp_path: Path) -> None:
 
 
 def test_metadata_lines_of_real_dumplogsegments_output_match() -> None:
-    dump = (Path(__file__).parent / "harness" / "data" / "dumplogsegments-metadata.txt").read_text()
+    dump = (Path(__file__).parent / "brokerstate" / "data" / "dumplogsegments-metadata.txt").read_text()
     lines = [orjson.loads(orjson.dumps(x)) for x in timeline(parse_dump(dump), 1795317075177)]
     assert {x["type"] for x in lines} >= {"topic", "partition", "partition-change",
                                           "broker-registration-change"}

@@ -52,6 +52,8 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
     ("wait until held registered within 60 s",
      Wait("registered", 60.0, "wait until held registered within 60 s", target=Target("name", name="held"))),
     ("crash second of held", Action("crash", Target("second", name="held"), "crash second of held")),
+    ("lose-unflushed leader of 0 as old", Action("lose-unflushed", Target("leader", partition=0),
+                                                 "lose-unflushed leader of 0 as old", bind="old")),
     ("wait until node 2 registered",
      Wait("registered", 30.0, "wait until node 2 registered", target=Target("node", node=2))),
 ])
@@ -183,7 +185,7 @@ def test_what_a_condition_saw_is_said() -> None:
 def test_the_example_schedule_is_a_valid_spec() -> None:
     from pathlib import Path
 
-    from faultline.run.cli import build_spec
+    from faultline.spec import build_spec
 
     spec = build_spec(Path(__file__).parents[2] / "examples" / "acks1-lost-write.yaml", {})
     assert spec.nemesis.schedule[3] == "crash leader of 0 as old" and spec.producer.acks == "1"

@@ -1,47 +1,13 @@
 """The controller's side of the model: ISR, ELR and leader elections for one partition.
 
-This is KRaft's ``PartitionChangeBuilder`` reduced to one partition: every function
-here changes only the controller's registration in ``State`` (``c_leader``,
-``c_epoch``, ``c_isr``, ``c_elr``, ``c_last_leader``, ``fenced``) and returns a note;
-telling the brokers (``replica.push_metadata``) is the caller's job, so the order of
-pushes stays where ``steps.py`` puts it.
-
-With ``config.elr`` off it is the pre-KIP-966 controller: the ISR never shrinks
-below its last member and an election picks the first unfenced ISR member (or, when
-unclean, any unfenced replica). With it on, the rules below apply.
-
-KIP-966 eligible leader replicas (``ModelConfig.elr``), as read in Kafka 4.x's source:
-
-- HW (``replica.maybe_advance_hw``): the leader does not advance its HW while its
-  ISR is smaller than min(min.insync.replicas, RF) (``Partition.maybeIncrementLeaderHW``
-  returns early on ``isUnderMinIsr``; ``effectiveMinIsr``). Since Kafka 3.7 this check is
-  unconditional (the "strict min ISR" rule, KAFKA-15583), not tied to the ELR feature, and
-  the model applies it with ``elr`` off too: ``elr=False`` is Kafka 3.7-4.0, not older.
-- ELR upkeep (``PartitionChangeBuilder.maybePopulateTargetElr``, run on every
-  partition change: AlterPartition shrinks and expands, fencing, controlled
-  shutdown, re-registration): when the new ISR reaches the effective min ISR the
-  ELR is cleared; otherwise ELR := (ELR | old ISR) - new ISR - replicas with an
-  unclean shutdown. So the ELR never holds an ISR member, and a replica that
-  leaves the ISR while it is below min ISR (fenced, shrunk out by the leader,
-  controlled shutdown) joins it. With ELR on the ISR may become empty
-  (``build``: "If ELR is enabled, the ISR is allowed to be empty"), so fencing
-  the last ISR member moves it to the ELR.
-- Election (``electAnyLeader`` / ``isValidNewLeader``): an unfenced ISR member;
-  if the ISR is empty, an unfenced ELR member, which becomes the ISR and leaves
-  the ELR (``tryElection``); if ISR and ELR are both empty, the last known
-  leader when it is unfenced (``canElectLastKnownLeader``: ``lastKnownElr`` holds
-  the leader of the moment the ISR became empty, ``maybeUpdateLastKnownLeader``;
-  the election counts as unclean but needs no unclean setting); then, with
-  unclean.leader.election.enable, any unfenced replica. An unclean election
-  sets ISR = {leader} and clears the ELR (``maybeUpdateRecordElr``).
-- Unclean shutdown (``ClusterControlManager.registerBroker``: a new incarnation
-  whose ``previousBrokerEpoch``, read from the clean-shutdown file, differs from
-  the stored broker epoch; ``ReplicationControlManager.handleBrokerShutdown`` with
-  ``isCleanShutdown=false``): the broker leaves the ISR and the ELR and is not an
-  acceptable leader for that change. Only a graceful ``stop`` writes the file, so
-  ``crash`` + ``restart``, ``wipe`` and ``lose-unflushed`` all restart uncleanly,
-  even when (``crash``) the log survived intact. A clean restart leaves the ELR
-  as it is.
+KRaft's ``PartitionChangeBuilder`` reduced to one partition: every function here changes
+only the controller's registration in ``State`` (``c_leader``, ``c_epoch``, ``c_isr``,
+``c_elr``, ``c_last_leader``, ``fenced``) and returns a note; telling the brokers
+(``replica.push_metadata``) is the caller's job, so the order of pushes stays where
+``steps.py`` puts it. With ``config.elr`` off it is the pre-KIP-966 controller: the ISR
+never shrinks below its last member and an election picks the first unfenced ISR member
+(or, when unclean, any unfenced replica). With it on, KIP-966's rules, as
+docs/design.md ("Eligible leader replicas") reads them in Kafka's source.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from faultline.checkers.model.outcome import outcome
 from faultline.checkers.model.state import CONTROLLER, ModelConfig, State
-from faultline.checkers.model.steps import Step, apply, initial_state
+from faultline.checkers.model.steps import ModelStep, apply, initial_state
 from faultline.faults import FAMILIES
 
 LEADER_FAULT = "leader-fault"
@@ -47,7 +47,7 @@ class Exploration:
     config: ModelConfig
     faults: frozenset[str]
     bound: Bound
-    found: dict[str, tuple[Step, ...]] = field(default_factory=dict)
+    found: dict[str, tuple[ModelStep, ...]] = field(default_factory=dict)
     exact: set[str] = field(default_factory=set)  # found breadth-first: no shorter schedule exists
     schedules: int = 0  # schedules judged (each one healed and drained)
     states: int = 0  # distinct states reached
@@ -57,7 +57,7 @@ class Exploration:
         return frozenset(self.found)
 
 
-def replay(config: ModelConfig, schedule: Iterable[Step]) -> State:
+def replay(config: ModelConfig, schedule: Iterable[ModelStep]) -> State:
     """The state after ``schedule`` from the initial state."""
     st = initial_state(config)
     for step in schedule:
@@ -71,7 +71,7 @@ def _leaderish(st: State, rid: int) -> bool:
 
 
 def enabled_steps(st: State, faults: frozenset[str], max_data_loss: int | None = None,
-                  max_faulted: int | None = None) -> list[Step]:
+                  max_faulted: int | None = None) -> list[ModelStep]:
     """Steps that may change ``st``: environment steps plus the given fault kinds' steps.
 
     Without ``leader-fault`` in ``faults`` no fault step touches a replica that is,
@@ -82,20 +82,20 @@ def enabled_steps(st: State, faults: frozenset[str], max_data_loss: int | None =
     offered (it must fetch first: an untouched follower keeps up, and seed 002's leader
     drops only a follower that has not caught up for ``replica.lag.time.max.ms``).
     """
-    steps: list[Step] = []
+    steps: list[ModelStep] = []
     ids = sorted(st.replicas)
     if st.c_leader is not None:
-        steps.append(Step("produce"))
+        steps.append(ModelStep("produce"))
     for rid in ids:
         r = st.replicas[rid]
         if rid != st.c_leader and r.leader == rid and r.up and not r.paused:
-            steps.append(Step("produce-to", rid))
+            steps.append(ModelStep("produce-to", rid))
     for rid in ids:
         r = st.replicas[rid]
         if r.up and not r.paused and r.leader not in (None, rid):
-            steps.append(Step("fetch", rid))
+            steps.append(ModelStep("fetch", rid))
     if max_faulted is None or _tick_keeps_budget(st, max_faulted):
-        steps.append(Step("tick"))
+        steps.append(ModelStep("tick"))
     kinds = {k for f in faults for k in FAULT_STEPS.get(f, ())}
     if not kinds:
         return steps
@@ -112,37 +112,37 @@ def enabled_steps(st: State, faults: frozenset[str], max_data_loss: int | None =
             continue
         if r.up:
             may_lose = max_data_loss is None or rid in st.data_lost or len(st.data_lost) < max_data_loss
-            steps += [Step(k, rid) for k in ("crash", "stop") if k in kinds]
+            steps += [ModelStep(k, rid) for k in ("crash", "stop") if k in kinds]
             if "wipe" in kinds and may_lose:
-                steps.append(Step("wipe", rid))
+                steps.append(ModelStep("wipe", rid))
             if "pause" in kinds and not r.paused:
-                steps.append(Step("pause", rid))
+                steps.append(ModelStep("pause", rid))
             if r.flushed < r.leo:
                 if "lose-unflushed" in kinds and may_lose:
-                    steps.append(Step("lose-unflushed", rid))
+                    steps.append(ModelStep("lose-unflushed", rid))
                 if "flush" in kinds:
-                    steps.append(Step("flush", rid))
+                    steps.append(ModelStep("flush", rid))
         elif "restart" in kinds:
-            steps.append(Step("restart", rid))
+            steps.append(ModelStep("restart", rid))
         if r.paused and "resume" in kinds:
-            steps.append(Step("resume", rid))
+            steps.append(ModelStep("resume", rid))
         if "isolate" in kinds:
             if any(frozenset((rid, o)) not in st.cuts for o in (*ids, CONTROLLER) if o != rid):
-                steps.append(Step("isolate", rid))
+                steps.append(ModelStep("isolate", rid))
             if frozenset((rid, CONTROLLER)) not in st.cuts:
-                steps.append(Step("cut-ctrl", rid))
-            steps += [Step("cut", rid, o) for o in ids if o > rid and frozenset((rid, o)) not in st.cuts
+                steps.append(ModelStep("cut-ctrl", rid))
+            steps += [ModelStep("cut", rid, o) for o in ids if o > rid and frozenset((rid, o)) not in st.cuts
                       and (free or not _leaderish(st, o)) and may_fault(rid, o)]
     if "heal" in kinds and st.cuts:
-        steps.append(Step("heal"))
+        steps.append(ModelStep("heal"))
     if st.c_leader is not None:
-        steps += [Step(k) for k in ("toxic-request", "toxic-reply") if k in kinds]
+        steps += [ModelStep(k) for k in ("toxic-request", "toxic-reply") if k in kinds]
     return steps
 
 
 def _tick_keeps_budget(st: State, max_faulted: int) -> bool:
     after = st.clone()
-    apply(after, Step("tick"))
+    apply(after, ModelStep("tick"))
     return len(after.faulted) <= max_faulted
 
 
@@ -159,9 +159,9 @@ def _bfs(ex: Exploration) -> None:
         return (st.key(), st.faulted) if ex.bound.max_faulted is not None else st.key()
 
     seen = {key(start)}
-    frontier: list[tuple[State, tuple[Step, ...]]] = [(start, ())]
+    frontier: list[tuple[State, tuple[ModelStep, ...]]] = [(start, ())]
     for _ in range(ex.bound.depth):
-        nxt: list[tuple[State, tuple[Step, ...]]] = []
+        nxt: list[tuple[State, tuple[ModelStep, ...]]] = []
         for st, sched in frontier:
             for step in enabled_steps(st, ex.faults, ex.bound.max_data_loss, ex.bound.max_faulted):
                 s2 = st.clone()
@@ -182,7 +182,7 @@ def _bfs(ex: Exploration) -> None:
 
 
 def legal_replay(config: ModelConfig, faults: frozenset[str], bound: Bound,
-                 schedule: Iterable[Step]) -> State | None:
+                 schedule: Iterable[ModelStep]) -> State | None:
     """The state after ``schedule``, or None if some step is not among ``enabled_steps``
     there (a fault the cell's kinds, leader rule or bounds do not allow)."""
     st = initial_state(config)
@@ -193,7 +193,7 @@ def legal_replay(config: ModelConfig, faults: frozenset[str], bound: Bound,
     return st
 
 
-def _shrink(ex: Exploration, schedule: tuple[Step, ...], name: str) -> tuple[Step, ...]:
+def _shrink(ex: Exploration, schedule: tuple[ModelStep, ...], name: str) -> tuple[ModelStep, ...]:
     """Greedily drop steps while the schedule stays legal and still shows ``name``."""
     best = schedule
     i = 0
@@ -211,7 +211,7 @@ def _walks(ex: Exploration) -> None:
     rng = random.Random(ex.bound.seed)
     for _ in range(ex.bound.walks):
         st = initial_state(ex.config)
-        sched: list[Step] = []
+        sched: list[ModelStep] = []
         for _ in range(ex.bound.walk_length):
             step = rng.choice(enabled_steps(st, ex.faults, ex.bound.max_data_loss, ex.bound.max_faulted))
             apply(st, step)

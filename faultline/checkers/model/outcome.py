@@ -18,13 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from faultline.checkers.model.state import State
-from faultline.checkers.model.steps import Step, apply
+from faultline.checkers.model.steps import ModelStep, apply
 
 MODEL_ANOMALIES: tuple[str, ...] = ("lost-write", "phantom-read", "inconsistent-offsets", "aborted-read")
+#: The anomaly that is a loss of data: an acknowledged write lost.
+LOST_WRITE = "lost-write"
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class ModelOutcome:
     """What a run of the model came to."""
 
     drain: tuple[tuple[int, int], ...] | None  # (offset, value); None: no leader after healing
@@ -46,7 +48,7 @@ def _converged(st: State) -> bool:
                for r in st.replicas.values())
 
 
-def settle(st: State, on_step: Callable[[Step, str, State], None] | None = None,
+def settle(st: State, on_step: Callable[[ModelStep, str, State], None] | None = None,
            max_rounds: int = 40) -> State:
     """Heal a copy of ``st`` the way the harness heals a cluster; ``st`` is not changed.
 
@@ -60,26 +62,26 @@ def settle(st: State, on_step: Callable[[Step, str, State], None] | None = None,
         st.indeterminate = st.indeterminate | {p.value}
     st.pending = []
 
-    def do(step: Step) -> None:
+    def do(step: ModelStep) -> None:
         note = apply(st, step)
         if on_step is not None:
             on_step(step, note, st)
 
     if st.cuts:
-        do(Step("heal"))
+        do(ModelStep("heal"))
     for rid, r in st.replicas.items():
         if r.paused:
-            do(Step("resume", rid))
+            do(ModelStep("resume", rid))
     for rid, r in st.replicas.items():
         if not r.up:
-            do(Step("restart", rid))
+            do(ModelStep("restart", rid))
     for _ in range(max_rounds):
         if _converged(st):
             break
-        do(Step("tick"))
+        do(ModelStep("tick"))
         for rid in st.replicas:
             if st.replicas[rid].leader not in (None, rid):
-                do(Step("fetch", rid))
+                do(ModelStep("fetch", rid))
     return st
 
 
@@ -114,7 +116,7 @@ def invariant_violations(st: State) -> tuple[str, ...]:
     return tuple(found)
 
 
-def judge(before: State, settled: State) -> Verdict:
+def judge(before: State, settled: State) -> ModelOutcome:
     """Anomalies of a run: clients' view in ``before``, the drain of ``settled``."""
     drain = drain_of(settled)
     found: dict[str, list[str]] = {}
@@ -146,9 +148,9 @@ def judge(before: State, settled: State) -> Verdict:
     seen = {v for _, v in before.exposed} | set(values)
     for v in sorted(before.failed & seen):
         add("aborted-read", f"value {v} failed but was read")
-    return Verdict(drain, {k: tuple(v) for k, v in found.items()}, invariant_violations(settled))
+    return ModelOutcome(drain, {k: tuple(v) for k, v in found.items()}, invariant_violations(settled))
 
 
-def outcome(st: State) -> Verdict:
+def outcome(st: State) -> ModelOutcome:
     """Settle a copy of ``st`` and judge it."""
     return judge(st, settle(st))

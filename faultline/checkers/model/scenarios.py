@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from faultline.checkers.model.outcome import Verdict, invariant_violations, judge, settle
+from faultline.checkers.model.outcome import ModelOutcome, invariant_violations, judge, settle
 from faultline.checkers.model.state import ModelConfig, State
-from faultline.checkers.model.steps import Step, apply, initial_state
+from faultline.checkers.model.steps import ModelStep, apply, initial_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class Scenario:
     title: str
     description: str
     config: ModelConfig
-    steps: tuple[Step, ...]
+    steps: tuple[ModelStep, ...]
     expect: frozenset[str]  # anomaly names the replay must produce, exactly
     mechanism: tuple[str, ...]  # regular expressions the notes must match, in this order
     expect_invariants: frozenset[str] = frozenset()
@@ -43,7 +43,7 @@ class Row:
 
     index: int
     phase: str  # "start", "run" or "heal"
-    step: Step | None
+    step: ModelStep | None
     note: str
     snapshot: dict[str, Any]
 
@@ -52,12 +52,12 @@ class Row:
 class ScenarioResult:
     scenario: Scenario
     rows: tuple[Row, ...]
-    verdict: Verdict
+    verdict: ModelOutcome
     invariants_during: tuple[str, ...]  # invariant violations seen at any step of the run
 
 
-def _s(text: str) -> tuple[Step, ...]:
-    return tuple(Step.parse(t) for t in text.split())
+def _s(text: str) -> tuple[ModelStep, ...]:
+    return tuple(ModelStep.parse(t) for t in text.split())
 
 
 _KIP101_1 = _s("produce fetch(2) fetch(2) fetch(2) produce fetch(2) fetch(2) tick "
@@ -244,7 +244,7 @@ def run_scenario(sc: Scenario) -> ScenarioResult:
         rows.append(Row(len(rows), "run", step, note, snapshot(st)))
         seen += [v for v in invariant_violations(st) if v not in seen]
 
-    def healed(step: Step, note: str, state: State) -> None:
+    def healed(step: ModelStep, note: str, state: State) -> None:
         rows.append(Row(len(rows), "heal", step, note, snapshot(state)))
 
     settled = settle(st, healed)

@@ -1,13 +1,11 @@
 """The steps of the reference model and how they apply: one partition's replication protocol.
 
-The model is a deterministic, discrete-step simulation written from the mechanics
-of the five articles the project started from ("the seeds", numbered 000 to 004: LEO/HW,
-ISR shrink and expand, HW checkpoints, leader epochs) and docs/design.md's "Reference
-model" section, for Kafka 4.x in KRaft mode. This module owns ``Step`` (the step
-kinds), ``initial_state`` and ``apply``: the client side (produce, acks, what a
-reader may see), fetches, ticks and faults. The values it changes live in
-``state.py``, a replica's own mechanics (log, leader epochs, metadata, HW) in
-``replica.py``, the controller's ISR, ELR and election rules in ``controller.py``.
+This module owns ``ModelStep`` (the step kinds), ``initial_state`` and ``apply``: the
+client side (produce, acks, what a reader may see), fetches, ticks and faults. The values
+it changes live in ``state.py``, a replica's own mechanics (log, leader epochs, metadata,
+HW) in ``replica.py``, the controller's ISR, ELR and election rules in ``controller.py``.
+Where each rule comes from, and what the model simplifies: docs/design.md, "Reference
+model".
 
 Contracts:
 
@@ -24,26 +22,6 @@ Contracts:
   ``lose-unflushed`` drops what lies above the replica's flushed offset (which
   moves only on ``flush`` and on a graceful ``stop``), ``wipe`` empties the log
   and every checkpoint.
-
-Simplifications, stated once: a fetch is one step (request and response), the
-response carries the leader's HW as read *before* the leader processes the fetch
-offset (``ModelConfig.follower_hw``: "modern", from Kafka's ``Partition.fetchRecords``;
-"seed" replays seed 000's figures, where it carries the HW after) so a follower's HW
-trails the leader's by a round; AlterPartition is atomic. Without ELR an ISR never
-shrinks below its last member (Kafka's controller fences the last ISR member without
-removing it: the partition shows "Leader: none" with that ISR, until it returns).
-
-Sources of the rules the seeds do not cover: KRaft fencing and registration (KIP-631:
-a broker that misses its heartbeats for the session timeout is fenced, out of every
-ISR; a restarted broker registers anew, fenced until it catches up with the metadata);
-a fenced broker does not hold the HW back (KIP-841); controlled shutdown (``stop``:
-KIP-631's ``BrokerHeartbeatRequest.wantShutDown``, the controller moves leadership and
-shrinks the ISR before the broker exits); the recovery point (``flush``,
-``lose-unflushed``: Kafka's ``recovery-point-offset-checkpoint``, seed 000; what lies
-above it is in the page cache only, which a machine crash loses, seed 003's "no fsync");
-leader-epoch truncation across several epochs (KIP-279, after KIP-101 of seed 000).
-
-KIP-966 eligible leader replicas (``ModelConfig.elr``): see ``controller.py``.
 """
 
 from __future__ import annotations
@@ -77,7 +55,7 @@ _STEP_RE = re.compile(r"^([a-z-]+)(?:\((\d+)(?:,\s*(\d+))?\))?$")
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class ModelStep:
     """One step: ``kind`` with up to two replica arguments, printed as ``crash(1)``."""
 
     kind: str
@@ -92,14 +70,14 @@ class Step:
         return f"{self.kind}({self.a},{self.b})"
 
     @staticmethod
-    def parse(text: str) -> Step:
+    def parse(text: str) -> ModelStep:
         """Parse ``kind``, ``kind(a)`` or ``kind(a,b)``; ValueError if malformed."""
         m = _STEP_RE.match(text.strip())
         if m is None or m.group(1) not in STEP_KINDS:
             raise ValueError(f"not a step: {text!r} (kinds: {', '.join(sorted(STEP_KINDS))})")
         a = int(m.group(2)) if m.group(2) else None
         b = int(m.group(3)) if m.group(3) else None
-        return Step(m.group(1), a, b)
+        return ModelStep(m.group(1), a, b)
 
 
 # step kind -> number of replica arguments
@@ -370,7 +348,7 @@ def _stop(st: State, r: Replica) -> str:
     return "; ".join(notes)
 
 
-def apply(st: State, step: Step) -> str:
+def apply(st: State, step: ModelStep) -> str:
     """Apply one step to ``st`` (in place); return what happened. ValueError on a bad step."""
     kind, a, b = step.kind, step.a, step.b
     if kind not in STEP_KINDS:

@@ -1,48 +1,31 @@
-"""The model's guarantee table, and each run's expected outcome.
+"""The model's guarantee table.
 
 ``explore_cell`` explores one cell of a matrix (acks x min.insync x unclean x
 ELR x fault set, with bounds on the replicas whose data may be destroyed and on those
 faults may touch) and says which of ``MODEL_ANOMALIES`` can occur, each with its
 shortest schedule found, then replays the long ``TARGETED`` schedules the cell allows.
 The default matrix's table is stored in ``table.json`` (written by ``faultline model
---explore --write``) so that ``expected_outcome``, which runs at every check, is a
-dictionary look-up; cells outside it are explored on demand and cached per process.
+--explore --write``); the agreement tests hold the checker's guarantee rules to it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from faultline.checkers.model.explore import LEADER_FAULT, Bound, explore, legal_replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
 from faultline.checkers.model.state import Acks, ModelConfig
-from faultline.checkers.model.steps import Step
-from faultline.faults import FAMILIES
+from faultline.checkers.model.steps import ModelStep
 
 TABLE_PATH = Path(__file__).with_name("table.json")
 TABLE_BOUND = Bound(depth=5, walks=600, walk_length=12, seed=1)
 ON_DEMAND_BOUND = Bound(depth=4, walks=400, walk_length=12, seed=1)
-
-
-class GuaranteeLike(Protocol):
-    """The fields of ``faultline.checkers.guarantees.GuaranteeConfig`` the model reads."""
-
-    @property
-    def acks(self) -> str: ...
-    @property
-    def min_insync_replicas(self) -> int: ...
-    @property
-    def replication_factor(self) -> int: ...
-    @property
-    def unclean_leader_election_enable(self) -> bool: ...
-    @property
-    def eligible_leader_replicas(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,13 +151,13 @@ def default_matrix() -> Iterator[Cell]:
                         yield Cell(acks, 1, unclean, frozenset(faults), dl, 1, elr, fd)
 
 
-def explore_cell(cell: Cell, bound: Bound = TABLE_BOUND) -> dict[str, tuple[Step, ...]]:
+def explore_cell(cell: Cell, bound: Bound = TABLE_BOUND) -> dict[str, tuple[ModelStep, ...]]:
     """Anomaly -> shortest schedule found, for one cell: the search within ``bound``,
     then each of :data:`TARGETED` the cell allows, for anomalies still missing."""
     b = dataclasses.replace(bound, max_data_loss=cell.data_loss, max_faulted=cell.faulted)
     found = explore(cell.model_config(), cell.faults, b).found
     for text in TARGETED.values():
-        steps = tuple(Step.parse(t) for t in text.split())
+        steps = tuple(ModelStep.parse(t) for t in text.split())
         st = legal_replay(cell.model_config(), cell.faults, b, steps)
         if st is not None and (st.acked or st.exposed or st.failed):
             for name in outcome(st).names - set(found):
@@ -182,7 +165,7 @@ def explore_cell(cell: Cell, bound: Bound = TABLE_BOUND) -> dict[str, tuple[Step
     return dict(sorted(found.items()))
 
 
-Found = dict[str, tuple[Step, ...]]
+Found = dict[str, tuple[ModelStep, ...]]
 
 
 def table_to_json(table: dict[Cell, Found]) -> dict[str, Any]:
@@ -198,52 +181,3 @@ def stored_table() -> dict[str, dict[str, str]]:
         return {}
     data: dict[str, dict[str, str]] = json.loads(TABLE_PATH.read_text())["cells"]
     return data
-
-
-@lru_cache(maxsize=256)
-def _explored(cell: Cell) -> frozenset[str]:
-    return frozenset(explore_cell(cell, ON_DEMAND_BOUND))
-
-
-def cell_for(config: GuaranteeLike, faults: Iterable[str], leader_fault: bool | None = None) -> Cell:
-    """Map a run's config and fault names to a model cell.
-
-    Fault names are the checker's: fault kinds, ``leader-fault``, ``data-loss>=N``,
-    ``faulted>=N`` (the largest N bounds the cell; N >= RF is no bound); others
-    (``clock``, ``producer-restart``) have no model counterpart and are ignored.
-    ``leader_fault`` overrides the presence of ``leader-fault``.
-    """
-    names = set(faults)
-    kinds = {f for f in names if f in FAMILIES}
-    if leader_fault if leader_fault is not None else LEADER_FAULT in names:
-        kinds.add(LEADER_FAULT)
-    losses = [int(f.split(">=", 1)[1]) for f in names if f.startswith("data-loss>=")]
-    data_loss = max(losses) if losses else None
-    if not kinds & {"wipe", "lose-unflushed"}:
-        data_loss = None
-    touched = [int(f.split(">=", 1)[1]) for f in names if f.startswith("faulted>=")]
-    faulted = max(touched) if touched else None
-    if faulted is not None and faulted >= config.replication_factor:
-        faulted = None
-    if config.acks not in ("0", "1", "all"):
-        raise ValueError(f"acks must be '0', '1' or 'all', not {config.acks!r}")
-    acks: Acks = config.acks  # type: ignore[assignment]
-    return Cell(acks, config.min_insync_replicas, config.unclean_leader_election_enable,
-                frozenset(kinds), data_loss, config.replication_factor, config.eligible_leader_replicas,
-                faulted)
-
-
-def expected_outcome(config: GuaranteeLike, faults: Iterable[str],
-                     leader_fault: bool | None = None) -> frozenset[str]:
-    """Anomalies (among ``MODEL_ANOMALIES``) the model says a run can show.
-
-    ``faults`` are the fault names of the run (see ``cell_for``). A stored cell is a
-    look-up; any other is explored once per process (a second or so).
-    """
-    cell = cell_for(config, faults, leader_fault)
-    if not cell.faults - {LEADER_FAULT}:
-        return frozenset()
-    stored = stored_table().get(cell.key)
-    if stored is not None:
-        return frozenset(stored)
-    return _explored(cell)

@@ -35,14 +35,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from faultline.cluster import cleanups, kafka_config, kafka_dist, toxiproxy
+from faultline.cluster import kafka_config, kafka_dist, toxiproxy
 from faultline.cluster.docker import engine, image
-from faultline.cluster.local import netns, runstate, signals
-from faultline.cluster.local.cluster import LocalCluster, run_per_node
-from faultline.cluster.local.runstate import ProcId
+from faultline.cluster.host import cleanups, netns, runstate, signals
+from faultline.cluster.host.runstate import ProcId
+from faultline.cluster.host.stateroot import ENV as ENV_STATE
+from faultline.cluster.host.stateroot import run_id_ok, state_root
+from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.protocol import Grudge
-from faultline.cluster.stateroot import ENV as ENV_STATE
-from faultline.cluster.stateroot import run_id_ok, state_root
 from faultline.cluster.waiting import wait_until
 from faultline.errors import ClusterError, SetupError
 from faultline.spec import TestSpec
@@ -275,12 +275,12 @@ class DockerCluster(LocalCluster):
             netns.grudge_rules(self.layout, grudge, replication)  # validates the node ids
             self._grudge = {n: sorted(set(ds)) for n, ds in grudge.items()}
             self._replication = {n: sorted(set(ds)) for n, ds in (replication or {}).items()}
-            run_per_node(self._grudge_commands(node) for node in self.node_ids)
+            netns.run_per_node(self._grudge_commands(node) for node in self.node_ids)
 
     def heal_network(self) -> None:
         with self._lock:
             self._grudge, self._replication = {}, {}
-            run_per_node(self._grudge_commands(node) for node in self.node_ids)
+            netns.run_per_node(self._grudge_commands(node) for node in self.node_ids)
 
     def _apply_rules(self, node: int) -> None:
         """The grudge chain in a freshly started container, then its part of the grudge."""

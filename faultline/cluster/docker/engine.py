@@ -23,9 +23,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from faultline.cluster.host.runstate import ProcId, kill_and_wait
+from faultline.cluster.host.stateroot import open_private, read_private, state_root
 from faultline.cluster.kafka_dist import Report, ensure_debian_commands, which
-from faultline.cluster.local.runstate import ProcId, kill_and_wait
-from faultline.cluster.stateroot import open_private, read_private, state_root
 from faultline.cluster.waiting import wait_until
 from faultline.errors import SetupError
 from faultline.rundir import write_atomic

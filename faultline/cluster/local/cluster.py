@@ -10,9 +10,9 @@
 This module owns the cluster's lifetime and its capabilities; the rest is split by
 idea: :mod:`~faultline.cluster.local.node` (a node's view: address, files, process),
 :mod:`~faultline.cluster.local.jvm` (configs, storage, launching a JVM),
-:mod:`faultline.cluster.local.netns` (namespaces, bridge, grudges),
-:mod:`~faultline.cluster.local.runstate` (the run's state, and how leftovers of a crashed run
-are found and removed), :mod:`~faultline.cluster.local.signals`. Needs root (namespaces,
+:mod:`faultline.cluster.host.netns` (namespaces, bridge, grudges),
+:mod:`~faultline.cluster.host.runstate` (the run's state, and how leftovers of a crashed run
+are found and removed), :mod:`~faultline.cluster.host.signals`. Needs root (namespaces,
 iptables).
 
 Files of node ``i`` live in ``<workdir>/n<i>/``: ``server.properties``, ``data/``
@@ -32,7 +32,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -41,10 +41,10 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from faultline.cluster import kafka_client, kafka_config, kafka_dist
-from faultline.cluster.local import netns, runstate, signals
+from faultline.cluster.host import netns, runstate, signals
+from faultline.cluster.host.runstate import ENV_RUN, ProcId, RunState
 from faultline.cluster.local.jvm import Jvms, tail_file
 from faultline.cluster.local.node import LocalNode
-from faultline.cluster.local.runstate import ENV_RUN, ProcId, RunState
 from faultline.cluster.protocol import Grudge, PartitionState
 from faultline.cluster.toxiproxy import API_PORT, ToxiproxyClient, start_server
 from faultline.cluster.waiting import poll_until, wait_until
@@ -468,11 +468,11 @@ class LocalCluster:
 
     def partition(self, grudge: Grudge, replication: Grudge | None = None) -> None:
         with self._lock:
-            run_per_node(netns.grudge_commands(self.layout, grudge, replication).values())
+            netns.run_per_node(netns.grudge_commands(self.layout, grudge, replication).values())
 
     def heal_network(self) -> None:
         with self._lock:
-            run_per_node([cmd] for cmd in netns.heal_commands(self.layout))
+            netns.run_per_node([cmd] for cmd in netns.heal_commands(self.layout))
 
     # -- Toxifiable -----------------------------------------------------------------
 
@@ -560,22 +560,6 @@ class LocalCluster:
     def topics(self) -> list[str]:
         md = self.admin().list_topics(timeout=5)
         return sorted(t for t in md.topics if not t.startswith("__"))
-
-
-def run_per_node(plan: Iterable[Sequence[Sequence[str]]]) -> None:
-    """Run each node's commands in order, every node's even when another node's fail:
-    one namespace whose iptables fails (the xtables lock not had in time, a chain gone)
-    must not leave the rules of the nodes after it as they were, partitioned after a heal
-    or under the last grudge. ClusterError naming every failure, once all have run."""
-    errors: list[str] = []
-    for cmds in plan:
-        try:
-            for cmd in cmds:
-                netns.run(cmd)
-        except ClusterError as e:  # the node's later commands depend on this one; next node
-            errors.append(str(e))
-    if errors:
-        raise ClusterError("; ".join(errors))
 
 
 def _fmt_leaders(state: Mapping[int, PartitionState]) -> str:

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from faultline.cluster import kafka_config, kafka_dist
+from faultline.cluster.host.runstate import ENV_RUN
 from faultline.cluster.local.node import LocalNode
-from faultline.cluster.local.runstate import ENV_RUN
 from faultline.errors import ClusterError
 from faultline.spec import TestSpec
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from faultline.cluster.local.netns import Layout
-from faultline.cluster.local.runstate import RunState
+from faultline.cluster.host.netns import Layout
+from faultline.cluster.host.runstate import RunState
 
 
 class Run(Protocol):

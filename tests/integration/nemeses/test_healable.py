@@ -21,7 +21,7 @@ from faultline.nemeses.base import NodeFault
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.partition import PartitionNemesis, complete, to_json
 from faultline.nemeses.pause import PauseNemesis
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.toxics import ToxicsNemesis
 from faultline.spec import KafkaSpec, ProducerSpec, TestSpec, TopicSpec, WorkloadSpec
@@ -123,7 +123,7 @@ def test_isolating_the_leader_moves_leadership(cluster: LocalCluster) -> None:
     nemesis = PartitionNemesis()
     nemesis.setup(cluster)
     leader = _leader(cluster)
-    value = nemesis.plan(Step(0.0, "partition", "isolate-leader", 10.0, 0), busy=())
+    value = nemesis.plan(ScheduledFault(0.0, "partition", "isolate-leader", 10.0, 0), busy=())
     assert value["target"] == leader and value["partition"] == f"{TOPIC}/0"
     others = sorted(n for n in (1, 2, 3) if n != leader)
     assert value["grudge"] == {str(leader): others, **{str(o): [leader] for o in others}}
@@ -146,7 +146,7 @@ def test_isolating_the_controller_moves_the_controller(cluster: LocalCluster) ->
     nemesis.setup(cluster)
     controller = cluster.active_controller()
     assert controller is not None
-    value = nemesis.plan(Step(0.0, "partition", "isolate-controller", 10.0, 0), busy=())
+    value = nemesis.plan(ScheduledFault(0.0, "partition", "isolate-controller", 10.0, 0), busy=())
     assert value["target"] == controller
     try:
         nemesis.invoke(nemesis_op("partition", value))
@@ -221,7 +221,7 @@ def test_timeout_toxic_turns_sends_into_info(cluster: LocalCluster, tmp_path: Pa
         try:
             wait_until(lambda: any(kind == "ok" for _, kind, _ in _sends(path)), 60,
                        "a send acknowledged before the toxic")
-            value = nemesis.plan(Step(0.0, "toxics", "timeout", 10.0, 0), busy=())
+            value = nemesis.plan(ScheduledFault(0.0, "toxics", "timeout", 10.0, 0), busy=())
             value["nodes"] = [n.id for n in cluster.nodes]  # every client link
             done = nemesis.invoke(nemesis_op("toxic", value))
             assert len(done.value["names"]) == 6

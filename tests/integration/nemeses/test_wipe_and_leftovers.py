@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from faultline.cluster.local import netns
+from faultline.cluster.host import netns
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.history import HistoryWriter, read_history
 from faultline.nemeses.lose_unflushed import end_offset

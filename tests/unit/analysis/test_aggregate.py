@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from faultline.analysis.aggregate import expected_loss, percentile, wilson, worst_case_faults
+from faultline.checkers.partition_faults import PartitionFaults
 from faultline.spec import NemesisSpec, TestSpec
 from tests.unit.checkers.queue_hist import make_spec as _spec
 
@@ -52,6 +53,8 @@ def test_expected_loss_follows_the_guarantee_table() -> None:
 
 
 def test_worst_case_faults() -> None:
-    tokens = worst_case_faults(make_spec("all", 2, faults=("kill", "wipe")))
-    assert {"kill", "wipe", "leader-fault", "faulted>=3", "data-loss>=1"} <= tokens
-    assert worst_case_faults(make_spec("all", 2, faults=("toxics",))) == {"toxics"}
+    worst = worst_case_faults(make_spec("all", 2, faults=("kill", "wipe")))
+    assert {"kill", "wipe"} <= worst.families and worst.leader_fault
+    assert worst.faulted >= 3 and worst.data_loss >= 1
+    toxics = worst_case_faults(make_spec("all", 2, faults=("toxics",)))
+    assert toxics == PartitionFaults(frozenset({"toxics"}))

@@ -12,7 +12,7 @@ from faultline.analysis.junit import outcome
 from faultline.analysis.sweepdir import Cell
 from faultline.analysis.tables import SendFigures, anomaly_rows, run_row
 from faultline.checkers.queue import check
-from faultline.checkers.result import MAX_EXAMPLES
+from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
 from tests.unit.checkers.queue_hist import H, make_spec
 
 
@@ -130,19 +130,19 @@ def test_a_cell_that_never_ran_is_shown_under_its_swept_config(tmp_path: Path) -
 
 def test_the_first_loss_is_the_earliest_acked_lost_write_beyond_the_kept_examples(tmp_path: Path) -> None:
     """Found by review: ``first_loss_ns`` was the earliest ack among the lost writes'
-    examples, the first MAX_EXAMPLES in invoke order; with more lost writes the earliest
+    examples, the first MAX_ANOMALY_EXAMPLES in invoke order; with more lost writes the earliest
     acked (here the last invoked, acked first) was not among them."""
     h = H()
-    for v in range(MAX_EXAMPLES + 1):
+    for v in range(MAX_ANOMALY_EXAMPLES + 1):
         h.invoke(0, v)
-    h.done(0, MAX_EXAMPLES, offset=MAX_EXAMPLES)
+    h.done(0, MAX_ANOMALY_EXAMPLES, offset=MAX_ANOMALY_EXAMPLES)
     first = h.ops[-1].time
-    for v in range(MAX_EXAMPLES):
+    for v in range(MAX_ANOMALY_EXAMPLES):
         h.done(0, v, offset=v)
     h.drain([], hw=0)  # the log is gone below every ack: every one is lost
     result = check(make_spec(), h.ops).to_json()
-    assert result["anomaly_counts"]["lost-write"] == MAX_EXAMPLES + 1
-    assert len(result["anomalies"]["lost-write"]) == MAX_EXAMPLES
+    assert result["anomaly_counts"]["lost-write"] == MAX_ANOMALY_EXAMPLES + 1
+    assert len(result["anomalies"]["lost-write"]) == MAX_ANOMALY_EXAMPLES
     cell = Cell("n-1", "2026-11-23T02:00:00Z", "2026-11-23", "seed=1", {"seed": 1}, "done",
                 tmp_path, None)
     row = run_row(cell, None, "false", result, None, SendFigures())

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from faultline.analysis.sweepdir import cell_key, read_sweep, read_sweeps
+from faultline.analysis.tables import SendFigures, run_row
 from faultline.errors import HistoryError
 
 
@@ -34,6 +35,17 @@ def test_reads_cells_with_their_config_key(tmp_path: Path) -> None:
     assert c.run_dir == (tmp_path / "s" / "cells" / "acks=1,seed=1").resolve()
     assert c.key == "nemesis.faults=kill+pause,producer.acks=1"
     assert cell_key({"seed": 3}) == "(all)"
+
+
+def test_a_targeted_run_keeps_its_recipe_and_cell_key(tmp_path: Path) -> None:
+    s = read_sweep(write(tmp_path / "s", manifest(id="acks=1,recipe=r", recipe="r", predicts=["lost-write"])))
+    (c,) = s.cells
+    assert (c.recipe, c.predicts) == ("r", ("lost-write",))
+    assert c.key == "nemesis.faults=kill+pause,producer.acks=1", "the key of its config's random seeds"
+    row = run_row(c, None, "unknown", None, None, SendFigures())
+    assert (row["recipe"], row["predicts"]) == ("r", ["lost-write"])
+    (old,) = read_sweep(write(tmp_path / "old", manifest())).cells  # written before targeted runs
+    assert (old.recipe, old.predicts) == (None, ())
 
 
 @pytest.mark.parametrize(("data", "says"), [

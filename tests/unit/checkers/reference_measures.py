@@ -1,6 +1,7 @@
-"""REFERENCE, for tests only: the measures' accumulation as it was before the compiled
-feed took it (one completion a call), kept for the reference engine
-(:mod:`tests.unit.checkers.reference_queue`) until the new one is proven."""
+"""REFERENCE, for tests only: the measures' accumulation, one completion a call, as it was
+before the compiled feed took it; ``tests/unit/checkers/test_anomalies.py`` holds the
+checker's ``measures`` to it (they are no anomaly, so :mod:`faultline.checkers.anomalies`
+does not define them)."""
 
 from __future__ import annotations
 

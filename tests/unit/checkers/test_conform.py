@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from faultline.checkers.cli import check_run
 from faultline.checkers.conform import SCHEMAS, Schema, schema
 from faultline.checkers.result import UNKNOWN
+from faultline.checkers.results_file import check_run
 from faultline.checkers.whitebox import BrokerFiles
 from tests.schemas import validator
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec

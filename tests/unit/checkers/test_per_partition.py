@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from faultline.checkers.faults_seen import (
+    MetadataState,
     NemesisAction,
-    PartitionState,
     faults_by_partition,
     faults_of,
     leaders_between,
 )
 from faultline.checkers.guarantees import GuaranteeConfig, forbidden, permitted
+from faultline.checkers.partition_faults import PartitionFaults
 from faultline.checkers.queue import check
 from faultline.checkers.result import UNKNOWN, Result
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
@@ -54,7 +55,7 @@ def test_a_forbidden_reason_is_said_only_of_the_partitions_it_is_true_of() -> No
     p0, p1 = r.extra["partitions"]
     assert "leader-fault" not in p0["faults"] and "leader-fault" in p1["faults"]
     config = GuaranteeConfig.from_spec(make_spec(acks="all", min_insync=1, partitions=2))
-    why0, why1 = (forbidden(config, frozenset(p["faults"]))["lost-write"] for p in (p0, p1))
+    why0, why1 = (forbidden(config, PartitionFaults.from_tokens(p["faults"]))["lost-write"] for p in (p0, p1))
     assert why0 != why1
     assert r.extra["forbidden_reasons"]["lost-write"] == f"{why0} (on {TOPIC}/0); {why1} (on {TOPIC}/1)"
 
@@ -84,7 +85,7 @@ def test_a_skipped_fault_permits_nothing() -> None:
     h.op("nemesis", "info", "wipe", {"kind": "wipe"})
     h.op("nemesis", "info", "wipe", {"kind": "wipe", "nodes": [], "result": "skipped"},
          error="no node left to wipe")
-    assert faults_of(h.ops) == frozenset()
+    assert faults_of(h.ops) == PartitionFaults()
     assert permitted(GuaranteeConfig(acks="all", min_insync_replicas=2), faults_of(h.ops)) == {}
 
 
@@ -92,14 +93,15 @@ def test_a_fault_naming_no_node_that_was_not_skipped_still_assumes_the_worst() -
     h = H()
     h.op("nemesis", "info", "wipe", {})
     h.op("nemesis", "info", "wipe", {"result": "wiped"})
-    assert {"wipe", "leader-fault", "data-loss>=5"} <= faults_of(h.ops)
+    seen = faults_of(h.ops)
+    assert "wipe" in seen.families and seen.leader_fault and seen.data_loss >= 5
 
 
 def test_an_empty_leaders_snapshot_is_no_witness() -> None:
     # leaders_snapshot gives {} when the cluster did not answer: it proves nothing.
     h = H()
     h.fault("kill", [2], leaders={})
-    assert "leader-fault" in faults_of(h.ops)
+    assert faults_of(h.ops).leader_fault
 
 
 
@@ -142,7 +144,7 @@ def test_a_committed_loss_excused_only_by_replicas_assumed_out_of_step_is_unknow
     [entry] = [u for u in r.unknown if u["kind"] == "permitted-on-assumption"]
     assert "lost-write" in entry["why"] and "inconsistent-offsets" in entry["why"]
     # with the metadata log showing n2 and n3 out of the ISR, the permission is witnessed
-    isr = {P0: [PartitionState(0, 1, ALL, ALL), PartitionState(1, 1, frozenset({1}), ALL)]}
+    isr = {P0: [MetadataState(0, 1, ALL, ALL), MetadataState(1, 1, frozenset({1}), ALL)]}
     r = check(spec, h.ops, timeline=isr)
     assert r.valid is True and not r.unknown
 
@@ -168,7 +170,7 @@ def test_a_loss_excused_only_by_a_wipe_that_failed_or_never_completed_is_unknown
     h.drain([(0, 10)])
     spec = make_spec(acks="all")
     spec = dataclasses.replace(spec, kafka=dataclasses.replace(spec.kafka, version="3.9.0"))
-    isr = {P0: [PartitionState(-10 * S, 1, ALL, ALL), PartitionState(-5 * S, 1, frozenset({1}), ALL)]}
+    isr = {P0: [MetadataState(-10 * S, 1, ALL, ALL), MetadataState(-5 * S, 1, frozenset({1}), ALL)]}
     r = check(spec, h.ops, timeline=isr)
     assert r.violations == [] and r.anomalies["lost-write"][0]["permitted"] is True
     assert "data-loss>=1" in r.extra["partitions"][0]["faults"]
@@ -179,8 +181,8 @@ def test_a_loss_excused_only_by_a_wipe_that_failed_or_never_completed_is_unknown
         assert r.valid == UNKNOWN
         assert assumed[0]["anomalies"] == ["lost-write"] and "failed or never completed" in assumed[0]["why"]
 
-def state(t: int, leader: int | None, isr: frozenset[int] = ALL) -> PartitionState:
-    return PartitionState(t, leader, isr, ALL)
+def state(t: int, leader: int | None, isr: frozenset[int] = ALL) -> MetadataState:
+    return MetadataState(t, leader, isr, ALL)
 
 
 def killed_at_5s(node: int, **extra: Any) -> H:
@@ -193,17 +195,17 @@ def killed_at_5s(node: int, **extra: Any) -> H:
 def test_the_metadata_log_names_the_leader_when_the_snapshot_does_not() -> None:
     led_by_3 = {P0: [state(0, 3)]}
     led_by_2 = {P0: [state(0, 2)]}
-    assert "leader-fault" in faults_of(killed_at_5s(3).ops, led_by_3)
-    assert "leader-fault" not in faults_of(killed_at_5s(3).ops, led_by_2)
+    assert faults_of(killed_at_5s(3).ops, led_by_3).leader_fault
+    assert not faults_of(killed_at_5s(3).ops, led_by_2).leader_fault
     # either witness suffices: the snapshot says n3 led, the log (later) says n2
-    assert "leader-fault" in faults_of(killed_at_5s(3, leaders={f"{TOPIC}/0": 3}).ops, led_by_2)
+    assert faults_of(killed_at_5s(3, leaders={f"{TOPIC}/0": 3}).ops, led_by_2).leader_fault
 
 
 def test_a_log_that_begins_within_the_clock_margin_before_the_fault_is_no_witness() -> None:
     # the log's times are the wall clock's, the history's a monotonic clock's: a log read
     # from 0.2 s before the kill (CLOCK_MARGIN_NS is 0.5 s) may begin after it
-    assert "leader-fault" in faults_of(killed_at_5s(3).ops, {P0: [state(5 * S - S // 5, 2)]})
-    assert "leader-fault" not in faults_of(killed_at_5s(3).ops, {P0: [state(5 * S - 7 * S // 10, 2)]})
+    assert faults_of(killed_at_5s(3).ops, {P0: [state(5 * S - S // 5, 2)]}).leader_fault
+    assert not faults_of(killed_at_5s(3).ops, {P0: [state(5 * S - 7 * S // 10, 2)]}).leader_fault
 
 
 def test_leaders_between_takes_whoever_led_at_some_moment_of_the_window() -> None:
@@ -219,15 +221,16 @@ def test_an_election_in_the_metadata_log_is_a_leader_fault() -> None:
     # No fault at all, but the leader moved (a preferred-leader election truncates what
     # only the old leader had: acks=1 writes).
     timeline = {P0: [state(0, 1), state(9 * S, 2)]}
-    assert faults_of(H().ops, timeline) == frozenset({"leader-fault"})
+    assert faults_of(H().ops, timeline) == PartitionFaults(leader_fault=True)
     # no election, but n3 fell out of the ISR: out of step with the leader
-    assert faults_of(H().ops, {P0: [state(0, 1), state(9 * S, 1, frozenset({1, 2}))]}) == {"faulted>=1"}
+    lagged = {P0: [state(0, 1), state(9 * S, 1, frozenset({1, 2}))]}
+    assert faults_of(H().ops, lagged) == PartitionFaults(faulted=1)
 
 
 def test_a_node_fault_on_no_replica_of_the_partition_does_not_count_for_it() -> None:
-    five = {P0: [PartitionState(0, 1, ALL, ALL)]}
-    assert faults_of(killed_at_5s(4).ops, five) == frozenset()
-    assert faults_of(killed_at_5s(3).ops, five) == frozenset({"kill", "faulted>=1", "fenced>=1"})
+    five = {P0: [MetadataState(0, 1, ALL, ALL)]}
+    assert faults_of(killed_at_5s(4).ops, five) == PartitionFaults()
+    assert faults_of(killed_at_5s(3).ops, five) == PartitionFaults(frozenset({"kill"}), faulted=1, fenced=1)
 
 
 # --- the replicas' logs against the drain ----------------------------------------------
@@ -338,18 +341,18 @@ def test_faulted_counts_replicas_a_fault_touched_or_the_log_shows_out_of_the_isr
     h = killed_at_5s(3)
     h.fault("pause", [2])
     steady = {P0: [state(0, 1)]}
-    assert {f for f in faults_of(h.ops, steady) if f.startswith("faulted")} == {"faulted>=1", "faulted>=2"}
+    assert faults_of(h.ops, steady).faulted == 2
     lagged = {P0: [state(0, 1), state(S, 1, frozenset({1, 3})), state(2 * S, 1)]}  # n2 lagged out
-    assert "faulted>=2" not in faults_of(killed_at_5s(3).ops, steady)
-    assert "faulted>=2" in faults_of(killed_at_5s(3).ops, lagged)
+    assert faults_of(killed_at_5s(3).ops, steady).faulted < 2
+    assert faults_of(killed_at_5s(3).ops, lagged).faulted >= 2
     # the leader too, once a fault touched it: every replica
     h.fault("kill", [1])
-    assert "faulted>=3" in faults_of(h.ops, steady)
+    assert faults_of(h.ops, steady).faulted >= 3
 
 
 def test_a_log_that_begins_after_the_fault_is_no_witness() -> None:
     # the metadata log read starts 2 s after the kill: who led at the kill is unknown
-    assert "leader-fault" in faults_of(killed_at_5s(3).ops, {P0: [state(8 * S, 2)]})
+    assert faults_of(killed_at_5s(3).ops, {P0: [state(8 * S, 2)]}).leader_fault
 
 
 def test_a_read_the_drain_skipped_where_every_replica_holds_a_record_is_unknown() -> None:
@@ -386,7 +389,7 @@ def test_a_forbidden_instance_is_among_the_examples_however_many_were_permitted(
     room for 3 examples, the forbidden one must be among them, whichever partition the
     checker meets first: a violated type whose examples are all permitted hides the
     violation."""
-    monkeypatch.setattr("faultline.checkers.verdict.MAX_EXAMPLES", 3)
+    monkeypatch.setattr("faultline.checkers.verdict.MAX_ANOMALY_EXAMPLES", 3)
     h = H()
     h.send(0, 10, offset=0, part=0)
     h.send(0, 20, offset=0, part=1)
@@ -460,12 +463,12 @@ def test_a_failed_or_unfinished_node_fault_witnesses_none_of_its_tokens(ending: 
                              {"nodes": [1], "leaders": {f"{TOPIC}/0": 1}},
                              None if ending == "none" else f"{f} failed on node 1")
                for f in ("kill", "pause", "stop")]
-    assert faults_by_partition(actions, [P0], strict=True)[P0] == frozenset()
-    assert faults_by_partition(actions, [P0])[P0] == frozenset(
-        {"kill", "pause", "stop", "leader-fault", *UNKNOWN_STEP, "fenced>=1"})
+    assert faults_by_partition(actions, [P0], strict=True)[P0] == PartitionFaults()
+    assert faults_by_partition(actions, [P0])[P0] == PartitionFaults(
+        frozenset({"kill", "pause", "stop"}), leader_fault=True, faulted=len(UNKNOWN_STEP), fenced=1)
     log = {P0: [state(0, 1), state(5 * S, 1, frozenset({1, 3})), state(7 * S, 3, frozenset({1, 3}))]}
-    assert faults_by_partition(actions, [P0], log, strict=True)[P0] == frozenset(
-        {"leader-fault", "faulted>=1"})
+    assert faults_by_partition(actions, [P0], log, strict=True)[P0] == PartitionFaults(
+        leader_fault=True, faulted=1)
 
 
 def test_the_metadata_log_outweighs_the_leaders_snapshot_where_it_covers_the_fault() -> None:

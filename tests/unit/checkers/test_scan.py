@@ -19,14 +19,15 @@ from hypothesis import strategies as st
 from faultline.checkers import kernel, queue, scan
 from faultline.checkers.synthetic import Shape, generate
 from faultline.errors import HistoryError
-from faultline.history import HistoryFile, ReadResult, _lines, iter_rows
+from faultline.history import HistoryFile, ReadResult, iter_rows
+from faultline.history.writer import _lines
 from tests.unit.checkers.queue_hist import make_spec
 
 Rows = list[dict[str, Any]]
 
 
 def journal(rows: Rows) -> bytes:
-    """``rows`` as the run's journal writes them (history._lines, one op a call)."""
+    """``rows`` as the run's journal writes them (history.writer._lines, one op a call)."""
     return b"".join(_lines(r["index"], r["time"], [(r["process"], r["type"], r["f"], r["value"],
                                                      r.get("error"))]) for r in rows)
 

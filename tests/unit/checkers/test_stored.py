@@ -1,16 +1,19 @@
 """A stored run whose broker-state files are there but cannot be read (found by a review):
-its verdict is unknown, whatever the check found without them. Each test fails before."""
+its verdict is unknown, whatever the check found without them. Each test fails before.
+And the checkers a workload names, composed into one verdict."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from faultline.checkers.result import UNKNOWN
-from faultline.checkers.stored import check_stored
+from faultline.checkers.result import UNKNOWN, Result, Valid
+from faultline.checkers.stored import Checked, Checker, StoredRun, check_stored, compose
+from faultline.history import ReadResult
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 
 
@@ -175,3 +178,26 @@ def test_a_broker_state_file_that_is_no_file_makes_the_verdict_unknown(tmp_path:
     assert r.valid == UNKNOWN
     (entry,) = [u for u in r.unknown if u["kind"] == "broker-state-unreadable"]
     assert name in entry["why"]
+
+
+@pytest.mark.parametrize(("verdicts", "merged"), [
+    ((True, True), True), ((True, UNKNOWN), UNKNOWN), ((UNKNOWN, True), UNKNOWN),
+    ((True, False), False), ((False, UNKNOWN), False), ((UNKNOWN, False, True), False)])
+def test_composed_checkers_merge_validity_false_over_unknown_over_true(
+        tmp_path: Path, verdicts: tuple[Valid, ...], merged: Valid) -> None:
+    """Checkers composed by name: the run's verdict is false if any checker's is, else
+    unknown if any is, else true; every checker's reasons and fields are kept, the first's
+    result is the run's."""
+    def checker(i: int, valid: Valid) -> Checker:
+        def check(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
+            assert len(earlier) == i  # each is given what those before it found
+            return Checked(Result(valid=valid, unknown=[{"kind": f"from-{i}"}], extra={f"field-{i}": i}))
+        return check
+
+    names = [f"checker-{i}" for i in range(len(verdicts))]
+    checkers = {name: checker(i, v) for i, (name, v) in enumerate(zip(names, verdicts, strict=True))}
+    run = StoredRun(tmp_path, make_spec(), [], ReadResult(), "history")
+    result = compose(names, run, checkers).result
+    assert result.valid == merged
+    assert [u["kind"] for u in result.unknown] == [f"from-{i}" for i in range(len(verdicts))]
+    assert result.extra == {f"field-{i}": i for i in range(len(verdicts))}

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from faultline.checkers.queue import check_rows_table
 from faultline.checkers.synthetic import Shape, generate
-from faultline.checkers.table import HistoryTable, Send, read_table, write_table
+from faultline.checkers.table import HistoryDigest, Send, read_digest, write_digest
 from faultline.history import NEMESIS
 from faultline.spec import MAX_TIME_LIMIT_S, TestSpec
 
@@ -53,13 +53,13 @@ def reference(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[Any, Send], list[
     return sends, errors, (first_send, last_send, t, n)
 
 
-def table_of(rows: list[dict[str, Any]]) -> HistoryTable:
+def table_of(rows: list[dict[str, Any]]) -> HistoryDigest:
     table = check_rows_table(TestSpec(time_limit_s=MAX_TIME_LIMIT_S), rows)[1]
     assert table is not None
     return table
 
 
-def same(table: HistoryTable, rows: list[dict[str, Any]]) -> None:
+def same(table: HistoryDigest, rows: list[dict[str, Any]]) -> None:
     sends, errors, (first, last, end, ops) = reference(rows)
     assert len(table.sends) == len(sends)
     assert {v: table.sends.get(v) for v in sends} == sends
@@ -114,8 +114,8 @@ def test_a_stored_table_round_trips_and_is_only_used_with_its_history(tmp_path: 
     history = tmp_path / "history.jsonl"
     history.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     table = table_of(rows)
-    path = write_table(tmp_path / "history.sends.parquet", table, history)
-    back = read_table(path, history)
+    path = write_digest(tmp_path / "history.sends.parquet", table, history)
+    back = read_digest(path, history)
     assert back is not None
     for name in ("value", "part", "process", "invoke_time", "end_time", "outcome", "offset"):
         assert np.array_equal(getattr(back.sends, name), getattr(table.sends, name)), name
@@ -123,8 +123,8 @@ def test_a_stored_table_round_trips_and_is_only_used_with_its_history(tmp_path: 
     same(back, rows)
     with history.open("ab") as fh:  # the history changed since: the table is not its
         fh.write(b"\n")
-    assert read_table(path, history) is None
-    assert read_table(tmp_path / "nope.parquet", history) is None
+    assert read_digest(path, history) is None
+    assert read_digest(tmp_path / "nope.parquet", history) is None
 
 
 def test_the_table_is_written_through_a_fresh_temporary_file_never_a_planted_one(tmp_path: Path) -> None:
@@ -136,8 +136,8 @@ def test_the_table_is_written_through_a_fresh_temporary_file_never_a_planted_one
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
     (tmp_path / ".history.sends.parquet.tmp").symlink_to(victim)
-    path = write_table(tmp_path / "history.sends.parquet", table_of(rows), history)
+    path = write_digest(tmp_path / "history.sends.parquet", table_of(rows), history)
     assert victim.read_bytes() == b"precious"
-    assert read_table(path, history) is not None
+    assert read_digest(path, history) is not None
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         ".history.sends.parquet.tmp", "history.jsonl", "history.sends.parquet", "victim"]

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from faultline.checkers.cli import check, check_run
+from faultline.checkers.guarantees import GuaranteeConfig
+from faultline.checkers.results_file import check_run
+from faultline.checkers.verdict import QueueFacts
 from faultline.checkers.whitebox import (
-    MAX_EXAMPLES,
+    MAX_INVARIANT_EXAMPLES,
     BrokerFiles,
     Invariant,
     check_elections,
@@ -23,11 +25,14 @@ from faultline.checkers.whitebox import (
     check_white_box,
     leader_changes,
 )
+from faultline.commands.check import check
 from faultline.spec import TestSpec, TopicSpec
 from tests.e2e.report_runs import Scenario, make_run
 from tests.unit.test_schemas import RESULTS
 
 T = "fl-queue"
+#: A topic without and with unclean leader election.
+CLEAN, UNCLEAN = GuaranteeConfig(), GuaranteeConfig(unclean_leader_election_enable=True)
 
 
 def part(offset: int, leader: int | None, isr: list[int], elr: list[int] | None = None,
@@ -44,7 +49,7 @@ def test_elections_from_isr_and_elr_hold() -> None:
     changes = leader_changes(md, T)
     assert [(c["from"], c["to"], c["kind"], c["epoch"]) for c in changes] == [
         (1, 2, "isr", 1), (2, None, "offline", 2), (None, 3, "elr", 3)]
-    inv = check_elections(changes, unclean_enabled=False)
+    inv = check_elections(changes, CLEAN)
     assert (inv.checked, inv.violations, inv.status) == (2, 0, "pass")
 
 
@@ -53,10 +58,10 @@ def test_an_unclean_election_is_a_violation_only_when_unclean_is_disabled() -> N
           part(3, 3, [3], epoch=2)]
     changes = leader_changes(md, T)
     assert changes[-1]["kind"] == "unclean"
-    bad = check_elections(changes, unclean_enabled=False)
+    bad = check_elections(changes, CLEAN)
     assert (bad.violations, bad.status) == (1, "fail")
     assert "unclean election of n3 (epoch 2)" in bad.examples[0]["what"] and bad.examples[0]["partition"] == 0
-    ok = check_elections(changes, unclean_enabled=True)
+    ok = check_elections(changes, UNCLEAN)
     assert (ok.violations, ok.permitted, ok.status) == (0, 1, "pass")
 
 
@@ -65,7 +70,7 @@ def test_a_last_known_leader_election_is_unclean_but_permitted() -> None:
           part(2, None, [], elr=[], lke=[3], epoch=1), part(3, 3, [3], epoch=2)]
     changes = leader_changes(md, T)
     assert changes[-1]["kind"] == "last-known-leader"
-    inv = check_elections(changes, unclean_enabled=False)
+    inv = check_elections(changes, CLEAN)
     assert (inv.violations, inv.permitted) == (0, 1)
 
 
@@ -76,7 +81,7 @@ def test_the_last_known_leader_elected_past_a_non_empty_elr_is_unclean() -> None
           part(2, 3, [3], epoch=2)]
     changes = leader_changes(md, T)
     assert changes[-1]["kind"] == "unclean"
-    bad = check_elections(changes, unclean_enabled=False)
+    bad = check_elections(changes, CLEAN)
     assert (bad.violations, bad.permitted, bad.status) == (1, 0, "fail")
 
 
@@ -257,17 +262,17 @@ def test_a_broken_observations_file_is_one_line(tmp_path: Path, damage: dict[str
 
 def test_no_white_box_files_no_white_box(tmp_path: Path) -> None:
     spec = TestSpec(topic=TopicSpec(name=T))
-    assert check_white_box(spec, BrokerFiles.read(tmp_path), {"permitted": []}) is None
+    assert check_white_box(spec, BrokerFiles.read(tmp_path), QueueFacts(GuaranteeConfig(), {}, {})) is None
 
 
 def test_a_violation_is_among_the_examples_however_many_breaks_were_permitted() -> None:
-    """An invariant broken MAX_EXAMPLES times where permitted, then once where not: it is
+    """An invariant broken MAX_INVARIANT_EXAMPLES times where permitted, then once where not: it is
     VIOLATED, and its examples must show that violation, not only the permitted breaks."""
     inv = Invariant("hw-monotonic")
-    for i in range(MAX_EXAMPLES):
+    for i in range(MAX_INVARIANT_EXAMPLES):
         inv.add({"time": i, "partition": 0, "what": f"permitted {i}"}, permitted=True)
-    inv.add({"time": MAX_EXAMPLES, "partition": 1, "what": "forbidden"})
-    assert inv.status == "fail" and len(inv.examples) == MAX_EXAMPLES
+    inv.add({"time": MAX_INVARIANT_EXAMPLES, "partition": 1, "what": "forbidden"})
+    assert inv.status == "fail" and len(inv.examples) == MAX_INVARIANT_EXAMPLES
     assert [e["what"] for e in inv.examples if not e["permitted"]] == ["forbidden"]
 
 

@@ -10,9 +10,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from faultline.checkers.guarantees import GuaranteeConfig, committed_loss_reason
+from faultline.checkers.partition_faults import PartitionFaults
 from faultline.checkers.result import UNKNOWN
 from faultline.checkers.stored import check_stored
+from faultline.checkers.verdict import PartitionFacts, QueueFacts
 from faultline.checkers.whitebox import BrokerFiles, check_white_box
+from faultline.spec import TestSpec
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 from tests.unit.checkers.test_stored import replica, run_dir
 
@@ -94,6 +98,13 @@ def test_a_lost_write_every_replica_holds_below_the_hw_is_unknown(tmp_path: Path
     assert entry["count"] == 1
 
 
+def facts(spec: TestSpec, hw: int, faults: PartitionFaults | None = None) -> QueueFacts:
+    """What the queue checker judged partition 0 by: ``faults`` (none by default), and a
+    drain to ``hw``."""
+    return QueueFacts(GuaranteeConfig.from_spec(spec),
+                      {(TOPIC, 0): PartitionFacts(faults or PartitionFaults(), hw)}, {})
+
+
 def _state(node: int, batches: list[list[int]], ckpt: int) -> dict[str, Any]:
     return {"topic": TOPIC, "partition": 0, "node": node, "log_start_offset": 0,
             "log_end_offset": batches[-1][1] + 1, "hw_checkpoint": ckpt, "batches": batches}
@@ -111,8 +122,8 @@ def test_a_divergent_tail_on_a_replica_outside_the_isr_is_no_violation() -> None
     replicas agree below the HW 10; node 3's tail above its own HW is Kafka's design."""
     good = [[0, 4, 0, 11], [5, 9, 1, 22]]
     reps = [_state(1, good, 10), _state(2, good, 10), _state(3, [[0, 4, 0, 11], [5, 9, 0, 99]], 5)]
-    results = {"partitions": [{"topic": TOPIC, "partition": 0, "high_watermark": 10}]}
     spec = make_spec(acks="all", min_insync=2)
+    results = facts(spec, hw=10)
     out = check_white_box(spec, BrokerFiles(metadata=_meta([1, 2]), replicas=reps, present=True), results)
     assert out is not None
     agree = out["invariants"][3]
@@ -134,10 +145,10 @@ def test_a_checkpoint_above_the_leo_after_a_permitted_loss_is_permitted() -> Non
             "hw_checkpoint": {"2": 10}},
            {"time": 2, "topic": TOPIC, "partition": 0, "hw": 6, "leo": {"2": 6},
             "hw_checkpoint": {"2": 10}}]
-    results = {"partitions": [{"topic": TOPIC, "partition": 0, "high_watermark": 6,
-                               "permitted_reasons": {"phantom-read": "unclean"}}]}
-    out = check_white_box(make_spec(acks="1", min_insync=1), BrokerFiles(observations=obs, present=True),
-                          results)
+    spec = make_spec(acks="1", min_insync=1, unclean=True)
+    results = facts(spec, hw=6, faults=PartitionFaults(frozenset({"kill"}), True, faulted=3, fenced=3))
+    assert committed_loss_reason(results.config, results.partitions[(TOPIC, 0)].faults) is not None
+    out = check_white_box(spec, BrokerFiles(observations=obs, present=True), results)
     assert out is not None
     le, mono = out["invariants"][1], out["invariants"][2]
     assert (mono["violations"], mono["permitted"]) == (0, 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from faultline.checkers.faults_seen import PartitionState
+from faultline.checkers.faults_seen import MetadataState
 from faultline.checkers.queue import check
 from faultline.checkers.result import UNKNOWN, Result
 from faultline.spec import KafkaSpec
@@ -17,8 +17,8 @@ ALL = frozenset({1, 2, 3})
 P0 = (TOPIC, 0)
 
 
-def state(t: float, leader: int | None, isr: frozenset[int] = ALL) -> PartitionState:
-    return PartitionState(int(t * S), leader, isr, ALL)
+def state(t: float, leader: int | None, isr: frozenset[int] = ALL) -> MetadataState:
+    return MetadataState(int(t * S), leader, isr, ALL)
 
 
 def at(h: H, seconds: float) -> None:

@@ -20,7 +20,7 @@ from faultline.nemeses.lose_unflushed import (
     recovery_points,
     truncate_partition,
 )
-from tests.unit.harness import fakes
+from tests.unit.brokerstate import fakes
 
 
 def batch(base: int, count: int) -> bytes:

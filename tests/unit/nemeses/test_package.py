@@ -20,7 +20,7 @@ from faultline.errors import NemesisError
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.partition import PartitionNemesis
-from faultline.nemeses.schedule import Step
+from faultline.nemeses.schedule import ScheduledFault
 from faultline.spec import KafkaSpec, NemesisSpec, TestSpec
 
 
@@ -136,7 +136,7 @@ def _spec(faults: tuple[str, ...], **kw: Any) -> TestSpec:
     return TestSpec(seed=3, time_limit_s=2.0, nemesis=NemesisSpec(faults=faults, **kw))
 
 
-def _package(cluster: FakeCluster, steps: Sequence[Step]) -> NemesisPackage:
+def _package(cluster: FakeCluster, steps: Sequence[ScheduledFault]) -> NemesisPackage:
     pkg = NemesisPackage.from_spec(cluster.spec, cluster)  # type: ignore[arg-type]
     pkg.schedule = steps
     return pkg
@@ -159,8 +159,9 @@ def test_from_spec_builds_the_seeded_schedule(tmp_path: Path) -> None:
 def test_run_journals_both_ends_of_each_fault(tmp_path: Path) -> None:
     spec = _spec(("kill", "partition", "toxics"), max_concurrent=3)
     cluster = FakeCluster(spec, tmp_path)
-    steps = [Step(0.0, "kill", "kill", 0.1, 4), Step(0.05, "partition", "isolate-leader", 0.1, 1),
-             Step(0.08, "toxics", "timeout", 0.1, 0)]
+    steps = [ScheduledFault(0.0, "kill", "kill", 0.1, 4),
+             ScheduledFault(0.05, "partition", "isolate-leader", 0.1, 1),
+             ScheduledFault(0.08, "toxics", "timeout", 0.1, 0)]
     pkg = _package(cluster, steps)
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         pkg.run(time.monotonic() + 1.0, h)
@@ -182,8 +183,8 @@ def test_run_journals_both_ends_of_each_fault(tmp_path: Path) -> None:
 def test_node_faults_never_share_a_node(tmp_path: Path) -> None:
     spec = _spec(("kill", "pause", "stop"), max_concurrent=3)
     cluster = FakeCluster(spec, tmp_path)
-    steps = [Step(0.0, "kill", "kill", 0.5, 7), Step(0.01, "pause", "pause", 0.5, 7),
-             Step(0.02, "stop", "stop", 0.5, 7)]
+    steps = [ScheduledFault(0.0, "kill", "kill", 0.5, 7), ScheduledFault(0.01, "pause", "pause", 0.5, 7),
+             ScheduledFault(0.02, "stop", "stop", 0.5, 7)]
     pkg = _package(cluster, steps)
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         pkg.run(time.monotonic() + 0.2, h)
@@ -197,8 +198,8 @@ def test_node_faults_never_share_a_node(tmp_path: Path) -> None:
 def test_no_target_is_journaled_and_skipped(tmp_path: Path) -> None:
     spec = TestSpec(nemesis=NemesisSpec(faults=("kill", "pause", "stop", "wipe"), max_concurrent=4))
     cluster = FakeCluster(spec, tmp_path)
-    steps = [Step(0.0, "kill", "kill", 1, 0), Step(0.0, "stop", "stop", 1, 1),
-             Step(0.0, "wipe", "wipe", 1, 2), Step(0.01, "pause", "pause", 1, 0)]
+    steps = [ScheduledFault(0.0, "kill", "kill", 1, 0), ScheduledFault(0.0, "stop", "stop", 1, 1),
+             ScheduledFault(0.0, "wipe", "wipe", 1, 2), ScheduledFault(0.01, "pause", "pause", 1, 0)]
     pkg = _package(cluster, steps)
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         pkg.run(time.monotonic() + 0.1, h)
@@ -212,7 +213,7 @@ def test_no_target_is_journaled_and_skipped(tmp_path: Path) -> None:
 def test_a_failed_heal_is_forced_by_teardown(tmp_path: Path) -> None:
     spec = _spec(("pause",))
     cluster = FakeCluster(spec, tmp_path)
-    pkg = _package(cluster, [Step(0.0, "pause", "pause", 0.05, 0)])
+    pkg = _package(cluster, [ScheduledFault(0.0, "pause", "pause", 0.05, 0)])
     cluster.fail.add("resume")
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         pkg.run(time.monotonic() + 0.2, h)
@@ -228,7 +229,7 @@ def test_a_failed_fault_is_still_healed(tmp_path: Path) -> None:
     spec = _spec(("kill",))
     cluster = FakeCluster(spec, tmp_path)
     cluster.fail.add("kill")
-    pkg = _package(cluster, [Step(0.0, "kill", "kill", 5, 0)])
+    pkg = _package(cluster, [ScheduledFault(0.0, "kill", "kill", 5, 0)])
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         pkg.run(time.monotonic() + 0.1, h)
         pkg.heal_all(h)
@@ -250,7 +251,8 @@ def test_teardown_error_is_reported_after_every_nemesis_ran(tmp_path: Path) -> N
 def test_heal_all_from_another_thread_stops_run(tmp_path: Path) -> None:
     spec = _spec(("kill",))
     cluster = FakeCluster(spec, tmp_path)
-    pkg = _package(cluster, [Step(0.0, "kill", "kill", 30, 0), Step(40, "kill", "kill", 5, 1)])
+    pkg = _package(cluster, [ScheduledFault(0.0, "kill", "kill", 30, 0),
+                             ScheduledFault(40, "kill", "kill", 5, 1)])
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         t = threading.Thread(target=pkg.run, args=(time.monotonic() + 60, h))
         t.start()
@@ -269,7 +271,7 @@ def test_isolate_node_isolates_the_node_its_pick_chooses(tmp_path: Path, pick: i
     cluster = FakeCluster(_spec(("partition",)), tmp_path)
     nemesis = PartitionNemesis()
     nemesis.setup(cluster)  # type: ignore[arg-type]
-    value = nemesis.plan(Step(0, "partition", "isolate-node", 1, pick), busy=())
+    value = nemesis.plan(ScheduledFault(0, "partition", "isolate-node", 1, pick), busy=())
     assert value["target"] == target and value["nodes"] == [1, 2, 3]
     assert value["grudge"][str(target)] == [n for n in (1, 2, 3) if n != target]
 
@@ -284,7 +286,7 @@ def test_isolate_controller_isolates_the_active_controller_whatever_the_pick(
     nemesis = PartitionNemesis()
     nemesis.setup(cluster)  # type: ignore[arg-type]
     for pick in range(4):  # the pick chooses nothing here: the controller is the target
-        value = nemesis.plan(Step(0, "partition", "isolate-controller", 1, pick), busy=())
+        value = nemesis.plan(ScheduledFault(0, "partition", "isolate-controller", 1, pick), busy=())
         assert value["target"] == controller, (pick, value)
         assert value["grudge"][str(controller)] == [n for n in (1, 2, 3) if n != controller]
 
@@ -297,7 +299,7 @@ def test_isolate_controller_without_a_controller_is_an_error(tmp_path: Path) -> 
     nemesis = PartitionNemesis()
     nemesis.setup(cluster)  # type: ignore[arg-type]
     with pytest.raises(NemesisError, match="no active controller"):
-        nemesis.plan(Step(0, "partition", "isolate-controller", 1, 0), busy=())
+        nemesis.plan(ScheduledFault(0, "partition", "isolate-controller", 1, 0), busy=())
 
 
 def test_halves_bridge_ring_plans(tmp_path: Path) -> None:
@@ -309,10 +311,10 @@ def test_halves_bridge_ring_plans(tmp_path: Path) -> None:
     nemesis = PartitionNemesis()
     nemesis.setup(cluster)  # type: ignore[arg-type]
     for kind in ("halves", "bridge", "ring"):
-        value = nemesis.plan(Step(0, "partition", kind, 1, 4), busy=())
+        value = nemesis.plan(ScheduledFault(0, "partition", kind, 1, 4), busy=())
         assert value["kind"] == kind and value["grudge"] and "target" not in value
     with pytest.raises(NemesisError, match="unknown partition kind"):
-        nemesis.plan(Step(0, "partition", "moat", 1, 4), busy=())
+        nemesis.plan(ScheduledFault(0, "partition", "moat", 1, 4), busy=())
 
 
 def test_a_slow_start_does_not_shorten_the_hold(tmp_path: Path) -> None:
@@ -325,7 +327,7 @@ def test_a_slow_start_does_not_shorten_the_hold(tmp_path: Path) -> None:
         real_kill(node)
 
     cluster.kill = slow_kill  # type: ignore[method-assign]
-    pkg = _package(cluster, [Step(0.0, "kill", "kill", 0.3, 0)])
+    pkg = _package(cluster, [ScheduledFault(0.0, "kill", "kill", 0.3, 0)])
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         pkg.run(time.monotonic() + 1.5, h)
         pkg.heal_all(h)
@@ -345,7 +347,8 @@ def test_limits_hold_at_run_time_when_a_heal_is_late(tmp_path: Path) -> None:
 
     cluster.pause = slow_pause  # type: ignore[method-assign]
     # the kill is planned for after the pause heals, but the pause took effect late
-    pkg = _package(cluster, [Step(0.0, "pause", "pause", 0.2, 0), Step(0.25, "kill", "kill", 0.1, 1)])
+    pkg = _package(cluster, [ScheduledFault(0.0, "pause", "pause", 0.2, 0),
+                             ScheduledFault(0.25, "kill", "kill", 0.1, 1)])
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         pkg.run(time.monotonic() + 2.0, h)
         pkg.heal_all(h)
@@ -357,7 +360,7 @@ def test_limits_hold_at_run_time_when_a_heal_is_late(tmp_path: Path) -> None:
 def test_heal_all_tears_down_even_when_the_history_is_gone(tmp_path: Path) -> None:
     spec = _spec(("pause",))
     cluster = FakeCluster(spec, tmp_path)
-    pkg = _package(cluster, [Step(0.0, "pause", "pause", 30, 0)])
+    pkg = _package(cluster, [ScheduledFault(0.0, "pause", "pause", 30, 0)])
     h = HistoryWriter(tmp_path / "h.jsonl")
     pkg.run(time.monotonic() + 0.2, h)
     h.close()
@@ -392,14 +395,14 @@ def test_a_stop_that_had_to_sigkill_is_journaled_and_credited_as_a_kill(
     one destroyed copy enough: a permitted loss read as a violation)."""
     cluster = FakeCluster(_spec(("stop",)), tmp_path)
     cluster.stop_kills = kills
-    pkg = _package(cluster, [Step(0.0, "stop", "stop", 0.1, 0)])
+    pkg = _package(cluster, [ScheduledFault(0.0, "stop", "stop", 0.1, 0)])
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         pkg.run(time.monotonic() + 1.0, h)
         pkg.heal_all(h)
     ops = _ops(tmp_path / "h.jsonl")
     stop = ops[1].value
     assert ("killed" in stop, "did not stop within 30 s: killed" in stop["result"]) == (kills, kills)
-    assert ("kill" in faults_of(ops)) == kills and "stop" in faults_of(ops)
+    assert ("kill" in faults_of(ops).families) == kills and "stop" in faults_of(ops).families
     if kills:
         assert stop["killed"] == stop["nodes"]
 
@@ -421,5 +424,5 @@ def test_isolate_leader_journals_the_leaders_its_target_came_from(tmp_path: Path
     cluster = Moving(_spec(("partition",)), tmp_path)
     nemesis = PartitionNemesis()
     nemesis.setup(cluster)  # type: ignore[arg-type]
-    value = nemesis.plan(Step(0.0, "partition", "isolate-leader", 1.0, 0), set())
+    value = nemesis.plan(ScheduledFault(0.0, "partition", "isolate-leader", 1.0, 0), set())
     assert value["leaders"][value["partition"]] == value["target"], value

@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES, PARTITION_KINDS
-from faultline.nemeses.schedule import Step, build_schedule, kinds
+from faultline.nemeses.schedule import ScheduledFault, build_schedule, kinds
 from faultline.spec import FAULTS, NemesisSpec
 
 ALL = ("kill", "pause", "partition", "toxics", "wipe", "lose-unflushed")
 
 
-def _held_at(steps: tuple[Step, ...], t: float) -> list[Step]:
+def _held_at(steps: tuple[ScheduledFault, ...], t: float) -> list[ScheduledFault]:
     return [s for s in steps if s.at_s <= t < s.end_s]
 
 

@@ -1,6 +1,6 @@
 """The scripted nemesis against the in-memory fake cluster: roles resolved from the
 (fake) live state as each step runs, the journal, restarts, waits, and the final heal;
-and the hand-driven one (HandNemesis), fed one step at a time.
+and the hand-driven one (HandPackage), fed one step at a time.
 Whether the faults do what they should on Kafka is the integration test's business
 (tests/integration/test_hunt.py)."""
 
@@ -21,7 +21,7 @@ from faultline.cluster import kafka_client
 from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op, read_history
-from faultline.nemeses.scripted import HandNemesis, ScriptedNemesis
+from faultline.nemeses.scripted import HandPackage, ScriptedPackage
 from faultline.spec import NemesisSpec, TestSpec
 from tests.unit.nemeses.test_package import FakeCluster
 
@@ -41,10 +41,10 @@ class Live:
 
 
 def _run(tmp_path: Path, schedule: tuple[str, ...], live: Live,
-         until_s: float = 5.0) -> tuple[FakeCluster, ScriptedNemesis, list[Op]]:
+         until_s: float = 5.0) -> tuple[FakeCluster, ScriptedPackage, list[Op]]:
     spec = TestSpec(nemesis=NemesisSpec(schedule=schedule))
     cluster = FakeCluster(spec, tmp_path)
-    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    nemesis = ScriptedPackage.from_spec(spec, cluster)  # type: ignore[arg-type]
     nemesis._read_states = live
     history = HistoryWriter(tmp_path / "history.jsonl")
     nemesis.setup()
@@ -101,7 +101,7 @@ def test_holds_cut_replication_add_up_are_released_per_node_and_leave_isolations
     spec = TestSpec(nemesis=NemesisSpec(schedule=(
         "hold followers of 0 as held", "isolate node 3", "hold node 1", "release node 2")))
     cluster = FakeCluster(spec, tmp_path)
-    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    nemesis = ScriptedPackage.from_spec(spec, cluster)  # type: ignore[arg-type]
     nemesis._read_states = Live()
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         nemesis.run(time.monotonic() + 5, history)
@@ -126,7 +126,7 @@ def test_a_registered_wait_reads_the_registered_brokers(tmp_path: Path) -> None:
     spec = TestSpec(nemesis=NemesisSpec(schedule=("crash follower of 0 as gone",
                                                   "wait until gone registered within 2 s")))
     cluster = FakeCluster(spec, tmp_path)
-    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    nemesis = ScriptedPackage.from_spec(spec, cluster)  # type: ignore[arg-type]
     nemesis._read_states = Live()
     nemesis._read_registered = lambda: {1, 3}
     with HistoryWriter(tmp_path / "history.jsonl") as history:
@@ -190,7 +190,7 @@ def test_steps_by_hand_run_in_turn_journaled_as_a_schedule_s_and_a_failed_one_en
         tmp_path: Path) -> None:
     live = Live()
     cluster = FakeCluster(TestSpec(), tmp_path)
-    nemesis = HandNemesis(cluster, live)  # type: ignore[arg-type]
+    nemesis = HandPackage(cluster, live)  # type: ignore[arg-type]
     history = HistoryWriter(tmp_path / "history.jsonl")
     nemesis.setup()
     serving = threading.Thread(target=nemesis.run, args=(time.monotonic() + 60, history))
@@ -231,10 +231,23 @@ def test_steps_by_hand_run_in_turn_journaled_as_a_schedule_s_and_a_failed_one_en
 ])
 def test_a_bad_step_by_hand_is_one_line_naming_it_and_journals_nothing(tmp_path: Path, step: str,
                                                                         message: str) -> None:
-    nemesis = HandNemesis(FakeCluster(TestSpec(), tmp_path), Live())  # type: ignore[arg-type]
+    nemesis = HandPackage(FakeCluster(TestSpec(), tmp_path), Live())  # type: ignore[arg-type]
     with pytest.raises(SpecError) as e:
         nemesis.submit(step)
     assert str(e.value).startswith(message), str(e.value)
+
+
+def test_a_lose_unflushed_step_cuts_the_logs_and_its_restart_starts_the_node(tmp_path: Path) -> None:
+    schedule = ("hold followers of 0 as held", "lose-unflushed leader of 0 as old", "restart old",
+                "release held")
+    cluster, nemesis, ops = _run(tmp_path, schedule, Live())
+    assert nemesis.ended is None
+    assert _done(ops) == [("partition", [1, 2, 3]), ("lose-unflushed", [1]), ("start", [1]),
+                          ("heal", [2, 3])]
+    assert [c for c in cluster.calls if c[0] in ("kill", "start_node")] == [("kill", 1), ("start_node", 1)]
+    seen = faults_of(ops)
+    assert "lose-unflushed" in seen.families and seen.data_loss >= 1 and seen.leader_fault
+    assert cluster.clean()
 
 
 def test_a_node_fault_on_a_node_already_down_does_nothing_and_credits_nothing(
@@ -249,10 +262,10 @@ def test_a_node_fault_on_a_node_already_down_does_nothing_and_credits_nothing(
     (kill,) = [a for a in nemesis_actions(ops) if a.f == "kill"]
     assert (kill.skipped, kill.value["nodes"]) == (True, [])
     assert kill.value["why"] == "node 1 was down: nothing done"
-    tokens = faults_of(ops)
-    assert "kill" not in tokens and {"wipe", "pause", "data-loss>=1"} <= tokens
+    seen = faults_of(ops)
+    assert "kill" not in seen.families and {"wipe", "pause"} <= seen.families and seen.data_loss >= 1
     elr = GuaranteeConfig(acks="all", min_insync_replicas=2, eligible_leader_replicas=True)
-    assert "lost-write" not in permitted(elr, tokens)
+    assert "lost-write" not in permitted(elr, seen)
 
 
 def test_a_second_pause_of_a_paused_node_does_nothing(tmp_path: Path) -> None:
@@ -280,7 +293,7 @@ def test_a_crash_that_failed_leaves_the_running_node_crashable(tmp_path: Path) -
     counted as under the kill, so typing ``crash node 2`` again in the session did
     nothing ("node 2 was under this kill already") while node 2 ran on."""
     cluster = FakeCluster(TestSpec(), tmp_path)
-    nemesis = HandNemesis(cluster, Live())  # type: ignore[arg-type]
+    nemesis = HandPackage(cluster, Live())  # type: ignore[arg-type]
     history = HistoryWriter(tmp_path / "history.jsonl")
     nemesis.setup()
     serving = threading.Thread(target=nemesis.run, args=(time.monotonic() + 60, history))
@@ -315,7 +328,7 @@ def test_a_node_fault_that_fails_on_one_node_still_does_the_others_it_journals(t
         real_pause(node)
 
     cluster.pause = pause  # type: ignore[method-assign]
-    nemesis = ScriptedNemesis.from_spec(spec, cluster)  # type: ignore[arg-type]
+    nemesis = ScriptedPackage.from_spec(spec, cluster)  # type: ignore[arg-type]
     nemesis._read_states = Live()
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         nemesis.run(time.monotonic() + 5, history)
@@ -351,7 +364,7 @@ class _Broker:
 
 
 def _cut_off_old_leader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                        schedule: tuple[str, ...]) -> tuple[ScriptedNemesis, list[Op]]:
+                        schedule: tuple[str, ...]) -> tuple[ScriptedPackage, list[Op]]:
     """``schedule`` run where node 1, the old leader of 0, is cut off from the controller:
     its metadata cache still names it leader of every partition with the full ISR and
     every broker registered, and it answers first; nodes 2 and 3 answer a moment later
@@ -365,11 +378,11 @@ def _cut_off_old_leader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 
 
 def _run_schedule(cluster: FakeCluster, proxies: Iterable[str],
-                  tmp_path: Path) -> tuple[ScriptedNemesis, list[Op]]:
+                  tmp_path: Path) -> tuple[ScriptedPackage, list[Op]]:
     """Run ``cluster``'s spec's schedule against ``proxies`` (one a node, in node order)
     and heal; the nemesis and the ops it journaled."""
     cluster.bootstrap_servers = lambda: ",".join(proxies)  # type: ignore[attr-defined]
-    nemesis = ScriptedNemesis.from_spec(cluster.spec, cluster)  # type: ignore[arg-type]
+    nemesis = ScriptedPackage.from_spec(cluster.spec, cluster)  # type: ignore[arg-type]
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         nemesis.run(time.monotonic() + 10, history)
         nemesis.heal_all(history)

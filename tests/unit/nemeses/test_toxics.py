@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultline.cluster.toxiproxy import STREAMS
-from faultline.cluster.toxiproxy import TOXIC_KINDS as TOXIPROXY_KINDS
+from faultline.cluster.toxiproxy import STREAMS, TOXIPROXY_KINDS
 from faultline.errors import NemesisError
 from faultline.faults import TOXIC_KINDS
 from faultline.nemeses.toxics import toxic_for

@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 from faultline.cli import main
 from faultline.errors import SpecError
-from faultline.run.cli import build_spec
-from faultline.sweep.matrix import cell_id, load_matrix, parse_matrix
+from faultline.spec import build_spec
+from faultline.sweep.matrix import Cell, cell_id, load_matrix, parse_matrix
+from faultline.sweep.runner import duration_s
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -166,20 +167,26 @@ def test_the_command_refuses_a_bad_matrix_in_one_line_before_any_run(
 
 
 def test_the_examples_are_valid_matrices() -> None:
-    smoke = load_matrix(EXAMPLES / "smoke.yaml")
-    assert len(smoke.cells) == 8
+    def seeds_and_recipes(cells: tuple[Cell, ...]) -> tuple[int, int]:
+        return sum(c.recipe is None for c in cells), sum(c.recipe is not None for c in cells)
+
+    assert seeds_and_recipes(load_matrix(EXAMPLES / "smoke.yaml").cells) == (8, 12)
     nightly = load_matrix(EXAMPLES / "nightly.yaml")
     axes = yaml.safe_load((EXAMPLES / "nightly.yaml").read_text())["axes"]
     assert {k: len(v) for k, v in axes.items()} == {
         "acks": 3, "min_insync": 2, "unclean": 2, "faults": 5, "version": 2, "seeds": 2}
-    assert len(nightly.cells) == 3 * 2 * 2 * 5 * 2 * 2
+    assert seeds_and_recipes(nightly.cells) == (3 * 2 * 2 * 5 * 2 * 2, 96)
     assert {c.spec.kafka.version for c in nightly.cells} == {"4.3.1", "3.9.1"}
+
+
+def test_the_nightly_fits_a_night_with_an_hour_left_for_the_analysis() -> None:
+    assert duration_s(load_matrix(EXAMPLES / "nightly.yaml").cells) <= 9 * 3600
 
 
 def test_a_kept_schedule_is_a_regression_sweep() -> None:
     """examples/unclean-regression.yaml: the hunt's compiled schedule in every cell."""
-    from faultline.run.compile import compile_schedule
-    from faultline.run.hunt import RECIPES, HuntConfig
+    from faultline.hunt import RECIPES, HuntConfig
+    from faultline.hunt.compile import compile_schedule
 
     recipe = next(r for r in RECIPES if r.name == "unclean-election-stale-follower")
     cells = load_matrix(EXAMPLES / "unclean-regression.yaml").cells
@@ -206,7 +213,7 @@ def test_nightly_reruns_an_older_night_as_the_newest_of_its_analysis(
     nights up to it; a later night's sweep taken for the newest would judge another night."""
     from types import SimpleNamespace
 
-    import faultline.nightly as nightly_mod
+    import faultline.commands.nightly as nightly_mod
     from faultline.analysis.sweepdir import SWEEP_FILE
 
     results = tmp_path / "r"

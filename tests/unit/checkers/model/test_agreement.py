@@ -29,11 +29,11 @@ import collections
 
 import pytest
 
-from faultline.checkers.faults_seen import DATA_LOSS_FAULTS, fences
+from faultline.checkers.faults_seen import fences
 from faultline.checkers.guarantees import BEYOND_MODEL, GuaranteeConfig, permitted
-from faultline.checkers.model.explore import Bound, legal_replay
+from faultline.checkers.model.explore import LEADER_FAULT, Bound, legal_replay
 from faultline.checkers.model.outcome import MODEL_ANOMALIES, outcome
-from faultline.checkers.model.steps import STEP_KINDS, Step
+from faultline.checkers.model.steps import STEP_KINDS, ModelStep
 from faultline.checkers.model.table import (
     TABLE_BOUND,
     TARGETED,
@@ -42,6 +42,7 @@ from faultline.checkers.model.table import (
     explore_cell,
     stored_table,
 )
+from faultline.checkers.partition_faults import DATA_LOSS_FAULTS, PartitionFaults
 from faultline.faults import FAMILIES
 
 #: Cells of the default matrix where model and checker differ, after issue 17 (40 at RF 3),
@@ -49,21 +50,20 @@ from faultline.faults import FAMILIES
 DIFFERING_CELLS = 72
 
 
-def checker_faults(cell: Cell) -> frozenset[str]:
-    """The checker's tokens for a run of a model cell: its fault kinds and leader fault,
-    ``data-loss>=N`` up to its data-loss bound, ``faulted>=N`` up to its faulted bound
-    (every replica when unbounded), and as many ``fenced>=N`` when a kind may fence (the
-    cell does not bound them apart: a ``partition`` cell isolates as well as cuts), but
-    no more than its data-loss bound when wipe / lose-unflushed are its only such kinds."""
-    extra = {f"data-loss>={n}" for n in range(1, (cell.data_loss or 0) + 1)}
+def checker_faults(cell: Cell) -> PartitionFaults:
+    """The checker's faults for a run of a model cell: its fault kinds and leader fault,
+    ``data_loss`` at its data-loss bound, ``faulted`` at its faulted bound (every replica
+    when unbounded), and as many ``fenced`` when a kind may fence (the cell does not bound
+    them apart: a ``partition`` cell isolates as well as cuts), but no more than its
+    data-loss bound when wipe / lose-unflushed are its only such kinds."""
     touched = cell.replication_factor if cell.faulted is None else cell.faulted
-    extra |= {f"faulted>={n}" for n in range(1, touched + 1)}
     fencing = {kind for kind in cell.faults if fences(kind, {})}
+    most = 0
     if fencing:  # wipe and lose-unflushed alone reach at most data_loss replicas
         most = (touched if fencing - DATA_LOSS_FAULTS or cell.data_loss is None
                 else min(touched, cell.data_loss))
-        extra |= {f"fenced>={n}" for n in range(1, most + 1)}
-    return frozenset(cell.faults | extra)
+    return PartitionFaults(cell.faults - {LEADER_FAULT}, LEADER_FAULT in cell.faults, touched, most,
+                           cell.data_loss or 0)
 
 
 def checker_envelope(cell: Cell) -> frozenset[str]:
@@ -142,7 +142,8 @@ def test_every_stored_schedule_still_shows_its_anomaly() -> None:
     for cell in default_matrix():
         bound = Bound(max_data_loss=cell.data_loss, max_faulted=cell.faulted)
         for name, text in stored_table()[cell.key].items():
-            st = legal_replay(cell.model_config(), cell.faults, bound, [Step.parse(t) for t in text.split()])
+            st = legal_replay(cell.model_config(), cell.faults, bound,
+                              [ModelStep.parse(t) for t in text.split()])
             if st is None or name not in outcome(st).names:
                 stale.append((cell.key, name, text))
     assert stale == []
@@ -174,7 +175,7 @@ def test_an_untouched_follower_does_not_lag_out_of_a_bounded_cell() -> None:
     cell = Cell("all", 2, False, frozenset({"kill", "wipe", "leader-fault"}), 1, elr=True, faulted=2)
     text = ("produce fetch(2) fetch(3) fetch(2) fetch(3) produce fetch(3) fetch(3) "
             "tick tick tick crash(3) tick restart(3) wipe(1)")
-    steps = [Step.parse(t) for t in text.split(" ")]
+    steps = [ModelStep.parse(t) for t in text.split(" ")]
     free = legal_replay(cell.model_config(), cell.faults, Bound(max_data_loss=1), steps)
     assert free is not None and "lost-write" in outcome(free).names
     assert free.faulted == frozenset({1, 2, 3})
@@ -199,6 +200,6 @@ def test_with_elr_and_unclean_a_held_follower_is_elected_from_the_elr(
     # fenced too, and 3, without the committed record, is elected uncleanly.
     cell = Cell("all", min_insync, True, frozenset({"kill", "pause", "partition", "leader-fault"}), elr=True)
     text = f"produce fetch(2) fetch(2) tick tick tick {fault} produce tick tick tick crash(1) tick produce"
-    st = legal_replay(cell.model_config(), cell.faults, Bound(), [Step.parse(t) for t in text.split()])
+    st = legal_replay(cell.model_config(), cell.faults, Bound(), [ModelStep.parse(t) for t in text.split()])
     assert st is not None
     assert ("lost-write" in outcome(st).names) == lost

@@ -10,7 +10,7 @@ from faultline.checkers.model.controller import effective_min_isr
 from faultline.checkers.model.explore import enabled_steps
 from faultline.checkers.model.outcome import invariant_violations, outcome
 from faultline.checkers.model.state import ModelConfig, State
-from faultline.checkers.model.steps import Step, apply, initial_state
+from faultline.checkers.model.steps import ModelStep, apply, initial_state
 
 _SETTINGS = settings(max_examples=40, stateful_step_count=25, deadline=None)
 SAFE_FAULTS = frozenset({"kill", "pause", "partition", "leader-fault"})
@@ -39,7 +39,7 @@ class _Machine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def step(self, data: st.DataObject) -> None:
-        choice: Step = data.draw(st.sampled_from(enabled_steps(self.st, self.faults)))
+        choice: ModelStep = data.draw(st.sampled_from(enabled_steps(self.st, self.faults)))
         apply(self.st, choice)
 
     @invariant()

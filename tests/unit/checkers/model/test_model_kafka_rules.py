@@ -9,12 +9,12 @@ from __future__ import annotations
 from faultline.checkers.model.explore import Bound, legal_replay, replay
 from faultline.checkers.model.outcome import outcome
 from faultline.checkers.model.state import ModelConfig
-from faultline.checkers.model.steps import Step
+from faultline.checkers.model.steps import ModelStep
 from faultline.checkers.model.table import Cell
 
 
-def _steps(text: str) -> list[Step]:
-    return [Step.parse(t) for t in text.split()]
+def _steps(text: str) -> list[ModelStep]:
+    return [ModelStep.parse(t) for t in text.split()]
 
 
 def test_without_elr_the_hw_does_not_advance_while_the_isr_is_below_min_insync() -> None:

@@ -7,7 +7,7 @@ import pytest
 from faultline.checkers.model.replica import end_offset_for
 from faultline.checkers.model.scenarios import SCENARIOS, missing_mechanism, run_scenario
 from faultline.checkers.model.state import ModelConfig
-from faultline.checkers.model.steps import Step, apply, initial_state
+from faultline.checkers.model.steps import ModelStep, apply, initial_state
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -82,7 +82,7 @@ def test_not_enough_replicas_before_append_and_a_frozen_hw_after() -> None:
     # m1 was appended with the full ISR; under min ISR the HW does not pass it (KAFKA-15583),
     # so it waits (a timeout for the client); m2 is refused before the append.
     st = initial_state(ModelConfig(acks="all", min_insync=2))
-    notes = [apply(st, Step.parse(s)) for s in ["produce", "crash(2)", "crash(3)", "tick", "produce"]]
+    notes = [apply(st, ModelStep.parse(s)) for s in ["produce", "crash(2)", "crash(3)", "tick", "produce"]]
     assert "NOT_ENOUGH_REPLICAS_AFTER_APPEND" not in notes[3] and st.replicas[1].hw == 0
     assert "NOT_ENOUGH_REPLICAS (" in notes[4]
     assert st.failed == frozenset({2}) and [p.value for p in st.pending] == [1] and not st.acked
@@ -99,11 +99,11 @@ def test_leader_epoch_lookup_matches_kafka_cache_semantics() -> None:
 
 def test_step_parse_round_trips_and_rejects_garbage() -> None:
     for text in ("produce", "crash(1)", "cut(1,3)"):
-        assert str(Step.parse(text)) == text
+        assert str(ModelStep.parse(text)) == text
     with pytest.raises(ValueError):
-        Step.parse("explode(1)")
+        ModelStep.parse("explode(1)")
     with pytest.raises(ValueError):
-        apply(initial_state(ModelConfig()), Step("crash", 9))
+        apply(initial_state(ModelConfig()), ModelStep("crash", 9))
 
 
 def test_elr_elects_a_former_isr_member_where_no_elr_loses_the_acked_write() -> None:
@@ -139,8 +139,8 @@ def test_elr_unclean_restart_leaves_the_last_known_leader() -> None:
 def test_a_graceful_stop_keeps_the_replica_in_the_elr() -> None:
     st = initial_state(ModelConfig(acks="all", min_insync=2, elr=True))
     for s in ["pause(2)", "pause(3)", "tick", "resume(2)", "resume(3)", "tick", "stop(3)", "restart(3)"]:
-        apply(st, Step.parse(s))
+        apply(st, ModelStep.parse(s))
     assert st.c_isr == frozenset({1}) and st.c_elr == frozenset({3})
-    apply(st, Step.parse("crash(3)"))
-    apply(st, Step.parse("restart(3)"))
+    apply(st, ModelStep.parse("crash(3)"))
+    apply(st, ModelStep.parse("restart(3)"))
     assert st.c_elr == frozenset()

@@ -31,12 +31,12 @@ from typing import Any
 
 import pytest
 
-from faultline.checkers.faults_seen import PartitionState
+from faultline.checkers.faults_seen import MetadataState
 from faultline.checkers.model.explore import enabled_steps
 from faultline.checkers.model.outcome import drain_of, settle
 from faultline.checkers.model.scenarios import SCENARIOS
 from faultline.checkers.model.state import ModelConfig, State
-from faultline.checkers.model.steps import Step, apply, initial_state
+from faultline.checkers.model.steps import ModelStep, apply, initial_state
 from faultline.checkers.queue import check
 from faultline.checkers.result import Result
 from faultline.history import NEMESIS, Op
@@ -61,7 +61,7 @@ class Moment:
     registration, and whether the partition is whole (every replica up, unpaused,
     reachable and in the ISR)."""
 
-    step: Step | None
+    step: ModelStep | None
     leader: int | None
     epoch: int
     isr: frozenset[int]
@@ -82,13 +82,13 @@ class Run:
     lost: frozenset[int] = frozenset()
 
 
-def _moment(step: Step | None, st: State) -> Moment:
+def _moment(step: ModelStep | None, st: State) -> Moment:
     whole = (not st.cuts and st.c_isr == frozenset(st.replicas)
              and all(r.up and not r.paused for r in st.replicas.values()))
     return Moment(step, st.c_leader, st.c_epoch, st.c_isr, st.c_elr, whole)
 
 
-def run(config: ModelConfig, schedule: Sequence[Step]) -> Run:
+def run(config: ModelConfig, schedule: Sequence[ModelStep]) -> Run:
     """Replay ``schedule``, heal and drain the way the harness does (``outcome.settle``),
     and record it; the heal must leave a leader to drain."""
     st = initial_state(config)
@@ -111,7 +111,7 @@ def run(config: ModelConfig, schedule: Sequence[Step]) -> Run:
             out.sent[value] = len(out.moments) - 1
             out.by[value] = step.a if step.kind == "produce-to" else leader
         answer(st)
-    def healed(step: Step, _: str, st: State) -> None:
+    def healed(step: ModelStep, _: str, st: State) -> None:
         out.moments.append(_moment(step, st))
         answer(st)
 
@@ -131,12 +131,12 @@ def _at(i: int) -> int:
     return i * S
 
 
-def timeline(r: Run) -> list[PartitionState]:
+def timeline(r: Run) -> list[MetadataState]:
     """The metadata log the model's controller would have written: a state per change."""
     replicas = frozenset(range(1, r.config.replication_factor + 1))
-    out: list[PartitionState] = []
+    out: list[MetadataState] = []
     for i, m in enumerate(r.moments):
-        s = PartitionState(-S if i == 0 else _at(i), m.leader, m.isr, replicas, m.elr, m.epoch)
+        s = MetadataState(-S if i == 0 else _at(i), m.leader, m.isr, replicas, m.elr, m.epoch)
         if not out or dataclasses.replace(out[-1], time=s.time) != s:
             out.append(s)
     return out
@@ -184,7 +184,7 @@ def spec_of(cfg: ModelConfig) -> TestSpec:
     return spec if cfg.elr else dataclasses.replace(spec, kafka=KafkaSpec(version="3.9.1"))
 
 
-def judge(r: Run, lose: int | None = None, states: list[PartitionState] | None = None) -> Result:
+def judge(r: Run, lose: int | None = None, states: list[MetadataState] | None = None) -> Result:
     """The checker's verdict on the run (``lose``: with that value missing from the drain)."""
     states = timeline(r) if states is None else states
     return check(spec_of(r.config), history(r, lose), timeline={P0: states})
@@ -193,17 +193,17 @@ def judge(r: Run, lose: int | None = None, states: list[PartitionState] | None =
 # ---------------------------------------------------------------- schedules
 
 
-def _steps(st: State) -> list[Step]:
+def _steps(st: State) -> list[ModelStep]:
     return [s for s in enabled_steps(st, FAULTS) if s.kind != "cut-ctrl"]
 
 
 def schedules(cfg: ModelConfig, depth: int, walks: int, length: int,
-              seed: int = 0) -> Iterator[tuple[Step, ...]]:
+              seed: int = 0) -> Iterator[tuple[ModelStep, ...]]:
     """Every schedule of :data:`FAULTS` up to ``depth`` steps that reaches a new state,
     then ``walks`` seeded random walks of ``length`` steps."""
     start = initial_state(cfg)
     seen = {start.key()}
-    frontier: list[tuple[State, tuple[Step, ...]]] = [(start, ())]
+    frontier: list[tuple[State, tuple[ModelStep, ...]]] = [(start, ())]
     for _ in range(depth):
         nxt = []
         for st, path in frontier:
@@ -292,10 +292,10 @@ CONFIGS = {
 }
 
 
-def _write(cfg: ModelConfig, leader: int) -> list[Step]:
+def _write(cfg: ModelConfig, leader: int) -> list[ModelStep]:
     """One send to a whole partition's ``leader``, and fetch rounds until it is acknowledged."""
-    followers = [Step("fetch", f) for f in range(1, cfg.replication_factor + 1) if f != leader]
-    return [Step("produce"), *followers, *followers]
+    followers = [ModelStep("fetch", f) for f in range(1, cfg.replication_factor + 1) if f != leader]
+    return [ModelStep("produce"), *followers, *followers]
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -361,7 +361,7 @@ def test_the_checker_names_the_models_election_and_forbids_the_loss_without_it(
     election the model made; the same history with every leader change taken out of the
     log (its first leader leads throughout) is a violation."""
     if name == "deposed-leader":
-        cfg, steps = CONFIGS["acks=1"], tuple(Step.parse(t) for t in DEPOSED.split())
+        cfg, steps = CONFIGS["acks=1"], tuple(ModelStep.parse(t) for t in DEPOSED.split())
     else:
         cfg, steps = SCENARIOS[name].config, SCENARIOS[name].steps
     r = run(cfg, steps)
