@@ -24,7 +24,8 @@ from faultline.analysis.rows import (
 )
 from faultline.checkers.synthetic import Shape, generate
 from faultline.errors import HistoryError
-from faultline.history import ReadResult, _lines, iter_rows
+from faultline.history import ReadResult, iter_rows
+from faultline.history.writer import _lines
 
 REAL_HISTORY = Path(__file__).resolve().parents[2] / "e2e" / "data" / "kill-partition" / "history.jsonl"
 
@@ -93,7 +94,7 @@ def test_any_value_round_trips(f: str, typ: str, process: Any, value: Any) -> No
 
 
 def journal(rows: list[dict[str, Any]]) -> bytes:
-    """``rows`` as a run's journal writes them (history._lines, one op a call)."""
+    """``rows`` as a run's journal writes them (history.writer._lines, one op a call)."""
     return b"".join(_lines(r["index"], r["time"], [(r["process"], r["type"], r["f"], r.get("value"),
                                                      r.get("error"))]) for r in rows)
 
