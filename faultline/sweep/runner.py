@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
 import shutil
 import signal
 import sys
@@ -60,15 +61,22 @@ from faultline.sweep.matrix import Cell, Matrix
 from faultline.workloads.clients import WorkloadStats
 from faultline.yamlfile import read_yaml_mapping
 
-#: Bytes of run directory one acknowledged send costs, at most: its share of
-#: history.jsonl.zst (invoke, completion, polls, drain), of history.sends.parquet and of
-#: the other files. Measured on examples/smoke.yaml's 8 cells: 19-23 B per send at full
-#: speed (74.6 MB for 3,792,587 sends), 74 B at 2,000 sends/s (the polls' and the other
-#: files' share is larger at a low rate); plus 1.7 MB of broker logs per cell.
-HISTORY_BYTES_PER_SEND = 80
+#: Bytes of run directory a cell costs, at most, per second of its main phase
+#: (:data:`RUN_BYTES_PER_S`: polls, observations, the broker logs' share) and per
+#: acknowledged send (:data:`HISTORY_BYTES_PER_SEND`: invoke, completion, drain, its row
+#: of history.sends.parquet). Fitted to examples/smoke.yaml's 8 cells: 19-23 B per send at
+#: full speed (74.6 MB for 3,792,587 sends), 74 B at 2,000 sends/s.
+RUN_BYTES_PER_S = 110_000
+HISTORY_BYTES_PER_SEND = 24
 #: Sends per second a full-speed workload (``rate`` 0) reaches on this project's 2-core
 #: machine, at most: 84,000/s measured in the same sweep (acks=1, lose-unflushed).
 FULL_SPEED_SENDS_PER_S = 85_000
+#: History lines a send costs, about (its invoke and completion; polls read records in
+#: batches), and the lines per second per core the analysis (``faultline analyze``, the
+#: Spark pipeline) gets through: benchmarks/bench_pipeline.py measured 333,000 per CPU
+#: second (4 runs x 4 M lines).
+HISTORY_LINES_PER_SEND = 2
+ANALYSIS_LINES_PER_CORE_S = 300_000
 #: Seconds a cell takes beyond its main phase (cluster start, heal, drain, check,
 #: report) before one has been measured.
 CELL_OVERHEAD_S = 40.0
@@ -114,14 +122,23 @@ class Ending:
 
 def disk_needed(cells: Sequence[Cell]) -> int:
     """Bytes the run directories of ``cells`` will take, at most: each cell's main-phase
-    seconds x its sends per second (its ``rate``, else :data:`FULL_SPEED_SENDS_PER_S`) x
-    :data:`HISTORY_BYTES_PER_SEND`."""
-    return int(sum(c.spec.time_limit_s * _sends_per_s(c.spec) * HISTORY_BYTES_PER_SEND for c in cells))
+    seconds x (:data:`RUN_BYTES_PER_S` + its sends per second x
+    :data:`HISTORY_BYTES_PER_SEND`)."""
+    return int(sum(c.spec.time_limit_s * (RUN_BYTES_PER_S + _sends_per_s(c.spec) * HISTORY_BYTES_PER_SEND)
+                   for c in cells))
 
 
 def duration_s(cells: Sequence[Cell], overhead_s: float = CELL_OVERHEAD_S) -> float:
     """Seconds ``cells`` take one after another, about: each one's main phase plus ``overhead_s``."""
     return sum(c.spec.time_limit_s + overhead_s for c in cells)
+
+
+def analysis_s(cells: Sequence[Cell], cores: int) -> float:
+    """Seconds the analysis of ``cells``' runs takes on ``cores`` cores, at most: their
+    history lines (:data:`HISTORY_LINES_PER_SEND` a send, at each one's sends per second)
+    at :data:`ANALYSIS_LINES_PER_CORE_S` each core."""
+    lines = sum(c.spec.time_limit_s * _sends_per_s(c.spec) * HISTORY_LINES_PER_SEND for c in cells)
+    return lines / (ANALYSIS_LINES_PER_CORE_S * max(1, cores))
 
 
 def _sends_per_s(spec: TestSpec) -> float:
@@ -138,7 +155,8 @@ def check_disk(sweep_dir: Path, cells: Sequence[Cell]) -> None:
     free = shutil.disk_usage(where).free
     if need > free:
         raise SetupError(f"the sweep needs about {size(need)} for {len(cells)} cell(s) "
-                         f"({HISTORY_BYTES_PER_SEND} B of history per send) but {where} "
+                         f"({HISTORY_BYTES_PER_SEND} B per send and {RUN_BYTES_PER_S // 1000} kB per second "
+                         f"of run) but {where} "
                          f"has {size(free)} free; free some space, lower workload.rate, "
                          f"or choose another --out")
 
@@ -387,8 +405,9 @@ def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console, night: str | N
             kafka_dist.ensure_kafka(*version, report=lambda line: console.print(line, highlight=False))
     check_disk(sweep_dir, todo)
     console.print(f"sweep {matrix.name}: {len(matrix.cells)} cells, {len(todo)} to run "
-                  f"(about {size(disk_needed(todo))} and {hms(duration_s(todo))}) into {sweep_dir}",
-                  highlight=False)
+                  f"(about {size(disk_needed(todo))} and {hms(duration_s(todo))}, then the analysis "
+                  f"of every run about {hms(analysis_s(matrix.cells, os.cpu_count() or 1))} here) "
+                  f"into {sweep_dir}", highlight=False)
     try:
         return run_sweep(matrix, sweep_dir, manifest, console=console, workers=workers)
     except KeyboardInterrupt:

@@ -192,11 +192,11 @@ def test_a_directory_of_another_matrix_is_refused(tmp_path: Path) -> None:
 def test_the_disk_estimate_refuses_with_the_figure(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     cells = matrix().cells
-    full = runner.FULL_SPEED_SENDS_PER_S * runner.HISTORY_BYTES_PER_SEND
-    assert runner.disk_needed(cells) == 4 * 10 * full
-    runner.check_disk(tmp_path / "new" / "dir", cells)  # 272 MB fits
+    per_s = runner.RUN_BYTES_PER_S + runner.FULL_SPEED_SENDS_PER_S * runner.HISTORY_BYTES_PER_SEND
+    assert runner.disk_needed(cells) == 4 * 10 * per_s
+    runner.check_disk(tmp_path / "new" / "dir", cells)  # 86 MB fits
     monkeypatch.setattr(runner, "HISTORY_BYTES_PER_SEND", 10**11)
-    need = 4 * 10 * runner.FULL_SPEED_SENDS_PER_S * 10**11 / 1e9
+    need = 4 * 10 * (runner.RUN_BYTES_PER_S + runner.FULL_SPEED_SENDS_PER_S * 10**11) / 1e9
     with pytest.raises(SetupError,
                        match=rf"needs about {need:.1f} GB for 4 cell\(s\) .* has [\d.]+ GB free"):
         runner.check_disk(tmp_path / "new" / "dir", cells)
@@ -204,9 +204,12 @@ def test_the_disk_estimate_refuses_with_the_figure(tmp_path: Path,
 
 def test_a_rate_limited_cell_needs_less() -> None:
     slow = matrix({**MATRIX, "defaults": {"time_limit_s": 10, "workload": {"rate": 100}}}).cells
-    assert runner.disk_needed(slow) == 4 * 10 * 100 * runner.HISTORY_BYTES_PER_SEND
+    assert runner.disk_needed(slow) == 4 * 10 * (runner.RUN_BYTES_PER_S + 100 * runner.HISTORY_BYTES_PER_SEND)
+    assert runner.analysis_s(slow, 2) == 4 * 10 * 100 * runner.HISTORY_LINES_PER_SEND / (
+        runner.ANALYSIS_LINES_PER_CORE_S * 2)
     fast = matrix({**MATRIX, "defaults": {"time_limit_s": 10, "workload": {"rate": 10**9}}}).cells
     assert runner.disk_needed(fast) == runner.disk_needed(matrix().cells)
+    assert runner.analysis_s(fast, 1) == runner.analysis_s(matrix().cells, 1) > runner.analysis_s(slow, 1)
 
 
 def test_the_eta_counts_what_is_left_at_the_measured_overhead() -> None:
