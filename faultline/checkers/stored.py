@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from faultline.checkers.guarantees import TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
 from faultline.checkers.table import HistoryDigest
@@ -131,7 +132,8 @@ def check_brokers(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
 def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     """The transaction checker (:mod:`faultline.checkers.transactions`) over the run's history."""
     history = txn_history(run.spec, run.rows, run.source)
-    return Checked(check_transactions(run.spec, history, truncated=run.read.truncated))
+    return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
+                                      truncated=run.read.truncated))
 
 
 #: checker name -> the checker.

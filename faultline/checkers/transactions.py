@@ -272,12 +272,14 @@ def _txn_value(value: Any, source: str, index: int) -> tuple[bool, tuple[TxnSend
 # -- the verdict ------------------------------------------------------------------------
 
 
-def check_transactions(spec: TestSpec, h: TxnHistory, *, truncated: bool = False) -> Result:
-    """The verdict on ``h``: every anomaly instance found, each permitted or not by
+def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig, *,
+                       truncated: bool = False) -> Result:
+    """The verdict on ``h``, a run of ``spec`` whose transactions ran as ``config`` says
+    (:meth:`~faultline.checkers.guarantees.TransactionConfig.from_spec`): every anomaly
+    instance found, each permitted or not by
     :func:`~faultline.checkers.guarantees.transaction_rules` (a G0 cycle of concurrent
     transactions always is); ``valid`` false with a forbidden one, else unknown where a
     partition's drain is incomplete or the history was cut, else true."""
-    config = TransactionConfig.from_spec(spec)
     rules = transaction_rules(config, h.families)
     forbidden = transaction_forbidden(config, h.families)
     topic = spec.topic.name
