@@ -390,9 +390,11 @@ class TransactionConfig:
                    unclean_leader_election_enable=spec.topic.unclean_leader_election_enable)
 
 
-#: Why a write cycle among concurrent transactions is no violation.
+#: Why a write cycle is no violation where none of its edges goes against real time (puts a
+#: transaction's write before that of one that had ended before it began).
 CONCURRENT_WRITE_CYCLE = (
-    "the transactions of the cycle ran concurrently, and Kafka's transactions isolate readers "
+    "each edge of the cycle joins transactions that ran concurrently or in the order of the "
+    "edge, and Kafka's transactions isolate readers "
     "from uncommitted writes (read committed, KIP-98), not writers from one another: each "
     "partition orders records as they are appended, so two transactions may meet two partitions "
     "in opposite orders (Jepsen, Redpanda 21.10.1: write cycles in the Kafka protocol)")
@@ -401,8 +403,8 @@ CONCURRENT_WRITE_CYCLE = (
 def transaction_rules(config: TransactionConfig, families: frozenset[str]) -> dict[str, str]:
     """Every transaction anomaly the guarantees permit, name -> reason, given the fault
     families the run saw; absent names forbid (:func:`transaction_forbidden` says why). A
-    write cycle (G0) among concurrent transactions is always permitted (:data:`CONCURRENT_WRITE_CYCLE`);
-    this rule is for the others."""
+    write cycle (G0) whose edges all agree with real time is always permitted
+    (:data:`CONCURRENT_WRITE_CYCLE`); this rule is for the others."""
     out: dict[str, str] = {}
     delaying = sorted(families & DELAYING_FAULTS)
     if config.protocol == 1 and delaying:
@@ -437,7 +439,7 @@ def transaction_forbidden(config: TransactionConfig, families: frozenset[str]) -
               f"a committed one's where it reads past them; {version}",
         "lost-write": f"a committed transaction's records are below the high watermark, which no fault "
                       f"here can lose; {version}",
-        G0: f"transactions that did not overlap in time cannot meet two partitions in opposite orders; "
-            f"{version}",
+        G0: f"a transaction's records follow, in every partition, those of a transaction that ended "
+            f"before it began; {version}",
     }
     return {name: why[name] for name in TXN_ANOMALIES if name not in allowed}

@@ -65,10 +65,9 @@ class Txn:
         asked to commit it (its producer's successor, fencing it, aborts it if it is open)."""
         return self.outcome == "fail" or self.abort
 
-    def overlaps(self, other: Txn) -> bool:
-        """Whether the two ran at once (an open one runs to the end of the history)."""
-        return (self.invoked < (other.ended if other.ended is not None else float("inf"))
-                and other.invoked < (self.ended if self.ended is not None else float("inf")))
+    def precedes(self, other: Txn) -> bool:
+        """Whether it ended before ``other`` began."""
+        return self.ended is not None and self.ended < other.invoked
 
 
 @dataclass(frozen=True)
@@ -277,8 +276,9 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     """The verdict on ``h``, a run of ``spec`` whose transactions ran as ``config`` says
     (:meth:`~faultline.checkers.guarantees.TransactionConfig.from_spec`): every anomaly
     instance found, each permitted or not by
-    :func:`~faultline.checkers.guarantees.transaction_rules` (a G0 cycle of concurrent
-    transactions always is); ``valid`` false with a forbidden one, else unknown where a
+    :func:`~faultline.checkers.guarantees.transaction_rules` (a G0 cycle always is where
+    none of its edges orders a transaction before one that ended before it began);
+    ``valid`` false with a forbidden one, else unknown where a
     partition's drain is incomplete or the history was cut, else true."""
     rules = transaction_rules(config, h.families)
     forbidden = transaction_forbidden(config, h.families)
@@ -296,7 +296,7 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         found["lost-write"].append({"topic": topic, "partition": s.partition, "offset": s.offset,
                                     "value": s.value, "time": t.ended, "txn_index": t.index})
     for cycle in write_cycles(h):
-        concurrent = all(a.overlaps(b) for a, b, _ in cycle)
+        concurrent = not any(b.precedes(a) for a, b, _ in cycle)
         found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
                           "edges": [[a.index, b.index, p] for a, b, p in cycle],
                           **({"reason": CONCURRENT_WRITE_CYCLE, "permitted": True} if concurrent else {})})
