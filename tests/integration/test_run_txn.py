@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 from faultline.history import read_history
-from faultline.rundir import PLAIN_HISTORY_FILE
 from faultline.run.runner import RunOutcome, run_test
+from faultline.rundir import PLAIN_HISTORY_FILE
 from faultline.spec import (
     ConsumerSpec,
     KafkaSpec,
@@ -60,8 +60,8 @@ def test_transactions_commit_and_abort_through_a_leader_kill(outcome: RunOutcome
     ops = list(read_history(outcome.run_dir))
     assert any(op.f == "kill" and "result" in op.value for op in ops), "the leader was killed"
     ended = [op for op in ops if op.f == "txn" and op.type != "invoke"]
-    print(f"transactions: {sum(op.type == 'ok' for op in ended)} committed, "
-          f"{sum(op.type == 'fail' for op in ended)} aborted, {sum(op.type == 'info' for op in ended)} unknown")
+    counts = {t: sum(op.type == t for op in ended) for t in ("ok", "fail", "info")}
+    print(f"transactions: {counts['ok']} committed, {counts['fail']} aborted, {counts['info']} unknown")
     assert {"ok", "fail"} <= {op.type for op in ended}
     assert all("offset" in s for op in ended if op.type == "ok" for s in op.value["sends"])
     assert outcome.recovered

@@ -16,7 +16,8 @@ def spec(**sections: Any) -> TestSpec:
 
 def test_a_txn_spec_reads_and_writes_its_transaction_settings() -> None:
     s = spec(kafka={"transaction_version": 2}, transactions={"sends": 3, "abort_probability": 0.5})
-    assert (s.kafka.transaction_version, s.transactions.sends, s.transactions.abort_probability) == (2, 3, 0.5)
+    x = s.transactions
+    assert (s.kafka.transaction_version, x.sends, x.abort_probability) == (2, 3, 0.5)
     assert TestSpec.from_mapping(s.to_json()) == s
 
 
