@@ -88,6 +88,9 @@ class KafkaSpec:
     broker_heartbeat_interval_ms: int = 1000
     log_flush_interval_messages: int | None = None
     broker_config: Mapping[str, str] = field(default_factory=dict)
+    #: The cluster's ``transaction.version`` feature (1 or 2, KIP-890), set when its storage
+    #: is formatted (Kafka 4.0 and later); None: the version's default.
+    transaction_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,7 @@ class ConsumerSpec:
 #: in order: the first's verdict is the run's, the others' add to it.
 WORKLOAD_CHECKERS: Mapping[str, tuple[str, ...]] = {
     "queue": ("queue", "white-box"),
+    "txn": ("txn",),
 }
 
 
@@ -148,6 +152,15 @@ class WorkloadSpec:
         """The checkers that judge this workload's runs (:data:`WORKLOAD_CHECKERS`); none
         for a workload without one."""
         return WORKLOAD_CHECKERS.get(self.name, ())
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionSpec:
+    """The ``txn`` workload's transactions: ``sends`` per transaction, spread over the
+    partitions, and the probability that the workload aborts one rather than commits it."""
+
+    sends: int = 4
+    abort_probability: float = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +189,7 @@ class TestSpec:
     consumer: ConsumerSpec = field(default_factory=ConsumerSpec)
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     nemesis: NemesisSpec = field(default_factory=NemesisSpec)
+    transactions: TransactionSpec = field(default_factory=TransactionSpec)
 
     __test__ = False  # not a pytest test class, despite the name
 
@@ -343,6 +357,13 @@ def kafka_version(version: str, option: str = "--kafka-version") -> str:
     return version
 
 
+def release(version: str) -> tuple[int, int]:
+    """A Kafka version's (major, minor): ``4.1`` of ``4.1.0-rc2``; 0 for a part that is no number."""
+    parts = [int(p) if p.isdigit() else 0 for p in version.split(".")[:2]]
+    major, minor = [*parts, 0, 0][:2]
+    return major, minor
+
+
 def idempotence_allowed(p: ProducerSpec) -> bool:
     """Whether ``p``'s other settings allow idempotence: acks=all, retries > 0, 1 to 5 in
     flight. Kafka's producer's rule (``ProducerConfig.postProcessAndValidateIdempotenceConfigs``),
@@ -423,6 +444,7 @@ def _validate(spec: TestSpec) -> None:
     ]
     problem = _broker_config_problem(k.broker_config)
     checks.append((problem is None, problem or ""))
+    checks += _transaction_checks(spec)
     unknown_faults = [f for f in n.faults if f not in FAULTS]
     checks.append(
         (not unknown_faults,
@@ -435,6 +457,27 @@ def _validate(spec: TestSpec) -> None:
         if not ok:
             raise SpecError(message)
     parse_schedule(n.schedule, t.partitions, k.nodes)
+
+
+def _transaction_checks(spec: TestSpec) -> list[tuple[bool, str]]:
+    """The checks of the cluster's transaction version and of the ``txn`` workload."""
+    k, p, x = spec.kafka, spec.producer, spec.transactions
+    return [
+        (k.transaction_version in (None, 1, 2),
+         f"kafka.transaction_version must be 1 or 2 (or unset), not {k.transaction_version}"),
+        (k.transaction_version is None or release(k.version) >= (4, 0),
+         f"kafka.transaction_version needs Kafka 4.0 or later (Kafka {k.version} formats no "
+         "transaction.version); leave it unset"),
+        (1 <= x.sends <= MAX_IN_FLIGHT,
+         f"transactions.sends must be between 1 and {MAX_IN_FLIGHT}, not {x.sends}"),
+        (0.0 <= x.abort_probability <= 1.0,
+         f"transactions.abort_probability must be between 0 and 1, not {x.abort_probability}"),
+        (spec.workload.name != "txn" or spec.workload.client == "librdkafka",
+         "the txn workload runs the librdkafka client only; pass --client librdkafka"),
+        (spec.workload.name != "txn" or p.enable_idempotence,
+         "the txn workload's transactional producers need idempotence: acks=all, retries > 0 and "
+         "max_in_flight between 1 and 5"),
+    ]
 
 
 def build_spec(spec_file: Path | None, overrides: Mapping[str, Any]) -> TestSpec:

@@ -34,6 +34,8 @@ _log = logging.getLogger(__name__)
 #: The KRaft feature that turns eligible leader replicas on (level 1): finalized on new
 #: clusters from Kafka 4.1; on 4.0 only when set at format or upgrade; absent before.
 ELR_FEATURE = "eligible.leader.replicas.version"
+#: The feature whose level is the cluster's transaction protocol (KIP-890: 2 closes KAFKA-17754).
+TXN_FEATURE = "transaction.version"
 
 
 @runtime_checkable
@@ -119,7 +121,9 @@ def cluster_facts(version: str, dump_tool: str | None,
     metadata log, every feature level the metadata log finalized (the last record of
     each name wins), and ``eligible_leader_replicas``: true when :data:`ELR_FEATURE` is at
     level 1 or more, false when the log finalized features but not that one, null when
-    it showed no feature at all (not decoded, or compacted into a snapshot)."""
+    it showed no feature at all (not decoded, or compacted into a snapshot); and
+    ``transaction_version``, the level of :data:`TXN_FEATURE` (0 when the log finalized
+    features but not that one, null when it showed none)."""
     features: dict[str, int] = {}
     for line in metadata:
         raw = line.get("raw")
@@ -127,7 +131,8 @@ def cluster_facts(version: str, dump_tool: str | None,
             features[str(raw.get("name"))] = int(raw.get("featureLevel", 0))
     elr = features.get(ELR_FEATURE, 0) >= 1 if features else None
     return {"kafka_version": version, "dump_log_segments": dump_tool, "features": features,
-            "eligible_leader_replicas": elr}
+            "eligible_leader_replicas": elr,
+            "transaction_version": features.get(TXN_FEATURE, 0) if features else None}
 
 
 def _metadata_node(cluster: Cluster) -> MetadataNode | None:

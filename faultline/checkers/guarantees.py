@@ -22,7 +22,8 @@ from typing import Literal
 
 from faultline.checkers.partition_faults import NODE_FAULTS, PartitionFaults
 from faultline.checkers.result import ANOMALIES
-from faultline.spec import TestSpec
+from faultline.faults import FAMILIES
+from faultline.spec import TestSpec, release
 
 #: Rule keys beyond the anomaly names: inconsistent-offsets has two rows in docs/design.md.
 ISO_ACK = "inconsistent-offsets:ack"
@@ -63,9 +64,7 @@ class GuaranteeConfig:
 
 def elr_enabled(version: str) -> bool:
     """Whether a new cluster of this Kafka version runs with eligible leader replicas."""
-    parts = [int(p) if p.isdigit() else 0 for p in version.split(".")[:2]]
-    major, minor = [*parts, 0, 0][:2]
-    return (major, minor) >= (4, 1)
+    return release(version) >= (4, 1)
 
 
 def rules(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str]:
@@ -353,3 +352,94 @@ def permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str
     """
     r = rules(config, faults)
     return {k: v for k, v in r.items() if k not in (ISO_ACK, ISO_READS)}
+
+
+# -- transactions (the txn checker, :mod:`faultline.checkers.transactions`) -----------------
+
+#: The txn checker's anomaly types beyond :data:`~faultline.checkers.result.ANOMALIES` (whose
+#: ``lost-write`` and ``aborted-read`` it counts too, of transactions).
+TORN = "torn-transaction"
+G0 = "G0"
+TXN_ANOMALIES: tuple[str, ...] = ("aborted-read", TORN, "lost-write", G0)
+
+#: The highest transaction protocol version each client under test speaks: librdkafka
+#: implements no KIP-890 part 2 (confluentinc/librdkafka#5423), so its transactions run
+#: version 1 on any cluster; the Java client speaks version 2 from Kafka 4.0.
+CLIENT_TRANSACTION_VERSION: Mapping[str, int] = {"librdkafka": 1, "java": 2}
+
+#: Fault families that can hold a client's request and let it land late (a paused broker, a
+#: dropped or delayed link): the shape of KAFKA-17754. A kill or a stop drops what the
+#: broker had not read.
+DELAYING_FAULTS = frozenset({"pause", "partition", "toxics"})
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionConfig:
+    """What the transaction guarantees depend on: the protocol version the run's
+    transactions used (1 or 2) and whether a replica outside the ISR may lead."""
+
+    protocol: int = 1
+    unclean_leader_election_enable: bool = False
+
+    @classmethod
+    def from_spec(cls, spec: TestSpec) -> TransactionConfig:
+        """Version 2 when the cluster runs ``transaction.version`` 2 (set, or Kafka 4.0's
+        default for a new cluster) and the client speaks it (:data:`CLIENT_TRANSACTION_VERSION`)."""
+        cluster = spec.kafka.transaction_version or (2 if release(spec.kafka.version) >= (4, 0) else 1)
+        return cls(protocol=min(cluster, CLIENT_TRANSACTION_VERSION[spec.workload.client]),
+                   unclean_leader_election_enable=spec.topic.unclean_leader_election_enable)
+
+
+#: Why a write cycle is no violation where none of its edges goes against real time (puts a
+#: transaction's write before that of one that had ended before it began).
+CONCURRENT_WRITE_CYCLE = (
+    "each edge of the cycle joins transactions that ran concurrently or in the order of the "
+    "edge, and Kafka's transactions isolate readers "
+    "from uncommitted writes (read committed, KIP-98), not writers from one another: each "
+    "partition orders records as they are appended, so two transactions may meet two partitions "
+    "in opposite orders (Jepsen, Redpanda 21.10.1: write cycles in the Kafka protocol)")
+
+
+def transaction_rules(config: TransactionConfig, families: frozenset[str]) -> dict[str, str]:
+    """Every transaction anomaly the guarantees permit, name -> reason, given the fault
+    families the run saw; absent names forbid (:func:`transaction_forbidden` says why). A
+    write cycle (G0) whose edges all agree with real time is always permitted
+    (:data:`CONCURRENT_WRITE_CYCLE`); this rule is for the others."""
+    out: dict[str, str] = {}
+    delaying = sorted(families & DELAYING_FAULTS)
+    if config.protocol == 1 and delaying:
+        why = (f"transaction protocol version 1 and {', '.join(delaying)}: a produce, commit or abort "
+               "request held past its transaction's end can land in the producer's next one, which "
+               "the coordinator cannot tell apart (KAFKA-17754; version 2, KIP-890, bumps the epoch "
+               "with every transaction and fences it)")
+        for name in TXN_ANOMALIES:
+            out[name] = why
+    destroying = sorted(f for f in families if FAMILIES[f].destroys_data)
+    node_faults = sorted(f for f in families if FAMILIES[f].on_nodes)
+    if destroying or (config.unclean_leader_election_enable and node_faults):
+        why = (f"{', '.join(destroying)} destroyed data a broker had written" if destroying else
+               f"unclean.leader.election.enable=true and {', '.join(node_faults)}: an out-of-sync "
+               "replica may lead") + ": committed records may be lost, part of a transaction with them"
+        out.setdefault("lost-write", why)
+        out.setdefault(TORN, why)
+    return out
+
+
+def transaction_forbidden(config: TransactionConfig, families: frozenset[str]) -> dict[str, str]:
+    """Anomaly name -> why the guarantees forbid it, for each transaction anomaly
+    :func:`transaction_rules` does not permit."""
+    allowed = transaction_rules(config, families)
+    version = (f"transaction protocol version {config.protocol}"
+               + (" fences a late request of an earlier transaction (KIP-890)" if config.protocol == 2
+                  else ", and no fault could hold a request past its transaction's end"))
+    why = {
+        "aborted-read": ("a read_committed reader gets only committed transactions' records (KIP-98); "
+                         + version),
+        TORN: f"a transaction commits all its records or none, and a read_committed reader gets all of "
+              f"a committed one's where it reads past them; {version}",
+        "lost-write": f"a committed transaction's records are below the high watermark, which no fault "
+                      f"here can lose; {version}",
+        G0: f"a transaction's records follow, in every partition, those of a transaction that ended "
+            f"before it began; {version}",
+    }
+    return {name: why[name] for name in TXN_ANOMALIES if name not in allowed}

@@ -17,9 +17,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from faultline.checkers.guarantees import TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
 from faultline.checkers.table import HistoryDigest
+from faultline.checkers.transactions import check_transactions, txn_history
 from faultline.checkers.verdict import QueueFacts
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
@@ -127,10 +129,18 @@ def check_brokers(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
                               "known valid"))
 
 
+def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
+    """The transaction checker (:mod:`faultline.checkers.transactions`) over the run's history."""
+    history = txn_history(run.spec, run.rows, run.source)
+    return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
+                                      truncated=run.read.truncated))
+
+
 #: checker name -> the checker.
 CHECKERS: Mapping[str, Checker] = {
     "queue": check_queue,
     "white-box": check_brokers,
+    "txn": check_txn,
 }
 
 

@@ -122,6 +122,14 @@ def jvm_options(heap_mb: int, log_dir: Path, log4j_config: Path, run_id: str) ->
     ]
 
 
+def format_features(kafka: KafkaSpec) -> list[str]:
+    """The StorageTool ``format`` options that set the spec's feature levels: the
+    ``transaction.version`` when the spec names one (none otherwise: the version's default)."""
+    if kafka.transaction_version is None:
+        return []
+    return [f"--feature=transaction.version={kafka.transaction_version}"]
+
+
 def tool_options() -> list[str]:
     """JVM flags for short-lived tools (StorageTool): start fast, stay small."""
     return ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",

@@ -294,12 +294,17 @@ def build_cds_archive(dist: KafkaDist, classlist: Path) -> Path:
 #: formatting costs, and a cluster needs one format per node.
 FORMAT_ALL_JAVA = """\
 public class FormatAll {
-    // usage: FormatAll CLUSTER_ID CONFIG...
+    // usage: FormatAll CLUSTER_ID [--feature=NAME=LEVEL]... CONFIG...
     public static void main(String[] args) {
         int rc = 0;
-        for (int i = 1; i < args.length && rc == 0; i++) {
-            rc = kafka.tools.StorageTool.execute(
-                new String[] {"format", "--config=" + args[i], "--cluster-id=" + args[0]}, System.out);
+        java.util.List<String> features = new java.util.ArrayList<>();
+        int i = 1;
+        while (i < args.length && args[i].startsWith("--feature=")) features.add(args[i++]);
+        for (; i < args.length && rc == 0; i++) {
+            java.util.List<String> format = new java.util.ArrayList<>(java.util.List.of(
+                "format", "--config=" + args[i], "--cluster-id=" + args[0]));
+            format.addAll(features);
+            rc = kafka.tools.StorageTool.execute(format.toArray(new String[0]), System.out);
         }
         System.out.flush();
         Runtime.getRuntime().halt(rc);

@@ -1,8 +1,9 @@
 """Workloads: the clients under test, journaling every op to the history.
 
-A workload is chosen by ``spec.workload.name`` (:func:`workload_for`); today there is
-one, the queue (:mod:`.queue`: producers and consumers through confluent-kafka, with
-the classification of send outcomes in :mod:`.outcomes`). :mod:`.drain` reads every
+A workload is chosen by ``spec.workload.name`` (:func:`workload_for`): the queue
+(:mod:`.queue`: producers and consumers through confluent-kafka, with the classification
+of send outcomes in :mod:`.outcomes`) or the transactions (:mod:`.txn`: transactional
+producers, the queue's consumers). :mod:`.drain` reads every
 partition back after the run; :mod:`.clients` is what every client shares (process
 numbers, unique values, the journal, the client log, client configs).
 
@@ -21,6 +22,7 @@ from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
+from faultline.workloads.txn import TxnWorkload
 
 
 class Workload(Protocol):
@@ -55,6 +57,7 @@ class MakeWorkload(Protocol):
 #: class that drives it (the queue is the one workload both clients run).
 WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
     "queue": {"librdkafka": QueueWorkload, "java": JavaQueueWorkload},
+    "txn": {"librdkafka": TxnWorkload},
 }
 
 

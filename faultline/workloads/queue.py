@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -369,6 +369,18 @@ class QueueConsumer:
 # -- the workload as a whole -----------------------------------------------------------------
 
 
+class ProducerClient(Protocol):
+    """What the workload drives of a producer client: :meth:`run` on its thread until
+    ``stop`` is set, and its counts of ops invoked, completed by outcome, and instances retired."""
+
+    invoked: int
+    retired: int
+    counts: SendCounts
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
+
 class QueueWorkload:
     """N producers and M consumers on their own threads, sharing one history (and the
     producers one :class:`ClientLog`, when given: the caller opens and closes it).
@@ -389,9 +401,8 @@ class QueueWorkload:
         self.processes = processes or ProcessIds(w.producers + w.consumers)
         self.values = values or Values()
         per_producer_rate = w.rate / w.producers if w.rate > 0 else 0.0
-        self.producers = [
-            QueueProducer(spec, bootstrap, self.journal, i, self.processes, self.values,
-                          rate=per_producer_rate, index=i, client_log=client_log)
+        self.producers: list[ProducerClient] = [
+            self._producer(spec, bootstrap, i, per_producer_rate, client_log)
             for i in range(w.producers)
         ]
         self.consumers = [
@@ -401,6 +412,12 @@ class QueueWorkload:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
+
+    def _producer(self, spec: TestSpec, bootstrap: str, index: int, rate: float,
+                  client_log: ClientLog | None) -> ProducerClient:
+        """Producer ``index`` (process ``index``), sending ``rate`` per second (0: as fast as it goes)."""
+        return QueueProducer(spec, bootstrap, self.journal, index, self.processes, self.values,
+                             rate=rate, index=index, client_log=client_log)
 
     def start(self) -> None:
         """Start every client thread."""

@@ -57,11 +57,12 @@ class Jvms:
         dist = self.dist
         opts = (*kafka_config.tool_options(), *self._cds_options())
         env = {**os.environ, ENV_RUN: run_id}
+        features = kafka_config.format_features(self._spec.kafka)
         helper = kafka_dist.format_all_dir(dist)
         if helper is not None:
             configs = [str(n.config_file) for n in nodes]
             cmd = [str(dist.java), *opts, "-cp", f"{dist.classpath}:{helper}", "FormatAll",
-                   cluster_id, *configs]  # fmt: skip
+                   cluster_id, *features, *configs]  # fmt: skip
             done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=120)
             if done.returncode != 0:
                 raise ClusterError(f"formatting storage failed: {tail(done.stdout + done.stderr)}")
@@ -70,7 +71,7 @@ class Jvms:
         def fmt(node: LocalNode) -> None:
             cmd = dist.command(
                 "kafka.tools.StorageTool", "format", f"--config={node.config_file}",
-                f"--cluster-id={cluster_id}", jvm_opts=opts,
+                f"--cluster-id={cluster_id}", *features, jvm_opts=opts,
             )  # fmt: skip
             done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=120)
             if done.returncode != 0:

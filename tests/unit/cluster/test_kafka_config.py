@@ -92,3 +92,9 @@ def test_jvm_options_heap_and_markers() -> None:
     assert "-Dkafka.logs.dir=/w/logs" in opts
     assert "-Dlog4j2.configurationFile=/pkg/log4j2.properties" in opts
     assert "-Dfaultline.run=abc123" in opts
+
+
+def test_the_format_sets_the_transaction_version_only_when_the_spec_names_one() -> None:
+    assert kafka_config.format_features(KafkaSpec()) == []
+    assert kafka_config.format_features(KafkaSpec(transaction_version=2)) == [
+        "--feature=transaction.version=2"]

@@ -63,3 +63,14 @@ def test_cluster_json_says_whether_the_cluster_had_eligible_leader_replicas(
     facts = cluster_facts("4.3.1", "org.apache.kafka.tools.DumpLogSegments", lines)
     validator("cluster.schema.json").validate(facts)
     assert (facts["features"], facts["eligible_leader_replicas"]) == (features, elr)
+
+
+@pytest.mark.parametrize(("lines", "level"), [
+    ([feature("metadata.version", 27), feature("transaction.version", 2)], 2),
+    ([feature("metadata.version", 21)], 0),  # Kafka 3.9: no transaction.version finalized
+    ([], None),
+])
+def test_cluster_json_says_the_transaction_version(lines: list[dict[str, object]], level: int | None) -> None:
+    facts = cluster_facts("4.3.1", "org.apache.kafka.tools.DumpLogSegments", lines)
+    validator("cluster.schema.json").validate(facts)
+    assert facts["transaction_version"] == level

@@ -1,0 +1,351 @@
+"""The txn checker: what the ``txn`` workload's transactions and reads show.
+
+Each anomaly is one plain function over a :class:`TxnHistory` (made from a history by
+:func:`txn_history`), saying what is an instance of it; whether the run's transaction
+protocol and faults permit it is :mod:`faultline.checkers.guarantees`'s question
+(:func:`~faultline.checkers.guarantees.transaction_rules`). A transaction's writes are
+known by their values, unique within the run. What a queue history lets one infer of
+transactions, and what not: docs/design.md, "Transactions".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from faultline.checkers.guarantees import (
+    CONCURRENT_WRITE_CYCLE,
+    G0,
+    TORN,
+    TXN_ANOMALIES,
+    TransactionConfig,
+    transaction_forbidden,
+    transaction_rules,
+)
+from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid
+from faultline.errors import HistoryError
+from faultline.faults import family_of_fault
+from faultline.history import NEMESIS
+from faultline.spec import TestSpec
+
+
+@dataclass(frozen=True)
+class TxnSend:
+    """One send of a transaction, with the offset its delivery report gave (None: none did)."""
+
+    partition: int
+    value: int
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class Txn:
+    """A transaction: its invoke (``index``, ``invoked``), how it ended (``outcome`` ok, fail
+    or info; None while open) and when, whether the workload meant to abort it, and its sends."""
+
+    index: int
+    process: int
+    invoked: int
+    abort: bool
+    sends: tuple[TxnSend, ...]
+    outcome: str | None = None
+    ended: int | None = None
+
+    @property
+    def committed(self) -> bool:
+        """Its commit was acknowledged."""
+        return self.outcome == "ok"
+
+    @property
+    def never_committed(self) -> bool:
+        """It certainly did not commit: its abort was acknowledged, or the workload never
+        asked to commit it (its producer's successor, fencing it, aborts it if it is open)."""
+        return self.outcome == "fail" or self.abort
+
+    def precedes(self, other: Txn) -> bool:
+        """Whether it ended before ``other`` began."""
+        return self.ended is not None and self.ended < other.invoked
+
+
+@dataclass(frozen=True)
+class TxnRead:
+    """A record read: by a consumer's poll (``reader`` its process) or by the drain
+    (``reader`` None); ``index`` and ``time`` are its op's."""
+
+    index: int
+    time: int
+    reader: int | None
+    partition: int
+    offset: int
+    value: Any
+
+
+@dataclass(frozen=True)
+class TxnHistory:
+    """A ``txn`` run's history: its transactions in invoke order, the records consumers
+    polled and the drain read, the partitions whose drain is complete, whether readers
+    read committed, and the fault families the nemesis applied."""
+
+    txns: Sequence[Txn] = ()
+    polled: Sequence[TxnRead] = ()
+    drained: Sequence[TxnRead] = ()
+    complete: frozenset[int] = frozenset()
+    read_committed: bool = True
+    families: frozenset[str] = frozenset()
+
+    def writer(self) -> dict[int, Txn]:
+        """Value -> the transaction that sent it."""
+        return {s.value: t for t in self.txns for s in t.sends}
+
+
+# -- the anomalies --------------------------------------------------------------------
+
+
+def aborted_reads(h: TxnHistory) -> list[tuple[Txn, TxnRead]]:
+    """aborted-read: a read_committed reader (consumer or drain) read a record of a
+    transaction that never committed (:attr:`Txn.never_committed`)."""
+    if not h.read_committed:
+        return []
+    writer = h.writer()
+    return [(writer[r.value], r) for r in (*h.polled, *h.drained)
+            if r.value in writer and writer[r.value].never_committed]
+
+
+def torn_transactions(h: TxnHistory) -> list[tuple[Txn, int | None, list[TxnSend]]]:
+    """torn-transaction: a read_committed reader read some of a committed transaction's
+    records and passed others: a consumer read a later offset of their partition (one
+    process reads each partition once, from its start), the drain read their partition
+    completely. One instance per transaction and reader (None: the drain), with the
+    records it passed."""
+    if not h.read_committed:
+        return []
+    writer = h.writer()
+    seen: dict[tuple[int | None, int], set[int]] = defaultdict(set)  # (reader, txn index) -> values
+    reach: dict[tuple[int | None, int], int] = {}  # (reader, partition) -> highest offset read
+    for r in (*h.polled, *h.drained):
+        t = writer.get(r.value)
+        if t is not None and t.committed:
+            seen[(r.reader, t.index)].add(r.value)
+        reach[(r.reader, r.partition)] = max(reach.get((r.reader, r.partition), -1), r.offset)
+    by_index = {t.index: t for t in h.txns}
+    found = []
+    for (reader, index), values in seen.items():
+        t = by_index[index]
+        passed = [s for s in t.sends if s.value not in values and (
+            s.partition in h.complete if reader is None else
+            s.offset is not None and reach.get((reader, s.partition), -1) > s.offset)]
+        if passed:
+            found.append((t, reader, passed))
+    return found
+
+
+def lost_writes(h: TxnHistory) -> list[tuple[Txn, TxnSend]]:
+    """lost-write: a committed transaction's record the complete drain of its partition did
+    not read."""
+    drained = {r.value for r in h.drained}
+    return [(t, s) for t in h.txns if t.committed for s in t.sends
+            if s.partition in h.complete and s.value not in drained]
+
+
+def write_cycles(h: TxnHistory) -> list[list[tuple[Txn, Txn, int]]]:
+    """G0: committed transactions whose write-write order (in each partition, the
+    transaction of a lower offset before that of a higher one) has a cycle. One instance
+    per strongly connected set of transactions, as its edges ``(before, after, partition)``."""
+    edges: dict[int, dict[int, int]] = defaultdict(dict)  # txn index -> txn index -> partition
+    by_index = {t.index: t for t in h.txns}
+    per_partition: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for t in h.txns:
+        if t.committed:
+            for s in t.sends:
+                if s.offset is not None:
+                    per_partition[s.partition].append((s.offset, t.index))
+    for partition, order in per_partition.items():
+        order.sort()
+        for (_, a), (_, b) in pairwise(order):
+            if a != b:
+                edges[a].setdefault(b, partition)
+    cycles = []
+    for component in _strongly_connected(edges):
+        members = set(component)
+        cycles.append([(by_index[a], by_index[b], p) for a in sorted(members)
+                       for b, p in sorted(edges[a].items()) if b in members])
+    return cycles
+
+
+def _strongly_connected(edges: Mapping[int, Mapping[int, int]]) -> list[list[int]]:
+    """The strongly connected components of more than one node (Tarjan, iteratively)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    out: list[list[int]] = []
+    for root in list(edges):
+        if root in index:
+            continue
+        work = [(root, iter(edges.get(root, {})))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        n = stack.pop()
+                        on_stack.discard(n)
+                        component.append(n)
+                        if n == node:
+                            break
+                    if len(component) > 1:
+                        out.append(component)
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(edges.get(child, {}))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return out
+
+
+# -- from a history ---------------------------------------------------------------------
+
+
+def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str = "history") -> TxnHistory:
+    """The :class:`TxnHistory` of a ``txn`` run's rows (docs/history.md); HistoryError,
+    naming the line, for a ``txn`` op whose value is not as docs/history.md says."""
+    open_txns: dict[int, Txn] = {}
+    txns: list[Txn] = []
+    polled: list[TxnRead] = []
+    drained: list[TxnRead] = []
+    complete: set[int] = set()
+    families: set[str] = set()
+    for row in rows:
+        f, typ, process, index, t = row["f"], row["type"], row["process"], row["index"], row["time"]
+        value: Any = row.get("value")
+        if process == NEMESIS:
+            family = family_of_fault(f)
+            if family is not None:
+                families.add(family.name)
+        elif f == "txn":
+            abort, sends = _txn_value(value, source, index)
+            if typ == "invoke":
+                open_txns[process] = Txn(index, process, t, abort, sends)
+            elif process in open_txns:
+                invoked = open_txns.pop(process)
+                txns.append(Txn(invoked.index, process, invoked.invoked, invoked.abort, sends, typ, t))
+        elif f == "poll" and typ == "ok":
+            polled += [TxnRead(index, t, process, r[1], r[2], r[3]) for r in value["records"]]
+        elif f == "drain" and typ == "ok":
+            drained += [TxnRead(index, t, None, value["partition"], o, v) for o, v in value["records"]]
+            if value.get("last"):
+                complete.add(value["partition"])
+    txns += open_txns.values()
+    txns.sort(key=lambda x: x.index)
+    return TxnHistory(txns, polled, drained, frozenset(complete),
+                      spec.consumer.isolation_level == "read_committed", frozenset(families))
+
+
+def _txn_value(value: Any, source: str, index: int) -> tuple[bool, tuple[TxnSend, ...]]:
+    try:
+        abort = value["abort"]
+        sends = tuple(TxnSend(s["partition"], s["value"], s.get("offset")) for s in value["sends"])
+    except (KeyError, TypeError) as e:
+        raise HistoryError(source, index + 1, f"a txn op's value lacks {e} (docs/history.md)") from None
+    if not isinstance(abort, bool) or not all(
+            type(s.partition) is int and type(s.value) is int and (s.offset is None or type(s.offset) is int)
+            for s in sends):
+        raise HistoryError(source, index + 1, "a txn op's value is not as docs/history.md says: abort "
+                                              "a boolean, each send's partition, value and offset integers")
+    return abort, sends
+
+
+# -- the verdict ------------------------------------------------------------------------
+
+
+def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig, *,
+                       truncated: bool = False) -> Result:
+    """The verdict on ``h``, a run of ``spec`` whose transactions ran as ``config`` says
+    (:meth:`~faultline.checkers.guarantees.TransactionConfig.from_spec`): every anomaly
+    instance found, each permitted or not by
+    :func:`~faultline.checkers.guarantees.transaction_rules` (a G0 cycle always is where
+    none of its edges orders a transaction before one that ended before it began);
+    ``valid`` false with a forbidden one, else unknown where a
+    partition's drain is incomplete or the history was cut, else true."""
+    rules = transaction_rules(config, h.families)
+    forbidden = transaction_forbidden(config, h.families)
+    topic = spec.topic.name
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in TXN_ANOMALIES}
+    for t, r in aborted_reads(h):
+        found["aborted-read"].append({"topic": topic, "partition": r.partition, "offset": r.offset,
+                                      "value": r.value, "time": r.time, "process": r.reader,
+                                      "txn_index": t.index, "txn_outcome": t.outcome})
+    for t, reader, passed in torn_transactions(h):
+        found[TORN].append({"topic": topic, "txn_index": t.index, "process": reader,
+                            "values": [s.value for s in passed],
+                            "partitions": sorted({s.partition for s in passed})})
+    for t, s in lost_writes(h):
+        found["lost-write"].append({"topic": topic, "partition": s.partition, "offset": s.offset,
+                                    "value": s.value, "time": t.ended, "txn_index": t.index})
+    for cycle in write_cycles(h):
+        concurrent = not any(b.precedes(a) for a, b, _ in cycle)
+        found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
+                          "edges": [[a.index, b.index, p] for a, b, p in cycle],
+                          **({"reason": CONCURRENT_WRITE_CYCLE, "permitted": True} if concurrent else {})})
+    anomalies: dict[str, list[dict[str, Any]]] = {}
+    violations = []
+    for name, instances in found.items():
+        for example in instances:
+            if "permitted" not in example:
+                example["permitted"] = name in rules
+                example["reason"] = rules.get(name, forbidden.get(name, ""))
+        if any(not e["permitted"] for e in instances):
+            violations.append(name)
+        if instances:
+            kept = sorted(instances, key=lambda e: e["permitted"])[:MAX_ANOMALY_EXAMPLES]
+            anomalies[name] = kept
+    unknown = _undecided(spec, h, truncated)
+    valid: Valid = False if violations else (UNKNOWN if unknown else True)
+    outcomes = {"ok": 0, "fail": 0, "info": 0}
+    sends = dict(outcomes)
+    for t in h.txns:
+        if t.outcome is not None:
+            outcomes[t.outcome] += 1
+            sends[t.outcome] += len(t.sends)
+    return Result(
+        valid=valid,
+        anomaly_counts={**dict.fromkeys(ANOMALIES, 0), **{k: len(v) for k, v in found.items()}},
+        anomalies=anomalies,
+        permitted=[name for name in TXN_ANOMALIES if name in rules or any(
+            e["permitted"] for e in found[name])],
+        violations=violations,
+        unknown=unknown,
+        stats={"send": sends, "txn": outcomes, "txn_open": sum(t.outcome is None for t in h.txns),
+               "records_polled": len(h.polled), "records_drained": len(h.drained)},
+        extra={"permitted_reasons": rules,
+               "forbidden_reasons": forbidden,
+               "transaction_protocol": config.protocol,
+               "faults_seen": sorted(h.families)},
+    )
+
+
+def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool) -> list[dict[str, Any]]:
+    """Why the verdict may not be true although nothing forbidden was seen."""
+    out = []
+    short = sorted(set(range(spec.topic.partitions)) - h.complete)
+    if short:
+        out.append({"kind": "short-drain", "count": len(short), "affects_verdict": True,
+                    "why": f"the drain of partition(s) {', '.join(map(str, short))} is not complete: "
+                           "a committed record missing there, or a transaction torn, is not known"})
+    if truncated:
+        out.append({"kind": "truncated-history", "affects_verdict": True,
+                    "why": "the history's last line was cut: the run's end is not known"})
+    return out

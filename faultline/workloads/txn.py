@@ -1,0 +1,216 @@
+"""The transactional workload: producers write unique integers in transactions.
+
+Each producer thread holds one transactional producer (confluent-kafka) at a time, its
+``transactional.id`` the thread's own (``faultline-<test>-t<i>``), and journals each
+transaction as one ``txn`` op (docs/history.md): the invoke lists its sends (``transactions.sends``
+values unique within the run, spread over the partitions) and whether the workload will
+abort it (``transactions.abort_probability``); the completion adds each send's offset where
+its delivery report gave one, and is ``ok`` when the commit was acknowledged, ``fail`` when
+the abort was, ``info`` when neither is known. A producer whose transaction ended ``info``
+(or that hit a fatal error) is retired: a fresh instance with the same ``transactional.id``
+and a new process number takes over, and its ``init_transactions`` fences the old one and
+ends the transaction it left open. Consumers and the drain are the queue's
+(:class:`~faultline.workloads.queue.QueueConsumer`, :mod:`.drain`), reading with the spec's
+``consumer.isolation_level``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from faultline.history import OpType
+from faultline.spec import TestSpec
+from faultline.workloads.clients import (
+    ClientLog,
+    Journal,
+    ProcessIds,
+    SendCounts,
+    Values,
+    error_name,
+    producer_config,
+    rdkafka_log,
+)
+from faultline.workloads.queue import ProducerClient, QueueWorkload
+
+#: How long one call that ends a transaction (or starts the producer) may take, in
+#: seconds, before the workload gives up on it: retriable errors are retried until then.
+END_TIMEOUT_S = 30.0
+#: Seconds between attempts of a call the cluster refuses for now (a retriable error).
+RETRY_BACKOFF_S = 0.5
+
+
+def transactional_id(spec: TestSpec, index: int) -> str:
+    """Producer ``index``'s ``transactional.id``, kept by every instance that replaces it."""
+    return f"faultline-{spec.name}-t{index}"
+
+
+@dataclass(slots=True, eq=False)
+class _Transaction:
+    """One transaction's sends, ``[partition, value]``, and what their delivery reports said."""
+
+    abort: bool
+    sends: list[tuple[int, int]]
+    offsets: dict[int, int] = field(default_factory=dict)  # value -> offset
+    refused: str | None = None  # why produce() refused a send: the transaction must abort
+
+    def value(self, topic: str) -> dict[str, Any]:
+        """The op's ``value``: its sends, each with the offset its delivery report gave."""
+        sends = []
+        for partition, value in self.sends:
+            send: dict[str, Any] = {"partition": partition, "value": value}
+            if value in self.offsets:
+                send["offset"] = self.offsets[value]
+            sends.append(send)
+        return {"topic": topic, "abort": self.abort, "sends": sends}
+
+    def delivered(self, err: KafkaError | None, msg: Message) -> None:
+        offset = msg.offset()
+        if err is None and offset is not None and offset >= 0:
+            raw = msg.value()
+            if raw is not None:
+                self.offsets[int(raw)] = offset
+
+
+@dataclass(slots=True, eq=False)
+class TxnProducer:
+    """One transactional producer client (one thread); see the module docstring.
+
+    ``rate`` is this producer's target sends per second (0: as fast as it goes); ``rng``
+    draws which transactions abort.
+    """
+
+    spec: TestSpec
+    bootstrap: str
+    journal: Journal
+    first_process: int
+    processes: ProcessIds
+    values: Values
+    rng: random.Random
+    rate: float = 0.0
+    index: int = 0
+    client_log: ClientLog | None = None
+    counts: SendCounts = field(default_factory=SendCounts)
+    invoked: int = 0
+    retired: int = 0
+
+    def run(self, stop: threading.Event) -> None:
+        """Run transactions one after another until ``stop`` is set."""
+        x, topic, partitions = self.spec.transactions, self.spec.topic.name, self.spec.topic.partitions
+        interval = x.sends / self.rate if self.rate > 0 else 0.0
+        process = self.first_process
+        producer = self._open(process, stop)
+        first = self.index % partitions
+        due = time.monotonic()
+        while producer is not None and not stop.is_set():
+            if interval and stop.wait(max(0.0, due - time.monotonic())):
+                break
+            due += interval
+            values = self.values.take_many(x.sends)
+            txn = _Transaction(self.rng.random() < x.abort_probability,
+                               [((first + i) % partitions, v) for i, v in enumerate(values)])
+            first = (first + x.sends) % partitions
+            self.journal.append(process, "invoke", "txn", txn.value(topic))
+            self.invoked += 1
+            outcome, error = self._transact(producer, txn)
+            self.journal.append(process, outcome, "txn", txn.value(topic), error)
+            if outcome == "ok":
+                self.counts.ok += 1
+            elif outcome == "fail":
+                self.counts.fail += 1
+            else:
+                self.counts.info += 1
+                self.retired += 1
+                producer.purge()
+                process = self.processes.take()
+                producer = self._open(process, stop)
+
+    def _transact(self, producer: Producer, txn: _Transaction) -> tuple[OpType, str | None]:
+        """Begin, send and commit (or abort) ``txn``: ``ok`` with the commit acknowledged,
+        ``fail`` with the abort acknowledged, else ``info`` and the error."""
+        topic = self.spec.topic.name
+        try:
+            producer.begin_transaction()
+            for partition, value in txn.sends:
+                try:
+                    producer.produce(topic, str(value).encode("ascii"), partition=partition,
+                                     on_delivery=txn.delivered)
+                except (BufferError, KafkaException) as e:
+                    txn.refused = txn.refused or error_name(e)
+            if not txn.abort and txn.refused is None:
+                producer.flush(END_TIMEOUT_S)  # serve the delivery reports: the offsets
+                _retrying(lambda: producer.commit_transaction(END_TIMEOUT_S))
+                return "ok", None
+        except KafkaException as e:
+            err = _kafka_error(e)
+            if err is None or not err.txn_requires_abort():
+                return "info", error_name(e)
+            txn.refused = txn.refused or error_name(e)
+        try:
+            _retrying(lambda: producer.abort_transaction(END_TIMEOUT_S))
+        except KafkaException as e:
+            return "info", error_name(e)
+        return "fail", txn.refused
+
+    def _open(self, process: int, stop: threading.Event) -> Producer | None:
+        """A transactional producer for ``process``, its transactions initialized (which
+        fences every earlier instance of its ``transactional.id``); None if ``stop`` was set first."""
+        client_id = f"faultline-p{process}"
+        conf = producer_config(self.spec, self.bootstrap, client_id)
+        p = self.spec.producer
+        conf.update({
+            "transactional.id": transactional_id(self.spec, self.index),
+            # librdkafka refuses a delivery timeout longer than the transaction's
+            "transaction.timeout.ms": max(p.delivery_timeout_ms, 10_000),
+            "error_cb": lambda err: rdkafka_log.warning("producer p%s: %s", process, err),
+        })
+        if self.client_log is not None:
+            conf["logger"] = self.client_log.for_process(process)
+            conf["debug"] = "eos"
+        producer = Producer(conf)
+        while not stop.is_set():
+            try:
+                producer.init_transactions(END_TIMEOUT_S)
+                return producer
+            except KafkaException as e:
+                rdkafka_log.warning("producer p%s: init_transactions: %s", process, e)
+                err = _kafka_error(e)
+                if err is not None and err.fatal():
+                    producer = Producer(conf)
+                stop.wait(RETRY_BACKOFF_S)
+        return None
+
+
+def _retrying(call: Callable[[], None]) -> None:
+    """``call`` again while it raises a retriable error, for at most :data:`END_TIMEOUT_S`;
+    the last error is raised."""
+    deadline = time.monotonic() + END_TIMEOUT_S
+    while True:
+        try:
+            call()
+            return
+        except KafkaException as e:
+            err = _kafka_error(e)
+            if err is None or not err.retriable() or time.monotonic() >= deadline:
+                raise
+        time.sleep(RETRY_BACKOFF_S)
+
+
+def _kafka_error(e: KafkaException) -> KafkaError | None:
+    return e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+
+
+class TxnWorkload(QueueWorkload):
+    """The queue workload with :class:`TxnProducer` producers; the same contract."""
+
+    def _producer(self, spec: TestSpec, bootstrap: str, index: int, rate: float,
+                  client_log: ClientLog | None) -> ProducerClient:
+        rng = random.Random(f"{spec.seed}/txn/{index}")
+        return TxnProducer(spec, bootstrap, self.journal, index, self.processes, self.values, rng,
+                           rate=rate, index=index, client_log=client_log)

@@ -1,0 +1,278 @@
+"""The txn checker: each anomaly by a pair of histories that differ in one fact, and the
+guarantee rules per transaction protocol version."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from faultline.checkers.guarantees import (
+    G0,
+    TORN,
+    TransactionConfig,
+    transaction_forbidden,
+    transaction_rules,
+)
+from faultline.checkers.transactions import check_transactions, txn_history
+from faultline.errors import HistoryError
+from faultline.history import Op
+from faultline.spec import ConsumerSpec, KafkaSpec, TestSpec, TopicSpec, WorkloadSpec
+from tests.schemas import validator
+
+TOPIC = "fl-queue"
+MS = 1_000_000
+
+
+def spec(isolation: str = "read_committed", version: str = "4.3.1",
+         transaction_version: int | None = None, client: str = "librdkafka") -> TestSpec:
+    """A spec of two partitions; the txn workload's unless ``client`` is java, which runs no
+    txn workload (its transaction protocol is asked all the same)."""
+    return dataclasses.replace(
+        TestSpec(), topic=TopicSpec(name=TOPIC, partitions=2),
+        kafka=KafkaSpec(version=version, transaction_version=transaction_version),
+        consumer=ConsumerSpec(isolation_level=isolation),  # type: ignore[arg-type]
+        workload=WorkloadSpec(name="txn" if client == "librdkafka" else "queue",
+                              client=client))  # type: ignore[arg-type]
+
+
+class H:
+    """Appends ops with dense indexes and times 1 ms apart."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def op(self, process: Any, type: str, f: str, value: Any = None) -> None:
+        self.rows.append(Op(len(self.rows), (len(self.rows) + 1) * MS, process, type, f, value).to_dict())
+
+    def begin(self, p: int, *sends: tuple[int, int], abort: bool = False) -> None:
+        """A transaction's invoke: ``sends`` as (partition, value)."""
+        self.op(p, "invoke", "txn", {"topic": TOPIC, "abort": abort,
+                                     "sends": [{"partition": q, "value": v} for q, v in sends]})
+
+    def end(self, p: int, outcome: str, *sends: tuple[int, int, int], abort: bool = False) -> None:
+        """Its completion: ``sends`` as (partition, value, offset)."""
+        self.op(p, outcome, "txn", {"topic": TOPIC, "abort": abort, "sends": [
+            {"partition": q, "value": v, "offset": o} for q, v, o in sends]})
+
+    def txn(self, p: int, outcome: str, *sends: tuple[int, int, int], abort: bool = False) -> None:
+        self.begin(p, *((q, v) for q, v, _ in sends), abort=abort)
+        self.end(p, outcome, *sends, abort=abort)
+
+    def poll(self, p: int, *records: tuple[int, int, int]) -> None:
+        """A consumer's poll: ``records`` as (partition, offset, value)."""
+        self.op(p, "invoke", "poll")
+        self.op(p, "ok", "poll", {"records": [[TOPIC, q, o, v] for q, o, v in records]})
+
+    def drain(self, p: int, partition: int, *records: tuple[int, int]) -> None:
+        self.op(p, "invoke", "drain", {"topic": TOPIC, "partition": partition})
+        self.op(p, "ok", "drain", {"topic": TOPIC, "partition": partition, "log_start_offset": 0,
+                                   "high_watermark": 10, "records": [list(r) for r in records],
+                                   "last": True})
+
+    def fault(self, f: str) -> None:
+        self.op("nemesis", "info", f, {"nodes": [1]})
+        self.op("nemesis", "info", f, {"nodes": [1], "result": "done"})
+
+
+def verdict(h: H, s: TestSpec | None = None, protocol: int = 1) -> dict[str, Any]:
+    s = s or spec()
+    return check_transactions(s, txn_history(s, h.rows), TransactionConfig(protocol=protocol)).to_json()
+
+
+def committed_pair(h: H) -> None:
+    """Transaction 0 commits values 1 (partition 0, offset 0) and 2 (partition 1, offset 0)."""
+    h.txn(0, "ok", (0, 1, 0), (1, 2, 0))
+
+
+def test_a_committed_transaction_read_whole_is_valid() -> None:
+    h = H()
+    committed_pair(h)
+    h.poll(9, (0, 0, 1), (1, 0, 2))
+    h.drain(10, 0, (0, 1))
+    h.drain(11, 1, (0, 2))
+    r = verdict(h)
+    assert r["valid"] is True
+    assert r["stats"]["txn"] == {"ok": 1, "fail": 0, "info": 0}
+
+
+def test_a_read_committed_read_of_an_aborted_write_is_an_aborted_read() -> None:
+    for outcome, abort, read, expected in (("fail", False, True, 1), ("fail", False, False, 0),
+                                           ("info", True, True, 1), ("info", False, True, 0)):
+        h = H()
+        h.txn(0, outcome, (0, 1, 0), abort=abort)
+        if read:
+            h.poll(9, (0, 0, 1))
+        h.drain(10, 0)
+        h.drain(11, 1)
+        r = verdict(h)
+        assert r["anomaly_counts"]["aborted-read"] == expected, (outcome, abort, read)
+        assert r["valid"] is (expected == 0)
+
+
+def test_read_uncommitted_readers_may_read_aborted_writes() -> None:
+    h = H()
+    h.txn(0, "fail", (0, 1, 0))
+    h.poll(9, (0, 0, 1))
+    h.drain(10, 0, (0, 1))
+    h.drain(11, 1)
+    assert verdict(h, spec(isolation="read_uncommitted"))["valid"] is True
+    assert verdict(h)["anomaly_counts"]["aborted-read"] == 2  # the poll and the drain
+
+
+def test_a_consumer_past_part_of_a_committed_transaction_tears_it() -> None:
+    for later, expected in ((False, 0), (True, 1)):
+        h = H()
+        committed_pair(h)
+        h.txn(1, "ok", (1, 3, 2))
+        h.poll(9, (0, 0, 1))  # value 2 at partition 1, offset 0 unread ...
+        if later:
+            h.poll(9, (1, 2, 3))  # ... and passed
+        h.drain(10, 0, (0, 1))
+        h.drain(11, 1, (0, 2), (2, 3))
+        r = verdict(h)
+        assert r["anomaly_counts"][TORN] == expected, later
+        if expected:
+            assert r["violations"] == [TORN]
+            assert r["anomalies"][TORN][0]["values"] == [2]
+
+
+def test_a_drain_with_part_of_a_committed_transaction_tears_it_and_loses_the_rest() -> None:
+    for drained, expected in (((0, 2),), 0), ((), 1):
+        h = H()
+        committed_pair(h)
+        h.drain(10, 0, (0, 1))
+        h.drain(11, 1, *drained)
+        r = verdict(h)
+        assert r["anomaly_counts"][TORN] == expected
+        assert r["anomaly_counts"]["lost-write"] == expected
+        assert r["valid"] is (expected == 0)
+
+
+def test_an_incomplete_drain_decides_nothing_and_leaves_the_verdict_unknown() -> None:
+    h = H()
+    committed_pair(h)
+    h.drain(10, 0, (0, 1))
+    r = verdict(h)
+    assert r["anomaly_counts"]["lost-write"] == 0
+    assert r["valid"] == "unknown"
+    assert [u["kind"] for u in r["unknown"]] == ["short-drain"]
+
+
+def test_a_write_cycle_of_concurrent_transactions_is_permitted_and_of_sequential_ones_not() -> None:
+    for concurrent in (True, False):
+        h = H()
+        if concurrent:  # both open at once
+            h.begin(0, (0, 1), (1, 2))
+            h.begin(1, (1, 3), (0, 4))
+            h.end(0, "ok", (0, 1, 0), (1, 2, 1))
+            h.end(1, "ok", (1, 3, 0), (0, 4, 1))
+        else:  # the second began after the first committed, yet is first in partition 1
+            h.txn(0, "ok", (0, 1, 0), (1, 2, 1))
+            h.txn(1, "ok", (1, 3, 0), (0, 4, 1))
+        h.drain(10, 0, (0, 1), (1, 4))
+        h.drain(11, 1, (0, 3), (1, 2))
+        r = verdict(h)
+        assert r["anomaly_counts"][G0] == 1
+        assert r["anomalies"][G0][0]["permitted"] is concurrent
+        assert r["valid"] is concurrent
+
+
+def test_no_cycle_where_two_transactions_keep_one_order_everywhere() -> None:
+    h = H()
+    h.txn(0, "ok", (0, 1, 0), (1, 2, 0))
+    h.txn(1, "ok", (1, 3, 1), (0, 4, 1))
+    h.drain(10, 0, (0, 1), (1, 4))
+    h.drain(11, 1, (0, 2), (1, 3))
+    assert verdict(h)["anomaly_counts"][G0] == 0
+
+
+def test_protocol_version_1_under_a_delaying_fault_permits_what_version_2_forbids() -> None:
+    h = H()
+    h.fault("pause")
+    committed_pair(h)
+    h.drain(10, 0, (0, 1))
+    h.drain(11, 1)
+    v1 = verdict(h)
+    assert v1["valid"] is True and "KAFKA-17754" in v1["permitted_reasons"]["lost-write"]
+    v2 = verdict(h, protocol=2)
+    assert v2["transaction_protocol"] == 2
+    assert v2["violations"] == [TORN, "lost-write"]
+
+
+def test_the_transaction_protocol_is_the_lower_of_the_cluster_and_the_client() -> None:
+    assert TransactionConfig.from_spec(spec(client="java")).protocol == 2
+    assert TransactionConfig.from_spec(spec(client="java", transaction_version=1)).protocol == 1
+    assert TransactionConfig.from_spec(spec(client="java", version="3.9.1")).protocol == 1
+    assert TransactionConfig.from_spec(spec()).protocol == 1
+
+
+@pytest.mark.parametrize(("protocol", "families", "permitted"), [
+    (1, frozenset(), set()),
+    (1, frozenset({"kill"}), set()),
+    (1, frozenset({"pause"}), {"aborted-read", TORN, "lost-write", G0}),
+    (2, frozenset({"pause", "toxics"}), set()),
+    (2, frozenset({"wipe"}), {TORN, "lost-write"}),
+])
+def test_transaction_rules(protocol: int, families: frozenset[str], permitted: set[str]) -> None:
+    config = TransactionConfig(protocol=protocol)
+    assert set(transaction_rules(config, families)) == permitted
+    assert set(transaction_forbidden(config, families)).isdisjoint(permitted)
+
+
+def test_a_txn_op_without_its_sends_is_refused_naming_its_line() -> None:
+    h = H()
+    h.op(0, "invoke", "txn", {"topic": TOPIC, "abort": False})
+    with pytest.raises(HistoryError, match=r"history:1: .*lacks 'sends'"):
+        txn_history(spec(), h.rows)
+
+
+def test_the_cycle_search_finds_a_cycle_through_three_transactions_and_no_chain() -> None:
+    for closed in (True, False):
+        h = H()
+        h.begin(0, (0, 1), *([(1, 5)] if closed else []))
+        h.begin(1, (0, 2))
+        h.begin(2, (0, 3), (1, 4))
+        h.end(0, "ok", (0, 1, 0), *([(1, 5, 1)] if closed else []))
+        h.end(1, "ok", (0, 2, 1))
+        h.end(2, "ok", (0, 3, 2), (1, 4, 0))
+        h.drain(10, 0, (0, 1), (1, 2), (2, 3))
+        h.drain(11, 1, (0, 4), *([(1, 5)] if closed else []))
+        r = verdict(h)
+        assert r["anomaly_counts"][G0] == (1 if closed else 0), closed
+        if closed:
+            assert r["anomalies"][G0][0]["txn_indexes"] == [0, 1, 2]
+
+
+def test_txn_lines_and_the_verdict_match_their_schemas() -> None:
+    h = H()
+    h.begin(0, (0, 1), (1, 2))
+    h.begin(1, (1, 3), (0, 4))
+    h.end(0, "ok", (0, 1, 0), (1, 2, 1))
+    h.end(1, "fail", (1, 3, 0))
+    h.poll(9, (0, 0, 1))
+    h.drain(10, 0, (0, 1))
+    history = validator("history.schema.json")
+    for row in h.rows:
+        history.validate(row)
+    broken = {"topic": TOPIC, "abort": False, "sends": [{"value": 1}]}  # no partition
+    assert not history.is_valid({**h.rows[0], "value": broken})
+    validator("results.schema.json").validate(verdict(h))
+
+
+def test_a_write_cycle_through_an_edge_in_real_time_order_is_permitted() -> None:
+    """A before C in partition 0, and A ended before C began: that edge agrees with real
+    time, and the cycle closes through B, concurrent with both (seen in a real run; the
+    edge against real time is the sequential case above)."""
+    h = H()
+    h.begin(0, (0, 1))  # A
+    h.begin(1, (0, 2), (1, 3))  # B
+    h.end(0, "ok", (0, 1, 1))
+    h.txn(2, "ok", (0, 4, 2), (1, 5, 0))  # C, after A
+    h.end(1, "ok", (0, 2, 0), (1, 3, 1))
+    h.drain(10, 0, (0, 2), (1, 1), (2, 4))
+    h.drain(11, 1, (0, 5), (1, 3))
+    r = verdict(h)
+    assert r["anomalies"][G0][0]["txn_indexes"] == [0, 1, 3]
+    assert r["valid"] is True

@@ -1,0 +1,43 @@
+"""The spec's transaction settings: the cluster's transaction version and the txn workload's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from faultline.errors import SpecError
+from faultline.spec import TestSpec
+
+
+def spec(**sections: Any) -> TestSpec:
+    return TestSpec.from_mapping({"workload": {"name": "txn"}, **sections})
+
+
+def test_a_txn_spec_reads_and_writes_its_transaction_settings() -> None:
+    s = spec(kafka={"transaction_version": 2}, transactions={"sends": 3, "abort_probability": 0.5})
+    x = s.transactions
+    assert (s.kafka.transaction_version, x.sends, x.abort_probability) == (2, 3, 0.5)
+    assert TestSpec.from_mapping(s.to_json()) == s
+
+
+@pytest.mark.parametrize(("sections", "message"), [
+    ({"kafka": {"transaction_version": 3}}, "kafka.transaction_version must be 1 or 2"),
+    ({"kafka": {"transaction_version": 2, "version": "3.9.1"}},
+     "kafka.transaction_version needs Kafka 4.0 or later"),
+    ({"kafka": {"transaction_version": 1, "version": "3.9.1"}},
+     "kafka.transaction_version needs Kafka 4.0 or later"),
+    ({"transactions": {"sends": 0}}, "transactions.sends must be between 1"),
+    ({"transactions": {"abort_probability": 1.5}}, "transactions.abort_probability must be between 0 and 1"),
+    ({"workload": {"name": "txn", "client": "java"}}, "the txn workload runs the librdkafka client only"),
+    ({"producer": {"acks": "1"}}, "the txn workload's transactional producers need idempotence"),
+])
+def test_a_transaction_setting_that_cannot_run_is_refused_in_one_line(
+        sections: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError, match=message) as info:
+        spec(**sections)
+    assert "\n" not in str(info.value)
+
+
+def test_the_transaction_version_may_be_left_to_the_kafka_version() -> None:
+    assert spec(kafka={"version": "3.9.1"}).kafka.transaction_version is None
