@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -369,6 +369,17 @@ class QueueConsumer:
 # -- the workload as a whole -----------------------------------------------------------------
 
 
+class ConsumerClient(Protocol):
+    """A consumer client as :class:`QueueWorkload` drives it: ``run`` on its thread until
+    the stop event (then it closes), counting its polls, records and retired instances."""
+
+    polls: int
+    records: int
+    retired: int
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
 class QueueWorkload:
     """N producers and M consumers on their own threads, sharing one history (and the
     producers one :class:`ClientLog`, when given: the caller opens and closes it).
@@ -377,8 +388,11 @@ class QueueWorkload:
     waits until each producer's outstanding sends have completed (bounded by the
     delivery timeout plus a margin) and every consumer is closed, then returns. No
     client thread is left running after ``stop`` returns, except one stuck in the
-    client library past the bound, which is a daemon and logged.
+    client library past the bound, which is a daemon and logged. ``consumer_class`` makes
+    each consumer (a subclass's, :class:`~faultline.workloads.group.GroupWorkload`).
     """
+
+    consumer_class: Callable[[TestSpec, str, Journal, int, ProcessIds], ConsumerClient] = QueueConsumer
 
     def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter | None,
                  processes: ProcessIds | None = None, values: Values | None = None, *,
@@ -395,7 +409,7 @@ class QueueWorkload:
             for i in range(w.producers)
         ]
         self.consumers = [
-            QueueConsumer(spec, bootstrap, self.journal, w.producers + j, self.processes)
+            self.consumer_class(spec, bootstrap, self.journal, w.producers + j, self.processes)
             for j in range(w.consumers)
         ]
         self._stop = threading.Event()
@@ -463,3 +477,4 @@ class QueueWorkload:
             s.polled_records += c.records
             s.retired += c.retired
         return s
+
