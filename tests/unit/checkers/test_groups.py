@@ -14,6 +14,7 @@ from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.partition_faults import PartitionFaults
 from faultline.checkers.stored import check_stored
 from faultline.spec import ConsumerSpec, TestSpec, TopicSpec, WorkloadSpec
+from tests.schemas import validator
 
 TOPIC = "fl-queue"
 S = 10**9  # one second, in ns
@@ -280,3 +281,17 @@ def test_the_group_workload_is_checked_by_the_queue_and_group_checkers(tmp_path:
     assert member.extra["group"]["violations"] == ["commit-backwards"]
     assigned = check_stored(stored(tmp_path / "q", group_spec("assign"), h))
     assert assigned.violations == ["poll-skip"] and "group" not in assigned.extra
+
+
+def test_the_group_history_results_and_spec_match_their_schemas(tmp_path: Path) -> None:
+    h = lost(3)
+    h.rebalance(1, "lost", [0])
+    history = validator("history.schema.json")
+    for op in h.ops:
+        history.validate(op)
+    validator("test.schema.json").validate(group_spec().to_json())
+    result = check_stored(stored(tmp_path / "g", group_spec(), h))
+    validator("results.schema.json").validate(result.to_json())
+    assert result.to_json()["group"]["anomaly_counts"]["lost-to-group"] == 1
+    bad = {**h.ops[-1], "value": {"partitions": [[TOPIC, 0]], "member": "m1"}}  # no generation
+    assert not history.is_valid(bad)
