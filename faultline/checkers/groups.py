@@ -69,7 +69,8 @@ class Group:
     the (offset, value) pairs any polled); each member's progress (per (process,
     partition), (poll end time, highest offset polled by then), as the highest grew); the
     complete drains (partition -> offset -> value); each process's first and last op
-    time, and when its last poll ended; the retired processes; and when the last nemesis op ended (0: none)."""
+    time, and when its last poll ended; the retired processes; and when the last nemesis
+    op ended (0: none)."""
 
     partitions: int
     commits: list[Commit] = field(default_factory=list)

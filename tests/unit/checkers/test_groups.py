@@ -71,8 +71,9 @@ class G:
         return groups.group(self.ops, TOPIC, partitions)
 
 
-def judged(h: G, partitions: int = 1, faults: PartitionFaults = PartitionFaults(),
+def judged(h: G, partitions: int = 1, faults: PartitionFaults | None = None,
            acks: str = "all") -> dict[str, Any]:
+    faults = faults or PartitionFaults()
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     result = groups.judge(h.group(partitions), config, dict.fromkeys(range(partitions), faults))
     out: dict[str, Any] = result.extra["group"]

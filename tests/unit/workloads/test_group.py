@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -36,7 +36,7 @@ class LeaderEpochMessage(FakeMessage):
 class FakeConsumer:
     """confluent_kafka.Consumer as a group member uses it; each consume() plays a scene."""
 
-    instances: list[FakeConsumer] = []
+    instances: ClassVar[list[FakeConsumer]] = []
 
     def __init__(self, conf: dict[str, Any], scenes: list[Scene], stop: threading.Event,
                  commit_error: str | None) -> None:
@@ -105,7 +105,8 @@ def lines(ops: list[Op]) -> list[tuple[int | str, str, str]]:
     return [(o.process, o.type, o.f) for o in ops]
 
 
-def test_a_rebalance_inside_a_poll_ends_it_and_opens_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rebalance_inside_a_poll_ends_it_and_opens_another(tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     def assign_then_read(c: FakeConsumer) -> list[FakeMessage]:
         c.rebalance("assign", [0])
         return records(0, 1)(c)
@@ -119,7 +120,8 @@ def test_a_rebalance_inside_a_poll_ends_it_and_opens_another(tmp_path: Path, mon
     assert ops[7].value == {"offsets": [[TOPIC, 0, 2, 4]]}  # one past the last, its epoch
 
 
-def test_an_async_commits_report_is_journaled_after_its_poll(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_async_commits_report_is_journaled_after_its_poll(tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     def reported(c: FakeConsumer) -> list[FakeMessage]:
         c.report([(0, 2)])
         return []
@@ -130,7 +132,8 @@ def test_an_async_commits_report_is_journaled_after_its_poll(tmp_path: Path, mon
     assert ops[5].value == {"offsets": [[TOPIC, 0, 2, 4]]}
 
 
-def test_a_commit_of_unknown_outcome_retires_the_member(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_commit_of_unknown_outcome_retires_the_member(tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     ops = play(tmp_path, monkeypatch, "sync", [records(0), records(1)], commit_error="_TIMED_OUT")
     assert lines(ops)[:4] == [(1, "invoke", "poll"), (1, "ok", "poll"), (1, "invoke", "commit"),
                               (1, "info", "commit")]
@@ -138,7 +141,8 @@ def test_a_commit_of_unknown_outcome_retires_the_member(tmp_path: Path, monkeypa
     assert len(FakeConsumer.instances) >= 2
 
 
-def test_a_refused_commit_fails_and_the_member_stays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_refused_commit_fails_and_the_member_stays(tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     ops = play(tmp_path, monkeypatch, "sync", [records(0), records(1)], commit_error="ILLEGAL_GENERATION")
     assert (1, "fail", "commit") in lines(ops) and {o.process for o in ops} == {1}
 
@@ -151,7 +155,8 @@ def test_the_generation_is_read_from_the_group_metadata() -> None:
     ({"workload": {"name": "group"}}, "workload group needs consumer.mode subscribe, not assign"),
     ({"consumer": {"mode": "subscribe"}}, "workload queue needs consumer.mode assign, not subscribe"),
     ({"workload": {"name": "group"}, "consumer": {"mode": "subscribe", "group_protocol": "consumer"},
-      "kafka": {"version": "3.9.1"}}, "group_protocol consumer (KIP-848) needs Kafka 4.0 or later, not 3.9.1"),
+      "kafka": {"version": "3.9.1"}},
+     "group_protocol consumer (KIP-848) needs Kafka 4.0 or later, not 3.9.1"),
     ({"workload": {"name": "group"}, "consumer": {"mode": "subscribe", "commit": "never"}},
      "consumer.commit: 'never' is not one of sync, async, auto"),
 ])
