@@ -13,6 +13,7 @@ from faultline.checkers import groups
 from faultline.checkers.guarantees import GuaranteeConfig
 from faultline.checkers.partition_faults import PartitionFaults
 from faultline.checkers.stored import check_stored
+from faultline.commands.check import summary
 from faultline.spec import ConsumerSpec, TestSpec, TopicSpec, WorkloadSpec
 from tests.schemas import validator
 
@@ -280,6 +281,7 @@ def test_the_group_workload_is_checked_by_the_queue_and_group_checkers(tmp_path:
     member = check_stored(stored(tmp_path / "g", group_spec(), h))
     assert member.valid is False and member.violations == []
     assert member.extra["group"]["violations"] == ["commit-backwards"]
+    assert "group violations (not permitted): commit-backwards" in summary(member).splitlines()
     assigned = check_stored(stored(tmp_path / "q", group_spec("assign"), h))
     assert assigned.violations == ["poll-skip"] and "group" not in assigned.extra
 
