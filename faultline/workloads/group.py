@@ -36,8 +36,8 @@ from faultline.workloads.clients import (
     ProcessIds,
     close_quietly,
     consumer_config,
-    decode_value,
     error_name,
+    journal_poll,
     rdkafka_log,
 )
 from faultline.workloads.queue import QueueWorkload
@@ -154,23 +154,12 @@ class GroupConsumer:
             self._retire = True
             return
         self._polling = False
-        records: list[list[Any]] = []
-        error: str | None = None
         for m in msgs:
-            err = m.error()
-            if err is not None:
-                error = error or str(err.name())
-                continue
             partition, offset = m.partition(), m.offset()
-            records.append([m.topic(), partition, offset, decode_value(m.value())])
-            if partition is not None and offset is not None:
+            if m.error() is None and partition is not None and offset is not None:
                 self._pending[partition] = (offset + 1, m.leader_epoch())
         self.polls += 1
-        self.records += len(records)
-        if error is not None and not records:
-            journal.append(process, "fail", "poll", {"records": []}, error)
-        else:
-            journal.append(process, "ok", "poll", {"records": records}, error)
+        self.records += journal_poll(journal, process, msgs)
         self._journal_reports()
 
     def _commit(self) -> None:

@@ -52,6 +52,7 @@ from faultline.workloads.clients import (
     consumer_config,
     decode_value,
     error_name,
+    journal_poll,
     producer_config,
     rdkafka_log,
 )
@@ -339,20 +340,8 @@ class QueueConsumer:
                     process = self.processes.take()
                     consumer = self._open(process)
                     continue
-                records: list[list[Any]] = []
-                error: str | None = None
-                for m in msgs:
-                    err = m.error()
-                    if err is not None:
-                        error = error or str(err.name())
-                        continue
-                    records.append([m.topic(), m.partition(), m.offset(), decode_value(m.value())])
                 self.polls += 1
-                self.records += len(records)
-                if error is not None and not records:
-                    journal.append(process, "fail", "poll", {"records": []}, error)
-                else:
-                    journal.append(process, "ok", "poll", {"records": records}, error)
+                self.records += journal_poll(journal, process, msgs)
         finally:
             close_quietly(consumer)
 
