@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from faultline.errors import SpecError
 from faultline.history import HistoryWriter, Op, read_history
-from faultline.spec import ConsumerSpec, TestSpec, WorkloadSpec
+from faultline.spec import ConsumerSpec, TestSpec, WorkloadSpec, build_spec
 from faultline.workloads import group, workload_for
 from faultline.workloads.clients import Journal, ProcessIds
 from faultline.workloads.group import GroupConsumer, generation
@@ -171,3 +171,10 @@ def test_the_group_workload_has_no_java_client_yet() -> None:
     assert spec.workload.checkers == ("queue", "group", "white-box")
     with pytest.raises(SpecError, match="workload 'group' has no java client; clients: librdkafka"):
         workload_for(spec)
+
+
+def test_the_example_group_spec_is_valid() -> None:
+    path = Path(__file__).resolve().parents[3] / "examples" / "group-coordinator-kill.yaml"
+    spec = build_spec(path, {})
+    assert spec.workload.name == "group" and spec.consumer.group_protocol == "consumer"
+    assert any("coordinator of group faultline-group-coordinator-kill" in s for s in spec.nemesis.schedule)
