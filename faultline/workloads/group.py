@@ -13,7 +13,8 @@ client runs its callbacks (rebalances, the results of async and auto commits) in
 new poll is invoked; a commit's result is journaled once the poll ends, its invoke then
 too. So a process has one op open at a time. A commit that
 ends ``info`` (its outcome unknown) or a poll that raises retires the consumer: a fresh
-member under a new process number takes over. Once asked to stop, consumers go on
+member under a new process number takes over, and what the retired instance's client
+reports after that (its closing callbacks) is not journaled. Once asked to stop, consumers go on
 polling for :data:`SETTLE_S`, so the group settles after the heal and a member left
 without an assignment shows.
 """
@@ -111,7 +112,7 @@ class GroupConsumer:
                 if self._retire:
                     self._replace()
                 self._poll()
-                if self.spec.consumer.commit != "auto" and time.monotonic() >= due:
+                if not self._retire and self.spec.consumer.commit != "auto" and time.monotonic() >= due:
                     self._commit()
                     due = time.monotonic() + COMMIT_INTERVAL_S
         finally:
@@ -200,7 +201,7 @@ class GroupConsumer:
         """The client's report of an async or auto commit: journaled as a commit op, after
         the poll it came in ends (it must not retire the process mid-poll)."""
         error = None if err is None else str(err.name())
-        if error == _NO_OFFSET:
+        if error == _NO_OFFSET or self._retire:
             return
         errors = [str(tp.error.name()) for tp in partitions if tp.error is not None]
         self._reports.append((partitions, error or (errors[0] if errors else None)))
@@ -208,8 +209,12 @@ class GroupConsumer:
             self._journal_reports()
 
     def _journal_reports(self) -> None:
+        """Journal the reports that came in; none once one retired the process (those
+        after it, the retired instance's, go unjournaled, as its closing callbacks)."""
         reports, self._reports = self._reports, []
         for partitions, error in reports:
+            if self._retire:
+                return
             self._journal_commit(partitions, error)
 
     def _journal_commit(self, partitions: list[TopicPartition], error: str | None) -> None:
@@ -221,6 +226,8 @@ class GroupConsumer:
         """The callback journaling a rebalance (``assign``, ``revoke``, ``lost``): the open
         poll, if any, ends before it and a new one is invoked after."""
         def journal(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            if self._retire:  # a retired instance closing: its process ended with its info
+                return
             if kind != "assign":
                 gone = {tp.partition for tp in partitions}
                 self._pending = {p: v for p, v in self._pending.items() if p not in gone}
