@@ -201,7 +201,7 @@ class GroupConsumer:
         """The client's report of an async or auto commit: journaled as a commit op, after
         the poll it came in ends (it must not retire the process mid-poll)."""
         error = None if err is None else str(err.name())
-        if error == _NO_OFFSET or self._retire:
+        if error == _NO_OFFSET:
             return
         errors = [str(tp.error.name()) for tp in partitions if tp.error is not None]
         self._reports.append((partitions, error or (errors[0] if errors else None)))
