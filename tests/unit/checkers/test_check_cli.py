@@ -590,7 +590,10 @@ def test_no_value_of_a_stored_results_json_crashes_the_report(tmp_path: Path) ->
         for k in path[:-1]:
             inner = inner[k]
         if value is _REMOVED:
-            inner.pop(path[-1], None)  # a schema key the stored results.json lacks stays absent
+            if isinstance(inner, list):
+                del inner[path[-1]]
+            else:
+                inner.pop(path[-1], None)  # a schema key the stored results.json lacks stays absent
         else:
             inner[path[-1]] = value
         (d / "results.json").write_bytes(orjson.dumps(data))
