@@ -120,10 +120,15 @@ class ProducerSpec:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerSpec:
-    """Consumer settings; ``mode`` is ``assign`` (every partition, no group)."""
+    """Consumer settings; ``mode`` is ``assign`` (every partition, no group: the queue
+    workload) or ``subscribe`` (one group: the group workload, whose members join with
+    ``group_protocol``, ``classic`` or KIP-848's ``consumer``, and commit ``sync``,
+    ``async`` or ``auto``, :mod:`faultline.workloads.group`)."""
 
     isolation_level: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
-    mode: Literal["assign"] = "assign"
+    mode: Literal["assign", "subscribe"] = "assign"
+    group_protocol: Literal["classic", "consumer"] = "classic"
+    commit: Literal["sync", "async", "auto"] = "sync"
 
 
 #: workload name -> the checkers that judge its runs (:data:`faultline.checkers.stored.CHECKERS`),
@@ -131,6 +136,7 @@ class ConsumerSpec:
 WORKLOAD_CHECKERS: Mapping[str, tuple[str, ...]] = {
     "queue": ("queue", "white-box"),
     "txn": ("txn",),
+    "group": ("queue", "group", "white-box"),
 }
 
 
@@ -373,6 +379,11 @@ def idempotence_allowed(p: ProducerSpec) -> bool:
     return p.acks == "all" and p.retries > 0 and 1 <= p.max_in_flight <= 5
 
 
+def _at_least(version: str, major: int) -> bool:
+    """Whether Kafka ``version`` (already checked by :func:`kafka_version`) is ``major``.0 or later."""
+    return int(version.split(".", 1)[0]) >= major
+
+
 def _broker_config_problem(config: Mapping[str, str]) -> str | None:
     """Why ``config`` cannot go into server.properties, or None: each name must have a Kafka
     setting's shape, and no value may hold a control character (the file is line-based:
@@ -450,6 +461,12 @@ def _validate(spec: TestSpec) -> None:
         (not unknown_faults,
          f"unknown fault(s) {', '.join(unknown_faults)}; known: {', '.join(FAULTS)}")
     )
+    checks.append(((w.name == "group") == (spec.consumer.mode == "subscribe"),
+                   f"workload {w.name} needs consumer.mode "
+                   f"{'subscribe' if w.name == 'group' else 'assign'}, not {spec.consumer.mode}: "
+                   "the group workload's consumers subscribe, the others' assign"))
+    checks.append((spec.consumer.group_protocol == "classic" or _at_least(k.version, 4),
+                   f"consumer.group_protocol consumer (KIP-848) needs Kafka 4.0 or later, not {k.version}"))
     checks.append((not (n.faults and n.schedule),
                    "nemesis.faults and nemesis.schedule exclude each other: give a seeded mix "
                    "of faults or a targeted schedule"))

@@ -30,6 +30,7 @@ bound with ``as NAME``::
 
     TARGET     leader of P | followers of P | follower of P | controller | node N | N | NAME
                | first of NAME | second of NAME  (the lowest, the next node id NAME bound)
+               | coordinator of group G         (G in lower case, as every word)
     CONDITION  isr of P is {MEMBER, ...}       MEMBER: leader | N | NAME
                P has a new leader
                P caught up | caught up          (every replica of P, or of every
@@ -41,7 +42,9 @@ bound with ``as NAME``::
 
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
-lowest-numbered follower in P's ISR, ``controller`` the active KRaft controller.
+lowest-numbered follower in P's ISR, ``controller`` the active KRaft controller,
+``coordinator of group G`` the leader of G's ``__consumer_offsets`` partition
+(:func:`offsets_partition`).
 ``P has a new leader`` holds once P is led by a node other than the leader that the
 schedule last resolved for P (or, before any, the one P had when the wait began).
 Every wait is bounded; a wait that is not met in time ends the schedule.
@@ -56,7 +59,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from faultline.errors import SpecError
@@ -72,23 +75,28 @@ MAX_WAIT_S = 600.0
 
 _RESERVED = frozenset({*VERBS, "heal", "wait", "for", "until", "within", "as", "of", "leader",
                        "followers", "follower", "controller", "node", "isr", "is", "has", "new",
-                       "caught", "up", "unclean", "clean", "registered", "fenced", "first", "second", "s"})
+                       "caught", "up", "unclean", "clean", "registered", "fenced", "first", "second", "s",
+                       "coordinator", "group"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
-Role = Literal["leader", "followers", "follower", "controller", "node", "name", "first", "second"]
+Role = Literal["leader", "followers", "follower", "controller", "node", "name", "first", "second",
+               "coordinator"]
+#: The topic that holds the groups' offsets; a group's coordinator leads its partition of it.
+OFFSETS_TOPIC = "__consumer_offsets"
 WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced"]
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Whom a step acts on: a role of partition ``partition``, node ``node``, ``name``, or
-    the ``first`` or ``second`` node of ``name``."""
+    """Whom a step acts on: a role of partition ``partition``, node ``node``, ``name``, the
+    ``first`` or ``second`` node of ``name``, or the ``coordinator`` of ``group``."""
 
     role: Role
     partition: int | None = None
     node: int | None = None
     name: str | None = None
+    group: str | None = None
 
     def __str__(self) -> str:
         if self.role in ("leader", "followers", "follower"):
@@ -99,6 +107,8 @@ class Target:
             return str(self.name)
         if self.role in ("first", "second"):
             return f"{self.role} of {self.name}"
+        if self.role == "coordinator":
+            return f"coordinator of group {self.group}"
         return self.role
 
 
@@ -146,12 +156,14 @@ class PartitionLike(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """Live state at one moment: the test topic's partitions, the active controller, and
-    the brokers registered and unfenced (None: not read)."""
+    """Live state at one moment: the test topic's partitions, the active controller, the
+    brokers registered and unfenced (None: not read), and groups' coordinators (group ->
+    the leader of its offsets partition, None: it has none; a group not read is absent)."""
 
     partitions: Mapping[int, PartitionLike]
     controller: int | None = None
     registered: frozenset[int] | None = None
+    coordinators: Mapping[str, int | None] = field(default_factory=dict)
 
 
 def parse_schedule(lines: Sequence[str], partitions: int | None = None,
@@ -214,6 +226,8 @@ def _parse_target(words: Sequence[str]) -> Target:
         return Target(words[0], name=words[2])  # type: ignore[arg-type]
     if words == ["controller"]:
         return Target("controller")
+    if len(words) == 4 and words[:3] == ["coordinator", "of", "group"]:
+        return Target("coordinator", group=words[3])
     if len(words) == 2 and words[0] == "node":
         return Target("node", node=_int(words[1], "node id"))
     if len(words) == 1 and words[0].isdigit():
@@ -222,7 +236,7 @@ def _parse_target(words: Sequence[str]) -> Target:
         return Target("name", name=words[0])
     raise ValueError(f"no target {' '.join(words) or '(none)'!r}; targets: leader of P, followers of P, "
                      "follower of P, controller, node N, N, a name bound with 'as', first of NAME, "
-                     "second of NAME")
+                     "second of NAME, coordinator of group G")
 
 
 def _parse_wait(words: Sequence[str], text: str) -> Wait:
@@ -333,6 +347,12 @@ def resolve(target: Target, view: View, bindings: Mapping[str, tuple[int, ...]])
         if view.controller is None:
             raise ValueError("there is no active controller")
         return (view.controller,)
+    if target.role == "coordinator":
+        assert target.group is not None
+        coordinator = view.coordinators.get(target.group)
+        if coordinator is None:
+            raise ValueError(f"group {target.group!r}'s partition of {OFFSETS_TOPIC} has no leader")
+        return (coordinator,)
     assert target.partition is not None
     state = view.partitions.get(target.partition)
     if state is None:
@@ -404,3 +424,15 @@ def _show(state: PartitionLike | None, what: str) -> str:
     if what == "leader":
         return str(state.leader) if state.leader is not None else "none"
     return "{" + ",".join(map(str, sorted(state.isr))) + "}"
+
+
+def offsets_partition(group: str, partitions: int) -> int:
+    """The partition of :data:`OFFSETS_TOPIC` (of ``partitions``) that holds ``group``'s
+    offsets, as Kafka's group coordinator picks it: ``Utils.abs(group.hashCode()) %
+    partitions``, Java's String.hashCode over UTF-16 code units."""
+    h = 0
+    units = group.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions

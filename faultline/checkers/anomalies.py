@@ -305,7 +305,8 @@ class BackwardPoll(NamedTuple):
 def nonmonotonic_polls(p: Partition) -> list[BackwardPoll]:
     """nonmonotonic-poll: a consumer got an offset at or below the one it got before
     (a consumer is never reassigned: ``mode: assign``, and one whose poll ended
-    ``info`` is replaced by a new process)."""
+    ``info`` is replaced by a new process). Not judged for a group's members
+    (``mode: subscribe``), whose positions follow the group's: :mod:`.groups`."""
     return [BackwardPoll(r, prev.offset) for reads in _consumers(p).values()
             for prev, r in pairwise(reads) if r.offset <= prev.offset]
 
@@ -319,7 +320,8 @@ class Skip(NamedTuple):
 def poll_skips(p: Partition) -> list[Skip]:
     """poll-skip: a consumer's record came after offsets the drain read records at that
     it did not get: past its previous record, or for its first, from the complete
-    drain's log start (consumers read every partition from the beginning)."""
+    drain's log start (consumers read every partition from the beginning). Not judged
+    for a group's members (``mode: subscribe``): :mod:`.groups`."""
     if p.drain is None:
         return []
     drained = {r.offset for r in p.drained}

@@ -10,8 +10,9 @@ The faults of one partition (``faults``, a
 history and the broker's own state by :mod:`faultline.checkers.faults_seen`. Every "is
 this permitted here" question of the checkers is asked here: the anomalies
 (:func:`rules`), committed data lost (:func:`committed_loss_reason`, which the white box's
-invariants ask too) and a leader elected from outside the ISR and the ELR
-(:func:`unclean_election_permitted`).
+invariants ask too), a leader elected from outside the ISR and the ELR
+(:func:`unclean_election_permitted`) and a consumer group's anomalies
+(:func:`group_permitted`, :data:`OVERLAP_AFTER_LOST`).
 """
 
 from __future__ import annotations
@@ -443,3 +444,30 @@ def transaction_forbidden(config: TransactionConfig, families: frozenset[str]) -
             f"before it began; {version}",
     }
     return {name: why[name] for name in TXN_ANOMALIES if name not in allowed}
+
+
+#: Why two members may hold a partition at once when the first one's assignment ended
+#: ``lost`` (docs/design.md, "Consumer groups").
+OVERLAP_AFTER_LOST = (
+    "the first owner's assignment ended lost: the coordinator expired its session and gave the "
+    "partition to another member before the first heard; Kafka fences a lost member's commits "
+    "(its generation or member epoch), not its fetches (KIP-848; classic: session.timeout.ms)")
+
+
+def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str]:
+    """Group anomaly name -> reason, for the group anomalies (:mod:`faultline.checkers.groups`)
+    a partition's faults permit: ``commit-backwards`` and ``lost-to-group`` where the
+    partition may lose acknowledged writes (:func:`permitted`'s ``lost-write``), since a
+    truncation below the group's committed position rewrites offsets members had read and
+    sends the next fetch out of range, where ``auto.offset.reset`` rewinds the member
+    (KAFKA-19902; docs/design.md, "Consumer groups"). The others are never permitted."""
+    loss = permitted(config, faults).get("lost-write")
+    if loss is None:
+        return {}
+    return {
+        "commit-backwards": f"{loss}; a truncation below the committed offset puts the next "
+                            "owner's fetch out of range and auto.offset.reset rewinds it, so it "
+                            "commits lower (KAFKA-19902)",
+        "lost-to-group": f"{loss}; a truncation below the committed offset lets new records take "
+                         "offsets members had already read",
+    }

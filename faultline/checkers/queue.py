@@ -1109,6 +1109,8 @@ class Engine:
                   iso_rows(True, False))
 
     def _consumers(self, c: Collected) -> None:
+        if self.spec.consumer.mode == "subscribe":  # a group's members: checkers/groups.py
+            return
         for tp, p, prev, off, t in self.backwards:
             c.add("nonmonotonic-poll", tp, t,
                   partial(examples.backwards, self, c, tp, p, prev, off, t))

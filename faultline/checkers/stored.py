@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from faultline.checkers import groups
 from faultline.checkers.guarantees import TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
@@ -136,11 +137,28 @@ def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
                                       truncated=run.read.truncated))
 
 
+def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
+    """The consumer-group checker (:mod:`faultline.checkers.groups`) over the run's history,
+    read again from its file, judged by the config and per-partition faults an earlier
+    checker judged the history by; ``unknown`` without them."""
+    facts = next((c.facts for c in earlier if c.facts is not None), None)
+    if facts is None:
+        return Checked(unknown_result("checker-error", "the group checker needs the queue "
+                                                       "checker's facts, and it gave none"))
+    topic = run.spec.topic
+    g = groups.group(HistoryFile(run.source, ReadResult()), topic.name, topic.partitions)
+    faults = {p: f.faults for (t, p), f in facts.partitions.items() if t == topic.name}
+    return Checked(groups.judge(g, facts.config, faults))
+
+
 #: checker name -> the checker.
 CHECKERS: Mapping[str, Checker] = {
     "queue": check_queue,
     "white-box": check_brokers,
     "txn": check_txn,
+
+
+    "group": check_group,
 }
 
 

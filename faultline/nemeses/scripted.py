@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from faultline.cluster import kafka_client
 from faultline.cluster.protocol import Cluster, PartitionState
 from faultline.errors import NemesisError, SpecError
@@ -46,7 +48,17 @@ from faultline.nemeses.schedule import ScheduledFault
 from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.wipe import WipeNemesis
 from faultline.spec import TestSpec
-from faultline.targeted import Action, Step, View, Wait, condition_met, parse_schedule, resolve
+from faultline.targeted import (
+    OFFSETS_TOPIC,
+    Action,
+    Step,
+    View,
+    Wait,
+    condition_met,
+    offsets_partition,
+    parse_schedule,
+    resolve,
+)
 
 log = logging.getLogger(__name__)
 
@@ -164,11 +176,22 @@ class ScriptedPackage:
                     self._act(step, history)
         return self._completions
 
-    def _view(self, controller: bool = False, registered: bool = False) -> View:
+    def _view(self, controller: bool = False, registered: bool = False, group: str | None = None) -> View:
         active = with_timeout(self.cluster.active_controller, LIVE_STATE_TIMEOUT_S,
                               "active controller") if controller else None
         brokers = frozenset(self._read_registered()) if registered else None
-        return View(self._read_states(), active, brokers)
+        coordinators = {} if group is None else {group: self._coordinator(group)}
+        return View(self._read_states(), active, brokers, coordinators)
+
+    def _coordinator(self, group: str) -> int | None:
+        """The leader of ``group``'s partition of the offsets topic, as any broker's metadata
+        says (:func:`~faultline.targeted.offsets_partition`); NemesisError when none answers."""
+        admin = kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S)
+        try:
+            states = kafka_client.metadata_states(admin, OFFSETS_TOPIC, METADATA_TIMEOUT_S)
+        except (KafkaException, LookupError) as e:
+            raise NemesisError(f"no metadata for {OFFSETS_TOPIC}: {e}") from None
+        return states[offsets_partition(group, len(states))].leader
 
     def _courtesy(self) -> View:
         """The view for a step that names its nodes (``node 3``, a bound name): live state
@@ -244,7 +267,8 @@ class ScriptedPackage:
         assert step.target is not None
         live = step.target.role not in ("node", "name", "first", "second")
         try:
-            view = self._view(controller=step.target.role == "controller") if live else self._courtesy()
+            view = self._view(controller=step.target.role == "controller",
+                              group=step.target.group) if live else self._courtesy()
             targets = resolve(step.target, view, self._bindings)
         except (NemesisError, ValueError) as e:
             history.append("nemesis", "info", _ACTION[step.verb], {**value, "role": str(step.target)})
@@ -338,7 +362,8 @@ class ScriptedPackage:
         seen = "nothing yet"
         while True:
             try:
-                view = self._view(registered=wait.kind in ("registered", "fenced"))
+                view = self._view(registered=wait.kind in ("registered", "fenced"),
+                                  group=wait.target.group if wait.target is not None else None)
                 if not known and wait.partition is not None:
                     state = view.partitions.get(wait.partition)
                     previous, known = (state.leader if state is not None else None), True

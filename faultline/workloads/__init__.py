@@ -2,8 +2,9 @@
 
 A workload is chosen by ``spec.workload.name`` (:func:`workload_for`): the queue
 (:mod:`.queue`: producers and consumers through confluent-kafka, with the classification
-of send outcomes in :mod:`.outcomes`) or the transactions (:mod:`.txn`: transactional
-producers, the queue's consumers). :mod:`.drain` reads every
+of send outcomes in :mod:`.outcomes`), the group (:mod:`.group`: the queue's producers,
+consumers subscribed in one group that commit) or the transactions (:mod:`.txn`:
+transactional producers, the queue's consumers). :mod:`.drain` reads every
 partition back after the run; :mod:`.clients` is what every client shares (process
 numbers, unique values, the journal, the client log, client configs).
 
@@ -20,6 +21,7 @@ from faultline.errors import SpecError
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats
+from faultline.workloads.group import GroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
 from faultline.workloads.txn import TxnWorkload
@@ -58,15 +60,20 @@ class MakeWorkload(Protocol):
 WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
     "queue": {"librdkafka": QueueWorkload, "java": JavaQueueWorkload},
     "txn": {"librdkafka": TxnWorkload},
+    "group": {"librdkafka": GroupWorkload},
 }
 
 
 def workload_for(spec: TestSpec) -> MakeWorkload:
     """The workload class ``spec.workload.name`` names, for the client
-    ``spec.workload.client`` names; SpecError naming the workloads there are when it is
-    not one."""
+    ``spec.workload.client`` names; SpecError naming the workloads (or that workload's
+    clients) there are when it is not one."""
     clients = WORKLOADS.get(spec.workload.name)
     if clients is None:
         raise SpecError(f"workload {spec.workload.name!r} is not available; "
                         f"workloads: {', '.join(WORKLOADS)}")
-    return clients[spec.workload.client]
+    make = clients.get(spec.workload.client)
+    if make is None:
+        raise SpecError(f"workload {spec.workload.name!r} has no {spec.workload.client} client; "
+                        f"clients: {', '.join(clients)}")
+    return make

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 
 from faultline.history import VALUE_MAX, HistoryWriter, OpType, PendingOp, Process
 from faultline.spec import TestSpec
@@ -215,6 +215,25 @@ def decode_value(raw: bytes | None) -> int | str | None:
         if value <= VALUE_MAX:
             return value
     return raw.decode("utf-8", "backslashreplace")
+
+
+def journal_poll(journal: Journal, process: int, msgs: list[Message]) -> int:
+    """Journal the end of a ``consume()`` that returned ``msgs``: ``ok`` with their records
+    as ``[topic, partition, offset, value]`` (``error`` naming the first error event among
+    them, if any), or ``fail`` when they were only error events; returns the records' count."""
+    records: list[list[Any]] = []
+    error: str | None = None
+    for m in msgs:
+        err = m.error()
+        if err is not None:
+            error = error or str(err.name())
+            continue
+        records.append([m.topic(), m.partition(), m.offset(), decode_value(m.value())])
+    if error is not None and not records:
+        journal.append(process, "fail", "poll", {"records": []}, error)
+    else:
+        journal.append(process, "ok", "poll", {"records": records}, error)
+    return len(records)
 
 
 def error_name(e: BaseException) -> str:

@@ -52,6 +52,7 @@ from faultline.workloads.clients import (
     consumer_config,
     decode_value,
     error_name,
+    journal_poll,
     producer_config,
     rdkafka_log,
 )
@@ -339,20 +340,8 @@ class QueueConsumer:
                     process = self.processes.take()
                     consumer = self._open(process)
                     continue
-                records: list[list[Any]] = []
-                error: str | None = None
-                for m in msgs:
-                    err = m.error()
-                    if err is not None:
-                        error = error or str(err.name())
-                        continue
-                    records.append([m.topic(), m.partition(), m.offset(), decode_value(m.value())])
                 self.polls += 1
-                self.records += len(records)
-                if error is not None and not records:
-                    journal.append(process, "fail", "poll", {"records": []}, error)
-                else:
-                    journal.append(process, "ok", "poll", {"records": records}, error)
+                self.records += journal_poll(journal, process, msgs)
         finally:
             close_quietly(consumer)
 
@@ -380,6 +369,16 @@ class ProducerClient(Protocol):
     def run(self, stop: threading.Event) -> None: ...
 
 
+class ConsumerClient(Protocol):
+    """A consumer client as :class:`QueueWorkload` drives it: ``run`` on its thread until
+    the stop event (then it closes), counting its polls, records and retired instances."""
+
+    polls: int
+    records: int
+    retired: int
+
+    def run(self, stop: threading.Event) -> None: ...
+
 
 class QueueWorkload:
     """N producers and M consumers on their own threads, sharing one history (and the
@@ -389,7 +388,8 @@ class QueueWorkload:
     waits until each producer's outstanding sends have completed (bounded by the
     delivery timeout plus a margin) and every consumer is closed, then returns. No
     client thread is left running after ``stop`` returns, except one stuck in the
-    client library past the bound, which is a daemon and logged.
+    client library past the bound, which is a daemon and logged. A subclass makes other
+    clients by overriding :meth:`_producer` or :meth:`_consumer`.
     """
 
     def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter | None,
@@ -406,7 +406,7 @@ class QueueWorkload:
             for i in range(w.producers)
         ]
         self.consumers = [
-            QueueConsumer(spec, bootstrap, self.journal, w.producers + j, self.processes)
+            self._consumer(spec, bootstrap, w.producers + j)
             for j in range(w.consumers)
         ]
         self._stop = threading.Event()
@@ -418,6 +418,10 @@ class QueueWorkload:
         """Producer ``index`` (process ``index``), sending ``rate`` per second (0: as fast as it goes)."""
         return QueueProducer(spec, bootstrap, self.journal, index, self.processes, self.values,
                              rate=rate, index=index, client_log=client_log)
+
+    def _consumer(self, spec: TestSpec, bootstrap: str, process: int) -> ConsumerClient:
+        """The consumer of first process ``process``."""
+        return QueueConsumer(spec, bootstrap, self.journal, process, self.processes)
 
     def start(self) -> None:
         """Start every client thread."""
@@ -480,3 +484,4 @@ class QueueWorkload:
             s.polled_records += c.records
             s.retired += c.retired
         return s
+

@@ -13,6 +13,7 @@ from faultline.targeted import (
     View,
     Wait,
     condition_met,
+    offsets_partition,
     parse_schedule,
     parse_step,
     resolve,
@@ -189,3 +190,26 @@ def test_the_example_schedule_is_a_valid_spec() -> None:
 
     spec = build_spec(Path(__file__).parents[2] / "examples" / "acks1-lost-write.yaml", {})
     assert spec.nemesis.schedule[3] == "crash leader of 0 as old" and spec.producer.acks == "1"
+
+
+def test_a_groups_coordinator_is_a_role() -> None:
+    """``coordinator of group G`` parses (as any word, in lower case), resolves to the
+    leader of G's offsets partition, and without one is an error naming the group."""
+    step = parse_step("Crash the coordinator of group faultline-It as coord")
+    assert step == Action("crash", Target("coordinator", group="faultline-it"),
+                          "Crash the coordinator of group faultline-It as coord", bind="coord")
+    assert str(Target("coordinator", group="g")) == "coordinator of group g"
+    view = View(VIEW.partitions, coordinators={"g": 2, "h": None})
+    assert resolve(Target("coordinator", group="g"), view, {}) == (2,)
+    with pytest.raises(ValueError, match="group 'h''s partition of __consumer_offsets has no leader"):
+        resolve(Target("coordinator", group="h"), view, {})
+    parse_schedule(["pause coordinator of group g as c", "wait for 5 s", "resume c"], 3, 3)
+
+
+@pytest.mark.parametrize(("group", "partitions", "partition"), [
+    ("hello", 2**31 - 1, 99162322),  # Java: "hello".hashCode() == 99162322
+    ("polygenelubricants", 50, 0),  # hashCode() == Integer.MIN_VALUE: Utils.abs gives 0
+    ("", 5, 0),
+])
+def test_a_groups_offsets_partition_is_kafkas(group: str, partitions: int, partition: int) -> None:
+    assert offsets_partition(group, partitions) == partition

@@ -225,7 +225,8 @@ def test_a_workload_without_a_checker_is_one_line(tmp_path: Path) -> None:
     spec = orjson.loads((d / "test.json").read_bytes())
     (d / "test.json").write_bytes(orjson.dumps({**spec, "workload": {**spec["workload"], "name": "bank"}}))
     code, out = invoke(d)
-    assert code == 2 and out.strip() == "faultline: error: no checker for workload 'bank'; checkers: queue"
+    assert code == 2 and out.strip() == ("faultline: error: no checker for workload 'bank'; "
+                                         "checkers: queue, group")
 
 
 @pytest.mark.parametrize(("command", "blocked"), [("check", "results.json"),

@@ -1,0 +1,58 @@
+"""The group workload on a real 3-node cluster, with each rebalance protocol: the broker that
+coordinates the group (``coordinator of group G``) is killed while members commit, and
+restarted. The run directory holds to its schemas, the kill hit the group's coordinator
+while commits went on around it, and the run is judged valid, the group checker's own
+verdict included (acks=all: nothing the guarantees forbid may show)."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+
+import pytest
+from rich.console import Console
+
+from faultline.history import read_history
+from faultline.run.runner import RunOutcome, run_test
+from faultline.spec import ConsumerSpec, KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
+from tests.schemas import validate_run_dir
+
+pytestmark = pytest.mark.integration
+
+
+def spec(protocol: str) -> TestSpec:
+    name = f"it-group-{protocol}"
+    coordinator = f"coordinator of group faultline-{name}"
+    return TestSpec(
+        name=name, time_limit_s=16.0, kafka=KafkaSpec(heap_mb=384),
+        consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol=protocol),  # type: ignore[arg-type]
+        workload=WorkloadSpec(name="group", producers=1, consumers=2, rate=500),
+        nemesis=NemesisSpec(schedule=("wait for 5 s", f"crash {coordinator} as coord", "wait for 5 s",
+                                      "restart coord")))
+
+
+@pytest.fixture(scope="module", params=["classic", "consumer"])
+def outcome(request: pytest.FixtureRequest, local_backend: None,
+            tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+    return run_test(spec(request.param), results=tmp_path_factory.mktemp("results"),
+                    console=Console(file=io.StringIO()))
+
+
+def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome) -> None:
+    assert outcome.error is None and outcome.recovered
+    assert "history.jsonl.zst" in validate_run_dir(outcome.run_dir)
+    ops = list(read_history(outcome.run_dir))
+    (kill,) = [o for o in ops if o.process == "nemesis" and o.f == "kill" and "result" in o.value]
+    assert kill.value["role"].startswith("coordinator of group faultline-it-group-")
+    assert kill.error is None and len(kill.value["targets"]) == 1
+    commits = [o for o in ops if o.f == "commit" and o.type == "ok"]
+    assert any(c.time < kill.time for c in commits) and any(c.time > kill.time for c in commits)
+    assert all(epoch is not None for c in commits for _, _, _, epoch in c.value["offsets"])
+    assert any(o.f == "assign" and o.value["partitions"] for o in ops)
+
+
+def test_the_run_is_judged_valid_by_the_queue_and_group_checkers(outcome: RunOutcome) -> None:
+    results = json.loads((outcome.run_dir / "results.json").read_text())
+    assert outcome.valid is True, (results["violations"], results["unknown"], results["group"])
+    assert results["group"]["valid"] is True and results["group"]["settled"] is True

@@ -1,0 +1,300 @@
+"""The consumer-group anomalies (faultline/checkers/groups.py): for each, two histories that
+differ in one fact and get different verdicts; and the group checker composed after the
+queue checker on a stored run of the group workload."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from faultline.checkers import groups
+from faultline.checkers.guarantees import GuaranteeConfig
+from faultline.checkers.partition_faults import PartitionFaults
+from faultline.checkers.stored import check_stored
+from faultline.commands.check import summary
+from faultline.spec import ConsumerSpec, TestSpec, TopicSpec, WorkloadSpec
+from tests.schemas import validator
+
+TOPIC = "fl-queue"
+S = 10**9  # one second, in ns
+
+
+class G:
+    """A group history, op by op; ``t`` moves on 1 ms per op unless set."""
+
+    def __init__(self) -> None:
+        self.ops: list[dict[str, Any]] = []
+        self.t = 0
+
+    def op(self, process: int | str, type: str, f: str, value: Any, error: str | None = None) -> None:
+        self.t += 1_000_000
+        op = {"index": len(self.ops), "time": self.t, "process": process, "type": type, "f": f,
+              "value": value}
+        if error is not None:
+            op["error"] = error
+        self.ops.append(op)
+
+    def at(self, seconds: float) -> G:
+        self.t = max(self.t, int(seconds * S))
+        return self
+
+    def send(self, process: int, value: int, partition: int, offset: int) -> None:
+        v = {"topic": TOPIC, "partition": partition, "value": value}
+        self.op(process, "invoke", "send", v)
+        self.op(process, "ok", "send", {**v, "offset": offset})
+
+    def poll(self, process: int, records: list[tuple[int, int, int]]) -> None:
+        self.op(process, "invoke", "poll", None)
+        self.op(process, "ok", "poll", {"records": [[TOPIC, p, off, v] for p, off, v in records]})
+
+    def commit(self, process: int, offsets: list[tuple[int, int]], outcome: str = "ok") -> None:
+        v = {"offsets": [[TOPIC, p, off, 0] for p, off in offsets]}
+        self.op(process, "invoke", "commit", v)
+        self.op(process, outcome, "commit", v)
+
+    def rebalance(self, process: int, kind: str, partitions: list[int]) -> None:
+        v = {"partitions": [[TOPIC, p] for p in partitions], "member": f"m{process}", "generation": 1}
+        self.op(process, "invoke", kind, v)
+        self.op(process, "ok", kind, v)
+
+    def fault(self, f: str) -> None:
+        self.op("nemesis", "info", f, {"nodes": [1]})
+
+    def drain(self, partition: int, records: list[tuple[int, int]]) -> None:
+        v = {"topic": TOPIC, "partition": partition}
+        self.op(99, "invoke", "drain", v)
+        self.op(99, "ok", "drain", {**v, "records": [list(r) for r in records], "log_start_offset": 0,
+                                    "high_watermark": len(records), "last": True})
+
+    def group(self, partitions: int = 1) -> groups.Group:
+        return groups.group(self.ops, TOPIC, partitions)
+
+
+def judged(h: G, partitions: int = 1, faults: PartitionFaults | None = None,
+           acks: str = "all") -> dict[str, Any]:
+    faults = faults or PartitionFaults()
+    config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
+    result = groups.judge(h.group(partitions), config, dict.fromkeys(range(partitions), faults))
+    out: dict[str, Any] = result.extra["group"]
+    assert out["valid"] is result.valid
+    return out
+
+
+def five(h: G, process: int = 1, skip: int | None = None) -> None:
+    """``process`` assigned partition 0, polling offsets 0 to 4 (but ``skip``)."""
+    h.rebalance(process, "assign", [0])
+    h.poll(process, [(0, off, 100 + off) for off in range(5) if off != skip])
+
+
+# -- commit-backwards ------------------------------------------------------------------------
+
+
+def backwards(second: int) -> G:
+    h = G()
+    five(h)
+    h.commit(1, [(0, 5)])
+    h.rebalance(1, "revoke", [0])
+    h.rebalance(2, "assign", [0])
+    h.poll(2, [(0, off, 100 + off) for off in range(second)])
+    h.commit(2, [(0, second)])
+    return h
+
+
+def test_a_commit_below_an_earlier_ended_commit_goes_backwards() -> None:
+    assert judged(backwards(5))["anomaly_counts"]["commit-backwards"] == 0
+    out = judged(backwards(3))
+    assert out["violations"] == ["commit-backwards"]
+    (ex,) = out["anomalies"]["commit-backwards"]
+    assert (ex["offset"], ex["earlier_offset"], ex["process"], ex["earlier_process"]) == (3, 5, 2, 1)
+
+
+def test_a_truncation_permits_a_commit_backwards_with_acks_1() -> None:
+    """acks=1 with the leader faulted: acknowledged writes may go, and with them the
+    committed position (KAFKA-19902)."""
+    faults = PartitionFaults(frozenset({"kill"}), leader_fault=True, faulted=1, fenced=1)
+    assert judged(backwards(3), faults=faults, acks="1")["permitted"] == ["commit-backwards"]
+    assert judged(backwards(3), faults=faults, acks="all")["violations"] == ["commit-backwards"]
+
+
+def test_a_commit_while_a_higher_one_was_in_flight_is_not_backwards() -> None:
+    h = G()
+    five(h)
+    h.op(1, "invoke", "commit", {"offsets": [[TOPIC, 0, 5, 0]]})
+    h.rebalance(2, "assign", [0])  # (overlapping too: not this test's point)
+    h.op(2, "invoke", "commit", {"offsets": [[TOPIC, 0, 0, 0]]})
+    h.op(1, "ok", "commit", {"offsets": [[TOPIC, 0, 5, 0]]})
+    h.op(2, "ok", "commit", {"offsets": [[TOPIC, 0, 0, 0]]})
+    assert groups.commits_backwards(h.group()) == []
+
+
+# -- commit-beyond-polled ----------------------------------------------------------------------
+
+
+def test_a_commit_past_what_its_member_polled_is_beyond() -> None:
+    for offset, count in ((5, 0), (6, 1)):
+        h = G()
+        five(h)
+        h.commit(1, [(0, offset)])
+        assert judged(h)["anomaly_counts"]["commit-beyond-polled"] == count
+
+
+def test_what_another_member_polled_does_not_count() -> None:
+    for poller, count in ((1, 0), (2, 1)):
+        h = G()
+        h.rebalance(1, "assign", [0])
+        h.poll(poller, [(0, 0, 100)])
+        h.commit(1, [(0, 1)])
+        assert judged(h)["anomaly_counts"]["commit-beyond-polled"] == count
+
+
+# -- overlapping-owners --------------------------------------------------------------------------
+
+
+def handover(second_assigned_before_revoke: bool, how: str = "revoke") -> G:
+    h = G()
+    h.rebalance(1, "assign", [0])
+    h.poll(1, [(0, 0, 100)])
+    if second_assigned_before_revoke:
+        h.rebalance(2, "assign", [0])
+    h.rebalance(1, how, [0])
+    if not second_assigned_before_revoke:
+        h.rebalance(2, "assign", [0])
+    h.poll(2, [(0, 1, 101)])
+    return h
+
+
+def test_two_members_holding_a_partition_at_once_overlap() -> None:
+    assert judged(handover(False))["anomaly_counts"]["overlapping-owners"] == 0
+    out = judged(handover(True))
+    assert out["violations"] == ["overlapping-owners"]
+    (ex,) = out["anomalies"]["overlapping-owners"]
+    assert (ex["first"]["process"], ex["second"]["process"], ex["first"]["how"]) == (1, 2, "revoke")
+
+
+def test_an_overlap_after_a_lost_assignment_is_permitted() -> None:
+    out = judged(handover(True, how="lost"))
+    assert out["valid"] is True and out["permitted"] == ["overlapping-owners"]
+
+
+def test_an_assignment_held_to_the_end_overlaps_a_later_one() -> None:
+    h = G()
+    h.rebalance(1, "assign", [0])
+    h.poll(1, [(0, 0, 100)])
+    h.rebalance(2, "assign", [0])
+    h.poll(2, [(0, 1, 101)])
+    h.poll(1, [])  # process 1 still holds it: its last op ends its span
+    assert judged(h)["anomaly_counts"]["overlapping-owners"] == 1
+
+
+# -- lost-to-group -------------------------------------------------------------------------------
+
+
+def lost(skip: int | None) -> G:
+    h = G()
+    for off in range(5):
+        h.send(0, 100 + off, 0, off)
+    five(h, skip=skip)
+    h.commit(1, [(0, 5)])
+    h.drain(0, [(off, 100 + off) for off in range(5)])
+    return h
+
+
+def test_a_record_below_the_committed_offset_no_member_got_is_lost_to_the_group() -> None:
+    assert judged(lost(None))["anomaly_counts"]["lost-to-group"] == 0
+    out = judged(lost(3))
+    assert out["violations"] == ["lost-to-group"]
+    (ex,) = out["anomalies"]["lost-to-group"]
+    assert (ex["offset"], ex["value"], ex["committed"]) == (3, 103, 5)
+    assert judged(lost(4))["anomaly_counts"]["lost-to-group"] == 1  # just below the commit
+
+
+def test_a_record_replaced_at_an_offset_a_member_read_is_lost_to_the_group() -> None:
+    """The drain holds another value at offset 2 than the member read there: what the
+    group committed past was truncated and rewritten."""
+    h = lost(None)
+    h.ops[-1]["value"]["records"][2] = [2, 999]
+    assert judged(h)["anomaly_counts"]["lost-to-group"] == 1
+
+
+# -- unassigned-member ---------------------------------------------------------------------------
+
+
+def settled(second_holds: bool, fault_at: float | None = None) -> G:
+    """Two members, three partitions; the first holds 0 and 1, the second 2 or nothing."""
+    h = G()
+    h.rebalance(1, "assign", [0, 1])
+    h.rebalance(2, "assign", [2] if second_holds else [])
+    if fault_at is not None:
+        h.at(fault_at).fault("heal")
+    h.at(20)
+    h.poll(1, [])
+    h.poll(2, [])
+    return h
+
+
+def test_a_member_without_an_assignment_while_a_partition_has_no_owner() -> None:
+    assert judged(settled(True), partitions=3)["anomaly_counts"]["unassigned-member"] == 0
+    out = judged(settled(False), partitions=3)
+    assert out["violations"] == ["unassigned-member"]
+    (ex,) = out["anomalies"]["unassigned-member"]
+    assert (ex["process"], ex["unowned"]) == (2, [2])
+
+
+def test_members_are_not_judged_unassigned_soon_after_a_fault() -> None:
+    assert judged(settled(False, fault_at=5), partitions=3)["violations"] == ["unassigned-member"]
+    out = judged(settled(False, fault_at=15), partitions=3)
+    assert out["valid"] is True and out["settled"] is False
+
+
+# -- composed on a stored run --------------------------------------------------------------------
+
+
+def group_spec(mode: str = "subscribe") -> TestSpec:
+    return TestSpec(name="g", topic=TopicSpec(name=TOPIC, partitions=1),
+                    consumer=dataclasses.replace(ConsumerSpec(), mode=mode),  # type: ignore[arg-type]
+                    workload=WorkloadSpec(name="group" if mode == "subscribe" else "queue"))
+
+
+def stored(path: Path, spec: TestSpec, h: G) -> Path:
+    path.mkdir()
+    (path / "test.json").write_text(json.dumps(spec.to_json()))
+    (path / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in h.ops))
+    return path
+
+
+def test_the_group_workload_is_checked_by_the_queue_and_group_checkers(tmp_path: Path) -> None:
+    """A member taking over at the committed offset skips what the first member read: a
+    poll-skip for a consumer that assigns, none for a member; the group checker judges
+    the same history, here a commit going backwards."""
+    h = G()
+    for off in range(5):
+        h.send(0, 100 + off, 0, off)
+    five(h)
+    h.commit(1, [(0, 3)])
+    h.rebalance(1, "revoke", [0])
+    h.rebalance(2, "assign", [0])
+    h.poll(2, [(0, 3, 103), (0, 4, 104)])
+    h.commit(2, [(0, 2)])
+    h.drain(0, [(off, 100 + off) for off in range(5)])
+    member = check_stored(stored(tmp_path / "g", group_spec(), h))
+    assert member.valid is False and member.violations == []
+    assert member.extra["group"]["violations"] == ["commit-backwards"]
+    assert "group violations (not permitted): commit-backwards" in summary(member).splitlines()
+    assigned = check_stored(stored(tmp_path / "q", group_spec("assign"), h))
+    assert assigned.violations == ["poll-skip"] and "group" not in assigned.extra
+
+
+def test_the_group_history_results_and_spec_match_their_schemas(tmp_path: Path) -> None:
+    h = lost(3)
+    h.rebalance(1, "lost", [0])
+    history = validator("history.schema.json")
+    for op in h.ops:
+        history.validate(op)
+    validator("test.schema.json").validate(group_spec().to_json())
+    result = check_stored(stored(tmp_path / "g", group_spec(), h))
+    validator("results.schema.json").validate(result.to_json())
+    assert result.to_json()["group"]["anomaly_counts"]["lost-to-group"] == 1
+    bad = {**h.ops[-1], "value": {"partitions": [[TOPIC, 0]], "member": "m1"}}  # no generation
+    assert not history.is_valid(bad)
