@@ -28,6 +28,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from faultline.cluster.protocol import (
     Cluster,
+    Degradable,
     Killable,
     Partitionable,
     Pausable,
@@ -112,6 +113,13 @@ def partitionable(cluster: Cluster, family: str) -> Partitionable:
     raise _missing(cluster, family, "partition the network")
 
 
+def degradable(cluster: Cluster, family: str) -> Degradable:
+    """``cluster`` as :class:`Degradable`, or NemesisError naming ``family``."""
+    if isinstance(cluster, Degradable):
+        return cluster
+    raise _missing(cluster, family, "degrade the links between brokers")
+
+
 def toxifiable(cluster: Cluster, family: str) -> Toxifiable:
     """``cluster`` as :class:`Toxifiable`, or NemesisError naming ``family``."""
     if isinstance(cluster, Toxifiable):
@@ -130,6 +138,7 @@ def wipeable(cluster: Cluster, family: str) -> Wipeable:
 CAPABILITIES: Mapping[str, Callable[[Cluster, str], object]] = {
     "Killable": killable, "Pausable": pausable, "Stoppable": stoppable,
     "Partitionable": partitionable, "Toxifiable": toxifiable, "Wipeable": wipeable,
+    "Degradable": degradable,
 }
 
 
