@@ -26,6 +26,7 @@ import random
 from collections.abc import Collection
 from typing import Any
 
+from faultline.cluster.host.links import total
 from faultline.cluster.protocol import Cluster
 from faultline.errors import NemesisError
 from faultline.faults import LINK_KINDS
@@ -86,7 +87,9 @@ class LinksNemesis:
             return completed(op, result=f"links of node {node} to {peers}: {what}")
         if op.f == "restore":
             counters = net.restore_links()
-            return completed(op, result="links restored",
+            t = total(counters)
+            return completed(op, result=f"links restored: {t['dropped']} packets dropped, "
+                                        f"{t['shaped_packets']} shaped ({t['overlimits']} over the limit)",
                              counters={str(n): c for n, c in sorted(counters.items())})
         raise NemesisError(f"the 'links' nemesis cannot {op.f!r}")
 

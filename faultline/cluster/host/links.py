@@ -121,8 +121,9 @@ def total(counters: Mapping[int, Mapping[str, int]]) -> dict[str, int]:
     return out
 
 
-#: What ``faultline doctor`` says where the kernel refuses netem (module docstring).
+#: What ``faultline doctor`` says where the kernel refuses netem, and where it takes it.
 NO_LATENCY = "not offered: this kernel has no netem queueing discipline (loss and bandwidth are)"
+NETEM_UNUSED = "not offered: netem works here, but the links family has loss and bandwidth only"
 
 
 def netem_probe() -> list[list[str]]:
