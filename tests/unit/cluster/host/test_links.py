@@ -47,8 +47,8 @@ def test_bad_links_are_one_line() -> None:
 
 CHAIN = """Chain FAULTLINE-LINKS (2 references)
     pkts      bytes target     prot opt in     out     source               destination
-      17     1020 DROP       0    --  *      *       10.241.7.12          0.0.0.0/0            statistic mode random probability 0.29999999981
-       5      300 DROP       0    --  *      *       0.0.0.0/0            10.241.7.12          statistic mode random probability 0.29999999981
+      17     1020 DROP       0    --  *      *       10.241.7.12  0.0.0.0/0    statistic mode random
+       5      300 DROP       0    --  *      *       0.0.0.0/0    10.241.7.12  statistic mode random
 """
 SHAPED = """class htb 1:10 root prio 0 rate 512Kbit ceil 512Kbit burst 1600b cburst 1600b
  Sent 91234 bytes 812 pkt (dropped 3, overlimits 57 requeues 0)
