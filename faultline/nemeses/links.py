@@ -76,6 +76,8 @@ class LinksNemesis:
         net = degradable(self.cluster, self.family)
         value = op.value or {}
         if op.f == "degrade":
+            if len(value["nodes"]) != 1:
+                raise NemesisError(f"degrade takes the links of one node, not of {value['nodes']}")
             [node] = value["nodes"]
             peers = value["peers"]
             if "loss" in value:
