@@ -27,11 +27,10 @@ from collections.abc import Collection
 from typing import Any
 
 from faultline.cluster.host.links import total
-from faultline.cluster.protocol import Cluster
 from faultline.errors import NemesisError
 from faultline.faults import LINK_KINDS
 from faultline.history import Op
-from faultline.nemeses.base import check_capabilities, choose, completed, degradable, leaders_snapshot
+from faultline.nemeses.base import Bound, choose, completed, degradable, leaders_snapshot
 from faultline.nemeses.schedule import ScheduledFault
 
 LOSSES = (0.1, 0.3, 0.5)
@@ -48,23 +47,10 @@ def degradation(kind: str, pick: int) -> dict[str, Any]:
     raise NemesisError(f"unknown link degradation {kind!r}; known: {', '.join(LINK_KINDS)}")
 
 
-class LinksNemesis:
+class LinksNemesis(Bound):
     """``degrade`` degrades one node's links to every other node; ``restore`` removes it."""
 
     family = "links"
-
-    def __init__(self) -> None:
-        self._cluster: Cluster | None = None
-
-    @property
-    def cluster(self) -> Cluster:
-        if self._cluster is None:
-            raise NemesisError("the 'links' nemesis was used before setup()")
-        return self._cluster
-
-    def setup(self, cluster: Cluster) -> None:
-        check_capabilities(cluster, self.family)
-        self._cluster = cluster
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         nodes = sorted(n.id for n in self.cluster.nodes)

@@ -454,5 +454,7 @@ def test_degraded_links_are_journaled_restored_and_healed_at_the_end(tmp_path: P
 def test_a_degrade_of_several_nodes_fails_and_ends_the_schedule(tmp_path: Path) -> None:
     cluster, nemesis, ops = _run(tmp_path, ("degrade followers of 0 loss 10%", "crash node 1"), Live())
     assert nemesis.ended is not None and "one node" in nemesis.ended
+    assert [op.error for op in ops if op.f == "degrade"][-1] == (
+        "NemesisError: degrade takes the links of one node, not of [2, 3]")
     assert not any(c[0] == "kill" for c in cluster.calls)
     assert cluster.clean()
