@@ -9,7 +9,6 @@ and returns to a full ISR.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,7 +18,13 @@ from faultline.cluster.host import links, netns
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.nemeses.links import LinksNemesis
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
-from tests.integration.nemeses.nemesis_helpers import nemesis_op, partition_state, report, running, wait_until
+from tests.integration.nemeses.nemesis_helpers import (
+    nemesis_op,
+    on_backend,
+    partition_state,
+    report,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -34,9 +39,7 @@ TOPIC = SPEC.topic.name
 @pytest.fixture(scope="module", params=["local", "docker"])
 def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     """The same degradations on each backend (``nsenter`` into the containers there)."""
-    if request.param == "docker":
-        request.getfixturevalue("docker_engine")
-    with running(replace(SPEC, backend=request.param)) as c:
+    with on_backend(request, SPEC) as c:
         yield c
 
 
