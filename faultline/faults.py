@@ -29,6 +29,9 @@ PARTITION_KINDS: tuple[str, ...] = (
     "isolate-node", "isolate-leader", "isolate-controller", "halves", "bridge", "ring")
 #: Toxiproxy toxics the ``toxics`` family draws from.
 TOXIC_KINDS: tuple[str, ...] = ("latency", "bandwidth", "timeout", "reset_peer", "slicer")
+#: Degradations of the links between brokers (:mod:`faultline.nemeses.links`); no latency:
+#: the kernels this runs on may have no netem (``faultline doctor`` says).
+LINK_KINDS: tuple[str, ...] = ("loss", "bandwidth")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,9 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     Family("lose-unflushed", "lose-unflushed", "start", ("lose-unflushed",), takes_node_out=True,
            on_nodes=True, destroys_data=True, needs=("Killable",),
            model_steps=("lose-unflushed", "flush")),
+    # at worst a degraded link is a cut one (an isolation of the node, controller link too)
+    Family("links", "degrade", "restore", LINK_KINDS, takes_node_out=False, on_nodes=True,
+           destroys_data=False, needs=("Degradable",), model_steps=("isolate", "cut", "cut-ctrl", "heal")),
 )}
 
 

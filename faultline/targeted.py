@@ -25,6 +25,10 @@ bound with ``as NAME``::
                                     hold already in effect
     release TARGET                  lift the holds on the target's nodes
     heal                            remove every network partition and hold
+    degrade TARGET loss P%          drop P% of the packets between the target's node
+                                    (one node) and every other node, either way
+    degrade TARGET rate N kbit      limit the traffic between them to N kbit/s each way
+    restore                         remove every degradation of links
     wait for SECONDS s
     wait until CONDITION [within SECONDS s]     (default bound: 30 s)
 
@@ -67,16 +71,16 @@ from faultline.errors import SpecError
 #: Verbs that take a target, and whether they may bind a name with ``as``.
 VERBS: Mapping[str, bool] = {"crash": True, "restart": False, "pause": True, "resume": False,
                              "wipe": True, "lose-unflushed": True, "isolate": True, "hold": True,
-                             "release": False}
+                             "release": False, "degrade": False}
 #: The default bound of ``wait until``, in seconds.
 DEFAULT_WAIT_S = 30.0
 #: The longest any wait may be, in seconds.
 MAX_WAIT_S = 600.0
 
-_RESERVED = frozenset({*VERBS, "heal", "wait", "for", "until", "within", "as", "of", "leader",
-                       "followers", "follower", "controller", "node", "isr", "is", "has", "new",
-                       "caught", "up", "unclean", "clean", "registered", "fenced", "first", "second", "s",
-                       "coordinator", "group"})
+_RESERVED = frozenset({*VERBS, "heal", "restore", "loss", "rate", "kbit", "wait", "for", "until", "within",
+                       "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
+                       "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
+                       "second", "s", "coordinator", "group"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
@@ -115,13 +119,16 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class Action:
     """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
-    :data:`VERBS` or ``heal`` (which has no target)."""
+    :data:`VERBS`, ``heal`` or ``restore`` (which have no target); a ``degrade`` has
+    its ``loss`` (a probability) or its ``rate_kbit``."""
 
     verb: str
     target: Target | None
     text: str
     bind: str | None = None
     unclean: bool = False
+    loss: float | None = None
+    rate_kbit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,14 +201,17 @@ def parse_step(text: str) -> Step:
     if not words:
         raise ValueError("empty step")
     verb, rest = words[0], words[1:]
-    if verb == "heal":
+    if verb in ("heal", "restore"):
         if rest:
-            raise ValueError("heal takes nothing after it (it removes every partition and hold)")
-        return Action("heal", None, text)
+            raise ValueError(f"{verb} takes nothing after it (it removes every "
+                             + ("partition and hold)" if verb == "heal" else "degradation of links)"))
+        return Action(verb, None, text)
+    if verb == "degrade":
+        return _parse_degrade(rest, text)
     if verb == "wait":
         return _parse_wait(rest, text)
     if verb not in VERBS:
-        raise ValueError(f"unknown step {verb!r}; steps: {', '.join([*VERBS, 'heal', 'wait'])}")
+        raise ValueError(f"unknown step {verb!r}; steps: {', '.join([*VERBS, 'heal', 'restore', 'wait'])}")
     bind: str | None = None
     unclean = False
     if len(rest) >= 2 and rest[-2] == "as":
@@ -216,6 +226,17 @@ def parse_step(text: str) -> Step:
         unclean = rest[-1] == "unclean"
         rest = rest[:-1]
     return Action(verb, _parse_target(rest), text, bind, unclean)
+
+
+def _parse_degrade(words: Sequence[str], text: str) -> Action:
+    if len(words) >= 3 and words[-2] == "loss":
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)%", words[-1])
+        if m and 0 < float(m.group(1)) <= 100:
+            return Action("degrade", _parse_target(words[:-2]), text, loss=float(m.group(1)) / 100)
+    if len(words) >= 4 and words[-3] == "rate" and words[-1] == "kbit" and words[-2].isdigit() \
+            and int(words[-2]) > 0:
+        return Action("degrade", _parse_target(words[:-3]), text, rate_kbit=int(words[-2]))
+    raise ValueError("degrade needs 'TARGET loss P%' (0 < P <= 100) or 'TARGET rate N kbit' (N > 0)")
 
 
 def _parse_target(words: Sequence[str]) -> Target:

@@ -12,8 +12,9 @@ judged per topic-partition, because a fault on one partition's leader excuses
 nothing on another's. The faults of one partition are:
 
 - ``families``, those that happened to it: ``kill``, ``pause``, ``stop``, ``partition``,
-  ``wipe``, ``lose-unflushed`` when they touched one of its replicas (every node
-  counts while the metadata log does not name the replicas), ``toxics``, ``clock``.
+  ``wipe``, ``lose-unflushed``, ``links`` (the node whose links were degraded) when
+  they touched one of its replicas (every node counts while the metadata log does not
+  name the replicas), ``toxics``, ``clock``.
   A network partition touches the nodes it cut off from the majority when its grudge
   splits the nodes it names cleanly and one side holds a majority of them (isolating
   a node, halves: a replica on the majority side keeps its leader, or its leader keeps
@@ -89,7 +90,7 @@ from faultline.history import NEMESIS, Op
 
 #: Node faults that leave a node's process and its log as they were (no restart, nothing
 #: destroyed): its leadership moves only by an election, which the metadata log records.
-KEEP_PROCESS: frozenset[str] = frozenset(("pause", "partition"))
+KEEP_PROCESS: frozenset[str] = frozenset(("pause", "partition", "links"))
 
 
 def fault_of(action: str) -> str | None:

@@ -38,9 +38,11 @@ HEALS: Mapping[str, tuple[str, ...]] = {
     "heal": ("partition",),
     "clear-toxics": ("toxic", "toxics"),
     "reset-clock": ("clock",),
+    "restore": ("degrade",),
 }
 #: Faults held until a heal ends them; any other action spans its own begin..completion.
-HELD: frozenset[str] = frozenset(("kill", "stop", "pause", "partition", "toxic", "toxics", "clock"))
+HELD: frozenset[str] = frozenset(("kill", "stop", "pause", "partition", "toxic", "toxics", "clock",
+                                  "degrade"))
 
 
 

@@ -196,6 +196,27 @@ class Partitionable(Protocol):
 
 
 @runtime_checkable
+class Degradable(Protocol):
+    """Degraded links between brokers (loss, a bandwidth limit); client traffic is not
+    affected. One node's links at a time: degrading a second before a restore may fail."""
+
+    def drop_on_links(self, node: int, peers: Collection[int], probability: float) -> None:
+        """Drop each packet between ``node`` and each of ``peers``, either way, with
+        ``probability``."""
+        ...
+
+    def limit_links(self, node: int, peers: Collection[int], rate_kbit: int) -> None:
+        """Limit the traffic between ``node`` and each of ``peers`` to ``rate_kbit`` kbit/s,
+        each way."""
+        ...
+
+    def restore_links(self) -> dict[int, dict[str, int]]:
+        """Remove every degradation; returns, per node that had one, what it did
+        (``dropped`` packets, ``shaped_packets``, ``overlimits``). Idempotent."""
+        ...
+
+
+@runtime_checkable
 class Toxifiable(Protocol):
     """Toxiproxy toxics on the client link of a node."""
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from faultline.cluster import kafka_dist
 from faultline.cluster.docker import engine, image
-from faultline.cluster.host import netns, runstate
+from faultline.cluster.host import links, netns, runstate
 from faultline.cluster.kafka_dist import Report
 from faultline.errors import ClusterError, FaultlineError, SetupError
 from faultline.spec import DEFAULT_KAFKA_VERSION, KafkaSpec, TestSpec, TopicSpec
@@ -148,6 +148,8 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
                             "faultline cluster down --all (or free addresses in 10.241.0.0/16)"))  # fmt: skip
         if free and kafka_dist.which("iptables"):
             checks.append(network_check())
+        if free and kafka_dist.which("tc"):
+            checks.append(latency_check())
     return checks
 
 
@@ -209,6 +211,29 @@ def network_check() -> Check:
         "nodes on a test bridge reach each other; the host reaches them" if lost is None else lost,
         "remove the rule or policy named (faultline never edits a firewall but its own namespaces')",
     )  # fmt: skip
+
+
+def latency_check() -> Check:
+    """Whether a node's namespace (built like a run's, then removed) takes a netem delay.
+    Always ok: latency between brokers is no kind of the ``links`` family either way, and
+    the line says why plainly (:data:`~faultline.cluster.host.links.NO_LATENCY`)."""
+    spec = TestSpec(name="doctor", kafka=KafkaSpec(nodes=1),
+                    topic=TopicSpec(name="doctor", partitions=1, replication_factor=1,
+                                    min_insync_replicas=1))  # fmt: skip
+    with runstate.locked():
+        state = runstate.claim(spec, [1], None)
+    try:
+        netns.build(state.layout, [1])
+        enter = ["ip", "netns", "exec", state.layout.namespace(1)]
+        add, remove = links.netem_probe()
+        try:
+            netns.run([*enter, *add])
+        except ClusterError:
+            return Check("broker latency", True, links.NO_LATENCY)
+        netns.run([*enter, *remove])
+        return Check("broker latency", True, links.NETEM_UNUSED)
+    finally:
+        runstate.destroy(state.run_id, state)
 
 
 #: The discard port: nobody listens on it in a fresh namespace.

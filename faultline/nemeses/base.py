@@ -28,6 +28,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from faultline.cluster.protocol import (
     Cluster,
+    Degradable,
     Killable,
     Partitionable,
     Pausable,
@@ -112,6 +113,13 @@ def partitionable(cluster: Cluster, family: str) -> Partitionable:
     raise _missing(cluster, family, "partition the network")
 
 
+def degradable(cluster: Cluster, family: str) -> Degradable:
+    """``cluster`` as :class:`Degradable`, or NemesisError naming ``family``."""
+    if isinstance(cluster, Degradable):
+        return cluster
+    raise _missing(cluster, family, "degrade the links between brokers")
+
+
 def toxifiable(cluster: Cluster, family: str) -> Toxifiable:
     """``cluster`` as :class:`Toxifiable`, or NemesisError naming ``family``."""
     if isinstance(cluster, Toxifiable):
@@ -130,6 +138,7 @@ def wipeable(cluster: Cluster, family: str) -> Wipeable:
 CAPABILITIES: Mapping[str, Callable[[Cluster, str], object]] = {
     "Killable": killable, "Pausable": pausable, "Stoppable": stoppable,
     "Partitionable": partitionable, "Toxifiable": toxifiable, "Wipeable": wipeable,
+    "Degradable": degradable,
 }
 
 
@@ -213,7 +222,26 @@ def completed(op: Op, **extra: Any) -> Op:
     return dataclasses.replace(op, value=value)
 
 
-class NodeFault:
+class Bound:
+    """What every nemesis keeps: its ``family`` and the cluster :meth:`setup` bound it to."""
+
+    family: str = ""
+
+    def __init__(self) -> None:
+        self._cluster: Cluster | None = None
+
+    @property
+    def cluster(self) -> Cluster:
+        if self._cluster is None:
+            raise NemesisError(f"the {self.family!r} nemesis was used before setup()")
+        return self._cluster
+
+    def setup(self, cluster: Cluster) -> None:
+        check_capabilities(cluster, self.family)
+        self._cluster = cluster
+
+
+class NodeFault(Bound):
     """A fault that takes one node out (kill, pause, stop, wipe, lose-unflushed).
 
     Subclasses set ``family`` and implement ``_fault``; ``_heal``
@@ -229,7 +257,6 @@ class NodeFault:
     found running is held by no fault that leaves it down (``leaves_down``).
     """
 
-    family: str = ""
     #: Whether the fault does something only to a running node (a kill, a pause, a stop);
     #: one that destroys data (wipe, lose-unflushed) does it to a node that is down too.
     needs_running = True
@@ -239,19 +266,9 @@ class NodeFault:
     leaves_down = True
 
     def __init__(self) -> None:
-        self._cluster: Cluster | None = None
+        super().__init__()
         self._faulted: set[int] = set()
         self._lock = threading.Lock()
-
-    @property
-    def cluster(self) -> Cluster:
-        if self._cluster is None:
-            raise NemesisError(f"the {self.family!r} nemesis was used before setup()")
-        return self._cluster
-
-    def setup(self, cluster: Cluster) -> None:
-        check_capabilities(cluster, self.family)
-        self._cluster = cluster
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         free = [n.id for n in self.cluster.nodes if n.id not in busy]

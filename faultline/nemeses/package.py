@@ -43,6 +43,7 @@ from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, Op
 from faultline.nemeses.base import Nemesis, error_text
 from faultline.nemeses.kill import KillNemesis
+from faultline.nemeses.links import LinksNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
 from faultline.nemeses.partition import PartitionNemesis
 from faultline.nemeses.pause import PauseNemesis
@@ -63,6 +64,7 @@ NEMESES: Mapping[str, Callable[[], Nemesis]] = {
     "toxics": ToxicsNemesis,
     "wipe": WipeNemesis,
     "lose-unflushed": LoseUnflushedNemesis,
+    "links": LinksNemesis,
 }
 
 #: Families whose faults take a whole node out; two of them never pick the same node.

@@ -13,12 +13,11 @@ import random
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from faultline.cluster.protocol import Cluster
 from faultline.errors import NemesisError
 from faultline.history import Op
 from faultline.nemeses.base import (
     LIVE_STATE_TIMEOUT_S,
-    check_capabilities,
+    Bound,
     choose,
     completed,
     leaders_json,
@@ -122,7 +121,7 @@ def _shuffled(nodes: Collection[int], pick: int) -> list[int]:
     return order
 
 
-class PartitionNemesis:
+class PartitionNemesis(Bound):
     """``partition`` applies a grudge drawn at invoke time; ``heal`` removes every rule.
 
     Kinds (``step.kind``): ``isolate-node`` (a node drawn with ``pick``),
@@ -135,19 +134,6 @@ class PartitionNemesis:
     """
 
     family = "partition"
-
-    def __init__(self) -> None:
-        self._cluster: Cluster | None = None
-
-    @property
-    def cluster(self) -> Cluster:
-        if self._cluster is None:
-            raise NemesisError("the 'partition' nemesis was used before setup()")
-        return self._cluster
-
-    def setup(self, cluster: Cluster) -> None:
-        check_capabilities(cluster, self.family)
-        self._cluster = cluster
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         cluster = self.cluster

@@ -61,12 +61,12 @@ class ScheduledFault:
 def kinds(family: str, nodes: int) -> tuple[str, ...]:
     """The kinds of ``family`` that make sense on a cluster of ``nodes`` nodes.
 
-    Partitions need two nodes; ``bridge`` needs three and ``ring`` four (on three
-    nodes a ring is fully connected). Raises SpecError for an unknown family.
+    Partitions and degraded links need two nodes; ``bridge`` needs three and ``ring``
+    four (on three nodes a ring is fully connected). Raises SpecError for an unknown family.
     """
     if family not in FAULTS:
         raise SpecError(f"unknown fault {family!r}; known: {', '.join(FAULTS)}")
-    if family == "partition" and nodes < 2:
+    if family in ("partition", "links") and nodes < 2:
         return ()
     return tuple(k for k in FAMILIES[family].kinds
                  if not (k == "bridge" and nodes < 3) and not (k == "ring" and nodes < 4))

@@ -6,7 +6,7 @@ main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controll
 from live metadata when its step runs, and waiting on what the metadata shows
 (``until isr of 0 is {leader}``); live metadata is that of the brokers that answer, but
 one that another leaves out of the registered brokers (:func:`trusted`). It drives the
-same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition), so it heals the same way, and
+same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition, links), so it heals the same way, and
 keeps the runner's contract (:class:`faultline.run.runner.NemesisSchedule`). Each step
 and wait is journaled as docs/history.md ("nemesis") says; a wait not met in time, or a
 role with no node, ends the schedule. Faults still in effect stay until ``heal_all``.
@@ -41,6 +41,7 @@ from faultline.nemeses.base import (
     with_timeout,
 )
 from faultline.nemeses.kill import KillNemesis
+from faultline.nemeses.links import LinksNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
 from faultline.nemeses.partition import PartitionNemesis, complete, nodes_of, to_json
 from faultline.nemeses.pause import PauseNemesis
@@ -93,6 +94,7 @@ class ScriptedPackage:
         self.kill, self.pause, self.stop = KillNemesis(), PauseNemesis(), StopNemesis()
         self.wipe, self.lose_unflushed = WipeNemesis(), LoseUnflushedNemesis()
         self.partition = PartitionNemesis()
+        self.links = LinksNemesis()
         #: the family nemeses that fault a node, in the order they are set up and torn down
         self._node_faults: tuple[NodeFault, ...] = (self.kill, self.stop, self.pause, self.wipe,
                                                     self.lose_unflushed)
@@ -102,6 +104,7 @@ class ScriptedPackage:
         self.ended: str | None = None
         self._grudge: dict[int, frozenset[int]] = {}
         self._replication: dict[int, frozenset[int]] = {}
+        self._degraded: set[int] = set()  # nodes whose links a degrade may have degraded
         self._bindings: dict[str, tuple[int, ...]] = {}
         self._last_leader: dict[int, int | None] = {}
         self._lock = threading.RLock()
@@ -128,6 +131,8 @@ class ScriptedPackage:
             need.append(self.lose_unflushed)
         if verbs & {"isolate", "hold", "release", "heal"}:
             need.append(self.partition)
+        if verbs & {"degrade", "restore"}:
+            need.append(self.links)
         return need
 
     def setup(self) -> None:
@@ -144,6 +149,8 @@ class ScriptedPackage:
             held.append(ScheduledFault(0.0, "partition", "isolate", 0.0, 0))
         if self._replication:
             held.append(ScheduledFault(0.0, "partition", "hold", 0.0, 0))
+        if self._degraded:
+            held.append(ScheduledFault(0.0, "links", "degrade", 0.0, 0))
         return held
 
     # -- running ------------------------------------------------------------------
@@ -264,6 +271,11 @@ class ScriptedPackage:
                             self.partition.invoke)
             self._grudge, self._replication = {}, {}
             return
+        if step.verb == "restore":
+            self._journaled(history, "restore", {**value, "kind": "links", "nodes": sorted(self._degraded)},
+                            self.links.invoke)
+            self._degraded.clear()
+            return
         assert step.target is not None
         live = step.target.role not in ("node", "name", "first", "second")
         try:
@@ -307,6 +319,13 @@ class ScriptedPackage:
                                  if n not in released and d - released}
             self._journaled(history, "heal", {**value, "kind": "release", **self._network(), "nodes": nodes},
                             self.partition.invoke)
+        elif step.verb == "degrade":
+            self._degraded.update(nodes)  # possibly degraded from here on, failed or not
+            kind, amount = (("loss", {"loss": step.loss}) if step.loss is not None
+                            else ("bandwidth", {"rate_kbit": step.rate_kbit}))
+            peers = sorted({n.id for n in self.cluster.nodes} - set(nodes))
+            self._journaled(history, "degrade", {**value, "kind": kind, "nodes": nodes, "peers": peers,
+                                                 **amount}, self.links.invoke)
         elif step.verb == "restart":
             running = [n for n in nodes if self.cluster.node(n).is_alive()]
             if running:
@@ -398,6 +417,9 @@ class ScriptedPackage:
                 if self._grudge or self._replication:
                     heals.append(("heal", {"kind": "isolate", "nodes": self._network_nodes()},
                                   self.partition.invoke))
+                if self._degraded:
+                    heals.append(("restore", {"kind": "links", "nodes": sorted(self._degraded)},
+                                  self.links.invoke))
                 if self.pause.faulted:
                     heals.append(("resume", {"kind": "pause", "nodes": sorted(self.pause.faulted)},
                                   self.pause.invoke))
@@ -411,7 +433,7 @@ class ScriptedPackage:
                         pass
                     except Exception as e:  # e.g. a closed history: the teardowns still run
                         errors.append(f"{f}: {e}")
-            self._grudge, self._replication = {}, {}
+            self._grudge, self._replication, self._degraded = {}, {}, set()
             for nemesis in self._needed():
                 try:
                     nemesis.teardown()
@@ -436,7 +458,7 @@ def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
 #: A targeted verb -> the history action its invoke op is journaled as when it has no target.
 _ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "resume",
            "wipe": "wipe", "lose-unflushed": "lose-unflushed", "isolate": "partition", "hold": "partition",
-           "release": "heal"}
+           "release": "heal", "degrade": "degrade"}
 
 
 class HandPackage(ScriptedPackage):

@@ -25,11 +25,10 @@ import random
 from collections.abc import Collection
 from typing import Any
 
-from faultline.cluster.protocol import Cluster
 from faultline.errors import NemesisError
 from faultline.faults import TOXIC_KINDS
 from faultline.history import Op
-from faultline.nemeses.base import check_capabilities, choose, completed, leaders_snapshot, toxifiable
+from faultline.nemeses.base import Bound, choose, completed, leaders_snapshot, toxifiable
 from faultline.nemeses.schedule import ScheduledFault
 
 
@@ -52,23 +51,10 @@ def toxic_for(kind: str, pick: int) -> tuple[tuple[str, ...], dict[str, int]]:
     raise NemesisError(f"unknown toxic {kind!r}; known: {', '.join(TOXIC_KINDS)}")
 
 
-class ToxicsNemesis:
+class ToxicsNemesis(Bound):
     """``toxic`` adds one toxic to one or every client proxy; ``clear-toxics`` removes all."""
 
     family = "toxics"
-
-    def __init__(self) -> None:
-        self._cluster: Cluster | None = None
-
-    @property
-    def cluster(self) -> Cluster:
-        if self._cluster is None:
-            raise NemesisError("the 'toxics' nemesis was used before setup()")
-        return self._cluster
-
-    def setup(self, cluster: Cluster) -> None:
-        check_capabilities(cluster, self.family)
-        self._cluster = cluster
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         nodes = sorted(n.id for n in self.cluster.nodes)

@@ -57,6 +57,11 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
                                                  "lose-unflushed leader of 0 as old", bind="old")),
     ("wait until node 2 registered",
      Wait("registered", 30.0, "wait until node 2 registered", target=Target("node", node=2))),
+    ("degrade leader of 0 loss 30%",
+     Action("degrade", Target("leader", partition=0), "degrade leader of 0 loss 30%", loss=0.3)),
+    ("degrade node 2 rate 256 kbit",
+     Action("degrade", Target("node", node=2), "degrade node 2 rate 256 kbit", rate_kbit=256)),
+    ("restore", Action("restore", None, "restore")),
 ])
 def test_steps_parse(text: str, step: Action | Wait) -> None:
     assert parse_step(text) == step
@@ -84,6 +89,10 @@ def test_steps_parse(text: str, step: Action | Wait) -> None:
     (["crash first of old"], "'old' is not bound"),
     (["wait until node 7 registered"], "nodes are 1 to 3, not 7"),
     (["pause followers of 0 as held", "", "resume held"], "nemesis.schedule[1] '': empty step"),
+    (["degrade leader of 0 loss 0%"], "degrade needs 'TARGET loss P%'"),
+    (["degrade leader of 0 rate fast kbit"], "degrade needs 'TARGET loss P%'"),
+    (["degrade node 9 loss 10%"], "nodes are 1 to 3, not 9"),
+    (["restore links"], "restore takes nothing"),
 ])
 def test_bad_schedules_are_one_line_naming_the_step(lines: list[str], message: str) -> None:
     with pytest.raises(SpecError) as info:

@@ -19,7 +19,9 @@ readiness, topics, toxics, wipe and the broker's files. What differs:
 - faults: kill, stop, pause by the engine (``docker kill`` / ``stop`` / ``pause``);
   partitions are iptables rules in each container's network namespace, applied from the
   host with ``nsenter`` (it works on a paused container, where ``docker exec`` refuses),
-  and applied again when a container starts, whose network namespace is new each time.
+  and applied again when a container starts, whose network namespace is new each time;
+  degraded links (:mod:`faultline.cluster.host.links`) likewise, but not applied again:
+  a container restarted has whole links.
 
 Every container and network carries the label ``faultline.run=<run id>``; teardown and
 the next run's stale-run cleanup remove exactly those (no volume is made: the data are
@@ -302,6 +304,14 @@ class DockerCluster(LocalCluster):
         proc = self.state.nodes[node]
         assert proc is not None
         return ["nsenter", "-t", str(proc.pid), "-n", "iptables", "-w", "5", *rule]
+
+    def _enter(self, node: int) -> list[str] | None:
+        """``nsenter`` into the container's network namespace; None while it is down (its
+        namespace, and every rule in it, went with it)."""
+        proc = self.state.nodes.get(node)
+        if proc is None or not proc.alive():
+            return None
+        return ["nsenter", "-t", str(proc.pid), "-n"]
 
     def _reachability(self) -> str:
         """Which running node could not reach which node's controller port (probed from

@@ -39,6 +39,8 @@ PREFIX = "fl"
 SUPERNET = ipaddress.IPv4Network("10.241.0.0/16")
 #: The iptables chain holding a node's grudge rules.
 CHAIN = "FAULTLINE"
+#: The iptables chain holding a node's degraded-link rules (:mod:`.links`).
+LINKS_CHAIN = "FAULTLINE-LINKS"
 # -n<i> node namespaces, -br the bridge's namespace, h the host's veth
 _OWNED_NAME = re.compile(rf"fl({RUN_ID.pattern})(?:-n\d+|-br|h)")
 #: A link's alias that marks it, or its namespace, as a run's (module docstring).
@@ -132,8 +134,11 @@ def setup_commands(layout: Layout) -> list[list[str]]:
 
 
 def chain_rules() -> list[list[str]]:
-    """iptables arguments that create the (empty) grudge chain and jump to it from INPUT."""
-    return [["-N", CHAIN], ["-I", "INPUT", "1", "-j", CHAIN]]
+    """iptables arguments that create the (empty) grudge chain and jump to it from INPUT,
+    and the (empty) degraded-link chain, jumped to from INPUT and OUTPUT."""
+    return [["-N", CHAIN], ["-I", "INPUT", "1", "-j", CHAIN],
+            ["-N", LINKS_CHAIN], ["-I", "INPUT", "1", "-j", LINKS_CHAIN],
+            ["-I", "OUTPUT", "1", "-j", LINKS_CHAIN]]
 
 
 def chain_commands(namespace: str) -> list[list[str]]:

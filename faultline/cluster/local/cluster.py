@@ -32,7 +32,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -41,7 +41,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from faultline.cluster import kafka_client, kafka_config, kafka_dist
-from faultline.cluster.host import netns, runstate, signals
+from faultline.cluster.host import links, netns, runstate, signals
 from faultline.cluster.host.runstate import ENV_RUN, ProcId, RunState
 from faultline.cluster.local.jvm import Jvms, tail_file
 from faultline.cluster.local.node import LocalNode
@@ -58,7 +58,7 @@ class LocalCluster:
     """A Kafka cluster of ``spec.kafka.nodes`` nodes in network namespaces.
 
     Implements :class:`~faultline.cluster.protocol.Cluster` and every capability
-    (Killable, Stoppable, Pausable, Partitionable, Toxifiable, Wipeable). The
+    (Killable, Stoppable, Pausable, Partitionable, Degradable, Toxifiable, Wipeable). The
     constructor does nothing; :meth:`start` (or ``with``) brings the cluster up. Methods
     are safe to call from several threads.
     """
@@ -473,6 +473,50 @@ class LocalCluster:
     def heal_network(self) -> None:
         with self._lock:
             netns.run_per_node([cmd] for cmd in netns.heal_commands(self.layout))
+
+    # -- Degradable -----------------------------------------------------------------
+
+    def drop_on_links(self, node: int, peers: Collection[int], probability: float) -> None:
+        self._degrade(links.loss_commands(self.layout, node, peers, probability))
+
+    def limit_links(self, node: int, peers: Collection[int], rate_kbit: int) -> None:
+        self._degrade(links.rate_commands(self.layout, node, peers, rate_kbit))
+
+    def _degrade(self, plan: Mapping[int, list[list[str]]]) -> None:
+        with self._lock:
+            entered = {node: self._enter(node) for node in plan}
+            down = sorted(node for node, enter in entered.items() if enter is None)
+            if down:
+                raise ClusterError(f"node(s) {down} have no network namespace now (not running)")
+            netns.run_per_node([[*(entered[node] or []), *cmd] for cmd in cmds]
+                               for node, cmds in plan.items())
+
+    def restore_links(self) -> dict[int, dict[str, int]]:
+        found: dict[int, dict[str, int]] = {}
+        errors: list[str] = []
+        with self._lock:
+            for node in self.node_ids:
+                enter = self._enter(node)
+                if enter is None:  # its namespace went with its rules
+                    continue
+                try:
+                    chain, shaped = (netns.run([*enter, *cmd]) for cmd in links.counters_commands())
+                    counters = links.parse_counters(chain, shaped)
+                    for cmd in links.restore_commands(shaped=bool(shaped.strip())):
+                        netns.run([*enter, *cmd])
+                except ClusterError as e:  # every node gets its restore
+                    errors.append(f"node {node}: {e}")
+                    continue
+                if counters is not None:
+                    found[node] = counters
+        if errors:
+            raise ClusterError(f"could not restore the links of {'; '.join(errors)}")
+        return found
+
+    def _enter(self, node: int) -> list[str] | None:
+        """The command prefix that runs a command in ``node``'s network namespace; None when
+        it has none now."""
+        return ["ip", "netns", "exec", self.layout.namespace(self.node(node).id)]
 
     # -- Toxifiable -----------------------------------------------------------------
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from faultline.cluster.backends import cluster_for
 from faultline.cluster.local.cluster import LocalCluster
@@ -30,6 +33,16 @@ def running(spec: TestSpec) -> Iterator[LocalCluster]:
     with cluster:
         cluster.create_topic()
         yield cluster
+
+
+@contextmanager
+def on_backend(request: pytest.FixtureRequest, spec: TestSpec) -> Iterator[LocalCluster]:
+    """:func:`running` on the backend a fixture is parametrized with (``local``, ``docker``:
+    with the test session's Docker engine)."""
+    if request.param == "docker":
+        request.getfixturevalue("docker_engine")
+    with running(replace(spec, backend=request.param)) as c:
+        yield c
 
 
 def nemesis_op(f: str, value: dict[str, Any]) -> Op:

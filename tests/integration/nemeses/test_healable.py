@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -26,7 +25,13 @@ from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.toxics import ToxicsNemesis
 from faultline.spec import KafkaSpec, ProducerSpec, TestSpec, TopicSpec, WorkloadSpec
 from faultline.workloads.queue import QueueWorkload
-from tests.integration.nemeses.nemesis_helpers import nemesis_op, partition_state, report, running, wait_until
+from tests.integration.nemeses.nemesis_helpers import (
+    nemesis_op,
+    on_backend,
+    partition_state,
+    report,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -46,9 +51,7 @@ TOPIC = SPEC.topic.name
 def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     """The same faults on each backend (the docker backend's cluster is a LocalCluster
     whose nodes are containers)."""
-    if request.param == "docker":
-        request.getfixturevalue("docker_engine")
-    with running(replace(SPEC, backend=request.param)) as c:
+    with on_backend(request, SPEC) as c:
         yield c
 
 

@@ -48,6 +48,7 @@ class FakeCluster:
         self.grudge: Mapping[int, Collection[int]] = {}
         self.replication: Mapping[int, Collection[int]] = {}
         self.toxics: list[str] = []
+        self.degraded: dict[int, dict[str, int]] = {}
         self.fail: set[str] = set()
         self.controller: int | None = 2
         self.stop_kills = False
@@ -113,6 +114,19 @@ class FakeCluster:
         self._call("clear_toxics", None)
         self.toxics = []
 
+    def drop_on_links(self, node: int, peers: Collection[int], probability: float) -> None:
+        self._call("drop_on_links", (node, tuple(peers), probability))
+        self.degraded[node] = {"dropped": 7, "shaped_packets": 0, "overlimits": 0}
+
+    def limit_links(self, node: int, peers: Collection[int], rate_kbit: int) -> None:
+        self._call("limit_links", (node, tuple(peers), rate_kbit))
+        self.degraded[node] = {"dropped": 0, "shaped_packets": 9, "overlimits": 4}
+
+    def restore_links(self) -> dict[int, dict[str, int]]:
+        self._call("restore_links", None)
+        found, self.degraded = self.degraded, {}
+        return found
+
     def data_dir(self, node: int) -> Path:
         return self.node(node).data_dir
 
@@ -121,7 +135,7 @@ class FakeCluster:
 
     def clean(self) -> bool:
         return (all(n.alive and not n.paused for n in self.nodes) and not self.grudge
-                and not self.replication and not self.toxics)
+                and not self.replication and not self.toxics and not self.degraded)
 
 
 def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

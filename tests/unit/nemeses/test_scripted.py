@@ -436,3 +436,25 @@ def test_roles_are_read_from_the_brokers_that_answer_as_their_bootstrap_one(
     [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
     assert crash.value["nodes"] == [1]
     assert sorted(asked) == ["proxy-1", "proxy-2"]
+
+
+def test_degraded_links_are_journaled_restored_and_healed_at_the_end(tmp_path: Path) -> None:
+    cluster, nemesis, ops = _run(tmp_path, ("degrade leader of 0 loss 30%", "restore",
+                                            "degrade node 3 rate 256 kbit"), Live())
+    assert nemesis.ended is None
+    assert _done(ops) == [("degrade", [1]), ("restore", [1]), ("degrade", [3]), ("restore", [3])]
+    degrade = next(op for op in ops if op.f == "degrade")
+    assert degrade.value["kind"] == "loss" and degrade.value["peers"] == [2, 3]
+    assert [c for c in cluster.calls if c[0] != "heal_network"] == [
+        ("drop_on_links", (1, (2, 3), 0.3)), ("restore_links", None),
+        ("limit_links", (3, (1, 2), 256)), ("restore_links", None), ("restore_links", None)]
+    assert cluster.clean()
+
+
+def test_a_degrade_of_several_nodes_fails_and_ends_the_schedule(tmp_path: Path) -> None:
+    cluster, nemesis, ops = _run(tmp_path, ("degrade followers of 0 loss 10%", "crash node 1"), Live())
+    assert nemesis.ended is not None and "one node" in nemesis.ended
+    assert [op.error for op in ops if op.f == "degrade"][-1] == (
+        "NemesisError: degrade takes the links of one node, not of [2, 3]")
+    assert not any(c[0] == "kill" for c in cluster.calls)
+    assert cluster.clean()

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from faultline.cluster import kafka_client
-from faultline.cluster.host import netns, runstate
+from faultline.cluster.host import links, netns, runstate
 from faultline.cluster.host.netns import Layout
 from faultline.cluster.local.cluster import LocalCluster
-from faultline.cluster.setup import network_check
+from faultline.cluster.setup import latency_check, network_check
 from faultline.errors import ClusterError
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 from tests.integration.conftest import INTEGRATION_SPEC
@@ -98,3 +98,15 @@ def test_local_cluster_beside_docker() -> None:
         cluster.create_topic()
         kafka_client.round_trip(cluster.bootstrap_servers(), len(cluster.node_ids), 20.0)
     assert _host_rules() == rules
+
+
+def test_the_doctor_says_whether_the_kernel_has_netem_and_leaves_nothing() -> None:
+    """Told apart from a netem delay tried on the loopback of a throwaway namespace."""
+    before = set(netns.list_namespaces())
+    tried = ["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]
+    netem = subprocess.run(tried, capture_output=True, check=False).returncode == 0
+    check = latency_check()
+    assert check.ok and check.detail == (links.NETEM_UNUSED if netem else links.NO_LATENCY)
+    # other runs may come and go meanwhile: what is new belongs to a run still there
+    live = runstate.load_all()
+    assert [ns for ns in set(netns.list_namespaces()) - before if netns.owner_run_id(ns) not in live] == []

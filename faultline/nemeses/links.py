@@ -1,0 +1,88 @@
+"""degrade / restore: random packet loss or a bandwidth limit on one broker's links to
+every other broker, later removed (:mod:`faultline.cluster.host.links` says how).
+
+Loss drops each packet of the node's inter-broker and controller traffic, either way,
+with a probability; a limit slows it to a rate, each way. Client traffic (the proxies)
+is untouched. A lossy or slow link delays replication (a follower may lag out of the
+ISR after ``replica.lag.time.max.ms``) and heartbeats (a broker may be fenced after
+``broker.session.timeout.ms``): at worst what an isolation of the node does, which is
+how the model reads it. Kinds, drawn from ``pick``:
+
+==========  ===========================================
+kind        value
+==========  ===========================================
+loss        ``loss``: probability 0.1, 0.3 or 0.5
+bandwidth   ``rate_kbit``: 128, 512 or 2048 kbit/s
+==========  ===========================================
+
+The invoke value names the degraded node (``nodes``) and its ``peers``; the restore's
+completion carries ``counters``, per node, what the degradation did (``dropped``
+packets, ``shaped_packets``, ``overlimits``), read just before it was removed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection
+from typing import Any
+
+from faultline.cluster.host.links import total
+from faultline.errors import NemesisError
+from faultline.faults import LINK_KINDS
+from faultline.history import Op
+from faultline.nemeses.base import Bound, choose, completed, degradable, leaders_snapshot
+from faultline.nemeses.schedule import ScheduledFault
+
+LOSSES = (0.1, 0.3, 0.5)
+RATES_KBIT = (128, 512, 2048)
+
+
+def degradation(kind: str, pick: int) -> dict[str, Any]:
+    """The ``loss`` or ``rate_kbit`` of link kind ``kind``, drawn reproducibly from ``pick``."""
+    rng = random.Random(f"links:{kind}:{pick}")
+    if kind == "loss":
+        return {"loss": rng.choice(LOSSES)}
+    if kind == "bandwidth":
+        return {"rate_kbit": rng.choice(RATES_KBIT)}
+    raise NemesisError(f"unknown link degradation {kind!r}; known: {', '.join(LINK_KINDS)}")
+
+
+class LinksNemesis(Bound):
+    """``degrade`` degrades one node's links to every other node; ``restore`` removes it."""
+
+    family = "links"
+
+    def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
+        nodes = sorted(n.id for n in self.cluster.nodes)
+        node = choose(nodes, step.pick)
+        return {"nodes": [node], "peers": [n for n in nodes if n != node],
+                **degradation(step.kind, step.pick), "leaders": leaders_snapshot(self.cluster)}
+
+    def invoke(self, op: Op) -> Op:
+        net = degradable(self.cluster, self.family)
+        value = op.value or {}
+        if op.f == "degrade":
+            if len(value["nodes"]) != 1:
+                raise NemesisError(f"degrade takes the links of one node, not of {value['nodes']}")
+            [node] = value["nodes"]
+            peers = value["peers"]
+            if "loss" in value:
+                net.drop_on_links(node, peers, float(value["loss"]))
+                what = f"dropping {float(value['loss']):.0%} of packets"
+            else:
+                net.limit_links(node, peers, int(value["rate_kbit"]))
+                what = f"limited to {int(value['rate_kbit'])} kbit/s each way"
+            return completed(op, result=f"links of node {node} to {peers}: {what}")
+        if op.f == "restore":
+            counters = net.restore_links()
+            t = total(counters)
+            return completed(op, result=f"links restored: {t['dropped']} packets dropped, "
+                                        f"{t['shaped_packets']} shaped ({t['overlimits']} over the limit)",
+                             counters={str(n): c for n, c in sorted(counters.items())})
+        raise NemesisError(f"the 'links' nemesis cannot {op.f!r}")
+
+    def teardown(self) -> None:
+        """Remove every loss rule and rate limit, whether or not one is known to be in effect."""
+        if self._cluster is None:
+            return
+        degradable(self._cluster, self.family).restore_links()
