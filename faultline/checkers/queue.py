@@ -458,9 +458,11 @@ class Engine:
         try:
             f, typ, p, t = d["f"], d["type"], d["process"], d["time"]
             ty = OP_TYPE_CODES[typ]
-            if not (INT64_MIN <= t <= INT64_MAX and (p == NEMESIS or INT64_MIN <= p <= INT64_MAX)):
-                batch.fail(k, HistoryError(self.source, _line(d), "a time or process that does "
-                                           "not fit 64 bits (signed)"), kernel.BAD_SHAPE)
+            # the words history.pairing and the scanner give
+            why = (f"process {p} does not fit 64 bits" if p != NEMESIS and not INT64_MIN <= p <= INT64_MAX
+                   else None if INT64_MIN <= t <= INT64_MAX else "a time that does not fit 64 bits (signed)")
+            if why is not None:
+                batch.fail(k, HistoryError(self.source, _line(d), why), kernel.BAD_SHAPE)
                 return
             if t > self.max_time:
                 batch.fail(k, HistoryError(self.source, _line(d), (

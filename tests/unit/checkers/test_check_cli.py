@@ -226,7 +226,7 @@ def test_a_workload_without_a_checker_is_one_line(tmp_path: Path) -> None:
     (d / "test.json").write_bytes(orjson.dumps({**spec, "workload": {**spec["workload"], "name": "bank"}}))
     code, out = invoke(d)
     assert code == 2 and out.strip() == ("faultline: error: no checker for workload 'bank'; "
-                                         "checkers: queue, group")
+                                         "checkers: queue, txn, group")
 
 
 @pytest.mark.parametrize(("command", "blocked"), [("check", "results.json"),

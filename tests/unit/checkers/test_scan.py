@@ -132,6 +132,17 @@ def test_a_damaged_history_checks_the_same_through_the_scanner(seed: int, data: 
     assert ours == theirs
 
 
+def test_a_process_past_64_bits_is_refused_in_the_same_words_on_both_paths(tmp_path: Path) -> None:
+    """Found by the damaged-history test above: the engine's feed said "a time or
+    process that does not fit 64 bits", history.pairing "process N does not fit 64 bits"."""
+    rows = copy.deepcopy(list(generate(Shape(seed=0, values=30, partitions=2, faults=2))))
+    path = tmp_path / "history.jsonl"
+    path.write_bytes(journal(rows).replace(b'"process":0', b'"process":9223372036854775808', 1))
+    ours, theirs = check_file(path, make_spec(partitions=2))
+    assert ours == theirs
+    assert ours[0].endswith("process 9223372036854775808 does not fit 64 bits")
+
+
 def test_lines_of_more_records_than_a_batch_holds_check_the_same(tmp_path: Path) -> None:
     """A poll and a drain of more records each than the compiled feed's batch has room
     for at first (queue.BATCH): the batch grows, and the check is the rows' check."""
