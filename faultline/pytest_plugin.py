@@ -75,6 +75,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     config.stash[_CLUSTER_KEY].stop()
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """One line per cluster the session started (none: nothing printed)."""
+    for line in config.stash[_CLUSTER_KEY].started:
+        terminalreporter.write_line(f"faultline: started a cluster: {line}")
+
+
 @dataclass(frozen=True, slots=True)
 class _Settings:
     """What a cluster is started with; tests with equal settings share it."""
@@ -125,6 +131,8 @@ class _SharedCluster:
     def __init__(self) -> None:
         self.settings: _Settings | None = None
         self.cluster: Cluster | None = None
+        #: one line per cluster started, for the session's summary
+        self.started: list[str] = []
 
     def get(self, settings: _Settings) -> Cluster:
         """A running cluster with ``settings``; a one-line failure when it cannot start."""
@@ -138,6 +146,7 @@ class _SharedCluster:
         except FaultlineError as e:
             pytest.fail(f"faultline: no cluster: {e}", pytrace=False)
         self.settings, self.cluster = settings, cluster
+        self.started.append(f"{spec.backend} backend, {spec.kafka.nodes} nodes, Kafka {spec.kafka.version}")
         return cluster
 
     def stop(self) -> None:

@@ -22,7 +22,7 @@ from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.nemeses.scripted import HandPackage, ScriptedPackage
-from faultline.spec import NemesisSpec, TestSpec
+from faultline.spec import NemesisSpec, TestSpec, TopicSpec
 from tests.unit.nemeses.test_package import FakeCluster
 
 
@@ -436,3 +436,27 @@ def test_roles_are_read_from_the_brokers_that_answer_as_their_bootstrap_one(
     [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
     assert crash.value["nodes"] == [1]
     assert sorted(asked) == ["proxy-1", "proxy-2"]
+
+
+def test_a_step_run_in_the_callers_thread_acts_on_its_own_topic_and_says_what_is_in_effect(
+        tmp_path: Path) -> None:
+    cluster = FakeCluster(TestSpec(), tmp_path)
+    nemesis = HandPackage(cluster, Live(), topic=TopicSpec("orders", partitions=1))  # type: ignore[arg-type]
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    with pytest.raises(SpecError, match="the topic has partitions 0 to 0, not 1"):
+        nemesis.run_text("crash leader of orders/1", history)
+    with pytest.raises(SpecError, match="'fl-queue' is not the topic these steps act on \\(orders\\)"):
+        nemesis.run_text("crash leader of fl-queue/0", history)
+    crash = nemesis.run_text("crash leader of orders/0 as old", history)
+    assert [(op.f, op.value["result"]) for op in crash] == [("kill", "killed node 1")]
+    nemesis.run_text("isolate node 2", history)
+    assert nemesis.in_effect() == ["kill: node 1",
+                                   "isolate: node 1 drops 2; node 2 drops 1,3; node 3 drops 2"]
+    nemesis.heal_all(history)
+    assert nemesis.in_effect() == []
+    with pytest.raises(NemesisError, match="not run, every fault was healed for good"):
+        nemesis.run_text("restart old", history)
+    history.close()
+    leaders = next(op for op in read_history(tmp_path / "history.jsonl")).value["leaders"]
+    assert leaders["orders/0"] == 1 and all(k.startswith("orders/") for k in leaders)  # the fake has 3
+    assert cluster.clean()
