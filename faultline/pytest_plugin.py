@@ -94,7 +94,9 @@ class _Settings:
 
     def spec(self) -> TestSpec:
         """The cluster's spec; SpecError naming what is wrong."""
-        return build_spec(None, {"name": "pytest", "backend": self.backend, "kafka": {
+        fits = None if self.nodes is None else {  # a spec topic the cluster can hold
+            "replication_factor": min(3, self.nodes), "min_insync_replicas": min(2, self.nodes)}
+        return build_spec(None, {"name": "pytest", "backend": self.backend, "topic": fits, "kafka": {
             "nodes": self.nodes, "version": self.kafka_version, "home": self.kafka_home,
             "heap_mb": self.heap_mb, "broker_config": dict(self.broker)}})
 
