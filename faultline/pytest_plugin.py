@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from faultline.cluster.backends import cluster_for
+from faultline.cluster.backends import BACKENDS, cluster_for
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError, SpecError
 from faultline.history import HistoryWriter
@@ -51,7 +51,7 @@ _FAULTS_KEY = pytest.StashKey["Faultline"]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("faultline", "faults on a real Kafka cluster (kafka-faultline)")
-    group.addoption("--faultline-backend", choices=("local", "docker"), default="local",
+    group.addoption("--faultline-backend", choices=tuple(BACKENDS), default="local",
                     help="The cluster's backend (default: local).")
     group.addoption("--faultline-nodes", type=int, help="Kafka nodes (default: 3).")
     group.addoption("--faultline-kafka-version", help="The Kafka version (default: faultline's).")
