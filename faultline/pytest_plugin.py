@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from faultline.cluster.backends import BACKENDS, cluster_for
+from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError, SpecError
 from faultline.history import HistoryWriter
@@ -148,7 +149,9 @@ class _SharedCluster:
         except FaultlineError as e:
             pytest.fail(f"faultline: no cluster: {e}", pytrace=False)
         self.settings, self.cluster = settings, cluster
-        self.started.append(f"{spec.backend} backend, {spec.kafka.nodes} nodes, Kafka {spec.kafka.version}")
+        run = f", run {cluster.run_id}" if isinstance(cluster, LocalCluster) else ""  # the docker one's too
+        self.started.append(f"{spec.backend} backend, {spec.kafka.nodes} nodes, "
+                            f"Kafka {spec.kafka.version}{run}")
         return cluster
 
     def stop(self) -> None:
