@@ -48,7 +48,7 @@ from faultline.nemeses.pause import PauseNemesis
 from faultline.nemeses.schedule import ScheduledFault
 from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.wipe import WipeNemesis
-from faultline.spec import TestSpec
+from faultline.spec import TestSpec, TopicSpec
 from faultline.targeted import (
     OFFSETS_TOPIC,
     Action,
@@ -82,12 +82,14 @@ class ScriptedPackage:
 
     def __init__(self, cluster: Cluster, steps: Sequence[Step],
                  states: Callable[[], dict[int, PartitionState]] | None = None,
-                 registered: Callable[[], set[int]] | None = None) -> None:
-        """``states`` reads the test topic's partitions live (default: :meth:`_states`,
+                 registered: Callable[[], set[int]] | None = None, topic: TopicSpec | None = None) -> None:
+        """``topic`` is the one whose partitions roles and waits name (default: the
+        spec's); ``states`` reads its partitions live (default: :meth:`_states`,
         Metadata requests to every broker at once, the stale answers left out),
         ``registered`` the brokers registered and unfenced (default: :meth:`_registered`,
         likewise); each raises NemesisError when nothing answers."""
         self.cluster = cluster
+        self.topic = topic or cluster.spec.topic
         self.steps = tuple(steps)
         self._read_states = states or self._states
         self._read_registered = registered or self._registered
@@ -152,6 +154,20 @@ class ScriptedPackage:
         if self._degraded:
             held.append(ScheduledFault(0.0, "links", "degrade", 0.0, 0))
         return held
+
+    def in_effect(self) -> list[str]:
+        """The faults in effect now, one line each in words for people, e.g. ``kill:
+        node 2`` or ``isolate: node 1 drops 2,3; node 2 drops 1; node 3 drops 1``."""
+        lines = [f"{n.family}: node{'s' if len(n.faulted) > 1 else ''} "
+                 f"{','.join(map(str, sorted(n.faulted)))}" for n in self._node_faults if n.faulted]
+        for kind, grudge in (("isolate", self._grudge), ("hold", self._replication)):
+            if grudge:
+                lines.append(f"{kind}: " + "; ".join(f"node {node} drops {','.join(map(str, drops))}"
+                                                     for node, drops in to_json(grudge).items()))
+        if self._degraded:
+            lines.append(f"degrade: the links of node{'s' if len(self._degraded) > 1 else ''} "
+                         f"{','.join(map(str, sorted(self._degraded)))}")
+        return lines
 
     # -- running ------------------------------------------------------------------
 
@@ -229,7 +245,7 @@ class ScriptedPackage:
         first may be a stale one. NemesisError with every broker's reason when none
         answers in time.
         """
-        topic = self.cluster.spec.topic.name
+        topic = self.topic.name
         answers: queue.Queue[tuple[str, kafka_client.Metadata | Exception]] = queue.Queue()
 
         def ask(node: int, proxy: str) -> None:
@@ -293,7 +309,7 @@ class ScriptedPackage:
         if step.bind is not None:
             self._bindings[step.bind] = targets
         value.update(role=str(step.target), targets=list(targets),
-                     leaders=leaders_json(self.cluster.spec.topic.name, view.partitions))
+                     leaders=leaders_json(self.topic.name, view.partitions))
         nodes = list(targets)
         node_faults: dict[str, tuple[str, NodeFault]] = {
             "crash": ("kill", self.kill), "pause": ("pause", self.pause),
@@ -443,6 +459,33 @@ class ScriptedPackage:
             raise NemesisError(f"could not heal every fault: {'; '.join(errors)}")
 
 
+def describe(step: str, ops: Sequence[Op]) -> str:
+    """One line for a step done: the step, whom its role resolved to (unless it named
+    its node), then each action and its result, e.g. ``crash leader of 0 (leader of 0 =
+    node 2) -> kill 2: killed node 2``."""
+    first = ops[0].value if ops and isinstance(ops[0].value, dict) else {}
+    head = step
+    role, targets = first.get("role"), first.get("targets")
+    if role is not None and targets is not None and not str(role).startswith("node "):
+        head += f" ({role} = node{'s' if len(targets) != 1 else ''} {','.join(map(str, targets))})"
+    parts = []
+    for op in ops:
+        v = op.value if isinstance(op.value, dict) else {}
+        what = f"{op.f} {','.join(map(str, v['nodes']))}" if v.get("nodes") else op.f
+        seen = f" ({v['seen']})" if "seen" in v else ""
+        parts.append(f"{what}: {v.get('result', 'done')}{seen}")
+    return f"{head} -> {'; '.join(parts)}" if parts else head
+
+
+#: ``TOPIC/P`` in a step: a Kafka topic name (letters, digits, ``._-``) and a partition.
+_TOPIC_PARTITION = re.compile(r"(?<![\w./-])([A-Za-z0-9._-]+)/(\d+)\b")
+
+
+def topics_named(text: str) -> list[str]:
+    """The topics a step names as ``TOPIC/P``, in order."""
+    return [m.group(1) for m in _TOPIC_PARTITION.finditer(text)]
+
+
 def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
     """The first of ``answers`` (in the order they came) whose broker no answer leaves out
     of the brokers it lists: a broker cut off from the controller answers from a cache
@@ -473,9 +516,9 @@ class HandPackage(ScriptedPackage):
     stay bound for later steps.
     """
 
-    def __init__(self, cluster: Cluster,
-                 states: Callable[[], dict[int, PartitionState]] | None = None) -> None:
-        super().__init__(cluster, (), states)
+    def __init__(self, cluster: Cluster, states: Callable[[], dict[int, PartitionState]] | None = None,
+                 topic: TopicSpec | None = None) -> None:
+        super().__init__(cluster, (), states, topic=topic)
         #: set once ``run`` serves steps, with ``journal`` the history it journals to
         self.serving = threading.Event()
         self.journal: HistoryWriter | None = None
@@ -484,34 +527,57 @@ class HandPackage(ScriptedPackage):
         self._texts: list[str] = []  # every step accepted so far: later ones may use its names
 
     def _needed(self) -> list[Any]:
-        return [*self._node_faults, self.partition]
+        return [*self._node_faults, self.partition, self.links]
 
     def parse(self, text: str) -> Step:
         """``text`` as a step, checked against the topic's partitions, the nodes and the
-        names bound so far; ``TOPIC/P`` (the test topic's) reads as ``P``. SpecError with
-        what is wrong."""
-        spec = self.cluster.spec
-        text = re.sub(rf"(?<![\w./-]){re.escape(spec.topic.name)}/(\d+)\b", r"\1", text.strip())
+        names bound so far; ``TOPIC/P`` reads as ``P`` (``TOPIC`` must be :attr:`topic`).
+        SpecError with what is wrong."""
+        for other in set(topics_named(text)) - {self.topic.name}:
+            raise SpecError(f"{other!r} is not the topic these steps act on ({self.topic.name}): "
+                            "every step names the same topic")
+        text = _TOPIC_PARTITION.sub(r"\2", text.strip())
         lines = [*self._texts, text]
         try:
-            return parse_schedule(lines, spec.topic.partitions, spec.kafka.nodes)[-1]
+            return parse_schedule(lines, self.topic.partitions, self.cluster.spec.kafka.nodes)[-1]
         except SpecError as e:  # the schedule's own error names its index: only this step can be wrong
             raise SpecError(str(e).removeprefix(f"nemesis.schedule[{len(lines) - 1}] ")) from None
+
+    def _accept(self, text: str) -> Step:
+        """:meth:`parse` ``text`` and remember it for later steps' names (under the lock);
+        NemesisError once the nemesis no longer serves steps."""
+        step = self.parse(text)
+        if self._closed:
+            raise NemesisError("the session is ending: it takes no more steps")
+        self._texts.append(step.text)
+        return step
 
     def submit(self, text: str) -> list[Op]:
         """Run the step ``text`` in ``run``'s thread and wait for it; its completion ops.
         SpecError when it does not parse; NemesisError when it failed (journaled) or
         the nemesis no longer serves steps."""
-        request = _Request(self.parse(text))
         with self._lock:
-            if self._closed:
-                raise NemesisError("the session is ending: it takes no more steps")
-            self._texts.append(request.step.text)
+            request = _Request(self._accept(text))
             self._inbox.put(request)
         request.done.wait()
         if request.error is not None:
             raise NemesisError(request.error)
         return request.ops
+
+    def run_text(self, text: str, history: HistoryWriter) -> list[Op]:
+        """Run the step ``text`` now, in the caller's thread, journaled to ``history``
+        (instead of :meth:`run`, never beside it); its completion ops. SpecError when it
+        does not parse; NemesisError when it failed (journaled) or after ``heal_all``."""
+        if not self._set_up:
+            self.setup()
+        with self._lock:
+            step = self._accept(text)
+            if self._halt.is_set():
+                raise NemesisError(f"{text!r}: not run, every fault was healed for good")
+        try:
+            return self.run_step(step, history)
+        except ScheduleEnded as e:
+            raise NemesisError(str(e)) from None
 
     def run(self, until: float, history: HistoryWriter) -> None:
         """Serve submitted steps, one at a time, until ``heal_all`` or ``until``."""

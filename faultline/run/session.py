@@ -38,8 +38,7 @@ from faultline.cluster.host.stateroot import checked_run_id, read_private
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.cluster.protocol import Cluster
 from faultline.errors import ClusterError, FaultlineError, NemesisError
-from faultline.history import Op
-from faultline.nemeses.scripted import HandPackage
+from faultline.nemeses.scripted import HandPackage, describe
 from faultline.run.runner import RunOutcome, run_test
 from faultline.rundir import write_atomic
 from faultline.spec import TestSpec
@@ -139,24 +138,6 @@ def request(message: dict[str, Any], run_id: str | None, echo: Callable[[str], N
                 return int(reply["exit"])
     raise ClusterError(f"the session of cluster {run_id!r} ended without an answer; "
                        f"its run directory's {LOG_NAME} says why")
-
-
-def describe(step: str, ops: Sequence[Op]) -> str:
-    """One line for a step done: the step, whom its role resolved to (unless it named
-    its node), then each action and its result, e.g. ``crash leader of 0 (leader of 0 =
-    node 2) -> kill 2: killed node 2``."""
-    first = ops[0].value if ops and isinstance(ops[0].value, dict) else {}
-    head = step
-    role, targets = first.get("role"), first.get("targets")
-    if role is not None and targets is not None and not str(role).startswith("node "):
-        head += f" ({role} = node{'s' if len(targets) != 1 else ''} {','.join(map(str, targets))})"
-    parts = []
-    for op in ops:
-        v = op.value if isinstance(op.value, dict) else {}
-        what = f"{op.f} {','.join(map(str, v['nodes']))}" if v.get("nodes") else op.f
-        seen = f" ({v['seen']})" if "seen" in v else ""
-        parts.append(f"{what}: {v.get('result', 'done')}{seen}")
-    return f"{head} -> {'; '.join(parts)}" if parts else head
 
 
 # -- the session's side ----------------------------------------------------------------

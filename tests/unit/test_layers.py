@@ -39,6 +39,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "sweep": frozenset({"errors", "faults", "spec", "yamlfile", "rundir", "checkers", "cluster", "workloads",
                         "hunt", "run"}),
 }
+#: The pytest plugin: a cluster and a hand-driven nemesis for users' own tests.
+ALLOWED["pytest_plugin"] = frozenset({"errors", "spec", "history", "cluster", "nemeses"})
 #: The commands drive every package; none imports them.
 ALLOWED["commands"] = frozenset(ALLOWED)
 

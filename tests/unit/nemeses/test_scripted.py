@@ -22,7 +22,7 @@ from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.nemeses.scripted import HandPackage, ScriptedPackage
-from faultline.spec import NemesisSpec, TestSpec
+from faultline.spec import NemesisSpec, TestSpec, TopicSpec
 from tests.unit.nemeses.test_package import FakeCluster
 
 
@@ -219,7 +219,8 @@ def test_steps_by_hand_run_in_turn_journaled_as_a_schedule_s_and_a_failed_one_en
     skipped = next(op for op in ops if op.f == "pause" and "result" in op.value)
     assert skipped.value["result"] == "skipped" and skipped.error is not None
     assert _done(ops) == [("kill", [1]), ("pause", []), ("start", [1])]
-    assert [c for c in cluster.calls if c[0] != "heal_network"] == [("kill", 1), ("start_node", 1)]
+    teardowns = ("heal_network", "restore_links")  # every family's teardown, regardless
+    assert [c for c in cluster.calls if c[0] not in teardowns] == [("kill", 1), ("start_node", 1)]
     assert cluster.clean()
 
 
@@ -457,4 +458,30 @@ def test_a_degrade_of_several_nodes_fails_and_ends_the_schedule(tmp_path: Path) 
     assert [op.error for op in ops if op.f == "degrade"][-1] == (
         "NemesisError: degrade takes the links of one node, not of [2, 3]")
     assert not any(c[0] == "kill" for c in cluster.calls)
+    assert cluster.clean()
+
+
+def test_a_step_run_in_the_callers_thread_acts_on_its_own_topic_and_says_what_is_in_effect(
+        tmp_path: Path) -> None:
+    cluster = FakeCluster(TestSpec(), tmp_path)
+    nemesis = HandPackage(cluster, Live(), topic=TopicSpec("orders", partitions=1))  # type: ignore[arg-type]
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    with pytest.raises(SpecError, match="the topic has partitions 0 to 0, not 1"):
+        nemesis.run_text("crash leader of orders/1", history)
+    with pytest.raises(SpecError, match="'fl-queue' is not the topic these steps act on \\(orders\\)"):
+        nemesis.run_text("crash leader of fl-queue/0", history)
+    crash = nemesis.run_text("crash leader of orders/0 as old", history)
+    assert [(op.f, op.value["result"]) for op in crash] == [("kill", "killed node 1")]
+    nemesis.run_text("isolate node 2", history)
+    nemesis.run_text("degrade node 3 loss 10%", history)
+    assert nemesis.in_effect() == ["kill: node 1",
+                                   "isolate: node 1 drops 2; node 2 drops 1,3; node 3 drops 2",
+                                   "degrade: the links of node 3"]
+    nemesis.heal_all(history)
+    assert nemesis.in_effect() == []
+    with pytest.raises(NemesisError, match="not run, every fault was healed for good"):
+        nemesis.run_text("restart old", history)
+    history.close()
+    leaders = next(op for op in read_history(tmp_path / "history.jsonl")).value["leaders"]
+    assert leaders["orders/0"] == 1 and all(k.startswith("orders/") for k in leaders)  # the fake has 3
     assert cluster.clean()
