@@ -369,9 +369,9 @@ TXN_ANOMALIES: tuple[str, ...] = ("aborted-read", TORN, "lost-write", G0)
 CLIENT_TRANSACTION_VERSION: Mapping[str, int] = {"librdkafka": 1, "java": 2}
 
 #: Fault families that can hold a client's request and let it land late (a paused broker, a
-#: dropped or delayed link): the shape of KAFKA-17754. A kill or a stop drops what the
-#: broker had not read.
-DELAYING_FAULTS = frozenset({"pause", "partition", "toxics"})
+#: dropped, delayed or degraded link): the shape of KAFKA-17754. A kill or a stop drops what
+#: the broker had not read.
+DELAYING_FAULTS = frozenset({"pause", "partition", "toxics", "links"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,12 +401,17 @@ CONCURRENT_WRITE_CYCLE = (
     "in opposite orders (Jepsen, Redpanda 21.10.1: write cycles in the Kafka protocol)")
 
 
-def transaction_rules(config: TransactionConfig, families: frozenset[str]) -> dict[str, str]:
-    """Every transaction anomaly the guarantees permit, name -> reason, given the fault
-    families the run saw; absent names forbid (:func:`transaction_forbidden` says why). A
-    write cycle (G0) whose edges all agree with real time is always permitted
-    (:data:`CONCURRENT_WRITE_CYCLE`); this rule is for the others."""
+def transaction_rules(config: TransactionConfig, families: frozenset[str],
+                      after_write: frozenset[str] | None = None) -> dict[str, str]:
+    """Every transaction anomaly the guarantees permit, name -> reason; absent names forbid
+    (:func:`transaction_forbidden` says why). ``families``: the fault families that could
+    have held a request of the transaction past its end (for an instance, those whose
+    windows overlap its span, docs/design.md "Transactions"; for the run, every one it saw);
+    ``after_write``: those whose faults had not ended before the transaction wrote (the
+    loss rule), ``families`` where None. A write cycle (G0) whose edges all agree with real
+    time is always permitted (:data:`CONCURRENT_WRITE_CYCLE`); this rule is for the others."""
     out: dict[str, str] = {}
+    lossy = families if after_write is None else after_write
     delaying = sorted(families & DELAYING_FAULTS)
     if config.protocol == 1 and delaying:
         why = (f"transaction protocol version 1 and {', '.join(delaying)}: a produce, commit or abort "
@@ -415,8 +420,8 @@ def transaction_rules(config: TransactionConfig, families: frozenset[str]) -> di
                "with every transaction and fences it)")
         for name in TXN_ANOMALIES:
             out[name] = why
-    destroying = sorted(f for f in families if FAMILIES[f].destroys_data)
-    node_faults = sorted(f for f in families if FAMILIES[f].on_nodes)
+    destroying = sorted(f for f in lossy if FAMILIES[f].destroys_data)
+    node_faults = sorted(f for f in lossy if FAMILIES[f].on_nodes)
     if destroying or (config.unclean_leader_election_enable and node_faults):
         why = (f"{', '.join(destroying)} destroyed data a broker had written" if destroying else
                f"unclean.leader.election.enable=true and {', '.join(node_faults)}: an out-of-sync "
@@ -426,10 +431,11 @@ def transaction_rules(config: TransactionConfig, families: frozenset[str]) -> di
     return out
 
 
-def transaction_forbidden(config: TransactionConfig, families: frozenset[str]) -> dict[str, str]:
+def transaction_forbidden(config: TransactionConfig, families: frozenset[str],
+                          after_write: frozenset[str] | None = None) -> dict[str, str]:
     """Anomaly name -> why the guarantees forbid it, for each transaction anomaly
-    :func:`transaction_rules` does not permit."""
-    allowed = transaction_rules(config, families)
+    :func:`transaction_rules` does not permit (the same arguments)."""
+    allowed = transaction_rules(config, families, after_write)
     version = (f"transaction protocol version {config.protocol}"
                + (" fences a late request of an earlier transaction (KIP-890)" if config.protocol == 2
                   else ", and no fault could hold a request past its transaction's end"))

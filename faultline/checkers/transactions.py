@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
+from faultline.checkers.faults_seen import nodes_of
 from faultline.checkers.guarantees import (
     CONCURRENT_WRITE_CYCLE,
+    DELAYING_FAULTS,
     G0,
     TORN,
     TXN_ANOMALIES,
@@ -27,7 +29,7 @@ from faultline.checkers.guarantees import (
 )
 from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid
 from faultline.errors import HistoryError
-from faultline.faults import family_of_fault
+from faultline.faults import FAMILIES, family_of_fault
 from faultline.history import NEMESIS
 from faultline.spec import TestSpec
 
@@ -53,11 +55,14 @@ class Txn:
     sends: tuple[TxnSend, ...]
     outcome: str | None = None
     ended: int | None = None
+    #: A read_committed reader (consumer or drain) read one of its records.
+    read: bool = False
 
     @property
     def committed(self) -> bool:
-        """Its commit was acknowledged."""
-        return self.outcome == "ok"
+        """Its commit was acknowledged, or it ended ``info`` and a read_committed reader read
+        one of its records (the read proves the commit), unless it :attr:`never_committed`."""
+        return self.outcome == "ok" or (self.outcome == "info" and self.read and not self.abort)
 
     @property
     def never_committed(self) -> bool:
@@ -68,6 +73,20 @@ class Txn:
     def precedes(self, other: Txn) -> bool:
         """Whether it ended before ``other`` began."""
         return self.ended is not None and self.ended < other.invoked
+
+
+@dataclass(frozen=True)
+class FaultWindow:
+    """One fault of the nemesis: its family, when it began, and when the heals that undid
+    it had completed (None: never, as far as the history says)."""
+
+    family: str
+    start: int
+    end: int | None = None
+
+    def overlaps(self, start: int, end: int | None) -> bool:
+        """Whether it was in effect at some time from ``start`` to ``end`` (None: the run's end)."""
+        return (end is None or self.start <= end) and (self.end is None or self.end >= start)
 
 
 @dataclass(frozen=True)
@@ -87,41 +106,55 @@ class TxnRead:
 class TxnHistory:
     """A ``txn`` run's history: its transactions in invoke order, the records consumers
     polled and the drain read, the partitions whose drain is complete, whether readers
-    read committed, and the fault families the nemesis applied."""
+    read committed, the nemesis's faults, and per partition when its drain began and the
+    high watermark its complete drain read to."""
 
     txns: Sequence[Txn] = ()
     polled: Sequence[TxnRead] = ()
     drained: Sequence[TxnRead] = ()
     complete: frozenset[int] = frozenset()
     read_committed: bool = True
-    families: frozenset[str] = frozenset()
+    faults: Sequence[FaultWindow] = ()
+    drain_began: Mapping[int, int] = field(default_factory=dict)
+    high_watermark: Mapping[int, int] = field(default_factory=dict)
+
+    @property
+    def families(self) -> frozenset[str]:
+        """The fault families the nemesis applied."""
+        return frozenset(w.family for w in self.faults)
 
     def writer(self) -> dict[int, Txn]:
         """Value -> the transaction that sent it."""
         return {s.value: t for t in self.txns for s in t.sends}
+
+    def past_drain(self, t: Txn, s: TxnSend) -> bool:
+        """Whether ``s`` of ``t`` may be past what its partition's drain read to: ``t`` ended
+        (or is open) once that drain had begun, or ``s``'s offset is at or above its high
+        watermark (docs/history.md, "drain")."""
+        began = self.drain_began.get(s.partition)
+        hw = self.high_watermark.get(s.partition)
+        return ((began is not None and (t.ended is None or t.ended >= began))
+                or (hw is not None and s.offset is not None and s.offset >= hw))
 
 
 # -- the anomalies --------------------------------------------------------------------
 
 
 def aborted_reads(h: TxnHistory) -> list[tuple[Txn, TxnRead]]:
-    """aborted-read: a read_committed reader (consumer or drain) read a record of a
-    transaction that never committed (:attr:`Txn.never_committed`)."""
-    if not h.read_committed:
-        return []
+    """aborted-read: a reader (consumer or drain) read a record of a transaction that
+    never committed (:attr:`Txn.never_committed`); an anomaly where readers read committed."""
     writer = h.writer()
     return [(writer[r.value], r) for r in (*h.polled, *h.drained)
             if r.value in writer and writer[r.value].never_committed]
 
 
 def torn_transactions(h: TxnHistory) -> list[tuple[Txn, int | None, list[TxnSend]]]:
-    """torn-transaction: a read_committed reader read some of a committed transaction's
-    records and passed others: a consumer read a later offset of their partition (one
-    process reads each partition once, from its start), the drain read their partition
-    completely. One instance per transaction and reader (None: the drain), with the
-    records it passed."""
-    if not h.read_committed:
-        return []
+    """torn-transaction: a reader read some of a committed transaction's records and
+    passed others: a consumer read a later offset of their partition (one process reads
+    each partition once, from its start), the drain read their partition completely up to
+    the records (:meth:`TxnHistory.past_drain` passes nothing). One instance per
+    transaction and reader (None: the drain), with the records it passed; an anomaly where
+    readers read committed."""
     writer = h.writer()
     seen: dict[tuple[int | None, int], set[int]] = defaultdict(set)  # (reader, txn index) -> values
     reach: dict[tuple[int | None, int], int] = {}  # (reader, partition) -> highest offset read
@@ -135,7 +168,7 @@ def torn_transactions(h: TxnHistory) -> list[tuple[Txn, int | None, list[TxnSend
     for (reader, index), values in seen.items():
         t = by_index[index]
         passed = [s for s in t.sends if s.value not in values and (
-            s.partition in h.complete if reader is None else
+            s.partition in h.complete and not h.past_drain(t, s) if reader is None else
             s.offset is not None and reach.get((reader, s.partition), -1) > s.offset)]
         if passed:
             found.append((t, reader, passed))
@@ -144,7 +177,17 @@ def torn_transactions(h: TxnHistory) -> list[tuple[Txn, int | None, list[TxnSend
 
 def lost_writes(h: TxnHistory) -> list[tuple[Txn, TxnSend]]:
     """lost-write: a committed transaction's record the complete drain of its partition did
-    not read."""
+    not read, unless it may be past what the drain read (:func:`after_drain`)."""
+    return [(t, s) for t, s in _undrained(h) if not h.past_drain(t, s)]
+
+
+def after_drain(h: TxnHistory) -> list[tuple[Txn, TxnSend]]:
+    """A committed transaction's records the complete drain of their partition did not
+    read and that may be past what it read (:meth:`TxnHistory.past_drain`): not known lost."""
+    return [(t, s) for t, s in _undrained(h) if h.past_drain(t, s)]
+
+
+def _undrained(h: TxnHistory) -> list[tuple[Txn, TxnSend]]:
     drained = {r.value for r in h.drained}
     return [(t, s) for t in h.txns if t.committed for s in t.sends
             if s.partition in h.complete and s.value not in drained]
@@ -227,14 +270,16 @@ def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str =
     polled: list[TxnRead] = []
     drained: list[TxnRead] = []
     complete: set[int] = set()
-    families: set[str] = set()
+    nemesis = _Nemesis()
+    drain_began: dict[int, int] = {}
+    high_watermark: dict[int, int] = {}
     for row in rows:
         f, typ, process, index, t = row["f"], row["type"], row["process"], row["index"], row["time"]
         value: Any = row.get("value")
         if process == NEMESIS:
-            family = family_of_fault(f)
-            if family is not None:
-                families.add(family.name)
+            nemesis.add(f, t, value if isinstance(value, dict) else {})
+        elif f == "drain" and typ == "invoke" and isinstance(value, dict) and "partition" in value:
+            drain_began.setdefault(value["partition"], t)
         elif f == "txn":
             abort, sends = _txn_value(value, source, index)
             if typ == "invoke":
@@ -248,10 +293,62 @@ def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str =
             drained += [TxnRead(index, t, None, value["partition"], o, v) for o, v in value["records"]]
             if value.get("last"):
                 complete.add(value["partition"])
+                high_watermark[value["partition"]] = value["high_watermark"]
     txns += open_txns.values()
     txns.sort(key=lambda x: x.index)
-    return TxnHistory(txns, polled, drained, frozenset(complete),
-                      spec.consumer.isolation_level == "read_committed", frozenset(families))
+    read_committed = spec.consumer.isolation_level == "read_committed"
+    if read_committed:
+        read = {r.value for r in (*polled, *drained)}
+        txns = [replace(x, read=True) if any(s.value in read for s in x.sends) else x
+                for x in txns]
+    return TxnHistory(txns, polled, drained, frozenset(complete), read_committed,
+                      nemesis.windows(), drain_began, high_watermark)
+
+
+class _Nemesis:
+    """The fault windows of a history's nemesis ops. Both ends of an action are ``info``
+    ops with one ``f`` (docs/history.md, "nemesis"). A fault's window begins at its first
+    op (its completion adds the nodes it names; a skipped one is dropped) and ends at the
+    completion of the heal, of its family's heal action, that undid the last of its nodes,
+    or of one naming no node (a fault naming none: only by the latter); never where none did."""
+
+    def __init__(self) -> None:
+        self._begun: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._open: list[tuple[str, int, set[str]]] = []  # (family, start, nodes still faulted)
+        self._closed: list[FaultWindow] = []
+
+    def add(self, f: str, time: int, value: dict[str, Any]) -> None:
+        begun = self._begun.pop(f, None)
+        family = family_of_fault(f)
+        if begun is None:
+            self._begun[f] = (time, value)
+            if family is not None:
+                self._open.append((family.name, time, {str(n) for n in nodes_of(value)}))
+            return
+        merged = {**begun[1], **value}
+        if family is not None:  # the completion of a fault
+            start = begun[0]
+            i = max(i for i, w in enumerate(self._open) if w[0] == family.name and w[1] == start)
+            if merged.get("result") == "skipped":
+                del self._open[i]
+            else:
+                self._open[i][2].update(str(n) for n in nodes_of(merged))
+            return
+        healed = {str(n) for n in nodes_of(merged)}
+        still = []
+        for name, start, nodes in self._open:
+            if FAMILIES[name].heal == f and start <= begun[0]:
+                left = nodes - healed  # a fault naming no node: only a heal naming none undoes it
+                if not healed or (nodes and not left):
+                    self._closed.append(FaultWindow(name, start, time))
+                    continue
+                nodes = left
+            still.append((name, start, nodes))
+        self._open = still
+
+    def windows(self) -> list[FaultWindow]:
+        return sorted([*self._closed, *(FaultWindow(n, s) for n, s, _ in self._open)],
+                      key=lambda w: w.start)
 
 
 def _txn_value(value: Any, source: str, index: int) -> tuple[bool, tuple[TxnSend, ...]]:
@@ -276,37 +373,42 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     """The verdict on ``h``, a run of ``spec`` whose transactions ran as ``config`` says
     (:meth:`~faultline.checkers.guarantees.TransactionConfig.from_spec`): every anomaly
     instance found, each permitted or not by
-    :func:`~faultline.checkers.guarantees.transaction_rules` (a G0 cycle always is where
-    none of its edges orders a transaction before one that ended before it began);
-    ``valid`` false with a forbidden one, else unknown where a
-    partition's drain is incomplete or the history was cut, else true."""
+    :func:`~faultline.checkers.guarantees.transaction_rules` for the faults whose windows
+    bear on it (:func:`_excuse`; a G0 cycle always is where none of its edges orders a
+    transaction before one that ended before it began); aborted reads and torn
+    transactions are anomalies only where readers read committed. ``valid`` false with a
+    forbidden one, else unknown where something was not judged (:func:`_undecided`),
+    else true."""
     rules = transaction_rules(config, h.families)
     forbidden = transaction_forbidden(config, h.families)
+    spans = _producer_spans(h)
     topic = spec.topic.name
     found: dict[str, list[dict[str, Any]]] = {name: [] for name in TXN_ANOMALIES}
-    for t, r in aborted_reads(h):
+    for t, r in aborted_reads(h) if h.read_committed else ():
         found["aborted-read"].append({"topic": topic, "partition": r.partition, "offset": r.offset,
                                       "value": r.value, "time": r.time, "process": r.reader,
-                                      "txn_index": t.index, "txn_outcome": t.outcome})
-    for t, reader, passed in torn_transactions(h):
+                                      "txn_index": t.index, "txn_outcome": t.outcome,
+                                      **_excuse(config, h, "aborted-read", t.invoked, spans[t.index][1])})
+    for t, reader, passed in torn_transactions(h) if h.read_committed else ():
         found[TORN].append({"topic": topic, "txn_index": t.index, "process": reader,
                             "values": [s.value for s in passed],
-                            "partitions": sorted({s.partition for s in passed})})
+                            "partitions": sorted({s.partition for s in passed}),
+                            **_excuse(config, h, TORN, spans[t.index][0], t.ended, t.invoked)})
     for t, s in lost_writes(h):
         found["lost-write"].append({"topic": topic, "partition": s.partition, "offset": s.offset,
-                                    "value": s.value, "time": t.ended, "txn_index": t.index})
+                                    "value": s.value, "time": t.ended, "txn_index": t.index,
+                                    **_excuse(config, h, "lost-write", spans[t.index][0], t.ended,
+                                              t.invoked)})
     for cycle in write_cycles(h):
-        concurrent = not any(b.precedes(a) for a, b, _ in cycle)
+        # an edge against real time puts the later one's record first: the earlier one's landed late
+        late = [_excuse(config, h, G0, b.invoked, spans[b.index][1]) for a, b, _ in cycle if b.precedes(a)]
+        excuse = ({"reason": CONCURRENT_WRITE_CYCLE, "permitted": True} if not late else
+                  next((e for e in late if not e["permitted"]), late[0]))
         found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
-                          "edges": [[a.index, b.index, p] for a, b, p in cycle],
-                          **({"reason": CONCURRENT_WRITE_CYCLE, "permitted": True} if concurrent else {})})
+                          "edges": [[a.index, b.index, p] for a, b, p in cycle], **excuse})
     anomalies: dict[str, list[dict[str, Any]]] = {}
     violations = []
     for name, instances in found.items():
-        for example in instances:
-            if "permitted" not in example:
-                example["permitted"] = name in rules
-                example["reason"] = rules.get(name, forbidden.get(name, ""))
         if any(not e["permitted"] for e in instances):
             violations.append(name)
         if instances:
@@ -337,14 +439,67 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     )
 
 
+def _producer_spans(h: TxnHistory) -> dict[int, tuple[int, int | None]]:
+    """Transaction index -> (the invoke of its producer's previous transaction, the end of
+    its producer's next one; None: not known to have ended). A process runs one producer's
+    transactions one after another; the first of a process that replaced a retired one
+    (its last transaction ``info``) may follow any retired one that had ended before it
+    began, so its span reaches back to the earliest such, else to its own invoke."""
+    by_process: dict[int, list[Txn]] = defaultdict(list)
+    for t in h.txns:
+        by_process[t.process].append(t)
+    retired = [run[-1] for run in by_process.values() if run[-1].outcome == "info"]
+    out: dict[int, tuple[int, int | None]] = {}
+    for run in by_process.values():
+        for i, t in enumerate(run):
+            since = run[i - 1].invoked if i else min(
+                (r.invoked for r in retired if r.ended is not None and r.ended <= t.invoked),
+                default=t.invoked)
+            out[t.index] = (since, run[i + 1].ended if i + 1 < len(run) else None)
+    return out
+
+
+def _excuse(config: TransactionConfig, h: TxnHistory, name: str, since: int, until: int | None,
+            written: int | None = None) -> dict[str, Any]:
+    """Whether the guarantees permit anomaly ``name`` of one transaction, and why:
+    :func:`~faultline.checkers.guarantees.transaction_rules` given the delaying faults whose
+    windows overlap ``since`` to ``until`` (None: the run's end), where a request held in
+    them could have landed late, and, for a loss (``written``: the transaction's invoke),
+    the faults whose windows had not ended by ``written``."""
+    delaying = frozenset(w.family for w in h.faults
+                         if w.family in DELAYING_FAULTS and w.overlaps(since, until))
+    after = frozenset(w.family for w in h.faults
+                      if written is not None and (w.end is None or w.end > written))
+    allowed = transaction_rules(config, delaying, after)
+    if name in allowed:
+        return {"permitted": True, "reason": allowed[name]}
+    return {"permitted": False, "reason": transaction_forbidden(config, delaying, after)[name]}
+
+
 def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool) -> list[dict[str, Any]]:
-    """Why the verdict may not be true although nothing forbidden was seen."""
+    """Why the verdict may not be true although nothing forbidden was seen: an incomplete
+    drain, committed records the drain may have ended below (``after-drain``), aborted
+    reads and tears that read_uncommitted readers showed, which that isolation permits
+    and so cannot judge (``isolation-unchecked``), a cut history."""
     out = []
     short = sorted(set(range(spec.topic.partitions)) - h.complete)
     if short:
         out.append({"kind": "short-drain", "count": len(short), "affects_verdict": True,
                     "why": f"the drain of partition(s) {', '.join(map(str, short))} is not complete: "
                            "a committed record missing there, or a transaction torn, is not known"})
+    past = after_drain(h)
+    if past:
+        out.append({"kind": "after-drain", "count": len(past), "affects_verdict": True,
+                    "why": f"{len(past)} committed record(s) the complete drain did not read were "
+                           "committed once their partition's drain had begun, or at or above the "
+                           "high watermark it read to: whether they are lost is not known"})
+    if not h.read_committed:
+        unjudged = len(aborted_reads(h)) + len(torn_transactions(h))
+        if unjudged:
+            out.append({"kind": "isolation-unchecked", "count": unjudged, "affects_verdict": True,
+                        "why": f"readers read uncommitted ({unjudged} read(s) of an aborted "
+                               "transaction's record or tear(s) of a committed one): the isolation "
+                               "of transactions was not checked"})
     if truncated:
         out.append({"kind": "truncated-history", "affects_verdict": True,
                     "why": "the history's last line was cut: the run's end is not known"})
