@@ -3,9 +3,11 @@
 The group workload's ops (docs/history.md: ``poll``, ``commit``, ``assign``, ``revoke``,
 ``lost``) and the drain, read from a history into a :class:`Group` (:func:`group`). One
 function per anomaly says what is an instance of it, per partition of the run's one
-group; whether the run's config and faults permit it is
+group; whether the run's config and the faults in the instance's window
+(:class:`FaultWindows`) permit it is
 :func:`faultline.checkers.guarantees.group_permitted`'s question (and
-:data:`~faultline.checkers.guarantees.OVERLAP_AFTER_LOST`'s, per instance).
+:data:`~faultline.checkers.guarantees.OVERLAP_AFTER_LOST`'s and
+:func:`~faultline.checkers.guarantees.offsets_destroyed`'s, per instance).
 :func:`judge` makes the ``group`` checker's Result (results.json's ``group``).
 """
 
@@ -16,9 +18,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from faultline.checkers.guarantees import OVERLAP_AFTER_LOST, GuaranteeConfig, group_permitted
-from faultline.checkers.partition_faults import PartitionFaults
-from faultline.checkers.result import Result
+from faultline.checkers.faults_seen import NemesisAction, Timeline, Windows, nemesis_actions
+from faultline.checkers.guarantees import (
+    OVERLAP_AFTER_LOST,
+    GuaranteeConfig,
+    group_permitted,
+    offsets_destroyed,
+)
+from faultline.checkers.result import UNKNOWN, Result, Valid
+from faultline.faults import family_of_fault
+from faultline.history import NEMESIS, Op
 
 #: A record's value as the history holds it.
 Value = int | str | None
@@ -26,7 +35,8 @@ Value = int | str | None
 #: The anomalies, in the order results.json's ``group`` lists them.
 GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owners",
                    "lost-to-group", "unassigned-member")
-#: How long after the last fault a member must have had to get an assignment, in ns:
+#: How long after the last fault, retirement or new member a member must have had to get
+#: an assignment, in ns:
 #: past a classic session timeout (6 s, :func:`faultline.workloads.group.group_config`) and
 #: the rebalance that follows; KIP-848 assigns as soon as a member heartbeats.
 QUIET_NS = 10 * 10**9
@@ -67,21 +77,25 @@ class Ownership:
 class Group:
     """One run's group: its commits and ownerships; what members received (per partition,
     the (offset, value) pairs any polled); each member's progress (per (process,
-    partition), (poll end time, highest offset polled by then), as the highest grew); the
-    complete drains (partition -> offset -> value); each process's first and last op
-    time, and when its last poll ended; the retired processes; and when the last nemesis
-    op ended (0: none)."""
+    partition), (poll end time, highest offset polled by then), as the highest grew); when
+    each process first invoked a poll that returned a record (per (process, partition,
+    offset)); the complete drains (partition -> offset -> value); each process's first
+    and last op time, and when its last poll ended; the retired processes (-> when their
+    first ``info`` op ended); the nemesis actions; and when the last nemesis op ended (0:
+    none)."""
 
     partitions: int
     commits: list[Commit] = field(default_factory=list)
     owned: list[Ownership] = field(default_factory=list)
     received: dict[int, set[tuple[int, Value]]] = field(default_factory=dict)
     progress: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
+    got: dict[tuple[int, int, int], int] = field(default_factory=dict)
     drained: dict[int, dict[int, Value]] = field(default_factory=dict)
     first_op: dict[int, int] = field(default_factory=dict)
     last_op: dict[int, int] = field(default_factory=dict)
     last_poll: dict[int, int] = field(default_factory=dict)
-    retired: set[int] = field(default_factory=set)
+    retired: dict[int, int] = field(default_factory=dict)
+    actions: list[NemesisAction] = field(default_factory=list)
     quiet_since: int = 0
 
     def polled_up_to(self, process: int, partition: int, time: int) -> int:
@@ -95,24 +109,30 @@ def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Gro
     """The :class:`Group` of a history's rows (pairing already checked by the reader)."""
     g = Group(partitions)
     open_commits: dict[int, tuple[int, int]] = {}
+    open_polls: dict[int, int] = {}
+    nemesis: list[Op] = []
     holding: dict[tuple[int, int], tuple[int, str]] = {}
     drained: dict[int, dict[int, Value]] = {}
     for d in rows:
         p, f, typ, t = d["process"], d["f"], d["type"], d["time"]
         v: Any = d.get("value")
-        if p == "nemesis":
+        if p == NEMESIS:
             g.quiet_since = t
+            nemesis.append(Op.from_dict(dict(d)))
             continue
         g.first_op.setdefault(p, t)
         g.last_op[p] = t
         if typ == "info":
-            g.retired.add(p)
-        if f == "poll" and typ != "invoke":
+            g.retired.setdefault(p, t)
+        if f == "poll" and typ == "invoke":
+            open_polls[p] = t
+        elif f == "poll":
             g.last_poll[p] = t
         if f == "poll" and typ == "ok":
             for tp, part, off, value in v["records"]:
                 if tp == topic:
                     g.received.setdefault(part, set()).add((off, value))
+                    g.got.setdefault((p, part, off), open_polls.get(p, t))
                     steps = g.progress.setdefault((p, part), [])
                     if not steps or off > steps[-1][1]:
                         steps.append((t, off))
@@ -138,6 +158,7 @@ def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Gro
                 g.drained[v["partition"]] = records
     g.owned += [Ownership(p, part, began, g.last_op[p], "end", member)
                 for (p, part), (began, member) in holding.items()]
+    g.actions = nemesis_actions(nemesis)
     return g
 
 
@@ -149,23 +170,42 @@ class Backwards(NamedTuple):
     earlier: Commit
 
 
-def commits_backwards(g: Group) -> list[Backwards]:
-    """commit-backwards: an ok commit of a partition invoked after an ok commit of a higher
-    offset of it had ended: the group's committed position went back."""
-    ok = [c for c in g.commits if c.outcome == "ok"]
-    by_end = sorted(ok, key=lambda c: c.ended)
-    highest: dict[int, Commit] = {}
-    found, i = [], 0
+def requested_after(g: Group, c: Commit, asynchronous: bool) -> int | None:
+    """The earliest time ``c``'s request may have been sent: its invoke for a sync commit;
+    for an async or auto one, whose journaled invoke is only an upper bound
+    (docs/history.md), the invoke of the first poll in which its process got the record
+    just below the offset (the client stores it before that poll ends); None: no such poll."""
+    if not asynchronous:
+        return c.invoked
+    return g.got.get((c.process, c.partition, c.offset - 1))
+
+
+def commits_backwards(g: Group, asynchronous: bool = False) -> tuple[list[Backwards], list[Backwards]]:
+    """commit-backwards: an ok commit of a partition requested after an ok commit of a
+    higher offset of it had ended (:func:`requested_after`): the group's committed
+    position went back. Also the async or auto commits that would be one by their
+    invoke time but whose request has no lower bound: undecided."""
+    ok = sorted((c for c in g.commits if c.outcome == "ok"), key=lambda c: c.ended)
+    ends: dict[int, list[int]] = {}
+    top: dict[int, list[Commit]] = {}  # per partition, the highest offset ended by each end
+    for c in ok:
+        tops = top.setdefault(c.partition, [])
+        ends.setdefault(c.partition, []).append(c.ended)
+        tops.append(c if not tops or c.offset > tops[-1].offset else tops[-1])
+
+    def highest(c: Commit, before: int) -> Commit | None:
+        i = bisect.bisect_left(ends.get(c.partition, []), before)
+        found = top[c.partition][i - 1] if i else None
+        return found if found is not None and found.offset > c.offset else None
+
+    found: list[Backwards] = []
+    undecided: list[Backwards] = []
     for c in sorted(ok, key=lambda c: c.invoked):
-        while i < len(by_end) and by_end[i].ended < c.invoked:
-            e = by_end[i]
-            if e.partition not in highest or e.offset > highest[e.partition].offset:
-                highest[e.partition] = e
-            i += 1
-        top = highest.get(c.partition)
-        if top is not None and top.offset > c.offset:
-            found.append(Backwards(c, top))
-    return found
+        since = requested_after(g, c, asynchronous)
+        earlier = highest(c, c.invoked if since is None else since)
+        if earlier is not None:
+            (found if since is not None else undecided).append(Backwards(c, earlier))
+    return found, undecided
 
 
 class Beyond(NamedTuple):
@@ -241,9 +281,13 @@ class Unassigned(NamedTuple):
 def settled_at(g: Group) -> int | None:
     """When the group is judged settled: the first last poll of a member that was not
     retired (before any closes), if it ended :data:`QUIET_NS` or more after the last fault
-    ended; else None."""
+    ended, the last member retired and the last member began (each of which rebalances
+    the group); else None."""
     ends = [t for p, t in g.last_poll.items() if p not in g.retired]
-    if not ends or min(ends) - g.quiet_since < QUIET_NS:
+    members = list(g.last_poll)
+    quiet = max([g.quiet_since, *(g.first_op[p] for p in members),
+                 *(g.retired[p] for p in members if p in g.retired)])
+    if not ends or min(ends) - quiet < QUIET_NS:
         return None
     return min(ends)
 
@@ -269,58 +313,123 @@ def unassigned_members(g: Group) -> list[Unassigned]:
 # -- the verdict ----------------------------------------------------------------------------
 
 
-def judge(g: Group, config: GuaranteeConfig, faults: Mapping[int, PartitionFaults]) -> Result:
+class FaultWindows:
+    """The run's faults as the group's anomalies are judged by them: per partition, those
+    that bore on a span of time (:class:`~faultline.checkers.faults_seen.Windows`, in the
+    permissive and the strict reading), and the data-destroying ones on any node."""
+
+    def __init__(self, actions: list[NemesisAction], topic: str, timeline: Timeline | None) -> None:
+        self._actions, self._topic, self._timeline = actions, topic, timeline or {}
+        self._windows: dict[tuple[int, int | None, bool], Windows] = {}
+
+    def permitted(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
+                  until: int | None) -> tuple[str | None, bool]:
+        """Why the faults that bore on ``partition`` from ``since`` and began before
+        ``until`` (None: up to the drain) permit ``anomaly`` (None: they do not), and whether
+        only the permissive reading does (assumed)."""
+        why, strict = (group_permitted(config, self._window(partition, until, s).at(since)).get(anomaly)
+                       for s in (False, True))
+        return why, why is not None and strict is None
+
+    def destroyed(self, since: int, until: int) -> list[str]:
+        """The data-destroying fault families of actions on any node that may have acted
+        after ``since`` and began before ``until``."""
+        return sorted({f.name for a in self._actions if (f := family_of_fault(a.f)) is not None
+                       and f.destroys_data and not a.skipped and a.start < until
+                       and (a.end is None or a.end > since)})
+
+    def _window(self, partition: int, until: int | None, strict: bool) -> Windows:
+        key = (partition, until, strict)
+        if key not in self._windows:
+            tp = (self._topic, partition)
+            kept = [a for a in self._actions if until is None or a.start < until]
+            self._windows[key] = Windows(kept, tp, self._timeline.get(tp), strict)
+        return self._windows[key]
+
+
+#: Why an instance is unknown, by the ``unknown`` entry's kind.
+UNDECIDED = {
+    "owner-end-unknown": "overlapping-owners whose first owner's process was retired: its closing "
+                         "callbacks (a revoke, a lost) are not journaled, so when its ownership "
+                         "ended is not known",
+    "commit-request-unknown": "commit-backwards by an async or auto commit whose process polled no "
+                              "record just below its offset: when its request was sent is not known "
+                              "(its journaled invoke is only an upper bound)",
+    "group-permitted-on-assumption": "group anomalies permitted only by faults assumed, not witnessed "
+                                     "(the permissive reading of the faults in their window)",
+}
+
+
+def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous: bool = False) -> Result:
     """The ``group`` checker's Result: ``valid`` false where an instance the guarantees do
-    not permit was seen, else true; results.json's ``group`` (counts, examples, which
+    not permit was seen, else unknown where an instance could not be decided
+    (:data:`UNDECIDED`), else true; results.json's ``group`` (counts, examples, which
     anomalies were permitted and why, which were violations, and whether the group settled
-    for :func:`unassigned_members` to be judged)."""
-    permits = {p: group_permitted(config, f) for p, f in faults.items()}
+    for :func:`unassigned_members` to be judged). ``asynchronous``: the members commit
+    ``async`` or ``auto`` (:func:`requested_after`)."""
     counts = dict.fromkeys(GROUP_ANOMALIES, 0)
     examples: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}
     permitted: dict[str, str] = {}
     violations: set[str] = set()
+    undecided: dict[str, int] = {}
 
-    def add(anomaly: str, partition: int | None, example: dict[str, Any], why: str | None = None) -> None:
-        why = why or (permits.get(partition, {}).get(anomaly) if partition is not None else None)
+    def add(anomaly: str, example: dict[str, Any], why: str | None = None,
+            unknown: str | None = None) -> None:
         counts[anomaly] += 1
-        if why is None:
+        if unknown is not None:
+            undecided[unknown] = undecided.get(unknown, 0) + 1
+        elif why is None:
             violations.add(anomaly)
         else:
             permitted.setdefault(anomaly, why)
         if len(examples[anomaly]) < MAX_GROUP_EXAMPLES:
-            examples[anomaly].append({**example, "permitted": why})
+            examples[anomaly].append({**example, "permitted": why, "unknown": unknown})
 
-    for b in commits_backwards(g):
-        add("commit-backwards", b.commit.partition, {
+    found, unbounded = commits_backwards(g, asynchronous)
+    for b, kind in [*((b, None) for b in found), *((b, "commit-request-unknown") for b in unbounded)]:
+        since, until = b.earlier.invoked, b.commit.invoked
+        why, assumed = windows.permitted(config, "commit-backwards", b.commit.partition, since, until)
+        destroyed = windows.destroyed(since, until)
+        if why is None and destroyed:
+            why, assumed = offsets_destroyed(destroyed), False
+        add("commit-backwards", {
             "partition": b.commit.partition, "process": b.commit.process, "offset": b.commit.offset,
             "time": b.commit.invoked, "earlier_offset": b.earlier.offset,
-            "earlier_process": b.earlier.process, "earlier_ended": b.earlier.ended})
+            "earlier_process": b.earlier.process, "earlier_ended": b.earlier.ended},
+            why, kind or ("group-permitted-on-assumption" if assumed else None))
     for x in commits_beyond_polled(g):
-        add("commit-beyond-polled", None, {
+        add("commit-beyond-polled", {
             "partition": x.commit.partition, "process": x.commit.process, "offset": x.commit.offset,
             "time": x.commit.invoked, "outcome": x.commit.outcome, "polled": x.polled})
     for o in overlapping_owners(g):
-        add("overlapping-owners", None, {
+        retired = o.first.how == "end" and o.first.process in g.retired
+        add("overlapping-owners", {
             "partition": o.first.partition, "first": _span(o.first), "second": _span(o.second)},
-            OVERLAP_AFTER_LOST if o.first.how == "lost" else None)
+            OVERLAP_AFTER_LOST if o.first.how == "lost" else None,
+            "owner-end-unknown" if retired else None)
     for u in lost_to_group(g):
-        add("lost-to-group", u.partition, {
+        why, assumed = windows.permitted(config, "lost-to-group", u.partition, 0, None)
+        add("lost-to-group", {
             "partition": u.partition, "offset": u.offset, "value": u.value,
             "committed": u.committed.offset, "committed_by": u.committed.process,
-            "time": u.committed.ended})
+            "time": u.committed.ended}, why, "group-permitted-on-assumption" if assumed else None)
     for m in unassigned_members(g):
-        add("unassigned-member", None, {"process": m.process, "time": m.time, "unowned": m.unowned})
+        add("unassigned-member", {"process": m.process, "time": m.time, "unowned": m.unowned})
     settled = settled_at(g) is not None
+    valid: Valid = False if violations else UNKNOWN if undecided else True
     extra = {"group": {
-        "valid": not violations, "anomaly_counts": counts,
+        "valid": valid, "anomaly_counts": counts,
         "anomalies": {a: e for a, e in examples.items() if e},
         "permitted": sorted(permitted), "permitted_reasons": permitted,
         "violations": sorted(violations), "settled": settled}}
-    unknown = [] if settled else [{
-        "kind": "group-not-settled", "affects_verdict": False,
-        "why": f"no member lived {QUIET_NS // 10**9} s past the last fault, so members without an "
-               "assignment (unassigned-member) were not judged"}]
-    return Result(valid=not violations, unknown=unknown, extra=extra)
+    unknown = [{"kind": kind, "count": n, "affects_verdict": True, "why": UNDECIDED[kind]}
+               for kind, n in undecided.items()]
+    if not settled:
+        unknown.append({
+            "kind": "group-not-settled", "affects_verdict": False,
+            "why": f"no member lived {QUIET_NS // 10**9} s past the last fault, retirement or new "
+                   "member, so members without an assignment (unassigned-member) were not judged"})
+    return Result(valid=valid, unknown=unknown, extra=extra)
 
 
 def _span(o: Ownership) -> dict[str, Any]:

@@ -12,12 +12,12 @@ this permitted here" question of the checkers is asked here: the anomalies
 (:func:`rules`), committed data lost (:func:`committed_loss_reason`, which the white box's
 invariants ask too), a leader elected from outside the ISR and the ELR
 (:func:`unclean_election_permitted`) and a consumer group's anomalies
-(:func:`group_permitted`, :data:`OVERLAP_AFTER_LOST`).
+(:func:`group_permitted`, :data:`OVERLAP_AFTER_LOST`, :func:`offsets_destroyed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -477,3 +477,13 @@ def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[st
         "lost-to-group": f"{loss}; a truncation below the committed offset lets new records take "
                          "offsets members had already read",
     }
+
+
+def offsets_destroyed(families: Sequence[str]) -> str:
+    """Why ``commit-backwards`` is permitted where faults of ``families`` destroyed data on a
+    node between the higher commit and the lower one: ``__consumer_offsets`` keeps the
+    broker default ``min.insync.replicas=1``, so the coordinator may lose an acknowledged
+    commit whatever the test topic forbids (docs/design.md, "Consumer groups")."""
+    return (f"{', '.join(families)} destroyed data on a node after the higher commit: "
+            "__consumer_offsets has the broker default min.insync.replicas=1, so the "
+            "coordinator may have lost that acknowledged commit and the group's position with it")

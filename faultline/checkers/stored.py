@@ -139,16 +139,17 @@ def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
 
 def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     """The consumer-group checker (:mod:`faultline.checkers.groups`) over the run's history,
-    read again from its file, judged by the config and per-partition faults an earlier
-    checker judged the history by; ``unknown`` without them."""
+    read again from its file, judged by the config an earlier checker judged the history by
+    and by the faults in each instance's window (the history's nemesis actions, with the
+    metadata log's timeline when there is one); ``unknown`` without that config."""
     facts = next((c.facts for c in earlier if c.facts is not None), None)
     if facts is None:
         return Checked(unknown_result("checker-error", "the group checker needs the queue "
                                                        "checker's facts, and it gave none"))
     topic = run.spec.topic
     g = groups.group(HistoryFile(run.source, ReadResult()), topic.name, topic.partitions)
-    faults = {p: f.faults for (t, p), f in facts.partitions.items() if t == topic.name}
-    return Checked(groups.judge(g, facts.config, faults))
+    windows = groups.FaultWindows(g.actions, topic.name, partition_timeline(run.files().metadata, topic.name))
+    return Checked(groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync"))
 
 
 #: checker name -> the checker.

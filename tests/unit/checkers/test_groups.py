@@ -11,7 +11,6 @@ from typing import Any
 
 from faultline.checkers import groups
 from faultline.checkers.guarantees import GuaranteeConfig
-from faultline.checkers.partition_faults import PartitionFaults
 from faultline.checkers.stored import check_stored
 from faultline.commands.check import summary
 from faultline.spec import ConsumerSpec, TestSpec, TopicSpec, WorkloadSpec
@@ -62,6 +61,13 @@ class G:
     def fault(self, f: str) -> None:
         self.op("nemesis", "info", f, {"nodes": [1]})
 
+    def kill(self, f: str = "kill", at: float | None = None) -> None:
+        """A node fault on node 1, partition 0's leader, begun and completed (at ``at`` s)."""
+        if at is not None:
+            self.at(at)
+        self.op("nemesis", "info", f, {"nodes": [1], "leaders": {f"{TOPIC}/0": 1}})
+        self.op("nemesis", "info", f, {"nodes": [1], "leaders": {f"{TOPIC}/0": 1}})
+
     def drain(self, partition: int, records: list[tuple[int, int]]) -> None:
         v = {"topic": TOPIC, "partition": partition}
         self.op(99, "invoke", "drain", v)
@@ -72,13 +78,13 @@ class G:
         return groups.group(self.ops, TOPIC, partitions)
 
 
-def judged(h: G, partitions: int = 1, faults: PartitionFaults | None = None,
-           acks: str = "all") -> dict[str, Any]:
-    faults = faults or PartitionFaults()
+def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False) -> dict[str, Any]:
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
-    result = groups.judge(h.group(partitions), config, dict.fromkeys(range(partitions), faults))
+    g = h.group(partitions)
+    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None), asynchronous)
     out: dict[str, Any] = result.extra["group"]
-    assert out["valid"] is result.valid
+    assert out["valid"] == result.valid
+    out["unknown"] = [u["kind"] for u in result.unknown if u["affects_verdict"]]
     return out
 
 
@@ -91,14 +97,20 @@ def five(h: G, process: int = 1, skip: int | None = None) -> None:
 # -- commit-backwards ------------------------------------------------------------------------
 
 
-def backwards(second: int) -> G:
+def backwards(second: int, fault_at: float | None = None, fault: str = "kill") -> G:
+    """Process 1 commits 5, then process 2 commits ``second``; a ``fault`` of partition 0's
+    leader between the two (``fault_at`` 0) or after both, at ``fault_at`` s."""
     h = G()
     five(h)
     h.commit(1, [(0, 5)])
+    if fault_at == 0:
+        h.kill(fault)
     h.rebalance(1, "revoke", [0])
     h.rebalance(2, "assign", [0])
     h.poll(2, [(0, off, 100 + off) for off in range(second)])
     h.commit(2, [(0, second)])
+    if fault_at:
+        h.kill(fault, at=fault_at)
     return h
 
 
@@ -113,9 +125,8 @@ def test_a_commit_below_an_earlier_ended_commit_goes_backwards() -> None:
 def test_a_truncation_permits_a_commit_backwards_with_acks_1() -> None:
     """acks=1 with the leader faulted: acknowledged writes may go, and with them the
     committed position (KAFKA-19902)."""
-    faults = PartitionFaults(frozenset({"kill"}), leader_fault=True, faulted=1, fenced=1)
-    assert judged(backwards(3), faults=faults, acks="1")["permitted"] == ["commit-backwards"]
-    assert judged(backwards(3), faults=faults, acks="all")["violations"] == ["commit-backwards"]
+    assert judged(backwards(3, fault_at=0), acks="1")["permitted"] == ["commit-backwards"]
+    assert judged(backwards(3, fault_at=0), acks="all")["violations"] == ["commit-backwards"]
 
 
 def test_a_commit_while_a_higher_one_was_in_flight_is_not_backwards() -> None:
@@ -126,7 +137,52 @@ def test_a_commit_while_a_higher_one_was_in_flight_is_not_backwards() -> None:
     h.op(2, "invoke", "commit", {"offsets": [[TOPIC, 0, 0, 0]]})
     h.op(1, "ok", "commit", {"offsets": [[TOPIC, 0, 5, 0]]})
     h.op(2, "ok", "commit", {"offsets": [[TOPIC, 0, 0, 0]]})
-    assert groups.commits_backwards(h.group()) == []
+    assert groups.commits_backwards(h.group()) == ([], [])
+
+
+def test_only_a_fault_between_the_two_commits_permits_a_commit_backwards() -> None:
+    """KAFKA-19902's truncation must come after the higher commit and before the lower one's
+    invoke: a leader fault long after both (at 100 s) excuses nothing."""
+    assert judged(backwards(3, fault_at=0), acks="1")["permitted"] == ["commit-backwards"]
+    assert judged(backwards(3, fault_at=100), acks="1")["violations"] == ["commit-backwards"]
+
+
+def test_a_data_destroying_fault_between_the_commits_permits_a_commit_backwards() -> None:
+    """__consumer_offsets has min.insync.replicas=1: a lose-unflushed after the higher commit
+    may have lost it, whatever the test topic (acks=all) forbids; one after the lower commit
+    could not have."""
+    out = judged(backwards(3, fault_at=0, fault="lose-unflushed"))
+    assert out["valid"] is True and "__consumer_offsets" in out["permitted_reasons"]["commit-backwards"]
+    assert judged(backwards(3, fault_at=100, fault="lose-unflushed"))["violations"] == ["commit-backwards"]
+
+
+def late_async(polled_at: float) -> G:
+    """Process 1 polls offset 99 at ``polled_at`` s; process 2 polls 100 to 120 at 2 s and
+    commits 121 (3 to 4 s); process 1's async commit of 100 is journaled at 5 s."""
+    h = G()
+    for at, step in sorted([(polled_at, lambda: h.poll(1, [(0, 99, 5)])),
+                            (2, lambda: h.poll(2, [(0, 100, 6), (0, 120, 7)])),
+                            (3, lambda: h.commit(2, [(0, 121)])),
+                            (5, lambda: h.commit(1, [(0, 100)]))], key=lambda s: s[0]):
+        h.at(at)
+        step()
+    return h
+
+
+def test_an_async_commit_is_judged_from_the_poll_that_gave_its_record() -> None:
+    """An async or auto commit's journaled invoke is only an upper bound on its request: it
+    goes back only where the poll that gave it its record began after the higher commit ended."""
+    assert judged(late_async(1), asynchronous=True)["anomaly_counts"]["commit-backwards"] == 0
+    assert judged(late_async(4.5), asynchronous=True)["violations"] == ["commit-backwards"]
+    assert judged(late_async(1))["violations"] == ["commit-backwards"]  # sync: invoke is the request
+
+
+def test_an_async_commit_without_the_poll_of_its_record_is_unknown() -> None:
+    assert judged(late_async(1), asynchronous=True)["valid"] is True
+    h = late_async(1)
+    h.ops[1]["value"]["records"] = [[TOPIC, 0, 98, 5], [TOPIC, 0, 101, 8]]  # not 99
+    out = judged(h, asynchronous=True)
+    assert out["valid"] == "unknown" and out["unknown"] == ["commit-request-unknown"]
 
 
 # -- commit-beyond-polled ----------------------------------------------------------------------
@@ -178,6 +234,23 @@ def test_an_overlap_after_a_lost_assignment_is_permitted() -> None:
     assert out["valid"] is True and out["permitted"] == ["overlapping-owners"]
 
 
+def retired_owner(outcome: str) -> G:
+    """Process 1 assigned partition 0 at 1 s, process 2 at 7 s; process 1's commit at 9 s
+    ends ``outcome`` (info: it was retired, its closing callbacks unjournaled)."""
+    h = G()
+    h.at(1).rebalance(1, "assign", [0])
+    h.at(7).rebalance(2, "assign", [0])
+    h.at(9).commit(1, [], outcome)
+    return h
+
+
+def test_an_overlap_with_a_retired_first_owner_is_unknown() -> None:
+    assert judged(retired_owner("ok"))["violations"] == ["overlapping-owners"]
+    out = judged(retired_owner("info"))
+    assert out["valid"] == "unknown" and out["violations"] == []
+    assert out["unknown"] == ["owner-end-unknown"]
+
+
 def test_an_assignment_held_to_the_end_overlaps_a_later_one() -> None:
     h = G()
     h.rebalance(1, "assign", [0])
@@ -221,13 +294,17 @@ def test_a_record_replaced_at_an_offset_a_member_read_is_lost_to_the_group() -> 
 # -- unassigned-member ---------------------------------------------------------------------------
 
 
-def settled(second_holds: bool, fault_at: float | None = None) -> G:
-    """Two members, three partitions; the first holds 0 and 1, the second 2 or nothing."""
+def settled(second_holds: bool, fault_at: float | None = None, joined_at: float | None = None) -> G:
+    """Two members, three partitions; the first holds 0 and 1, the second 2 or nothing; a
+    third member joins at ``joined_at`` s and is retired at once."""
     h = G()
     h.rebalance(1, "assign", [0, 1])
     h.rebalance(2, "assign", [2] if second_holds else [])
     if fault_at is not None:
         h.at(fault_at).fault("heal")
+    if joined_at is not None:
+        h.at(joined_at).op(3, "invoke", "poll", None)
+        h.op(3, "info", "poll", None)
     h.at(20)
     h.poll(1, [])
     h.poll(2, [])
@@ -245,6 +322,14 @@ def test_a_member_without_an_assignment_while_a_partition_has_no_owner() -> None
 def test_members_are_not_judged_unassigned_soon_after_a_fault() -> None:
     assert judged(settled(False, fault_at=5), partitions=3)["violations"] == ["unassigned-member"]
     out = judged(settled(False, fault_at=15), partitions=3)
+    assert out["valid"] is True and out["settled"] is False
+
+
+def test_members_are_not_judged_unassigned_soon_after_a_replacement_joins() -> None:
+    """A retired member's replacement joining rebalances the group: the quiet period counts
+    from its first op (and from the retirement) as from a fault."""
+    assert judged(settled(False, joined_at=5), partitions=3)["violations"] == ["unassigned-member"]
+    out = judged(settled(False, joined_at=15), partitions=3)
     assert out["valid"] is True and out["settled"] is False
 
 
