@@ -18,6 +18,7 @@ from confluent_kafka import Producer
 
 from faultline.cluster.host import netns
 from faultline.cluster.local.cluster import LocalCluster
+from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, read_history
 from faultline.nemeses.lose_unflushed import end_offset
 from faultline.nemeses.package import NemesisPackage
@@ -35,7 +36,7 @@ SPEC = TestSpec(
 )
 TOPIC = SPEC.topic.name
 RECORDS = 3000
-HEALS = ("start", "resume", "heal", "clear-toxics")
+HEALS = frozenset(f.heal for f in FAMILIES.values())
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,8 @@ def test_wipe_brings_a_replica_back_empty_and_it_refills(cluster: LocalCluster) 
 def _chain_rules(cluster: LocalCluster) -> dict[int, list[str]]:
     out = {}
     for node in cluster.nodes:
-        text = netns.run(["ip", "netns", "exec", node.namespace, "iptables", "-S", netns.CHAIN])
+        text = "\n".join(netns.run(["ip", "netns", "exec", node.namespace, "iptables", "-S", chain])
+                       for chain in (netns.CHAIN, netns.LINKS_CHAIN))
         out[node.id] = [ln for ln in text.splitlines() if not ln.startswith("-N")]
     return out
 
