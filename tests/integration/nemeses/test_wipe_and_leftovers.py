@@ -92,7 +92,7 @@ def _chain_rules(cluster: LocalCluster) -> dict[int, list[str]]:
     for node in cluster.nodes:
         text = "\n".join(netns.run(["ip", "netns", "exec", node.namespace, "iptables", "-S", chain])
                        for chain in (netns.CHAIN, netns.LINKS_CHAIN))
-        out[node.id] = [ln for ln in text.splitlines() if not ln.startswith("-N")]
+        out[node.id] = [ln for ln in text.splitlines() if ln and not ln.startswith("-N")]
     return out
 
 
