@@ -157,8 +157,6 @@ CHECKERS: Mapping[str, Checker] = {
     "queue": check_queue,
     "white-box": check_brokers,
     "txn": check_txn,
-
-
     "group": check_group,
 }
 
