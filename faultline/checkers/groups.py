@@ -56,7 +56,6 @@ class Commit:
     outcome: str
     partition: int
     offset: int
-    leader_epoch: int | None
 
 
 @dataclass(frozen=True)
@@ -140,8 +139,8 @@ def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Gro
             open_commits[p] = (d["index"], t)
         elif f == "commit":
             index, invoked = open_commits.pop(p)
-            g.commits += [Commit(p, index, invoked, t, typ, part, off, epoch)
-                          for tp, part, off, epoch in v["offsets"] if tp == topic]
+            g.commits += [Commit(p, index, invoked, t, typ, part, off)
+                          for tp, part, off, _ in v["offsets"] if tp == topic]
         elif f in ("assign", "revoke", "lost") and typ == "ok":
             for tp, part in v["partitions"]:
                 if tp != topic:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
-from faultline.checkers.faults_seen import nodes_of
+from faultline.checkers.faults_seen import NemesisAction, nemesis_actions, nodes_of
 from faultline.checkers.guarantees import (
     CONCURRENT_WRITE_CYCLE,
     DELAYING_FAULTS,
@@ -30,7 +30,7 @@ from faultline.checkers.guarantees import (
 from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid
 from faultline.errors import HistoryError
 from faultline.faults import FAMILIES, family_of_fault
-from faultline.history import NEMESIS
+from faultline.history import NEMESIS, Op
 from faultline.spec import TestSpec
 
 
@@ -270,14 +270,14 @@ def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str =
     polled: list[TxnRead] = []
     drained: list[TxnRead] = []
     complete: set[int] = set()
-    nemesis = _Nemesis()
+    nemesis: list[Op] = []
     drain_began: dict[int, int] = {}
     high_watermark: dict[int, int] = {}
     for row in rows:
         f, typ, process, index, t = row["f"], row["type"], row["process"], row["index"], row["time"]
         value: Any = row.get("value")
         if process == NEMESIS:
-            nemesis.add(f, t, value if isinstance(value, dict) else {})
+            nemesis.append(Op.from_dict(dict(row)))
         elif f == "drain" and typ == "invoke" and isinstance(value, dict) and "partition" in value:
             drain_began.setdefault(value["partition"], t)
         elif f == "txn":
@@ -302,53 +302,33 @@ def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str =
         txns = [replace(x, read=True) if any(s.value in read for s in x.sends) else x
                 for x in txns]
     return TxnHistory(txns, polled, drained, frozenset(complete), read_committed,
-                      nemesis.windows(), drain_began, high_watermark)
+                      fault_windows(nemesis_actions(nemesis)), drain_began, high_watermark)
 
 
-class _Nemesis:
-    """The fault windows of a history's nemesis ops. Both ends of an action are ``info``
-    ops with one ``f`` (docs/history.md, "nemesis"). A fault's window begins at its first
-    op (its completion adds the nodes it names; a skipped one is dropped) and ends at the
-    completion of the heal, of its family's heal action, that undid the last of its nodes,
-    or of one naming no node (a fault naming none: only by the latter); never where none did."""
-
-    def __init__(self) -> None:
-        self._begun: dict[str, tuple[int, dict[str, Any]]] = {}
-        self._open: list[tuple[str, int, set[str]]] = []  # (family, start, nodes still faulted)
-        self._closed: list[FaultWindow] = []
-
-    def add(self, f: str, time: int, value: dict[str, Any]) -> None:
-        begun = self._begun.pop(f, None)
-        family = family_of_fault(f)
-        if begun is None:
-            self._begun[f] = (time, value)
-            if family is not None:
-                self._open.append((family.name, time, {str(n) for n in nodes_of(value)}))
-            return
-        merged = {**begun[1], **value}
-        if family is not None:  # the completion of a fault
-            start = begun[0]
-            i = max(i for i, w in enumerate(self._open) if w[0] == family.name and w[1] == start)
-            if merged.get("result") == "skipped":
-                del self._open[i]
-            else:
-                self._open[i][2].update(str(n) for n in nodes_of(merged))
-            return
-        healed = {str(n) for n in nodes_of(merged)}
+def fault_windows(actions: Sequence[NemesisAction]) -> list[FaultWindow]:
+    """The fault windows of a history's nemesis actions (:func:`nemesis_actions`), by
+    start. A fault's window begins at its first op (a skipped one is dropped) and ends at
+    the completion of the first heal, of its family's heal action and begun after it, that
+    left none of its nodes faulted, or of one naming no node (a fault naming none: only by
+    the latter); never where none did."""
+    open_: list[tuple[str, int, set[str]]] = [  # (family, start, nodes still faulted)
+        (family.name, a.start, {str(n) for n in nodes_of(a.value)}) for a in actions
+        if (family := family_of_fault(a.f)) is not None and not a.skipped]
+    closed: list[FaultWindow] = []
+    for heal in sorted((a for a in actions if a.end is not None and family_of_fault(a.f) is None),
+                       key=lambda a: a.end or 0):
+        healed = {str(n) for n in nodes_of(heal.value)}
         still = []
-        for name, start, nodes in self._open:
-            if FAMILIES[name].heal == f and start <= begun[0]:
+        for name, start, nodes in open_:
+            if FAMILIES[name].heal == heal.f and start <= heal.start:
                 left = nodes - healed  # a fault naming no node: only a heal naming none undoes it
                 if not healed or (nodes and not left):
-                    self._closed.append(FaultWindow(name, start, time))
+                    closed.append(FaultWindow(name, start, heal.end))
                     continue
                 nodes = left
             still.append((name, start, nodes))
-        self._open = still
-
-    def windows(self) -> list[FaultWindow]:
-        return sorted([*self._closed, *(FaultWindow(n, s) for n, s, _ in self._open)],
-                      key=lambda w: w.start)
+        open_ = still
+    return sorted([*closed, *(FaultWindow(n, s) for n, s, _ in open_)], key=lambda w: w.start)
 
 
 def _txn_value(value: Any, source: str, index: int) -> tuple[bool, tuple[TxnSend, ...]]:

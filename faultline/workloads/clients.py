@@ -236,10 +236,16 @@ def journal_poll(journal: Journal, process: int, msgs: list[Message]) -> int:
     return len(records)
 
 
-def error_name(e: BaseException) -> str:
+def kafka_error(e: BaseException) -> KafkaError | None:
+    """The KafkaError a KafkaException carries, or None."""
     if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
-        return str(e.args[0].name())
-    return type(e).__name__
+        return e.args[0]
+    return None
+
+
+def error_name(e: BaseException) -> str:
+    err = kafka_error(e)
+    return str(err.name()) if err is not None else type(e).__name__
 
 
 def close_quietly(consumer: Consumer) -> None:

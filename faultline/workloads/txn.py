@@ -34,6 +34,7 @@ from faultline.workloads.clients import (
     SendCounts,
     Values,
     error_name,
+    kafka_error,
     producer_config,
     rdkafka_log,
 )
@@ -148,7 +149,7 @@ class TxnProducer:
                 _retrying(lambda: producer.commit_transaction(END_TIMEOUT_S))
                 return "ok", None
         except KafkaException as e:
-            err = _kafka_error(e)
+            err = kafka_error(e)
             if err is None or not err.txn_requires_abort():
                 return "info", error_name(e)
             txn.refused = txn.refused or error_name(e)
@@ -180,7 +181,7 @@ class TxnProducer:
                 return producer
             except KafkaException as e:
                 rdkafka_log.warning("producer p%s: init_transactions: %s", process, e)
-                err = _kafka_error(e)
+                err = kafka_error(e)
                 if err is not None and err.fatal():
                     producer = Producer(conf)
                 stop.wait(RETRY_BACKOFF_S)
@@ -196,14 +197,10 @@ def _retrying(call: Callable[[], None]) -> None:
             call()
             return
         except KafkaException as e:
-            err = _kafka_error(e)
+            err = kafka_error(e)
             if err is None or not err.retriable() or time.monotonic() >= deadline:
                 raise
         time.sleep(RETRY_BACKOFF_S)
-
-
-def _kafka_error(e: KafkaException) -> KafkaError | None:
-    return e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
 
 
 class TxnWorkload(QueueWorkload):
