@@ -88,4 +88,4 @@ def test_loading_the_plugin_imports_no_other_faultline_module_and_names_every_ba
     from faultline import pytest_plugin
     from faultline.cluster.backends import BACKENDS
 
-    assert pytest_plugin.BACKEND_NAMES == tuple(BACKENDS)
+    assert tuple(BACKENDS) == pytest_plugin.BACKEND_NAMES
