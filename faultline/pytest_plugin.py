@@ -21,6 +21,10 @@ healed (journaled) and the cluster waited healthy, whether the test passed or no
 cluster that cannot be healed is stopped, and the next test gets a new one. A failing
 test's report has a section naming the faults in effect when it failed and the steps it
 took. All steps of one test name one topic.
+
+Loading the plugin (every pytest run where kafka-faultline is installed) imports pytest
+alone: the cluster, the spec and the nemeses are imported when a test first uses the
+fixture.
 """
 
 from __future__ import annotations
@@ -29,18 +33,19 @@ import re
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from faultline.cluster.backends import BACKENDS, cluster_for
-from faultline.cluster.local.cluster import LocalCluster
-from faultline.cluster.protocol import Cluster
-from faultline.errors import FaultlineError, SpecError
-from faultline.history import HistoryWriter
-from faultline.nemeses.scripted import HandPackage, describe, topics_named
-from faultline.spec import TestSpec, TopicSpec, build_spec
+if TYPE_CHECKING:
+    from faultline.cluster.protocol import Cluster
+    from faultline.history import HistoryWriter
+    from faultline.nemeses.scripted import HandPackage
+    from faultline.spec import TestSpec, TopicSpec
 
+#: The backends (``faultline.cluster.backends.BACKENDS``), named here: the option's
+#: choices load none of them.
+BACKEND_NAMES = ("local", "docker")
 #: The marker's keywords; each overrides the option ``--faultline-<key>`` (``_`` as ``-``).
 MARKER_KEYS = ("backend", "nodes", "kafka_version", "kafka_home", "heap_mb", "broker")
 #: How long the cluster may take to be healthy again after a test's faults are healed.
@@ -52,7 +57,7 @@ _FAULTS_KEY = pytest.StashKey["Faultline"]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("faultline", "faults on a real Kafka cluster (kafka-faultline)")
-    group.addoption("--faultline-backend", choices=tuple(BACKENDS), default="local",
+    group.addoption("--faultline-backend", choices=BACKEND_NAMES, default="local",
                     help="The cluster's backend (default: local).")
     group.addoption("--faultline-nodes", type=int, help="Kafka nodes (default: 3).")
     group.addoption("--faultline-kafka-version", help="The Kafka version (default: faultline's).")
@@ -95,6 +100,8 @@ class _Settings:
 
     def spec(self) -> TestSpec:
         """The cluster's spec; SpecError naming what is wrong."""
+        from faultline.spec import build_spec
+
         fits = None if self.nodes is None else {  # a spec topic the cluster can hold
             "replication_factor": min(3, self.nodes), "min_insync_replicas": min(2, self.nodes)}
         return build_spec(None, {"name": "pytest", "backend": self.backend, "topic": fits, "kafka": {
@@ -139,6 +146,10 @@ class _SharedCluster:
 
     def get(self, settings: _Settings) -> Cluster:
         """A running cluster with ``settings``; a one-line failure when it cannot start."""
+        from faultline.cluster.backends import cluster_for
+        from faultline.cluster.local.cluster import LocalCluster
+        from faultline.errors import FaultlineError
+
         if self.cluster is not None and settings == self.settings:
             return self.cluster
         self.stop()
@@ -188,6 +199,8 @@ class Faultline:
         """Create topic ``name`` (replicated on up to 3 nodes, ``min.insync.replicas`` up to
         2) and wait until every partition is led with a full ISR. Topics outlive the test
         when the cluster is shared: give each test its own."""
+        from faultline.spec import TopicSpec
+
         nodes = len(self.cluster.nodes)
         topic = TopicSpec(name, partitions, replication_factor or min(3, nodes),
                           min_insync_replicas or min(2, nodes))
@@ -200,6 +213,8 @@ class Faultline:
         all steps of this test name (``TOPIC/P``, or the topic :meth:`create_topic` made
         when a step names none). SpecError when it does not parse; NemesisError when it
         could not be done, or a wait was not met in time (journaled either way)."""
+        from faultline.nemeses.scripted import describe
+
         faults, history = self._started(text)
         line = describe(text, faults.run_text(text, history))
         self.done.append(line)
@@ -221,6 +236,11 @@ class Faultline:
             history.close()
 
     def _started(self, text: str) -> tuple[HandPackage, HistoryWriter]:
+        from faultline.errors import SpecError
+        from faultline.history import HistoryWriter
+        from faultline.nemeses.scripted import HandPackage, topics_named
+        from faultline.spec import TopicSpec
+
         if self._faults is None or self._history is None:
             named = topics_named(text)
             topic = self._topics.get(named[0]) if named else None

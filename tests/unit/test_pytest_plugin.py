@@ -5,6 +5,8 @@ tests/integration/test_pytest_plugin.py)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -34,7 +36,7 @@ def test_settings_it_cannot_use_are_one_line_naming_them(pytester: pytest.Pytest
 
 FAKE = """
 import pytest
-import faultline.pytest_plugin as plugin
+import faultline.cluster.backends as backends
 
 class Fake:
     def __init__(self, spec):
@@ -53,7 +55,7 @@ class Fake:
 
 @pytest.fixture(autouse=True)
 def fake_backend(monkeypatch):
-    monkeypatch.setattr(plugin, "cluster_for", lambda spec: Fake)
+    monkeypatch.setattr(backends, "cluster_for", lambda spec: Fake)
 """
 
 
@@ -74,3 +76,16 @@ def test_tests_with_the_same_settings_share_a_cluster_for_the_session_or_the_mod
     assert ", ".join(re.findall(r"fake: (\w+ \d)", result.stdout.str())) == events
     started = [line for line in result.outlines if line.startswith("faultline: started a cluster")]
     assert len(started) == events.count("start")
+
+
+def test_loading_the_plugin_imports_no_other_faultline_module_and_names_every_backend() -> None:
+    """Every pytest run where kafka-faultline is installed loads the plugin: that costs
+    pytest alone; the cluster, spec and nemeses come with the fixture's first use."""
+    code = ("import sys, faultline.pytest_plugin as p; "
+            "print(sorted(m for m in sys.modules if m.startswith('faultline.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['faultline.pytest_plugin']"
+    from faultline import pytest_plugin
+    from faultline.cluster.backends import BACKENDS
+
+    assert tuple(BACKENDS) == pytest_plugin.BACKEND_NAMES

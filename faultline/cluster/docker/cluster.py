@@ -23,9 +23,15 @@ readiness, topics, toxics, wipe and the broker's files. What differs:
   degraded links (:mod:`faultline.cluster.host.links`) likewise, but not applied again:
   a container restarted has whole links.
 
-Every container and network carries the label ``faultline.run=<run id>``; teardown and
-the next run's stale-run cleanup remove exactly those (no volume is made: the data are
-bind mounts in the run's directory, removed with it).
+Containers and the network are testcontainers' (``DockerContainer``, ``Network``), each
+container started through a wait strategy; the Docker SDK is used where testcontainers
+has no API: the network's IPAM pool and each container's fixed address on it, finding a
+container by name for a fault, its process and network namespace, and the clean-up by
+label. Ryuk, testcontainers' reaper, is switched off (its image comes from a registry):
+every container and network carries the label ``faultline.run=<run id>``, and teardown
+and the next run's stale-run cleanup remove exactly those (no volume is made: the data
+are bind mounts in the run's directory, removed with it). A node's container is made
+anew at each start, as testcontainers starts a container once.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faultline.cluster import kafka_config, kafka_dist, toxiproxy
 from faultline.cluster.docker import engine, image
@@ -49,18 +55,47 @@ from faultline.cluster.waiting import wait_until
 from faultline.errors import ClusterError, SetupError
 from faultline.spec import TestSpec
 
+if TYPE_CHECKING:
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.network import Network
+
 LABEL = "faultline.run"
 
 _log = logging.getLogger(__name__)
+
+
+_MISSING = "the docker backend needs testcontainers and the Docker SDK: pip install 'kafka-faultline[docker]'"
 
 
 def _client() -> Any:
     try:
         import docker
     except ImportError as e:
-        raise SetupError("the docker backend needs the Docker SDK: "
-                         "pip install 'kafka-faultline[docker]'") from e
+        raise SetupError(_MISSING) from e
     return docker.from_env()
+
+
+def _testcontainers() -> None:
+    """Check that testcontainers is installed, and switch its reaper off (module
+    docstring): the same switch as ``TESTCONTAINERS_RYUK_DISABLED=true``, set here in its
+    configuration, which reads that variable once per process."""
+    try:
+        from testcontainers.core.config import testcontainers_config
+    except ImportError as e:
+        raise SetupError(_MISSING) from e
+    testcontainers_config.ryuk_disabled = True
+
+
+def _started(container: DockerContainer, what: str, log: Path) -> ProcId:
+    """Start ``container`` (create it, start it, its wait strategy passed); its process 1.
+    ClusterError naming ``log`` when that exits at once."""
+    with contextlib.suppress(TimeoutError):  # the wait saw it exit: no process below
+        container.start()
+    container.reload()
+    proc = ProcId.of(int(container.get_wrapped_container().attrs["State"]["Pid"]))
+    if proc is None:
+        raise ClusterError(f"{what} exited at once; see {log}")
+    return proc
 
 
 class DockerCluster(LocalCluster):
@@ -73,6 +108,7 @@ class DockerCluster(LocalCluster):
     def __init__(self, spec: TestSpec, workdir: Path | str | None = None) -> None:
         super().__init__(spec, workdir)
         self._docker: Any = None
+        self._network: Network | None = None
         self._image = ""
         self._grudge: dict[int, list[int]] = {}
         self._replication: dict[int, list[int]] = {}
@@ -83,6 +119,7 @@ class DockerCluster(LocalCluster):
         if not engine.running():
             raise SetupError(f"no Docker engine answers on {engine.SOCKET}; "
                              "faultline setup --backend docker starts one")  # fmt: skip
+        _testcontainers()
         self._docker = _client()
         self._image = image.ensure_image(self._spec.kafka.version, lambda _: None, self._spec.kafka.image)
 
@@ -95,11 +132,28 @@ class DockerCluster(LocalCluster):
         remove_labelled(self._docker, lambda rid: rid not in live)
 
     def _build_network(self) -> None:
-        layout = self.layout
-        ipam = self._docker_types().IPAMConfig(pool_configs=[self._docker_types().IPAMPool(
-            subnet=str(layout.subnet), gateway=layout.host_address)])  # fmt: skip
-        self._docker.networks.create(self._network_name, driver="bridge", ipam=ipam,
-                                     labels={LABEL: self.run_id})  # fmt: skip
+        from docker.types import IPAMConfig, IPAMPool
+        from testcontainers.core.network import Network
+
+        pool = IPAMPool(subnet=str(self.layout.subnet), gateway=self.layout.host_address)
+        network = Network(docker_network_kw={"driver": "bridge", "ipam": IPAMConfig(pool_configs=[pool]),
+                                             "labels": {LABEL: self.run_id}})  # fmt: skip
+        network.name = self._network_name  # testcontainers names it at random otherwise
+        self._network = network.create()
+
+    def _container_of(self, name: str, hostname: str, address: str, **kwargs: Any) -> DockerContainer:
+        """A container of the run's image labelled with the run, at ``address`` on the
+        run's network (through the SDK's endpoint type: testcontainers has none), with
+        the SDK's further ``kwargs``."""
+        from docker.types import EndpointConfig
+        from testcontainers.core.container import DockerContainer
+
+        assert self._network is not None
+        fixed = EndpointConfig(self._docker.api.api_version, ipv4_address=address)
+        return DockerContainer(self._image, name=name, network=self._network).with_kwargs(
+            labels={LABEL: self.run_id}, networking_config={self._network.name: fixed},
+            hostname=hostname, **kwargs,
+        )  # fmt: skip
 
     def stop(self) -> None:
         """Remove the run's containers and network (by label), then what the local
@@ -118,12 +172,6 @@ class DockerCluster(LocalCluster):
     def _network_name(self) -> str:
         return f"{netns.PREFIX}{self.run_id}"
 
-    @staticmethod
-    def _docker_types() -> Any:
-        import docker.types
-
-        return docker.types
-
     # -- Toxiproxy ------------------------------------------------------------------
 
     @property
@@ -133,35 +181,23 @@ class DockerCluster(LocalCluster):
     def _launch_toxiproxy(self, binary: Path) -> ProcId | None:
         """Start the run's Toxiproxy container (module docstring); its process (the
         server, the container's process 1), once it answers."""
+        from faultline.cluster.docker.waits import ToxiproxyAnswers
+
         log = self.state.dir / "toxiproxy.log"
         log.touch()
-        api = self._docker.api
         server = "/usr/local/bin/toxiproxy-server"
-        # the run's process marker, as on the host: it tells clean-ups of another state
-        # root that this run lives (runstate.foreign_runs)
-        marker = {runstate.ENV_RUN: self.run_id, ENV_STATE: str(state_root())}
-        command = ["sh", "-c", 'exec "$@" >>"$0" 2>&1', "/toxiproxy.log",
-                   server, "-host", "127.0.0.1", "-port", str(toxiproxy.API_PORT)]  # fmt: skip
-        host_config = api.create_host_config(
-            binds={str(binary): {"bind": server, "mode": "ro"},
-                   str(log): {"bind": "/toxiproxy.log", "mode": "rw"}},
-            network_mode=self._network_name,
+        container = (
+            self._container_of(self._toxiproxy_name, "toxiproxy", self.layout.proxy_address)
+            .with_command(["sh", "-c", 'exec "$@" >>"$0" 2>&1', "/toxiproxy.log",
+                           server, "-host", "127.0.0.1", "-port", str(toxiproxy.API_PORT)])
+            .with_volume_mapping(binary, server, "ro")
+            .with_volume_mapping(log, "/toxiproxy.log", "rw")
+            # the run's process marker, as on the host: it tells clean-ups of another
+            # state root that this run lives (runstate.foreign_runs)
+            .with_envs(**{runstate.ENV_RUN: self.run_id, ENV_STATE: str(state_root())})
+            .waiting_for(ToxiproxyAnswers(log).with_startup_timeout(10))
         )  # fmt: skip
-        networking = api.create_networking_config(
-            {self._network_name: api.create_endpoint_config(ipv4_address=self.layout.proxy_address)})
-        created = api.create_container(
-            self._image, command=command, name=self._toxiproxy_name, hostname="toxiproxy",
-            labels={LABEL: self.run_id}, host_config=host_config, networking_config=networking,
-            environment=marker,
-        )  # fmt: skip
-        container = self._docker.containers.get(created["Id"])
-        container.start()
-        container.reload()
-        proc = ProcId.of(int(container.attrs["State"]["Pid"]))
-        if proc is None:
-            raise ClusterError(f"the Toxiproxy container exited at once; see {log}")
-        toxiproxy.wait_answers(self._toxiproxy_netns(), proc.alive, log)
-        return proc
+        return _started(container, "the Toxiproxy container", log)
 
     def _toxiproxy_netns(self) -> Path:
         """The engine's file of the Toxiproxy container's network namespace."""
@@ -177,46 +213,34 @@ class DockerCluster(LocalCluster):
         return self._docker.containers.get(self._container_name(node))
 
     def _launch(self, node_id: int) -> None:
-        """Create node ``node_id``'s container on first start, start it, record its
-        process (the JVM, the container's process 1) and apply its part of the grudge."""
+        """Start node ``node_id`` in a new container (the one of its last start removed),
+        record its process (the JVM, the container's process 1) and apply its part of the
+        grudge."""
         from docker.errors import NotFound
+        from testcontainers.core.wait_strategies import ContainerStatusWaitStrategy
 
-        try:
-            container = self._container(node_id)
-        except NotFound:  # its first start
-            container = self._create(node_id)
-        container.start()
-        container.reload()
-        proc = ProcId.of(int(container.attrs["State"]["Pid"]))
-        if proc is None:
-            raise ClusterError(f"node {node_id}'s container exited at once; see {self.node(node_id).log_dir}")
-        self.state.nodes[node_id] = proc
-        if node_id in self.state.paused:
-            self.state.paused.remove(node_id)
-        self.state.save()
-        self._apply_rules(node_id)
-
-    def _create(self, node_id: int) -> Any:
+        with contextlib.suppress(NotFound):
+            self._container(node_id).remove(force=True)
         node = self.node(node_id)
         log4j = kafka_dist.log4j_config()
         opts = kafka_config.jvm_options(self._spec.kafka.heap_mb, node.log_dir, log4j, self.run_id)
         java = ["java", *opts, "-cp", f"{image.LIBS}/*", "kafka.Kafka", str(node.config_file)]
-        # process 1 is the JVM itself (exec), its output appended to stdout.log as locally
-        command = ["sh", "-c", 'exec "$@" >>"$0" 2>&1', str(node.log_dir / "stdout.log"), *java]
-        api = self._docker.api
-        host_config = api.create_host_config(
-            binds={str(node.home): {"bind": str(node.home), "mode": "rw"},
-                   str(log4j): {"bind": str(log4j), "mode": "ro"}},
-            network_mode=self._network_name, cap_add=["NET_ADMIN"],
+        container = (
+            self._container_of(self._container_name(node_id), f"n{node_id}", node.address,
+                               cap_add=["NET_ADMIN"], working_dir=str(node.home))
+            # process 1 is the JVM itself (exec), its output appended to stdout.log as locally
+            .with_command(["sh", "-c", 'exec "$@" >>"$0" 2>&1', str(node.log_dir / "stdout.log"), *java])
+            .with_volume_mapping(node.home, str(node.home), "rw")
+            .with_volume_mapping(log4j, str(log4j), "ro")
+            # running, or exited at once; it answers once a quorum of its peers runs too,
+            # which wait_healthy waits for
+            .waiting_for(ContainerStatusWaitStrategy())
         )  # fmt: skip
-        networking = api.create_networking_config(
-            {self._network_name: api.create_endpoint_config(ipv4_address=node.address)})
-        created = api.create_container(
-            self._image, command=command, name=self._container_name(node_id), hostname=f"n{node_id}",
-            labels={LABEL: self.run_id}, host_config=host_config, networking_config=networking,
-            working_dir=str(node.home),
-        )  # fmt: skip
-        return self._docker.containers.get(created["Id"])
+        self.state.nodes[node_id] = _started(container, f"node {node_id}'s container", node.log_dir)
+        if node_id in self.state.paused:
+            self.state.paused.remove(node_id)
+        self.state.save()
+        self._apply_rules(node_id)
 
     def kill(self, node: int) -> None:
         with self._lock:
