@@ -48,7 +48,8 @@ def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome
     (kill,) = [o for o in ops if o.process == "nemesis" and o.f == "kill" and "result" in o.value]
     assert kill.value["role"].startswith("coordinator of group faultline-it-group-")
     assert kill.error is None and len(kill.value["targets"]) == 1
-    (waited,) = [o for o in ops if o.process == "nemesis" and o.f == "wait" and "result" in o.value]
+    (waited,) = [o for o in ops if o.process == "nemesis" and o.f == "wait" and "result" in o.value
+                 and "has committed" in o.value["step"]]
     assert waited.value["result"].startswith("met after"), waited.value
     commits = [o for o in ops if o.f == "commit" and o.type == "ok"]
     # the kill came once the group had committed, and the group found its new coordinator
