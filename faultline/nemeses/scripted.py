@@ -37,6 +37,7 @@ from faultline.nemeses.base import (
     LIVE_STATE_TIMEOUT_S,
     NodeFault,
     completed,
+    coordinator,
     error_text,
     leaders_json,
     with_timeout,
@@ -51,14 +52,12 @@ from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.wipe import WipeNemesis
 from faultline.spec import TestSpec, TopicSpec
 from faultline.targeted import (
-    OFFSETS_TOPIC,
     Action,
     Committed,
     Step,
     View,
     Wait,
     condition_met,
-    offsets_partition,
     parse_schedule,
     resolve,
 )
@@ -209,7 +208,7 @@ class ScriptedPackage:
         active = with_timeout(self.cluster.active_controller, LIVE_STATE_TIMEOUT_S,
                               "active controller") if controller else None
         brokers = frozenset(self._read_registered()) if registered else None
-        coordinators = {} if group is None else {group: self._coordinator(group)}
+        coordinators = {} if group is None else {group: coordinator(self.cluster, group, METADATA_TIMEOUT_S)}
         offsets = {} if committed is None else {committed: self._read_committed(committed)}
         return View(self._read_states(), active, brokers, coordinators, offsets)
 
@@ -220,16 +219,6 @@ class ScriptedPackage:
             return kafka_client.committed_offsets(admin, group, METADATA_TIMEOUT_S)
         except (KafkaException, TimeoutError) as e:
             raise NemesisError(f"no committed offsets of group {group}: {e}") from None
-
-    def _coordinator(self, group: str) -> int | None:
-        """The leader of ``group``'s partition of the offsets topic, as any broker's metadata
-        says (:func:`~faultline.targeted.offsets_partition`); NemesisError when none answers."""
-        admin = kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S)
-        try:
-            states = kafka_client.metadata_states(admin, OFFSETS_TOPIC, METADATA_TIMEOUT_S)
-        except (KafkaException, LookupError) as e:
-            raise NemesisError(f"no metadata for {OFFSETS_TOPIC}: {e}") from None
-        return states[offsets_partition(group, len(states))].leader
 
     def _courtesy(self) -> View:
         """The view for a step that names its nodes (``node 3``, a bound name): live state
