@@ -3,7 +3,8 @@ has committed (``wait until group G has committed``), the broker that coordinate
 (``coordinator of group G``) is killed while members commit, and restarted. The run
 directory holds to its schemas, the kill hit the group's coordinator after a commit and
 commits went on after it, and the run is judged valid, the group checker's own
-verdict included (acks=all: nothing the guarantees forbid may show)."""
+verdict included (acks=all: nothing the guarantees forbid may show). A random schedule
+of the group workload isolates, then kills, the group's coordinator, and is judged valid too."""
 
 from __future__ import annotations
 
@@ -63,3 +64,27 @@ def test_the_run_is_judged_valid_by_the_queue_and_group_checkers(outcome: RunOut
     results = json.loads((outcome.run_dir / "results.json").read_text())
     assert outcome.valid is True, (results["violations"], results["unknown"], results["group"])
     assert results["group"]["valid"] is True and results["group"]["settled"] is True
+
+
+@pytest.fixture(scope="module")
+def drawn(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+    """A random schedule (seed 98) that isolates the group's coordinator at ~5 s, then kills
+    the coordinator at ~14 s (KIP-848's protocol)."""
+    base = spec("consumer")
+    run = replace(base, name="it-group-drawn", seed=98,
+                  nemesis=NemesisSpec(faults=("kill", "partition"), interval_s=6.0))
+    return run_test(run, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
+
+
+def test_a_random_schedule_aims_its_faults_at_the_groups_coordinator(drawn: RunOutcome) -> None:
+    assert drawn.error is None and drawn.recovered
+    ops = list(read_history(drawn.run_dir))
+    faults = [o for o in ops if o.process == "nemesis" and o.f in ("kill", "partition")
+              and "result" in o.value]
+    assert [o.value["kind"] for o in faults] == ["isolate-coordinator", "kill-coordinator"]
+    for o in faults:
+        assert o.error is None and o.value["group"] == "faultline-it-group-drawn", o.value
+    isolated, killed = faults
+    assert isolated.value["grudge"][str(isolated.value["target"])] and killed.value["nodes"]
+    results = json.loads((drawn.run_dir / "results.json").read_text())
+    assert drawn.valid is True, (results["violations"], results["unknown"], results["group"])
