@@ -208,16 +208,12 @@ def high_watermarks(admin: AdminClient, topic: str, partitions: Sequence[int],
 
 def committed_offsets(admin: AdminClient, group: str, timeout: float) -> dict[tuple[str, int], int]:
     """``group``'s committed offsets, (topic, partition) -> offset, as its coordinator
-    answers an OffsetFetch (none for a group that never committed); KafkaException when
-    there is no answer (no coordinator), TimeoutError when it takes over ``timeout``."""
+    answers an OffsetFetch of all of them (none for a group that never committed: Kafka
+    answers an unknown group with no topics); KafkaException when there is no answer (no
+    coordinator), TimeoutError when it takes over ``timeout``."""
     futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
                                                 request_timeout=timeout)
-    try:
-        answer = futures[group].result(timeout=timeout + 1)
-    except KafkaException as e:
-        if e.args and getattr(e.args[0], "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND:
-            return {}
-        raise
+    answer = futures[group].result(timeout=timeout + 1)
     return {(tp.topic, int(tp.partition)): int(tp.offset) for tp in answer.topic_partitions or ()
             if tp.offset >= 0 and tp.error is None}
 
