@@ -44,7 +44,9 @@ class Family:
     ``destroys_data``: it destroys data a broker had written, not only its process.
     ``needs``: the cluster capabilities its nemesis uses, by protocol name
     (:mod:`faultline.cluster.protocol`). ``model_steps``: the reference model's step
-    kinds that model it.
+    kinds that model it. ``coordinator_kind``: the kind that aims it at the broker
+    coordinating the run's consumer group, which a group workload's schedule draws too
+    (None: it has none).
     """
 
     name: str
@@ -56,19 +58,23 @@ class Family:
     destroys_data: bool
     needs: tuple[str, ...]
     model_steps: tuple[str, ...]
+    coordinator_kind: str | None = None
 
 
 #: Every family, in the order a spec lists them.
 FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     Family("kill", "kill", "start", ("kill",), takes_node_out=True, on_nodes=True,
-           destroys_data=False, needs=("Killable",), model_steps=("crash", "restart")),
+           destroys_data=False, needs=("Killable",), model_steps=("crash", "restart"),
+           coordinator_kind="kill-coordinator"),
     Family("pause", "pause", "resume", ("pause",), takes_node_out=True, on_nodes=True,
-           destroys_data=False, needs=("Pausable",), model_steps=("pause", "resume")),
+           destroys_data=False, needs=("Pausable",), model_steps=("pause", "resume"),
+           coordinator_kind="pause-coordinator"),
     Family("stop", "stop", "start", ("stop",), takes_node_out=True, on_nodes=True,
-           destroys_data=False, needs=("Stoppable", "Killable"), model_steps=("stop", "restart")),
+           destroys_data=False, needs=("Stoppable", "Killable"), model_steps=("stop", "restart"),
+           coordinator_kind="stop-coordinator"),
     Family("partition", "partition", "heal", PARTITION_KINDS, takes_node_out=False, on_nodes=True,
            destroys_data=False, needs=("Partitionable",),
-           model_steps=("isolate", "cut", "cut-ctrl", "heal")),
+           model_steps=("isolate", "cut", "cut-ctrl", "heal"), coordinator_kind="isolate-coordinator"),
     Family("toxics", "toxic", "clear-toxics", TOXIC_KINDS, takes_node_out=False, on_nodes=False,
            destroys_data=False, needs=("Toxifiable",), model_steps=("toxic-request", "toxic-reply")),
     Family("wipe", "wipe", "start", ("wipe",), takes_node_out=True, on_nodes=True,

@@ -207,6 +207,12 @@ class TestSpec:
         out: dict[str, Any] = _to_json(self)
         return out
 
+    @property
+    def group_id(self) -> str:
+        """The ``group.id`` of the run's consumers, ``faultline-<name>``: the group
+        workload's group."""
+        return f"faultline-{self.name}"
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "spec",
                      strict: bool = True) -> TestSpec:

@@ -43,6 +43,9 @@ bound with ``as NAME``::
                                                  unfenced: listed in the brokers' metadata)
                TARGET fenced                    (no node of TARGET listed: fenced, or
                                                  never registered)
+               group G has committed            (G's committed offsets, as its coordinator
+                                                 answers, changed since the wait first read
+                                                 them: one appeared or moved)
 
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
@@ -51,6 +54,7 @@ lowest-numbered follower in P's ISR, ``controller`` the active KRaft controller,
 (:func:`offsets_partition`).
 ``P has a new leader`` holds once P is led by a node other than the leader that the
 schedule last resolved for P (or, before any, the one P had when the wait began).
+``group G has committed`` cannot see a commit of the offsets G had committed already.
 Every wait is bounded; a wait that is not met in time ends the schedule.
 
 Words are case-insensitive; ``the`` and ``a`` are ignored (``crash the leader of 0``).
@@ -80,7 +84,7 @@ MAX_WAIT_S = 600.0
 _RESERVED = frozenset({*VERBS, "heal", "restore", "loss", "rate", "kbit", "wait", "for", "until", "within",
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
-                       "second", "s", "coordinator", "group"})
+                       "second", "s", "coordinator", "group", "committed"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
@@ -88,7 +92,9 @@ Role = Literal["leader", "followers", "follower", "controller", "node", "name", 
                "coordinator"]
 #: The topic that holds the groups' offsets; a group's coordinator leads its partition of it.
 OFFSETS_TOPIC = "__consumer_offsets"
-WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced"]
+WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced", "committed"]
+#: A group's committed offsets: (topic, partition) -> the offset committed.
+Committed = Mapping[tuple[str, int], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +142,8 @@ class Wait:
     """A wait: ``for`` a fixed time, or until a condition within ``seconds``.
 
     ``members`` (for ``isr``) are ``"leader"``, node ids, or bound names; ``target``
-    (for ``registered`` and ``fenced``) whose nodes must be listed, or not.
+    (for ``registered`` and ``fenced``) whose nodes must be listed, or not; ``group``
+    (for ``committed``) the group whose commits are awaited.
     """
 
     kind: WaitKind
@@ -145,6 +152,7 @@ class Wait:
     partition: int | None = None
     members: tuple[int | str, ...] = ()
     target: Target | None = None
+    group: str | None = None
 
 
 Step = Action | Wait
@@ -164,13 +172,15 @@ class PartitionLike(Protocol):
 @dataclass(frozen=True, slots=True)
 class View:
     """Live state at one moment: the test topic's partitions, the active controller, the
-    brokers registered and unfenced (None: not read), and groups' coordinators (group ->
-    the leader of its offsets partition, None: it has none; a group not read is absent)."""
+    brokers registered and unfenced (None: not read), groups' coordinators (group ->
+    the leader of its offsets partition, None: it has none; a group not read is absent)
+    and groups' committed offsets (a group not read is absent)."""
 
     partitions: Mapping[int, PartitionLike]
     controller: int | None = None
     registered: frozenset[int] | None = None
     coordinators: Mapping[str, int | None] = field(default_factory=dict)
+    committed: Mapping[str, Committed] = field(default_factory=dict)
 
 
 def parse_schedule(lines: Sequence[str], partitions: int | None = None,
@@ -281,10 +291,13 @@ def _parse_wait(words: Sequence[str], text: str) -> Wait:
         return Wait("caught-up", bound, text)
     if len(cond) == 3 and cond[1:] == ["caught", "up"]:
         return Wait("caught-up", bound, text, _int(cond[0], "partition"))
+    if len(cond) == 4 and cond[0] == "group" and cond[2:] == ["has", "committed"]:
+        return Wait("committed", bound, text, group=cond[1])
     if len(cond) >= 2 and cond[-1] in ("registered", "fenced"):
         return Wait(cond[-1], bound, text, target=_parse_target(cond[:-1]))  # type: ignore[arg-type]
     raise ValueError(f"unknown condition {' '.join(cond) or '(none)'!r}; conditions: isr of P is {{...}}, "
-                     "P has a new leader, P caught up, caught up, TARGET registered, TARGET fenced")
+                     "P has a new leader, P caught up, caught up, TARGET registered, TARGET fenced, "
+                     "group G has committed")
 
 
 def _members(word: str) -> tuple[int | str, ...]:
@@ -394,12 +407,23 @@ def resolve(target: Target, view: View, bindings: Mapping[str, tuple[int, ...]])
 
 
 def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]],
-                  previous_leader: int | None) -> tuple[bool, str]:
+                  previous_leader: int | None, committed_before: Committed | None = None) -> tuple[bool, str]:
     """Whether ``wait``'s condition holds in ``view``, and what was seen (for the
     journal and for a wait that times out). ``previous_leader`` is the leader a ``new
-    leader`` must differ from. ``for`` waits are never met here: they only take time."""
+    leader`` must differ from; ``committed_before`` the offsets a ``committed`` wait's
+    group must have moved from (None: none before). ``for`` waits are never met here:
+    they only take time."""
     if wait.kind == "for":
         return False, "waiting"
+    if wait.kind == "committed":
+        assert wait.group is not None
+        offsets = view.committed.get(wait.group)
+        if offsets is None:
+            return False, f"group {wait.group}'s committed offsets not read"
+        before = committed_before or {}
+        moved = sum(1 for tp, offset in offsets.items() if before.get(tp) != offset)
+        return moved > 0, (f"group {wait.group}: {len(offsets)} partition(s) committed, "
+                           f"{moved} since the wait began")
     if wait.kind in ("registered", "fenced"):
         assert wait.target is not None
         if view.registered is None:

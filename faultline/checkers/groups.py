@@ -362,9 +362,11 @@ UNDECIDED = {
 def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous: bool = False) -> Result:
     """The ``group`` checker's Result: ``valid`` false where an instance the guarantees do
     not permit was seen, else unknown where an instance could not be decided
-    (:data:`UNDECIDED`), else true; results.json's ``group`` (counts, examples, which
-    anomalies were permitted and why, which were violations, and whether the group settled
-    for :func:`unassigned_members` to be judged). ``asynchronous``: the members commit
+    (:data:`UNDECIDED`), else true; the group anomalies' counts, examples, which were
+    permitted (and why, ``permitted_reasons``) and which were violations, as the run's
+    own (:func:`~faultline.checkers.stored.compose` adds them to the queue checker's);
+    results.json's ``group``: that verdict, and whether the group settled for
+    :func:`unassigned_members` to be judged. ``asynchronous``: the members commit
     ``async`` or ``auto`` (:func:`requested_after`)."""
     counts = dict.fromkeys(GROUP_ANOMALIES, 0)
     examples: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}
@@ -382,7 +384,8 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
         else:
             permitted.setdefault(anomaly, why)
         if len(examples[anomaly]) < MAX_GROUP_EXAMPLES:
-            examples[anomaly].append({**example, "permitted": why, "unknown": unknown})
+            examples[anomaly].append({**example, "permitted": why is not None, "permitted_by": why,
+                                      "unknown": unknown})
 
     found, unbounded = commits_backwards(g, asynchronous)
     for b, kind in [*((b, None) for b in found), *((b, "commit-request-unknown") for b in unbounded)]:
@@ -416,11 +419,6 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
         add("unassigned-member", {"process": m.process, "time": m.time, "unowned": m.unowned})
     settled = settled_at(g) is not None
     valid: Valid = False if violations else UNKNOWN if undecided else True
-    extra = {"group": {
-        "valid": valid, "anomaly_counts": counts,
-        "anomalies": {a: e for a, e in examples.items() if e},
-        "permitted": sorted(permitted), "permitted_reasons": permitted,
-        "violations": sorted(violations), "settled": settled}}
     unknown = [{"kind": kind, "count": n, "affects_verdict": True, "why": UNDECIDED[kind]}
                for kind, n in undecided.items()]
     if not settled:
@@ -428,7 +426,9 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             "kind": "group-not-settled", "affects_verdict": False,
             "why": f"no member lived {QUIET_NS // 10**9} s past the last fault, retirement or new "
                    "member, so members without an assignment (unassigned-member) were not judged"})
-    return Result(valid=valid, unknown=unknown, extra=extra)
+    return Result(valid=valid, anomaly_counts=counts, anomalies={a: e for a, e in examples.items() if e},
+                  permitted=sorted(permitted), violations=sorted(violations), unknown=unknown,
+                  extra={"group": {"valid": valid, "settled": settled}, "permitted_reasons": permitted})
 
 
 def _span(o: Ownership) -> dict[str, Any]:

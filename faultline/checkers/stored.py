@@ -164,10 +164,12 @@ CHECKERS: Mapping[str, Checker] = {
 def compose(names: Sequence[str], run: StoredRun, checkers: Mapping[str, Checker] = CHECKERS) -> Checked:
     """Run the ``checkers`` of ``names`` over ``run`` in order, each given what those before
     it found, and merge what they found: the first one's result is the run's, with every
-    later one's ``unknown`` entries and fields (``extra``) added, and ``valid`` merged,
-    false over unknown over true (:func:`~faultline.checkers.result.merge_valid`); the
-    first facts and sends' columns any gave. A checker that fails (anything but
-    HistoryError, or MemoryError, which are raised) is an ``unknown`` verdict saying so."""
+    later one's anomaly counts, examples, ``permitted``, ``violations`` and ``unknown``
+    entries added, its fields (``extra``) too (a field two give as objects merged key by
+    key), and ``valid`` merged, false over unknown over true
+    (:func:`~faultline.checkers.result.merge_valid`); the first facts and sends' columns
+    any gave. A checker that fails (anything but HistoryError, or MemoryError, which are
+    raised) is an ``unknown`` verdict saying so."""
     done: list[Checked] = []
     for name in names:
         try:
@@ -177,10 +179,22 @@ def compose(names: Sequence[str], run: StoredRun, checkers: Mapping[str, Checker
         except Exception as e:  # a checker bug must never pass a run
             done.append(Checked(unknown_result("checker-error", f"the {name} checker failed: "
                                                                 f"{type(e).__name__}: {e}")))
-    first, *rest = done
-    result = replace(first.result, valid=merge_valid(*(c.result.valid for c in done)),
-                     unknown=[*first.result.unknown, *(u for c in rest for u in c.result.unknown)],
-                     extra={**first.result.extra, **{k: v for c in rest for k, v in c.result.extra.items()}})
+    counts: dict[str, int] = {}
+    examples: dict[str, list[Mapping[str, Any]]] = {}
+    extra: dict[str, Any] = {}
+    for c in done:
+        for name, n in c.result.anomaly_counts.items():
+            counts[name] = counts.get(name, 0) + n
+        for name, kept in c.result.anomalies.items():
+            examples.setdefault(name, []).extend(kept)
+        for k, v in c.result.extra.items():
+            extra[k] = {**extra[k], **v} if isinstance(v, dict) and isinstance(extra.get(k), dict) else v
+    results = [c.result for c in done]
+    result = replace(done[0].result, valid=merge_valid(*(r.valid for r in results)),
+                     anomaly_counts=counts, anomalies=examples,
+                     permitted=list(dict.fromkeys(a for r in results for a in r.permitted)),
+                     violations=list(dict.fromkeys(a for r in results for a in r.violations)),
+                     unknown=[u for r in results for u in r.unknown], extra=extra)
     return Checked(result, next((c.facts for c in done if c.facts is not None), None),
                    next((c.table for c in done if c.table is not None), None))
 

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from confluent_kafka import (
     Consumer,
+    ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
     KafkaException,
@@ -203,6 +204,18 @@ def high_watermarks(admin: AdminClient, topic: str, partitions: Sequence[int],
         except TimeoutError:
             out[int(tp.partition)] = "TIMED_OUT"
     return out
+
+
+def committed_offsets(admin: AdminClient, group: str, timeout: float) -> dict[tuple[str, int], int]:
+    """``group``'s committed offsets, (topic, partition) -> offset, as its coordinator
+    answers an OffsetFetch of all of them (none for a group that never committed: Kafka
+    answers an unknown group with no topics); KafkaException when there is no answer (no
+    coordinator), TimeoutError when it takes over ``timeout``."""
+    futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                request_timeout=timeout)
+    answer = futures[group].result(timeout=timeout + 1)
+    return {(tp.topic, int(tp.partition)): int(tp.offset) for tp in answer.topic_partitions or ()
+            if tp.offset >= 0 and tp.error is None}
 
 
 def round_trip(bootstrap: str, partitions: int, timeout: float) -> None:

@@ -18,7 +18,7 @@ EXIT_CODES: dict[Any, int] = {True: 0, False: 1, UNKNOWN: 2}
 
 
 def summary(result: Result) -> str:
-    """A few lines for a terminal: verdict, counts seen, violations (a group's too), unknowns."""
+    """A few lines for a terminal: verdict, counts seen, violations, unknowns."""
     verdict = "VALID" if result.valid is True else "INVALID" if result.valid is False else "UNKNOWN"
     send = result.stats.get("send", {})
     lines = [f"{verdict}: {send.get('ok', 0)} ok, {send.get('fail', 0)} fail, "
@@ -27,12 +27,6 @@ def summary(result: Result) -> str:
     lines.append("anomalies: " + (", ".join(seen) if seen else "none"))
     if result.violations:
         lines.append("violations (not permitted): " + ", ".join(result.violations))
-    group = result.extra.get("group")
-    if isinstance(group, dict):
-        seen = [f"{k} {n}" for k, n in group["anomaly_counts"].items() if n]
-        lines.append("group anomalies: " + (", ".join(seen) if seen else "none"))
-        if group["violations"]:
-            lines.append("group violations (not permitted): " + ", ".join(group["violations"]))
     white = result.extra.get("white_box")
     if isinstance(white, dict):
         lines.append(f"white-box invariants: {verdict_line(white)}")

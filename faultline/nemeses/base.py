@@ -26,6 +26,9 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from confluent_kafka import KafkaException
+
+from faultline.cluster import kafka_client
 from faultline.cluster.protocol import (
     Cluster,
     Degradable,
@@ -40,7 +43,7 @@ from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
 from faultline.history import Op
 from faultline.nemeses.schedule import ScheduledFault
-from faultline.targeted import PartitionLike
+from faultline.targeted import OFFSETS_TOPIC, PartitionLike, offsets_partition
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +205,32 @@ def leaders_json(topic: str, states: Mapping[int, PartitionLike]) -> dict[str, i
     return {f"{topic}/{p}": s.leader for p, s in sorted(states.items()) if s.leader is not None}
 
 
+def coordinator(cluster: Cluster, group: str, timeout: float) -> int | None:
+    """The broker coordinating ``group``: the leader of its partition of the offsets topic
+    (:func:`~faultline.targeted.offsets_partition`), None when it has none, as one
+    broker's Metadata answer says; NemesisError when none answers within ``timeout``."""
+    admin = kafka_client.new_admin(cluster.bootstrap_servers(), timeout)
+    try:
+        states = kafka_client.metadata_states(admin, OFFSETS_TOPIC, timeout)
+    except (KafkaException, LookupError) as e:
+        raise NemesisError(f"no metadata for {OFFSETS_TOPIC}: {e}") from None
+    return states[offsets_partition(group, len(states))].leader
+
+
+def run_coordinator(cluster: Cluster, busy: Collection[int] = ()) -> int:
+    """The broker coordinating the run's group (``spec.group_id``) now, read as
+    :func:`with_timeout` reads live state; NemesisError when there is none, or it is
+    ``busy`` (faulted already)."""
+    group = cluster.spec.group_id
+    node = with_timeout(lambda: coordinator(cluster, group, SNAPSHOT_TIMEOUT_S), LIVE_STATE_TIMEOUT_S,
+                        f"group {group}'s coordinator")
+    if node is None:
+        raise NemesisError(f"group {group}'s partition of {OFFSETS_TOPIC} has no leader")
+    if node in busy:
+        raise NemesisError(f"group {group}'s coordinator, node {node}, is faulted already")
+    return node
+
+
 def choose(candidates: Collection[int], pick: int) -> int:
     """A reproducible choice among ``candidates`` (sorted first, so order does not matter)."""
     if not candidates:
@@ -250,7 +279,9 @@ class NodeFault(Bound):
     remembered *before* the fault is applied, so ``teardown`` heals a fault that failed
     half-way as well as one whose graceful heal failed.
 
-    A node the fault cannot touch gets nothing done, and its completion does not name it:
+    Its ``coordinator_kind`` aims it at the broker coordinating the run's group instead
+    (:func:`run_coordinator`). A node the fault cannot touch gets nothing done, and its
+    completion does not name it:
     one this nemesis holds faulted already, or (``needs_running``) one that is down (a
     second ``crash`` by hand, a kill after a failed start). The checker credits a fault
     only to the nodes its completion names, and none when it says ``skipped``. A node
@@ -271,6 +302,10 @@ class NodeFault(Bound):
         self._lock = threading.Lock()
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
+        if step.kind == FAMILIES[self.family].coordinator_kind:
+            node = run_coordinator(self.cluster, busy)
+            return {"nodes": [node], "leaders": leaders_snapshot(self.cluster),
+                    "group": self.cluster.spec.group_id}
         free = [n.id for n in self.cluster.nodes if n.id not in busy]
         if not free:
             raise NemesisError(f"no node left to {self.family}: all of {sorted(busy)} are faulted")

@@ -100,7 +100,8 @@ class NemesisPackage:
     def from_spec(cls, spec: TestSpec, cluster: Cluster) -> NemesisPackage:
         """The package for ``spec.nemesis``: its schedule from ``spec.seed`` over
         ``spec.time_limit_s``, one nemesis per chosen family. No faults, no nemeses."""
-        schedule = build_schedule(spec.nemesis, spec.seed, spec.time_limit_s, spec.kafka.nodes)
+        schedule = build_schedule(spec.nemesis, spec.seed, spec.time_limit_s, spec.kafka.nodes,
+                                  group=spec.workload.name == "group")
         families = dict.fromkeys(spec.nemesis.faults)
         return cls(cluster, schedule, {f: NEMESES[f]() for f in families},
                    spec.nemesis.max_concurrent)

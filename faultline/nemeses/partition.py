@@ -23,6 +23,7 @@ from faultline.nemeses.base import (
     leaders_json,
     leaders_snapshot,
     partitionable,
+    run_coordinator,
     with_timeout,
 )
 from faultline.nemeses.schedule import ScheduledFault
@@ -127,6 +128,7 @@ class PartitionNemesis(Bound):
     Kinds (``step.kind``): ``isolate-node`` (a node drawn with ``pick``),
     ``isolate-leader`` (the current leader of test-topic partition
     ``pick % partitions``), ``isolate-controller`` (the active KRaft controller),
+    ``isolate-coordinator`` (the broker coordinating the run's group),
     ``halves``, ``bridge``, ``ring``. The invoke value carries the ``grudge`` in the
     history form, the ``nodes`` it touches, the ``leaders`` at invoke time, and for
     targeted kinds ``target`` (and ``partition``). Only the brokers' own links are cut;
@@ -162,6 +164,10 @@ class PartitionNemesis(Bound):
                 raise NemesisError("there is no active controller to isolate")
             grudge = isolate(nodes, controller)
             extra = {"target": controller}
+        elif step.kind == "isolate-coordinator":
+            target = run_coordinator(cluster)
+            grudge = isolate(nodes, target)
+            extra = {"target": target, "group": cluster.spec.group_id}
         elif step.kind == "halves":
             grudge = halves(nodes, step.pick)
         elif step.kind == "bridge":

@@ -9,7 +9,8 @@ How it is drawn, with ``I`` the interval:
 
 - the first fault starts after ``I * U(0.5, 1.5)`` (a warm-up with no faults);
 - each fault picks a family uniformly from the chosen ones, then a kind within the
-  family (e.g. ``isolate-leader`` for ``partition``, ``latency`` for ``toxics``),
+  family (e.g. ``isolate-leader`` for ``partition``, ``latency`` for ``toxics``; in a
+  group workload's run, ``kill-coordinator`` for ``kill`` too: see :func:`kinds`),
   is held for ``I * U(0.5, 1.5)`` and carries ``pick``, a 32-bit random integer the
   nemesis uses at invoke time to choose among live targets;
 - the next start is ``I * U(0.5, 1.5)`` after this one (so starts are at least
@@ -58,8 +59,9 @@ class ScheduledFault:
         return self.at_s + self.hold_s
 
 
-def kinds(family: str, nodes: int) -> tuple[str, ...]:
-    """The kinds of ``family`` that make sense on a cluster of ``nodes`` nodes.
+def kinds(family: str, nodes: int, group: bool = False) -> tuple[str, ...]:
+    """The kinds of ``family`` that make sense on a cluster of ``nodes`` nodes; with
+    ``group`` (a group workload's run) its ``coordinator_kind`` too, last.
 
     Partitions and degraded links need two nodes; ``bridge`` needs three and ``ring``
     four (on three nodes a ring is fully connected). Raises SpecError for an unknown family.
@@ -68,13 +70,17 @@ def kinds(family: str, nodes: int) -> tuple[str, ...]:
         raise SpecError(f"unknown fault {family!r}; known: {', '.join(FAULTS)}")
     if family in ("partition", "links") and nodes < 2:
         return ()
+    coordinator = FAMILIES[family].coordinator_kind
     return tuple(k for k in FAMILIES[family].kinds
-                 if not (k == "bridge" and nodes < 3) and not (k == "ring" and nodes < 4))
+                 if not (k == "bridge" and nodes < 3) and not (k == "ring" and nodes < 4)
+                 ) + ((coordinator,) if group and coordinator is not None else ())
 
 
 def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float,
-                   nodes: int) -> tuple[ScheduledFault, ...]:
-    """The schedule for one run; deterministic in its arguments.
+                   nodes: int, group: bool = False) -> tuple[ScheduledFault, ...]:
+    """The schedule for one run; deterministic in its arguments. ``group``: the run's
+    workload is the group workload, so kinds aimed at its coordinator are drawn too
+    (:func:`kinds`).
 
     Guarantees, for the returned steps: sorted by ``at_s``; at every instant at most
     ``nemesis.max_concurrent`` steps are held and at most one per family; every
@@ -90,7 +96,7 @@ def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float,
     t = interval * rng.uniform(0.5, 1.5)
     while True:
         family = rng.choice(families)
-        kind = rng.choice(kinds(family, nodes))
+        kind = rng.choice(kinds(family, nodes, group))
         hold = interval * rng.uniform(0.5, 1.5)
         quiet = interval * rng.uniform(0.2, 0.5)
         gap = interval * rng.uniform(0.5, 1.5)

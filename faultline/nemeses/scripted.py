@@ -5,7 +5,8 @@ times, this one runs the spec's ``nemesis.schedule`` in order from the start of 
 main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controller``)
 from live metadata when its step runs, and waiting on what the metadata shows
 (``until isr of 0 is {leader}``); live metadata is that of the brokers that answer, but
-one that another leaves out of the registered brokers (:func:`trusted`). It drives the
+one that another leaves out of the registered brokers (:func:`trusted`); a group's
+committed offsets are its coordinator's answer (``until group G has committed``). It drives the
 same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition, links), so it heals the same way, and
 keeps the runner's contract (:class:`faultline.run.runner.NemesisSchedule`). Each step
 and wait is journaled as docs/history.md ("nemesis") says; a wait not met in time, or a
@@ -36,6 +37,7 @@ from faultline.nemeses.base import (
     LIVE_STATE_TIMEOUT_S,
     NodeFault,
     completed,
+    coordinator,
     error_text,
     leaders_json,
     with_timeout,
@@ -50,13 +52,12 @@ from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.wipe import WipeNemesis
 from faultline.spec import TestSpec, TopicSpec
 from faultline.targeted import (
-    OFFSETS_TOPIC,
     Action,
+    Committed,
     Step,
     View,
     Wait,
     condition_met,
-    offsets_partition,
     parse_schedule,
     resolve,
 )
@@ -82,17 +83,20 @@ class ScriptedPackage:
 
     def __init__(self, cluster: Cluster, steps: Sequence[Step],
                  states: Callable[[], dict[int, PartitionState]] | None = None,
-                 registered: Callable[[], set[int]] | None = None, topic: TopicSpec | None = None) -> None:
+                 registered: Callable[[], set[int]] | None = None, topic: TopicSpec | None = None,
+                 committed: Callable[[str], Committed] | None = None) -> None:
         """``topic`` is the one whose partitions roles and waits name (default: the
         spec's); ``states`` reads its partitions live (default: :meth:`_states`,
         Metadata requests to every broker at once, the stale answers left out),
         ``registered`` the brokers registered and unfenced (default: :meth:`_registered`,
-        likewise); each raises NemesisError when nothing answers."""
+        likewise), ``committed`` a group's committed offsets (default: :meth:`_committed`);
+        each raises NemesisError when nothing answers."""
         self.cluster = cluster
         self.topic = topic or cluster.spec.topic
         self.steps = tuple(steps)
         self._read_states = states or self._states
         self._read_registered = registered or self._registered
+        self._read_committed = committed or self._committed
         self.kill, self.pause, self.stop = KillNemesis(), PauseNemesis(), StopNemesis()
         self.wipe, self.lose_unflushed = WipeNemesis(), LoseUnflushedNemesis()
         self.partition = PartitionNemesis()
@@ -199,22 +203,22 @@ class ScriptedPackage:
                     self._act(step, history)
         return self._completions
 
-    def _view(self, controller: bool = False, registered: bool = False, group: str | None = None) -> View:
+    def _view(self, controller: bool = False, registered: bool = False, group: str | None = None,
+              committed: str | None = None) -> View:
         active = with_timeout(self.cluster.active_controller, LIVE_STATE_TIMEOUT_S,
                               "active controller") if controller else None
         brokers = frozenset(self._read_registered()) if registered else None
-        coordinators = {} if group is None else {group: self._coordinator(group)}
-        return View(self._read_states(), active, brokers, coordinators)
+        coordinators = {} if group is None else {group: coordinator(self.cluster, group, METADATA_TIMEOUT_S)}
+        offsets = {} if committed is None else {committed: self._read_committed(committed)}
+        return View(self._read_states(), active, brokers, coordinators, offsets)
 
-    def _coordinator(self, group: str) -> int | None:
-        """The leader of ``group``'s partition of the offsets topic, as any broker's metadata
-        says (:func:`~faultline.targeted.offsets_partition`); NemesisError when none answers."""
+    def _committed(self, group: str) -> Committed:
+        """``group``'s committed offsets, as its coordinator answers; NemesisError when none does."""
         admin = kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S)
         try:
-            states = kafka_client.metadata_states(admin, OFFSETS_TOPIC, METADATA_TIMEOUT_S)
-        except (KafkaException, LookupError) as e:
-            raise NemesisError(f"no metadata for {OFFSETS_TOPIC}: {e}") from None
-        return states[offsets_partition(group, len(states))].leader
+            return kafka_client.committed_offsets(admin, group, METADATA_TIMEOUT_S)
+        except (KafkaException, TimeoutError) as e:
+            raise NemesisError(f"no committed offsets of group {group}: {e}") from None
 
     def _courtesy(self) -> View:
         """The view for a step that names its nodes (``node 3``, a bound name): live state
@@ -394,15 +398,19 @@ class ScriptedPackage:
         deadline = min(started + wait.seconds, until)
         previous = self._last_leader.get(wait.partition) if wait.partition is not None else None
         known = wait.partition in self._last_leader
+        before: Committed | None = None  # the group's offsets at the first read
         seen = "nothing yet"
         while True:
             try:
                 view = self._view(registered=wait.kind in ("registered", "fenced"),
-                                  group=wait.target.group if wait.target is not None else None)
+                                  group=wait.target.group if wait.target is not None else None,
+                                  committed=wait.group)
                 if not known and wait.partition is not None:
                     state = view.partitions.get(wait.partition)
                     previous, known = (state.leader if state is not None else None), True
-                met, seen = condition_met(wait, view, self._bindings, previous)
+                if before is None and wait.group is not None:
+                    before = view.committed[wait.group]
+                met, seen = condition_met(wait, view, self._bindings, previous, before)
             except NemesisError as e:
                 met, seen = False, f"no metadata: {e}"
             if met:

@@ -189,7 +189,7 @@ def consumer_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str,
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
         # Required by the client, unused: assign() joins no group and nothing commits.
-        "group.id": f"faultline-{spec.name}",
+        "group.id": spec.group_id,
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",

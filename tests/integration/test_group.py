@@ -1,8 +1,10 @@
-"""The group workload on a real 3-node cluster, with each rebalance protocol: the broker that
-coordinates the group (``coordinator of group G``) is killed while members commit, and
-restarted. The run directory holds to its schemas, the kill hit the group's coordinator
-and commits went on after it, and the run is judged valid, the group checker's own
-verdict included (acks=all: nothing the guarantees forbid may show)."""
+"""The group workload on a real 3-node cluster, with each rebalance protocol: once the group
+has committed (``wait until group G has committed``), the broker that coordinates it
+(``coordinator of group G``) is killed while members commit, and restarted. The run
+directory holds to its schemas, the kill hit the group's coordinator after a commit and
+commits went on after it, and the run is judged valid, the group checker's own
+verdict included (acks=all: nothing the guarantees forbid may show). A random schedule
+of the group workload isolates, then kills, the group's coordinator, and is judged valid too."""
 
 from __future__ import annotations
 
@@ -23,12 +25,13 @@ pytestmark = pytest.mark.integration
 
 def spec(protocol: str) -> TestSpec:
     name = f"it-group-{protocol}"
-    coordinator = f"coordinator of group faultline-{name}"
+    group = f"faultline-{name}"
     return TestSpec(
         name=name, time_limit_s=18.0, kafka=KafkaSpec(heap_mb=384),
         consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol=protocol),  # type: ignore[arg-type]
         workload=WorkloadSpec(name="group", producers=1, consumers=2, rate=500),
-        nemesis=NemesisSpec(schedule=("wait for 8 s", f"crash {coordinator} as coord", "wait for 5 s",
+        nemesis=NemesisSpec(schedule=(f"wait until group {group} has committed within 15 s",
+                                      f"crash coordinator of group {group} as coord", "wait for 5 s",
                                       "restart coord")))
 
 
@@ -46,10 +49,13 @@ def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome
     (kill,) = [o for o in ops if o.process == "nemesis" and o.f == "kill" and "result" in o.value]
     assert kill.value["role"].startswith("coordinator of group faultline-it-group-")
     assert kill.error is None and len(kill.value["targets"]) == 1
+    (waited,) = [o for o in ops if o.process == "nemesis" and o.f == "wait" and "result" in o.value
+                 and "has committed" in o.value["step"]]
+    assert waited.value["result"].startswith("met after"), waited.value
     commits = [o for o in ops if o.f == "commit" and o.type == "ok"]
-    # after the kill the group found its new coordinator and went on committing; whether a
-    # commit came before it is timing (under load a KIP-848 group took 11 s to assign)
-    assert any(c.time > kill.time for c in commits)
+    # the kill came once the group had committed, and the group found its new coordinator
+    # and went on committing after it
+    assert any(c.time < kill.time for c in commits) and any(c.time > kill.time for c in commits)
     assert all(epoch is not None for c in commits for _, _, _, epoch in c.value["offsets"])
     assert any(o.f == "assign" and o.value["partitions"] for o in ops)
 
@@ -58,3 +64,27 @@ def test_the_run_is_judged_valid_by_the_queue_and_group_checkers(outcome: RunOut
     results = json.loads((outcome.run_dir / "results.json").read_text())
     assert outcome.valid is True, (results["violations"], results["unknown"], results["group"])
     assert results["group"]["valid"] is True and results["group"]["settled"] is True
+
+
+@pytest.fixture(scope="module")
+def drawn(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+    """A random schedule (seed 98) that isolates the group's coordinator at ~5 s, then kills
+    the coordinator at ~14 s (KIP-848's protocol)."""
+    base = spec("consumer")
+    run = replace(base, name="it-group-drawn", seed=98,
+                  nemesis=NemesisSpec(faults=("kill", "partition"), interval_s=6.0))
+    return run_test(run, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
+
+
+def test_a_random_schedule_aims_its_faults_at_the_groups_coordinator(drawn: RunOutcome) -> None:
+    assert drawn.error is None and drawn.recovered
+    ops = list(read_history(drawn.run_dir))
+    faults = [o for o in ops if o.process == "nemesis" and o.f in ("kill", "partition")
+              and "result" in o.value]
+    assert [o.value["kind"] for o in faults] == ["isolate-coordinator", "kill-coordinator"]
+    for o in faults:
+        assert o.error is None and o.value["group"] == "faultline-it-group-drawn", o.value
+    isolated, killed = faults
+    assert isolated.value["grudge"][str(isolated.value["target"])] and killed.value["nodes"]
+    results = json.loads((drawn.run_dir / "results.json").read_text())
+    assert drawn.valid is True, (results["violations"], results["unknown"], results["group"])

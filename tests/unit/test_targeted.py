@@ -215,6 +215,28 @@ def test_a_groups_coordinator_is_a_role() -> None:
     parse_schedule(["pause coordinator of group g as c", "wait for 5 s", "resume c"], 3, 3)
 
 
+def test_a_group_has_committed_once_an_offset_appeared_or_moved_since_the_wait_began() -> None:
+    """``group G has committed`` parses; it is met by an offset of G's that is new or moved
+    since the offsets read when the wait began, not by the same offsets, nor unread ones."""
+    step = parse_step("wait until group faultline-it has committed within 20 s")
+    assert step == Wait("committed", 20.0, "wait until group faultline-it has committed within 20 s",
+                        group="faultline-it")
+    before = {("t", 0): 10, ("t", 1): 4}
+
+    def met(offsets: dict[tuple[str, int], int] | None, since: dict[tuple[str, int], int] | None) -> bool:
+        view = View(VIEW.partitions, committed={} if offsets is None else {"faultline-it": offsets})
+        return condition_met(step, view, {}, None, since)[0]
+
+    assert not met(before, before)
+    assert met({**before, ("t", 1): 5}, before)
+    assert met({**before, ("t", 2): 0}, before)
+    assert not met({}, None) and met({("t", 0): 0}, None)
+    assert not met(None, before), "offsets not read: not met"
+    assert condition_met(step, View(VIEW.partitions, committed={"faultline-it": {**before, ("t", 1): 5}}),
+                         {}, None, before) == (True, "group faultline-it: 2 partition(s) committed, 1 since "
+                                                     "the wait began")
+
+
 @pytest.mark.parametrize(("group", "partitions", "partition"), [
     ("hello", 2**31 - 1, 99162322),  # Java: "hello".hashCode() == 99162322
     ("polygenelubricants", 50, 0),  # hashCode() == Integer.MIN_VALUE: Utils.abs gives 0

@@ -11,9 +11,11 @@ from typing import Any
 
 from faultline.checkers import groups
 from faultline.checkers.guarantees import GuaranteeConfig
+from faultline.checkers.results_file import check_run
 from faultline.checkers.stored import check_stored
 from faultline.commands.check import summary
-from faultline.spec import ConsumerSpec, TestSpec, TopicSpec, WorkloadSpec
+from faultline.report.page import anomaly_sections, expectations, load_run, verdict
+from faultline.spec import ConsumerSpec, ProducerSpec, TestSpec, TopicSpec, WorkloadSpec
 from tests.schemas import validator
 
 TOPIC = "fl-queue"
@@ -82,7 +84,7 @@ def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = Fa
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     g = h.group(partitions)
     result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None), asynchronous)
-    out: dict[str, Any] = result.extra["group"]
+    out: dict[str, Any] = {**result.to_json(), **result.extra["group"]}
     assert out["valid"] == result.valid
     out["unknown"] = [u["kind"] for u in result.unknown if u["affects_verdict"]]
     return out
@@ -364,11 +366,58 @@ def test_the_group_workload_is_checked_by_the_queue_and_group_checkers(tmp_path:
     h.commit(2, [(0, 2)])
     h.drain(0, [(off, 100 + off) for off in range(5)])
     member = check_stored(stored(tmp_path / "g", group_spec(), h))
-    assert member.valid is False and member.violations == []
-    assert member.extra["group"]["violations"] == ["commit-backwards"]
-    assert "group violations (not permitted): commit-backwards" in summary(member).splitlines()
+    assert member.valid is False and member.violations == ["commit-backwards"]
+    assert member.extra["group"]["valid"] is False and member.anomaly_counts["commit-backwards"] == 1
+    assert "violations (not permitted): commit-backwards" in summary(member).splitlines()
     assigned = check_stored(stored(tmp_path / "q", group_spec("assign"), h))
     assert assigned.violations == ["poll-skip"] and "group" not in assigned.extra
+
+
+def taken_over(fault: bool) -> G:
+    """Five records written and read by process 1, which commits 5; process 2 takes over
+    and commits 3 (after a kill of the leader when ``fault``); the drain reads all five."""
+    h = G()
+    for off in range(5):
+        h.send(0, 100 + off, 0, off)
+    five(h)
+    h.commit(1, [(0, 5)])
+    if fault:
+        h.kill("kill")
+    h.rebalance(1, "revoke", [0])
+    h.rebalance(2, "assign", [0])
+    h.poll(2, [(0, off, 100 + off) for off in range(3)])
+    h.commit(2, [(0, 3)])
+    h.drain(0, [(off, 100 + off) for off in range(5)])
+    return h
+
+
+def test_a_group_violation_is_the_runs_in_results_json_and_on_its_report(tmp_path: Path) -> None:
+    """A commit going backwards, written by ``faultline check``: counted and named a
+    violation at results.json's top level beside the queue checker's types, in the
+    report's headline, its expectations and its examples; the same commit permitted (acks=1,
+    a leader killed) is named permitted, with its reason."""
+    run_dir = stored(tmp_path / "g", group_spec(), taken_over(fault=False))
+    results = check_run(run_dir).to_json()
+    validator("results.schema.json").validate(results)
+    counts = results["anomaly_counts"]
+    assert results["violations"] == ["commit-backwards"] and counts["commit-backwards"] == 1
+    assert counts["lost-write"] == 0 and results["group"] == {"valid": False, "settled": False}
+    (example,) = results["anomalies"]["commit-backwards"]
+    assert example["permitted"] is False and example["permitted_by"] is None
+    run = load_run(run_dir)
+    assert verdict(run).why.startswith("commit-backwards ×1: forbidden by Kafka's guarantees")
+    (row,) = [e for e in expectations(run) if e["name"] == "commit-backwards"]
+    assert row["status"] == "violation" and row["count"] == 1
+    (section,) = [x for x in anomaly_sections(run) if x["name"] == "commit-backwards"]
+    assert len(section["rows"]) == 1 and section["rows"][0]["violation"]
+    acks1 = dataclasses.replace(group_spec(), producer=dataclasses.replace(ProducerSpec(), acks="1",
+                                                                           enable_idempotence=False))
+    run_dir = stored(tmp_path / "permitted", acks1, taken_over(fault=True))
+    run = load_run(run_dir)
+    assert "commit-backwards" in run.results["permitted"] and run.results["violations"] == []
+    (row,) = [e for e in expectations(run) if e["name"] == "commit-backwards"]
+    assert row["status"] == "permitted" and "(KAFKA-19902)" in row["reason"]
+    assert "lost-write" in run.results["permitted_reasons"], "the queue checker's reasons are kept beside"
 
 
 def test_the_group_history_results_and_spec_match_their_schemas(tmp_path: Path) -> None:
@@ -380,6 +429,6 @@ def test_the_group_history_results_and_spec_match_their_schemas(tmp_path: Path) 
     validator("test.schema.json").validate(group_spec().to_json())
     result = check_stored(stored(tmp_path / "g", group_spec(), h))
     validator("results.schema.json").validate(result.to_json())
-    assert result.to_json()["group"]["anomaly_counts"]["lost-to-group"] == 1
+    assert result.to_json()["anomaly_counts"]["lost-to-group"] == 1
     bad = {**h.ops[-1], "value": {"partitions": [[TOPIC, 0]], "member": "m1"}}  # no generation
     assert not history.is_valid(bad)

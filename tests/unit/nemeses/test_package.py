@@ -6,6 +6,7 @@ tests/integration/nemeses' business.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -17,11 +18,12 @@ import pytest
 from faultline.checkers.faults_seen import faults_of
 from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError
+from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.partition import PartitionNemesis
 from faultline.nemeses.schedule import ScheduledFault
-from faultline.spec import KafkaSpec, NemesisSpec, TestSpec
+from faultline.spec import ConsumerSpec, KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
 
 
 class FakeNode:
@@ -303,6 +305,50 @@ def test_isolate_controller_isolates_the_active_controller_whatever_the_pick(
         value = nemesis.plan(ScheduledFault(0, "partition", "isolate-controller", 1, pick), busy=())
         assert value["target"] == controller, (pick, value)
         assert value["grudge"][str(controller)] == [n for n in (1, 2, 3) if n != controller]
+
+
+@pytest.mark.parametrize("family", ["kill", "pause", "stop", "partition"])
+def test_a_coordinator_kind_aims_its_fault_at_the_groups_coordinator_whatever_the_pick(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, family: str) -> None:
+    """The broker leading the group's offsets partition is the target, unless it has none or
+    is faulted already (an error: the package journals the fault as skipped)."""
+    from faultline.nemeses import base
+
+    spec = dataclasses.replace(_spec((family,)), name="g")
+    asked: list[str] = []
+    leader: list[int | None] = [3]
+
+    def coordinator(cluster: Any, group: str, timeout: float) -> int | None:
+        asked.append(group)
+        return leader[0]
+
+    monkeypatch.setattr(base, "coordinator", coordinator)
+    pkg = NemesisPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    nemesis = pkg.nemeses[family]
+    nemesis.setup(pkg.cluster)
+    kind = FAMILIES[family].coordinator_kind
+    assert kind is not None
+    for pick in range(3):
+        value = nemesis.plan(ScheduledFault(0, family, kind, 1, pick), busy=())
+        target = value["target"] if family == "partition" else value["nodes"]
+        assert target == (3 if family == "partition" else [3]) and value["group"] == "faultline-g"
+    assert asked and set(asked) == {"faultline-g"}
+    if family == "partition":
+        assert value["grudge"]["3"] == [1, 2]
+    else:
+        with pytest.raises(NemesisError, match="coordinator, node 3, is faulted already"):
+            nemesis.plan(ScheduledFault(0, family, kind, 1, 0), busy={3})
+    leader[0] = None
+    with pytest.raises(NemesisError, match="faultline-g's partition of __consumer_offsets has no leader"):
+        nemesis.plan(ScheduledFault(0, family, kind, 1, 0), busy=())
+
+
+def test_a_group_workloads_package_draws_coordinator_kinds(tmp_path: Path) -> None:
+    members = dataclasses.replace(ConsumerSpec(), mode="subscribe")
+    spec = TestSpec(seed=3, time_limit_s=600.0, consumer=members, workload=WorkloadSpec(name="group"),
+                    nemesis=NemesisSpec(faults=("kill",), interval_s=5.0))
+    pkg = NemesisPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    assert {s.kind for s in pkg.schedule} == {"kill", "kill-coordinator"}
 
 
 def test_isolate_controller_without_a_controller_is_an_error(tmp_path: Path) -> None:

@@ -152,6 +152,35 @@ def test_a_wait_is_met_when_the_state_shows_it(tmp_path: Path) -> None:
     assert ("kill", [1]) in _done(ops)
 
 
+def test_a_committed_wait_is_met_by_a_commit_after_its_first_read_of_the_groups_offsets(
+        tmp_path: Path) -> None:
+    """The first answer is the baseline: the same offsets again do not meet the wait; no
+    answer (the coordinator down) is waited through; an offset moved meets it."""
+    answers: list[dict[tuple[str, int], int] | None] = [{("t", 0): 3}, {("t", 0): 3}, None, {("t", 0): 7}]
+
+    def committed(group: str) -> dict[tuple[str, int], int]:
+        assert group == "g"
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if answer is None:
+            raise NemesisError("no committed offsets of group g: COORDINATOR_NOT_AVAILABLE")
+        return answer
+
+    spec = TestSpec(nemesis=NemesisSpec(schedule=("wait until group g has committed within 10 s",
+                                                  "crash node 2")))
+    cluster = FakeCluster(spec, tmp_path)
+    nemesis = ScriptedPackage.from_spec(spec, cluster)  # type: ignore[arg-type]
+    nemesis._read_states, nemesis._read_committed = Live(), committed
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 12, history)
+        nemesis.heal_all(history)
+    ops = list(read_history(tmp_path / "history.jsonl"))
+    wait = [op for op in ops if op.f == "wait"][-1]
+    assert nemesis.ended is None and wait.value["result"].startswith("met after")
+    assert answers == [{("t", 0): 7}], "met by the fourth answer, not before"
+    assert wait.value["seen"] == "group g: 1 partition(s) committed, 1 since the wait began"
+    assert ("kill", [2]) in _done(ops)
+
+
 def test_a_wait_not_met_in_time_ends_the_schedule(tmp_path: Path) -> None:
     _, nemesis, ops = _run(tmp_path, ("crash leader of 0 as old", "wait until 0 has a new leader within 1 s",
                                       "restart old"), Live())
