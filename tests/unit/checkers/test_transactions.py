@@ -414,3 +414,106 @@ def test_a_fault_window_ends_when_every_node_it_faulted_is_healed() -> None:
         committed_pair(h)
         lost_second(h)
         assert verdict(h)["anomalies"]["lost-write"][0]["permitted"] is permitted, healed
+
+
+# -- the fault-window rule, pinned: each pair differs in where one fault lies ---------------
+
+
+def torn_by_consumer(h: H) -> None:
+    """A consumer tears :func:`committed_pair` (it reads value 1, then passes value 2 for
+    value 3 of a later transaction), and the drains read everything: a tear, no loss."""
+    h.txn(1, "ok", (1, 3, 2))
+    h.poll(9, (0, 0, 1))
+    h.poll(9, (1, 2, 3))
+    h.drain(10, 0, (0, 1))
+    h.drain(11, 1, (0, 2), (2, 3))
+
+
+def test_a_pause_healed_before_a_transaction_began_excuses_no_tear_of_it() -> None:
+    """Judged on a tear alone (no loss beside it): a pause during the transaction may have
+    held a request of it (KAFKA-17754), one healed before it began could not."""
+    for during in (True, False):
+        h = H()
+        if not during:
+            h.fault("pause")
+            h.fault("resume")
+        h.begin(0, (0, 1), (1, 2))
+        if during:
+            h.fault("pause")
+            h.fault("resume")
+        h.end(0, "ok", (0, 1, 0), (1, 2, 0))
+        torn_by_consumer(h)
+        r = verdict(h)
+        assert r["anomaly_counts"] == {**r["anomaly_counts"], TORN: 1, "lost-write": 0}
+        assert r["anomalies"][TORN][0]["permitted"] is during, during
+        assert r["valid"] is during
+
+
+def test_a_pause_healed_before_the_late_transaction_began_excuses_no_write_cycle() -> None:
+    """The sequential write cycle: the first transaction's record in partition 1 landed
+    after the second's, although it ended before the second began. A pause from its invoke
+    on may have held that record; one healed before it began could not."""
+    for during in (True, False):
+        h = H()
+        if not during:
+            h.fault("pause")
+            h.fault("resume")
+        h.begin(0, (0, 1), (1, 2))
+        if during:
+            h.fault("pause")
+            h.fault("resume")
+        h.end(0, "ok", (0, 1, 0), (1, 2, 1))
+        h.txn(1, "ok", (1, 3, 0), (0, 4, 1))
+        h.drain(10, 0, (0, 1), (1, 4))
+        h.drain(11, 1, (0, 3), (1, 2))
+        r = verdict(h)
+        assert r["anomalies"][G0][0]["permitted"] is during, during
+        assert r["valid"] is during
+
+
+def test_a_heal_before_a_fault_does_not_end_it() -> None:
+    """A resume journaled before the pause leaves the pause in effect over the transaction;
+    the same resume after it ends it first."""
+    for heal_first, permitted in ((True, True), (False, False)):
+        h = H()
+        if heal_first:
+            h.fault("resume")
+        h.fault("pause")
+        if not heal_first:
+            h.fault("resume")
+        committed_pair(h)
+        lost_second(h)
+        assert verdict(h)["anomalies"]["lost-write"][0]["permitted"] is permitted, heal_first
+
+
+def test_only_a_faults_own_heal_ends_it() -> None:
+    """A pause is ended by a resume, not by a start (a kill's heal): after a start it is
+    still in effect over the transaction."""
+    for heal, permitted in (("start", True), ("resume", False)):
+        h = H()
+        h.fault("pause")
+        h.fault(heal)
+        committed_pair(h)
+        lost_second(h)
+        assert verdict(h)["anomalies"]["lost-write"][0]["permitted"] is permitted, heal
+
+
+def test_a_retired_transaction_still_open_when_a_process_began_is_not_its_predecessor() -> None:
+    """A first transaction may follow a retired (``info``) one of another process only if
+    that one had ended before it began: a pause over the retired one alone excuses the
+    later transaction's loss only then."""
+    for retired_first, permitted in ((True, True), (False, False)):
+        h = H()
+        h.begin(1, (0, 5))
+        h.fault("pause")
+        h.fault("resume")
+        if retired_first:
+            h.end(1, "info", (0, 5, 2))
+        h.begin(0, (0, 1), (1, 2))
+        if not retired_first:
+            h.end(1, "info", (0, 5, 2))
+        h.end(0, "ok", (0, 1, 0), (1, 2, 0))
+        lost_second(h)
+        r = verdict(h)
+        assert r["anomalies"]["lost-write"][0]["permitted"] is permitted, retired_first
+        assert r["valid"] is permitted
