@@ -131,10 +131,12 @@ def check_brokers(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
 
 
 def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
-    """The transaction checker (:mod:`faultline.checkers.transactions`) over the run's history."""
+    """The transaction checker (:mod:`faultline.checkers.transactions`) over the run's history,
+    with the metadata log's timeline when there is one."""
     history = txn_history(run.spec, run.rows, run.source)
+    timeline = partition_timeline(run.files().metadata, run.spec.topic.name)
     return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
-                                      truncated=run.read.truncated))
+                                      truncated=run.read.truncated, timeline=timeline))
 
 
 def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from faultline.checkers.faults_seen import MetadataState, Timeline
 from faultline.checkers.guarantees import (
     G0,
     TORN,
@@ -26,11 +27,13 @@ MS = 1_000_000
 
 
 def spec(isolation: str = "read_committed", version: str = "4.3.1",
-         transaction_version: int | None = None, client: str = "librdkafka") -> TestSpec:
+         transaction_version: int | None = None, client: str = "librdkafka",
+         replication_factor: int = 3) -> TestSpec:
     """A spec of two partitions; the txn workload's unless ``client`` is java, which runs no
     txn workload (its transaction protocol is asked all the same)."""
     return dataclasses.replace(
-        TestSpec(), topic=TopicSpec(name=TOPIC, partitions=2),
+        TestSpec(), topic=TopicSpec(name=TOPIC, partitions=2, replication_factor=replication_factor,
+                                    min_insync_replicas=min(2, replication_factor)),
         kafka=KafkaSpec(version=version, transaction_version=transaction_version),
         consumer=ConsumerSpec(isolation_level=isolation),  # type: ignore[arg-type]
         workload=WorkloadSpec(name="txn" if client == "librdkafka" else "queue",
@@ -38,13 +41,22 @@ def spec(isolation: str = "read_committed", version: str = "4.3.1",
 
 
 class H:
-    """Appends ops with dense indexes and times 1 ms apart."""
+    """Appends ops with dense indexes and times 1 ms apart (and as far apart as :meth:`wait` says)."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.waited = 0
 
     def op(self, process: Any, type: str, f: str, value: Any = None) -> None:
-        self.rows.append(Op(len(self.rows), (len(self.rows) + 1) * MS, process, type, f, value).to_dict())
+        self.rows.append(Op(len(self.rows), (len(self.rows) + 1) * MS + self.waited, process, type, f,
+                            value).to_dict())
+
+    def now(self) -> int:
+        """The time of the next op."""
+        return (len(self.rows) + 1) * MS + self.waited
+
+    def wait(self, ns: int) -> None:
+        self.waited += ns
 
     def begin(self, p: int, *sends: tuple[int, int], abort: bool = False) -> None:
         """A transaction's invoke: ``sends`` as (partition, value)."""
@@ -77,9 +89,11 @@ class H:
         self.op("nemesis", "info", f, {"nodes": list(nodes), "result": "done"})
 
 
-def verdict(h: H, s: TestSpec | None = None, protocol: int = 1) -> dict[str, Any]:
+def verdict(h: H, s: TestSpec | None = None, protocol: int = 1,
+            timeline: Timeline | None = None) -> dict[str, Any]:
     s = s or spec()
-    return check_transactions(s, txn_history(s, h.rows), TransactionConfig(protocol=protocol)).to_json()
+    return check_transactions(s, txn_history(s, h.rows), TransactionConfig(protocol=protocol),
+                              timeline=timeline).to_json()
 
 
 def committed_pair(h: H) -> None:
@@ -217,17 +231,19 @@ def test_the_transaction_protocol_is_the_lower_of_the_cluster_and_the_client() -
     assert TransactionConfig.from_spec(spec()).protocol == 1
 
 
-@pytest.mark.parametrize(("protocol", "families", "permitted"), [
-    (1, frozenset(), set()),
-    (1, frozenset({"kill"}), set()),
-    (1, frozenset({"pause"}), {"aborted-read", TORN, "lost-write", G0}),
-    (2, frozenset({"pause", "toxics"}), set()),
-    (2, frozenset({"wipe"}), {TORN, "lost-write"}),
+@pytest.mark.parametrize(("protocol", "families", "loss", "permitted"), [
+    (1, frozenset(), None, set()),
+    (1, frozenset({"kill"}), None, set()),
+    (1, frozenset({"pause"}), None, {"aborted-read", TORN, "lost-write", G0}),
+    (2, frozenset({"pause", "toxics"}), None, set()),
+    (2, frozenset({"wipe"}), None, set()),  # destroyed data permits a loss only where a partition's rule does
+    (2, frozenset(), "data was destroyed", {TORN, "lost-write"}),
 ])
-def test_transaction_rules(protocol: int, families: frozenset[str], permitted: set[str]) -> None:
+def test_transaction_rules(protocol: int, families: frozenset[str], loss: str | None,
+                           permitted: set[str]) -> None:
     config = TransactionConfig(protocol=protocol)
-    assert set(transaction_rules(config, families)) == permitted
-    assert set(transaction_forbidden(config, families)).isdisjoint(permitted)
+    assert set(transaction_rules(config, families, loss)) == permitted
+    assert set(transaction_forbidden(config, families, loss)).isdisjoint(permitted)
 
 
 def test_a_txn_op_without_its_sends_is_refused_naming_its_line() -> None:
@@ -328,20 +344,83 @@ def test_a_delaying_fault_in_the_producers_previous_transaction_excuses_it() -> 
         assert r["valid"] is permitted
 
 
-def test_destroyed_data_excuses_a_loss_only_of_a_write_before_its_fault_ended() -> None:
+SECOND = 1_000_000_000
+
+
+def lone_replicas(whole_again: int | None = None) -> Timeline:
+    """A metadata log of :func:`spec`'s two partitions at replication factor 1: partition p's
+    one replica is node p + 1, leading from time 0; ``whole_again``: a later state of partition
+    1 at that time, its replica in the ISR again."""
+    return {(TOPIC, p): [MetadataState(0, p + 1, frozenset({p + 1}), frozenset({p + 1})),
+                         *([MetadataState(whole_again, p + 1, frozenset({p + 1}), frozenset({p + 1}))]
+                           if whole_again is not None and p == 1 else [])]
+            for p in (0, 1)}
+
+
+def test_destroyed_data_excuses_a_loss_only_of_a_write_before_its_partition_was_whole_again() -> None:
+    """Partition 1's only replica (node 2) wiped: a loss there is permitted of a transaction
+    begun before the wipe, not of one begun once the metadata log showed the partition whole
+    again after it."""
     for after, permitted in ((False, False), (True, True)):
         h = H()
+        h.wait(SECOND)
+        whole_again = None
         if not after:
-            h.fault("wipe")
-            h.fault("start")
+            h.fault("wipe", (2,))
+            h.fault("start", (2,))
+            whole_again = h.now() + SECOND
+            h.wait(3 * SECOND)
         committed_pair(h)
         if after:
-            h.fault("wipe")
-            h.fault("start")
+            h.fault("wipe", (2,))
+            h.fault("start", (2,))
         lost_second(h)
-        r = verdict(h, protocol=2)
+        r = verdict(h, spec(replication_factor=1), protocol=2, timeline=lone_replicas(whole_again))
         assert r["anomalies"]["lost-write"][0]["permitted"] is permitted, after
-        assert r["valid"] is permitted
+        assert r["valid"] is permitted, r["unknown"]
+
+
+def test_destroyed_data_excuses_a_loss_only_on_a_partition_whose_replica_it_destroyed() -> None:
+    """A wipe during the transaction of node 2, partition 1's only replica, permits losing
+    the transaction's record there; of node 1, partition 0's, it permits nothing on
+    partition 1, nor the tear the loss makes."""
+    for node, permitted in ((2, True), (1, False)):
+        h = H()
+        h.wait(SECOND)
+        h.begin(0, (0, 1), (1, 2))
+        h.fault("wipe", (node,))
+        h.fault("start", (node,))
+        h.end(0, "ok", (0, 1, 0), (1, 2, 0))
+        lost_second(h)
+        r = verdict(h, spec(replication_factor=1), protocol=2, timeline=lone_replicas())
+        assert r["anomalies"]["lost-write"][0]["permitted"] is permitted, node
+        assert r["anomalies"][TORN][0]["permitted"] is permitted, node
+        assert r["valid"] is permitted, r["unknown"]
+        assert r["permitted_reasons"]["lost-write"].startswith(
+            f"committed records may be lost (on partition(s) {node - 1}, "), "the run's: the wiped one's"
+
+
+def test_destroyed_data_no_witness_shows_leaves_the_loss_it_permits_unknown() -> None:
+    """Without a metadata log, or a leaders snapshot, a wipe of partition 1's replica during
+    the transaction permits the loss only by faults assumed (that node may have led): the
+    verdict is unknown, saying where; the same wipe before the transaction began, healed,
+    leaves it unknown too (the log would say whether the partition was whole again)."""
+    for during in (True, False):
+        h = H()
+        if not during:
+            h.fault("wipe", (2,))
+            h.fault("start", (2,))
+        h.begin(0, (0, 1), (1, 2))
+        if during:
+            h.fault("wipe", (2,))
+            h.fault("start", (2,))
+        h.end(0, "ok", (0, 1, 0), (1, 2, 0))
+        lost_second(h)
+        r = verdict(h, spec(replication_factor=1), protocol=2)
+        assert r["anomalies"]["lost-write"][0]["permitted"] is True, during
+        assert r["valid"] == "unknown"
+        assert [(u["kind"], u.get("partition"), u.get("anomalies")) for u in r["unknown"]] == [
+            ("permitted-on-assumption", 1, ["lost-write", TORN])]
 
 
 def test_a_commit_acknowledged_after_the_drain_began_is_not_known_lost() -> None:
@@ -429,18 +508,24 @@ def torn_by_consumer(h: H) -> None:
     h.drain(11, 1, (0, 2), (2, 3))
 
 
+def begin_paused(h: H, during: bool) -> None:
+    """The invoke of :func:`committed_pair`'s transaction, with a pause and its resume
+    before it or (``during``) after it."""
+    if not during:
+        h.fault("pause")
+        h.fault("resume")
+    h.begin(0, (0, 1), (1, 2))
+    if during:
+        h.fault("pause")
+        h.fault("resume")
+
+
 def test_a_pause_healed_before_a_transaction_began_excuses_no_tear_of_it() -> None:
     """Judged on a tear alone (no loss beside it): a pause during the transaction may have
     held a request of it (KAFKA-17754), one healed before it began could not."""
     for during in (True, False):
         h = H()
-        if not during:
-            h.fault("pause")
-            h.fault("resume")
-        h.begin(0, (0, 1), (1, 2))
-        if during:
-            h.fault("pause")
-            h.fault("resume")
+        begin_paused(h, during)
         h.end(0, "ok", (0, 1, 0), (1, 2, 0))
         torn_by_consumer(h)
         r = verdict(h)
@@ -455,13 +540,7 @@ def test_a_pause_healed_before_the_late_transaction_began_excuses_no_write_cycle
     on may have held that record; one healed before it began could not."""
     for during in (True, False):
         h = H()
-        if not during:
-            h.fault("pause")
-            h.fault("resume")
-        h.begin(0, (0, 1), (1, 2))
-        if during:
-            h.fault("pause")
-            h.fault("resume")
+        begin_paused(h, during)
         h.end(0, "ok", (0, 1, 0), (1, 2, 1))
         h.txn(1, "ok", (1, 3, 0), (0, 4, 1))
         h.drain(10, 0, (0, 1), (1, 4))
