@@ -29,6 +29,7 @@ from faultline.checkers.guarantees import (
     transaction_rules,
 )
 from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid
+from faultline.checkers.txn_log import PartitionLog
 from faultline.checkers.verdict import PERMITTED_ON_ASSUMPTION, Permissions
 from faultline.errors import HistoryError
 from faultline.faults import FAMILIES, family_of_fault
@@ -354,7 +355,8 @@ def _txn_value(value: Any, source: str, index: int) -> tuple[bool, tuple[TxnSend
 
 
 def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig, *,
-                       truncated: bool = False, timeline: Timeline | None = None) -> Result:
+                       truncated: bool = False, timeline: Timeline | None = None,
+                       logs: Mapping[int, PartitionLog] | None = None) -> Result:
     """The verdict on ``h``, a run of ``spec`` whose transactions ran as ``config`` says
     (:meth:`~faultline.checkers.guarantees.TransactionConfig.from_spec`): every anomaly
     instance found, each permitted or not by
@@ -362,7 +364,9 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     bear on it (:meth:`_Judge.excuse`; ``timeline``: the topic's partitions' states from
     the metadata log, where the run has one; a G0 cycle always is where none of its edges
     orders a transaction before one that ended before it began); aborted reads and torn
-    transactions are anomalies only where readers read committed. ``valid`` false with a
+    transactions are anomalies only where readers read committed, each with how the
+    replicas' ``logs`` (:func:`~faultline.checkers.txn_log.partition_logs`) ended the
+    transaction of its records where they say. ``valid`` false with a
     forbidden one, else unknown where something was not judged or was permitted only by
     faults assumed (:func:`_undecided`), else true."""
     judge = _Judge(spec, config, h, timeline)
@@ -370,16 +374,21 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     forbidden = transaction_forbidden(config, h.families, judge.run_loss())
     spans = _producer_spans(h)
     topic = spec.topic.name
+    logs = logs or {}
     found: dict[str, list[dict[str, Any]]] = {name: [] for name in TXN_ANOMALIES}
     for t, r in aborted_reads(h) if h.read_committed else ():
         found["aborted-read"].append({"topic": topic, "partition": r.partition, "offset": r.offset,
                                       "value": r.value, "time": r.time, "process": r.reader,
                                       "txn_index": t.index, "txn_outcome": t.outcome,
+                                      **({"log_marker": logs[r.partition].marker_at(r.offset)}
+                                         if r.partition in logs else {}),
                                       **judge.excuse("aborted-read", t.invoked, spans[t.index][1])})
     for t, reader, passed in torn_transactions(h) if h.read_committed else ():
         found[TORN].append({"topic": topic, "txn_index": t.index, "process": reader,
                             "values": [s.value for s in passed],
                             "partitions": sorted({s.partition for s in passed}),
+                            "log_markers": [[s.partition, s.offset, logs[s.partition].marker_at(s.offset)]
+                                            for s in t.sends if s.offset is not None and s.partition in logs],
                             **judge.excuse(TORN, spans[t.index][0], t.ended, t.invoked,
                                            [s.partition for s in passed])})
     for t, s in lost_writes(h):
@@ -402,7 +411,7 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         if instances:
             kept = sorted(instances, key=lambda e: e["permitted"])[:MAX_ANOMALY_EXAMPLES]
             anomalies[name] = kept
-    unknown = _undecided(spec, h, truncated, judge.assumed)
+    unknown = _undecided(spec, h, truncated, judge.assumed, logs)
     valid: Valid = False if violations else (UNKNOWN if unknown else True)
     outcomes = {"ok": 0, "fail": 0, "info": 0}
     sends = dict(outcomes)
@@ -515,13 +524,15 @@ class _Judge:
                          for why, ps in on.items()) or None
 
 
-def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool,
-               assumed: Mapping[int, set[str]]) -> list[dict[str, Any]]:
+def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool, assumed: Mapping[int, set[str]],
+               logs: Mapping[int, PartitionLog]) -> list[dict[str, Any]]:
     """Why the verdict may not be true although nothing forbidden was seen: an incomplete
     drain, committed records the drain may have ended below (``after-drain``), aborted
     reads and tears that read_uncommitted readers showed, which that isolation permits
     and so cannot judge (``isolation-unchecked``), anomalies on a partition (``assumed``)
-    that only faults assumed permit (``permitted-on-assumption``), a cut history."""
+    that only faults assumed permit (``permitted-on-assumption``), transactions a
+    partition's log (``logs``) left open after the heal (``open-transaction``), a cut
+    history."""
     out = []
     short = sorted(set(range(spec.topic.partitions)) - h.complete)
     if short:
@@ -545,6 +556,16 @@ def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool,
         out.append({"kind": "permitted-on-assumption", "topic": spec.topic.name, "partition": p,
                     "anomalies": sorted(names), "affects_verdict": True,
                     "why": f"{', '.join(sorted(names))} seen here: {PERMITTED_ON_ASSUMPTION}"})
+    for p, log in sorted(logs.items()):
+        if log.open:
+            first = ", ".join(f"producer id {pid} from offset {o}" for pid, o in sorted(log.open.items()))
+            out.append({"kind": "open-transaction", "topic": spec.topic.name, "partition": p,
+                        "count": len(log.open), "affects_verdict": True,
+                        "why": f"the log of partition {p} (node {log.node}) holds records of "
+                               f"transactions no commit or abort marker follows ({first}): left open "
+                               f"after the heal, its last stable offset {log.last_stable_offset} stays "
+                               f"below its log end {log.end}, so read_committed readers stop there and "
+                               "whether they commit is not known"})
     if truncated:
         out.append({"kind": "truncated-history", "affects_verdict": True,
                     "why": "the history's last line was cut: the run's end is not known"})

@@ -4,6 +4,7 @@ guarantee rules per transaction protocol version."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from faultline.checkers.guarantees import (
     transaction_rules,
 )
 from faultline.checkers.transactions import check_transactions, txn_history
+from faultline.checkers.txn_log import PartitionLog, partition_logs
 from faultline.errors import HistoryError
 from faultline.history import Op
 from faultline.spec import ConsumerSpec, KafkaSpec, TestSpec, TopicSpec, WorkloadSpec
@@ -90,10 +92,11 @@ class H:
 
 
 def verdict(h: H, s: TestSpec | None = None, protocol: int = 1,
-            timeline: Timeline | None = None) -> dict[str, Any]:
+            timeline: Timeline | None = None,
+            logs: Mapping[int, PartitionLog] | None = None) -> dict[str, Any]:
     s = s or spec()
     return check_transactions(s, txn_history(s, h.rows), TransactionConfig(protocol=protocol),
-                              timeline=timeline).to_json()
+                              timeline=timeline, logs=logs).to_json()
 
 
 def committed_pair(h: H) -> None:
@@ -596,3 +599,55 @@ def test_a_retired_transaction_still_open_when_a_process_began_is_not_its_predec
         r = verdict(h)
         assert r["anomalies"]["lost-write"][0]["permitted"] is permitted, retired_first
         assert r["valid"] is permitted
+
+
+# -- against the replicas' logs (replicas.jsonl's batch kinds) ---------------------------------
+
+
+def replica_logs(*partitions: list[tuple[int, int, str]]) -> dict[int, PartitionLog]:
+    """The logs of partitions 0, 1, ...: each a list of batches (offset, producer id, kind)."""
+    return partition_logs([
+        {"topic": TOPIC, "partition": p, "node": 1, "log_start_offset": 0,
+         "log_end_offset": batches[-1][0] + 1, "hw_checkpoint": None,
+         "batches": [[o, o, 0, 1, pid, 0, 0, 0, kind] for o, pid, kind in batches]}
+        for p, batches in enumerate(partitions)], TOPIC)
+
+
+def test_a_transaction_the_log_left_open_leaves_the_verdict_unknown() -> None:
+    """The committed pair's records, with a commit marker after each (valid), or with none
+    after partition 1's: the log left that transaction open after the heal."""
+    for marked in (True, False):
+        h = H()
+        committed_pair(h)
+        h.drain(10, 0, (0, 1))
+        h.drain(11, 1, (0, 2))
+        r = verdict(h, logs=replica_logs([(0, 7, "txn"), (1, 7, "commit")],
+                                 [(0, 7, "txn"), *([(1, 7, "commit")] if marked else [])]))
+        assert r["valid"] is (True if marked else "unknown"), marked
+        assert [(u["kind"], u.get("partition"), u.get("count")) for u in r["unknown"]] == (
+            [] if marked else [("open-transaction", 1, 1)])
+
+
+def test_an_aborted_read_says_how_the_log_ended_its_transaction() -> None:
+    """A read_committed read of an aborted transaction's record: the log's abort marker
+    shows the broker served an aborted record; a commit marker, that the transaction
+    committed although its abort was acknowledged."""
+    for marker in ("abort", "commit"):
+        h = H()
+        h.txn(0, "fail", (0, 1, 0))
+        h.poll(9, (0, 0, 1))
+        h.drain(10, 0)
+        h.drain(11, 1)
+        r = verdict(h, logs=replica_logs([(0, 7, "txn"), (1, 7, marker)]))
+        assert r["anomalies"]["aborted-read"][0]["log_marker"] == marker
+        assert "log_marker" not in verdict(h)["anomalies"]["aborted-read"][0]
+
+
+def test_a_torn_transaction_says_how_the_log_ended_each_of_its_records() -> None:
+    h = H()
+    committed_pair(h)
+    lost_second(h)
+    r = verdict(h, protocol=2, logs=replica_logs([(0, 7, "txn"), (1, 7, "commit")],
+                                                 [(0, 7, "txn"), (1, 7, "abort")]))
+    assert r["anomalies"][TORN][0]["log_markers"] == [[0, 0, "commit"], [1, 0, "abort"]]
+    validator("results.schema.json").validate(r)
