@@ -370,8 +370,9 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     forbidden one, else unknown where something was not judged or was permitted only by
     faults assumed (:func:`_undecided`), else true."""
     judge = _Judge(spec, config, h, timeline)
-    rules = transaction_rules(config, h.families, judge.run_loss())
-    forbidden = transaction_forbidden(config, h.families, judge.run_loss())
+    run_loss = judge.run_loss()
+    rules = transaction_rules(config, h.families, run_loss)
+    forbidden = transaction_forbidden(config, h.families, run_loss)
     spans = _producer_spans(h)
     topic = spec.topic.name
     logs = logs or {}
@@ -387,8 +388,7 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         found[TORN].append({"topic": topic, "txn_index": t.index, "process": reader,
                             "values": [s.value for s in passed],
                             "partitions": sorted({s.partition for s in passed}),
-                            "log_markers": [[s.partition, s.offset, logs[s.partition].marker_at(s.offset)]
-                                            for s in t.sends if s.offset is not None and s.partition in logs],
+                            **_log_markers(logs, t.sends),
                             **judge.excuse(TORN, spans[t.index][0], t.ended, t.invoked,
                                            [s.partition for s in passed])})
     for t, s in lost_writes(h):
@@ -434,6 +434,16 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                "transaction_protocol": config.protocol,
                "faults_seen": sorted(h.families)},
     )
+
+
+def _log_markers(logs: Mapping[int, PartitionLog], sends: Sequence[TxnSend]) -> dict[str, Any]:
+    """A tear's ``log_markers``: ``[partition, offset, marker]`` of each of ``sends`` whose
+    partition's log ``logs`` holds (:meth:`~faultline.checkers.txn_log.PartitionLog.marker_at`);
+    nothing without logs."""
+    if not logs:
+        return {}
+    return {"log_markers": [[s.partition, s.offset, logs[s.partition].marker_at(s.offset)]
+                            for s in sends if s.offset is not None and s.partition in logs]}
 
 
 def _producer_spans(h: TxnHistory) -> dict[int, tuple[int, int | None]]:

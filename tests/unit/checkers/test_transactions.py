@@ -650,4 +650,5 @@ def test_a_torn_transaction_says_how_the_log_ended_each_of_its_records() -> None
     r = verdict(h, protocol=2, logs=replica_logs([(0, 7, "txn"), (1, 7, "commit")],
                                                  [(0, 7, "txn"), (1, 7, "abort")]))
     assert r["anomalies"][TORN][0]["log_markers"] == [[0, 0, "commit"], [1, 0, "abort"]]
+    assert "log_markers" not in verdict(h, protocol=2)["anomalies"][TORN][0]
     validator("results.schema.json").validate(r)
