@@ -1,7 +1,9 @@
 """Each replica's log of the test topic, summarized per record batch into ``replicas.jsonl``
 (docs/history.md states its lines), so that :mod:`faultline.checkers.whitebox` can check
-that replicas agree below the HW; docs/design.md ("White-box observers") says why batches
-and their CRCs suffice.
+that replicas agree below the HW, and the txn checker which transactions the log left
+open (each batch's :func:`~faultline.brokerstate.segments.batch_kind`: records in or out
+of a transaction, commit and abort markers); docs/design.md ("White-box observers") says
+why batches and their CRCs suffice.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from faultline.brokerstate.segments import HW_CHECKPOINT, read_batches, read_checkpoint, segment_files
+from faultline.brokerstate.segments import HW_CHECKPOINT, read_batch_kinds, read_checkpoint, segment_files
 
 
 def replica_summary(data_dir: Path, topic: str, partition: int) -> dict[str, Any] | None:
@@ -18,14 +20,14 @@ def replica_summary(data_dir: Path, topic: str, partition: int) -> dict[str, Any
     pdir = data_dir / f"{topic}-{partition}"
     if not pdir.is_dir():
         return None
-    batches = [b for _, seg in segment_files(pdir) for b in read_batches(seg)]
+    batches = [b for _, seg in segment_files(pdir) for b in read_batch_kinds(seg)]
     checkpoint = read_checkpoint(data_dir / HW_CHECKPOINT) or {}
     return {
         "topic": topic, "partition": partition,
-        "log_start_offset": batches[0].base_offset if batches else None,
-        "log_end_offset": batches[-1].last_offset + 1 if batches else None,
+        "log_start_offset": batches[0][0].base_offset if batches else None,
+        "log_end_offset": batches[-1][0].last_offset + 1 if batches else None,
         "hw_checkpoint": checkpoint.get((topic, partition)),
         "batches": [[b.base_offset, b.last_offset, b.leader_epoch, b.crc, b.producer_id,
-                     b.producer_epoch, b.base_sequence, b.last_sequence] for b in batches],
+                     b.producer_epoch, b.base_sequence, b.last_sequence, kind] for b, kind in batches],
     }  # fmt: skip
 

@@ -11,7 +11,10 @@ batches. Every batch (magic v2, Kafka's ``DefaultRecordBatch``) starts with::
     maxTimestamp int64 @35 | producerId int64 @43 | producerEpoch int16 @51 |
     baseSequence int32 @53 | recordsCount int32 @57 | records @61 ...
 
-A batch without producer id, epoch or base sequence has ``-1`` in each. A segment is read
+A batch without producer id, epoch or base sequence has ``-1`` in each. Its ``attributes``
+say whether it is transactional (bit 4) and a control batch (bit 5); a control batch holds
+one control record, whose key (``version int16 | type int16``) says which marker it is:
+type 0 abort, 1 commit (:func:`batch_kind`). A segment is read
 up to the first header that is not a v2 batch's and the first batch cut short by the end
 of the file: what Kafka's recovery would truncate; the CRC is not checked
 (docs/design.md, "White-box observers", says why that is safe here). A replica's log end
@@ -49,13 +52,20 @@ _CHUNK = 1 << 20
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _HEAD = struct.Struct(">qiiBIhi16xqhi4x")  # baseOffset .. baseSequence; timestamps, count skipped
 _CHECKPOINT_ENTRY = re.compile(r"(\S+)\s+([0-9]+)\s+(-?[0-9]+)")
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+#: A control record's type -> the marker it is (Kafka's ControlRecordType); others are ``control``.
+MARKERS = {0: "abort", 1: "commit"}
+#: Bytes of a control record up to the end of its key: length, attributes, timestamp
+#: delta (a varlong), offset delta, key length (varints), and the 4-byte key.
+_CONTROL_KEY_BYTES = 5 + 1 + 10 + 5 + 5 + 4
 
 
 class Batch(NamedTuple):
     """One record batch header: where it starts in its segment, which offsets it holds,
     the leader epoch that wrote it, its CRC-32C (over everything after the CRC), and
     the producer id, producer epoch and base sequence it was sent with (``-1`` each
-    when it has none)."""
+    when it has none), and its attributes."""
 
     position: int
     size: int
@@ -66,6 +76,17 @@ class Batch(NamedTuple):
     producer_id: int
     producer_epoch: int
     base_sequence: int
+    attributes: int = 0
+
+    @property
+    def transactional(self) -> bool:
+        """It belongs to a transaction (its records, or a control batch's marker)."""
+        return bool(self.attributes & _TRANSACTIONAL)
+
+    @property
+    def control(self) -> bool:
+        """It is a control batch (a transaction marker, or another control record)."""
+        return bool(self.attributes & _CONTROL)
 
     @property
     def end(self) -> int:
@@ -94,11 +115,11 @@ def iter_batches(buf: bytes, position: int = 0) -> Iterator[Batch]:
     """
     at = 0
     while at + HEADER_SIZE <= len(buf):
-        base, length, epoch, magic, crc, _attrs, delta, pid, pepoch, seq = _HEAD.unpack_from(buf, at)
+        base, length, epoch, magic, crc, attrs, delta, pid, pepoch, seq = _HEAD.unpack_from(buf, at)
         if magic != MAGIC_V2 or length < MIN_BATCH_LENGTH or base < 0 or delta < 0:
             return
         yield Batch(position + at, LOG_OVERHEAD + length, base, base + delta, epoch, crc,
-                    pid, pepoch, seq)
+                    pid, pepoch, seq, attrs)
         at += LOG_OVERHEAD + length
 
 
@@ -131,6 +152,58 @@ def read_batches(segment: Path) -> Iterator[Batch]:
         yield from complete_batches(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
+
+
+def read_batch_kinds(segment: Path) -> Iterator[tuple[Batch, str]]:
+    """:func:`read_batches` of ``segment``, each with its :func:`batch_kind`."""
+    fd = os.open(segment, os.O_RDONLY)
+    try:
+        for batch in complete_batches(fd, os.fstat(fd).st_size):
+            yield batch, batch_kind(fd, batch)
+    finally:
+        os.close(fd)
+
+
+def batch_kind(fd: int, batch: Batch) -> str:
+    """What ``batch`` of the segment open as ``fd`` holds: ``data`` (records outside any
+    transaction), ``txn`` (a transaction's records), ``commit`` or ``abort`` (a transaction
+    marker, :data:`MARKERS`), or ``control`` (another control record, or one whose key
+    cannot be read)."""
+    if not batch.control:
+        return "txn" if batch.transactional else "data"
+    head = os.pread(fd, min(_CONTROL_KEY_BYTES, batch.size - HEADER_SIZE), batch.position + HEADER_SIZE)
+    kind = control_type(head)
+    return MARKERS.get(kind, "control") if kind is not None else "control"
+
+
+def control_type(record: bytes) -> int | None:
+    """The type in the key of the control record ``record`` begins with (Kafka's
+    DefaultRecord: length, attributes, timestamp delta, offset delta, key length, key
+    ``version int16 | type int16``); None where it is cut short or has no such key."""
+    try:
+        at = _varint(record, 0)[1] + 1  # length, attributes
+        at = _varint(record, _varint(record, at)[1])[1]  # timestamp delta, offset delta
+        length, at = _varint(record, at)
+        if length < 4 or at + 4 > len(record):
+            return None
+        return int(struct.unpack_from(">h", record, at + 2)[0])
+    except IndexError:
+        return None
+
+
+def _varint(buf: bytes, at: int) -> tuple[int, int]:
+    """The zigzag varint (or varlong) at ``at`` of ``buf`` and the position after it;
+    IndexError where ``buf`` ends inside it or it runs past 10 bytes."""
+    value = shift = 0
+    while True:
+        if shift > 63:
+            raise IndexError("a varint longer than 10 bytes")
+        byte = buf[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (value >> 1) ^ -(value & 1), at
+        shift += 7
 
 
 def segment_base(path: Path) -> int | None:

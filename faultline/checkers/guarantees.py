@@ -23,7 +23,6 @@ from typing import Literal
 
 from faultline.checkers.partition_faults import NODE_FAULTS, PartitionFaults
 from faultline.checkers.result import ANOMALIES
-from faultline.faults import FAMILIES
 from faultline.spec import TestSpec, release
 
 #: Rule keys beyond the anomaly names: inconsistent-offsets has two rows in docs/design.md.
@@ -376,19 +375,18 @@ DELAYING_FAULTS = frozenset({"pause", "partition", "toxics", "links"})
 
 @dataclass(frozen=True, slots=True)
 class TransactionConfig:
-    """What the transaction guarantees depend on: the protocol version the run's
-    transactions used (1 or 2) and whether a replica outside the ISR may lead."""
+    """What the transaction guarantees depend on beyond the topic's (a
+    :class:`GuaranteeConfig`, for committed loss): the protocol version the run's
+    transactions used (1 or 2)."""
 
     protocol: int = 1
-    unclean_leader_election_enable: bool = False
 
     @classmethod
     def from_spec(cls, spec: TestSpec) -> TransactionConfig:
         """Version 2 when the cluster runs ``transaction.version`` 2 (set, or Kafka 4.0's
         default for a new cluster) and the client speaks it (:data:`CLIENT_TRANSACTION_VERSION`)."""
         cluster = spec.kafka.transaction_version or (2 if release(spec.kafka.version) >= (4, 0) else 1)
-        return cls(protocol=min(cluster, CLIENT_TRANSACTION_VERSION[spec.workload.client]),
-                   unclean_leader_election_enable=spec.topic.unclean_leader_election_enable)
+        return cls(protocol=min(cluster, CLIENT_TRANSACTION_VERSION[spec.workload.client]))
 
 
 #: Why a write cycle is no violation where none of its edges goes against real time (puts a
@@ -402,16 +400,16 @@ CONCURRENT_WRITE_CYCLE = (
 
 
 def transaction_rules(config: TransactionConfig, families: frozenset[str],
-                      after_write: frozenset[str] | None = None) -> dict[str, str]:
+                      loss: str | None = None) -> dict[str, str]:
     """Every transaction anomaly the guarantees permit, name -> reason; absent names forbid
     (:func:`transaction_forbidden` says why). ``families``: the fault families that could
     have held a request of the transaction past its end (for an instance, those whose
     windows overlap its span, docs/design.md "Transactions"; for the run, every one it saw);
-    ``after_write``: those whose faults had not ended before the transaction wrote (the
-    loss rule), ``families`` where None. A write cycle (G0) whose edges all agree with real
-    time is always permitted (:data:`CONCURRENT_WRITE_CYCLE`); this rule is for the others."""
+    ``loss``: why committed records of the partitions it concerns may be lost, where they
+    may (the queue's ``lost-write`` rule, :func:`committed_loss_reason`, by those
+    partitions' faults). A write cycle (G0) whose edges all agree with real time is always
+    permitted (:data:`CONCURRENT_WRITE_CYCLE`); this rule is for the others."""
     out: dict[str, str] = {}
-    lossy = families if after_write is None else after_write
     delaying = sorted(families & DELAYING_FAULTS)
     if config.protocol == 1 and delaying:
         why = (f"transaction protocol version 1 and {', '.join(delaying)}: a produce, commit or abort "
@@ -420,22 +418,18 @@ def transaction_rules(config: TransactionConfig, families: frozenset[str],
                "with every transaction and fences it)")
         for name in TXN_ANOMALIES:
             out[name] = why
-    destroying = sorted(f for f in lossy if FAMILIES[f].destroys_data)
-    node_faults = sorted(f for f in lossy if FAMILIES[f].on_nodes)
-    if destroying or (config.unclean_leader_election_enable and node_faults):
-        why = (f"{', '.join(destroying)} destroyed data a broker had written" if destroying else
-               f"unclean.leader.election.enable=true and {', '.join(node_faults)}: an out-of-sync "
-               "replica may lead") + ": committed records may be lost, part of a transaction with them"
+    if loss is not None:
+        why = f"committed records may be lost ({loss}), part of a transaction with them"
         out.setdefault("lost-write", why)
         out.setdefault(TORN, why)
     return out
 
 
 def transaction_forbidden(config: TransactionConfig, families: frozenset[str],
-                          after_write: frozenset[str] | None = None) -> dict[str, str]:
+                          loss: str | None = None) -> dict[str, str]:
     """Anomaly name -> why the guarantees forbid it, for each transaction anomaly
     :func:`transaction_rules` does not permit (the same arguments)."""
-    allowed = transaction_rules(config, families, after_write)
+    allowed = transaction_rules(config, families, loss)
     version = (f"transaction protocol version {config.protocol}"
                + (" fences a late request of an earlier transaction (KIP-890)" if config.protocol == 2
                   else ", and no fault could hold a request past its transaction's end"))
@@ -445,7 +439,7 @@ def transaction_forbidden(config: TransactionConfig, families: frozenset[str],
         TORN: f"a transaction commits all its records or none, and a read_committed reader gets all of "
               f"a committed one's where it reads past them; {version}",
         "lost-write": f"a committed transaction's records are below the high watermark, which no fault "
-                      f"here can lose; {version}",
+                      f"of their partition's window can lose (the queue's committed-loss rule); {version}",
         G0: f"a transaction's records follow, in every partition, those of a transaction that ended "
             f"before it began; {version}",
     }

@@ -23,6 +23,7 @@ from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
 from faultline.checkers.table import HistoryDigest
 from faultline.checkers.transactions import check_transactions, txn_history
+from faultline.checkers.txn_log import partition_logs
 from faultline.checkers.verdict import QueueFacts
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
@@ -131,10 +132,14 @@ def check_brokers(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
 
 
 def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
-    """The transaction checker (:mod:`faultline.checkers.transactions`) over the run's history."""
+    """The transaction checker (:mod:`faultline.checkers.transactions`) over the run's history,
+    with the metadata log's timeline and the replicas' logs when the run has them."""
     history = txn_history(run.spec, run.rows, run.source)
+    files, topic = run.files(), run.spec.topic.name
     return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
-                                      truncated=run.read.truncated))
+                                      truncated=run.read.truncated,
+                                      timeline=partition_timeline(files.metadata, topic),
+                                      logs=partition_logs(files.replicas or (), topic)))
 
 
 def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:

@@ -16,18 +16,21 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
-from faultline.checkers.faults_seen import NemesisAction, nemesis_actions, nodes_of
+from faultline.checkers.faults_seen import NemesisAction, Timeline, nemesis_actions, nodes_of
 from faultline.checkers.guarantees import (
     CONCURRENT_WRITE_CYCLE,
     DELAYING_FAULTS,
     G0,
     TORN,
     TXN_ANOMALIES,
+    GuaranteeConfig,
     TransactionConfig,
     transaction_forbidden,
     transaction_rules,
 )
 from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid
+from faultline.checkers.txn_log import PartitionLog
+from faultline.checkers.verdict import PERMITTED_ON_ASSUMPTION, Permissions
 from faultline.errors import HistoryError
 from faultline.faults import FAMILIES, family_of_fault
 from faultline.history import NEMESIS, Op
@@ -106,8 +109,9 @@ class TxnRead:
 class TxnHistory:
     """A ``txn`` run's history: its transactions in invoke order, the records consumers
     polled and the drain read, the partitions whose drain is complete, whether readers
-    read committed, the nemesis's faults, and per partition when its drain began and the
-    high watermark its complete drain read to."""
+    read committed, the nemesis's faults (their windows, and its actions for the faults of
+    each partition, :class:`~faultline.checkers.verdict.Permissions`), and per partition
+    when its drain began and the high watermark its complete drain read to."""
 
     txns: Sequence[Txn] = ()
     polled: Sequence[TxnRead] = ()
@@ -117,6 +121,7 @@ class TxnHistory:
     faults: Sequence[FaultWindow] = ()
     drain_began: Mapping[int, int] = field(default_factory=dict)
     high_watermark: Mapping[int, int] = field(default_factory=dict)
+    actions: Sequence[NemesisAction] = ()
 
     @property
     def families(self) -> frozenset[str]:
@@ -301,8 +306,9 @@ def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str =
         read = {r.value for r in (*polled, *drained)}
         txns = [replace(x, read=True) if any(s.value in read for s in x.sends) else x
                 for x in txns]
+    actions = nemesis_actions(nemesis)
     return TxnHistory(txns, polled, drained, frozenset(complete), read_committed,
-                      fault_windows(nemesis_actions(nemesis)), drain_began, high_watermark)
+                      fault_windows(actions), drain_began, high_watermark, actions)
 
 
 def fault_windows(actions: Sequence[NemesisAction]) -> list[FaultWindow]:
@@ -349,39 +355,50 @@ def _txn_value(value: Any, source: str, index: int) -> tuple[bool, tuple[TxnSend
 
 
 def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig, *,
-                       truncated: bool = False) -> Result:
+                       truncated: bool = False, timeline: Timeline | None = None,
+                       logs: Mapping[int, PartitionLog] | None = None) -> Result:
     """The verdict on ``h``, a run of ``spec`` whose transactions ran as ``config`` says
     (:meth:`~faultline.checkers.guarantees.TransactionConfig.from_spec`): every anomaly
     instance found, each permitted or not by
     :func:`~faultline.checkers.guarantees.transaction_rules` for the faults whose windows
-    bear on it (:func:`_excuse`; a G0 cycle always is where none of its edges orders a
-    transaction before one that ended before it began); aborted reads and torn
-    transactions are anomalies only where readers read committed. ``valid`` false with a
-    forbidden one, else unknown where something was not judged (:func:`_undecided`),
-    else true."""
-    rules = transaction_rules(config, h.families)
-    forbidden = transaction_forbidden(config, h.families)
+    bear on it (:meth:`_Judge.excuse`; ``timeline``: the topic's partitions' states from
+    the metadata log, where the run has one; a G0 cycle always is where none of its edges
+    orders a transaction before one that ended before it began); aborted reads and torn
+    transactions are anomalies only where readers read committed, each with how the
+    replicas' ``logs`` (:func:`~faultline.checkers.txn_log.partition_logs`) ended the
+    transaction of its records where they say. ``valid`` false with a
+    forbidden one, else unknown where something was not judged or was permitted only by
+    faults assumed (:func:`_undecided`), else true."""
+    judge = _Judge(spec, config, h, timeline)
+    run_loss = judge.run_loss()
+    rules = transaction_rules(config, h.families, run_loss)
+    forbidden = transaction_forbidden(config, h.families, run_loss)
     spans = _producer_spans(h)
     topic = spec.topic.name
+    logs = logs or {}
     found: dict[str, list[dict[str, Any]]] = {name: [] for name in TXN_ANOMALIES}
     for t, r in aborted_reads(h) if h.read_committed else ():
         found["aborted-read"].append({"topic": topic, "partition": r.partition, "offset": r.offset,
                                       "value": r.value, "time": r.time, "process": r.reader,
                                       "txn_index": t.index, "txn_outcome": t.outcome,
-                                      **_excuse(config, h, "aborted-read", t.invoked, spans[t.index][1])})
+                                      **({"log_marker": logs[r.partition].marker_at(r.offset)}
+                                         if r.partition in logs else {}),
+                                      **judge.excuse("aborted-read", t.invoked, spans[t.index][1])})
     for t, reader, passed in torn_transactions(h) if h.read_committed else ():
         found[TORN].append({"topic": topic, "txn_index": t.index, "process": reader,
                             "values": [s.value for s in passed],
                             "partitions": sorted({s.partition for s in passed}),
-                            **_excuse(config, h, TORN, spans[t.index][0], t.ended, t.invoked)})
+                            **_log_markers(logs, t.sends),
+                            **judge.excuse(TORN, spans[t.index][0], t.ended, t.invoked,
+                                           [s.partition for s in passed])})
     for t, s in lost_writes(h):
         found["lost-write"].append({"topic": topic, "partition": s.partition, "offset": s.offset,
                                     "value": s.value, "time": t.ended, "txn_index": t.index,
-                                    **_excuse(config, h, "lost-write", spans[t.index][0], t.ended,
-                                              t.invoked)})
+                                    **judge.excuse("lost-write", spans[t.index][0], t.ended,
+                                                   t.invoked, [s.partition])})
     for cycle in write_cycles(h):
         # an edge against real time puts the later one's record first: the earlier one's landed late
-        late = [_excuse(config, h, G0, b.invoked, spans[b.index][1]) for a, b, _ in cycle if b.precedes(a)]
+        late = [judge.excuse(G0, b.invoked, spans[b.index][1]) for a, b, _ in cycle if b.precedes(a)]
         excuse = ({"reason": CONCURRENT_WRITE_CYCLE, "permitted": True} if not late else
                   next((e for e in late if not e["permitted"]), late[0]))
         found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
@@ -394,7 +411,7 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         if instances:
             kept = sorted(instances, key=lambda e: e["permitted"])[:MAX_ANOMALY_EXAMPLES]
             anomalies[name] = kept
-    unknown = _undecided(spec, h, truncated)
+    unknown = _undecided(spec, h, truncated, judge.assumed, logs)
     valid: Valid = False if violations else (UNKNOWN if unknown else True)
     outcomes = {"ok": 0, "fail": 0, "info": 0}
     sends = dict(outcomes)
@@ -419,6 +436,16 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     )
 
 
+def _log_markers(logs: Mapping[int, PartitionLog], sends: Sequence[TxnSend]) -> dict[str, Any]:
+    """A tear's ``log_markers``: ``[partition, offset, marker]`` of each of ``sends`` whose
+    partition's log ``logs`` holds (:meth:`~faultline.checkers.txn_log.PartitionLog.marker_at`);
+    nothing without logs."""
+    if not logs:
+        return {}
+    return {"log_markers": [[s.partition, s.offset, logs[s.partition].marker_at(s.offset)]
+                            for s in sends if s.offset is not None and s.partition in logs]}
+
+
 def _producer_spans(h: TxnHistory) -> dict[int, tuple[int, int | None]]:
     """Transaction index -> (the invoke of its producer's previous transaction, the end of
     its producer's next one; None: not known to have ended). A process runs one producer's
@@ -439,28 +466,83 @@ def _producer_spans(h: TxnHistory) -> dict[int, tuple[int, int | None]]:
     return out
 
 
-def _excuse(config: TransactionConfig, h: TxnHistory, name: str, since: int, until: int | None,
-            written: int | None = None) -> dict[str, Any]:
-    """Whether the guarantees permit anomaly ``name`` of one transaction, and why:
-    :func:`~faultline.checkers.guarantees.transaction_rules` given the delaying faults whose
-    windows overlap ``since`` to ``until`` (None: the run's end), where a request held in
-    them could have landed late, and, for a loss (``written``: the transaction's invoke),
-    the faults whose windows had not ended by ``written``."""
-    delaying = frozenset(w.family for w in h.faults
-                         if w.family in DELAYING_FAULTS and w.overlaps(since, until))
-    after = frozenset(w.family for w in h.faults
-                      if written is not None and (w.end is None or w.end > written))
-    allowed = transaction_rules(config, delaying, after)
-    if name in allowed:
+@dataclass(frozen=True)
+class _Loss:
+    """Why committed records of a partition may be lost, and whether only faults assumed
+    (the permissive reading, :class:`~faultline.checkers.verdict.Ruling`) permit it."""
+
+    partition: int
+    reason: str
+    assumed: bool
+
+
+class _Judge:
+    """Whether the guarantees permit each anomaly instance of one run (:meth:`excuse`),
+    keeping the partitions where a loss is permitted only by faults assumed (``assumed``:
+    partition -> anomaly names)."""
+
+    def __init__(self, spec: TestSpec, config: TransactionConfig, h: TxnHistory,
+                 timeline: Timeline | None) -> None:
+        self._config, self._h = config, h
+        self._parts = sorted({*range(spec.topic.partitions), *(s.partition for t in h.txns for s in t.sends)})
+        self._tp = {p: i for i, p in enumerate(self._parts)}
+        self._permissions = Permissions(GuaranteeConfig.from_spec(spec), h.actions,
+                                        [(spec.topic.name, p) for p in self._parts], timeline)
+        self.assumed: dict[int, set[str]] = defaultdict(set)
+
+    def excuse(self, name: str, since: int, until: int | None, written: int | None = None,
+               partitions: Sequence[int] = ()) -> dict[str, Any]:
+        """Whether the guarantees permit anomaly ``name`` of one transaction, and why:
+        :func:`~faultline.checkers.guarantees.transaction_rules` given the delaying faults
+        whose windows overlap ``since`` to ``until`` (None: the run's end), where a request
+        held in them could have landed late, and, for a loss or a tear (``written``: the
+        transaction's invoke), whether committed records of ``partitions`` written then may
+        be lost (:meth:`loss`)."""
+        delaying = frozenset(w.family for w in self._h.faults
+                             if w.family in DELAYING_FAULTS and w.overlaps(since, until))
+        loss = None if written is None else self.loss(partitions, written)
+        why = None if loss is None else loss.reason
+        allowed = transaction_rules(self._config, delaying, why)
+        if name not in allowed:
+            return {"permitted": False, "reason": transaction_forbidden(self._config, delaying, why)[name]}
+        if loss is not None and loss.assumed and name not in transaction_rules(self._config, delaying):
+            self.assumed[loss.partition].add(name)
         return {"permitted": True, "reason": allowed[name]}
-    return {"permitted": False, "reason": transaction_forbidden(config, delaying, after)[name]}
+
+    def loss(self, partitions: Iterable[int], written: int) -> _Loss | None:
+        """Why committed records of one of ``partitions`` written at ``written`` may be
+        lost: the queue checker's ``lost-write`` rule (committed loss) by the faults of that
+        partition's window (:meth:`~faultline.checkers.verdict.Permissions.ruling`), a
+        partition where a witness shows them first; None where none permits it."""
+        found = None
+        for p in sorted(set(partitions)):
+            tp = self._tp[p]
+            ruling = self._permissions.ruling(tp, written, ("lost-write",))
+            if ruling.permitted and (found is None or (found.assumed and not ruling.assumed)):
+                found = _Loss(p, f"on partition {p}, {self._permissions.reason('lost-write', tp, written)}",
+                              ruling.assumed)
+        return found
+
+    def run_loss(self) -> str | None:
+        """Why committed records may be lost somewhere in the run: each partition's reason
+        by the faults it saw over the run, naming the partitions it is theirs on."""
+        on: dict[str, list[int]] = defaultdict(list)
+        for p, found in zip(self._parts, self._permissions.rules, strict=True):
+            if "lost-write" in found:
+                on[found["lost-write"]].append(p)
+        return "; ".join(f"on partition(s) {', '.join(map(str, ps))}, {why}"
+                         for why, ps in on.items()) or None
 
 
-def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool) -> list[dict[str, Any]]:
+def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool, assumed: Mapping[int, set[str]],
+               logs: Mapping[int, PartitionLog]) -> list[dict[str, Any]]:
     """Why the verdict may not be true although nothing forbidden was seen: an incomplete
     drain, committed records the drain may have ended below (``after-drain``), aborted
     reads and tears that read_uncommitted readers showed, which that isolation permits
-    and so cannot judge (``isolation-unchecked``), a cut history."""
+    and so cannot judge (``isolation-unchecked``), anomalies on a partition (``assumed``)
+    that only faults assumed permit (``permitted-on-assumption``), transactions a
+    partition's log (``logs``) left open after the heal (``open-transaction``), a cut
+    history."""
     out = []
     short = sorted(set(range(spec.topic.partitions)) - h.complete)
     if short:
@@ -480,6 +562,20 @@ def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool) -> list[dict[str,
                         "why": f"readers read uncommitted ({unjudged} read(s) of an aborted "
                                "transaction's record or tear(s) of a committed one): the isolation "
                                "of transactions was not checked"})
+    for p, names in sorted(assumed.items()):
+        out.append({"kind": "permitted-on-assumption", "topic": spec.topic.name, "partition": p,
+                    "anomalies": sorted(names), "affects_verdict": True,
+                    "why": f"{', '.join(sorted(names))} seen here: {PERMITTED_ON_ASSUMPTION}"})
+    for p, log in sorted(logs.items()):
+        if log.open:
+            first = ", ".join(f"producer id {pid} from offset {o}" for pid, o in sorted(log.open.items()))
+            out.append({"kind": "open-transaction", "topic": spec.topic.name, "partition": p,
+                        "count": len(log.open), "affects_verdict": True,
+                        "why": f"the log of partition {p} (node {log.node}) holds records of "
+                               f"transactions no commit or abort marker follows ({first}): left open "
+                               f"after the heal, its last stable offset {log.last_stable_offset} stays "
+                               f"below its log end {log.end}, so read_committed readers stop there and "
+                               "whether they commit is not known"})
     if truncated:
         out.append({"kind": "truncated-history", "affects_verdict": True,
                     "why": "the history's last line was cut: the run's end is not known"})

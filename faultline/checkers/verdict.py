@@ -38,6 +38,15 @@ from faultline.spec import TestSpec
 
 Example = dict[str, Any]
 
+#: Why an anomaly only the permissive readings of :mod:`.faults_seen` permit leaves the
+#: verdict unknown (results.json's ``permitted-on-assumption``).
+PERMITTED_ON_ASSUMPTION = (
+    "permitted only by faults assumed, not witnessed (a fault on the partition's leader where "
+    "neither the nemesis op's leaders snapshot nor the metadata log says who led, or only the "
+    "snapshot against a metadata log that covers the fault, every replica out of step where "
+    "there is no metadata log, what a node fault naming no node may have touched, or anything "
+    "a fault that failed or never completed may have done), so whether it was permitted is unknown")
+
 
 class Tally(Protocol):
     """What :func:`build_result` reads of the engine that fed the rows: every
@@ -343,13 +352,7 @@ def build_result(c: Collected, engine: Tally) -> Result:
             unknown.append({
                 "kind": "permitted-on-assumption", "topic": p.topic, "partition": p.partition,
                 "anomalies": assumed, "affects_verdict": True,
-                "why": f"{', '.join(assumed)} seen here: permitted only by faults assumed, not "
-                       "witnessed (a fault on the partition's leader where neither the nemesis "
-                       "op's leaders snapshot nor the metadata log says who led, or only the "
-                       "snapshot against a metadata log that covers the fault, every replica "
-                       "out of step where there is no metadata log, what a node fault naming "
-                       "no node may have touched, or anything a fault that failed or never "
-                       "completed may have done), so whether it was permitted is unknown"})
+                "why": f"{', '.join(assumed)} seen here: {PERMITTED_ON_ASSUMPTION}"})
         partitions.append({
             "topic": p.topic, "partition": p.partition, "complete": p.complete,
             "drained": p.drained, "high_watermark": p.hw, "log_start_offset": p.lso,

@@ -433,7 +433,7 @@ def replicas_at(reps: Sequence[Line], offset: int) -> str:
     for r in reps:
         batch = next((b for b in r["batches"] if int(b[0]) <= offset <= int(b[1])), None)
         if batch is not None:
-            held.setdefault(tuple(int(v) for v in batch), []).append(int(r["node"]))  # type: ignore[arg-type]
+            held.setdefault(tuple(int(v) for v in batch[:8]), []).append(int(r["node"]))  # type: ignore[arg-type]
         else:
             ends.append(f"n{r['node']} ends at {r.get('log_end_offset')}")
     said = [f"batch {b[0]}..{b[1]} (leader epoch {b[2]}, crc {b[3]}{_producer(b)}) on "

@@ -4,14 +4,15 @@ Each producer thread holds one transactional producer (confluent-kafka) at a tim
 ``transactional.id`` the thread's own (``faultline-<test>-t<i>``), and journals each
 transaction as one ``txn`` op (docs/history.md): the invoke lists its sends (``transactions.sends``
 values unique within the run, spread over the partitions) and whether the workload will
-abort it (``transactions.abort_probability``); the completion adds each send's offset where
-its delivery report gave one, and is ``ok`` when the commit was acknowledged, ``fail`` when
-the abort was, ``info`` when neither is known. A producer whose transaction ended ``info``
-(or that hit a fatal error) is retired: a fresh instance with the same ``transactional.id``
-and a new process number takes over, and its ``init_transactions`` fences the old one and
-ends the transaction it left open. Consumers and the drain are the queue's
-(:class:`~faultline.workloads.queue.QueueConsumer`, :mod:`.drain`), reading with the spec's
-``consumer.isolation_level``.
+abort it (``transactions.abort_probability``; its records are flushed to the log before the
+abort, so that a read_committed reader has aborted records to skip); the completion adds
+each send's offset where its delivery report gave one, and is ``ok`` when the commit was
+acknowledged, ``fail`` when the abort was, ``info`` when neither is known. A producer whose
+transaction ended ``info`` (or that hit a fatal error) is retired: a fresh instance with the
+same ``transactional.id`` and a new process number takes over, and its
+``init_transactions`` fences the old one and ends the transaction it left open. Consumers
+and the drain are the queue's (:class:`~faultline.workloads.queue.QueueConsumer`,
+:mod:`.drain`), reading with the spec's ``consumer.isolation_level``.
 """
 
 from __future__ import annotations
@@ -144,8 +145,12 @@ class TxnProducer:
                                      on_delivery=txn.delivered)
                 except (BufferError, KafkaException) as e:
                     txn.refused = txn.refused or error_name(e)
+            if txn.refused is None:
+                # the records reach the log, a transaction meant to abort's too (abort_transaction
+                # purges what is still queued, so its records would never be written to be
+                # skipped), and the delivery reports give their offsets
+                producer.flush(END_TIMEOUT_S)
             if not txn.abort and txn.refused is None:
-                producer.flush(END_TIMEOUT_S)  # serve the delivery reports: the offsets
                 _retrying(lambda: producer.commit_transaction(END_TIMEOUT_S))
                 return "ok", None
         except KafkaException as e:

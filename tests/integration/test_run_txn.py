@@ -14,6 +14,7 @@ import json
 import pytest
 from rich.console import Console
 
+from faultline.checkers.txn_log import partition_logs
 from faultline.history import read_history
 from faultline.run.runner import RunOutcome, run_test
 from faultline.rundir import PLAIN_HISTORY_FILE
@@ -79,3 +80,28 @@ def test_the_transactions_held(outcome: RunOutcome) -> None:
     assert results["stats"]["records_polled"] > 0
     assert results["valid"] is True, (results["violations"], results["unknown"])
     assert outcome.valid is True
+
+
+def test_the_replicas_logs_end_each_transaction_as_its_outcome_says(outcome: RunOutcome) -> None:
+    """replicas.jsonl's batch kinds: each committed transaction's records lie in transaction
+    batches its producer's commit marker ends, each aborted one's in batches an abort marker
+    ends (read from the longest replica of each partition), and no transaction is left open
+    after the heal: every partition's last stable offset is its log end."""
+    replicas = [json.loads(x) for x in (outcome.run_dir / "replicas.jsonl").read_text().splitlines()]
+    logs = partition_logs(replicas, SPEC.topic.name)
+    assert sorted(logs) == list(range(SPEC.topic.partitions))
+    kinds = {b[8] for r in replicas for b in r["batches"]}
+    assert {"txn", "commit", "abort"} <= kinds, kinds
+    ended = {"ok": "commit", "fail": "abort"}
+    seen = {"ok": 0, "fail": 0}
+    for op in read_history(outcome.run_dir):
+        if op.f == "txn" and op.type in ended:
+            for s in op.value["sends"]:
+                if s.get("offset") is not None:
+                    assert logs[s["partition"]].marker_at(s["offset"]) == ended[op.type], (op, s)
+                    seen[op.type] += 1
+    print(f"records checked against the log's markers: {seen}")
+    assert seen["ok"] > 0
+    assert all(log.last_stable_offset == log.end and not log.open for log in logs.values()), logs
+    results = json.loads((outcome.run_dir / "results.json").read_text())
+    assert "open-transaction" not in {u["kind"] for u in results["unknown"]}

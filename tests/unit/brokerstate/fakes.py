@@ -16,13 +16,32 @@ TOPIC = "fl-queue"
 
 
 def batch(base: int, records: int, body: bytes = b"v" * 20, magic: int = 2, epoch: int = 0,
-          producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+          producer: tuple[int, int, int] = (-1, -1, -1), attributes: int = 0) -> bytes:
     """A v2 record batch written in leader epoch ``epoch`` by ``producer`` (id, epoch, base
-    sequence; -1 each for none): the 61-byte header (CRC over the body only, enough to
-    tell two batches apart) and ``body`` standing in for the records."""
-    rest = struct.pack(">iBIhiqqqhii", epoch, magic, zlib.crc32(body), 0, records - 1,
+    sequence; -1 each for none), with ``attributes``: the 61-byte header (CRC over the body
+    only, enough to tell two batches apart) and ``body`` standing in for the records."""
+    rest = struct.pack(">iBIhiqqqhii", epoch, magic, zlib.crc32(body), attributes, records - 1,
                        0, 0, *producer, records) + body
     return struct.pack(">qi", base, len(rest)) + rest
+
+
+def zigzag(n: int) -> bytes:
+    """``n`` as a Kafka record's zigzag varint."""
+    u, out = (n << 1) ^ (n >> 63), b""
+    while u > 0x7F:
+        out += bytes([(u & 0x7F) | 0x80])
+        u >>= 7
+    return out + bytes([u])
+
+
+def marker(base: int, kind: int, producer: tuple[int, int] = (7, 0), timestamp_delta: int = 0) -> bytes:
+    """A control batch (transactional, control) holding one control record of type ``kind``
+    (0 abort, 1 commit) for ``producer`` (id, epoch), as a transaction coordinator writes it:
+    key ``version 0 | type``, value ``version 0 | coordinator epoch``."""
+    key, value = struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 3)
+    record = (b"\0" + zigzag(timestamp_delta) + zigzag(0) + zigzag(len(key)) + key
+              + zigzag(len(value)) + value + zigzag(0))
+    return batch(base, 1, zigzag(len(record)) + record, producer=(*producer, -1), attributes=0x30)
 
 
 def segment(dir: Path, base: int, data: bytes) -> Path:

@@ -109,13 +109,13 @@ def test_a_replica_is_summarized_batch_by_batch(tmp_path: Path) -> None:
     summary = replica_summary(tmp_path, "t", 0)
     assert summary == {
         "topic": "t", "partition": 0, "log_start_offset": 0, "log_end_offset": 5, "hw_checkpoint": 4,
-        "batches": [[0, 2, 0, zlib.crc32(b"abc"), -1, -1, -1, -1],
-                    [3, 4, 1, zlib.crc32(b"de"), 7, 2, 40, 41]]}
+        "batches": [[0, 2, 0, zlib.crc32(b"abc"), -1, -1, -1, -1, "data"],
+                    [3, 4, 1, zlib.crc32(b"de"), 7, 2, 40, 41, "data"]]}
     (tmp_path / "replication-offset-checkpoint").write_text("0\n3\nt 0 4\n")
     assert replica_summary(tmp_path, "t", 0) == {**summary, "hw_checkpoint": None}, "malformed"
     seg.write_bytes(seg.read_bytes()[:-(len(batch(5, 1, b"f")) - 1)])  # rolled after offset 4
     segment(tmp_path / "t-0", 5, batch(5, 1, b"f", epoch=1))
     assert replica_summary(tmp_path, "t", 0) == {
         **summary, "hw_checkpoint": None, "log_end_offset": 6,
-        "batches": [*summary["batches"], [5, 5, 1, zlib.crc32(b"f"), -1, -1, -1, -1]]}
+        "batches": [*summary["batches"], [5, 5, 1, zlib.crc32(b"f"), -1, -1, -1, -1, "data"]]}
     assert replica_summary(tmp_path, "t", 1) is None

@@ -13,13 +13,15 @@ import pytest
 from faultline.brokerstate.segments import (
     Batch,
     LogEndReader,
+    control_type,
     iter_batches,
     parse_checkpoint,
+    read_batch_kinds,
     read_batches,
     read_checkpoint,
     segment_files,
 )
-from tests.unit.brokerstate.fakes import batch, segment
+from tests.unit.brokerstate.fakes import batch, marker, segment
 
 DATA = Path(__file__).parent / "data"
 
@@ -192,3 +194,27 @@ def test_read_checkpoint_is_none_when_missing_or_malformed(tmp_path: Path) -> No
     assert read_checkpoint(path) is None
     path.write_text("0\n1\nt 0 1\n")
     assert read_checkpoint(path) == {("t", 0): 1}
+
+
+def test_a_batch_says_whether_it_holds_records_a_transactions_or_its_marker(tmp_path: Path) -> None:
+    """Attributes bit 4 (transactional) and bit 5 (control), and a control record's key
+    type: 0 abort, 1 commit, another type is some other control record (a timestamp delta
+    of several varint bytes before the key is read past)."""
+    data = (batch(0, 2) + batch(2, 2, producer=(7, 0, 0), attributes=0x10) + marker(4, 1)
+            + marker(5, 0, timestamp_delta=1 << 40) + marker(6, 2))
+    path = segment(tmp_path / "fl-queue-0", 0, data)
+    assert [(b.base_offset, b.transactional, b.control, kind) for b, kind in read_batch_kinds(path)] == [
+        (0, False, False, "data"), (2, True, False, "txn"), (4, True, True, "commit"),
+        (5, True, True, "abort"), (6, True, True, "control")]
+
+
+def test_a_control_record_cut_short_of_its_key_is_no_marker() -> None:
+    """Length, attributes, timestamp and offset deltas, key length (one byte each here) and
+    the 4-byte key: 9 bytes."""
+    record = marker(0, 1)[61:]
+    assert [control_type(record[:n]) for n in range(11)] == [None] * 9 + [1, 1]
+
+
+def test_a_real_brokers_batches_hold_records_outside_any_transaction() -> None:
+    [(_, path)] = segment_files(DATA / "kafka-4.3.1-p0")
+    assert {kind for _, kind in read_batch_kinds(path)} == {"data"}

@@ -4,10 +4,12 @@ guarantee rules per transaction protocol version."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
+from faultline.checkers.faults_seen import MetadataState, Timeline
 from faultline.checkers.guarantees import (
     G0,
     TORN,
@@ -16,6 +18,7 @@ from faultline.checkers.guarantees import (
     transaction_rules,
 )
 from faultline.checkers.transactions import check_transactions, txn_history
+from faultline.checkers.txn_log import PartitionLog, partition_logs
 from faultline.errors import HistoryError
 from faultline.history import Op
 from faultline.spec import ConsumerSpec, KafkaSpec, TestSpec, TopicSpec, WorkloadSpec
@@ -26,11 +29,13 @@ MS = 1_000_000
 
 
 def spec(isolation: str = "read_committed", version: str = "4.3.1",
-         transaction_version: int | None = None, client: str = "librdkafka") -> TestSpec:
+         transaction_version: int | None = None, client: str = "librdkafka",
+         replication_factor: int = 3) -> TestSpec:
     """A spec of two partitions; the txn workload's unless ``client`` is java, which runs no
     txn workload (its transaction protocol is asked all the same)."""
     return dataclasses.replace(
-        TestSpec(), topic=TopicSpec(name=TOPIC, partitions=2),
+        TestSpec(), topic=TopicSpec(name=TOPIC, partitions=2, replication_factor=replication_factor,
+                                    min_insync_replicas=min(2, replication_factor)),
         kafka=KafkaSpec(version=version, transaction_version=transaction_version),
         consumer=ConsumerSpec(isolation_level=isolation),  # type: ignore[arg-type]
         workload=WorkloadSpec(name="txn" if client == "librdkafka" else "queue",
@@ -38,13 +43,22 @@ def spec(isolation: str = "read_committed", version: str = "4.3.1",
 
 
 class H:
-    """Appends ops with dense indexes and times 1 ms apart."""
+    """Appends ops with dense indexes and times 1 ms apart (and as far apart as :meth:`wait` says)."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.waited = 0
 
     def op(self, process: Any, type: str, f: str, value: Any = None) -> None:
-        self.rows.append(Op(len(self.rows), (len(self.rows) + 1) * MS, process, type, f, value).to_dict())
+        self.rows.append(Op(len(self.rows), (len(self.rows) + 1) * MS + self.waited, process, type, f,
+                            value).to_dict())
+
+    def now(self) -> int:
+        """The time of the next op."""
+        return (len(self.rows) + 1) * MS + self.waited
+
+    def wait(self, ns: int) -> None:
+        self.waited += ns
 
     def begin(self, p: int, *sends: tuple[int, int], abort: bool = False) -> None:
         """A transaction's invoke: ``sends`` as (partition, value)."""
@@ -77,9 +91,12 @@ class H:
         self.op("nemesis", "info", f, {"nodes": list(nodes), "result": "done"})
 
 
-def verdict(h: H, s: TestSpec | None = None, protocol: int = 1) -> dict[str, Any]:
+def verdict(h: H, s: TestSpec | None = None, protocol: int = 1,
+            timeline: Timeline | None = None,
+            logs: Mapping[int, PartitionLog] | None = None) -> dict[str, Any]:
     s = s or spec()
-    return check_transactions(s, txn_history(s, h.rows), TransactionConfig(protocol=protocol)).to_json()
+    return check_transactions(s, txn_history(s, h.rows), TransactionConfig(protocol=protocol),
+                              timeline=timeline, logs=logs).to_json()
 
 
 def committed_pair(h: H) -> None:
@@ -217,17 +234,19 @@ def test_the_transaction_protocol_is_the_lower_of_the_cluster_and_the_client() -
     assert TransactionConfig.from_spec(spec()).protocol == 1
 
 
-@pytest.mark.parametrize(("protocol", "families", "permitted"), [
-    (1, frozenset(), set()),
-    (1, frozenset({"kill"}), set()),
-    (1, frozenset({"pause"}), {"aborted-read", TORN, "lost-write", G0}),
-    (2, frozenset({"pause", "toxics"}), set()),
-    (2, frozenset({"wipe"}), {TORN, "lost-write"}),
+@pytest.mark.parametrize(("protocol", "families", "loss", "permitted"), [
+    (1, frozenset(), None, set()),
+    (1, frozenset({"kill"}), None, set()),
+    (1, frozenset({"pause"}), None, {"aborted-read", TORN, "lost-write", G0}),
+    (2, frozenset({"pause", "toxics"}), None, set()),
+    (2, frozenset({"wipe"}), None, set()),  # destroyed data permits a loss only where a partition's rule does
+    (2, frozenset(), "data was destroyed", {TORN, "lost-write"}),
 ])
-def test_transaction_rules(protocol: int, families: frozenset[str], permitted: set[str]) -> None:
+def test_transaction_rules(protocol: int, families: frozenset[str], loss: str | None,
+                           permitted: set[str]) -> None:
     config = TransactionConfig(protocol=protocol)
-    assert set(transaction_rules(config, families)) == permitted
-    assert set(transaction_forbidden(config, families)).isdisjoint(permitted)
+    assert set(transaction_rules(config, families, loss)) == permitted
+    assert set(transaction_forbidden(config, families, loss)).isdisjoint(permitted)
 
 
 def test_a_txn_op_without_its_sends_is_refused_naming_its_line() -> None:
@@ -328,20 +347,83 @@ def test_a_delaying_fault_in_the_producers_previous_transaction_excuses_it() -> 
         assert r["valid"] is permitted
 
 
-def test_destroyed_data_excuses_a_loss_only_of_a_write_before_its_fault_ended() -> None:
+SECOND = 1_000_000_000
+
+
+def lone_replicas(whole_again: int | None = None) -> Timeline:
+    """A metadata log of :func:`spec`'s two partitions at replication factor 1: partition p's
+    one replica is node p + 1, leading from time 0; ``whole_again``: a later state of partition
+    1 at that time, its replica in the ISR again."""
+    return {(TOPIC, p): [MetadataState(0, p + 1, frozenset({p + 1}), frozenset({p + 1})),
+                         *([MetadataState(whole_again, p + 1, frozenset({p + 1}), frozenset({p + 1}))]
+                           if whole_again is not None and p == 1 else [])]
+            for p in (0, 1)}
+
+
+def test_destroyed_data_excuses_a_loss_only_of_a_write_before_its_partition_was_whole_again() -> None:
+    """Partition 1's only replica (node 2) wiped: a loss there is permitted of a transaction
+    begun before the wipe, not of one begun once the metadata log showed the partition whole
+    again after it."""
     for after, permitted in ((False, False), (True, True)):
         h = H()
+        h.wait(SECOND)
+        whole_again = None
         if not after:
-            h.fault("wipe")
-            h.fault("start")
+            h.fault("wipe", (2,))
+            h.fault("start", (2,))
+            whole_again = h.now() + SECOND
+            h.wait(3 * SECOND)
         committed_pair(h)
         if after:
-            h.fault("wipe")
-            h.fault("start")
+            h.fault("wipe", (2,))
+            h.fault("start", (2,))
         lost_second(h)
-        r = verdict(h, protocol=2)
+        r = verdict(h, spec(replication_factor=1), protocol=2, timeline=lone_replicas(whole_again))
         assert r["anomalies"]["lost-write"][0]["permitted"] is permitted, after
-        assert r["valid"] is permitted
+        assert r["valid"] is permitted, r["unknown"]
+
+
+def test_destroyed_data_excuses_a_loss_only_on_a_partition_whose_replica_it_destroyed() -> None:
+    """A wipe during the transaction of node 2, partition 1's only replica, permits losing
+    the transaction's record there; of node 1, partition 0's, it permits nothing on
+    partition 1, nor the tear the loss makes."""
+    for node, permitted in ((2, True), (1, False)):
+        h = H()
+        h.wait(SECOND)
+        h.begin(0, (0, 1), (1, 2))
+        h.fault("wipe", (node,))
+        h.fault("start", (node,))
+        h.end(0, "ok", (0, 1, 0), (1, 2, 0))
+        lost_second(h)
+        r = verdict(h, spec(replication_factor=1), protocol=2, timeline=lone_replicas())
+        assert r["anomalies"]["lost-write"][0]["permitted"] is permitted, node
+        assert r["anomalies"][TORN][0]["permitted"] is permitted, node
+        assert r["valid"] is permitted, r["unknown"]
+        assert r["permitted_reasons"]["lost-write"].startswith(
+            f"committed records may be lost (on partition(s) {node - 1}, "), "the run's: the wiped one's"
+
+
+def test_destroyed_data_no_witness_shows_leaves_the_loss_it_permits_unknown() -> None:
+    """Without a metadata log, or a leaders snapshot, a wipe of partition 1's replica during
+    the transaction permits the loss only by faults assumed (that node may have led): the
+    verdict is unknown, saying where; the same wipe before the transaction began, healed,
+    leaves it unknown too (the log would say whether the partition was whole again)."""
+    for during in (True, False):
+        h = H()
+        if not during:
+            h.fault("wipe", (2,))
+            h.fault("start", (2,))
+        h.begin(0, (0, 1), (1, 2))
+        if during:
+            h.fault("wipe", (2,))
+            h.fault("start", (2,))
+        h.end(0, "ok", (0, 1, 0), (1, 2, 0))
+        lost_second(h)
+        r = verdict(h, spec(replication_factor=1), protocol=2)
+        assert r["anomalies"]["lost-write"][0]["permitted"] is True, during
+        assert r["valid"] == "unknown"
+        assert [(u["kind"], u.get("partition"), u.get("anomalies")) for u in r["unknown"]] == [
+            ("permitted-on-assumption", 1, ["lost-write", TORN])]
 
 
 def test_a_commit_acknowledged_after_the_drain_began_is_not_known_lost() -> None:
@@ -414,3 +496,159 @@ def test_a_fault_window_ends_when_every_node_it_faulted_is_healed() -> None:
         committed_pair(h)
         lost_second(h)
         assert verdict(h)["anomalies"]["lost-write"][0]["permitted"] is permitted, healed
+
+
+# -- the fault-window rule, pinned: each pair differs in where one fault lies ---------------
+
+
+def torn_by_consumer(h: H) -> None:
+    """A consumer tears :func:`committed_pair` (it reads value 1, then passes value 2 for
+    value 3 of a later transaction), and the drains read everything: a tear, no loss."""
+    h.txn(1, "ok", (1, 3, 2))
+    h.poll(9, (0, 0, 1))
+    h.poll(9, (1, 2, 3))
+    h.drain(10, 0, (0, 1))
+    h.drain(11, 1, (0, 2), (2, 3))
+
+
+def begin_paused(h: H, during: bool) -> None:
+    """The invoke of :func:`committed_pair`'s transaction, with a pause and its resume
+    before it or (``during``) after it."""
+    if not during:
+        h.fault("pause")
+        h.fault("resume")
+    h.begin(0, (0, 1), (1, 2))
+    if during:
+        h.fault("pause")
+        h.fault("resume")
+
+
+def test_a_pause_healed_before_a_transaction_began_excuses_no_tear_of_it() -> None:
+    """Judged on a tear alone (no loss beside it): a pause during the transaction may have
+    held a request of it (KAFKA-17754), one healed before it began could not."""
+    for during in (True, False):
+        h = H()
+        begin_paused(h, during)
+        h.end(0, "ok", (0, 1, 0), (1, 2, 0))
+        torn_by_consumer(h)
+        r = verdict(h)
+        assert r["anomaly_counts"] == {**r["anomaly_counts"], TORN: 1, "lost-write": 0}
+        assert r["anomalies"][TORN][0]["permitted"] is during, during
+        assert r["valid"] is during
+
+
+def test_a_pause_healed_before_the_late_transaction_began_excuses_no_write_cycle() -> None:
+    """The sequential write cycle: the first transaction's record in partition 1 landed
+    after the second's, although it ended before the second began. A pause from its invoke
+    on may have held that record; one healed before it began could not."""
+    for during in (True, False):
+        h = H()
+        begin_paused(h, during)
+        h.end(0, "ok", (0, 1, 0), (1, 2, 1))
+        h.txn(1, "ok", (1, 3, 0), (0, 4, 1))
+        h.drain(10, 0, (0, 1), (1, 4))
+        h.drain(11, 1, (0, 3), (1, 2))
+        r = verdict(h)
+        assert r["anomalies"][G0][0]["permitted"] is during, during
+        assert r["valid"] is during
+
+
+def test_a_heal_before_a_fault_does_not_end_it() -> None:
+    """A resume journaled before the pause leaves the pause in effect over the transaction;
+    the same resume after it ends it first."""
+    for heal_first, permitted in ((True, True), (False, False)):
+        h = H()
+        if heal_first:
+            h.fault("resume")
+        h.fault("pause")
+        if not heal_first:
+            h.fault("resume")
+        committed_pair(h)
+        lost_second(h)
+        assert verdict(h)["anomalies"]["lost-write"][0]["permitted"] is permitted, heal_first
+
+
+def test_only_a_faults_own_heal_ends_it() -> None:
+    """A pause is ended by a resume, not by a start (a kill's heal): after a start it is
+    still in effect over the transaction."""
+    for heal, permitted in (("start", True), ("resume", False)):
+        h = H()
+        h.fault("pause")
+        h.fault(heal)
+        committed_pair(h)
+        lost_second(h)
+        assert verdict(h)["anomalies"]["lost-write"][0]["permitted"] is permitted, heal
+
+
+def test_a_retired_transaction_still_open_when_a_process_began_is_not_its_predecessor() -> None:
+    """A first transaction may follow a retired (``info``) one of another process only if
+    that one had ended before it began: a pause over the retired one alone excuses the
+    later transaction's loss only then."""
+    for retired_first, permitted in ((True, True), (False, False)):
+        h = H()
+        h.begin(1, (0, 5))
+        h.fault("pause")
+        h.fault("resume")
+        if retired_first:
+            h.end(1, "info", (0, 5, 2))
+        h.begin(0, (0, 1), (1, 2))
+        if not retired_first:
+            h.end(1, "info", (0, 5, 2))
+        h.end(0, "ok", (0, 1, 0), (1, 2, 0))
+        lost_second(h)
+        r = verdict(h)
+        assert r["anomalies"]["lost-write"][0]["permitted"] is permitted, retired_first
+        assert r["valid"] is permitted
+
+
+# -- against the replicas' logs (replicas.jsonl's batch kinds) ---------------------------------
+
+
+def replica_logs(*partitions: list[tuple[int, int, str]]) -> dict[int, PartitionLog]:
+    """The logs of partitions 0, 1, ...: each a list of batches (offset, producer id, kind)."""
+    return partition_logs([
+        {"topic": TOPIC, "partition": p, "node": 1, "log_start_offset": 0,
+         "log_end_offset": batches[-1][0] + 1, "hw_checkpoint": None,
+         "batches": [[o, o, 0, 1, pid, 0, 0, 0, kind] for o, pid, kind in batches]}
+        for p, batches in enumerate(partitions)], TOPIC)
+
+
+def test_a_transaction_the_log_left_open_leaves_the_verdict_unknown() -> None:
+    """The committed pair's records, with a commit marker after each (valid), or with none
+    after partition 1's: the log left that transaction open after the heal."""
+    for marked in (True, False):
+        h = H()
+        committed_pair(h)
+        h.drain(10, 0, (0, 1))
+        h.drain(11, 1, (0, 2))
+        r = verdict(h, logs=replica_logs([(0, 7, "txn"), (1, 7, "commit")],
+                                 [(0, 7, "txn"), *([(1, 7, "commit")] if marked else [])]))
+        assert r["valid"] is (True if marked else "unknown"), marked
+        assert [(u["kind"], u.get("partition"), u.get("count")) for u in r["unknown"]] == (
+            [] if marked else [("open-transaction", 1, 1)])
+
+
+def test_an_aborted_read_says_how_the_log_ended_its_transaction() -> None:
+    """A read_committed read of an aborted transaction's record: the log's abort marker
+    shows the broker served an aborted record; a commit marker, that the transaction
+    committed although its abort was acknowledged."""
+    for marker in ("abort", "commit"):
+        h = H()
+        h.txn(0, "fail", (0, 1, 0))
+        h.poll(9, (0, 0, 1))
+        h.drain(10, 0)
+        h.drain(11, 1)
+        r = verdict(h, logs=replica_logs([(0, 7, "txn"), (1, 7, marker)]))
+        assert r["anomalies"]["aborted-read"][0]["log_marker"] == marker
+        assert "log_marker" not in verdict(h)["anomalies"]["aborted-read"][0]
+
+
+def test_a_torn_transaction_says_how_the_log_ended_each_of_its_records() -> None:
+    h = H()
+    committed_pair(h)
+    lost_second(h)
+    r = verdict(h, protocol=2, logs=replica_logs([(0, 7, "txn"), (1, 7, "commit")],
+                                                 [(0, 7, "txn"), (1, 7, "abort")]))
+    assert r["anomalies"][TORN][0]["log_markers"] == [[0, 0, "commit"], [1, 0, "abort"]]
+    assert "log_markers" not in verdict(h, protocol=2)["anomalies"][TORN][0]
+    validator("results.schema.json").validate(r)

@@ -24,6 +24,7 @@ from faultline.checkers.whitebox import (
     check_replicas_agree,
     check_white_box,
     leader_changes,
+    replicas_at,
 )
 from faultline.commands.check import check
 from faultline.spec import TestSpec, TopicSpec
@@ -331,3 +332,13 @@ def test_a_bad_observation_line_before_the_last_is_one_line_and_no_prefix(tmp_pa
     white = json.loads((run.path / "results.json").read_text())["white_box"]
     assert white["valid"] == "unknown"
     assert {i["name"]: i["status"] for i in white["invariants"]}["hw-monotonic"] == "not-checked"
+
+
+def test_a_story_reads_what_replicas_hold_whatever_items_their_batches_carry() -> None:
+    """Lines of four, eight and nine items (the batch's kind, since transactions were
+    summarized) are each told by their offsets, epoch, CRC and producer."""
+    reps = [{"node": n, "log_end_offset": 5, "batches": [[0, 4, 1, 99, *extra]]}
+            for n, extra in ((1, []), (2, [7, 0, 0, 4]), (3, [7, 0, 0, 4, "txn"]))]
+    assert replicas_at(reps, 2) == ("the replicas' logs after the run hold at offset 2: batch 0..4 "
+                                    "(leader epoch 1, crc 99) on n1; batch 0..4 (leader epoch 1, crc 99, "
+                                    "producer id 7 epoch 0 sequences 0..4) on n2, n3")

@@ -127,3 +127,5 @@ def test_a_transaction_meant_to_abort_never_commits_and_ends_fail(
     assert [op.type for op in ops] == ["invoke", "fail"]
     assert ops[0].value["abort"] is ops[1].value["abort"] is True
     assert ops[1].error is None
+    # its records were flushed to the log before the abort: aborted records for readers to skip
+    assert [s["offset"] for s in ops[1].value["sends"]] == [0, 1]

@@ -1,0 +1,78 @@
+"""What the replicas' logs say of a ``txn`` run's transactions, from ``replicas.jsonl``'s
+batch kinds (docs/history.md, "replicas.jsonl"): which marker ended the transaction a
+record is in, and which transactions the log left open.
+
+A transaction's records in a partition are its producer id's ``txn`` batches; the
+coordinator ends them with a ``commit`` or ``abort`` marker of that producer id, and a
+read_committed reader reads no further than the first record of a transaction still
+open there (the last stable offset). A partition is judged by its longest replica's log
+(the first by node of the longest): after quiescence every replica holds the leader's.
+Lines written before batches carried their kind say nothing.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: A transaction's records no marker of its producer id follows in the log.
+OPEN = "open"
+
+
+@dataclass(frozen=True)
+class PartitionLog:
+    """One partition's log as its longest replica (``node``) holds it: its log end, the
+    base offset and last offset of each batch that holds a transaction's records, and how
+    the transaction of each ended (``commit``, ``abort``, or :data:`OPEN`), and the
+    first offset of each producer id's transaction left open."""
+
+    node: int
+    end: int
+    bases: tuple[int, ...]
+    lasts: tuple[int, ...]
+    ends: tuple[str, ...]
+    open: Mapping[int, int]
+
+    def marker_at(self, offset: int) -> str | None:
+        """How the transaction whose record is at ``offset`` ended in the log: ``commit``,
+        ``abort`` or :data:`OPEN`; None where the log holds no transaction's record there."""
+        i = bisect_right(self.bases, offset) - 1
+        return self.ends[i] if i >= 0 and offset <= self.lasts[i] else None
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where a read_committed reader stops: the first record of a transaction left
+        open, else the log end."""
+        return min(self.open.values(), default=self.end)
+
+
+def partition_logs(replicas: Iterable[Mapping[str, Any]], topic: str) -> dict[int, PartitionLog]:
+    """Partition -> its :class:`PartitionLog`, from ``replicas.jsonl``'s lines of ``topic``
+    whose every batch carries its kind (the ninth item); partitions with none are absent."""
+    longest: dict[int, Mapping[str, Any]] = {}
+    for line in sorted(replicas, key=lambda r: r["node"]):
+        if (line["topic"] != topic or line["log_end_offset"] is None
+                or not all(len(b) > 8 for b in line["batches"])):
+            continue
+        had = longest.get(line["partition"])
+        if had is None or line["log_end_offset"] > had["log_end_offset"]:
+            longest[line["partition"]] = line
+    return {p: _log(line) for p, line in longest.items()}
+
+
+def _log(line: Mapping[str, Any]) -> PartitionLog:
+    batches: list[list[Any]] = []  # [base, last, producer id, how it ended]
+    pending: dict[int, list[list[Any]]] = {}  # producer id -> its batches no marker has ended yet
+    for base, last, _epoch, _crc, pid, *_rest, kind in line["batches"]:
+        if kind == "txn":
+            batch = [base, last, pid, OPEN]
+            batches.append(batch)
+            pending.setdefault(pid, []).append(batch)
+        elif kind in ("commit", "abort"):
+            for batch in pending.pop(pid, ()):
+                batch[3] = kind
+    return PartitionLog(int(line["node"]), int(line["log_end_offset"]),
+                        tuple(b[0] for b in batches), tuple(b[1] for b in batches),
+                        tuple(b[3] for b in batches), {pid: bs[0][0] for pid, bs in pending.items()})
