@@ -80,10 +80,15 @@ class G:
         return groups.group(self.ops, TOPIC, partitions)
 
 
-def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False) -> dict[str, Any]:
+def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,
+           end: dict[int, int] | str | None = None) -> dict[str, Any]:
+    """The group checker's verdict on ``h``; ``end``: the coordinator's committed offsets
+    after the drain (None: each partition's last ok commit, as a coordinator that lost none)."""
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     g = h.group(partitions)
-    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None), asynchronous)
+    if end is None:
+        end = {p: c.offset for p in range(partitions) if (c := groups.last_committed(g, p)) is not None}
+    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None), asynchronous, end=end)
     out: dict[str, Any] = {**result.to_json(), **result.extra["group"]}
     assert out["valid"] == result.valid
     out["unknown"] = [u["kind"] for u in result.unknown if u["affects_verdict"]]
