@@ -66,6 +66,27 @@ def test_the_run_is_judged_valid_by_the_queue_and_group_checkers(outcome: RunOut
     assert results["group"]["valid"] is True and results["group"]["settled"] is True
 
 
+def test_the_groups_end_state_is_collected_and_judged(outcome: RunOutcome) -> None:
+    """group.json holds the coordinator's committed offsets, with their leader epochs, at the
+    last acknowledged commit of each partition (the kill lost none), and the replicas of the
+    group's __consumer_offsets partition; the group checker judged commit-lost by it."""
+    assert "group.json" in validate_run_dir(outcome.run_dir)
+    end = json.loads((outcome.run_dir / "group.json").read_text())
+    assert end["group"] == "faultline-" + outcome.run_dir.parent.name and end["errors"] == []
+    last: dict[int, int] = {}
+    for o in read_history(outcome.run_dir):
+        if o.f == "commit" and o.type == "ok":
+            last.update((p, off) for t, p, off, _ in o.value["offsets"] if t == "fl-queue")
+    assert last and {o["partition"]: o["offset"] for o in end["offsets"]} == last
+    assert all(o["leader_epoch"] is not None for o in end["offsets"])
+    replicas = end["offsets_replicas"]
+    assert {r["node"] for r in replicas} == {1, 2, 3}, "replication factor 3 on three nodes"
+    assert all(r["partition"] == end["offsets_topic_partition"] and r["batches"] for r in replicas)
+    results = json.loads((outcome.run_dir / "results.json").read_text())
+    assert results["anomaly_counts"]["commit-lost"] == 0
+    assert not [u for u in results["unknown"] if u["kind"] == "group-end-unknown"]
+
+
 @pytest.fixture(scope="module")
 def drawn(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
     """A random schedule (seed 98) that isolates the group's coordinator at ~5 s, then kills
