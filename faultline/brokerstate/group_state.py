@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ def collect_group_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> list
     """Write ``run_dir/group.json`` for the run's group (:attr:`TestSpec.group_id`); never
     raises. A part that could not be read is null in the file, and why is in its
     ``errors`` (and the returned list); the other part is still written."""
+    started = time.monotonic()
     group = spec.group_id
     errors: list[str] = []
     offsets: list[dict[str, Any]] | None = None
@@ -67,6 +69,8 @@ def collect_group_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> list
         errors.append(f"{GROUP_FILE}: {e}")
     for why in errors:
         _log.warning("group state: %s", why)
+    _log.info("collected the state of group %s (%d offsets, %d offsets replicas) in %.2f s", group,
+              len(offsets or ()), len(replicas or ()), time.monotonic() - started)
     return errors
 
 
