@@ -44,6 +44,8 @@ METADATA_FILE = "metadata.jsonl"
 REPLICAS_FILE = "replicas.jsonl"
 CLUSTER_FILE = "cluster.json"
 CLIENT_LOG_FILE = "client-log.jsonl"
+#: The group workload's group as its coordinator and its offsets' replicas left it.
+GROUP_FILE = "group.json"
 NODES_DIR = "nodes"
 LATEST = "latest"
 

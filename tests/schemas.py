@@ -43,6 +43,7 @@ RUN_FILES = {
     "metadata.jsonl": "metadata.schema.json",
     "replicas.jsonl": "replicas.schema.json",
     "cluster.json": "cluster.schema.json",
+    "group.json": "group.schema.json",
 }
 
 

@@ -5,8 +5,8 @@ names, checkpoints, every replica's log end), the KRaft metadata log decoder
 (:mod:`.metadata_log`), the replica summaries (:mod:`.replica_logs`), the observer that
 samples leader, ISR, HW and each replica's LEO (:mod:`.observe`), the wait for
 quiescence before the drain (:mod:`.quiescence`), and the collection after the drain
-(:mod:`.collect`). What these files mean for a verdict is the checkers' business
-(:mod:`faultline.checkers.whitebox`).
+(:mod:`.collect`; the group workload's group, :mod:`.group_state`). What these files
+mean for a verdict is the checkers' business (:mod:`faultline.checkers.whitebox`).
 
-May import: errors, faults, spec, rundir, cluster.
+May import: errors, faults, targeted, spec, rundir, cluster.
 """

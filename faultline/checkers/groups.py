@@ -34,7 +34,7 @@ Value = int | str | None
 
 #: The anomalies, in the order results.json's ``group`` lists them.
 GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owners",
-                   "lost-to-group", "unassigned-member")
+                   "lost-to-group", "unassigned-member", "commit-lost")
 #: How long after the last fault, retirement or new member a member must have had to get
 #: an assignment, in ns:
 #: past a classic session timeout (6 s, :func:`faultline.workloads.group.group_config`) and
@@ -309,6 +309,40 @@ def unassigned_members(g: Group) -> list[Unassigned]:
             if p not in g.retired and not held.get(p) and g.first_op[p] <= t - QUIET_NS]
 
 
+class Lost(NamedTuple):
+    partition: int
+    committed: int | None  # the coordinator's committed offset at the end; None: none
+    last: Commit  # the highest ok commit that may have been the last it stored
+
+
+def last_stored(g: Group, partition: int, asynchronous: bool) -> list[Commit]:
+    """The ok commits of ``partition`` that may have been the last the coordinator stored:
+    each one no other ok commit was requested after the end of (:func:`requested_after`;
+    one with no lower bound may have been requested before)."""
+    ok = [c for c in g.commits if c.outcome == "ok" and c.partition == partition]
+    after = [t for d in ok if (t := requested_after(g, d, asynchronous)) is not None]
+    return [c for c in ok if not any(t > c.ended for t in after)]
+
+
+def commits_lost(g: Group, end: Mapping[int, int], asynchronous: bool = False) -> list[Lost]:
+    """commit-lost: a partition whose committed offset at the end (``end``, partition ->
+    offset, as the coordinator answered after the drain) is below the highest ok commit
+    that may have been the last stored (:func:`last_stored`), or missing, and is no
+    offset of one of those, nor of an ``info`` commit (whose request may have been stored
+    at any time): an acknowledged commit the coordinator no longer holds."""
+    found = []
+    for part in range(g.partitions):
+        finals = last_stored(g, part, asynchronous)
+        if not finals:
+            continue
+        top = max(finals, key=lambda c: (c.offset, c.ended))
+        at = end.get(part)
+        stored = {c.offset for c in g.commits if c.partition == part and c.outcome == "info"}
+        if at is None or (at < top.offset and at not in stored | {c.offset for c in finals}):
+            found.append(Lost(part, at, top))
+    return found
+
+
 # -- the verdict ----------------------------------------------------------------------------
 
 
@@ -356,10 +390,14 @@ UNDECIDED = {
                               "(its journaled invoke is only an upper bound)",
     "group-permitted-on-assumption": "group anomalies permitted only by faults assumed, not witnessed "
                                      "(the permissive reading of the faults in their window)",
+    "commit-unjournaled": "commit-lost where a retired member commits async or auto: the commits its "
+                          "client reported after it was retired are not journaled, and one of them may "
+                          "have stored the coordinator's offset",
 }
 
 
-def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous: bool = False) -> Result:
+def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous: bool = False,
+          *, end: Mapping[int, int] | str) -> Result:
     """The ``group`` checker's Result: ``valid`` false where an instance the guarantees do
     not permit was seen, else unknown where an instance could not be decided
     (:data:`UNDECIDED`), else true; the group anomalies' counts, examples, which were
@@ -367,7 +405,9 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
     own (:func:`~faultline.checkers.stored.compose` adds them to the queue checker's);
     results.json's ``group``: that verdict, and whether the group settled for
     :func:`unassigned_members` to be judged. ``asynchronous``: the members commit
-    ``async`` or ``auto`` (:func:`requested_after`)."""
+    ``async`` or ``auto`` (:func:`requested_after`). ``end``: the group's committed
+    offsets after the drain (partition -> offset, for :func:`commits_lost`), or why they
+    are not known, which leaves the verdict at most unknown (``group-end-unknown``)."""
     counts = dict.fromkeys(GROUP_ANOMALIES, 0)
     examples: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}
     permitted: dict[str, str] = {}
@@ -417,10 +457,21 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             "time": u.committed.ended}, why, "group-permitted-on-assumption" if assumed else None)
     for m in unassigned_members(g):
         add("unassigned-member", {"process": m.process, "time": m.time, "unowned": m.unowned})
+    unjournaled = asynchronous and bool(g.retired)
+    for lost in [] if isinstance(end, str) else commits_lost(g, end, asynchronous):
+        destroyed = windows.destroyed(lost.last.invoked, 2**63)
+        add("commit-lost", {
+            "partition": lost.partition, "committed": lost.committed, "offset": lost.last.offset,
+            "process": lost.last.process, "time": lost.last.ended},
+            offsets_destroyed(destroyed) if destroyed else None,
+            "commit-unjournaled" if unjournaled and not destroyed else None)
     settled = settled_at(g) is not None
-    valid: Valid = False if violations else UNKNOWN if undecided else True
+    valid: Valid = False if violations else UNKNOWN if undecided or isinstance(end, str) else True
     unknown = [{"kind": kind, "count": n, "affects_verdict": True, "why": UNDECIDED[kind]}
                for kind, n in undecided.items()]
+    if isinstance(end, str):
+        unknown.append({"kind": "group-end-unknown", "count": 1, "affects_verdict": True,
+                        "why": f"commit-lost not judged: {end}"})
     if not settled:
         unknown.append({
             "kind": "group-not-settled", "affects_verdict": False,

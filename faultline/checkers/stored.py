@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from faultline.checkers import groups
+from faultline.checkers.group_end import end_offsets
 from faultline.checkers.guarantees import TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
@@ -154,7 +155,8 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     topic = run.spec.topic
     g = groups.group(HistoryFile(run.source, ReadResult()), topic.name, topic.partitions)
     windows = groups.FaultWindows(g.actions, topic.name, partition_timeline(run.files().metadata, topic.name))
-    return Checked(groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync"))
+    end = end_offsets(run.run_dir, run.spec.group_id, topic.name)
+    return Checked(groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end))
 
 
 #: checker name -> the checker.

@@ -206,16 +206,30 @@ def high_watermarks(admin: AdminClient, topic: str, partitions: Sequence[int],
     return out
 
 
-def committed_offsets(admin: AdminClient, group: str, timeout: float) -> dict[tuple[str, int], int]:
-    """``group``'s committed offsets, (topic, partition) -> offset, as its coordinator
-    answers an OffsetFetch of all of them (none for a group that never committed: Kafka
-    answers an unknown group with no topics); KafkaException when there is no answer (no
-    coordinator), TimeoutError when it takes over ``timeout``."""
+class Committed(NamedTuple):
+    """A group's committed offset of a partition, and the leader epoch it was committed
+    with (None when the answer carried none)."""
+
+    offset: int
+    leader_epoch: int | None
+
+
+def committed_positions(admin: AdminClient, group: str, timeout: float) -> dict[tuple[str, int], Committed]:
+    """``group``'s committed offsets with their leader epochs, (topic, partition) ->
+    :class:`Committed`, as its coordinator answers an OffsetFetch of all of them (none for
+    a group that never committed: Kafka answers an unknown group with no topics);
+    KafkaException when there is no answer (no coordinator), TimeoutError when it takes
+    over ``timeout``."""
     futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
                                                 request_timeout=timeout)
     answer = futures[group].result(timeout=timeout + 1)
-    return {(tp.topic, int(tp.partition)): int(tp.offset) for tp in answer.topic_partitions or ()
-            if tp.offset >= 0 and tp.error is None}
+    return {(tp.topic, int(tp.partition)): Committed(int(tp.offset), tp.leader_epoch)
+            for tp in answer.topic_partitions or () if tp.offset >= 0 and tp.error is None}
+
+
+def committed_offsets(admin: AdminClient, group: str, timeout: float) -> dict[tuple[str, int], int]:
+    """:func:`committed_positions` without the leader epochs."""
+    return {tp: c.offset for tp, c in committed_positions(admin, group, timeout).items()}
 
 
 def round_trip(bootstrap: str, partitions: int, timeout: float) -> None:

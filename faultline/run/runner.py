@@ -34,6 +34,7 @@ from rich.live import Live
 from rich.text import Text
 
 from faultline.brokerstate.collect import collect_broker_state, mark_uncollected
+from faultline.brokerstate.group_state import collect_group_state
 from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
 from faultline.brokerstate.quiescence import wait_quiescent
 from faultline.checkers.result import Valid
@@ -213,6 +214,8 @@ def _lifecycle(spec: TestSpec, run_dir: Path, history: _TrackingHistory, progres
 
         progress.phase("collecting broker state")
         collect_broker_state(cluster, spec, run_dir)
+        if spec.workload.name == "group":
+            collect_group_state(cluster, spec, run_dir)
 
         progress.phase("collecting node logs")
         try:

@@ -15,10 +15,10 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from faultline.history import read_history
+from faultline.history import Op, read_history
 from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import ConsumerSpec, KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
-from tests.schemas import validate_run_dir
+from tests.schemas import validate_run_dir, validator
 
 pytestmark = pytest.mark.integration
 
@@ -42,10 +42,15 @@ def outcome(request: pytest.FixtureRequest, local_backend: None,
                     console=Console(file=io.StringIO()))
 
 
-def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome) -> None:
+@pytest.fixture(scope="module")
+def ops(outcome: RunOutcome) -> list[Op]:
+    """The run's history, read once for the tests of that run."""
+    return list(read_history(outcome.run_dir))
+
+
+def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome, ops: list[Op]) -> None:
     assert outcome.error is None and outcome.recovered
     assert "history.jsonl.zst" in validate_run_dir(outcome.run_dir)
-    ops = list(read_history(outcome.run_dir))
     (kill,) = [o for o in ops if o.process == "nemesis" and o.f == "kill" and "result" in o.value]
     assert kill.value["role"].startswith("coordinator of group faultline-it-group-")
     assert kill.error is None and len(kill.value["targets"]) == 1
@@ -64,6 +69,27 @@ def test_the_run_is_judged_valid_by_the_queue_and_group_checkers(outcome: RunOut
     results = json.loads((outcome.run_dir / "results.json").read_text())
     assert outcome.valid is True, (results["violations"], results["unknown"], results["group"])
     assert results["group"]["valid"] is True and results["group"]["settled"] is True
+
+
+def test_the_groups_end_state_is_collected_and_judged(outcome: RunOutcome, ops: list[Op]) -> None:
+    """group.json holds the coordinator's committed offsets, with their leader epochs, at the
+    last acknowledged commit of each partition (the kill lost none), and the replicas of the
+    group's __consumer_offsets partition; the group checker judged commit-lost by it."""
+    end = json.loads((outcome.run_dir / "group.json").read_text())
+    validator("group.schema.json").validate(end)
+    assert end["group"] == "faultline-" + outcome.run_dir.parent.name and end["errors"] == []
+    last: dict[int, int] = {}
+    for o in ops:
+        if o.f == "commit" and o.type == "ok":
+            last.update((p, off) for t, p, off, _ in o.value["offsets"] if t == "fl-queue")
+    assert last and {o["partition"]: o["offset"] for o in end["offsets"]} == last
+    assert all(o["leader_epoch"] is not None for o in end["offsets"])
+    replicas = end["offsets_replicas"]
+    assert {r["node"] for r in replicas} == {1, 2, 3}, "replication factor 3 on three nodes"
+    assert all(r["partition"] == end["offsets_topic_partition"] and r["batches"] for r in replicas)
+    results = json.loads((outcome.run_dir / "results.json").read_text())
+    assert results["anomaly_counts"]["commit-lost"] == 0
+    assert not [u for u in results["unknown"] if u["kind"] == "group-end-unknown"]
 
 
 @pytest.fixture(scope="module")

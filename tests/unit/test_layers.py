@@ -27,7 +27,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "rundir": frozenset({"errors"}),
     "checkers": frozenset({"errors", "faults", "spec", "history", "rundir", "compiled"}),
     "cluster": frozenset({"errors", "faults", "spec", "rundir"}),
-    "brokerstate": frozenset({"errors", "faults", "spec", "rundir", "cluster"}),
+    "brokerstate": frozenset({"errors", "faults", "targeted", "spec", "rundir", "cluster"}),
     "workloads": frozenset({"errors", "faults", "spec", "history", "cluster"}),
     "nemeses": frozenset({"errors", "faults", "targeted", "spec", "history", "cluster", "brokerstate"}),
     "report": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers"}),

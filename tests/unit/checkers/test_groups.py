@@ -80,10 +80,15 @@ class G:
         return groups.group(self.ops, TOPIC, partitions)
 
 
-def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False) -> dict[str, Any]:
+def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,
+           end: dict[int, int] | str | None = None) -> dict[str, Any]:
+    """The group checker's verdict on ``h``; ``end``: the coordinator's committed offsets
+    after the drain (None: each partition's last ok commit, as a coordinator that lost none)."""
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     g = h.group(partitions)
-    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None), asynchronous)
+    if end is None:
+        end = {p: c.offset for p in range(partitions) if (c := groups.last_committed(g, p)) is not None}
+    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None), asynchronous, end=end)
     out: dict[str, Any] = {**result.to_json(), **result.extra["group"]}
     assert out["valid"] == result.valid
     out["unknown"] = [u["kind"] for u in result.unknown if u["affects_verdict"]]
@@ -432,3 +437,89 @@ def test_the_group_history_results_and_spec_match_their_schemas(tmp_path: Path) 
     assert result.to_json()["anomaly_counts"]["lost-to-group"] == 1
     bad = {**h.ops[-1], "value": {"partitions": [[TOPIC, 0]], "member": "m1"}}  # no generation
     assert not history.is_valid(bad)
+
+
+# -- commit-lost -------------------------------------------------------------------------------
+
+
+def committed(fault: str | None = None, info: int | None = None) -> G:
+    """Process 1 polls 0 to 4, commits 3 then 5 (ok), then ``info`` (a commit of that offset
+    whose outcome is unknown) when given; a ``fault`` of node 1 after the last ok commit."""
+    h = G()
+    five(h)
+    h.commit(1, [(0, 3)])
+    h.commit(1, [(0, 5)])
+    if info is not None:
+        h.commit(1, [(0, info)], "info")
+    if fault is not None:
+        h.kill(fault)
+    return h
+
+
+def test_a_committed_offset_below_the_last_acknowledged_commit_is_lost() -> None:
+    assert judged(committed(), end={0: 5})["anomaly_counts"]["commit-lost"] == 0
+    out = judged(committed(), end={0: 3})
+    assert out["valid"] is False and out["violations"] == ["commit-lost"]
+    (ex,) = out["anomalies"]["commit-lost"]
+    assert (ex["partition"], ex["committed"], ex["offset"], ex["process"]) == (0, 3, 5, 1)
+    assert judged(committed(), end={})["violations"] == ["commit-lost"], "no committed offset at all"
+
+
+def test_a_committed_offset_an_info_commit_may_have_stored_is_not_lost() -> None:
+    assert judged(committed(info=4), end={0: 4})["anomaly_counts"]["commit-lost"] == 0
+    assert judged(committed(info=4), end={0: 2})["violations"] == ["commit-lost"]
+
+
+def test_either_of_two_commits_in_flight_together_may_be_the_last_stored() -> None:
+    h = G()
+    five(h)
+    h.rebalance(2, "assign", [0])
+    h.poll(2, [(0, 0, 100)])
+    h.op(1, "invoke", "commit", {"offsets": [[TOPIC, 0, 5, 0]]})
+    h.op(2, "invoke", "commit", {"offsets": [[TOPIC, 0, 1, 0]]})
+    h.op(1, "ok", "commit", {"offsets": [[TOPIC, 0, 5, 0]]})
+    h.op(2, "ok", "commit", {"offsets": [[TOPIC, 0, 1, 0]]})
+    assert [groups.commits_lost(h.group(), {0: end}) for end in (1, 5)] == [[], []]
+    (lost,) = groups.commits_lost(h.group(), {0: 0})
+    assert lost.last.offset == 5
+
+
+def test_only_a_data_destroying_fault_after_the_last_commit_permits_commit_lost() -> None:
+    """__consumer_offsets keeps min.insync.replicas=1: a lose-unflushed after the commit may
+    have lost it; a kill (the log survives it) does not, nor does acks=1 on the test topic."""
+    out = judged(committed(fault="lose-unflushed"), end={0: 3})
+    assert out["valid"] is True and "__consumer_offsets" in out["permitted_reasons"]["commit-lost"]
+    assert judged(committed(fault="kill"), end={0: 3}, acks="1")["violations"] == ["commit-lost"]
+
+
+def test_a_retired_async_member_leaves_commit_lost_unknown() -> None:
+    """A retired member's later async commits are not journaled: one may have stored the
+    lower offset."""
+    h = committed(info=4)  # the info retires process 1
+    assert judged(h, end={0: 1}, asynchronous=True)["unknown"] == ["commit-unjournaled"]
+    assert judged(h, end={0: 1})["violations"] == ["commit-lost"], "sync: a retired member commits no more"
+
+
+def test_unknown_end_offsets_leave_the_verdict_unknown_in_one_line() -> None:
+    out = judged(committed(), end="no group.json: the run did not collect it")
+    assert out["valid"] == "unknown" and out["unknown"] == ["group-end-unknown"]
+    assert judged(backwards(3), end="no group.json")["valid"] is False, "a violation still counts"
+
+
+def test_a_stored_group_run_is_judged_by_its_group_json(tmp_path: Path) -> None:
+    def run(name: str, end: Any) -> dict[str, Any]:
+        d = stored(tmp_path / name, group_spec(), committed())
+        if end is not None:
+            (d / "group.json").write_text(json.dumps({
+                "group": "faultline-g", "offsets": end, "offsets_topic_partition": 0,
+                "offsets_replicas": [], "errors": []}))
+        return check_run(d).to_json()
+
+    kept = run("kept", [{"topic": TOPIC, "partition": 0, "offset": 5, "leader_epoch": 0}])
+    assert "commit-lost" not in kept["violations"] and kept["anomaly_counts"]["commit-lost"] == 0
+    lost_ = run("lost", [{"topic": TOPIC, "partition": 0, "offset": 3, "leader_epoch": 0}])
+    assert "commit-lost" in lost_["violations"] and lost_["group"]["valid"] is False
+    missing = run("missing", None)
+    assert missing["group"]["valid"] == "unknown"
+    (entry,) = [u for u in missing["unknown"] if u["kind"] == "group-end-unknown"]
+    assert entry["why"].startswith("commit-lost not judged: no group.json")

@@ -1,0 +1,74 @@
+"""group.json read for the group checker (faultline/checkers/group_end.py): the group's
+committed offsets, or one line saying why there are none; fuzzed with mutated files and
+arbitrary bytes, like the other broker-state readers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from faultline.checkers.conform import schema
+from faultline.checkers.group_end import end_offsets
+from tests.schemas import validator
+from tests.unit.checkers.test_conform import _no_floats_nor_wide_ints, mutated
+
+GROUP = "faultline-g"
+TOPIC = "fl-queue"
+FILE = {"group": GROUP, "offsets": [{"topic": TOPIC, "partition": 0, "offset": 209, "leader_epoch": 2},
+                                    {"topic": "other", "partition": 1, "offset": 3, "leader_epoch": None}],
+        "offsets_topic_partition": 3,
+        "offsets_replicas": [{"topic": "__consumer_offsets", "partition": 3, "node": 1,
+                              "log_start_offset": 0, "log_end_offset": 2, "hw_checkpoint": 2,
+                              "batches": [[0, 1, 0, 7, -1, -1, -1, -1]]}],
+        "errors": []}
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def write(tmp: Path, data: Any) -> Path:
+    (tmp / "group.json").write_text(json.dumps(data))
+    return tmp
+
+
+def test_the_example_conforms_and_gives_the_topics_offsets(tmp_path: Path) -> None:
+    assert schema("group.schema.json").problem(FILE) is None
+    validator("group.schema.json").validate(FILE)
+    assert end_offsets(write(tmp_path, FILE), GROUP, TOPIC) == {0: 209}
+
+
+def test_a_missing_file_another_group_or_no_answer_is_one_line(tmp_path: Path) -> None:
+    assert "did not collect" in str(end_offsets(tmp_path, GROUP, TOPIC))
+    assert "not the run's" in str(end_offsets(write(tmp_path, FILE), "faultline-h", TOPIC))
+    why = end_offsets(write(tmp_path, {**FILE, "offsets": None, "errors": ["committed offsets: down"]}),
+                      GROUP, TOPIC)
+    assert why == f"{tmp_path / 'group.json'}: no committed offsets (committed offsets: down)"
+
+
+@FUZZ
+@given(mutated(FILE))
+def test_a_mutated_file_is_read_or_named_in_one_line(tmp_path_factory: pytest.TempPathFactory,
+                                                     data: dict[str, Any]) -> None:
+    got = end_offsets(write(tmp_path_factory.mktemp("run"), data), GROUP, TOPIC)
+    problem = schema("group.schema.json").problem(data)
+    if problem is None:
+        assert validator("group.schema.json").is_valid(data)
+    elif _no_floats_nor_wide_ints(data):
+        assert not validator("group.schema.json").is_valid(data), problem
+    if isinstance(got, str):
+        assert "\n" not in got
+    else:
+        assert problem is None and data["offsets"] is not None
+
+
+@FUZZ
+@given(st.binary(max_size=200))
+def test_arbitrary_bytes_are_read_or_named_in_one_line(tmp_path_factory: pytest.TempPathFactory,
+                                                       raw: bytes) -> None:
+    path = tmp_path_factory.mktemp("run")
+    (path / "group.json").write_bytes(raw)
+    got = end_offsets(path, GROUP, TOPIC)
+    assert isinstance(got, dict) or "\n" not in got
