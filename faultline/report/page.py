@@ -58,6 +58,7 @@ from faultline.report import plots, stored_results
 from faultline.report.stories import Storyteller, cell, secs, text
 from faultline.rundir import (
     CLUSTER_FILE,
+    GROUP_FILE,
     HISTORY_FILE,
     METADATA_FILE,
     NODES_DIR,
@@ -84,6 +85,7 @@ RUN_FILES: tuple[tuple[str, str], ...] = (
     (OBSERVATIONS_FILE, "white-box samples: leader, ISR, HW, LEO per replica"),
     (METADATA_FILE, "the decoded KRaft metadata log"),
     (REPLICAS_FILE, "each replica's record batches (offsets, CRC) after the run"),
+    (GROUP_FILE, "the group's committed offsets and its __consumer_offsets replicas after the run"),
     (f"{NODES_DIR}/", "broker configs and logs"),
 )
 

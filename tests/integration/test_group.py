@@ -50,7 +50,7 @@ def ops(outcome: RunOutcome) -> list[Op]:
 
 def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome, ops: list[Op]) -> None:
     assert outcome.error is None and outcome.recovered
-    assert "history.jsonl.zst" in validate_run_dir(outcome.run_dir)
+    assert {"history.jsonl.zst", "group.json"} <= set(validate_run_dir(outcome.run_dir))
     (kill,) = [o for o in ops if o.process == "nemesis" and o.f == "kill" and "result" in o.value]
     assert kill.value["role"].startswith("coordinator of group faultline-it-group-")
     assert kill.error is None and len(kill.value["targets"]) == 1

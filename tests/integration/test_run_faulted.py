@@ -16,7 +16,7 @@ from rich.console import Console
 from faultline.checkers.stored import check_stored
 from faultline.history import read_history
 from faultline.run.runner import RunOutcome, run_test
-from faultline.rundir import PLAIN_HISTORY_FILE, find_history, history_identity
+from faultline.rundir import GROUP_FILE, PLAIN_HISTORY_FILE, find_history, history_identity
 from faultline.spec import KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
 from tests.schemas import RUN_FILES, validate_run_dir
 from tests.verdicts import assert_kafka_held
@@ -55,7 +55,8 @@ def test_the_cluster_recovers_and_every_partition_drains(outcome: RunOutcome) ->
 
 
 def test_the_run_directory_validates(outcome: RunOutcome) -> None:
-    assert validate_run_dir(outcome.run_dir) == [n for n in RUN_FILES if n != PLAIN_HISTORY_FILE]
+    expected = [n for n in RUN_FILES if n not in (PLAIN_HISTORY_FILE, GROUP_FILE)]
+    assert validate_run_dir(outcome.run_dir) == expected
 
 
 def test_the_guarantees_hold(outcome: RunOutcome) -> None:

@@ -17,7 +17,7 @@ from rich.console import Console
 from faultline.checkers.txn_log import partition_logs
 from faultline.history import read_history
 from faultline.run.runner import RunOutcome, run_test
-from faultline.rundir import PLAIN_HISTORY_FILE
+from faultline.rundir import GROUP_FILE, PLAIN_HISTORY_FILE
 from faultline.spec import (
     ConsumerSpec,
     KafkaSpec,
@@ -70,7 +70,8 @@ def test_transactions_commit_and_abort_through_a_leader_kill(outcome: RunOutcome
 
 
 def test_the_run_directory_validates(outcome: RunOutcome) -> None:
-    assert validate_run_dir(outcome.run_dir) == [n for n in RUN_FILES if n != PLAIN_HISTORY_FILE]
+    expected = [n for n in RUN_FILES if n not in (PLAIN_HISTORY_FILE, GROUP_FILE)]
+    assert validate_run_dir(outcome.run_dir) == expected
 
 
 def test_the_transactions_held(outcome: RunOutcome) -> None:
