@@ -179,6 +179,12 @@ class NemesisSpec:
     max_concurrent: int = 1
     schedule: tuple[str, ...] = ()
 
+    @property
+    def crashes_clients(self) -> bool:
+        """Whether the schedule crashes clients (the ``clients`` family), so that the
+        workload runs each producer in a child process that can be killed."""
+        return "clients" in self.faults
+
 
 @dataclass(frozen=True, slots=True)
 class TestSpec:

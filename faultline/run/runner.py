@@ -41,6 +41,7 @@ from faultline.cluster.backends import cluster_for
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
+from faultline.nemeses.clients import CrashableClients, TakesClients
 from faultline.nemeses.schedule import ScheduledFault
 from faultline.rundir import (
     CLIENT_LOG_FILE,
@@ -234,6 +235,8 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
     nemesis.setup()
     client_log = ClientLog(history.path.parent / CLIENT_LOG_FILE, history.now)
     workload = make_workload(spec, bootstrap, history, client_log=client_log)
+    if isinstance(workload, CrashableClients) and isinstance(nemesis, TakesClients):
+        nemesis.bind_clients(workload)
     progress.attach(workload, nemesis, history)
     healed = False
     try:
