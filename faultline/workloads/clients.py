@@ -41,9 +41,15 @@ class ProcessIds:
     def __init__(self, first: int) -> None:
         self._next = _SPAWN.Value("q", first)
 
+    @property
+    def lock(self) -> Any:
+        """The counter's lock (held by a taker): a child killed while another holds it
+        cannot have died holding it, and would leave it held for good."""
+        return self._next.get_lock()
+
     def take(self) -> int:
         """A process number never handed out before."""
-        with self._next.get_lock():
+        with self.lock:
             n: int = self._next.value
             self._next.value = n + 1
             return n
@@ -56,9 +62,14 @@ class Values:
     def __init__(self) -> None:
         self._next = _SPAWN.Value("q", 0)
 
+    @property
+    def lock(self) -> Any:
+        """The counter's lock, as :attr:`ProcessIds.lock`."""
+        return self._next.get_lock()
+
     def take_many(self, n: int) -> list[int]:
         """``n`` values no send has carried before."""
-        with self._next.get_lock():
+        with self.lock:
             first: int = self._next.value
             self._next.value = first + n
         return list(range(first, first + n))

@@ -27,7 +27,7 @@ import os
 import signal
 import threading
 import time
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import orjson
@@ -124,6 +124,7 @@ class CrashableProducer:
         self._first = first_process
         self._lock = threading.Lock()
         self._child: Any = None  # the live child process (multiprocessing's SpawnProcess)
+        self._stop_child: Connection | None = None  # closed: the live child stops
         self._killed = False
         self._gone = threading.Event()  # the killed child's sends are journaled
         self._started = threading.Event()  # a (re)started child is running
@@ -136,31 +137,39 @@ class CrashableProducer:
     def run(self, stop: threading.Event) -> None:
         """Run a child until ``stop`` is set (then it completes its sends); a crashed one
         is replaced only by :meth:`restart`. FaultlineError if a child dies uncrashed."""
-        child_stop = _SPAWN.Event()
 
         def relay() -> None:
             stop.wait()
-            self._stopping.set()
-            child_stop.set()
+            with self._lock:
+                self._stopping.set()
+                if self._stop_child is not None:
+                    self._stop_child.close()
             self._restart.set()
 
         threading.Thread(target=relay, name=f"faultline-producer-{self.index}-stop", daemon=True).start()
         first = self._first
-        while not stop.is_set():
+        while True:
             ours, theirs = _SPAWN.Pipe(duplex=False)
+            stop_theirs, stop_ours = _SPAWN.Pipe(duplex=False)  # closing ours stops the child
             child = _SPAWN.Process(
                 target=_child_main, name=f"faultline-producer-{self.index}", daemon=True,
-                args=(theirs, self.spec, self.bootstrap, first, self.processes, self.values, self.rate,
-                      self.index, child_stop, self.client_log, time.monotonic_ns() - self.history.now()))
+                args=(theirs, stop_theirs, self.spec, self.bootstrap, first, self.processes,
+                      self.values, self.rate, self.index, self.client_log,
+                      time.monotonic_ns() - self.history.now()))
             with self._lock:
+                if self._stopping.is_set():
+                    return
                 child.start()
-                self._child, self._killed, self._processes = child, False, [first]
+                self._child, self._stop_child = child, stop_ours
+                self._killed, self._processes = False, [first]
             theirs.close()
+            stop_theirs.close()
             self._started.set()
             self._read(ours)
             child.join()
             with self._lock:
-                killed, self._child = self._killed, None
+                killed, self._child, self._stop_child = self._killed, None, None
+            stop_ours.close()
             if not killed:
                 if child.exitcode != 0:
                     raise FaultlineError(f"producer {self.index} (process {first}) ended with exit "
@@ -184,7 +193,11 @@ class CrashableProducer:
             self._started.clear()
             self._gone.clear()
             pid, processes, open_before = child.pid, list(self._processes), self.counts.info
-            os.kill(pid, signal.SIGKILL)
+            # the counters' locks held: the child dies holding neither (its one shared state)
+            with self.processes.lock, self.values.lock:
+                os.kill(pid, signal.SIGKILL)
+                if not wait([child.sentinel], CHILD_TIMEOUT_S):
+                    raise FaultlineError(f"producer {self.index} (pid {pid}) did not die of SIGKILL")
         if not self._gone.wait(CHILD_TIMEOUT_S):
             raise FaultlineError(f"producer {self.index}'s sends were not journaled within "
                                  f"{CHILD_TIMEOUT_S:.0f} s of killing pid {pid}")
@@ -206,13 +219,20 @@ class CrashableProducer:
 
     def _read(self, conn: Connection) -> None:
         """Journal the child's messages until its end of the pipe closes (it exited or
-        was killed: what it sent before is still read)."""
+        was killed: what it sent before is still read). A message cut short by the kill
+        is dropped: its invokes were never produced (the journal goes first), and the
+        sends its completions ended stay open, to end ``info``."""
         with contextlib.closing(conn):
             while True:
                 try:
                     raw = conn.recv_bytes()
                 except EOFError:
                     return
+                except OSError:  # "got end of file during message"
+                    with self._lock:
+                        if self._killed:
+                            return
+                    raise
                 ns, ops = orjson.loads(raw)
                 self.history.append_at([self._count(ns, op) for op in ops])
 
@@ -239,12 +259,12 @@ class CrashableProducer:
         self.history.append_many(ops)
 
 
-def _child_main(conn: Connection, spec: TestSpec, bootstrap: str, first_process: int,
-                processes: ProcessIds, values: Values, rate: float, index: int, stop: Any,
+def _child_main(conn: Connection, stop: Connection, spec: TestSpec, bootstrap: str,
+                first_process: int, processes: ProcessIds, values: Values, rate: float, index: int,
                 client_log: Any, t0: int) -> None:
     """A producer child: a :class:`.queue.QueueProducer` journaling down ``conn`` until
-    ``stop`` is set. The child dies with the run (``PR_SET_PDEATHSIG``); its library's
-    lines go to the client log (``client_log``: its path, ``t0``: the history's zero)."""
+    ``stop``'s other end closes. The child dies with the run (``PR_SET_PDEATHSIG``); its
+    library's lines go to the client log (``client_log``: its path, ``t0``: the history's zero)."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     logging.getLogger("faultline").addHandler(logging.NullHandler())
@@ -253,7 +273,8 @@ def _child_main(conn: Connection, spec: TestSpec, bootstrap: str, first_process:
     done = threading.Event()
 
     def relay() -> None:
-        stop.wait()
+        with contextlib.suppress(EOFError, OSError):
+            stop.recv_bytes()  # nothing is sent: this returns when the parent closes its end
         done.set()
 
     threading.Thread(target=relay, daemon=True).start()
