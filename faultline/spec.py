@@ -22,7 +22,7 @@ import orjson
 
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
-from faultline.targeted import parse_schedule
+from faultline.targeted import Action, parse_schedule
 from faultline.yamlfile import read_yaml_mapping
 
 Acks = Literal["0", "1", "all"]
@@ -183,7 +183,8 @@ class NemesisSpec:
     def crashes_clients(self) -> bool:
         """Whether the schedule crashes clients (the ``clients`` family), so that the
         workload runs each producer in a child process that can be killed."""
-        return "clients" in self.faults
+        return "clients" in self.faults or any(
+            isinstance(s, Action) and s.clients is not None for s in parse_schedule(self.schedule))
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,7 +480,9 @@ def _validate(spec: TestSpec) -> None:
     for ok, message in checks:
         if not ok:
             raise SpecError(message)
-    parse_schedule(n.schedule, t.partitions, k.nodes)
+    for step in parse_schedule(n.schedule, t.partitions, k.nodes):
+        if isinstance(step, Action) and step.clients and max(step.clients) >= w.producers:
+            raise SpecError(f"nemesis.schedule {step.text!r}: the producers are 0 to {w.producers - 1}")
 
 
 def _transaction_checks(spec: TestSpec) -> list[tuple[bool, str]]:

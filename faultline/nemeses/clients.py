@@ -42,7 +42,7 @@ class CrashableClients(Protocol):
 
 class ClientsNemesis:
     """``crash-client`` kills one producer; ``restart-client`` starts the replacement of
-    every producer this nemesis crashed."""
+    the crashed producers its ``clients`` names (without: of every one)."""
 
     family = "clients"
 
@@ -59,14 +59,15 @@ class ClientsNemesis:
         self._clients = clients
 
     @property
-    def clients(self) -> CrashableClients:
+    def workload(self) -> CrashableClients:
+        """The clients bound; NemesisError when none are."""
         if self._clients is None:
             raise NemesisError("no crashable clients: client crashes need the queue workload with "
                                "the librdkafka client, bound before the main phase")
         return self._clients
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
-        return {"clients": [choose(range(self.clients.clients), step.pick)]}
+        return {"clients": [choose(range(self.workload.clients), step.pick)]}
 
     def invoke(self, op: Op) -> Op:
         value = op.value or {}
@@ -75,23 +76,31 @@ class ClientsNemesis:
                 [index] = value["clients"]
                 with self._lock:
                     self._crashed.add(index)
-                done = self.clients.crash_client(index)
+                done = self.workload.crash_client(index)
                 return completed(op, result=f"killed producer {index} (pid {done['pid']}, processes "
                                             f"{done['processes']}); {done['sends']} sends left open",
                                  **done)
             if op.f == "restart-client":
-                return completed(op, **self._restart())
+                return completed(op, **self._restart(value.get("clients")))
         except FaultlineError as e:
             raise NemesisError(str(e)) from e
         raise NemesisError(f"the 'clients' nemesis cannot {op.f!r}")
 
-    def _restart(self) -> dict[str, Any]:
+    @property
+    def crashed(self) -> list[int]:
+        """The producers this nemesis crashed and has not restarted."""
         with self._lock:
-            crashed, self._crashed = sorted(self._crashed), set()
+            return sorted(self._crashed)
+
+    def _restart(self, wanted: list[int] | None = None) -> dict[str, Any]:
+        """Restart the crashed producers among ``wanted`` (None: every crashed one)."""
+        with self._lock:
+            crashed = sorted(self._crashed if wanted is None else self._crashed & set(wanted))
+            self._crashed -= set(crashed)
         processes: list[int] = []
         results: list[str] = []
         for index in crashed:
-            done = self.clients.restart_client(index)
+            done = self.workload.restart_client(index)
             processes += done["processes"]
             results.append(done.get("result", f"producer {index} restarted as process "
                                               f"{done['processes']}"))

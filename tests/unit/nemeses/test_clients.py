@@ -4,19 +4,23 @@ restart and teardown start again; and which workload a test with client crashes 
 from __future__ import annotations
 
 import dataclasses
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from faultline.errors import FaultlineError, NemesisError, SpecError
-from faultline.history import Op
+from faultline.history import HistoryWriter, Op, read_history
 from faultline.nemeses.clients import ClientsNemesis
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.schedule import ScheduledFault, build_schedule
+from faultline.nemeses.scripted import ScriptedPackage
 from faultline.spec import NemesisSpec, TestSpec, WorkloadSpec
 from faultline.workloads import workload_for
 from faultline.workloads.crashable import CrashableQueueWorkload
 from faultline.workloads.queue import QueueWorkload
+from tests.unit.nemeses.test_package import FakeCluster
 
 
 class FakeClients:
@@ -24,16 +28,19 @@ class FakeClients:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
+        self.down: set[int] = set()
         self.next = 10
 
     def crash_client(self, index: int) -> dict[str, Any]:
-        if ("crash", index) in self.calls:
+        if index in self.down:
             raise FaultlineError(f"producer {index} is not running")
+        self.down.add(index)
         self.calls.append(("crash", index))
         return {"processes": [index], "pid": 100 + index, "sends": 7}
 
     def restart_client(self, index: int) -> dict[str, Any]:
         self.calls.append(("restart", index))
+        self.down.discard(index)
         self.next += 1
         return {"processes": [self.next]}
 
@@ -84,7 +91,7 @@ def test_the_package_hands_the_clients_to_its_clients_nemesis() -> None:
     clients = FakeClients()
     package.bind_clients(clients)
     nemesis = package.nemeses["clients"]
-    assert isinstance(nemesis, ClientsNemesis) and nemesis.clients is clients
+    assert isinstance(nemesis, ClientsNemesis) and nemesis.workload is clients
 
 
 def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_can() -> None:
@@ -97,3 +104,35 @@ def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_
     txn = dataclasses.replace(TestSpec(), nemesis=crashes, workload=WorkloadSpec(name="txn"))
     with pytest.raises(SpecError, match="not the txn workload"):
         workload_for(txn)
+
+
+def test_targeted_client_crashes_are_journaled_per_producer_and_restarted_at_the_heal(
+        tmp_path: Path) -> None:
+    schedule = ("crash client 1", "restart client 1", "crash clients")
+    spec = TestSpec(nemesis=NemesisSpec(schedule=schedule), workload=WorkloadSpec(producers=3))
+    assert spec.nemesis.crashes_clients
+    nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    clients = FakeClients()
+    nemesis.bind_clients(clients)
+    nemesis.setup()
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 5, history)
+        assert nemesis.ended is None and nemesis.in_effect() == ["crash-client: producer(s) 0,1,2"]
+        nemesis.heal_all(history)
+    done = [(op.f, op.value["clients"]) for op in read_history(tmp_path / "history.jsonl")
+            if "result" in op.value]
+    assert done == [("crash-client", [1]), ("restart-client", [1]), ("crash-client", [0]),
+                    ("crash-client", [1]), ("crash-client", [2]), ("restart-client", [0, 1, 2])]
+    assert clients.calls == [("crash", 1), ("restart", 1), ("crash", 0), ("crash", 1), ("crash", 2),
+                             ("restart", 0), ("restart", 1), ("restart", 2)]
+    assert nemesis.active == []
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    (["crash client x"], "expected a producer index"),
+    (["restart client 1 2"], "restart takes 'client N'"),
+    (["crash client 2"], "the producers are 0 to 1"),
+])
+def test_bad_client_steps_are_one_line(lines: list[str], message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        TestSpec(nemesis=NemesisSpec(schedule=tuple(lines)))
