@@ -172,12 +172,17 @@ class TransactionSpec:
 @dataclass(frozen=True, slots=True)
 class NemesisSpec:
     """Which faults the seeded schedule mixes, and how often; or, instead, a targeted
-    ``schedule`` (steps in roles and observed states, :mod:`faultline.targeted`)."""
+    ``schedule`` (steps in roles and observed states, :mod:`faultline.targeted`).
+    ``link_loss_percent`` and ``link_rate_kbit``, when set, are what every degraded link
+    of the ``links`` family drops or is limited to, in place of a value drawn per fault;
+    with one of them set, the schedule degrades links only that way (a sweep axis)."""
 
     faults: tuple[str, ...] = ()
     interval_s: float = 10.0
     max_concurrent: int = 1
     schedule: tuple[str, ...] = ()
+    link_loss_percent: float | None = None
+    link_rate_kbit: int | None = None
 
     @property
     def crashes_clients(self) -> bool:
@@ -450,6 +455,10 @@ def _validate(spec: TestSpec) -> None:
          f"--interval must be at least --time-limit / {MAX_SCHEDULED_FAULTS} "
          f"({spec.time_limit_s / MAX_SCHEDULED_FAULTS:g}) with faults, not {n.interval_s}"),
         (n.max_concurrent >= 1, f"nemesis.max_concurrent must be at least 1, not {n.max_concurrent}"),
+        (n.link_loss_percent is None or 0 < n.link_loss_percent <= 100,
+         f"nemesis.link_loss_percent must be above 0 and at most 100, not {n.link_loss_percent}"),
+        (n.link_rate_kbit is None or n.link_rate_kbit > 0,
+         f"nemesis.link_rate_kbit must be positive, not {n.link_rate_kbit}"),
         (0 <= spec.seed <= MAX_SEED, f"--seed must be between 0 and {MAX_SEED}, not {spec.seed}"),
         (name_ok(t.name) and t.name.isascii() and len(t.name) <= MAX_TOPIC_NAME,
          f"topic name {t.name!r} may hold only ASCII letters, digits, '.', '_' and '-' "
