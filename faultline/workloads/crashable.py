@@ -4,10 +4,11 @@ crash is what it is for a real client, a SIGKILL mid-send. Without client crashe
 producers stay threads of the run's process (:class:`.queue.QueueWorkload`).
 
 The child runs a :class:`.queue.QueueProducer` whose journal (:class:`PipeJournal`)
-sends each batch of ops, stamped with ``time.monotonic_ns()``, down a pipe before it
-produces any of them; the parent journals them at those times
-(:meth:`HistoryWriter.append_at`), so the contract of :mod:`.queue` holds: an invoke is
-journaled before its message can reach a broker. Process numbers and values come from
+sends each batch of ops, stamped with ``time.monotonic_ns()``, down a socket, and
+waits, for a batch with invokes, until the parent has journaled it at those times
+(:meth:`HistoryWriter.append_at`) before it produces any of them: the contract of
+:mod:`.queue` holds, an invoke is journaled before its message can reach a broker (and
+so before a consumer of the run reads it). Process numbers and values come from
 counters the child shares with the parent (:class:`.clients.ProcessIds`,
 :class:`.clients.Values`), so they stay unique in the run.
 
@@ -90,7 +91,10 @@ class CrashableQueueWorkload(QueueWorkload):
 
 class PipeJournal(Journal):
     """A child's journal: each call is one message down ``conn``, ``[ns, [op, ...]]``,
-    sent (in the kernel's pipe) before it returns, so a kill after it loses nothing."""
+    sent (in the kernel's socket) before it returns, so a kill after it loses nothing. A
+    message with an invoke returns only once the run has journaled it (its answer on
+    ``conn``): an invoke is in the history before its message can reach a broker, and so
+    before any consumer of the run can read it."""
 
     __slots__ = ("_conn",)
 
@@ -105,6 +109,12 @@ class PipeJournal(Journal):
     def append_many(self, ops: list[PendingOp]) -> None:
         if ops:
             self._conn.send_bytes(orjson.dumps([time.monotonic_ns(), ops]))
+            if _invokes(ops):
+                self._conn.recv_bytes()
+
+
+def _invokes(ops: list[Any]) -> bool:
+    return any(op[1] == "invoke" for op in ops)
 
 
 class CrashableProducer:
@@ -149,7 +159,7 @@ class CrashableProducer:
         threading.Thread(target=relay, name=f"faultline-producer-{self.index}-stop", daemon=True).start()
         first = self._first
         while True:
-            ours, theirs = _SPAWN.Pipe(duplex=False)
+            ours, theirs = _SPAWN.Pipe()  # ops this way, the answers to invokes back
             stop_theirs, stop_ours = _SPAWN.Pipe(duplex=False)  # closing ours stops the child
             child = _SPAWN.Process(
                 target=_child_main, name=f"faultline-producer-{self.index}", daemon=True,
@@ -235,6 +245,13 @@ class CrashableProducer:
                     raise
                 ns, ops = orjson.loads(raw)
                 self.history.append_at([self._count(ns, op) for op in ops])
+                if _invokes(ops):
+                    try:
+                        conn.send_bytes(b"")
+                    except OSError:  # the child was killed waiting: its sends end info
+                        with self._lock:
+                            if not self._killed:
+                                raise
 
     def _count(self, ns: int, op: list[Any]) -> TimedOp:
         process, type, f, value, error = op
