@@ -1,7 +1,8 @@
 """A client crash on a real cluster: a producer killed mid-send (its child process
 SIGKILLed) leaves its open sends ``info``, its replacement sends under a new process
-number, idempotence writes no acknowledged value twice and loses none, and no child
-process is left once the workload stops.
+number, idempotence writes no acknowledged value twice and loses none, the consumer of
+the run reads no value before its invoke is journaled, and no child process is left
+once the workload stops.
 
 The crash touches no broker: the session's shared cluster serves, on a topic of its own.
 """
@@ -31,7 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 SPEC = replace(INTEGRATION_SPEC, name="nemesis-clients",
                topic=TopicSpec(name="it-client-crash", partitions=2, replication_factor=3,
                                min_insync_replicas=2),
-               workload=WorkloadSpec(producers=2, consumers=0),
+               workload=WorkloadSpec(producers=2, consumers=1),
                nemesis=NemesisSpec(faults=("clients",)))
 
 
@@ -81,7 +82,7 @@ def test_a_crashed_producer_ends_its_sends_info_and_its_replacement_is_a_new_pro
         history.close()
     report(f"crash: {crash['result']}; restart: {restart['result']}")
     assert crash["processes"] == [0] and crash["sends"] > 0, crash  # killed mid-send
-    assert new not in (0, 1)  # producers 0 and 1 first; the drain's and others' later
+    assert new not in (0, 1, 2)  # producers 0 and 1, consumer 2 first; the others' later
 
     ops = list(read_history(tmp_path / "history.jsonl"))  # validated: pairing, retired processes
     sends = [op for op in ops if op.f == "send"]
@@ -94,6 +95,11 @@ def test_a_crashed_producer_ends_its_sends_info_and_its_replacement_is_a_new_pro
     invoked = Counter(op.process for op in sends if op.type == "invoke")
     ended = Counter(op.process for op in sends if op.type != "invoke")
     assert invoked == ended, "every send invoked ended, the crashed client's included"
+
+    invoked_at = {op.value["value"]: op.index for op in sends if op.type == "invoke"}
+    reads = [(r[3], op.index) for op in ops if op.f == "poll" and op.type == "ok"
+             for r in op.value["records"]]
+    assert reads and all(invoked_at[v] < at for v, at in reads), "a value read before its invoke"
 
     acked = {op.value["value"] for op in sends if op.type == "ok"}
     read = Counter(_records(cluster))
