@@ -81,9 +81,9 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     # at worst a degraded link is a cut one (an isolation of the node, controller link too)
     Family("links", "degrade", "restore", LINK_KINDS, takes_node_out=False, on_nodes=True,
            destroys_data=False, needs=("Degradable",), model_steps=("isolate", "cut", "cut-ctrl", "heal")),
-    # a crashed client loses only what it had not been told: no broker is touched, nothing permitted
+    # a crashed client's sends in flight: the request lost, or the reply (no broker touched)
     Family("clients", "crash-client", "restart-client", CLIENT_KINDS, takes_node_out=False,
-           on_nodes=False, destroys_data=False, needs=(), model_steps=()),
+           on_nodes=False, destroys_data=False, needs=(), model_steps=("toxic-request", "toxic-reply")),
 )}
 
 
