@@ -44,7 +44,6 @@ CRASH_ERROR = "_CLIENT_CRASH"
 #: How long a crash or a restart waits for the child to be gone, or to start.
 CHILD_TIMEOUT_S = 30.0
 
-_log = logging.getLogger(__name__)
 #: prctl(2): the signal the kernel sends this process when its parent dies.
 _PR_SET_PDEATHSIG = 1
 
