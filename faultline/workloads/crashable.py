@@ -29,6 +29,7 @@ import signal
 import threading
 import time
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -126,7 +127,7 @@ class CrashableProducer:
                  client_log: ClientLog | None) -> None:
         self.spec, self.bootstrap, self.history = spec, bootstrap, history
         self.processes, self.values, self.rate, self.index = processes, values, rate, index
-        self.client_log = client_log.path if client_log is not None else None
+        self.client_log_path = client_log.path if client_log is not None else None
         self.invoked = 0
         self.retired = 0
         self.counts = SendCounts()
@@ -163,7 +164,7 @@ class CrashableProducer:
             child = _SPAWN.Process(
                 target=_child_main, name=f"faultline-producer-{self.index}", daemon=True,
                 args=(theirs, stop_theirs, self.spec, self.bootstrap, first, self.processes,
-                      self.values, self.rate, self.index, self.client_log,
+                      self.values, self.rate, self.index, self.client_log_path,
                       time.monotonic_ns() - self.history.now()))
             with self._lock:
                 if self._stopping.is_set():
@@ -277,15 +278,16 @@ class CrashableProducer:
 
 def _child_main(conn: Connection, stop: Connection, spec: TestSpec, bootstrap: str,
                 first_process: int, processes: ProcessIds, values: Values, rate: float, index: int,
-                client_log: Any, t0: int) -> None:
+                client_log_path: Path | None, t0: int) -> None:
     """A producer child: a :class:`.queue.QueueProducer` journaling down ``conn`` until
     ``stop``'s other end closes. The child dies with the run (``PR_SET_PDEATHSIG``); its
-    library's lines go to the client log (``client_log``: its path, ``t0``: the history's zero)."""
+    library's lines go to the client log at ``client_log_path`` (``t0``: the history's zero)."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     logging.getLogger("faultline").addHandler(logging.NullHandler())
     logging.getLogger("faultline").propagate = False
-    log = ClientLog(client_log, lambda: time.monotonic_ns() - t0) if client_log is not None else None
+    log = (ClientLog(client_log_path, lambda: time.monotonic_ns() - t0)
+           if client_log_path is not None else None)
     done = threading.Event()
 
     def relay() -> None:
