@@ -32,6 +32,8 @@ TOXIC_KINDS: tuple[str, ...] = ("latency", "bandwidth", "timeout", "reset_peer",
 #: Degradations of the links between brokers (:mod:`faultline.nemeses.links`); no latency:
 #: the kernels this runs on may have no netem (``faultline doctor`` says).
 LINK_KINDS: tuple[str, ...] = ("loss", "bandwidth")
+#: Crashes of the clients under test (:mod:`faultline.nemeses.clients`): a producer killed mid-send.
+CLIENT_KINDS: tuple[str, ...] = ("crash",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,9 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     # at worst a degraded link is a cut one (an isolation of the node, controller link too)
     Family("links", "degrade", "restore", LINK_KINDS, takes_node_out=False, on_nodes=True,
            destroys_data=False, needs=("Degradable",), model_steps=("isolate", "cut", "cut-ctrl", "heal")),
+    # a crashed client's sends in flight: the request lost, or the reply (no broker touched)
+    Family("clients", "crash-client", "restart-client", CLIENT_KINDS, takes_node_out=False,
+           on_nodes=False, destroys_data=False, needs=(), model_steps=("toxic-request", "toxic-reply")),
 )}
 
 

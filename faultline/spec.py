@@ -22,7 +22,7 @@ import orjson
 
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
-from faultline.targeted import parse_schedule
+from faultline.targeted import Action, parse_schedule
 from faultline.yamlfile import read_yaml_mapping
 
 Acks = Literal["0", "1", "all"]
@@ -172,12 +172,24 @@ class TransactionSpec:
 @dataclass(frozen=True, slots=True)
 class NemesisSpec:
     """Which faults the seeded schedule mixes, and how often; or, instead, a targeted
-    ``schedule`` (steps in roles and observed states, :mod:`faultline.targeted`)."""
+    ``schedule`` (steps in roles and observed states, :mod:`faultline.targeted`).
+    ``link_loss_percent`` and ``link_rate_kbit``, when set, are what every degraded link
+    of the ``links`` family drops or is limited to, in place of a value drawn per fault;
+    with one of them set, the schedule degrades links only that way (a sweep axis)."""
 
     faults: tuple[str, ...] = ()
     interval_s: float = 10.0
     max_concurrent: int = 1
     schedule: tuple[str, ...] = ()
+    link_loss_percent: float | None = None
+    link_rate_kbit: int | None = None
+
+    @property
+    def crashes_clients(self) -> bool:
+        """Whether the schedule crashes clients (the ``clients`` family), so that the
+        workload runs each producer in a child process that can be killed."""
+        return "clients" in self.faults or any(
+            isinstance(s, Action) and s.clients is not None for s in parse_schedule(self.schedule))
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,6 +461,10 @@ def _validate(spec: TestSpec) -> None:
          f"--interval must be at least --time-limit / {MAX_SCHEDULED_FAULTS} "
          f"({spec.time_limit_s / MAX_SCHEDULED_FAULTS:g}) with faults, not {n.interval_s}"),
         (n.max_concurrent >= 1, f"nemesis.max_concurrent must be at least 1, not {n.max_concurrent}"),
+        (n.link_loss_percent is None or 0 < n.link_loss_percent <= 100,
+         f"nemesis.link_loss_percent must be above 0 and at most 100, not {n.link_loss_percent}"),
+        (n.link_rate_kbit is None or n.link_rate_kbit > 0,
+         f"nemesis.link_rate_kbit must be positive, not {n.link_rate_kbit}"),
         (0 <= spec.seed <= MAX_SEED, f"--seed must be between 0 and {MAX_SEED}, not {spec.seed}"),
         (name_ok(t.name) and t.name.isascii() and len(t.name) <= MAX_TOPIC_NAME,
          f"topic name {t.name!r} may hold only ASCII letters, digits, '.', '_' and '-' "
@@ -479,7 +495,9 @@ def _validate(spec: TestSpec) -> None:
     for ok, message in checks:
         if not ok:
             raise SpecError(message)
-    parse_schedule(n.schedule, t.partitions, k.nodes)
+    for step in parse_schedule(n.schedule, t.partitions, k.nodes):
+        if isinstance(step, Action) and step.clients and max(step.clients) >= w.producers:
+            raise SpecError(f"nemesis.schedule {step.text!r}: the producers are 0 to {w.producers - 1}")
 
 
 def _transaction_checks(spec: TestSpec) -> list[tuple[bool, str]]:

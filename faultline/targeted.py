@@ -29,6 +29,11 @@ bound with ``as NAME``::
                                     (one node) and every other node, either way
     degrade TARGET rate N kbit      limit the traffic between them to N kbit/s each way
     restore                         remove every degradation of links
+    crash client N | crash clients  SIGKILL producer N (from 0), or every producer, of the
+                                    workload (client crashes, the ``clients`` family);
+                                    its open sends end info; it stays down
+    restart client N | restart clients   start a crashed producer (or every crashed one)
+                                    again, under a new process number
     wait for SECONDS s
     wait until CONDITION [within SECONDS s]     (default bound: 30 s)
 
@@ -84,7 +89,7 @@ MAX_WAIT_S = 600.0
 _RESERVED = frozenset({*VERBS, "heal", "restore", "loss", "rate", "kbit", "wait", "for", "until", "within",
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
-                       "second", "s", "coordinator", "group", "committed"})
+                       "second", "s", "coordinator", "group", "committed", "client", "clients"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
@@ -126,7 +131,8 @@ class Target:
 class Action:
     """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
     :data:`VERBS`, ``heal`` or ``restore`` (which have no target); a ``degrade`` has
-    its ``loss`` (a probability) or its ``rate_kbit``."""
+    its ``loss`` (a probability) or its ``rate_kbit``; a ``crash`` or ``restart`` of
+    clients has no target but ``clients``, the producers' indexes (empty: every one)."""
 
     verb: str
     target: Target | None
@@ -135,6 +141,7 @@ class Action:
     unclean: bool = False
     loss: float | None = None
     rate_kbit: int | None = None
+    clients: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +225,12 @@ def parse_step(text: str) -> Step:
         return Action(verb, None, text)
     if verb == "degrade":
         return _parse_degrade(rest, text)
+    if verb in ("crash", "restart") and rest[:1] in (["client"], ["clients"]):
+        if rest == ["clients"]:
+            return Action(verb, None, text, clients=())
+        if len(rest) == 2 and rest[0] == "client":
+            return Action(verb, None, text, clients=(_int(rest[1], "producer index"),))
+        raise ValueError(f"{verb} takes 'client N' (a producer, from 0) or 'clients' (every one)")
     if verb == "wait":
         return _parse_wait(rest, text)
     if verb not in VERBS:

@@ -14,7 +14,8 @@ nothing on another's. The faults of one partition are:
 - ``families``, those that happened to it: ``kill``, ``pause``, ``stop``, ``partition``,
   ``wipe``, ``lose-unflushed``, ``links`` (the node whose links were degraded) when
   they touched one of its replicas (every node counts while the metadata log does not
-  name the replicas), ``toxics``, ``clock``.
+  name the replicas), ``toxics``, ``clock``, ``clients`` (a crashed client: no
+  broker touched, so it permits nothing).
   A network partition touches the nodes it cut off from the majority when its grudge
   splits the nodes it names cleanly and one side holds a majority of them (isolating
   a node, halves: a replica on the majority side keeps its leader, or its leader keeps

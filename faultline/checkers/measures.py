@@ -39,10 +39,11 @@ HEALS: Mapping[str, tuple[str, ...]] = {
     "clear-toxics": ("toxic", "toxics"),
     "reset-clock": ("clock",),
     "restore": ("degrade",),
+    "restart-client": ("crash-client",),
 }
 #: Faults held until a heal ends them; any other action spans its own begin..completion.
 HELD: frozenset[str] = frozenset(("kill", "stop", "pause", "partition", "toxic", "toxics", "clock",
-                                  "degrade"))
+                                  "degrade", "crash-client"))
 
 
 

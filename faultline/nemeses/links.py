@@ -15,6 +15,9 @@ loss        ``loss``: probability 0.1, 0.3 or 0.5
 bandwidth   ``rate_kbit``: 128, 512 or 2048 kbit/s
 ==========  ===========================================
 
+unless the spec sets ``nemesis.link_loss_percent`` or ``nemesis.link_rate_kbit`` (a
+sweep axis), which every such fault then uses.
+
 The invoke value names the degraded node (``nodes``) and its ``peers``; the restore's
 completion carries ``counters``, per node, what the degradation did (``dropped``
 packets, ``shaped_packets``, ``overlimits``), read just before it was removed.
@@ -32,18 +35,24 @@ from faultline.faults import LINK_KINDS
 from faultline.history import Op
 from faultline.nemeses.base import Bound, choose, completed, degradable, leaders_snapshot
 from faultline.nemeses.schedule import ScheduledFault
+from faultline.spec import NemesisSpec
 
 LOSSES = (0.1, 0.3, 0.5)
 RATES_KBIT = (128, 512, 2048)
+#: A nemesis spec that sets neither loss nor rate: both drawn.
+_DRAWN = NemesisSpec()
 
 
-def degradation(kind: str, pick: int) -> dict[str, Any]:
-    """The ``loss`` or ``rate_kbit`` of link kind ``kind``, drawn reproducibly from ``pick``."""
+def degradation(kind: str, pick: int, nemesis: NemesisSpec = _DRAWN) -> dict[str, Any]:
+    """The ``loss`` or ``rate_kbit`` of link kind ``kind``: ``nemesis``'s
+    ``link_loss_percent`` or ``link_rate_kbit`` when set, else drawn reproducibly from ``pick``."""
     rng = random.Random(f"links:{kind}:{pick}")
     if kind == "loss":
-        return {"loss": rng.choice(LOSSES)}
+        loss = rng.choice(LOSSES)
+        return {"loss": loss if nemesis.link_loss_percent is None else nemesis.link_loss_percent / 100}
     if kind == "bandwidth":
-        return {"rate_kbit": rng.choice(RATES_KBIT)}
+        rate = rng.choice(RATES_KBIT)
+        return {"rate_kbit": rate if nemesis.link_rate_kbit is None else nemesis.link_rate_kbit}
     raise NemesisError(f"unknown link degradation {kind!r}; known: {', '.join(LINK_KINDS)}")
 
 
@@ -56,7 +65,8 @@ class LinksNemesis(Bound):
         nodes = sorted(n.id for n in self.cluster.nodes)
         node = choose(nodes, step.pick)
         return {"nodes": [node], "peers": [n for n in nodes if n != node],
-                **degradation(step.kind, step.pick), "leaders": leaders_snapshot(self.cluster)}
+                **degradation(step.kind, step.pick, self.cluster.spec.nemesis),
+                "leaders": leaders_snapshot(self.cluster)}
 
     def invoke(self, op: Op) -> Op:
         net = degradable(self.cluster, self.family)

@@ -42,6 +42,7 @@ from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, Op
 from faultline.nemeses.base import Nemesis, error_text
+from faultline.nemeses.clients import ClientsNemesis, CrashableClients
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.links import LinksNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
@@ -65,6 +66,7 @@ NEMESES: Mapping[str, Callable[[], Nemesis]] = {
     "wipe": WipeNemesis,
     "lose-unflushed": LoseUnflushedNemesis,
     "links": LinksNemesis,
+    "clients": ClientsNemesis,
 }
 
 #: Families whose faults take a whole node out; two of them never pick the same node.
@@ -111,6 +113,12 @@ class NemesisPackage:
         for nemesis in self.nemeses.values():
             nemesis.setup(self.cluster)
         self._set_up = True
+
+    def bind_clients(self, clients: CrashableClients) -> None:
+        """Hand the workload's clients to the ``clients`` nemesis, if the schedule has one."""
+        nemesis = self.nemeses.get("clients")
+        if isinstance(nemesis, ClientsNemesis):
+            nemesis.bind(clients)
 
     @property
     def active(self) -> list[ScheduledFault]:

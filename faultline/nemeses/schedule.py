@@ -96,7 +96,7 @@ def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float,
     t = interval * rng.uniform(0.5, 1.5)
     while True:
         family = rng.choice(families)
-        kind = rng.choice(kinds(family, nodes, group))
+        kind = rng.choice(_set_kinds(nemesis, family, nodes, group))
         hold = interval * rng.uniform(0.5, 1.5)
         quiet = interval * rng.uniform(0.2, 0.5)
         gap = interval * rng.uniform(0.5, 1.5)
@@ -108,6 +108,16 @@ def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float,
         steps.append(ScheduledFault(t, family, kind, hold, pick))
         t += gap
     return tuple(steps)
+
+
+def _set_kinds(nemesis: NemesisSpec, family: str, nodes: int, group: bool) -> tuple[str, ...]:
+    """The kinds of ``family`` to draw from (:func:`kinds`): a degraded link only the way the
+    spec sets, when it sets one of ``link_loss_percent`` and ``link_rate_kbit`` (both or
+    neither: either way)."""
+    out = kinds(family, nodes, group)
+    if family == "links" and (nemesis.link_loss_percent is None) != (nemesis.link_rate_kbit is None):
+        return ("loss",) if nemesis.link_loss_percent is not None else ("bandwidth",)
+    return out
 
 
 def _families(faults: Sequence[str], nodes: int) -> list[str]:

@@ -6,11 +6,12 @@ main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controll
 from live metadata when its step runs, and waiting on what the metadata shows
 (``until isr of 0 is {leader}``); live metadata is that of the brokers that answer, but
 one that another leaves out of the registered brokers (:func:`trusted`); a group's
-committed offsets are its coordinator's answer (``until group G has committed``). It drives the
-same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition, links), so it heals the same way, and
-keeps the runner's contract (:class:`faultline.run.runner.NemesisSchedule`). Each step
-and wait is journaled as docs/history.md ("nemesis") says; a wait not met in time, or a
-role with no node, ends the schedule. Faults still in effect stay until ``heal_all``.
+committed offsets are its coordinator's answer (``until group G has committed``). It
+drives the same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition,
+links, clients), so it heals the same way, and keeps the runner's contract
+(:class:`faultline.run.runner.NemesisSchedule`). Each step and wait is journaled as
+docs/history.md ("nemesis") says; a wait not met in time, or a role with no node, ends
+the schedule. Faults still in effect stay until ``heal_all``.
 
 :class:`HandPackage` is the same package fed one step at a time from outside (a session
 by hand, ``faultline cluster crash leader of 0``); there a failed step ends nothing.
@@ -42,6 +43,7 @@ from faultline.nemeses.base import (
     leaders_json,
     with_timeout,
 )
+from faultline.nemeses.clients import ClientsNemesis, CrashableClients
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.links import LinksNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
@@ -101,6 +103,7 @@ class ScriptedPackage:
         self.wipe, self.lose_unflushed = WipeNemesis(), LoseUnflushedNemesis()
         self.partition = PartitionNemesis()
         self.links = LinksNemesis()
+        self.clients = ClientsNemesis()
         #: the family nemeses that fault a node, in the order they are set up and torn down
         self._node_faults: tuple[NodeFault, ...] = (self.kill, self.stop, self.pause, self.wipe,
                                                     self.lose_unflushed)
@@ -139,7 +142,13 @@ class ScriptedPackage:
             need.append(self.partition)
         if verbs & {"degrade", "restore"}:
             need.append(self.links)
+        if any(isinstance(s, Action) and s.clients is not None for s in self.steps):
+            need.append(self.clients)
         return need
+
+    def bind_clients(self, clients: CrashableClients) -> None:
+        """Hand the workload's clients to the steps that crash them."""
+        self.clients.bind(clients)
 
     def setup(self) -> None:
         """Bind the family nemeses the steps use; NemesisError if the backend lacks one."""
@@ -157,6 +166,8 @@ class ScriptedPackage:
             held.append(ScheduledFault(0.0, "partition", "hold", 0.0, 0))
         if self._degraded:
             held.append(ScheduledFault(0.0, "links", "degrade", 0.0, 0))
+        if self.clients.crashed:
+            held.append(ScheduledFault(0.0, "clients", "crash", 0.0, 0))
         return held
 
     def in_effect(self) -> list[str]:
@@ -171,6 +182,8 @@ class ScriptedPackage:
         if self._degraded:
             lines.append(f"degrade: the links of node{'s' if len(self._degraded) > 1 else ''} "
                          f"{','.join(map(str, sorted(self._degraded)))}")
+        if self.clients.crashed:
+            lines.append(f"crash-client: producer(s) {','.join(map(str, self.clients.crashed))}")
         return lines
 
     # -- running ------------------------------------------------------------------
@@ -296,6 +309,9 @@ class ScriptedPackage:
                             self.links.invoke)
             self._degraded.clear()
             return
+        if step.clients is not None:
+            self._crash_or_restart(step, value, history)
+            return
         assert step.target is not None
         live = step.target.role not in ("node", "name", "first", "second")
         try:
@@ -354,6 +370,18 @@ class ScriptedPackage:
                                 down.invoke)
                 self.pause.forget(running)  # a stop resumes a paused node first, a kill kills it
             self._journaled(history, "start", {**value, "kind": "restart", "nodes": nodes}, self._start)
+
+    def _crash_or_restart(self, step: Action, value: dict[str, Any], history: HistoryWriter) -> None:
+        """``crash client N`` / ``crash clients``: one ``crash-client`` per producer;
+        ``restart client N`` / ``restart clients``: one ``restart-client`` of the crashed."""
+        indexes = list(step.clients or range(self.clients.workload.clients))
+        if step.verb == "crash":
+            for index in indexes:
+                self._journaled(history, "crash-client", {**value, "kind": "crash", "clients": [index]},
+                                self.clients.invoke)
+        else:
+            self._journaled(history, "restart-client", {**value, "kind": "crash", "clients": indexes},
+                            self.clients.invoke)
 
     def _network(self) -> dict[str, Any]:
         """The network faults in effect, in the history form."""
@@ -450,6 +478,9 @@ class ScriptedPackage:
                 down = sorted(frozenset[int]().union(*(n.faulted for n in self._down)))
                 if down:
                     heals.append(("start", {"kind": "restart", "nodes": down}, self._start))
+                if self.clients.crashed:
+                    heals.append(("restart-client", {"kind": "crash", "clients": self.clients.crashed},
+                                  self.clients.invoke))
                 for f, value, invoke in heals:
                     try:
                         self._journaled(history, f, value, invoke)
@@ -535,7 +566,7 @@ class HandPackage(ScriptedPackage):
         self._texts: list[str] = []  # every step accepted so far: later ones may use its names
 
     def _needed(self) -> list[Any]:
-        return [*self._node_faults, self.partition, self.links]
+        return [*self._node_faults, self.partition, self.links, self.clients]
 
     def parse(self, text: str) -> Step:
         """``text`` as a step, checked against the topic's partitions, the nodes and the

@@ -16,7 +16,6 @@ report (:func:`_report`).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
@@ -42,6 +41,7 @@ from faultline.cluster.backends import cluster_for
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
+from faultline.nemeses.clients import CrashableClients, TakesClients
 from faultline.nemeses.schedule import ScheduledFault
 from faultline.rundir import (
     CLIENT_LOG_FILE,
@@ -54,6 +54,7 @@ from faultline.rundir import (
 from faultline.spec import TestSpec
 from faultline.workloads import MakeWorkload, Workload, workload_for
 from faultline.workloads.clients import ClientLog, WorkloadStats
+from faultline.workloads.crashable import die_with_parent
 from faultline.workloads.drain import PartitionDrain, drain
 
 #: How long, after the heal, every partition gets to become quiescent.
@@ -61,8 +62,6 @@ RECOVERY_TIMEOUT_S = 60.0
 #: How long the drain may spend on one partition.
 DRAIN_TIMEOUT_S = 60.0
 _log = logging.getLogger(__name__)
-#: prctl(2): the signal the kernel sends this process when its parent dies.
-_PR_SET_PDEATHSIG = 1
 _T = TypeVar("_T")
 
 
@@ -237,6 +236,8 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
     nemesis.setup()
     client_log = ClientLog(history.path.parent / CLIENT_LOG_FILE, history.now)
     workload = make_workload(spec, bootstrap, history, client_log=client_log)
+    if isinstance(workload, CrashableClients) and isinstance(nemesis, TakesClients):
+        nemesis.bind_clients(workload)
     progress.attach(workload, nemesis, history)
     healed = False
     try:
@@ -376,9 +377,7 @@ def _check_following(run_dir: Path, parent: int, closed: Any, answers: Any) -> N
     (SIGKILL), the kernel kills the child with it (``PR_SET_PDEATHSIG``: a child at the
     lowest priority on a busy machine would take long to notice), and no verdict is
     written."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    die_with_parent()
     if os.getppid() != parent:
         return  # the run died before the line above: nothing to check
     signal.signal(signal.SIGINT, signal.SIG_IGN)

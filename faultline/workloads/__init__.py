@@ -4,7 +4,8 @@ A workload is chosen by ``spec.workload.name`` (:func:`workload_for`): the queue
 (:mod:`.queue`: producers and consumers through confluent-kafka, with the classification
 of send outcomes in :mod:`.outcomes`), the group (:mod:`.group`: the queue's producers,
 consumers subscribed in one group that commit) or the transactions (:mod:`.txn`:
-transactional producers, the queue's consumers). :mod:`.drain` reads every
+transactional producers, the queue's consumers); a queue test that crashes clients
+runs each producer in a child process (:mod:`.crashable`). :mod:`.drain` reads every
 partition back after the run; :mod:`.clients` is what every client shares (process
 numbers, unique values, the journal, the client log, client configs).
 
@@ -21,6 +22,7 @@ from faultline.errors import SpecError
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats
+from faultline.workloads.crashable import CrashableQueueWorkload
 from faultline.workloads.group import GroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
@@ -66,8 +68,9 @@ WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
 
 def workload_for(spec: TestSpec) -> MakeWorkload:
     """The workload class ``spec.workload.name`` names, for the client
-    ``spec.workload.client`` names; SpecError naming the workloads (or that workload's
-    clients) there are when it is not one."""
+    ``spec.workload.client`` names (:class:`.crashable.CrashableQueueWorkload` when the
+    nemesis crashes clients); SpecError naming the workloads (or that workload's
+    clients) there are when it is not one, or when its clients cannot crash."""
     clients = WORKLOADS.get(spec.workload.name)
     if clients is None:
         raise SpecError(f"workload {spec.workload.name!r} is not available; "
@@ -76,4 +79,9 @@ def workload_for(spec: TestSpec) -> MakeWorkload:
     if make is None:
         raise SpecError(f"workload {spec.workload.name!r} has no {spec.workload.client} client; "
                         f"clients: {', '.join(clients)}")
+    if spec.nemesis.crashes_clients:
+        if make is not QueueWorkload:
+            raise SpecError(f"client crashes need the queue workload with the librdkafka client, not "
+                            f"the {spec.workload.name} workload with the {spec.workload.client} client")
+        return CrashableQueueWorkload
     return make

@@ -7,8 +7,8 @@ Owns no client loop: :mod:`faultline.workloads.queue` drives producers and consu
 
 from __future__ import annotations
 
-import itertools
 import logging
+import multiprocessing
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,34 +30,49 @@ POLL_TIMEOUT_S = 0.1
 
 _log = logging.getLogger(__name__)
 rdkafka_log = logging.getLogger("faultline.rdkafka")
+#: How a client runs in a child process: spawned, never forked (the parent runs threads).
+_SPAWN = multiprocessing.get_context("spawn")
 
 
 class ProcessIds:
-    """Hands out process numbers, each once; thread-safe."""
+    """Hands out process numbers, each once; safe across threads, and across the child
+    processes it is handed to (:mod:`.crashable`): one counter in shared memory."""
 
     def __init__(self, first: int) -> None:
-        self._next = first
-        self._lock = threading.Lock()
+        self._next = _SPAWN.Value("q", first)
+
+    @property
+    def lock(self) -> Any:
+        """The counter's lock (held by a taker): a child killed while another holds it
+        cannot have died holding it, and would leave it held for good."""
+        return self._next.get_lock()
 
     def take(self) -> int:
         """A process number never handed out before."""
-        with self._lock:
-            n = self._next
-            self._next += 1
+        with self.lock:
+            n: int = self._next.value
+            self._next.value = n + 1
             return n
 
 
 class Values:
-    """The run's unique send values 0, 1, 2, ...; thread-safe."""
+    """The run's unique send values 0, 1, 2, ...; safe across threads and the child
+    processes it is handed to, as :class:`ProcessIds`."""
 
     def __init__(self) -> None:
-        self._count = itertools.count()
-        self._lock = threading.Lock()
+        self._next = _SPAWN.Value("q", 0)
+
+    @property
+    def lock(self) -> Any:
+        """The counter's lock, as :attr:`ProcessIds.lock`."""
+        return self._next.get_lock()
 
     def take_many(self, n: int) -> list[int]:
         """``n`` values no send has carried before."""
-        with self._lock:
-            return list(itertools.islice(self._count, n))
+        with self.lock:
+            first: int = self._next.value
+            self._next.value = first + n
+        return list(range(first, first + n))
 
 
 class Journal:
@@ -98,6 +113,7 @@ class ClientLog:
     """
 
     def __init__(self, path: Path, clock: Callable[[], int]) -> None:
+        self.path = path
         self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
         self._clock = clock
         self._lock = threading.Lock()

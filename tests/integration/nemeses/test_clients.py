@@ -1,0 +1,112 @@
+"""A client crash on a real cluster: a producer killed mid-send (its child process
+SIGKILLed) leaves its open sends ``info``, its replacement sends under a new process
+number, idempotence writes no acknowledged value twice and loses none, the consumer of
+the run reads no value before its invoke is journaled, and no child process is left
+once the workload stops.
+
+The crash touches no broker: the session's shared cluster serves, on a topic of its own.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from faultline.cluster.local.cluster import LocalCluster
+from faultline.history import HistoryWriter, read_history
+from faultline.nemeses.clients import ClientsNemesis
+from faultline.spec import NemesisSpec, TopicSpec, WorkloadSpec
+from faultline.workloads import workload_for
+from faultline.workloads.crashable import CRASH_ERROR, CrashableQueueWorkload
+from tests.integration.conftest import INTEGRATION_SPEC
+from tests.integration.nemeses.nemesis_helpers import nemesis_op, report, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SPEC = replace(INTEGRATION_SPEC, name="nemesis-clients",
+               topic=TopicSpec(name="it-client-crash", partitions=2, replication_factor=3,
+                               min_insync_replicas=2),
+               workload=WorkloadSpec(producers=2, consumers=1),
+               nemesis=NemesisSpec(faults=("clients",)))
+
+
+def _records(cluster: LocalCluster) -> list[int]:
+    """Every value in the topic, read from the start to each partition's high watermark."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers(), "group.id": "it-crash",
+                         "enable.auto.commit": False})
+    try:
+        tps = [TopicPartition(SPEC.topic.name, p) for p in range(SPEC.topic.partitions)]
+        ends = {tp.partition: consumer.get_watermark_offsets(tp, 10)[1] for tp in tps}
+        consumer.assign([TopicPartition(SPEC.topic.name, p, OFFSET_BEGINNING) for p in ends])
+        values: list[int] = []
+        seen = dict.fromkeys(ends, 0)
+
+        def done() -> bool:
+            for m in consumer.consume(1000, 0.5):
+                assert m.error() is None, m.error()
+                values.append(int(m.value()))
+                seen[m.partition()] = m.offset() + 1
+            return all(seen[p] >= end for p, end in ends.items())
+
+        wait_until(done, 30, "the topic read to its high watermarks")
+        return values
+    finally:
+        consumer.close()
+
+
+def test_a_crashed_producer_ends_its_sends_info_and_its_replacement_is_a_new_process(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    cluster.create_topic(SPEC.topic)
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    workload = workload_for(SPEC)(SPEC, cluster.bootstrap_servers(), history)
+    assert isinstance(workload, CrashableQueueWorkload)
+    nemesis = ClientsNemesis()
+    nemesis.bind(workload)
+    try:
+        workload.start()
+        wait_until(lambda: workload.stats().ok > 2000, 60, "2000 sends acknowledged")
+        crash = nemesis.invoke(nemesis_op("crash-client", {"clients": [0]})).value
+        restart = nemesis.invoke(nemesis_op("restart-client", {})).value
+        [new] = restart["processes"]
+        ok_before = workload.producers[0].counts.ok
+        wait_until(lambda: workload.producers[0].counts.ok > ok_before + 1000, 60,
+                   "the replacement's sends acknowledged")
+    finally:
+        workload.stop()
+        history.close()
+    report(f"crash: {crash['result']}; restart: {restart['result']}")
+    assert crash["processes"] == [0] and crash["sends"] > 0, crash  # killed mid-send
+    assert new not in (0, 1, 2)  # producers 0 and 1, consumer 2 first; the others' later
+
+    ops = list(read_history(tmp_path / "history.jsonl"))  # validated: pairing, retired processes
+    sends = [op for op in ops if op.f == "send"]
+    crashed = [op for op in sends if op.error == CRASH_ERROR]
+    assert len(crashed) == crash["sends"]
+    assert {op.process for op in crashed} == {0} and {op.type for op in crashed} == {"info"}
+    last_of_0 = max(op.index for op in sends if op.process == 0)
+    assert all(op.process != 0 or op.index <= last_of_0 for op in sends)
+    assert any(op.process == new and op.type == "ok" for op in sends)
+    invoked = Counter(op.process for op in sends if op.type == "invoke")
+    ended = Counter(op.process for op in sends if op.type != "invoke")
+    assert invoked == ended, "every send invoked ended, the crashed client's included"
+
+    invoked_at = {op.value["value"]: op.index for op in sends if op.type == "invoke"}
+    reads = [(r[3], op.index) for op in ops if op.f == "poll" and op.type == "ok"
+             for r in op.value["records"]]
+    assert reads and all(invoked_at[v] < at for v, at in reads), "a value read before its invoke"
+
+    acked = {op.value["value"] for op in sends if op.type == "ok"}
+    read = Counter(_records(cluster))
+    assert not [v for v in acked if read[v] != 1], "an acknowledged value lost or written twice"
+    report(f"{len(acked)} acknowledged, {len(crashed)} left open by the crash, "
+           f"{sum(1 for op in crashed if read[op.value['value']])} of those written")
+
+    assert multiprocessing.active_children() == [], "a producer child left running"
+    with pytest.raises(ProcessLookupError):
+        os.kill(crash["pid"], 0)
