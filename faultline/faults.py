@@ -32,6 +32,9 @@ TOXIC_KINDS: tuple[str, ...] = ("latency", "bandwidth", "timeout", "reset_peer",
 #: Degradations of the links between brokers (:mod:`faultline.nemeses.links`); no latency:
 #: the kernels this runs on may have no netem (``faultline doctor`` says).
 LINK_KINDS: tuple[str, ...] = ("loss", "bandwidth")
+#: A broker's wall clock set off and held, or jumping back and forth
+#: (:mod:`faultline.nemeses.clock`).
+CLOCK_KINDS: tuple[str, ...] = ("bump", "strobe")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,11 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     # at worst a degraded link is a cut one (an isolation of the node, controller link too)
     Family("links", "degrade", "restore", LINK_KINDS, takes_node_out=False, on_nodes=True,
            destroys_data=False, needs=("Degradable",), model_steps=("isolate", "cut", "cut-ctrl", "heal")),
+    # a broker's wall clock set off: it neither takes a node out nor moves leadership
+    # (replication and fencing do not rest on wall clocks), so it permits nothing and
+    # the model has no step for it (docs/design.md, "Clock faults")
+    Family("clock", "clock", "reset-clock", CLOCK_KINDS, takes_node_out=False, on_nodes=False,
+           destroys_data=False, needs=("Skewable",), model_steps=()),
 )}
 
 

@@ -22,7 +22,7 @@ import orjson
 
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
-from faultline.targeted import parse_schedule
+from faultline.targeted import is_clock_step, parse_schedule
 from faultline.yamlfile import read_yaml_mapping
 
 Acks = Literal["0", "1", "all"]
@@ -178,6 +178,12 @@ class NemesisSpec:
     interval_s: float = 10.0
     max_concurrent: int = 1
     schedule: tuple[str, ...] = ()
+
+    @property
+    def skews_clocks(self) -> bool:
+        """Whether a clock fault may run (``clock`` among the faults, or a targeted clock
+        step): the brokers then start on libfaketime (:mod:`faultline.cluster.host.clocks`)."""
+        return "clock" in self.faults or any(is_clock_step(s) for s in self.schedule)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """Nemeses: one module per fault family of :data:`faultline.faults.FAMILIES` (kill, pause,
-stop, partition, toxics, wipe, lose_unflushed, links), their seeded schedule, and the scripted
+stop, partition, toxics, wipe, lose_unflushed, links, clock), their seeded schedule, and the scripted
 nemesis that runs a targeted schedule (:mod:`~faultline.nemeses.scripted`).
 
 What a family is (its fault and heal actions, kinds, the capabilities it needs) lives

@@ -42,6 +42,7 @@ from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, Op
 from faultline.nemeses.base import Nemesis, error_text
+from faultline.nemeses.clock import ClockNemesis
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.links import LinksNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
@@ -65,6 +66,7 @@ NEMESES: Mapping[str, Callable[[], Nemesis]] = {
     "wipe": WipeNemesis,
     "lose-unflushed": LoseUnflushedNemesis,
     "links": LinksNemesis,
+    "clock": ClockNemesis,
 }
 
 #: Families whose faults take a whole node out; two of them never pick the same node.
