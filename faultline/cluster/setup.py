@@ -117,7 +117,8 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
         checks.append(Check(command, bool(path), path or "not found", f"apt-get install -y {package}"))
     lib = clocks.library()
     checks.append(Check("libfaketime", lib is not None,
-                        f"{lib} (clock faults)" if lib else f"not found ({clocks.LIBRARY_GLOB}): no clock faults",
+                        f"{lib} (clock faults)" if lib
+                        else f"not found ({clocks.LIBRARY_GLOB}): no clock faults",
                         f"apt-get install -y {clocks.PACKAGE}"))
     home = home if home is not None else os.environ.get("KAFKA_HOME")
     if home:

@@ -912,7 +912,8 @@ def test_a_lost_write_in_a_gap_of_the_drain_is_a_missed_read_without_replicas() 
     assert run(h, make_spec(acks="all")).violations == ["lost-write"]
 
 
-@pytest.mark.parametrize(("fault", "heal", "valid"), [("clock", "reset-clock", False), ("kill", "start", True)])
+@pytest.mark.parametrize(("fault", "heal", "valid"),
+                         [("clock", "reset-clock", False), ("kill", "start", True)])
 def test_a_clock_fault_on_the_leader_excuses_no_loss_where_a_kill_does(fault: str, heal: str,
                                                                        valid: bool) -> None:
     # Replication does not rest on wall clocks: the same lost acks=1 write is a violation
@@ -920,7 +921,8 @@ def test_a_clock_fault_on_the_leader_excuses_no_loss_where_a_kill_does(fault: st
     h = H()
     h.send(0, 10, offset=0)
     h.send(0, 11, offset=1)
-    h.fault(fault, [1], kind="bump" if fault == "clock" else fault, offset_s=300, leaders={f"{TOPIC}/0": 1})
+    h.fault(fault, [1], kind="bump" if fault == "clock" else fault, offset_s=300,
+            leaders={f"{TOPIC}/0": 1})
     h.fault(heal, [1])
     h.send(1, 12, offset=1)
     h.drain([(0, 10), (1, 12)])

@@ -47,8 +47,8 @@ def test_a_bump_is_journaled_with_what_the_clock_was_told_and_reset(tmp_path: Pa
     assert "clock" in HELD and HEALS["reset-clock"] == ("clock",)
 
 
-def test_a_strobe_moves_the_clock_back_and_forth_and_ends_true_after_its_time(tmp_path: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_strobe_moves_the_clock_back_and_forth_and_ends_true_after_its_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("faultline.nemeses.clock.STROBE_PERIOD_S", 0.02)
     cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(faults=("clock",))), tmp_path)
     nemesis = ClockNemesis()
