@@ -34,6 +34,9 @@ TOXIC_KINDS: tuple[str, ...] = ("latency", "bandwidth", "timeout", "reset_peer",
 LINK_KINDS: tuple[str, ...] = ("loss", "bandwidth")
 #: Crashes of the clients under test (:mod:`faultline.nemeses.clients`): a producer killed mid-send.
 CLIENT_KINDS: tuple[str, ...] = ("crash",)
+#: A broker's wall clock set off and held, or jumping back and forth
+#: (:mod:`faultline.nemeses.clock`).
+CLOCK_KINDS: tuple[str, ...] = ("bump", "strobe")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,11 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     # a crashed client's sends in flight: the request lost, or the reply (no broker touched)
     Family("clients", "crash-client", "restart-client", CLIENT_KINDS, takes_node_out=False,
            on_nodes=False, destroys_data=False, needs=(), model_steps=("toxic-request", "toxic-reply")),
+    # a broker's wall clock set off: it neither takes a node out nor moves leadership
+    # (replication and fencing do not rest on wall clocks), so it permits nothing and
+    # the model has no step for it (docs/design.md, "Clock faults")
+    Family("clock", "clock", "reset-clock", CLOCK_KINDS, takes_node_out=False, on_nodes=False,
+           destroys_data=False, needs=("Skewable",), model_steps=()),
 )}
 
 

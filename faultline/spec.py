@@ -22,7 +22,7 @@ import orjson
 
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
-from faultline.targeted import Action, parse_schedule
+from faultline.targeted import Action, is_clock_step, parse_schedule
 from faultline.yamlfile import read_yaml_mapping
 
 Acks = Literal["0", "1", "all"]
@@ -190,6 +190,12 @@ class NemesisSpec:
         workload runs each producer in a child process that can be killed."""
         return "clients" in self.faults or any(
             isinstance(s, Action) and s.clients is not None for s in parse_schedule(self.schedule))
+
+    @property
+    def skews_clocks(self) -> bool:
+        """Whether a clock fault may run (``clock`` among the faults, or a targeted clock
+        step): the brokers then start on libfaketime (:mod:`faultline.cluster.host.clocks`)."""
+        return "clock" in self.faults or any(is_clock_step(s) for s in self.schedule)
 
 
 @dataclass(frozen=True, slots=True)

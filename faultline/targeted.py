@@ -34,6 +34,11 @@ bound with ``as NAME``::
                                     its open sends end info; it stays down
     restart client N | restart clients   start a crashed producer (or every crashed one)
                                     again, under a new process number
+    bump TARGET clock +S s          set the wall clock of the target's nodes S seconds
+                                    ahead (-S: behind) of the true time
+    strobe TARGET clock S s for D s make their clocks jump S seconds ahead and back,
+                                    every 2 s, for D seconds; then they are true again
+    reset clocks                    set every node's clock true again (ends any strobe)
     wait for SECONDS s
     wait until CONDITION [within SECONDS s]     (default bound: 30 s)
 
@@ -80,13 +85,18 @@ from faultline.errors import SpecError
 #: Verbs that take a target, and whether they may bind a name with ``as``.
 VERBS: Mapping[str, bool] = {"crash": True, "restart": False, "pause": True, "resume": False,
                              "wipe": True, "lose-unflushed": True, "isolate": True, "hold": True,
-                             "release": False, "degrade": False}
+                             "release": False, "degrade": False, "bump": False, "strobe": False}
 #: The default bound of ``wait until``, in seconds.
 DEFAULT_WAIT_S = 30.0
 #: The longest any wait may be, in seconds.
 MAX_WAIT_S = 600.0
+#: The farthest a clock step may set a clock from the true time, in seconds: an hour, the
+#: broker's default ``log.message.timestamp.after.max.ms`` (a clock further behind rejects
+#: every record as from the future) and far below a day, its ``producer.id.expiration.ms``.
+MAX_CLOCK_OFFSET_S = 3600
 
-_RESERVED = frozenset({*VERBS, "heal", "restore", "loss", "rate", "kbit", "wait", "for", "until", "within",
+_RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "loss", "rate", "kbit",
+                       "wait", "for", "until", "within",
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
                        "second", "s", "coordinator", "group", "committed", "client", "clients"})
@@ -130,9 +140,10 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class Action:
     """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
-    :data:`VERBS`, ``heal`` or ``restore`` (which have no target); a ``degrade`` has
-    its ``loss`` (a probability) or its ``rate_kbit``; a ``crash`` or ``restart`` of
-    clients has no target but ``clients``, the producers' indexes (empty: every one)."""
+    :data:`VERBS`, ``heal``, ``restore`` or ``reset`` (which have no target); a ``degrade``
+    has its ``loss`` (a probability) or its ``rate_kbit``, a ``bump`` or ``strobe`` its
+    ``clock``; a ``crash`` or ``restart`` of clients has no target but ``clients``, the
+    producers' indexes (empty: every one)."""
 
     verb: str
     target: Target | None
@@ -142,6 +153,28 @@ class Action:
     loss: float | None = None
     rate_kbit: int | None = None
     clients: tuple[int, ...] | None = None
+    clock: ClockChange | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClockChange:
+    """What a ``bump`` or ``strobe`` does to a clock: an ``offset_s`` from the true time,
+    held, or (``for_s`` set) taken and dropped in turn for ``for_s`` seconds."""
+
+    offset_s: int
+    for_s: float | None = None
+
+
+#: The verbs of clock steps: ``bump``, ``strobe`` (with a target) and ``reset`` (without).
+CLOCK_VERBS = frozenset({"bump", "strobe", "reset"})
+
+
+def is_clock_step(text: str) -> bool:
+    """Whether step ``text`` is a clock step (False for a step that does not parse)."""
+    try:
+        return isinstance(step := parse_step(text), Action) and step.verb in CLOCK_VERBS
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,10 +264,17 @@ def parse_step(text: str) -> Step:
         if len(rest) == 2 and rest[0] == "client":
             return Action(verb, None, text, clients=(_int(rest[1], "producer index"),))
         raise ValueError(f"{verb} takes 'client N' (a producer, from 0) or 'clients' (every one)")
+    if verb in ("bump", "strobe"):
+        return _parse_clock(verb, rest, text)
+    if verb == "reset":
+        if rest != ["clocks"]:
+            raise ValueError("reset takes 'clocks' (it sets every node's clock true again)")
+        return Action("reset", None, text)
     if verb == "wait":
         return _parse_wait(rest, text)
     if verb not in VERBS:
-        raise ValueError(f"unknown step {verb!r}; steps: {', '.join([*VERBS, 'heal', 'restore', 'wait'])}")
+        raise ValueError(f"unknown step {verb!r}; steps: "
+                         f"{', '.join([*VERBS, 'heal', 'restore', 'reset', 'wait'])}")
     bind: str | None = None
     unclean = False
     if len(rest) >= 2 and rest[-2] == "as":
@@ -260,6 +300,21 @@ def _parse_degrade(words: Sequence[str], text: str) -> Action:
             and int(words[-2]) > 0:
         return Action("degrade", _parse_target(words[:-3]), text, rate_kbit=int(words[-2]))
     raise ValueError("degrade needs 'TARGET loss P%' (0 < P <= 100) or 'TARGET rate N kbit' (N > 0)")
+
+
+def _parse_clock(verb: str, words: Sequence[str], text: str) -> Action:
+    seconds = r"([+-]?\d+)s?"
+    if verb == "bump" and len(words) >= 3 and words[-2] == "clock":
+        m = re.fullmatch(seconds, words[-1])
+        if m and int(m.group(1)) != 0 and abs(int(m.group(1))) <= MAX_CLOCK_OFFSET_S:
+            return Action("bump", _parse_target(words[:-2]), text, clock=ClockChange(int(m.group(1))))
+    if verb == "strobe" and len(words) >= 5 and words[-4] == "clock" and words[-2] == "for":
+        m, d = re.fullmatch(seconds, words[-3]), _SECONDS.match(words[-1])
+        if m and d and 0 < abs(int(m.group(1))) <= MAX_CLOCK_OFFSET_S and 0 < float(d.group(1)) <= MAX_WAIT_S:
+            return Action("strobe", _parse_target(words[:-4]), text,
+                          clock=ClockChange(int(m.group(1)), float(d.group(1))))
+    raise ValueError(f"bump needs 'TARGET clock +S s', strobe 'TARGET clock S s for D s' "
+                     f"(S whole seconds, not 0, at most {MAX_CLOCK_OFFSET_S}; D at most {MAX_WAIT_S:g})")
 
 
 def _parse_target(words: Sequence[str]) -> Target:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from faultline.faults import FAMILIES
 
-#: Faults a history may name beyond the spec's families: a clock skew (no nemesis yet)
-#: and a restarted producer that may have re-sent values (no workload does this yet).
-OTHER_FAULTS: frozenset[str] = frozenset(("clock", "producer-restart"))
+#: Faults a history may name beyond the spec's families: a restarted producer that may
+#: have re-sent values (no workload does this yet).
+OTHER_FAULTS: frozenset[str] = frozenset(("producer-restart",))
 #: Faults on nodes (not on client links): they can move leadership or take a replica
 #: out of the ISR.
 NODE_FAULTS: frozenset[str] = frozenset(f.name for f in FAMILIES.values() if f.on_nodes)

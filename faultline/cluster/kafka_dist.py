@@ -347,7 +347,12 @@ DEBIAN_PACKAGES: dict[str, str] = {
 
 def ensure_debian_commands(commands: tuple[str, ...], report: Report = _quiet) -> None:
     """apt-get install the packages providing ``commands`` that are not on PATH."""
-    missing = [DEBIAN_PACKAGES[c] for c in commands if not which(c)]
+    apt_install([DEBIAN_PACKAGES[c] for c in commands if not which(c)], report)
+
+
+def apt_install(missing: list[str], report: Report = _quiet) -> None:
+    """apt-get install the Debian packages ``missing`` (nothing when it is empty);
+    SetupError when not root or apt-get fails."""
     if not missing:
         return
     if os.geteuid() != 0:

@@ -217,6 +217,21 @@ class Degradable(Protocol):
 
 
 @runtime_checkable
+class Skewable(Protocol):
+    """Brokers' wall clocks set apart from the kernel's (libfaketime, :mod:`.host.clocks`);
+    their monotonic clocks stay true. Only a cluster whose spec has clock faults can."""
+
+    def set_clock(self, node: int, offset_s: int) -> None:
+        """Set ``node``'s wall clock ``offset_s`` seconds from the true time (0 resets
+        it); the broker follows within a second, without a restart."""
+        ...
+
+    def reset_clocks(self) -> None:
+        """Set every node's clock true again. Idempotent."""
+        ...
+
+
+@runtime_checkable
 class Toxifiable(Protocol):
     """Toxiproxy toxics on the client link of a node."""
 

@@ -1,7 +1,7 @@
 """``faultline setup`` installs what a local cluster needs; ``faultline doctor`` checks it.
 
 Set-up is idempotent: once everything is cached it downloads nothing and prints only
-that all is in place. Steps: iproute2 / iptables / chromium (apt-get, if missing), the
+that all is in place. Steps: iproute2 / iptables / chromium / libfaketime (apt-get, if missing), the
 Kafka jars (mvn), Toxiproxy (go install), and a class-data-sharing archive of the broker
 (built from one single-node cluster start; it halves broker start-up CPU).
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from faultline.cluster import kafka_dist
 from faultline.cluster.docker import engine, image
-from faultline.cluster.host import links, netns, runstate
+from faultline.cluster.host import clocks, links, netns, runstate
 from faultline.cluster.kafka_dist import Report
 from faultline.errors import ClusterError, FaultlineError, SetupError
 from faultline.spec import DEFAULT_KAFKA_VERSION, KafkaSpec, TestSpec, TopicSpec
@@ -39,6 +39,8 @@ def run_setup(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
         report(line)
 
     kafka_dist.ensure_debian_commands(LOCAL_COMMANDS, note)
+    if clocks.library() is None:  # preloaded into the brokers of runs with clock faults
+        kafka_dist.apt_install([clocks.PACKAGE], note)
     dist = kafka_dist.ensure_kafka(version, home, note)
     if kafka_dist.java_major(dist.java) < 17:
         raise SetupError(f"{dist.java} is older than Java 17; apt-get install -y openjdk-17-jre-headless")
@@ -113,6 +115,11 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
     for command in (*LOCAL_COMMANDS, *(DOCKER_COMMANDS if backend == "docker" else ())):
         path, package = kafka_dist.which(command), kafka_dist.DEBIAN_PACKAGES[command]
         checks.append(Check(command, bool(path), path or "not found", f"apt-get install -y {package}"))
+    lib = clocks.library()
+    checks.append(Check("libfaketime", lib is not None,
+                        f"{lib} (clock faults)" if lib
+                        else f"not found ({clocks.LIBRARY_GLOB}): no clock faults",
+                        f"apt-get install -y {clocks.PACKAGE}"))
     home = home if home is not None else os.environ.get("KAFKA_HOME")
     if home:
         try:

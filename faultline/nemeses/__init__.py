@@ -1,6 +1,6 @@
 """Nemeses: one module per fault family of :data:`faultline.faults.FAMILIES` (kill, pause,
-stop, partition, toxics, wipe, lose_unflushed, links, clients), their seeded schedule, and the scripted
-nemesis that runs a targeted schedule (:mod:`~faultline.nemeses.scripted`).
+stop, partition, toxics, wipe, lose_unflushed, links, clients, clock), their seeded schedule, and the
+scripted nemesis that runs a targeted schedule (:mod:`~faultline.nemeses.scripted`).
 
 What a family is (its fault and heal actions, kinds, the capabilities it needs) lives
 in that record; a module here only says how to apply and heal it.

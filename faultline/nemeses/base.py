@@ -35,6 +35,7 @@ from faultline.cluster.protocol import (
     Killable,
     Partitionable,
     Pausable,
+    Skewable,
     Stoppable,
     Toxifiable,
     Wipeable,
@@ -123,6 +124,13 @@ def degradable(cluster: Cluster, family: str) -> Degradable:
     raise _missing(cluster, family, "degrade the links between brokers")
 
 
+def skewable(cluster: Cluster, family: str) -> Skewable:
+    """``cluster`` as :class:`Skewable`, or NemesisError naming ``family``."""
+    if isinstance(cluster, Skewable):
+        return cluster
+    raise _missing(cluster, family, "set brokers' clocks apart")
+
+
 def toxifiable(cluster: Cluster, family: str) -> Toxifiable:
     """``cluster`` as :class:`Toxifiable`, or NemesisError naming ``family``."""
     if isinstance(cluster, Toxifiable):
@@ -141,7 +149,7 @@ def wipeable(cluster: Cluster, family: str) -> Wipeable:
 CAPABILITIES: Mapping[str, Callable[[Cluster, str], object]] = {
     "Killable": killable, "Pausable": pausable, "Stoppable": stoppable,
     "Partitionable": partitionable, "Toxifiable": toxifiable, "Wipeable": wipeable,
-    "Degradable": degradable,
+    "Degradable": degradable, "Skewable": skewable,
 }
 
 

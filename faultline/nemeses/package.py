@@ -43,6 +43,7 @@ from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, Op
 from faultline.nemeses.base import Nemesis, error_text
 from faultline.nemeses.clients import ClientsNemesis, CrashableClients
+from faultline.nemeses.clock import ClockNemesis
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.links import LinksNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
@@ -67,6 +68,7 @@ NEMESES: Mapping[str, Callable[[], Nemesis]] = {
     "lose-unflushed": LoseUnflushedNemesis,
     "links": LinksNemesis,
     "clients": ClientsNemesis,
+    "clock": ClockNemesis,
 }
 
 #: Families whose faults take a whole node out; two of them never pick the same node.

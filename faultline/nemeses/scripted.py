@@ -8,7 +8,7 @@ from live metadata when its step runs, and waiting on what the metadata shows
 one that another leaves out of the registered brokers (:func:`trusted`); a group's
 committed offsets are its coordinator's answer (``until group G has committed``). It
 drives the same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition,
-links, clients), so it heals the same way, and keeps the runner's contract
+links, clients, clock), so it heals the same way, and keeps the runner's contract
 (:class:`faultline.run.runner.NemesisSchedule`). Each step and wait is journaled as
 docs/history.md ("nemesis") says; a wait not met in time, or a role with no node, ends
 the schedule. Faults still in effect stay until ``heal_all``.
@@ -44,6 +44,7 @@ from faultline.nemeses.base import (
     with_timeout,
 )
 from faultline.nemeses.clients import ClientsNemesis, CrashableClients
+from faultline.nemeses.clock import STROBE_PERIOD_S, ClockNemesis
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.links import LinksNemesis
 from faultline.nemeses.lose_unflushed import LoseUnflushedNemesis
@@ -54,6 +55,7 @@ from faultline.nemeses.stop import StopNemesis
 from faultline.nemeses.wipe import WipeNemesis
 from faultline.spec import TestSpec, TopicSpec
 from faultline.targeted import (
+    CLOCK_VERBS,
     Action,
     Committed,
     Step,
@@ -104,6 +106,7 @@ class ScriptedPackage:
         self.partition = PartitionNemesis()
         self.links = LinksNemesis()
         self.clients = ClientsNemesis()
+        self.clock = ClockNemesis()
         #: the family nemeses that fault a node, in the order they are set up and torn down
         self._node_faults: tuple[NodeFault, ...] = (self.kill, self.stop, self.pause, self.wipe,
                                                     self.lose_unflushed)
@@ -114,6 +117,7 @@ class ScriptedPackage:
         self._grudge: dict[int, frozenset[int]] = {}
         self._replication: dict[int, frozenset[int]] = {}
         self._degraded: set[int] = set()  # nodes whose links a degrade may have degraded
+        self._skewed: set[int] = set()  # nodes whose clocks a bump or strobe may have set off
         self._bindings: dict[str, tuple[int, ...]] = {}
         self._last_leader: dict[int, int | None] = {}
         self._lock = threading.RLock()
@@ -144,6 +148,8 @@ class ScriptedPackage:
             need.append(self.links)
         if any(isinstance(s, Action) and s.clients is not None for s in self.steps):
             need.append(self.clients)
+        if verbs & CLOCK_VERBS:
+            need.append(self.clock)
         return need
 
     def bind_clients(self, clients: CrashableClients) -> None:
@@ -168,6 +174,8 @@ class ScriptedPackage:
             held.append(ScheduledFault(0.0, "links", "degrade", 0.0, 0))
         if self.clients.crashed:
             held.append(ScheduledFault(0.0, "clients", "crash", 0.0, 0))
+        if self._skewed:
+            held.append(ScheduledFault(0.0, "clock", "bump", 0.0, 0))
         return held
 
     def in_effect(self) -> list[str]:
@@ -312,6 +320,11 @@ class ScriptedPackage:
         if step.clients is not None:
             self._crash_or_restart(step, value, history)
             return
+        if step.verb == "reset":
+            self._journaled(history, "reset-clock", {**value, "kind": "clock", "nodes": sorted(self._skewed)},
+                            self.clock.invoke)
+            self._skewed.clear()
+            return
         assert step.target is not None
         live = step.target.role not in ("node", "name", "first", "second")
         try:
@@ -362,6 +375,14 @@ class ScriptedPackage:
             peers = sorted({n.id for n in self.cluster.nodes} - set(nodes))
             self._journaled(history, "degrade", {**value, "kind": kind, "nodes": nodes, "peers": peers,
                                                  **amount}, self.links.invoke)
+        elif step.verb in ("bump", "strobe"):
+            assert step.clock is not None
+            self._skewed.update(nodes)  # possibly set off from here on, failed or not
+            change: dict[str, Any] = {"offset_s": step.clock.offset_s}
+            if step.verb == "strobe":
+                change.update(period_s=STROBE_PERIOD_S, for_s=step.clock.for_s)
+            self._journaled(history, "clock", {**value, "kind": step.verb, "nodes": nodes, **change},
+                            self.clock.invoke)
         elif step.verb == "restart":
             running = [n for n in nodes if self.cluster.node(n).is_alive()]
             if running:
@@ -472,6 +493,9 @@ class ScriptedPackage:
                 if self._degraded:
                     heals.append(("restore", {"kind": "links", "nodes": sorted(self._degraded)},
                                   self.links.invoke))
+                if self._skewed:
+                    heals.append(("reset-clock", {"kind": "clock", "nodes": sorted(self._skewed)},
+                                  self.clock.invoke))
                 if self.pause.faulted:
                     heals.append(("resume", {"kind": "pause", "nodes": sorted(self.pause.faulted)},
                                   self.pause.invoke))
@@ -488,7 +512,7 @@ class ScriptedPackage:
                         pass
                     except Exception as e:  # e.g. a closed history: the teardowns still run
                         errors.append(f"{f}: {e}")
-            self._grudge, self._replication, self._degraded = {}, {}, set()
+            self._grudge, self._replication, self._degraded, self._skewed = {}, {}, set(), set()
             for nemesis in self._needed():
                 try:
                     nemesis.teardown()
@@ -540,7 +564,7 @@ def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
 #: A targeted verb -> the history action its invoke op is journaled as when it has no target.
 _ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "resume",
            "wipe": "wipe", "lose-unflushed": "lose-unflushed", "isolate": "partition", "hold": "partition",
-           "release": "heal", "degrade": "degrade"}
+           "release": "heal", "degrade": "degrade", "bump": "clock", "strobe": "clock"}
 
 
 class HandPackage(ScriptedPackage):

@@ -37,7 +37,7 @@ from faultline.spec import TestSpec
 SCHEDULES = ("random", "targeted")
 #: The family of each model step kind that is a family's fault (its first model step); of
 #: two such families the first (a partition's ``isolate``, not a degraded link's).
-_FAMILY_OF_STEP = {f.model_steps[0]: f.name for f in reversed(list(FAMILIES.values()))}
+_FAMILY_OF_STEP = {f.model_steps[0]: f.name for f in reversed(list(FAMILIES.values())) if f.model_steps}
 #: The model's followers of the first leader (replica 1).
 _FOLLOWERS = frozenset({2, 3})
 

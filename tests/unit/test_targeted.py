@@ -9,6 +9,7 @@ from faultline.errors import SpecError
 from faultline.spec import NemesisSpec, TestSpec
 from faultline.targeted import (
     Action,
+    ClockChange,
     Target,
     View,
     Wait,
@@ -62,6 +63,13 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
     ("degrade node 2 rate 256 kbit",
      Action("degrade", Target("node", node=2), "degrade node 2 rate 256 kbit", rate_kbit=256)),
     ("restore", Action("restore", None, "restore")),
+    ("bump node 2 clock +300s",
+     Action("bump", Target("node", node=2), "bump node 2 clock +300s", clock=ClockChange(300))),
+    ("bump leader of 0 clock -60",
+     Action("bump", Target("leader", partition=0), "bump leader of 0 clock -60", clock=ClockChange(-60))),
+    ("strobe node 2 clock 5s for 10s",
+     Action("strobe", Target("node", node=2), "strobe node 2 clock 5s for 10s", clock=ClockChange(5, 10.0))),
+    ("reset clocks", Action("reset", None, "reset clocks")),
 ])
 def test_steps_parse(text: str, step: Action | Wait) -> None:
     assert parse_step(text) == step
@@ -93,6 +101,11 @@ def test_steps_parse(text: str, step: Action | Wait) -> None:
     (["degrade leader of 0 rate fast kbit"], "degrade needs 'TARGET loss P%'"),
     (["degrade node 9 loss 10%"], "nodes are 1 to 3, not 9"),
     (["restore links"], "restore takes nothing"),
+    (["bump node 2 clock +0s"], "bump needs 'TARGET clock +S s'"),
+    (["bump node 2 clock +3601s"], "at most 3600"),
+    (["strobe node 2 clock 5s"], "strobe 'TARGET clock S s for D s'"),
+    (["bump node 9 clock +5s"], "nodes are 1 to 3, not 9"),
+    (["reset"], "reset takes 'clocks'"),
 ])
 def test_bad_schedules_are_one_line_naming_the_step(lines: list[str], message: str) -> None:
     with pytest.raises(SpecError) as info:
@@ -244,3 +257,12 @@ def test_a_group_has_committed_once_an_offset_appeared_or_moved_since_the_wait_b
 ])
 def test_a_groups_offsets_partition_is_kafkas(group: str, partitions: int, partition: int) -> None:
     assert offsets_partition(group, partitions) == partition
+
+
+def test_a_spec_skews_clocks_with_the_clock_family_or_a_clock_step() -> None:
+    from faultline.spec import NemesisSpec
+
+    assert NemesisSpec(faults=("kill", "clock")).skews_clocks
+    assert NemesisSpec(schedule=("crash node 1", "reset clocks")).skews_clocks
+    assert not NemesisSpec(faults=("kill",), schedule=()).skews_clocks
+    assert not NemesisSpec(schedule=("crash node 1", "restart node 1")).skews_clocks

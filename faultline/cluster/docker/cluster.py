@@ -116,6 +116,9 @@ class DockerCluster(LocalCluster):
     # -- lifecycle ------------------------------------------------------------------
 
     def _prepare(self) -> None:
+        if self._spec.nemesis.skews_clocks:
+            raise SetupError("clock faults run on the local backend only: the docker image has "
+                             "no libfaketime")
         if not engine.running():
             raise SetupError(f"no Docker engine answers on {engine.SOCKET}; "
                              "faultline setup --backend docker starts one")  # fmt: skip

@@ -41,7 +41,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from faultline.cluster import kafka_client, kafka_config, kafka_dist
-from faultline.cluster.host import links, netns, runstate, signals
+from faultline.cluster.host import clocks, links, netns, runstate, signals
 from faultline.cluster.host.runstate import ENV_RUN, ProcId, RunState
 from faultline.cluster.local.jvm import Jvms, tail_file
 from faultline.cluster.local.node import LocalNode
@@ -58,7 +58,7 @@ class LocalCluster:
     """A Kafka cluster of ``spec.kafka.nodes`` nodes in network namespaces.
 
     Implements :class:`~faultline.cluster.protocol.Cluster` and every capability
-    (Killable, Stoppable, Pausable, Partitionable, Degradable, Toxifiable, Wipeable). The
+    (Killable, Stoppable, Pausable, Partitionable, Degradable, Skewable, Toxifiable, Wipeable). The
     constructor does nothing; :meth:`start` (or ``with``) brings the cluster up. Methods
     are safe to call from several threads.
     """
@@ -265,8 +265,9 @@ class LocalCluster:
             self._launch(i)
 
     def _launch(self, node_id: int) -> None:
-        """Start node ``node_id``'s JVM (:meth:`Jvms.launch`) and record it."""
-        proc = self._jvms.launch(self.node(node_id), self.run_id)
+        """Start node ``node_id``'s JVM (:meth:`Jvms.launch`), on libfaketime when the spec
+        has clock faults (its clock as its offset file says, true at first), and record it."""
+        proc = self._jvms.launch(self.node(node_id), self.run_id, self._clock_env(node_id))
         self._popen[f"n{node_id}"] = proc
         self.state.nodes[node_id] = ProcId.of(proc.pid)
         if node_id in self.state.paused:
@@ -517,6 +518,32 @@ class LocalCluster:
         """The command prefix that runs a command in ``node``'s network namespace; None when
         it has none now."""
         return ["ip", "netns", "exec", self.layout.namespace(self.node(node).id)]
+
+    # -- Skewable -------------------------------------------------------------------
+
+    def _clock_env(self, node: int) -> dict[str, str]:
+        """The environment that starts ``node``'s JVM on libfaketime when the spec has clock
+        faults (its offset file made, true, if it has none yet); nothing otherwise."""
+        if not self._spec.nemesis.skews_clocks:
+            return {}
+        lib = clocks.required_library()
+        path = clocks.offset_file(self.state.dir, node)
+        if not path.exists():
+            clocks.write_offset(path, 0)
+        return clocks.environment(lib, path)
+
+    def set_clock(self, node: int, offset_s: int) -> None:
+        if not self._spec.nemesis.skews_clocks:
+            raise ClusterError("the brokers run on the true clock: a spec without clock faults "
+                               "starts them without libfaketime")
+        self.node(node)  # KeyError for a node this cluster does not have
+        clocks.write_offset(clocks.offset_file(self.state.dir, node), offset_s)
+
+    def reset_clocks(self) -> None:
+        if not self._spec.nemesis.skews_clocks:
+            return
+        for node in self.node_ids:
+            clocks.write_offset(clocks.offset_file(self.state.dir, node), 0)
 
     # -- Toxifiable -----------------------------------------------------------------
 

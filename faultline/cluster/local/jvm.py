@@ -81,9 +81,11 @@ class Jvms:
             for future in [pool.submit(fmt, n) for n in nodes]:
                 future.result()
 
-    def launch(self, node: LocalNode, run_id: str) -> subprocess.Popen[bytes]:
+    def launch(self, node: LocalNode, run_id: str,
+               env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
         """Start ``node``'s JVM in its namespace, its output appended to ``stdout.log``;
-        the process is the JVM itself (``ip netns exec`` execs), in a session of its own."""
+        the process is the JVM itself (``ip netns exec`` execs), in a session of its own.
+        ``env``: more environment variables for it (a preloaded library)."""
         dist = self.dist
         opts = [
             *kafka_config.jvm_options(self._spec.kafka.heap_mb, node.log_dir,
@@ -97,7 +99,7 @@ class Jvms:
         with (node.log_dir / "stdout.log").open("ab") as out:
             return subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=node.home, env={**os.environ, ENV_RUN: run_id}, start_new_session=True,
+                cwd=node.home, env={**os.environ, **(env or {}), ENV_RUN: run_id}, start_new_session=True,
             )  # fmt: skip
 
     def _cds_options(self) -> list[str]:

@@ -910,3 +910,22 @@ def test_a_lost_write_in_a_gap_of_the_drain_is_a_missed_read_without_replicas() 
         h.send(0, 10 + off, offset=off)
     h.drain([(0, 10)], hw=1)
     assert run(h, make_spec(acks="all")).violations == ["lost-write"]
+
+
+@pytest.mark.parametrize(("fault", "heal", "valid"),
+                         [("clock", "reset-clock", False), ("kill", "start", True)])
+def test_a_clock_fault_on_the_leader_excuses_no_loss_where_a_kill_does(fault: str, heal: str,
+                                                                       valid: bool) -> None:
+    # Replication does not rest on wall clocks: the same lost acks=1 write is a violation
+    # after the leader's clock was bumped, and permitted after it was killed.
+    h = H()
+    h.send(0, 10, offset=0)
+    h.send(0, 11, offset=1)
+    h.fault(fault, [1], kind="bump" if fault == "clock" else fault, offset_s=300,
+            leaders={f"{TOPIC}/0": 1})
+    h.fault(heal, [1])
+    h.send(1, 12, offset=1)
+    h.drain([(0, 10), (1, 12)])
+    r = run(h, make_spec(acks="1"))
+    assert r.valid is valid and r.anomaly_counts["lost-write"] == 1
+    assert ("lost-write" in r.violations) is not valid

@@ -51,6 +51,7 @@ class FakeCluster:
         self.replication: Mapping[int, Collection[int]] = {}
         self.toxics: list[str] = []
         self.degraded: dict[int, dict[str, int]] = {}
+        self.clocks: dict[int, int] = {}  # node -> its clock's offset, where not 0
         self.fail: set[str] = set()
         self.controller: int | None = 2
         self.stop_kills = False
@@ -129,6 +130,18 @@ class FakeCluster:
         found, self.degraded = self.degraded, {}
         return found
 
+    def set_clock(self, node: int, offset_s: int) -> None:
+        self._call("set_clock", (node, offset_s))
+        with self._lock:
+            self.clocks[node] = offset_s
+            if offset_s == 0:
+                del self.clocks[node]
+
+    def reset_clocks(self) -> None:
+        self._call("reset_clocks", None)
+        with self._lock:
+            self.clocks.clear()
+
     def data_dir(self, node: int) -> Path:
         return self.node(node).data_dir
 
@@ -137,7 +150,7 @@ class FakeCluster:
 
     def clean(self) -> bool:
         return (all(n.alive and not n.paused for n in self.nodes) and not self.grudge
-                and not self.replication and not self.toxics and not self.degraded)
+                and not self.replication and not self.toxics and not self.degraded and not self.clocks)
 
 
 def _wait_for(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

@@ -109,10 +109,10 @@ def test_ring_and_bridge_need_nodes() -> None:
 def test_action_names_follow_history_md() -> None:
     assert [FAMILIES[f].fault for f in FAULTS] == [
         "kill", "pause", "stop", "partition", "toxic", "wipe", "lose-unflushed", "degrade",
-        "crash-client"]
+        "crash-client", "clock"]
     assert [FAMILIES[f].heal for f in FAULTS] == [
         "start", "resume", "start", "heal", "clear-toxics", "start", "start", "restore",
-        "restart-client"]
+        "restart-client", "reset-clock"]
 
 
 def test_every_family_has_a_nemesis_and_every_capability_it_needs_a_check() -> None:

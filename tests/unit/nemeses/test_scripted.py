@@ -514,3 +514,16 @@ def test_a_step_run_in_the_callers_thread_acts_on_its_own_topic_and_says_what_is
     leaders = next(op for op in read_history(tmp_path / "history.jsonl")).value["leaders"]
     assert leaders["orders/0"] == 1 and all(k.startswith("orders/") for k in leaders)  # the fake has 3
     assert cluster.clean()
+
+
+def test_clock_steps_are_journaled_with_what_each_clock_was_told_and_reset_at_the_end(tmp_path: Path) -> None:
+    cluster, nemesis, ops = _run(tmp_path, ("bump leader of 0 clock +300s", "reset clocks",
+                                            "bump node 3 clock -60s"), Live())
+    assert nemesis.ended is None
+    assert _done(ops) == [("clock", [1]), ("reset-clock", [1]), ("clock", [3]), ("reset-clock", [3])]
+    told = [op.value["clocks"] for op in ops if op.f == "clock" and "result" in op.value]
+    assert told == [{"1": 300}, {"3": -60}]
+    assert [c for c in cluster.calls if c[0] in ("set_clock", "reset_clocks")] == [
+        ("set_clock", (1, 300)), ("reset_clocks", None), ("set_clock", (3, -60)), ("reset_clocks", None),
+        ("reset_clocks", None)]
+    assert cluster.clean()
