@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from faultline.checkers import groups
+from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.group_end import end_offsets
 from faultline.checkers.guarantees import TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
@@ -78,8 +79,17 @@ class StoredRun:
                 client_log = read_jsonl(self.run_dir / CLIENT_LOG_FILE)
             except HistoryError as e:
                 self.client_log_error = str(e)
-        return BrokerState(partition_timeline(files.metadata, self.spec.topic.name), files.replicas,
-                           client_log)
+        return BrokerState(self.timeline(), files.replicas, client_log)
+
+    def timeline(self) -> Timeline | None:
+        """The test topic's partition states from the metadata log, to place them among the
+        history's ops; None without a readable log, and None when the spec sets brokers'
+        clocks apart (``nemesis.skews_clocks``): the log's times are then the active
+        controller's wall clock, off by as much as its clock was told, so they witness no
+        order against the history (docs/design.md, "Clock faults")."""
+        if self.spec.nemesis.skews_clocks:
+            return None
+        return partition_timeline(self.files().metadata, self.spec.topic.name)
 
 
 class Checker(Protocol):
@@ -136,11 +146,9 @@ def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     """The transaction checker (:mod:`faultline.checkers.transactions`) over the run's history,
     with the metadata log's timeline and the replicas' logs when the run has them."""
     history = txn_history(run.spec, run.rows, run.source)
-    files, topic = run.files(), run.spec.topic.name
     return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
-                                      truncated=run.read.truncated,
-                                      timeline=partition_timeline(files.metadata, topic),
-                                      logs=partition_logs(files.replicas or (), topic)))
+                                      truncated=run.read.truncated, timeline=run.timeline(),
+                                      logs=partition_logs(run.files().replicas or (), run.spec.topic.name)))
 
 
 def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
@@ -154,7 +162,7 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
                                                        "checker's facts, and it gave none"))
     topic = run.spec.topic
     g = groups.group(HistoryFile(run.source, ReadResult()), topic.name, topic.partitions)
-    windows = groups.FaultWindows(g.actions, topic.name, partition_timeline(run.files().metadata, topic.name))
+    windows = groups.FaultWindows(g.actions, topic.name, run.timeline())
     end = end_offsets(run.run_dir, run.spec.group_id, topic.name)
     return Checked(groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end))
 

@@ -4,6 +4,7 @@ And the checkers a workload names, composed into one verdict."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,6 +68,30 @@ def test_an_unreadable_metadata_log_does_not_let_a_loss_pass(tmp_path: Path) -> 
     bad = check_stored(run_dir(tmp_path / "bad", h, **{"metadata.jsonl": broken}))
     assert bad.valid == UNKNOWN
     assert any(u["kind"] == "broker-state-unreadable" for u in bad.unknown)
+
+
+def test_a_metadata_log_written_while_clocks_were_set_apart_witnesses_no_order(tmp_path: Path) -> None:
+    """The history of the test above, its metadata log read: node 1 led all along, so the
+    lost write is a violation. With clock faults in the spec, the log's times are the
+    active controller's skewed clock, so it places nothing among the history's ops: the
+    kill may have hit the leader (no other witness), and the verdict is unknown."""
+    h = H()
+    h.t = 2_000_000_000
+    for off in range(5):
+        h.send(0, 100 + off, offset=off)
+    h.fault("kill", [2])
+    h.drain([(o, 100 + o) for o in range(4)], hw=4)
+    line = {"offset": 5, "time": -1_000_000_000, "type": "partition", "topic": TOPIC, "partition": 0,
+            "leader": 1, "isr": [1, 2, 3], "elr": [], "last_known_elr": [], "replicas": [1, 2, 3],
+            "leader_epoch": 0, "raw": {}}
+    metadata = {"metadata.jsonl": json.dumps(line) + "\n"}
+    assert check_stored(run_dir(tmp_path / "true", h, **metadata)).valid is False
+    skewed = run_dir(tmp_path / "skewed", h, **metadata)
+    spec = make_spec(acks="1", min_insync=1)
+    spec = dataclasses.replace(spec, nemesis=dataclasses.replace(spec.nemesis, faults=("kill", "clock")))
+    (skewed / "test.json").write_text(json.dumps(spec.to_json()))
+    result = check_stored(skewed)
+    assert result.valid == UNKNOWN and result.violations == []
 
 
 def test_a_missing_broker_state_file_changes_nothing(tmp_path: Path) -> None:
