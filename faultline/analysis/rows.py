@@ -207,21 +207,21 @@ _F_NAMES = pa.array(["send", "poll", "drain"])  # F_SEND, F_POLL, F_DRAIN
 _ROWS = 1 << 16
 
 
-@compiled()
+@compiled(refcounted=False)
 def _read(buf: Any, pos: int, topic: Any, rows: Any, n: int, recs: Any, nr: int, text: Any, nt: int,
-          index: int) -> tuple[int, int, int, int, int, int]:
+          index: int, got: Any) -> tuple[int, int, int, int, int, int]:
     """Read lines of ``buf`` from ``pos`` into ``rows`` from row ``n``, their records into
     ``recs`` from ``nr`` and their errors' bytes into ``text`` from ``nt``, while each is a
     common line: one :func:`faultline.checkers.scan.head` reads (of index ``index``), with
     the value a send's or a drain's object of the test topic (the send's with its topic,
     partition and value, the drain's with its topic and partition), a poll's records or
     null, then nothing or an error of printable ASCII other than a quote or backslash.
+    ``got`` (8 int64s) holds a value object's fields as it is read.
 
     Returns (what, pos, n, nr, nt, index): _DONE at the block's end, _FULL with ``pos``
     at a line that did not fit, or _OTHER with ``pos`` at a line to read otherwise.
     """
     end = len(buf)
-    got = np.empty(8, np.int64)
     while pos < end:
         if n == rows.shape[1]:
             return _FULL, pos, n, nr, nt, index
@@ -260,7 +260,8 @@ def _read(buf: Any, pos: int, topic: Any, rows: Any, n: int, recs: Any, nr: int,
             if i >= 0 and j + 1 < end and buf[j] == _QUOTE and buf[j + 1] == _RBRACE:
                 if nt + j - i > len(text):
                     return _FULL, pos, n, r0, t0, index
-                text[nt:nt + j - i] = buf[i:j]
+                for q in range(j - i):
+                    text[nt + q] = buf[i + q]
                 nt += j - i
                 err = 1
                 i = j + 2
@@ -301,13 +302,14 @@ def ops_batches(history: Path, topic: str, truncated: bool) -> Iterator[pa.Recor
     rows = np.empty((_FIELDS, _ROWS), np.int64)
     recs = np.empty((4 * _ROWS, 3), np.int64)
     text = np.empty(_ROWS, np.uint8)
+    got = np.empty(8, np.int64)  # the value object _read reads
     n = nr = nt = index = 0
     others: list[dict[str, Any]] = []
     for block in history_blocks(name):
         buf = np.frombuffer(block, np.uint8)
         pos = 0
         while True:
-            what, pos, n, nr, nt, index = _read(buf, pos, word, rows, n, recs, nr, text, nt, index)
+            what, pos, n, nr, nt, index = _read(buf, pos, word, rows, n, recs, nr, text, nt, index, got)
             if others and (n or len(others) == _ROWS):  # the other lines came before these
                 yield pa.RecordBatch.from_pylist(others, schema=RUN_OPS_SCHEMA)
                 others = []

@@ -400,6 +400,7 @@ class Engine:
         topic = np.frombuffer(self.spec.topic.name.encode(), np.uint8)
         parts = len(self.parts)
         index = last_time = 0  # the next line's index, the last line's time
+        got = np.empty(8, np.int64)  # the scanner's value object
         try:
             for block in history_blocks(name, history.follow):
                 buf = np.frombuffer(block, np.uint8)
@@ -407,7 +408,7 @@ class Engine:
                 while True:
                     what, pos, batch.n, batch.nr, index, last_time = scan.scan(
                         buf, pos, topic, parts, batch.ops, batch.n, batch.recs, batch.nr, index,
-                        last_time, self.max_time)
+                        last_time, self.max_time, got)
                     if what == scan.BLOCK_DONE:
                         break
                     if what == scan.BATCH_FULL:

@@ -50,7 +50,7 @@ _KEYS = (literal('"topic"'), literal('"partition"'), literal('"value"'), literal
 _NULL, _TRUE, _FALSE, _RECORDS = literal("null"), literal("true"), literal("false"), literal('{"records":[')
 
 
-@compiled(inline=True)
+@compiled(inline=True, refcounted=False)
 def at(buf: Any, i: int, lit: Any) -> int:
     """The index after ``lit`` if ``buf`` holds it at ``i``, else -1."""
     n = len(lit)
@@ -62,7 +62,7 @@ def at(buf: Any, i: int, lit: Any) -> int:
     return i + n
 
 
-@compiled(inline=True)
+@compiled(inline=True, refcounted=False)
 def _one_of(buf: Any, i: int, words: Any) -> tuple[int, int]:
     """Which of ``words`` ``buf`` holds at ``i`` (its index, -1 if none) and the index
     after it (-1 if none)."""
@@ -73,7 +73,7 @@ def _one_of(buf: Any, i: int, words: Any) -> tuple[int, int]:
     return -1, -1
 
 
-@compiled()
+@compiled(refcounted=False)
 def _int(buf: Any, i: int) -> tuple[int, int]:
     """An integer at ``i`` (1 to 18 digits, maybe a minus) and the index after it; -1
     for the index if there is none."""
@@ -94,7 +94,7 @@ def _int(buf: Any, i: int) -> tuple[int, int]:
     return (-v if neg else v), i
 
 
-@compiled()
+@compiled(refcounted=False)
 def _topic(buf: Any, i: int, topic: Any) -> int:
     """The index after the quoted test topic at ``i``, else -1."""
     if i < 0 or i >= len(buf) or buf[i] != _QUOTE:
@@ -105,7 +105,7 @@ def _topic(buf: Any, i: int, topic: Any) -> int:
     return j + 1
 
 
-@compiled()
+@compiled(refcounted=False)
 def value_object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, nr: int,
                  tp_of_records: int) -> tuple[int, int]:
     """A send's or a drain's value object at ``i``: each key at most once, into ``got``
@@ -115,7 +115,7 @@ def value_object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, 
     if i < 0 or i >= len(buf) or buf[i] != _LBRACE:
         return -1, nr
     i += 1
-    seen = np.zeros(8, np.bool_)
+    seen = 0  # a bit a key
     first = True
     while True:
         if i >= len(buf):
@@ -134,9 +134,9 @@ def value_object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, 
                 key = k
                 i = j + 1
                 break
-        if key < 0 or seen[key]:
+        if key < 0 or seen >> key & 1:
             return -1, nr
-        seen[key] = True
+        seen |= 1 << key
         if key == K_TOPIC:
             i = _topic(buf, i, topic)
             got[key] = 0
@@ -182,7 +182,7 @@ def value_object(buf: Any, i: int, topic: Any, parts: int, got: Any, recs: Any, 
             return -1, nr
 
 
-@compiled(inline=True)
+@compiled(inline=True, refcounted=False)
 def head(buf: Any, pos: int, index: int, last_time: int,
          max_time: int) -> tuple[int, int, int, int, int]:
     """The fields of the common line at ``pos`` before its value: (the index after
@@ -203,7 +203,7 @@ def head(buf: Any, pos: int, index: int, last_time: int,
     return at(buf, i, _VALUE), t, p, ty, f
 
 
-@compiled(inline=True)
+@compiled(inline=True, refcounted=False)
 def poll_records(buf: Any, i: int, topic: Any, parts: int, recs: Any, nr: int) -> tuple[int, int]:
     """A poll's value at ``i``, ``{"records":[[topic, partition, offset, value], ...]}``
     with the test topic, into ``recs`` (partition, offset, value) from row ``nr``.
@@ -241,20 +241,20 @@ def poll_records(buf: Any, i: int, topic: Any, parts: int, recs: Any, nr: int) -
     return -1, r0
 
 
-@compiled()
+@compiled(refcounted=False)
 def scan(buf: Any, pos: int, topic: Any, parts: int, ops: Any, n: int, recs: Any, nr: int,
-         index: int, last_time: int, max_time: int) -> tuple[int, int, int, int, int, int]:
+         index: int, last_time: int, max_time: int, got: Any) -> tuple[int, int, int, int, int, int]:
     """Read lines of ``buf`` from ``pos`` into ``O`` from row ``n`` and ``R`` from row
     ``nr``, while they are common lines (see the module's docstring). ``index`` is the
     next line's expected index, ``last_time`` the last line's time, ``max_time`` the
-    latest a common line's may be.
+    latest a common line's may be; ``got`` (8 int64s) holds a value object's fields as
+    it is read.
 
     Returns (what, pos, n, nr, index, last_time): BLOCK_DONE with ``pos`` at the block's
     end, BATCH_FULL with ``pos`` at the line that did not fit, or OTHER_LINE with ``pos``
     at a line to read otherwise (it may have no newline: the block's last).
     """
     end = len(buf)
-    got = np.empty(8, np.int64)
     while pos < end:
         if n == ops.shape[0]:
             return BATCH_FULL, pos, n, nr, index, last_time

@@ -42,7 +42,8 @@ def scanned(data: bytes, parts: int) -> tuple[list[int], int]:
     while True:
         before = n
         what, pos, n, nr, index, last = scan.scan(buf, pos, np.frombuffer(b"fl-queue", np.uint8),
-                                                  parts, ops, n, recs, nr, index, last, 1 << 62)
+                                                  parts, ops, n, recs, nr, index, last, 1 << 62,
+                                                  np.empty(8, np.int64))
         read += [int(ops[k, kernel.F_LINE]) - 1 for k in range(before, n)]
         if what == scan.BLOCK_DONE:
             return read, n
