@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from faultline.checkers import groups
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.group_end import end_offsets
-from faultline.checkers.guarantees import TransactionConfig
+from faultline.checkers.guarantees import GuaranteeConfig, TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
 from faultline.checkers.table import HistoryDigest
@@ -105,19 +105,11 @@ class Checker(Protocol):
 def check_queue(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     """The queue checker (:func:`~faultline.checkers.queue.check_rows`) over the run's
     history, with its broker state and client log. The client log, when it cannot be read,
-    is named in ``client_log_error`` and not used. The verdict is unknown where the
-    broker state it needed cannot be read (``broker-state-unreadable``), or where the
-    anomalies it saw were judged with eligible leader replicas on (or off) while
-    ``cluster.json`` says the cluster ran the other way (``broker-state-disagrees``),
-    whatever it was: that state can forbid what was permitted without it, or set aside
-    what was counted."""
+    is named in ``client_log_error`` and not used."""
     result, table, facts = check_rows_table(run.spec, run.rows, truncated=run.read, source=run.source,
                                             broker=run.broker_state)
     if run.client_log_error is not None:
         result = replace(result, extra={**result.extra, "client_log_error": run.client_log_error})
-    files = run.files()
-    result = _undecided_without(result, files)
-    result = _elr_disagreeing(result, facts, run.spec, files)
     return Checked(result, facts, table)
 
 
@@ -243,7 +235,12 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
     one, when a node whose data was destroyed had caught up again) and the replicas'
     logs (a drain that stopped short of what every replica holds decides nothing past
     its end); see :func:`faultline.checkers.queue.check_rows`, :func:`check_queue` and
-    :func:`check_brokers`. Raises SpecError / HistoryError for an unreadable
+    :func:`check_brokers`. Whichever checkers ran, the verdict is unknown where the broker
+    state the run should have cannot be read or was not all collected
+    (``broker-state-unreadable``), or where anomalies were judged with eligible leader
+    replicas on (or off) while ``cluster.json`` says the cluster ran the other way
+    (``broker-state-disagrees``): that state can forbid what was permitted without it, or
+    set aside what was counted. Raises SpecError / HistoryError for an unreadable
     ``test.json`` or history, and SpecError for a workload that has no checker.
     """
     run_dir = Path(run_dir)
@@ -257,8 +254,10 @@ def check_stored_table(run_dir: Path, rows: Iterable[dict[str, Any]] | None = No
                         f"checkers: {', '.join(WORKLOAD_CHECKERS)}")
     if rows is None:
         rows = HistoryFile(str(history), read, follow)
-    checked = compose(spec.workload.checkers, StoredRun(run_dir, spec, rows, read, str(history)))
-    return checked.result, checked.table
+    run = StoredRun(run_dir, spec, rows, read, str(history))
+    checked = compose(spec.workload.checkers, run)
+    files = run.files()
+    return _elr_disagreeing(_undecided_without(checked.result, files), spec, files), checked.table
 
 
 def _undecided_without(result: Result, files: BrokerFiles) -> Result:
@@ -276,11 +275,13 @@ def _undecided_without(result: Result, files: BrokerFiles) -> Result:
                       "forbid what the check permitted without it, or set aside what it counted")
 
 
-def _elr_disagreeing(result: Result, facts: QueueFacts, spec: TestSpec, files: BrokerFiles) -> Result:
+def _elr_disagreeing(result: Result, spec: TestSpec, files: BrokerFiles) -> Result:
     """``result``, unknown if it saw an anomaly and was judged with or without eligible
-    leader replicas (``facts.config``) where ``cluster.json`` says the cluster ran the
-    other way: what the guarantees permit depends on it (``broker-state-disagrees``)."""
-    said, judged = files.eligible_leader_replicas, facts.config.eligible_leader_replicas
+    leader replicas (every checker judges by :meth:`GuaranteeConfig.from_spec`) where
+    ``cluster.json`` says the cluster ran the other way: what the guarantees permit
+    depends on it (``broker-state-disagrees``)."""
+    said = files.eligible_leader_replicas
+    judged = GuaranteeConfig.from_spec(spec).eligible_leader_replicas
     if said is None or said == judged or not any(result.anomaly_counts.values()):
         return result
     word = {True: "on", False: "off"}
