@@ -178,6 +178,8 @@ def test_the_examples_are_valid_matrices() -> None:
     assert seeds_and_recipes(nightly.cells) == (3 * 2 * 2 * 5 * 2 * 2, 96)
     assert {c.spec.kafka.version for c in nightly.cells} == {"4.3.1", "3.9.1"}
     assert seeds_and_recipes(load_matrix(EXAMPLES / "links.yaml").cells) == (8, 0)
+    assert seeds_and_recipes(load_matrix(EXAMPLES / "clients.yaml").cells) == (7, 0)
+    assert seeds_and_recipes(load_matrix(EXAMPLES / "clock.yaml").cells) == (4, 0)
 
 
 def test_the_nightly_at_full_speed_fits_a_night_with_its_analysis_on_two_cores() -> None:
