@@ -397,8 +397,10 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                                     **judge.excuse("lost-write", spans[t.index][0], t.ended,
                                                    t.invoked, [s.partition])})
     for cycle in write_cycles(h):
-        # an edge against real time puts the later one's record first: the earlier one's landed late
-        late = [judge.excuse(G0, b.invoked, spans[b.index][1]) for a, b, _ in cycle if b.precedes(a)]
+        # an edge against real time puts the later one's record first: the earlier one's
+        # landed late, or was lost and its offset taken again
+        late = [judge.excuse(G0, b.invoked, spans[b.index][1], b.invoked, [p])
+                for a, b, p in cycle if b.precedes(a)]
         excuse = ({"reason": CONCURRENT_WRITE_CYCLE, "permitted": True} if not late else
                   next((e for e in late if not e["permitted"]), late[0]))
         found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
@@ -468,12 +470,12 @@ def _producer_spans(h: TxnHistory) -> dict[int, tuple[int, int | None]]:
 
 @dataclass(frozen=True)
 class _Loss:
-    """Why committed records of a partition may be lost, and whether only faults assumed
-    (the permissive reading, :class:`~faultline.checkers.verdict.Ruling`) permit it."""
+    """Why committed records of some partitions may be lost, and those of them where only
+    faults assumed (the permissive reading, :class:`~faultline.checkers.verdict.Ruling`)
+    permit it."""
 
-    partition: int
     reason: str
-    assumed: bool
+    assumed: tuple[int, ...]
 
 
 class _Judge:
@@ -496,8 +498,9 @@ class _Judge:
         :func:`~faultline.checkers.guarantees.transaction_rules` given the delaying faults
         whose windows overlap ``since`` to ``until`` (None: the run's end), where a request
         held in them could have landed late, and, for a loss or a tear (``written``: the
-        transaction's invoke), whether committed records of ``partitions`` written then may
-        be lost (:meth:`loss`)."""
+        transaction's invoke; for G0, that of an edge's earlier transaction, and the
+        edge's partition), whether committed records of ``partitions`` written then may be
+        lost (:meth:`loss`)."""
         delaying = frozenset(w.family for w in self._h.faults
                              if w.family in DELAYING_FAULTS and w.overlaps(since, until))
         loss = None if written is None else self.loss(partitions, written)
@@ -505,23 +508,26 @@ class _Judge:
         allowed = transaction_rules(self._config, delaying, why)
         if name not in allowed:
             return {"permitted": False, "reason": transaction_forbidden(self._config, delaying, why)[name]}
-        if loss is not None and loss.assumed and name not in transaction_rules(self._config, delaying):
-            self.assumed[loss.partition].add(name)
+        if loss is not None and name not in transaction_rules(self._config, delaying):
+            for p in loss.assumed:
+                self.assumed[p].add(name)
         return {"permitted": True, "reason": allowed[name]}
 
     def loss(self, partitions: Iterable[int], written: int) -> _Loss | None:
-        """Why committed records of one of ``partitions`` written at ``written`` may be
-        lost: the queue checker's ``lost-write`` rule (committed loss) by the faults of that
-        partition's window (:meth:`~faultline.checkers.verdict.Permissions.ruling`), a
-        partition where a witness shows them first; None where none permits it."""
-        found = None
+        """Why committed records of every one of ``partitions`` written at ``written`` may
+        be lost: the queue checker's ``lost-write`` rule (committed loss) by the faults of
+        each partition's window (:meth:`~faultline.checkers.verdict.Permissions.ruling`),
+        their reasons joined; None where one of them (or none given) does not permit it."""
+        reasons, assumed = [], []
         for p in sorted(set(partitions)):
             tp = self._tp[p]
             ruling = self._permissions.ruling(tp, written, ("lost-write",))
-            if ruling.permitted and (found is None or (found.assumed and not ruling.assumed)):
-                found = _Loss(p, f"on partition {p}, {self._permissions.reason('lost-write', tp, written)}",
-                              ruling.assumed)
-        return found
+            if not ruling.permitted:
+                return None
+            reasons.append(f"on partition {p}, {self._permissions.reason('lost-write', tp, written)}")
+            if ruling.assumed:
+                assumed.append(p)
+        return _Loss("; ".join(reasons), tuple(assumed)) if reasons else None
 
     def run_loss(self) -> str | None:
         """Why committed records may be lost somewhere in the run: each partition's reason
