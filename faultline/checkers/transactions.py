@@ -141,6 +141,16 @@ class TxnHistory:
         return ((began is not None and (t.ended is None or t.ended >= began))
                 or (hw is not None and s.offset is not None and s.offset >= hw))
 
+    def held(self, logs: Mapping[int, PartitionLog], s: TxnSend) -> bool:
+        """Whether the complete drain read nothing at ``s``'s offset where every replica
+        holds the same batch below the high watermark it read to, a committed
+        transaction's by ``logs`` (the queue checker's ``drain-missed-held``): the history
+        says missing, the brokers say held."""
+        log, hw = logs.get(s.partition), self.high_watermark.get(s.partition)
+        return (log is not None and hw is not None and s.offset is not None
+                and log.replicas.held(s.offset, hw) and log.marker_at(s.offset) == "commit"
+                and all(r.offset != s.offset for r in self.drained if r.partition == s.partition))
+
 
 # -- the anomalies --------------------------------------------------------------------
 
@@ -381,10 +391,13 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         found["aborted-read"].append({"topic": topic, "partition": r.partition, "offset": r.offset,
                                       "value": r.value, "time": r.time, "process": r.reader,
                                       "txn_index": t.index, "txn_outcome": t.outcome,
-                                      **({"log_marker": logs[r.partition].marker_at(r.offset)}
-                                         if r.partition in logs else {}),
+                                      **_log_marker(logs, r.partition, r.offset),
                                       **judge.excuse("aborted-read", t.invoked, spans[t.index][1])})
+    missed = 0  # lost writes and the drain's tears of records every replica holds committed
     for t, reader, passed in torn_transactions(h) if h.read_committed else ():
+        if reader is None and all(h.held(logs, s) for s in passed):
+            missed += 1
+            continue
         found[TORN].append({"topic": topic, "txn_index": t.index, "process": reader,
                             "values": [s.value for s in passed],
                             "partitions": sorted({s.partition for s in passed}),
@@ -392,8 +405,12 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                             **judge.excuse(TORN, spans[t.index][0], t.ended, t.invoked,
                                            [s.partition for s in passed])})
     for t, s in lost_writes(h):
+        if h.held(logs, s):
+            missed += 1
+            continue
         found["lost-write"].append({"topic": topic, "partition": s.partition, "offset": s.offset,
                                     "value": s.value, "time": t.ended, "txn_index": t.index,
+                                    **_log_marker(logs, s.partition, s.offset),
                                     **judge.excuse("lost-write", spans[t.index][0], t.ended,
                                                    t.invoked, [s.partition])})
     for cycle in write_cycles(h):
@@ -413,7 +430,7 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         if instances:
             kept = sorted(instances, key=lambda e: e["permitted"])[:MAX_ANOMALY_EXAMPLES]
             anomalies[name] = kept
-    unknown = _undecided(spec, h, truncated, judge.assumed, logs)
+    unknown = _undecided(spec, h, truncated, judge.assumed, logs, missed)
     valid: Valid = False if violations else (UNKNOWN if unknown else True)
     outcomes = {"ok": 0, "fail": 0, "info": 0}
     sends = dict(outcomes)
@@ -436,6 +453,15 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                "transaction_protocol": config.protocol,
                "faults_seen": sorted(h.families)},
     )
+
+
+def _log_marker(logs: Mapping[int, PartitionLog], partition: int, offset: int | None) -> dict[str, Any]:
+    """An example's ``log_marker``: how the log of ``partition`` ended the transaction of its
+    record at ``offset`` (:meth:`~faultline.checkers.txn_log.PartitionLog.marker_at`; None
+    without an offset); nothing where ``logs`` lacks the partition."""
+    if partition not in logs:
+        return {}
+    return {"log_marker": None if offset is None else logs[partition].marker_at(offset)}
 
 
 def _log_markers(logs: Mapping[int, PartitionLog], sends: Sequence[TxnSend]) -> dict[str, Any]:
@@ -541,14 +567,15 @@ class _Judge:
 
 
 def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool, assumed: Mapping[int, set[str]],
-               logs: Mapping[int, PartitionLog]) -> list[dict[str, Any]]:
+               logs: Mapping[int, PartitionLog], missed: int) -> list[dict[str, Any]]:
     """Why the verdict may not be true although nothing forbidden was seen: an incomplete
     drain, committed records the drain may have ended below (``after-drain``), aborted
     reads and tears that read_uncommitted readers showed, which that isolation permits
     and so cannot judge (``isolation-unchecked``), anomalies on a partition (``assumed``)
     that only faults assumed permit (``permitted-on-assumption``), transactions a
-    partition's log (``logs``) left open after the heal (``open-transaction``), a cut
-    history."""
+    partition's log (``logs``) left open after the heal (``open-transaction``), lost
+    writes and drain tears of records every replica holds committed (``missed`` of them,
+    ``drain-missed-held``, :meth:`TxnHistory.held`), a cut history."""
     out = []
     short = sorted(set(range(spec.topic.partitions)) - h.complete)
     if short:
@@ -582,6 +609,13 @@ def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool, assumed: Mapping[
                                f"after the heal, its last stable offset {log.last_stable_offset} stays "
                                f"below its log end {log.end}, so read_committed readers stop there and "
                                "whether they commit is not known"})
+    if missed:
+        out.append({"kind": "drain-missed-held", "count": missed, "affects_verdict": True,
+                    "why": f"{missed} committed record(s) (or drain tears of them) the complete drain "
+                           "did not read, at offsets it read nothing at below its HW where every "
+                           "replica's log holds the same batch, a committed transaction's "
+                           "(replicas.jsonl): the history says lost, the brokers say held; not "
+                           "counted as lost writes or torn transactions"})
     if truncated:
         out.append({"kind": "truncated-history", "affects_verdict": True,
                     "why": "the history's last line was cut: the run's end is not known"})

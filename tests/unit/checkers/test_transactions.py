@@ -610,7 +610,7 @@ def replica_logs(*partitions: list[tuple[int, int, str]]) -> dict[int, Partition
         {"topic": TOPIC, "partition": p, "node": 1, "log_start_offset": 0,
          "log_end_offset": batches[-1][0] + 1, "hw_checkpoint": None,
          "batches": [[o, o, 0, 1, pid, 0, 0, 0, kind] for o, pid, kind in batches]}
-        for p, batches in enumerate(partitions)], TOPIC)
+        for p, batches in enumerate(partitions)], TOPIC, 1)
 
 
 def test_a_transaction_the_log_left_open_leaves_the_verdict_unknown() -> None:

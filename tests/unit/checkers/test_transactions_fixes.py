@@ -7,8 +7,9 @@ from __future__ import annotations
 import dataclasses
 
 from faultline.checkers.guarantees import G0, TORN
+from faultline.checkers.txn_log import partition_logs
 from faultline.spec import TopicSpec
-from tests.unit.checkers.test_transactions import SECOND, TOPIC, H, spec, verdict
+from tests.unit.checkers.test_transactions import SECOND, TOPIC, H, committed_pair, spec, verdict
 
 
 def wipe_led(h: H, node: int, leaders: dict[int, int]) -> None:
@@ -62,3 +63,31 @@ def test_a_write_cycle_a_permitted_loss_explains_is_permitted() -> None:
         r = verdict(h, spec(replication_factor=1), protocol=2)
         assert r["anomalies"][G0][0]["permitted"] is permitted, node
         assert (G0 in r["violations"]) is not permitted, node
+
+
+def every_replica(*partitions: list[tuple[int, int, str]]) -> list[dict[str, object]]:
+    """``replicas.jsonl`` lines of partitions 0, 1, ...: the same batches (offset,
+    producer id, kind) on each of nodes 1 to 3."""
+    return [{"topic": TOPIC, "partition": p, "node": node, "log_start_offset": 0,
+             "log_end_offset": batches[-1][0] + 1, "hw_checkpoint": None,
+             "batches": [[o, o, 0, 1, pid, 0, 0, 0, kind] for o, pid, kind in batches]}
+            for p, batches in enumerate(partitions) for node in (1, 2, 3)]
+
+
+def test_a_lost_write_every_replica_holds_committed_is_set_aside() -> None:
+    """No fault; the drain of partition 1 misses value 2 at offset 0 while every replica
+    holds a transaction's batch there: with a commit marker after it, the drain missed
+    what the brokers hold (unknown, not counted); with an abort marker, the loss stands."""
+    for marker, valid in (("commit", "unknown"), ("abort", False)):
+        h = H()
+        committed_pair(h)
+        h.drain(10, 0, (0, 1))
+        h.drain(11, 1)
+        logs = partition_logs(every_replica([(0, 7, "txn"), (1, 7, "commit")],
+                                            [(0, 7, "txn"), (1, 7, marker)]), TOPIC, 3)
+        r = verdict(h, protocol=2, logs=logs)
+        assert r["valid"] == valid, marker
+        assert ("lost-write" in r["violations"]) is (marker == "abort"), marker
+        assert [u["kind"] for u in r["unknown"]] == (["drain-missed-held"] if marker == "commit" else [])
+        if marker == "abort":
+            assert r["anomalies"]["lost-write"][0]["log_marker"] == "abort"
