@@ -5,8 +5,10 @@ record is in, and which transactions the log left open.
 A transaction's records in a partition are its producer id's ``txn`` batches; the
 coordinator ends them with a ``commit`` or ``abort`` marker of that producer id, and a
 read_committed reader reads no further than the first record of a transaction still
-open there (the last stable offset). A partition is judged by its longest replica's log
-(the first by node of the longest): after quiescence every replica holds the leader's.
+open there (the last stable offset). A partition is judged by the log of the replica whose
+checkpointed high watermark is highest, then the longest (the first by node of those):
+after quiescence every replica in the ISR holds the leader's, while one that fell out may
+keep a diverged tail no high watermark covers.
 Lines written before batches carried their kind say nothing. Where every replica holds a
 record is the queue checker's reading of all the partition's lines
 (:func:`~faultline.checkers.anomalies.replicas_of`).
@@ -28,7 +30,7 @@ OPEN = "open"
 
 @dataclass(frozen=True)
 class PartitionLog:
-    """One partition's log as its longest replica (``node``) holds it: its log end, the
+    """One partition's log as the replica it is judged by (``node``) holds it: its log end, the
     base offset and last offset of each batch that holds a transaction's records, and how
     the transaction of each ended (``commit``, ``abort``, or :data:`OPEN`), the first
     offset of each producer id's transaction left open, and what all its replicas' logs
@@ -65,8 +67,9 @@ def partition_logs(replicas: Iterable[Mapping[str, Any]], topic: str,
         kinds = [r for r in lines
                  if r["log_end_offset"] is not None and all(len(b) > 8 for b in r["batches"])]
         if kinds:
-            longest = max(kinds, key=lambda r: r["log_end_offset"])  # the first by node of the longest
-            out[p] = _log(longest, replicas_of(lines, replication_factor))
+            judged = max(kinds, key=lambda r: (r["hw_checkpoint"] if isinstance(r["hw_checkpoint"], int)
+                                               else -1, r["log_end_offset"]))
+            out[p] = _log(judged, replicas_of(lines, replication_factor))
     return out
 
 

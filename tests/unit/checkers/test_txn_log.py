@@ -40,3 +40,15 @@ def test_a_partition_is_judged_by_its_longest_replica_and_old_lines_say_nothing(
     assert (logs[0].node, logs[0].open, logs[0].marker_at(0)) == (1, {}, "commit")
     assert logs[1].open == {9: 0}
     assert partition_logs([old], TOPIC, 3) == {}
+
+
+def test_a_partition_is_judged_by_the_replica_whose_high_watermark_is_highest() -> None:
+    """Node 1 fell out of the ISR with a diverged tail (a transaction no marker follows),
+    longer than the leader's log (node 2, its commit written): where node 2's checkpointed
+    high watermark is the higher, its log is read and nothing is open; where node 1's were,
+    node 1's tail would be."""
+    for leader_hw, node, open_ in ((2, 2, {}), (0, 1, {9: 1})):
+        diverged = {**line(1, (0, 0, 7, "txn"), (1, 2, 9, "txn"), (3, 3, 7, "commit")), "hw_checkpoint": 1}
+        leader = {**line(2, (0, 0, 7, "txn"), (1, 1, 7, "commit")), "hw_checkpoint": leader_hw}
+        [log] = partition_logs([diverged, leader], TOPIC, 2).values()
+        assert (log.node, dict(log.open)) == (node, open_), leader_hw
