@@ -81,6 +81,10 @@ class Replicas:
     log_end: int | None
     log_start: int
 
+    def held(self, offset: int, high_watermark: int) -> bool:
+        """Whether every replica holds the same batch at ``offset``, below ``high_watermark``."""
+        return self.agreed is not None and self.log_start <= offset < min(self.agreed, high_watermark)
+
 
 @dataclass(frozen=True)
 class Partition:
@@ -127,8 +131,7 @@ class Partition:
         the same batch below the drain's high watermark: there was a record to read."""
         d, r = self.drain, self.replicas
         return (d is not None and d.high_watermark is not None and r is not None
-                and r.agreed is not None and r.log_start <= offset < min(r.agreed, d.high_watermark)
-                and self._unread(offset))
+                and r.held(offset, d.high_watermark) and self._unread(offset))
 
     def short(self) -> bool:
         """Whether the complete drain stopped below the offset every replica agrees to."""
@@ -478,11 +481,13 @@ def partitions(spec: TestSpec, rows: Iterable[Mapping[str, Any]],
     reps = replicas_by_partition(replicas or (), spec.topic.name)
     return [Partition(tuple(s for at, s in sends.values() if at == tp), tuple(polled[tp]),
                       tuple(drained[tp]), drains[tp],
-                      _replicas(reps[tp], spec.topic.replication_factor) if tp in reps else None)
+                      replicas_of(reps[tp], spec.topic.replication_factor) if tp in reps else None)
             for tp in range(n)]
 
 
-def _replicas(lines: Sequence[Mapping[str, Any]], replication_factor: int) -> Replicas:
+def replicas_of(lines: Sequence[Mapping[str, Any]], replication_factor: int) -> Replicas:
+    """What one partition's ``replicas.jsonl`` lines (by node) say; nothing agreed where
+    fewer lines than ``replication_factor`` are given."""
     ends = [r.get("log_end_offset") for r in lines]
     return Replicas(agreed_end(lines) if len(lines) >= replication_factor else None,
                     max(ends) if all(isinstance(e, int) for e in ends) else None,  # type: ignore[type-var]

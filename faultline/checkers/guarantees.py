@@ -407,7 +407,8 @@ def transaction_rules(config: TransactionConfig, families: frozenset[str],
     windows overlap its span, docs/design.md "Transactions"; for the run, every one it saw);
     ``loss``: why committed records of the partitions it concerns may be lost, where they
     may (the queue's ``lost-write`` rule, :func:`committed_loss_reason`, by those
-    partitions' faults). A write cycle (G0) whose edges all agree with real time is always
+    partitions' faults; for G0, of an edge's partition, written by its earlier
+    transaction). A write cycle (G0) whose edges all agree with real time is always
     permitted (:data:`CONCURRENT_WRITE_CYCLE`); this rule is for the others."""
     out: dict[str, str] = {}
     delaying = sorted(families & DELAYING_FAULTS)
@@ -422,6 +423,8 @@ def transaction_rules(config: TransactionConfig, families: frozenset[str],
         why = f"committed records may be lost ({loss}), part of a transaction with them"
         out.setdefault("lost-write", why)
         out.setdefault(TORN, why)
+        out.setdefault(G0, f"committed records may be lost ({loss}): a later transaction's record "
+                           "can take the offset of a lost one, ahead of the earlier transaction's")
     return out
 
 

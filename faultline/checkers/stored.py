@@ -140,7 +140,8 @@ def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     history = txn_history(run.spec, run.rows, run.source)
     return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
                                       truncated=run.read.truncated, timeline=run.timeline(),
-                                      logs=partition_logs(run.files().replicas or (), run.spec.topic.name)))
+                                      logs=partition_logs(run.files().replicas or (), run.spec.topic.name,
+                                                          run.spec.topic.replication_factor)))
 
 
 def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:

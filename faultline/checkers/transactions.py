@@ -141,6 +141,16 @@ class TxnHistory:
         return ((began is not None and (t.ended is None or t.ended >= began))
                 or (hw is not None and s.offset is not None and s.offset >= hw))
 
+    def held(self, logs: Mapping[int, PartitionLog], s: TxnSend) -> bool:
+        """Whether the complete drain read nothing at ``s``'s offset where every replica
+        holds the same batch below the high watermark it read to, a committed
+        transaction's by ``logs`` (the queue checker's ``drain-missed-held``): the history
+        says missing, the brokers say held."""
+        log, hw = logs.get(s.partition), self.high_watermark.get(s.partition)
+        return (log is not None and hw is not None and s.offset is not None
+                and log.replicas.held(s.offset, hw) and log.marker_at(s.offset) == "commit"
+                and all(r.offset != s.offset for r in self.drained if r.partition == s.partition))
+
 
 # -- the anomalies --------------------------------------------------------------------
 
@@ -381,10 +391,13 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         found["aborted-read"].append({"topic": topic, "partition": r.partition, "offset": r.offset,
                                       "value": r.value, "time": r.time, "process": r.reader,
                                       "txn_index": t.index, "txn_outcome": t.outcome,
-                                      **({"log_marker": logs[r.partition].marker_at(r.offset)}
-                                         if r.partition in logs else {}),
+                                      **_log_marker(logs, r.partition, r.offset),
                                       **judge.excuse("aborted-read", t.invoked, spans[t.index][1])})
+    missed = 0  # lost writes and the drain's tears of records every replica holds committed
     for t, reader, passed in torn_transactions(h) if h.read_committed else ():
+        if reader is None and all(h.held(logs, s) for s in passed):
+            missed += 1
+            continue
         found[TORN].append({"topic": topic, "txn_index": t.index, "process": reader,
                             "values": [s.value for s in passed],
                             "partitions": sorted({s.partition for s in passed}),
@@ -392,13 +405,19 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                             **judge.excuse(TORN, spans[t.index][0], t.ended, t.invoked,
                                            [s.partition for s in passed])})
     for t, s in lost_writes(h):
+        if h.held(logs, s):
+            missed += 1
+            continue
         found["lost-write"].append({"topic": topic, "partition": s.partition, "offset": s.offset,
                                     "value": s.value, "time": t.ended, "txn_index": t.index,
+                                    **_log_marker(logs, s.partition, s.offset),
                                     **judge.excuse("lost-write", spans[t.index][0], t.ended,
                                                    t.invoked, [s.partition])})
     for cycle in write_cycles(h):
-        # an edge against real time puts the later one's record first: the earlier one's landed late
-        late = [judge.excuse(G0, b.invoked, spans[b.index][1]) for a, b, _ in cycle if b.precedes(a)]
+        # an edge against real time puts the later one's record first: the earlier one's
+        # landed late, or was lost and its offset taken again
+        late = [judge.excuse(G0, b.invoked, spans[b.index][1], b.invoked, [p])
+                for a, b, p in cycle if b.precedes(a)]
         excuse = ({"reason": CONCURRENT_WRITE_CYCLE, "permitted": True} if not late else
                   next((e for e in late if not e["permitted"]), late[0]))
         found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
@@ -411,7 +430,7 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         if instances:
             kept = sorted(instances, key=lambda e: e["permitted"])[:MAX_ANOMALY_EXAMPLES]
             anomalies[name] = kept
-    unknown = _undecided(spec, h, truncated, judge.assumed, logs)
+    unknown = _undecided(spec, h, truncated, judge.assumed, logs, missed)
     valid: Valid = False if violations else (UNKNOWN if unknown else True)
     outcomes = {"ok": 0, "fail": 0, "info": 0}
     sends = dict(outcomes)
@@ -434,6 +453,15 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                "transaction_protocol": config.protocol,
                "faults_seen": sorted(h.families)},
     )
+
+
+def _log_marker(logs: Mapping[int, PartitionLog], partition: int, offset: int | None) -> dict[str, Any]:
+    """An example's ``log_marker``: how the log of ``partition`` ended the transaction of its
+    record at ``offset`` (:meth:`~faultline.checkers.txn_log.PartitionLog.marker_at`; None
+    without an offset); nothing where ``logs`` lacks the partition."""
+    if partition not in logs:
+        return {}
+    return {"log_marker": None if offset is None else logs[partition].marker_at(offset)}
 
 
 def _log_markers(logs: Mapping[int, PartitionLog], sends: Sequence[TxnSend]) -> dict[str, Any]:
@@ -468,12 +496,12 @@ def _producer_spans(h: TxnHistory) -> dict[int, tuple[int, int | None]]:
 
 @dataclass(frozen=True)
 class _Loss:
-    """Why committed records of a partition may be lost, and whether only faults assumed
-    (the permissive reading, :class:`~faultline.checkers.verdict.Ruling`) permit it."""
+    """Why committed records of some partitions may be lost, and those of them where only
+    faults assumed (the permissive reading, :class:`~faultline.checkers.verdict.Ruling`)
+    permit it."""
 
-    partition: int
     reason: str
-    assumed: bool
+    assumed: tuple[int, ...]
 
 
 class _Judge:
@@ -496,8 +524,9 @@ class _Judge:
         :func:`~faultline.checkers.guarantees.transaction_rules` given the delaying faults
         whose windows overlap ``since`` to ``until`` (None: the run's end), where a request
         held in them could have landed late, and, for a loss or a tear (``written``: the
-        transaction's invoke), whether committed records of ``partitions`` written then may
-        be lost (:meth:`loss`)."""
+        transaction's invoke; for G0, that of an edge's earlier transaction, and the
+        edge's partition), whether committed records of ``partitions`` written then may be
+        lost (:meth:`loss`)."""
         delaying = frozenset(w.family for w in self._h.faults
                              if w.family in DELAYING_FAULTS and w.overlaps(since, until))
         loss = None if written is None else self.loss(partitions, written)
@@ -505,23 +534,26 @@ class _Judge:
         allowed = transaction_rules(self._config, delaying, why)
         if name not in allowed:
             return {"permitted": False, "reason": transaction_forbidden(self._config, delaying, why)[name]}
-        if loss is not None and loss.assumed and name not in transaction_rules(self._config, delaying):
-            self.assumed[loss.partition].add(name)
+        if loss is not None and name not in transaction_rules(self._config, delaying):
+            for p in loss.assumed:
+                self.assumed[p].add(name)
         return {"permitted": True, "reason": allowed[name]}
 
     def loss(self, partitions: Iterable[int], written: int) -> _Loss | None:
-        """Why committed records of one of ``partitions`` written at ``written`` may be
-        lost: the queue checker's ``lost-write`` rule (committed loss) by the faults of that
-        partition's window (:meth:`~faultline.checkers.verdict.Permissions.ruling`), a
-        partition where a witness shows them first; None where none permits it."""
-        found = None
+        """Why committed records of every one of ``partitions`` written at ``written`` may
+        be lost: the queue checker's ``lost-write`` rule (committed loss) by the faults of
+        each partition's window (:meth:`~faultline.checkers.verdict.Permissions.ruling`),
+        their reasons joined; None where one of them (or none given) does not permit it."""
+        reasons, assumed = [], []
         for p in sorted(set(partitions)):
             tp = self._tp[p]
             ruling = self._permissions.ruling(tp, written, ("lost-write",))
-            if ruling.permitted and (found is None or (found.assumed and not ruling.assumed)):
-                found = _Loss(p, f"on partition {p}, {self._permissions.reason('lost-write', tp, written)}",
-                              ruling.assumed)
-        return found
+            if not ruling.permitted:
+                return None
+            reasons.append(f"on partition {p}, {self._permissions.reason('lost-write', tp, written)}")
+            if ruling.assumed:
+                assumed.append(p)
+        return _Loss("; ".join(reasons), tuple(assumed)) if reasons else None
 
     def run_loss(self) -> str | None:
         """Why committed records may be lost somewhere in the run: each partition's reason
@@ -535,14 +567,15 @@ class _Judge:
 
 
 def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool, assumed: Mapping[int, set[str]],
-               logs: Mapping[int, PartitionLog]) -> list[dict[str, Any]]:
+               logs: Mapping[int, PartitionLog], missed: int) -> list[dict[str, Any]]:
     """Why the verdict may not be true although nothing forbidden was seen: an incomplete
     drain, committed records the drain may have ended below (``after-drain``), aborted
     reads and tears that read_uncommitted readers showed, which that isolation permits
     and so cannot judge (``isolation-unchecked``), anomalies on a partition (``assumed``)
     that only faults assumed permit (``permitted-on-assumption``), transactions a
-    partition's log (``logs``) left open after the heal (``open-transaction``), a cut
-    history."""
+    partition's log (``logs``) left open after the heal (``open-transaction``), lost
+    writes and drain tears of records every replica holds committed (``missed`` of them,
+    ``drain-missed-held``, :meth:`TxnHistory.held`), a cut history."""
     out = []
     short = sorted(set(range(spec.topic.partitions)) - h.complete)
     if short:
@@ -576,6 +609,13 @@ def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool, assumed: Mapping[
                                f"after the heal, its last stable offset {log.last_stable_offset} stays "
                                f"below its log end {log.end}, so read_committed readers stop there and "
                                "whether they commit is not known"})
+    if missed:
+        out.append({"kind": "drain-missed-held", "count": missed, "affects_verdict": True,
+                    "why": f"{missed} committed record(s) (or drain tears of them) the complete drain "
+                           "did not read, at offsets it read nothing at below its HW where every "
+                           "replica's log holds the same batch, a committed transaction's "
+                           "(replicas.jsonl): the history says lost, the brokers say held; not "
+                           "counted as lost writes or torn transactions"})
     if truncated:
         out.append({"kind": "truncated-history", "affects_verdict": True,
                     "why": "the history's last line was cut: the run's end is not known"})

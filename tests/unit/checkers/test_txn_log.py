@@ -22,7 +22,7 @@ def test_each_transactions_records_end_as_its_producers_next_marker_says() -> No
     marker after them: open from 2, the last stable offset."""
     [(p, log)] = partition_logs([line(1, (0, 1, 7, "txn"), (2, 2, 8, "txn"), (3, 3, 7, "commit"),
                                       (4, 4, 7, "txn"), (5, 5, 8, "txn"), (6, 6, 7, "abort"),
-                                      (7, 9, -1, "data"))], TOPIC).items()
+                                      (7, 9, -1, "data"))], TOPIC, 3).items()
     assert p == 0
     assert [log.marker_at(o) for o in range(11)] == [
         "commit", "commit", OPEN, None, "abort", OPEN, None, None, None, None, None]
@@ -36,7 +36,19 @@ def test_a_partition_is_judged_by_its_longest_replica_and_old_lines_say_nothing(
     old = line(3, (0, 0, 7, "txn"), (1, 1, 7, "commit"), (2, 5, -1, "data"))
     old["batches"] = [b[:8] for b in old["batches"]]
     logs = partition_logs([line(2, (0, 0, 7, "txn")), line(1, (0, 0, 7, "txn"), (1, 1, 7, "commit")),
-                           old, line(1, (0, 0, 9, "txn"), partition=1)], TOPIC)
+                           old, line(1, (0, 0, 9, "txn"), partition=1)], TOPIC, 3)
     assert (logs[0].node, logs[0].open, logs[0].marker_at(0)) == (1, {}, "commit")
     assert logs[1].open == {9: 0}
-    assert partition_logs([old], TOPIC) == {}
+    assert partition_logs([old], TOPIC, 3) == {}
+
+
+def test_a_partition_is_judged_by_the_replica_whose_high_watermark_is_highest() -> None:
+    """Node 1 fell out of the ISR with a diverged tail (a transaction no marker follows),
+    longer than the leader's log (node 2, its commit written): where node 2's checkpointed
+    high watermark is the higher, its log is read and nothing is open; where node 1's were,
+    node 1's tail would be."""
+    for leader_hw, node, open_ in ((2, 2, {}), (0, 1, {9: 1})):
+        diverged = {**line(1, (0, 0, 7, "txn"), (1, 2, 9, "txn"), (3, 3, 7, "commit")), "hw_checkpoint": 1}
+        leader = {**line(2, (0, 0, 7, "txn"), (1, 1, 7, "commit")), "hw_checkpoint": leader_hw}
+        [log] = partition_logs([diverged, leader], TOPIC, 2).values()
+        assert (log.node, dict(log.open)) == (node, open_), leader_hw
