@@ -482,29 +482,33 @@ def test_the_group_extra_keeps_its_findings_with_their_meaning(tmp_path: Path) -
 def test_an_undecided_group_example_is_doubted_not_a_violation(tmp_path: Path) -> None:
     """An overlap whose first owner was retired is undecided: its unknown entry names its
     type, and the report and the pipeline's anomalies table call its example doubted (a
-    null ``violation``), not a violation; beside a decided overlap of the same run, that
-    one stays a violation."""
+    null ``violation``), not a violation; a decided overlap of the same run keeps its own
+    judgement: a violation stays one (and so does its type), a permitted one is not doubted."""
     cell = Cell("n-1", "2026-11-23T02:00:00Z", "2026-11-23", "r1", {"seed": 1}, "done", tmp_path, None)
-    for violated in (False, True):
+    doubted, violation, permitted = (False, True), (True, False), (False, False)
+    for beside, status, marks, table in (
+            (None, "doubted", [doubted], [(True, None)]),
+            ("revoke", "violation", [doubted, violation], [(False, True), (True, None)]),
+            ("lost", "doubted", [permitted, doubted], [(False, False), (True, None)])):
         h = retired_owner("info")
-        if violated:  # process 2, holding partition 0 to 11 s, overlaps process 3 from 10 s
+        if beside:  # process 3 holding partition 0 from 10 s, process 4 from 11 s; 3 ends it
             h.at(10).rebalance(3, "assign", [0])
-            h.at(11).poll(2, [])
+            h.at(11).rebalance(4, "assign", [0])
+            h.at(12).rebalance(3, beside, [0])
         h.send(0, 100, 0, 0)
         h.drain(0, [(0, 100)])
-        run_dir = stored(tmp_path / str(violated), group_spec(), h)
+        run_dir = stored(tmp_path / str(beside), group_spec(), h)
         results = check_run(run_dir).to_json()
         validator("results.schema.json").validate(results)
         (entry,) = [u for u in results["unknown"] if u["kind"] == "owner-end-unknown"]
         assert entry["anomalies"] == ["overlapping-owners"]
         run = load_run(run_dir)
         (row,) = [e for e in expectations(run) if e["name"] == "overlapping-owners"]
-        assert row["status"] == ("violation" if violated else "doubted")
+        assert row["status"] == status
         (section,) = [x for x in anomaly_sections(run) if x["name"] == "overlapping-owners"]
-        marks = sorted((r["violation"], "owner-end-unknown" in r["doubt"]) for r in section["rows"])
-        assert marks == ([(False, True), (True, False)] if violated else [(False, True)])
-        table = sorted((x["violation"] is None, x["violation"]) for x in anomaly_rows(cell, results))
-        assert table == ([(False, True), (True, None)] if violated else [(True, None)])
+        assert sorted((r["violation"], "owner-end-unknown" in r["doubt"]) for r in section["rows"]) == marks
+        rows = anomaly_rows(cell, results)
+        assert sorted((x["violation"] is None, x["violation"]) for x in rows) == table
 
 
 def test_the_group_history_results_and_spec_match_their_schemas(tmp_path: Path) -> None:
