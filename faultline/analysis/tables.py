@@ -185,7 +185,8 @@ def fault_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str, A
 
 def anomaly_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The ``anomalies`` rows of one run: every example results.json holds, its common fields as
-    columns and the whole example as JSON; ``violation`` as the example's own ``permitted``
+    columns and the whole example as JSON; ``violation`` null for an example its checker
+    left undecided (a group example's ``unknown``), else as the example's own ``permitted``
     says when it says (the checker judges each inconsistent-offsets instance by itself),
     else when its type is a violation on its partition (``partitions[].violations``)."""
     r = result or {}
@@ -202,8 +203,9 @@ def anomaly_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str,
                         "value": x.get("value") if isinstance(x.get("value"), int) else None,
                         "offset": x.get("offset") if isinstance(x.get("offset"), int) else None,
                         "time_ns": x.get("time") if isinstance(x.get("time"), int) else None,
-                        "violation": (x["permitted"] is False if isinstance(x.get("permitted"), bool)
-                                      else (x.get("topic"), x.get("partition"), kind) in bad),
+                        "violation": None if x.get("unknown") is not None else (
+                            x["permitted"] is False if isinstance(x.get("permitted"), bool)
+                            else (x.get("topic"), x.get("partition"), kind) in bad),
                         "json": orjson.dumps(x).decode()})
     return out
 

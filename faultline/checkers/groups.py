@@ -25,7 +25,7 @@ from faultline.checkers.guarantees import (
     group_permitted,
     offsets_destroyed,
 )
-from faultline.checkers.result import UNKNOWN, Result, Valid
+from faultline.checkers.result import MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid, displace_permitted
 from faultline.faults import family_of_fault
 from faultline.history import NEMESIS, Op
 
@@ -40,7 +40,7 @@ GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owne
 #: past a classic session timeout (6 s, :func:`faultline.workloads.group.group_config`) and
 #: the rebalance that follows; KIP-848 assigns as soon as a member heartbeats.
 QUIET_NS = 10 * 10**9
-#: Examples kept per anomaly.
+#: Examples kept per anomaly in results.json's ``group``, in the order seen.
 MAX_GROUP_EXAMPLES = 100
 
 
@@ -400,32 +400,41 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
           *, end: Mapping[int, int] | str) -> Result:
     """The ``group`` checker's Result: ``valid`` false where an instance the guarantees do
     not permit was seen, else unknown where an instance could not be decided
-    (:data:`UNDECIDED`), else true; the group anomalies' counts, examples, which were
-    permitted (and why, ``permitted_reasons``) and which were violations, as the run's
-    own (:func:`~faultline.checkers.stored.compose` adds them to the queue checker's);
-    results.json's ``group``: that verdict, and whether the group settled for
-    :func:`unassigned_members` to be judged. ``asynchronous``: the members commit
-    ``async`` or ``auto`` (:func:`requested_after`). ``end``: the group's committed
+    (:data:`UNDECIDED`; each entry names its ``anomalies``), else true; the group
+    anomalies' counts, examples (at most :data:`MAX_ANOMALY_EXAMPLES` each, a violation
+    displacing the last permitted one kept; each says ``permitted`` as a boolean,
+    ``permitted_by`` and ``unknown``), which were permitted (and why,
+    ``permitted_reasons``) and which were violations, as the run's own
+    (:func:`~faultline.checkers.stored.compose` adds them to the queue checker's);
+    results.json's ``group``: that verdict, the same counts, permitted, reasons and
+    violations, up to :data:`MAX_GROUP_EXAMPLES` examples each in the order seen (each
+    says ``permitted``: the reason or null, and ``unknown``), and whether the group
+    settled for :func:`unassigned_members` to be judged. ``asynchronous``: the members
+    commit ``async`` or ``auto`` (:func:`requested_after`). ``end``: the group's committed
     offsets after the drain (partition -> offset, for :func:`commits_lost`), or why they
     are not known, which leaves the verdict at most unknown (``group-end-unknown``)."""
     counts = dict.fromkeys(GROUP_ANOMALIES, 0)
     examples: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}
+    own: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}  # group's, as seen
     permitted: dict[str, str] = {}
     violations: set[str] = set()
-    undecided: dict[str, int] = {}
+    undecided: dict[str, dict[str, int]] = {}  # kind -> anomaly -> instances
 
     def add(anomaly: str, example: dict[str, Any], why: str | None = None,
             unknown: str | None = None) -> None:
         counts[anomaly] += 1
         if unknown is not None:
-            undecided[unknown] = undecided.get(unknown, 0) + 1
+            per = undecided.setdefault(unknown, {})
+            per[anomaly] = per.get(anomaly, 0) + 1
         elif why is None:
             violations.add(anomaly)
         else:
             permitted.setdefault(anomaly, why)
-        if len(examples[anomaly]) < MAX_GROUP_EXAMPLES:
-            examples[anomaly].append({**example, "permitted": why is not None, "permitted_by": why,
-                                      "unknown": unknown})
+        if len(own[anomaly]) < MAX_GROUP_EXAMPLES:
+            own[anomaly].append({**example, "permitted": why, "unknown": unknown})
+        kept, violation = examples[anomaly], why is None and unknown is None
+        if len(kept) < MAX_ANOMALY_EXAMPLES or (violation and displace_permitted(kept)):
+            kept.append({**example, "permitted": why is not None, "permitted_by": why, "unknown": unknown})
 
     found, unbounded = commits_backwards(g, asynchronous)
     for b, kind in [*((b, None) for b in found), *((b, "commit-request-unknown") for b in unbounded)]:
@@ -467,8 +476,8 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             "commit-unjournaled" if unjournaled and not destroyed else None)
     settled = settled_at(g) is not None
     valid: Valid = False if violations else UNKNOWN if undecided or isinstance(end, str) else True
-    unknown = [{"kind": kind, "count": n, "affects_verdict": True, "why": UNDECIDED[kind]}
-               for kind, n in undecided.items()]
+    unknown = [{"kind": kind, "count": sum(per.values()), "affects_verdict": True,
+                "anomalies": list(per), "why": UNDECIDED[kind]} for kind, per in undecided.items()]
     if isinstance(end, str):
         unknown.append({"kind": "group-end-unknown", "count": 1, "affects_verdict": True,
                         "why": f"commit-lost not judged: {end}"})
@@ -477,9 +486,13 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             "kind": "group-not-settled", "affects_verdict": False,
             "why": f"no member lived {QUIET_NS // 10**9} s past the last fault, retirement or new "
                    "member, so members without an assignment (unassigned-member) were not judged"})
+    kinds, allowed = sorted(violations), sorted(permitted)
     return Result(valid=valid, anomaly_counts=counts, anomalies={a: e for a, e in examples.items() if e},
-                  permitted=sorted(permitted), violations=sorted(violations), unknown=unknown,
-                  extra={"group": {"valid": valid, "settled": settled}, "permitted_reasons": permitted})
+                  permitted=allowed, violations=kinds, unknown=unknown,
+                  extra={"group": {"valid": valid, "anomaly_counts": counts,
+                                   "anomalies": {a: e for a, e in own.items() if e}, "permitted": allowed,
+                                   "permitted_reasons": permitted, "violations": kinds, "settled": settled},
+                         "permitted_reasons": permitted})
 
 
 def _span(o: Ownership) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from typing import Any
 import jinja2
 import orjson
 
+from faultline.checkers.groups import UNDECIDED
 from faultline.checkers.guarantees import CULPRITS
 from faultline.checkers.partition_faults import PartitionFaults
 from faultline.checkers.result import ANOMALIES
@@ -434,8 +435,11 @@ def doubts(r: Mapping[str, Any]) -> dict[str, list[tuple[str, m.Partition | None
     """Per anomaly type seen, the ``unknown`` entries saying that whether it is permitted
     is not established, as (kind, partition; None for every partition): a
     ``permitted-on-assumption`` entry names its partition's types (``anomalies``; from a
-    checker that did not name them, every type seen there and not forbidden there)."""
+    checker that did not name them, every type seen there and not forbidden there); a
+    group checker's (:data:`~faultline.checkers.groups.UNDECIDED`) names the types it left
+    undecided, on any partition, but a type it found violated stays violated."""
     seen = [a for a, n in _counts(r).items() if n]
+    violations = set(r.get("violations") or ())
     summaries = _summaries(r)
     out: dict[str, list[tuple[str, m.Partition | None]]] = {}
     for u in _undecided(r):
@@ -451,6 +455,10 @@ def doubts(r: Mapping[str, Any]) -> dict[str, list[tuple[str, m.Partition | None
                 if n and a not in (x.get("violations") or ())]
             for a in names:
                 out.setdefault(str(a), []).append((kind, part))
+        elif kind in UNDECIDED and isinstance(u.get("anomalies"), list):
+            for a in u["anomalies"]:
+                if a not in violations:
+                    out.setdefault(str(a), []).append((kind, None))
     return out
 
 
@@ -491,8 +499,9 @@ def expectations(run: RunData) -> list[dict[str, Any]]:
                 if forbidden_seen else [allowing.get(a) or forbidden.get(a)])
         reason = "; ".join(text(x) for x in said if x)
         if status == "doubted":
-            reason = (f"not established ({_doubt_text(doubt)}): "
-                      f"{'forbidden as judged: ' if forbidden_seen else 'permitted only if '}{reason}")
+            judged = (f"forbidden as judged{': ' + reason if reason else ''}" if forbidden_seen
+                      else f"permitted only if {reason}")
+            reason = f"not established ({_doubt_text(doubt)}): {judged}"
         rows.append({"name": a, "count": n, "permitted": allowed, "partly": allowed and a in forbidden,
                      "reason": reason or ("" if allowed or not n else f"forbidden for {_under(run)}"),
                      "status": status})
@@ -569,13 +578,17 @@ def stories_payload(sections: Sequence[Mapping[str, Any]]) -> str:
 
 def _example_doubt(e: Mapping[str, Any], doubted: Sequence[tuple[str, m.Partition | None]]) -> str:
     """For an example whose judgement is not established (:func:`doubts`, :func:`applying`),
-    a line saying so; else ''."""
-    permitted = e.get("permitted")
-    here = isinstance(permitted, bool) and applying(
-        doubted, not permitted, (str(e.get("topic", "")), e.get("partition")))
+    a line saying so; else ''. A group example is judged by itself: its own ``unknown``
+    kind, not its type's, leaves it undecided."""
+    permitted, own = e.get("permitted"), e.get("unknown")
+    if not isinstance(permitted, bool):
+        return ""
+    here: list[tuple[str, m.Partition | None]] = [(own, None)] if isinstance(own, str) else []
+    here += [d for d in applying(doubted, not permitted, (str(e.get("topic", "")), e.get("partition")))
+             if d[0] not in UNDECIDED]
     if not here:
         return ""
-    whether = "Whether" if permitted else "Judged forbidden, but whether"
+    whether = "Whether" if permitted or own else "Judged forbidden, but whether"
     return f"{whether} it is permitted is not established ({_doubt_text(here)}): see undecided above."
 
 

@@ -9,8 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from faultline.analysis.sweepdir import Cell
+from faultline.analysis.tables import anomaly_rows
 from faultline.checkers import groups
-from faultline.checkers.guarantees import GuaranteeConfig
+from faultline.checkers.guarantees import OVERLAP_AFTER_LOST, GuaranteeConfig
+from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
 from faultline.checkers.results_file import check_run
 from faultline.checkers.stored import check_stored
 from faultline.commands.check import summary
@@ -258,6 +261,34 @@ def test_an_overlap_with_a_retired_first_owner_is_unknown() -> None:
     assert out["unknown"] == ["owner-end-unknown"]
 
 
+def test_a_violation_displaces_the_last_permitted_example_kept() -> None:
+    """46 members holding a partition, each losing it: 1035 overlaps permitted; then one
+    member revokes while another holds it: a violation, kept at the top level in place of
+    the last permitted example, where an undecided overlap after it (its first owner
+    retired) displaces none; results.json's ``group`` keeps the first 100 seen, each
+    ``permitted`` by its reason."""
+    h = G()
+    members = range(1, 47)
+    for p in members:
+        h.rebalance(p, "assign", [0])
+    for p in members:
+        h.rebalance(p, "lost", [0])
+    h.rebalance(47, "assign", [0])
+    h.rebalance(48, "assign", [0])
+    h.rebalance(47, "revoke", [0])
+    h.rebalance(49, "assign", [0])
+    h.rebalance(50, "assign", [0])
+    h.commit(49, [], "info")
+    result = groups.judge(h.group(), GuaranteeConfig(), groups.FaultWindows([], TOPIC, None), end={})
+    assert result.anomaly_counts["overlapping-owners"] == 46 * 45 // 2 + 2
+    kept = result.anomalies["overlapping-owners"]
+    assert len(kept) == MAX_ANOMALY_EXAMPLES and result.violations == ["overlapping-owners"]
+    assert [e["permitted"] for e in kept[-2:]] == [True, False] and kept[-1]["first"]["process"] == 47
+    own = result.extra["group"]["anomalies"]["overlapping-owners"]
+    assert len(own) == groups.MAX_GROUP_EXAMPLES
+    assert {e["permitted"] for e in own} == {OVERLAP_AFTER_LOST}
+
+
 def test_an_assignment_held_to_the_end_overlaps_a_later_one() -> None:
     h = G()
     h.rebalance(1, "assign", [0])
@@ -406,7 +437,8 @@ def test_a_group_violation_is_the_runs_in_results_json_and_on_its_report(tmp_pat
     validator("results.schema.json").validate(results)
     counts = results["anomaly_counts"]
     assert results["violations"] == ["commit-backwards"] and counts["commit-backwards"] == 1
-    assert counts["lost-write"] == 0 and results["group"] == {"valid": False, "settled": False}
+    assert counts["lost-write"] == 0 and results["group"]["valid"] is False
+    assert results["group"]["settled"] is False
     (example,) = results["anomalies"]["commit-backwards"]
     assert example["permitted"] is False and example["permitted_by"] is None
     run = load_run(run_dir)
@@ -423,6 +455,60 @@ def test_a_group_violation_is_the_runs_in_results_json_and_on_its_report(tmp_pat
     (row,) = [e for e in expectations(run) if e["name"] == "commit-backwards"]
     assert row["status"] == "permitted" and "(KAFKA-19902)" in row["reason"]
     assert "lost-write" in run.results["permitted_reasons"], "the queue checker's reasons are kept beside"
+
+
+def test_the_group_extra_keeps_its_findings_with_their_meaning(tmp_path: Path) -> None:
+    """results.json's ``group`` holds the group checker's counts, examples (``permitted``:
+    the reason, or null for a violation), permitted, reasons and violations, beside the
+    same findings at the top level (``permitted``: a boolean)."""
+    acks1 = dataclasses.replace(group_spec(), producer=dataclasses.replace(ProducerSpec(), acks="1",
+                                                                           enable_idempotence=False))
+    for spec, fault in ((group_spec(), False), (acks1, True)):
+        results = check_run(stored(tmp_path / str(fault), spec, taken_over(fault=fault))).to_json()
+        validator("results.schema.json").validate(results)
+        own = results["group"]
+        (example,) = own["anomalies"]["commit-backwards"]
+        (top,) = results["anomalies"]["commit-backwards"]
+        assert own["anomaly_counts"]["commit-backwards"] == 1 and example["unknown"] is None
+        assert example["permitted"] == top["permitted_by"] and top["permitted"] is fault
+        assert (own["permitted"], own["violations"]) == ((["commit-backwards"], []) if fault else
+                                                         ([], ["commit-backwards"]))
+        assert own["permitted_reasons"] == ({"commit-backwards": example["permitted"]} if fault else {})
+        assert (example["permitted"] is None) is not fault
+        del results["group"]["anomaly_counts"]
+        assert not validator("results.schema.json").is_valid(results)
+
+
+def test_an_undecided_group_example_is_doubted_not_a_violation(tmp_path: Path) -> None:
+    """An overlap whose first owner was retired is undecided: its unknown entry names its
+    type, and the report and the pipeline's anomalies table call its example doubted (a
+    null ``violation``), not a violation; a decided overlap of the same run keeps its own
+    judgement: a violation stays one (and so does its type), a permitted one is not doubted."""
+    cell = Cell("n-1", "2026-11-23T02:00:00Z", "2026-11-23", "r1", {"seed": 1}, "done", tmp_path, None)
+    doubted, violation, permitted = (False, True), (True, False), (False, False)
+    for beside, status, marks, table in (
+            (None, "doubted", [doubted], [(True, None)]),
+            ("revoke", "violation", [doubted, violation], [(False, True), (True, None)]),
+            ("lost", "doubted", [permitted, doubted], [(False, False), (True, None)])):
+        h = retired_owner("info")
+        if beside:  # process 3 holding partition 0 from 10 s, process 4 from 11 s; 3 ends it
+            h.at(10).rebalance(3, "assign", [0])
+            h.at(11).rebalance(4, "assign", [0])
+            h.at(12).rebalance(3, beside, [0])
+        h.send(0, 100, 0, 0)
+        h.drain(0, [(0, 100)])
+        run_dir = stored(tmp_path / str(beside), group_spec(), h)
+        results = check_run(run_dir).to_json()
+        validator("results.schema.json").validate(results)
+        (entry,) = [u for u in results["unknown"] if u["kind"] == "owner-end-unknown"]
+        assert entry["anomalies"] == ["overlapping-owners"]
+        run = load_run(run_dir)
+        (row,) = [e for e in expectations(run) if e["name"] == "overlapping-owners"]
+        assert row["status"] == status
+        (section,) = [x for x in anomaly_sections(run) if x["name"] == "overlapping-owners"]
+        assert sorted((r["violation"], "owner-end-unknown" in r["doubt"]) for r in section["rows"]) == marks
+        rows = anomaly_rows(cell, results)
+        assert sorted((x["violation"] is None, x["violation"]) for x in rows) == table
 
 
 def test_the_group_history_results_and_spec_match_their_schemas(tmp_path: Path) -> None:
