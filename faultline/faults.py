@@ -51,7 +51,7 @@ class Family:
     (:mod:`faultline.cluster.protocol`). ``model_steps``: the reference model's step
     kinds that model it. ``coordinator_kind``: the kind that aims it at the broker
     coordinating the run's consumer group, which a group workload's schedule draws too
-    (None: it has none).
+    (None: it has none); a txn workload's aims it at a transactional id's coordinator.
     """
 
     name: str

@@ -231,6 +231,11 @@ class TestSpec:
         workload's group."""
         return f"faultline-{self.name}"
 
+    def transactional_id(self, index: int) -> str:
+        """Producer ``index``'s ``transactional.id`` in the txn workload,
+        ``faultline-<name>-t<index>``, kept by every instance that replaces it."""
+        return f"faultline-{self.name}-t{index}"
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "spec",
                      strict: bool = True) -> TestSpec:

@@ -45,6 +45,7 @@ bound with ``as NAME``::
     TARGET     leader of P | followers of P | follower of P | controller | node N | N | NAME
                | first of NAME | second of NAME  (the lowest, the next node id NAME bound)
                | coordinator of group G         (G in lower case, as every word)
+               | coordinator of transaction T   (T a transactional.id, likewise)
     CONDITION  isr of P is {MEMBER, ...}       MEMBER: leader | N | NAME
                P has a new leader
                P caught up | caught up          (every replica of P, or of every
@@ -60,8 +61,9 @@ bound with ``as NAME``::
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
 lowest-numbered follower in P's ISR, ``controller`` the active KRaft controller,
-``coordinator of group G`` the leader of G's ``__consumer_offsets`` partition
-(:func:`offsets_partition`).
+``coordinator of group G`` the leader of G's ``__consumer_offsets`` partition,
+``coordinator of transaction T`` the leader of T's ``__transaction_state`` partition
+(both :func:`coordinator_partition`).
 ``P has a new leader`` holds once P is led by a node other than the leader that the
 schedule last resolved for P (or, before any, the one P had when the wait began).
 ``group G has committed`` cannot see a commit of the offsets G had committed already.
@@ -99,7 +101,8 @@ _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "l
                        "wait", "for", "until", "within",
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
-                       "second", "s", "coordinator", "group", "committed", "client", "clients"})
+                       "second", "s", "coordinator", "group", "committed", "client", "clients",
+                       "transaction"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
@@ -107,6 +110,9 @@ Role = Literal["leader", "followers", "follower", "controller", "node", "name", 
                "coordinator"]
 #: The topic that holds the groups' offsets; a group's coordinator leads its partition of it.
 OFFSETS_TOPIC = "__consumer_offsets"
+#: The topic that holds the transactions' states; a transactional id's coordinator leads its
+#: partition of it.
+TRANSACTIONS_TOPIC = "__transaction_state"
 WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced", "committed"]
 #: A group's committed offsets: (topic, partition) -> the offset committed.
 Committed = Mapping[tuple[str, int], int]
@@ -115,13 +121,15 @@ Committed = Mapping[tuple[str, int], int]
 @dataclass(frozen=True, slots=True)
 class Target:
     """Whom a step acts on: a role of partition ``partition``, node ``node``, ``name``, the
-    ``first`` or ``second`` node of ``name``, or the ``coordinator`` of ``group``."""
+    ``first`` or ``second`` node of ``name``, or the ``coordinator`` of ``group`` or of
+    ``transaction`` (a transactional id; one of the two is set)."""
 
     role: Role
     partition: int | None = None
     node: int | None = None
     name: str | None = None
     group: str | None = None
+    transaction: str | None = None
 
     def __str__(self) -> str:
         if self.role in ("leader", "followers", "follower"):
@@ -133,7 +141,8 @@ class Target:
         if self.role in ("first", "second"):
             return f"{self.role} of {self.name}"
         if self.role == "coordinator":
-            return f"coordinator of group {self.group}"
+            return (f"coordinator of group {self.group}" if self.group is not None
+                    else f"coordinator of transaction {self.transaction}")
         return self.role
 
 
@@ -213,14 +222,16 @@ class PartitionLike(Protocol):
 class View:
     """Live state at one moment: the test topic's partitions, the active controller, the
     brokers registered and unfenced (None: not read), groups' coordinators (group ->
-    the leader of its offsets partition, None: it has none; a group not read is absent)
-    and groups' committed offsets (a group not read is absent)."""
+    the leader of its offsets partition, None: it has none; a group not read is absent),
+    groups' committed offsets (a group not read is absent) and transactional ids'
+    coordinators (id -> the leader of its transaction state partition, likewise)."""
 
     partitions: Mapping[int, PartitionLike]
     controller: int | None = None
     registered: frozenset[int] | None = None
     coordinators: Mapping[str, int | None] = field(default_factory=dict)
     committed: Mapping[str, Committed] = field(default_factory=dict)
+    transaction_coordinators: Mapping[str, int | None] = field(default_factory=dict)
 
 
 def parse_schedule(lines: Sequence[str], partitions: int | None = None,
@@ -327,6 +338,8 @@ def _parse_target(words: Sequence[str]) -> Target:
         return Target("controller")
     if len(words) == 4 and words[:3] == ["coordinator", "of", "group"]:
         return Target("coordinator", group=words[3])
+    if len(words) == 4 and words[:3] == ["coordinator", "of", "transaction"]:
+        return Target("coordinator", transaction=words[3])
     if len(words) == 2 and words[0] == "node":
         return Target("node", node=_int(words[1], "node id"))
     if len(words) == 1 and words[0].isdigit():
@@ -335,7 +348,7 @@ def _parse_target(words: Sequence[str]) -> Target:
         return Target("name", name=words[0])
     raise ValueError(f"no target {' '.join(words) or '(none)'!r}; targets: leader of P, followers of P, "
                      "follower of P, controller, node N, N, a name bound with 'as', first of NAME, "
-                     "second of NAME, coordinator of group G")
+                     "second of NAME, coordinator of group G, coordinator of transaction T")
 
 
 def _parse_wait(words: Sequence[str], text: str) -> Wait:
@@ -450,10 +463,13 @@ def resolve(target: Target, view: View, bindings: Mapping[str, tuple[int, ...]])
             raise ValueError("there is no active controller")
         return (view.controller,)
     if target.role == "coordinator":
-        assert target.group is not None
-        coordinator = view.coordinators.get(target.group)
+        what, topic, coordinator = (
+            (f"group {target.group!r}", OFFSETS_TOPIC, view.coordinators.get(target.group))
+            if target.group is not None else
+            (f"transaction {target.transaction!r}", TRANSACTIONS_TOPIC,
+             view.transaction_coordinators.get(str(target.transaction))))
         if coordinator is None:
-            raise ValueError(f"group {target.group!r}'s partition of {OFFSETS_TOPIC} has no leader")
+            raise ValueError(f"{what}'s partition of {topic} has no leader")
         return (coordinator,)
     assert target.partition is not None
     state = view.partitions.get(target.partition)
@@ -539,12 +555,13 @@ def _show(state: PartitionLike | None, what: str) -> str:
     return "{" + ",".join(map(str, sorted(state.isr))) + "}"
 
 
-def offsets_partition(group: str, partitions: int) -> int:
-    """The partition of :data:`OFFSETS_TOPIC` (of ``partitions``) that holds ``group``'s
-    offsets, as Kafka's group coordinator picks it: ``Utils.abs(group.hashCode()) %
-    partitions``, Java's String.hashCode over UTF-16 code units."""
+def coordinator_partition(key: str, partitions: int) -> int:
+    """The partition (of ``partitions``) of :data:`OFFSETS_TOPIC` that holds group ``key``'s
+    offsets, or of :data:`TRANSACTIONS_TOPIC` that holds transactional id ``key``'s state,
+    as Kafka picks either (GroupCoordinator, TransactionStateManager.partitionFor):
+    ``Utils.abs(key.hashCode()) % partitions``, Java's String.hashCode over UTF-16 code units."""
     h = 0
-    units = group.encode("utf-16-be")
+    units = key.encode("utf-16-be")
     for i in range(0, len(units), 2):
         h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
     signed = h - (1 << 32) if h >= 1 << 31 else h

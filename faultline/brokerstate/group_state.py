@@ -25,7 +25,7 @@ from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.rundir import GROUP_FILE, write_atomic
 from faultline.spec import TestSpec
-from faultline.targeted import OFFSETS_TOPIC, offsets_partition
+from faultline.targeted import OFFSETS_TOPIC, coordinator_partition
 
 _log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def collect_group_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> list
         if count == 0:
             errors.append(f"offsets replicas: no node holds a {OFFSETS_TOPIC} partition")
         else:
-            partition = offsets_partition(group, count)
+            partition = coordinator_partition(group, count)
             replicas = [{**summary, "node": n.id} for n in cluster.nodes
                         if (summary := replica_summary(n.data_dir, OFFSETS_TOPIC, partition)) is not None]
     except (OSError, ValueError) as e:

@@ -44,7 +44,7 @@ from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
 from faultline.history import Op
 from faultline.nemeses.schedule import ScheduledFault
-from faultline.targeted import OFFSETS_TOPIC, PartitionLike, offsets_partition
+from faultline.targeted import OFFSETS_TOPIC, TRANSACTIONS_TOPIC, PartitionLike, coordinator_partition
 
 log = logging.getLogger(__name__)
 
@@ -213,30 +213,40 @@ def leaders_json(topic: str, states: Mapping[int, PartitionLike]) -> dict[str, i
     return {f"{topic}/{p}": s.leader for p, s in sorted(states.items()) if s.leader is not None}
 
 
-def coordinator(cluster: Cluster, group: str, timeout: float) -> int | None:
-    """The broker coordinating ``group``: the leader of its partition of the offsets topic
-    (:func:`~faultline.targeted.offsets_partition`), None when it has none, as one
+def coordinator(cluster: Cluster, topic: str, key: str, timeout: float) -> int | None:
+    """The broker coordinating ``key``: the leader of its partition of ``topic``, the offsets
+    topic for a group or the transaction state topic for a transactional id
+    (:func:`~faultline.targeted.coordinator_partition`), None when it has none, as one
     broker's Metadata answer says; NemesisError when none answers within ``timeout``."""
     admin = kafka_client.new_admin(cluster.bootstrap_servers(), timeout)
     try:
-        states = kafka_client.metadata_states(admin, OFFSETS_TOPIC, timeout)
+        states = kafka_client.metadata_states(admin, topic, timeout)
     except (KafkaException, LookupError) as e:
-        raise NemesisError(f"no metadata for {OFFSETS_TOPIC}: {e}") from None
-    return states[offsets_partition(group, len(states))].leader
+        raise NemesisError(f"no metadata for {topic}: {e}") from None
+    return states[coordinator_partition(key, len(states))].leader
 
 
-def run_coordinator(cluster: Cluster, busy: Collection[int] = ()) -> int:
-    """The broker coordinating the run's group (``spec.group_id``) now, read as
-    :func:`with_timeout` reads live state; NemesisError when there is none, or it is
-    ``busy`` (faulted already)."""
-    group = cluster.spec.group_id
-    node = with_timeout(lambda: coordinator(cluster, group, SNAPSHOT_TIMEOUT_S), LIVE_STATE_TIMEOUT_S,
-                        f"group {group}'s coordinator")
+#: The workloads whose random schedules aim faults at a coordinator (:func:`run_coordinator`).
+COORDINATED_WORKLOADS = frozenset({"group", "txn"})
+
+
+def run_coordinator(cluster: Cluster, pick: int, busy: Collection[int] = ()) -> tuple[int, dict[str, str]]:
+    """The broker coordinating the run's group (``spec.group_id``) now, or in a txn
+    workload's run that of producer ``pick % producers``'s transactional id, read as
+    :func:`with_timeout` reads live state; with the op field naming whose (``group`` or
+    ``transactional_id``). NemesisError when there is none, or it is ``busy`` (faulted already)."""
+    spec = cluster.spec
+    topic, field, key = ((TRANSACTIONS_TOPIC, "transactional_id",
+                          spec.transactional_id(pick % spec.workload.producers))
+                         if spec.workload.name == "txn" else (OFFSETS_TOPIC, "group", spec.group_id))
+    whose = f"{field.replace('_', ' ')} {key}"
+    node = with_timeout(lambda: coordinator(cluster, topic, key, SNAPSHOT_TIMEOUT_S), LIVE_STATE_TIMEOUT_S,
+                        f"{whose}'s coordinator")
     if node is None:
-        raise NemesisError(f"group {group}'s partition of {OFFSETS_TOPIC} has no leader")
+        raise NemesisError(f"{whose}'s partition of {topic} has no leader")
     if node in busy:
-        raise NemesisError(f"group {group}'s coordinator, node {node}, is faulted already")
-    return node
+        raise NemesisError(f"{whose}'s coordinator, node {node}, is faulted already")
+    return node, {field: key}
 
 
 def choose(candidates: Collection[int], pick: int) -> int:
@@ -287,7 +297,8 @@ class NodeFault(Bound):
     remembered *before* the fault is applied, so ``teardown`` heals a fault that failed
     half-way as well as one whose graceful heal failed.
 
-    Its ``coordinator_kind`` aims it at the broker coordinating the run's group instead
+    Its ``coordinator_kind`` aims it at the broker coordinating the run's group (or a
+    transactional id of the txn workload's) instead
     (:func:`run_coordinator`). A node the fault cannot touch gets nothing done, and its
     completion does not name it:
     one this nemesis holds faulted already, or (``needs_running``) one that is down (a
@@ -311,9 +322,8 @@ class NodeFault(Bound):
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         if step.kind == FAMILIES[self.family].coordinator_kind:
-            node = run_coordinator(self.cluster, busy)
-            return {"nodes": [node], "leaders": leaders_snapshot(self.cluster),
-                    "group": self.cluster.spec.group_id}
+            node, whose = run_coordinator(self.cluster, step.pick, busy)
+            return {"nodes": [node], "leaders": leaders_snapshot(self.cluster), **whose}
         free = [n.id for n in self.cluster.nodes if n.id not in busy]
         if not free:
             raise NemesisError(f"no node left to {self.family}: all of {sorted(busy)} are faulted")

@@ -41,7 +41,7 @@ from faultline.cluster.protocol import Cluster
 from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, Op
-from faultline.nemeses.base import Nemesis, error_text
+from faultline.nemeses.base import COORDINATED_WORKLOADS, Nemesis, error_text
 from faultline.nemeses.clients import ClientsNemesis, CrashableClients
 from faultline.nemeses.clock import ClockNemesis
 from faultline.nemeses.kill import KillNemesis
@@ -105,7 +105,7 @@ class NemesisPackage:
         """The package for ``spec.nemesis``: its schedule from ``spec.seed`` over
         ``spec.time_limit_s``, one nemesis per chosen family. No faults, no nemeses."""
         schedule = build_schedule(spec.nemesis, spec.seed, spec.time_limit_s, spec.kafka.nodes,
-                                  group=spec.workload.name == "group")
+                                  coordinated=spec.workload.name in COORDINATED_WORKLOADS)
         families = dict.fromkeys(spec.nemesis.faults)
         return cls(cluster, schedule, {f: NEMESES[f]() for f in families},
                    spec.nemesis.max_concurrent)

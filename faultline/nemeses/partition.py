@@ -128,7 +128,8 @@ class PartitionNemesis(Bound):
     Kinds (``step.kind``): ``isolate-node`` (a node drawn with ``pick``),
     ``isolate-leader`` (the current leader of test-topic partition
     ``pick % partitions``), ``isolate-controller`` (the active KRaft controller),
-    ``isolate-coordinator`` (the broker coordinating the run's group),
+    ``isolate-coordinator`` (the broker coordinating the run's group, or a transactional
+    id's in a txn workload's run: :func:`~faultline.nemeses.base.run_coordinator`),
     ``halves``, ``bridge``, ``ring``. The invoke value carries the ``grudge`` in the
     history form, the ``nodes`` it touches, the ``leaders`` at invoke time, and for
     targeted kinds ``target`` (and ``partition``). Only the brokers' own links are cut;
@@ -165,9 +166,9 @@ class PartitionNemesis(Bound):
             grudge = isolate(nodes, controller)
             extra = {"target": controller}
         elif step.kind == "isolate-coordinator":
-            target = run_coordinator(cluster)
+            target, whose = run_coordinator(cluster, step.pick)
             grudge = isolate(nodes, target)
-            extra = {"target": target, "group": cluster.spec.group_id}
+            extra = {"target": target, **whose}
         elif step.kind == "halves":
             grudge = halves(nodes, step.pick)
         elif step.kind == "bridge":

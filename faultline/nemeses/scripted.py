@@ -56,9 +56,12 @@ from faultline.nemeses.wipe import WipeNemesis
 from faultline.spec import TestSpec, TopicSpec
 from faultline.targeted import (
     CLOCK_VERBS,
+    OFFSETS_TOPIC,
+    TRANSACTIONS_TOPIC,
     Action,
     Committed,
     Step,
+    Target,
     View,
     Wait,
     condition_met,
@@ -224,14 +227,20 @@ class ScriptedPackage:
                     self._act(step, history)
         return self._completions
 
-    def _view(self, controller: bool = False, registered: bool = False, group: str | None = None,
+    def _view(self, controller: bool = False, registered: bool = False, target: Target | None = None,
               committed: str | None = None) -> View:
+        """Live state, with the coordinator of ``target``'s group or transaction if it names one."""
         active = with_timeout(self.cluster.active_controller, LIVE_STATE_TIMEOUT_S,
                               "active controller") if controller else None
         brokers = frozenset(self._read_registered()) if registered else None
-        coordinators = {} if group is None else {group: coordinator(self.cluster, group, METADATA_TIMEOUT_S)}
+        group = target.group if target is not None else None
+        transaction = target.transaction if target is not None else None
+        coordinators = {} if group is None else {
+            group: coordinator(self.cluster, OFFSETS_TOPIC, group, METADATA_TIMEOUT_S)}
+        transactions = {} if transaction is None else {
+            transaction: coordinator(self.cluster, TRANSACTIONS_TOPIC, transaction, METADATA_TIMEOUT_S)}
         offsets = {} if committed is None else {committed: self._read_committed(committed)}
-        return View(self._read_states(), active, brokers, coordinators, offsets)
+        return View(self._read_states(), active, brokers, coordinators, offsets, transactions)
 
     def _committed(self, group: str) -> Committed:
         """``group``'s committed offsets, as its coordinator answers; NemesisError when none does."""
@@ -329,7 +338,7 @@ class ScriptedPackage:
         live = step.target.role not in ("node", "name", "first", "second")
         try:
             view = self._view(controller=step.target.role == "controller",
-                              group=step.target.group) if live else self._courtesy()
+                              target=step.target) if live else self._courtesy()
             targets = resolve(step.target, view, self._bindings)
         except (NemesisError, ValueError) as e:
             history.append("nemesis", "info", _ACTION[step.verb], {**value, "role": str(step.target)})
@@ -452,7 +461,7 @@ class ScriptedPackage:
         while True:
             try:
                 view = self._view(registered=wait.kind in ("registered", "fenced"),
-                                  group=wait.target.group if wait.target is not None else None,
+                                  target=wait.target,
                                   committed=wait.group)
                 if not known and wait.partition is not None:
                     state = view.partitions.get(wait.partition)

@@ -48,11 +48,6 @@ END_TIMEOUT_S = 30.0
 RETRY_BACKOFF_S = 0.5
 
 
-def transactional_id(spec: TestSpec, index: int) -> str:
-    """Producer ``index``'s ``transactional.id``, kept by every instance that replaces it."""
-    return f"faultline-{spec.name}-t{index}"
-
-
 @dataclass(slots=True, eq=False)
 class _Transaction:
     """One transaction's sends, ``[partition, value]``, and what their delivery reports said."""
@@ -171,7 +166,7 @@ class TxnProducer:
         conf = producer_config(self.spec, self.bootstrap, client_id)
         p = self.spec.producer
         conf.update({
-            "transactional.id": transactional_id(self.spec, self.index),
+            "transactional.id": self.spec.transactional_id(self.index),
             # librdkafka refuses a delivery timeout longer than the transaction's
             "transaction.timeout.ms": max(p.delivery_timeout_ms, 10_000),
             "error_cb": lambda err: rdkafka_log.warning("producer p%s: %s", process, err),

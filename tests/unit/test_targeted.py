@@ -14,7 +14,7 @@ from faultline.targeted import (
     View,
     Wait,
     condition_met,
-    offsets_partition,
+    coordinator_partition,
     parse_schedule,
     parse_step,
     resolve,
@@ -228,6 +228,42 @@ def test_a_groups_coordinator_is_a_role() -> None:
     parse_schedule(["pause coordinator of group g as c", "wait for 5 s", "resume c"], 3, 3)
 
 
+def test_a_transactions_coordinator_is_a_role() -> None:
+    """``coordinator of transaction T`` parses with every verb that takes a node, resolves
+    to the leader of T's transaction state partition (not to a group's of the same name),
+    and without one is an error naming the transactional id."""
+    step = parse_step("Crash the coordinator of transaction faultline-It-t0 as coord")
+    assert step == Action("crash", Target("coordinator", transaction="faultline-it-t0"),
+                          "Crash the coordinator of transaction faultline-It-t0 as coord", bind="coord")
+    assert str(Target("coordinator", transaction="t")) == "coordinator of transaction t"
+    view = View(VIEW.partitions, coordinators={"t": 1}, transaction_coordinators={"t": 3, "u": None})
+    assert resolve(Target("coordinator", transaction="t"), view, {}) == (3,)
+    assert resolve(Target("coordinator", group="t"), view, {}) == (1,)
+    with pytest.raises(ValueError, match="transaction 'u''s partition of __transaction_state has no leader"):
+        resolve(Target("coordinator", transaction="u"), view, {})
+    with pytest.raises(ValueError, match="transaction 'v''s partition of __transaction_state has no leader"):
+        resolve(Target("coordinator", transaction="v"), View(VIEW.partitions, coordinators={"v": 2}), {})
+    steps = parse_schedule(["pause coordinator of transaction t as c", "resume c",
+                            "isolate coordinator of transaction t", "heal",
+                            "restart coordinator of transaction t unclean",
+                            "wait until coordinator of transaction t registered"], 3, 3)
+    assert {s.target for s in steps if s.target is not None} == {
+        Target("coordinator", transaction="t"), Target("name", name="c")}
+    with pytest.raises(SpecError, match="coordinator of transaction T"):
+        parse_schedule(["crash coordinator of transaction"], 3, 3)
+
+
+@pytest.mark.parametrize(("transactional_id", "partitions", "partition"), [
+    ("faultline-queue-t0", 50, 1), ("faultline-queue-t1", 50, 2), ("faultline-txn-coordinator-t1", 50, 48),
+    ("faultline-txn-coordinator-t1", 3, 2),
+])
+def test_a_transactional_ids_partition_is_kafkas(transactional_id: str, partitions: int,
+                                                 partition: int) -> None:
+    """As Java's ``Utils.abs(id.hashCode()) % partitions`` computed them
+    (TransactionStateManager.partitionFor)."""
+    assert coordinator_partition(transactional_id, partitions) == partition
+
+
 def test_a_group_has_committed_once_an_offset_appeared_or_moved_since_the_wait_began() -> None:
     """``group G has committed`` parses; it is met by an offset of G's that is new or moved
     since the offsets read when the wait began, not by the same offsets, nor unread ones."""
@@ -256,7 +292,7 @@ def test_a_group_has_committed_once_an_offset_appeared_or_moved_since_the_wait_b
     ("", 5, 0),
 ])
 def test_a_groups_offsets_partition_is_kafkas(group: str, partitions: int, partition: int) -> None:
-    assert offsets_partition(group, partitions) == partition
+    assert coordinator_partition(group, partitions) == partition
 
 
 def test_a_spec_skews_clocks_with_the_clock_family_or_a_clock_step() -> None:

@@ -15,7 +15,7 @@ from confluent_kafka import KafkaError, KafkaException
 from faultline.brokerstate import group_state
 from faultline.cluster.kafka_client import Committed
 from faultline.spec import TestSpec
-from faultline.targeted import offsets_partition
+from faultline.targeted import coordinator_partition
 from tests.schemas import validator
 
 SPEC = TestSpec(name="g")
@@ -65,7 +65,7 @@ def test_the_offsets_and_the_offsets_partitions_replicas_are_written(
     data = collected(tmp_path, cluster(tmp_path / "c"), answer, monkeypatch)
     assert data["offsets"] == [{"topic": "fl-queue", "partition": 0, "offset": 9, "leader_epoch": 2},
                                {"topic": "fl-queue", "partition": 1, "offset": 7, "leader_epoch": None}]
-    p = offsets_partition("faultline-g", 5)
+    p = coordinator_partition("faultline-g", 5)
     assert data["offsets_topic_partition"] == p and data["errors"] == []
     assert [(r["node"], r["partition"], r["log_end_offset"]) for r in data["offsets_replicas"]] == [
         (1, p, None), (2, p, None)]

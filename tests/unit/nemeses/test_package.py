@@ -320,6 +320,17 @@ def test_isolate_controller_isolates_the_active_controller_whatever_the_pick(
         assert value["grudge"][str(controller)] == [n for n in (1, 2, 3) if n != controller]
 
 
+def _coordinator_plan(spec: TestSpec, tmp_path: Path,
+                      family: str) -> Callable[[int, Collection[int]], dict[str, Any]]:
+    """The plan of ``family``'s coordinator kind by ``spec``'s package, given a pick and the busy nodes."""
+    pkg = NemesisPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    nemesis = pkg.nemeses[family]
+    nemesis.setup(pkg.cluster)
+    kind = FAMILIES[family].coordinator_kind
+    assert kind is not None
+    return lambda pick, busy: nemesis.plan(ScheduledFault(0, family, kind, 1, pick), busy)
+
+
 @pytest.mark.parametrize("family", ["kill", "pause", "stop", "partition"])
 def test_a_coordinator_kind_aims_its_fault_at_the_groups_coordinator_whatever_the_pick(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, family: str) -> None:
@@ -331,18 +342,14 @@ def test_a_coordinator_kind_aims_its_fault_at_the_groups_coordinator_whatever_th
     asked: list[str] = []
     leader: list[int | None] = [3]
 
-    def coordinator(cluster: Any, group: str, timeout: float) -> int | None:
+    def coordinator(cluster: Any, topic: str, group: str, timeout: float) -> int | None:
         asked.append(group)
         return leader[0]
 
     monkeypatch.setattr(base, "coordinator", coordinator)
-    pkg = NemesisPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
-    nemesis = pkg.nemeses[family]
-    nemesis.setup(pkg.cluster)
-    kind = FAMILIES[family].coordinator_kind
-    assert kind is not None
+    plan = _coordinator_plan(spec, tmp_path, family)
     for pick in range(3):
-        value = nemesis.plan(ScheduledFault(0, family, kind, 1, pick), busy=())
+        value = plan(pick, ())
         target = value["target"] if family == "partition" else value["nodes"]
         assert target == (3 if family == "partition" else [3]) and value["group"] == "faultline-g"
     assert asked and set(asked) == {"faultline-g"}
@@ -350,10 +357,41 @@ def test_a_coordinator_kind_aims_its_fault_at_the_groups_coordinator_whatever_th
         assert value["grudge"]["3"] == [1, 2]
     else:
         with pytest.raises(NemesisError, match="coordinator, node 3, is faulted already"):
-            nemesis.plan(ScheduledFault(0, family, kind, 1, 0), busy={3})
+            plan(0, {3})
     leader[0] = None
     with pytest.raises(NemesisError, match="faultline-g's partition of __consumer_offsets has no leader"):
-        nemesis.plan(ScheduledFault(0, family, kind, 1, 0), busy=())
+        plan(0, ())
+
+
+@pytest.mark.parametrize("family", ["kill", "pause", "stop", "partition"])
+def test_a_txn_workloads_coordinator_kind_aims_at_the_coordinator_of_the_picked_producers_id(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, family: str) -> None:
+    """In a txn workload's run the target is the leader of the __transaction_state partition
+    of producer ``pick % producers``'s transactional id, which the op records."""
+    from faultline.nemeses import base
+
+    spec = dataclasses.replace(_spec((family,)), name="x", workload=WorkloadSpec(name="txn", producers=2))
+    asked: list[tuple[str, str]] = []
+
+    def coordinator(cluster: Any, topic: str, key: str, timeout: float) -> int | None:
+        asked.append((topic, key))
+        return {"faultline-x-t0": 2, "faultline-x-t1": 3}[key]
+
+    monkeypatch.setattr(base, "coordinator", coordinator)
+    plan = _coordinator_plan(spec, tmp_path, family)
+    for pick, node in [(0, 2), (1, 3), (4, 2)]:
+        value = plan(pick, ())
+        target = value["target"] if family == "partition" else value["nodes"]
+        assert target == (node if family == "partition" else [node])
+        assert value["transactional_id"] == f"faultline-x-t{pick % 2}" and "group" not in value
+    assert {topic for topic, _ in asked} == {"__transaction_state"}
+
+
+def test_a_txn_workloads_package_draws_coordinator_kinds(tmp_path: Path) -> None:
+    spec = TestSpec(seed=3, time_limit_s=600.0, workload=WorkloadSpec(name="txn"),
+                    nemesis=NemesisSpec(faults=("kill",), interval_s=5.0))
+    pkg = NemesisPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    assert {s.kind for s in pkg.schedule} == {"kill", "kill-coordinator"}
 
 
 def test_a_group_workloads_package_draws_coordinator_kinds(tmp_path: Path) -> None:

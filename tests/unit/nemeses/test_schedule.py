@@ -45,15 +45,16 @@ def test_every_family_and_kind_appears() -> None:
 
 
 def test_a_group_workloads_schedule_also_aims_faults_at_the_groups_coordinator() -> None:
-    """With ``group``, each family with a ``coordinator_kind`` draws it too; without, the
+    """With ``coordinated``, each family with a ``coordinator_kind`` draws it too; without, the
     kinds (and so every schedule of the other workloads) are as they were."""
     spec = NemesisSpec(faults=ALL, interval_s=5.0, max_concurrent=3)
-    drawn = {s.kind for s in build_schedule(spec, 3, 3000, 5, group=True)}
+    drawn = {s.kind for s in build_schedule(spec, 3, 3000, 5, coordinated=True)}
     assert {"kill-coordinator", "pause-coordinator", "isolate-coordinator"} <= drawn
     assert not any(k.endswith("-coordinator") for s in build_schedule(spec, 3, 3000, 5) for k in [s.kind])
-    assert kinds("kill", 3) == ("kill",) and kinds("kill", 3, group=True) == ("kill", "kill-coordinator")
-    assert kinds("toxics", 3, group=True) == kinds("toxics", 3)
-    assert kinds("partition", 1, group=True) == ()
+    assert kinds("kill", 3) == ("kill",)
+    assert kinds("kill", 3, coordinated=True) == ("kill", "kill-coordinator")
+    assert kinds("toxics", 3, coordinated=True) == kinds("toxics", 3)
+    assert kinds("partition", 1, coordinated=True) == ()
 
 
 @settings(max_examples=100, deadline=None)

@@ -181,6 +181,27 @@ def test_a_committed_wait_is_met_by_a_commit_after_its_first_read_of_the_groups_
     assert ("kill", [2]) in _done(ops)
 
 
+def test_a_transactions_coordinator_is_read_from_the_transaction_state_topic_when_its_step_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each step naming ``coordinator of transaction T`` reads the leader of T's partition
+    of __transaction_state then (and a group's of __consumer_offsets); the op names the role."""
+    from faultline.nemeses import scripted
+
+    leaders = {("__transaction_state", "faultline-x-t0"): [3, 2], ("__consumer_offsets", "g"): [1]}
+
+    def coordinator(cluster: Any, topic: str, key: str, timeout: float) -> int | None:
+        return leaders[topic, key].pop(0)
+
+    monkeypatch.setattr(scripted, "coordinator", coordinator)
+    _, nemesis, ops = _run(tmp_path, ("pause coordinator of transaction faultline-x-t0 as c", "resume c",
+                                      "crash coordinator of transaction faultline-x-t0",
+                                      "crash coordinator of group g"), Live())
+    assert nemesis.ended is None
+    assert _done(ops)[:4] == [("pause", [3]), ("resume", [3]), ("kill", [2]), ("kill", [1])]
+    pause = next(op for op in ops if op.f == "pause")
+    assert pause.value["role"] == "coordinator of transaction faultline-x-t0"
+
+
 def test_a_wait_not_met_in_time_ends_the_schedule(tmp_path: Path) -> None:
     _, nemesis, ops = _run(tmp_path, ("crash leader of 0 as old", "wait until 0 has a new leader within 1 s",
                                       "restart old"), Live())

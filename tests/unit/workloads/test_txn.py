@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from faultline.history import HistoryWriter, Op, read_history
-from faultline.spec import TestSpec, TransactionSpec, WorkloadSpec
+from faultline.spec import TestSpec, TransactionSpec, WorkloadSpec, build_spec
 from faultline.workloads import txn
 from faultline.workloads.clients import Journal, ProcessIds, Values
 from tests.schemas import validator
@@ -129,3 +129,10 @@ def test_a_transaction_meant_to_abort_never_commits_and_ends_fail(
     assert ops[1].error is None
     # its records were flushed to the log before the abort: aborted records for readers to skip
     assert [s["offset"] for s in ops[1].value["sends"]] == [0, 1]
+
+
+def test_the_example_txn_coordinator_spec_is_valid() -> None:
+    """examples/txn-coordinator-kill.yaml names the coordinator of its producer 0's id."""
+    spec = build_spec(Path(__file__).resolve().parents[3] / "examples" / "txn-coordinator-kill.yaml", {})
+    assert spec.workload.name == "txn"
+    assert f"crash coordinator of transaction {spec.transactional_id(0)} as coord" in spec.nemesis.schedule
