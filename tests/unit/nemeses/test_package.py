@@ -245,7 +245,7 @@ def test_a_failed_heal_is_forced_by_teardown(tmp_path: Path) -> None:
     pkg = _package(cluster, [ScheduledFault(0.0, "pause", "pause", 0.05, 0)])
     cluster.fail.add("resume")
     with HistoryWriter(tmp_path / "h.jsonl") as h:
-        pkg.run(time.monotonic() + 0.2, h)
+        pkg.run(time.monotonic() + 30, h)  # returns once the pause's heal ran, not at the deadline
         ops = _ops(tmp_path / "h.jsonl")
         assert ops[-1].f == "resume" and "failed on purpose" in (ops[-1].error or "")
         assert not cluster.clean()
