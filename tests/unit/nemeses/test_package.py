@@ -244,13 +244,18 @@ def test_a_failed_heal_is_forced_by_teardown(tmp_path: Path) -> None:
     cluster = FakeCluster(spec, tmp_path)
     pkg = _package(cluster, [ScheduledFault(0.0, "pause", "pause", 0.05, 0)])
     cluster.fail.add("resume")
-    with HistoryWriter(tmp_path / "h.jsonl") as h:
-        pkg.run(time.monotonic() + 30, h)  # returns once the pause's heal ran, not at the deadline
-        ops = _ops(tmp_path / "h.jsonl")
+    path = tmp_path / "h.jsonl"
+    with HistoryWriter(path) as h:
+        t = threading.Thread(target=pkg.run, args=(time.monotonic() + 60, h))
+        t.start()
+        _wait_for(lambda: any(o.f == "resume" and o.error for o in _ops(path)), "the failed heal journaled")
+        ops = _ops(path)
         assert ops[-1].f == "resume" and "failed on purpose" in (ops[-1].error or "")
         assert not cluster.clean()
         cluster.fail.clear()
         pkg.heal_all(h)
+        t.join(30)
+        assert not t.is_alive(), "run() went on after heal_all"
     assert cluster.clean()
 
 
