@@ -17,6 +17,7 @@ from faultline.cluster.kafka_client import Committed
 from faultline.spec import TestSpec
 from faultline.targeted import coordinator_partition
 from tests.schemas import validator
+from tests.unit.brokerstate.fakes import batch, segment
 
 SPEC = TestSpec(name="g")
 
@@ -62,13 +63,16 @@ def collected(tmp: Path, c: Cluster, answer: Any, monkeypatch: pytest.MonkeyPatc
 def test_the_offsets_and_the_offsets_partitions_replicas_are_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     answer = {("fl-queue", 1): Committed(7, None), ("fl-queue", 0): Committed(9, 2)}
-    data = collected(tmp_path, cluster(tmp_path / "c"), answer, monkeypatch)
+    c = cluster(tmp_path / "c")
+    p = coordinator_partition("faultline-g", 5)
+    segment(c.nodes[0].data_dir / f"__consumer_offsets-{p}", 0, batch(0, 2))  # a replica with a batch
+    data = collected(tmp_path, c, answer, monkeypatch)
     assert data["offsets"] == [{"topic": "fl-queue", "partition": 0, "offset": 9, "leader_epoch": 2},
                                {"topic": "fl-queue", "partition": 1, "offset": 7, "leader_epoch": None}]
-    p = coordinator_partition("faultline-g", 5)
     assert data["offsets_topic_partition"] == p and data["errors"] == []
     assert [(r["node"], r["partition"], r["log_end_offset"]) for r in data["offsets_replicas"]] == [
-        (1, p, None), (2, p, None)]
+        (1, p, 2), (2, p, None)]
+    assert data["offsets_replicas"][0]["batches"][0][8] == "data"
 
 
 def test_no_coordinator_and_no_offsets_topic_are_named_not_raised(

@@ -24,7 +24,7 @@ FILE = {"group": GROUP, "offsets": [{"topic": TOPIC, "partition": 0, "offset": 2
         "offsets_topic_partition": 3,
         "offsets_replicas": [{"topic": "__consumer_offsets", "partition": 3, "node": 1,
                               "log_start_offset": 0, "log_end_offset": 2, "hw_checkpoint": 2,
-                              "batches": [[0, 1, 0, 7, -1, -1, -1, -1]]}],
+                              "batches": [[0, 1, 0, 7, -1, -1, -1, -1, "data"]]}],
         "errors": []}
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
