@@ -52,10 +52,9 @@ def test_an_unreadable_replicas_file_makes_a_loss_unknown(tmp_path: Path) -> Non
     assert entry["affects_verdict"] is True and "replicas.jsonl" in entry["why"]
 
 
-def test_an_unreadable_metadata_log_does_not_let_a_loss_pass(tmp_path: Path) -> None:
-    """acks=1, a follower (node 2) killed: read, the metadata log shows node 1 led all along,
-    so the lost write is a violation; with one bad line, the permissive reading (the kill
-    may have hit the leader) passed the run."""
+def follower_killed() -> tuple[H, str]:
+    """acks=1: a follower (node 2) killed, offset 4 not drained; and a metadata log whose
+    one line shows node 1 leading with a full ISR all along."""
     h = H()
     h.t = 2_000_000_000
     for off in range(5):
@@ -65,7 +64,14 @@ def test_an_unreadable_metadata_log_does_not_let_a_loss_pass(tmp_path: Path) -> 
     line = {"offset": 5, "time": -1_000_000_000, "type": "partition", "topic": TOPIC, "partition": 0,
             "leader": 1, "isr": [1, 2, 3], "elr": [], "last_known_elr": [], "replicas": [1, 2, 3],
             "leader_epoch": 0, "raw": {}}
-    good = json.dumps(line) + "\n"
+    return h, json.dumps(line) + "\n"
+
+
+def test_an_unreadable_metadata_log_does_not_let_a_loss_pass(tmp_path: Path) -> None:
+    """acks=1, a follower (node 2) killed: read, the metadata log shows node 1 led all along,
+    so the lost write is a violation; with one bad line, the permissive reading (the kill
+    may have hit the leader) passed the run."""
+    h, good = follower_killed()
     ok = check_stored(run_dir(tmp_path / "ok", h, **{"metadata.jsonl": good}))
     assert ok.valid is False and ok.violations == ["lost-write"]
     broken = good + '{"offset": 6, "type": "partition", "topic": "fl-queue"}\n'
@@ -79,16 +85,8 @@ def test_a_metadata_log_written_while_clocks_were_set_apart_witnesses_no_order(t
     lost write is a violation. With clock faults in the spec, the log's times are the
     active controller's skewed clock, so it places nothing among the history's ops: the
     kill may have hit the leader (no other witness), and the verdict is unknown."""
-    h = H()
-    h.t = 2_000_000_000
-    for off in range(5):
-        h.send(0, 100 + off, offset=off)
-    h.fault("kill", [2])
-    h.drain([(o, 100 + o) for o in range(4)], hw=4)
-    line = {"offset": 5, "time": -1_000_000_000, "type": "partition", "topic": TOPIC, "partition": 0,
-            "leader": 1, "isr": [1, 2, 3], "elr": [], "last_known_elr": [], "replicas": [1, 2, 3],
-            "leader_epoch": 0, "raw": {}}
-    metadata = {"metadata.jsonl": json.dumps(line) + "\n"}
+    h, line = follower_killed()
+    metadata = {"metadata.jsonl": line}
     assert check_stored(run_dir(tmp_path / "true", h, **metadata)).valid is False
     skewed = run_dir(tmp_path / "skewed", h, **metadata)
     spec = make_spec(acks="1", min_insync=1)
