@@ -89,7 +89,7 @@ def test_the_replicas_logs_end_each_transaction_as_its_outcome_says(outcome: Run
     ends (read from the longest replica of each partition), and no transaction is left open
     after the heal: every partition's last stable offset is its log end."""
     replicas = [json.loads(x) for x in (outcome.run_dir / "replicas.jsonl").read_text().splitlines()]
-    logs = partition_logs(replicas, SPEC.topic.name)
+    logs = partition_logs(replicas, SPEC.topic.name, SPEC.topic.replication_factor)
     assert sorted(logs) == list(range(SPEC.topic.partitions))
     kinds = {b[8] for r in replicas for b in r["batches"]}
     assert {"txn", "commit", "abort"} <= kinds, kinds
