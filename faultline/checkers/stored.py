@@ -62,6 +62,7 @@ class StoredRun:
         #: Why ``client-log.jsonl`` could not be read (then it is not used), once read.
         self.client_log_error: str | None = None
         self._files: BrokerFiles | None = None
+        self._timeline: tuple[Timeline | None] | None = None
 
     def files(self) -> BrokerFiles:
         """The run's white-box files, read once."""
@@ -86,10 +87,11 @@ class StoredRun:
         history's ops; None without a readable log, and None when the spec sets brokers'
         clocks apart (``nemesis.skews_clocks``): the log's times are then the active
         controller's wall clock, off by as much as its clock was told, so they witness no
-        order against the history (docs/design.md, "Clock faults")."""
-        if self.spec.nemesis.skews_clocks:
-            return None
-        return partition_timeline(self.files().metadata, self.spec.topic.name)
+        order against the history (docs/design.md, "Clock faults"). Built once."""
+        if self._timeline is None:
+            self._timeline = (None if self.spec.nemesis.skews_clocks
+                              else partition_timeline(self.files().metadata, self.spec.topic.name),)
+        return self._timeline[0]
 
 
 class Checker(Protocol):
