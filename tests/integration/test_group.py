@@ -65,10 +65,23 @@ def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome
     assert any(o.f == "assign" and o.value["partitions"] for o in ops)
 
 
-def test_the_run_is_judged_valid_by_the_queue_and_group_checkers(outcome: RunOutcome) -> None:
+def assert_kafka_and_the_group_kept_their_promises(outcome: RunOutcome) -> None:
+    """Kafka and the group kept their promises. librdkafka may not: a send that timed out
+    makes it bump its idempotent epoch, and a batch another partition wrote with its
+    response lost is then re-sent as new (librdkafka#4953); such a duplicate is the
+    client's, shown by its copies' epochs, never an excuse and never the broker's."""
     results = json.loads((outcome.run_dir / "results.json").read_text())
-    assert outcome.valid is True, (results["violations"], results["unknown"], results["group"])
-    assert results["group"]["valid"] is True and results["group"]["settled"] is True
+    assert set(results["violations_by"]) <= {"client"}, results["violations_by"]
+    assert results["group"]["valid"] is True and results["group"]["settled"] is True, results["group"]
+    assert not [u for u in results["unknown"] if u["affects_verdict"]], results["unknown"]
+    for d in results["anomalies"].get("duplicate", []):
+        assert d["cause"] == "client-epoch-bump", d
+        assert len({c["producer_epoch"] for c in d["copies"]}) == 2, d
+    assert outcome.valid is (not results["violations"])
+
+
+def test_the_checkers_find_no_fault_of_kafka_or_the_group(outcome: RunOutcome) -> None:
+    assert_kafka_and_the_group_kept_their_promises(outcome)
 
 
 def test_the_groups_end_state_is_collected_and_judged(outcome: RunOutcome, ops: list[Op]) -> None:
@@ -112,5 +125,4 @@ def test_a_random_schedule_aims_its_faults_at_the_groups_coordinator(drawn: RunO
         assert o.error is None and o.value["group"] == "faultline-it-group-drawn", o.value
     isolated, killed = faults
     assert isolated.value["grudge"][str(isolated.value["target"])] and killed.value["nodes"]
-    results = json.loads((drawn.run_dir / "results.json").read_text())
-    assert drawn.valid is True, (results["violations"], results["unknown"], results["group"])
+    assert_kafka_and_the_group_kept_their_promises(drawn)
