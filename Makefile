@@ -32,9 +32,10 @@ unit: $(STAMP)
 # no engine runs; the test session stops that dockerd at its end and restores the host's
 # firewall (tests/integration/conftest.py docker_engine), and --stop-engine does it again
 # should pytest itself die, so nothing is left running (a user's own engine is untouched).
+# --durations lists the slowest tests, to keep the suite inside CI's limit.
 test: setup lint
 	$(BIN)/faultline setup --backend docker
-	FAULTLINE_REQUIRE_ALL=1 $(BIN)/pytest -q --timeout=900 tests; rc=$$?; \
+	FAULTLINE_REQUIRE_ALL=1 $(BIN)/pytest -q --timeout=900 --durations=30 tests; rc=$$?; \
 		$(BIN)/faultline setup --stop-engine; exit $$rc
 
 clean:
