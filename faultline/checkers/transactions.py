@@ -424,9 +424,13 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                           "edges": [[a.index, b.index, p] for a, b, p in cycle], **excuse})
     anomalies: dict[str, list[dict[str, Any]]] = {}
     violations = []
+    reasons = dict(rules)  # and, for a type only its instances permit, the first one's reason
     for name, instances in found.items():
         if any(not e["permitted"] for e in instances):
             violations.append(name)
+        first = next((e["reason"] for e in instances if e["permitted"]), None)
+        if first is not None:
+            reasons.setdefault(name, first)
         if instances:
             kept = sorted(instances, key=lambda e: e["permitted"])[:MAX_ANOMALY_EXAMPLES]
             anomalies[name] = kept
@@ -448,7 +452,7 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         unknown=unknown,
         stats={"send": sends, "txn": outcomes, "txn_open": sum(t.outcome is None for t in h.txns),
                "records_polled": len(h.polled), "records_drained": len(h.drained)},
-        extra={"permitted_reasons": rules,
+        extra={"permitted_reasons": reasons,
                "forbidden_reasons": forbidden,
                "transaction_protocol": config.protocol,
                "faults_seen": sorted(h.families)},

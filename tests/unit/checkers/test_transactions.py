@@ -11,6 +11,7 @@ import pytest
 
 from faultline.checkers.faults_seen import MetadataState, Timeline
 from faultline.checkers.guarantees import (
+    CONCURRENT_WRITE_CYCLE,
     G0,
     TORN,
     TransactionConfig,
@@ -203,6 +204,9 @@ def test_a_write_cycle_of_concurrent_transactions_is_permitted_and_of_sequential
         assert r["anomaly_counts"][G0] == 1
         assert r["anomalies"][G0][0]["permitted"] is concurrent
         assert r["valid"] is concurrent
+        # a type permitted says why, in the run's reasons too
+        assert (G0 in r["permitted"]) is concurrent
+        assert r["permitted_reasons"].get(G0) == (CONCURRENT_WRITE_CYCLE if concurrent else None)
 
 
 def test_no_cycle_where_two_transactions_keep_one_order_everywhere() -> None:
