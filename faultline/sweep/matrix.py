@@ -62,6 +62,8 @@ SHORT_NAMES: dict[str, str] = {
     "seeds": "seed",
     "link_loss_percent": "nemesis.link_loss_percent",
     "link_rate_kbit": "nemesis.link_rate_kbit",
+    "group_protocol": "consumer.group_protocol",
+    "commit": "consumer.commit",
 }
 #: The name a cell id uses for a field (the short name where there is one).
 _ID_NAME: dict[str, str] = {path: short for short, path in SHORT_NAMES.items() if short != "seeds"}

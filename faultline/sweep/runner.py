@@ -7,11 +7,11 @@
     SWEEP_DIR/matrix.yaml     a copy of the matrix; a rerun with another matrix is refused
     SWEEP_DIR/cells/<id>/     one run directory per cell
 
-Before the first run: the disk the cells left need is estimated (:func:`disk_needed`)
-and a sweep that would not fit is refused with the figure. A cell that errors is
-recorded ``failed`` with its one-line error and the sweep goes on; each cell runs in a
-process of its own (:func:`run_isolated`), so that a cell whose process dies (a client
-library's failed assertion aborts it) is such an error too. Ctrl-C: the cell
+Before the first run: the disk the cells left and the analysis of every cell need is
+estimated (:func:`disk_needed`) and a sweep that would not fit is refused with the
+figure. A cell that errors is recorded ``failed`` with its one-line error and the sweep
+goes on; each cell runs in a process of its own (:func:`run_isolated`), so that a cell
+whose process dies (a client library's failed assertion aborts it) is such an error too. Ctrl-C: the cell
 being run tears its cluster down (``run_test`` does), is recorded ``failed``
 (``interrupted``), and :class:`KeyboardInterrupt` propagates with the manifest saved.
 A cell's directory left by a failed or interrupted attempt is removed before the
@@ -77,6 +77,10 @@ FULL_SPEED_SENDS_PER_S = 85_000
 #: second (4 runs x 4 M lines).
 HISTORY_LINES_PER_SEND = 2
 ANALYSIS_LINES_PER_CORE_S = 300_000
+#: Bytes of analysis tables (``SWEEP_DIR/analysis/tables``, the same disk) per history
+#: line, at most: 19.1 B measured on examples/clients.yaml's 7 cells (25.4 MB of tables,
+#: 23.8 MB of them the ops table, for 1,241,372 lines).
+ANALYSIS_BYTES_PER_LINE = 20
 #: Seconds a cell takes beyond its main phase (cluster start, heal, drain, check,
 #: report) before one has been measured.
 CELL_OVERHEAD_S = 40.0
@@ -120,12 +124,14 @@ class Ending:
     error: str | None = None
 
 
-def disk_needed(cells: Sequence[Cell]) -> int:
-    """Bytes the run directories of ``cells`` will take, at most: each cell's main-phase
-    seconds x (:data:`RUN_BYTES_PER_S` + its sends per second x
-    :data:`HISTORY_BYTES_PER_SEND`)."""
-    return int(sum(c.spec.time_limit_s * (RUN_BYTES_PER_S + _sends_per_s(c.spec) * HISTORY_BYTES_PER_SEND)
-                   for c in cells))
+def disk_needed(cells: Sequence[Cell], analyzed: Sequence[Cell] = ()) -> int:
+    """Bytes the run directories of ``cells`` and the analysis tables of ``analyzed`` will
+    take, at most: each cell's main-phase seconds x (:data:`RUN_BYTES_PER_S` + its sends
+    per second x :data:`HISTORY_BYTES_PER_SEND`), and :data:`ANALYSIS_BYTES_PER_LINE` per
+    :func:`history_lines` of ``analyzed``."""
+    runs = sum(c.spec.time_limit_s * (RUN_BYTES_PER_S + _sends_per_s(c.spec) * HISTORY_BYTES_PER_SEND)
+               for c in cells)
+    return int(runs + history_lines(analyzed) * ANALYSIS_BYTES_PER_LINE)
 
 
 def duration_s(cells: Sequence[Cell], overhead_s: float = CELL_OVERHEAD_S) -> float:
@@ -135,10 +141,14 @@ def duration_s(cells: Sequence[Cell], overhead_s: float = CELL_OVERHEAD_S) -> fl
 
 def analysis_s(cells: Sequence[Cell], cores: int) -> float:
     """Seconds the analysis of ``cells``' runs takes on ``cores`` cores, at most: their
-    history lines (:data:`HISTORY_LINES_PER_SEND` a send, at each one's sends per second)
-    at :data:`ANALYSIS_LINES_PER_CORE_S` each core."""
-    lines = sum(c.spec.time_limit_s * _sends_per_s(c.spec) * HISTORY_LINES_PER_SEND for c in cells)
-    return lines / (ANALYSIS_LINES_PER_CORE_S * max(1, cores))
+    :func:`history_lines` at :data:`ANALYSIS_LINES_PER_CORE_S` each core."""
+    return history_lines(cells) / (ANALYSIS_LINES_PER_CORE_S * max(1, cores))
+
+
+def history_lines(cells: Sequence[Cell]) -> float:
+    """History lines ``cells``' runs write, about: :data:`HISTORY_LINES_PER_SEND` a send, at
+    each one's sends per second."""
+    return sum(c.spec.time_limit_s * _sends_per_s(c.spec) * HISTORY_LINES_PER_SEND for c in cells)
 
 
 def _sends_per_s(spec: TestSpec) -> float:
@@ -146,17 +156,19 @@ def _sends_per_s(spec: TestSpec) -> float:
     return min(rate, FULL_SPEED_SENDS_PER_S) if rate > 0 else FULL_SPEED_SENDS_PER_S
 
 
-def check_disk(sweep_dir: Path, cells: Sequence[Cell]) -> None:
-    """Raise SetupError, with the figures, when ``cells`` would not fit on ``sweep_dir``'s disk."""
-    need = disk_needed(cells)
+def check_disk(sweep_dir: Path, cells: Sequence[Cell], analyzed: Sequence[Cell]) -> None:
+    """Raise SetupError, with the figures, when :func:`disk_needed` by ``cells`` and the
+    analysis of ``analyzed`` (every cell of the sweep) would not fit on ``sweep_dir``'s disk."""
+    need = disk_needed(cells, analyzed)
     where = sweep_dir
     while not where.exists():
         where = where.parent
     free = shutil.disk_usage(where).free
     if need > free:
-        raise SetupError(f"the sweep needs about {size(need)} for {len(cells)} cell(s) "
+        raise SetupError(f"the sweep needs about {size(need)} for {len(cells)} cell(s) and the "
+                         f"analysis of {len(analyzed)} "
                          f"({HISTORY_BYTES_PER_SEND} B per send and {RUN_BYTES_PER_S // 1000} kB per second "
-                         f"of run) but {where} "
+                         f"of run, {ANALYSIS_BYTES_PER_LINE} B of tables per history line) but {where} "
                          f"has {size(free)} free; free some space, lower workload.rate, "
                          f"or choose another --out")
 
@@ -403,9 +415,10 @@ def run_matrix(matrix: Matrix, sweep_dir: Path, console: Console, night: str | N
         for version in sorted({(c.spec.kafka.version, c.spec.kafka.home) for c in todo},
                               key=lambda v: v[0]):
             kafka_dist.ensure_kafka(*version, report=lambda line: console.print(line, highlight=False))
-    check_disk(sweep_dir, todo)
+    check_disk(sweep_dir, todo, matrix.cells)
+    need = disk_needed(todo, matrix.cells)
     console.print(f"sweep {matrix.name}: {len(matrix.cells)} cells, {len(todo)} to run "
-                  f"(about {size(disk_needed(todo))} and {hms(duration_s(todo))}, then the analysis "
+                  f"(about {size(need)} and {hms(duration_s(todo))}, then the analysis "
                   f"of every run about {hms(analysis_s(matrix.cells, os.cpu_count() or 1))} here) "
                   f"into {sweep_dir}", highlight=False)
     try:

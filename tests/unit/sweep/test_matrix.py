@@ -180,6 +180,7 @@ def test_the_examples_are_valid_matrices() -> None:
     assert seeds_and_recipes(load_matrix(EXAMPLES / "links.yaml").cells) == (8, 0)
     assert seeds_and_recipes(load_matrix(EXAMPLES / "clients.yaml").cells) == (7, 0)
     assert seeds_and_recipes(load_matrix(EXAMPLES / "clock.yaml").cells) == (4, 0)
+    assert seeds_and_recipes(load_matrix(EXAMPLES / "groups.yaml").cells) == (6, 0)
 
 
 def test_the_nightly_at_full_speed_fits_a_night_with_its_analysis_on_two_cores() -> None:
@@ -240,3 +241,14 @@ def test_nightly_reruns_an_older_night_as_the_newest_of_its_analysis(
     result = CliRunner().invoke(main, ["nightly", str(f), "--date", "2026-11-02", "--results", str(results)])
     assert result.exit_code == 0, result.output
     assert [d.parent.name for d in analyzed[0]] == ["2026-11-01", "2026-11-02"]
+
+
+def test_the_group_protocol_and_commit_axes_set_the_consumer() -> None:
+    m = parse_matrix({"defaults": {"workload": {"name": "group"}, "consumer": {"mode": "subscribe"}},
+                      "axes": {"group_protocol": ["classic", "consumer"], "commit": ["sync", "async"]}},
+                     "m.yaml", "m")
+    assert [c.id for c in m.cells] == [
+        "group_protocol=classic,commit=sync", "group_protocol=classic,commit=async",
+        "group_protocol=consumer,commit=sync", "group_protocol=consumer,commit=async"]
+    last = m.cells[-1].spec.consumer
+    assert (last.group_protocol, last.commit) == ("consumer", "async")

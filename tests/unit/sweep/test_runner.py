@@ -194,12 +194,15 @@ def test_the_disk_estimate_refuses_with_the_figure(tmp_path: Path,
     cells = matrix().cells
     per_s = runner.RUN_BYTES_PER_S + runner.FULL_SPEED_SENDS_PER_S * runner.HISTORY_BYTES_PER_SEND
     assert runner.disk_needed(cells) == 4 * 10 * per_s
-    runner.check_disk(tmp_path / "new" / "dir", cells)  # 86 MB fits
-    monkeypatch.setattr(runner, "HISTORY_BYTES_PER_SEND", 10**11)
-    need = 4 * 10 * (runner.RUN_BYTES_PER_S + runner.FULL_SPEED_SENDS_PER_S * 10**11) / 1e9
-    with pytest.raises(SetupError,
-                       match=rf"needs about {need:.1f} GB for 4 cell\(s\) .* has [\d.]+ GB free"):
-        runner.check_disk(tmp_path / "new" / "dir", cells)
+    lines = 4 * 10 * runner.FULL_SPEED_SENDS_PER_S * runner.HISTORY_LINES_PER_SEND
+    tables = lines * runner.ANALYSIS_BYTES_PER_LINE
+    assert runner.disk_needed(cells[:1], cells) == 10 * per_s + tables, "the analysis of every cell"
+    runner.check_disk(tmp_path / "new" / "dir", cells, cells)  # 86 MB and 272 MB of tables fit
+    need = (10 * per_s + lines * 10**11) / 1e9
+    monkeypatch.setattr(runner, "ANALYSIS_BYTES_PER_LINE", 10**11)
+    with pytest.raises(SetupError, match=rf"needs about {need:.1f} GB for 1 cell\(s\) and the analysis "
+                                         rf"of 4 .* has [\d.]+ GB free"):
+        runner.check_disk(tmp_path / "new" / "dir", cells[:1], cells)
 
 
 def test_a_rate_limited_cell_needs_less() -> None:
