@@ -3,7 +3,8 @@
 
 Every ``interval_s`` one round writes one line per partition of the topic: the metadata
 a client gets (any broker's view, so an isolated broker can answer with a stale one), the
-high watermark the leader answers with and that answer's leader epoch, and each
+high watermark the leader answers with and that answer's leader epoch (with ``lso``, for
+transactions, also the last stable offset it answers with), and each
 replica's log end offset and checkpointed HW, read from its log directory (so also while
 a broker is paused, partitioned or dead; null where the node's files are not on this
 host). ``time`` is the history's clock, read when the round's client answers arrived:
@@ -43,9 +44,10 @@ class Source(Protocol):
         """partition -> leader, ISR and replicas; raises when there is no answer."""
         ...
 
-    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, HighWatermark | str]:
-        """partition -> the high watermark and the answer's leader epoch, or the error's
-        name when there is none."""
+    def high_watermarks(self, topic: str, partitions: Sequence[int],
+                        committed: bool = False) -> dict[int, HighWatermark | str]:
+        """partition -> the high watermark (with ``committed``, the last stable offset) and
+        the answer's leader epoch, or the error's name when there is none."""
         ...
 
 
@@ -66,8 +68,9 @@ class KafkaSource:
     def partitions(self, topic: str) -> dict[int, PartitionState]:
         return kafka_client.metadata_states(self._client(), topic, self._timeout)
 
-    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, HighWatermark | str]:
-        return kafka_client.high_watermarks(self._client(), topic, partitions, self._timeout)
+    def high_watermarks(self, topic: str, partitions: Sequence[int],
+                        committed: bool = False) -> dict[int, HighWatermark | str]:
+        return kafka_client.high_watermarks(self._client(), topic, partitions, self._timeout, committed)
 
 
 def host_data_dirs(cluster: Cluster) -> dict[int, Path]:
@@ -91,8 +94,9 @@ class Observer:
 
     def __init__(self, path: Path, clock: Callable[[], int], topic: str, partitions: int,
                  source: Source, data_dirs: Mapping[int, Path] | None = None,
-                 interval_s: float = 0.5, join_timeout_s: float = 10.0) -> None:
+                 interval_s: float = 0.5, join_timeout_s: float = 10.0, lso: bool = False) -> None:
         self.path = path
+        self._lso = lso
         self.interval_s = interval_s
         self.rounds = 0
         self._clock = clock
@@ -149,6 +153,12 @@ class Observer:
             state = {}
             errors.append(f"metadata: {e}")
         parts = sorted(set(self._partitions) | set(state))
+        lsos: dict[int, HighWatermark | str] = {}
+        if self._lso:  # asked before the HW, so that a stable offset is never above it
+            try:
+                lsos = self._source.high_watermarks(self._topic, parts, committed=True)
+            except Exception as e:
+                errors.append(f"lso: {e}")
         try:
             hws = self._source.high_watermarks(self._topic, parts)
         except Exception as e:
@@ -160,7 +170,7 @@ class Observer:
         for p in parts:
             s = state.get(p)
             nodes = s.replicas if s is not None and s.replicas else sorted(self._log_ends.data_dirs)
-            hw = hws.get(p)
+            hw, lso = hws.get(p), lsos.get(p)
             line: dict[str, Any] = {
                 "time": now, "topic": self._topic, "partition": p,
                 "leader": s.leader if s is not None else None,
@@ -172,8 +182,11 @@ class Observer:
                 "hw_checkpoint": {str(n): _checkpointed(checkpoints.get(n), self._topic, p)
                                   for n in nodes},
             }
+            if self._lso:
+                line["lso"] = lso.offset if isinstance(lso, HighWatermark) else None
             why = [*errors, *([] if s is not None or errors else ["not in the metadata"]),
-                   *([f"hw: {hw}"] if isinstance(hw, str) else [])]
+                   *([f"hw: {hw}"] if isinstance(hw, str) else []),
+                   *([f"lso: {lso}"] if isinstance(lso, str) else [])]
             if why:
                 line["error"] = "; ".join(why)
             lines.append(line)

@@ -25,7 +25,7 @@ from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
 from faultline.checkers.table import HistoryDigest
 from faultline.checkers.transactions import check_transactions, txn_history
-from faultline.checkers.txn_log import partition_logs
+from faultline.checkers.txn_log import final_stable_offsets, partition_logs
 from faultline.checkers.verdict import QueueFacts
 from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
 from faultline.errors import HistoryError, SpecError
@@ -138,12 +138,14 @@ def check_brokers(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
 
 def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     """The transaction checker (:mod:`faultline.checkers.transactions`) over the run's history,
-    with the metadata log's timeline and the replicas' logs when the run has them."""
-    history = txn_history(run.spec, run.rows, run.source)
+    with the metadata log's timeline, the replicas' logs and the observed last stable
+    offsets when the run has them."""
+    history, files, topic = txn_history(run.spec, run.rows, run.source), run.files(), run.spec.topic
     return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
                                       truncated=run.read.truncated, timeline=run.timeline(),
-                                      logs=partition_logs(run.files().replicas or (), run.spec.topic.name,
-                                                          run.spec.topic.replication_factor)))
+                                      logs=partition_logs(files.replicas or (), topic.name,
+                                                          topic.replication_factor),
+                                      stable=final_stable_offsets(files.observations or (), topic.name)))
 
 
 def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:

@@ -366,7 +366,8 @@ def _txn_value(value: Any, source: str, index: int) -> tuple[bool, tuple[TxnSend
 
 def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig, *,
                        truncated: bool = False, timeline: Timeline | None = None,
-                       logs: Mapping[int, PartitionLog] | None = None) -> Result:
+                       logs: Mapping[int, PartitionLog] | None = None,
+                       stable: Mapping[int, tuple[int, int]] | None = None) -> Result:
     """The verdict on ``h``, a run of ``spec`` whose transactions ran as ``config`` says
     (:meth:`~faultline.checkers.guarantees.TransactionConfig.from_spec`): every anomaly
     instance found, each permitted or not by
@@ -376,7 +377,10 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     orders a transaction before one that ended before it began); aborted reads and torn
     transactions are anomalies only where readers read committed, each with how the
     replicas' ``logs`` (:func:`~faultline.checkers.txn_log.partition_logs`) ended the
-    transaction of its records where they say. ``valid`` false with a
+    transaction of its records where they say; ``stable``: partition -> the last stable
+    offset and HW the brokers answered at the end
+    (:func:`~faultline.checkers.txn_log.final_stable_offsets`), which must agree with the
+    logs on whether a transaction was left open. ``valid`` false with a
     forbidden one, else unknown where something was not judged or was permitted only by
     faults assumed (:func:`_undecided`), else true."""
     judge = _Judge(spec, config, h, timeline)
@@ -434,7 +438,7 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         if instances:
             kept = sorted(instances, key=lambda e: e["permitted"])[:MAX_ANOMALY_EXAMPLES]
             anomalies[name] = kept
-    unknown = _undecided(spec, h, truncated, judge.assumed, logs, missed)
+    unknown = _undecided(spec, h, truncated, judge.assumed, logs, missed, stable or {})
     valid: Valid = False if violations else (UNKNOWN if unknown else True)
     outcomes = {"ok": 0, "fail": 0, "info": 0}
     sends = dict(outcomes)
@@ -571,13 +575,16 @@ class _Judge:
 
 
 def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool, assumed: Mapping[int, set[str]],
-               logs: Mapping[int, PartitionLog], missed: int) -> list[dict[str, Any]]:
+               logs: Mapping[int, PartitionLog], missed: int,
+               stable: Mapping[int, tuple[int, int]]) -> list[dict[str, Any]]:
     """Why the verdict may not be true although nothing forbidden was seen: an incomplete
     drain, committed records the drain may have ended below (``after-drain``), aborted
     reads and tears that read_uncommitted readers showed, which that isolation permits
     and so cannot judge (``isolation-unchecked``), anomalies on a partition (``assumed``)
     that only faults assumed permit (``permitted-on-assumption``), transactions a
-    partition's log (``logs``) left open after the heal (``open-transaction``), lost
+    partition's log (``logs``) left open after the heal (``open-transaction``), or where
+    the brokers' last stable offset at the end (``stable``) and the log disagree on that
+    (``lso-disagrees``; with no log, the brokers' answer alone is the witness), lost
     writes and drain tears of records every replica holds committed (``missed`` of them,
     ``drain-missed-held``, :meth:`TxnHistory.held`), a cut history."""
     out = []
@@ -613,6 +620,25 @@ def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool, assumed: Mapping[
                                f"after the heal, its last stable offset {log.last_stable_offset} stays "
                                f"below its log end {log.end}, so read_committed readers stop there and "
                                "whether they commit is not known"})
+    for p, (lso, hw) in sorted(stable.items()):
+        in_log = logs.get(p)
+        if in_log is None and lso < hw:
+            out.append({"kind": "open-transaction", "topic": spec.topic.name, "partition": p,
+                        "count": 1, "affects_verdict": True,
+                        "why": f"the brokers answered partition {p}'s last stable offset {lso} "
+                               f"below its high watermark {hw} at the end (ListOffsets, "
+                               "read_committed): a transaction was left open after the heal, and "
+                               "whether it commits is not known"})
+        elif in_log is not None and (logged := any(o < hw for o in in_log.open.values())) != (lso < hw):
+            out.append({"kind": "lso-disagrees", "topic": spec.topic.name, "partition": p,
+                        "count": 1, "affects_verdict": True,
+                        "why": f"at the end the brokers answered partition {p}'s last stable "
+                               f"offset {lso} with its high watermark {hw} (ListOffsets, "
+                               f"read_committed), while the log of node {in_log.node} "
+                               + ("holds a transaction open below it" if logged else
+                                  "holds no transaction open below it")
+                               + ": the brokers' own records disagree on whether one was left "
+                                 "open, so what read_committed readers may read is not known"})
     if missed:
         out.append({"kind": "drain-missed-held", "count": missed, "affects_verdict": True,
                     "why": f"{missed} committed record(s) (or drain tears of them) the complete drain "

@@ -1,6 +1,7 @@
 """What the replicas' logs say of a ``txn`` run's transactions, from ``replicas.jsonl``'s
 batch kinds (docs/history.md, "replicas.jsonl"): which marker ended the transaction a
-record is in, and which transactions the log left open.
+record is in, and which transactions the log left open; and what the brokers answered
+for the last stable offset at the run's end (``observations.jsonl``'s ``lso``).
 
 A transaction's records in a partition are its producer id's ``txn`` batches; the
 coordinator ends them with a ``commit`` or ``abort`` marker of that producer id, and a
@@ -88,3 +89,15 @@ def _log(line: Mapping[str, Any], replicas: Replicas) -> PartitionLog:
                         tuple(b[0] for b in batches), tuple(b[1] for b in batches),
                         tuple(b[3] for b in batches), {pid: bs[0][0] for pid, bs in pending.items()},
                         replicas)
+
+
+def final_stable_offsets(observations: Iterable[Mapping[str, Any]], topic: str) -> dict[int, tuple[int, int]]:
+    """Partition of ``topic`` -> (last stable offset, high watermark) the observer's last
+    line of it holds, the brokers' own answers at the run's end; absent where that line
+    lacks either (no witness then: an earlier answer may be stale)."""
+    last: dict[int, Mapping[str, Any]] = {}
+    for line in observations:
+        if line["topic"] == topic:
+            last[line["partition"]] = line
+    return {p: (line["lso"], line["hw"]) for p, line in last.items()
+            if line.get("lso") is not None and line["hw"] is not None}

@@ -179,16 +179,19 @@ class HighWatermark(NamedTuple):
 
 
 def high_watermarks(admin: AdminClient, topic: str, partitions: Sequence[int],
-                    timeout: float) -> dict[int, HighWatermark | str]:
+                    timeout: float, committed: bool = False) -> dict[int, HighWatermark | str]:
     """partition -> the high watermark clients see (ListOffsets latest, read_uncommitted),
-    or the error's name when there is none; never raises for one partition's error. The
+    or with ``committed`` the last stable offset in its place (read_committed, KIP-98: the
+    first offset of a transaction still open, else the HW), or the error's name when there
+    is none; never raises for one partition's error. The
     request goes to the leader librdkafka's metadata cache names, with no leader epoch to
     fence it, so a deposed leader cut off from the controller may answer with its stale
     HW: librdkafka forgets the highest epoch it saw after a NOT_LEADER_OR_FOLLOWER or
     LEADER_NOT_AVAILABLE answer."""
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # HW under read_uncommitted
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
     futures = admin.list_offsets({TopicPartition(topic, p): latest for p in partitions},
-                                 isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                 isolation_level=(IsolationLevel.READ_COMMITTED if committed
+                                                  else IsolationLevel.READ_UNCOMMITTED),
                                  request_timeout=timeout)
     out: dict[int, HighWatermark | str] = {}
     for tp, future in futures.items():

@@ -289,7 +289,8 @@ def _observing(spec: TestSpec, cluster: Cluster, path: Path, history: HistoryWri
     observer: Observer | None = None
     try:
         observer = Observer(path, history.now, spec.topic.name, spec.topic.partitions,
-                            KafkaSource(cluster.bootstrap_servers()), host_data_dirs(cluster))
+                            KafkaSource(cluster.bootstrap_servers()), host_data_dirs(cluster),
+                            lso=spec.workload.name == "txn")
         observer.start()
     except Exception as e:
         _log.error("the observer did not start: %s", e)

@@ -14,7 +14,7 @@ import json
 import pytest
 from rich.console import Console
 
-from faultline.checkers.txn_log import partition_logs
+from faultline.checkers.txn_log import final_stable_offsets, partition_logs
 from faultline.history import read_history
 from faultline.run.runner import RunOutcome, run_test
 from faultline.rundir import GROUP_FILE, PLAIN_HISTORY_FILE
@@ -106,3 +106,19 @@ def test_the_replicas_logs_end_each_transaction_as_its_outcome_says(outcome: Run
     assert all(log.last_stable_offset == log.end and not log.open for log in logs.values()), logs
     results = json.loads((outcome.run_dir / "results.json").read_text())
     assert "open-transaction" not in {u["kind"] for u in results["unknown"]}
+
+
+def test_the_brokers_last_stable_offset_ends_at_the_high_watermark(outcome: RunOutcome) -> None:
+    """observations.jsonl holds the LSO the brokers answered (ListOffsets, read_committed)
+    beside the HW; at the end, with no transaction left open, the two meet on every
+    partition, and the txn checker found the log agreeing."""
+    lines = [json.loads(x) for x in (outcome.run_dir / "observations.jsonl").read_text().splitlines()]
+    assert lines and all("lso" in line for line in lines)
+    stable = final_stable_offsets(lines, SPEC.topic.name)
+    assert sorted(stable) == list(range(SPEC.topic.partitions)), "the last round answered"
+    assert all(lso == hw for lso, hw in stable.values()), stable
+    answered = [line for line in lines if line["lso"] is not None and line["hw"] is not None]
+    print(f"rounds with a transaction open (LSO below HW): "
+          f"{sum(line['lso'] < line['hw'] for line in answered)} of {len(answered)} lines")
+    results = json.loads((outcome.run_dir / "results.json").read_text())
+    assert "lso-disagrees" not in {u["kind"] for u in results["unknown"]}

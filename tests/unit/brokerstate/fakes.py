@@ -55,8 +55,9 @@ def segment(dir: Path, base: int, data: bytes) -> Path:
 class FakeSource:
     """Answers as a client would, or raises ``fail`` when it is set."""
 
-    def __init__(self, state: dict[int, PartitionState], hws: dict[int, HighWatermark | str]) -> None:
-        self.state, self.hws = state, hws
+    def __init__(self, state: dict[int, PartitionState], hws: dict[int, HighWatermark | str],
+                 lsos: dict[int, HighWatermark | str] | None = None) -> None:
+        self.state, self.hws, self.lsos = state, hws, lsos or {}
         self.fail: Exception | None = None
 
     def partitions(self, topic: str) -> dict[int, PartitionState]:
@@ -64,10 +65,12 @@ class FakeSource:
             raise self.fail
         return self.state
 
-    def high_watermarks(self, topic: str, partitions: Sequence[int]) -> dict[int, HighWatermark | str]:
+    def high_watermarks(self, topic: str, partitions: Sequence[int],
+                        committed: bool = False) -> dict[int, HighWatermark | str]:
         if self.fail is not None:
             raise self.fail
-        return {p: self.hws[p] for p in partitions if p in self.hws}
+        answers = self.lsos if committed else self.hws
+        return {p: answers[p] for p in partitions if p in answers}
 
 
 def log_dirs(tmp_path: Path) -> dict[int, Path]:

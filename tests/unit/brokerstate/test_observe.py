@@ -61,6 +61,18 @@ def test_a_partition_without_its_hw_says_why(tmp_path: Path) -> None:
     assert (lines[1]["hw"], lines[1]["hw_epoch"]) == (7, 2) and "error" not in lines[1]
 
 
+def test_for_transactions_a_line_holds_the_last_stable_offset(tmp_path: Path) -> None:
+    """Asked only with ``lso``: read_committed's answer, beside the HW; what it could not
+    get is null and said."""
+    source = FakeSource({0: PartitionState(1, (1,), (1,)), 1: PartitionState(1, (1,), (1,))},
+                        {0: HighWatermark(9, 1), 1: HighWatermark(4, 1)},
+                        {0: HighWatermark(5, 1), 1: "REQUEST_TIMED_OUT"})
+    assert "lso" not in observer(tmp_path, source).sample()[0]
+    lines = Observer(tmp_path / "o.jsonl", lambda: 1, TOPIC, 2, source, lso=True).sample()
+    assert [(ln["hw"], ln["lso"], ln.get("error")) for ln in lines] == [
+        (9, 5, None), (4, None, "lso: REQUEST_TIMED_OUT")]
+
+
 def test_a_partition_missing_from_the_metadata(tmp_path: Path) -> None:
     source = FakeSource({0: PartitionState(1, (1,), (1,))}, {0: HighWatermark(3, 0)})
     lines = observer(tmp_path, source).sample()

@@ -19,7 +19,7 @@ from faultline.checkers.guarantees import (
     transaction_rules,
 )
 from faultline.checkers.transactions import check_transactions, txn_history
-from faultline.checkers.txn_log import PartitionLog, partition_logs
+from faultline.checkers.txn_log import PartitionLog, final_stable_offsets, partition_logs
 from faultline.errors import HistoryError
 from faultline.history import Op
 from faultline.spec import ConsumerSpec, KafkaSpec, TestSpec, TopicSpec, WorkloadSpec
@@ -93,11 +93,11 @@ class H:
 
 
 def verdict(h: H, s: TestSpec | None = None, protocol: int = 1,
-            timeline: Timeline | None = None,
-            logs: Mapping[int, PartitionLog] | None = None) -> dict[str, Any]:
+            timeline: Timeline | None = None, logs: Mapping[int, PartitionLog] | None = None,
+            stable: Mapping[int, tuple[int, int]] | None = None) -> dict[str, Any]:
     s = s or spec()
     return check_transactions(s, txn_history(s, h.rows), TransactionConfig(protocol=protocol),
-                              timeline=timeline, logs=logs).to_json()
+                              timeline=timeline, logs=logs, stable=stable).to_json()
 
 
 def committed_pair(h: H) -> None:
@@ -630,6 +630,48 @@ def test_a_transaction_the_log_left_open_leaves_the_verdict_unknown() -> None:
         assert r["valid"] is (True if marked else "unknown"), marked
         assert [(u["kind"], u.get("partition"), u.get("count")) for u in r["unknown"]] == (
             [] if marked else [("open-transaction", 1, 1)])
+
+
+def unknown_kinds(r: Mapping[str, Any]) -> list[tuple[str, int]]:
+    return [(u["kind"], u["partition"]) for u in r["unknown"]]
+
+
+def test_the_brokers_last_stable_offset_must_agree_with_the_log() -> None:
+    """The same run, its log closing every transaction, with partition 1's last stable
+    offset answered at its HW (valid) or below it (the brokers' own records disagree:
+    unknown); and with the log leaving it open, an LSO at the HW disagrees too."""
+    h = H()
+    committed_pair(h)
+    h.drain(10, 0, (0, 1))
+    h.drain(11, 1, (0, 2))
+    closed = replica_logs([(0, 7, "txn"), (1, 7, "commit")], [(0, 7, "txn"), (1, 7, "commit")])
+    opened = replica_logs([(0, 7, "txn"), (1, 7, "commit")], [(0, 7, "txn"), (1, 8, "txn")])
+    assert verdict(h, logs=closed, stable={0: (2, 2), 1: (2, 2)})["valid"] is True
+    r = verdict(h, logs=closed, stable={0: (2, 2), 1: (0, 2)})
+    assert (r["valid"], unknown_kinds(r)) == ("unknown", [("lso-disagrees", 1)])
+    r = verdict(h, logs=opened, stable={1: (2, 2)})
+    assert unknown_kinds(r) == [("open-transaction", 1), ("lso-disagrees", 1)]
+    assert unknown_kinds(verdict(h, logs=opened, stable={1: (0, 2)})) == [("open-transaction", 1)]
+
+
+def test_without_a_log_an_lso_below_the_hw_is_a_transaction_left_open() -> None:
+    h = H()
+    committed_pair(h)
+    h.drain(10, 0, (0, 1))
+    h.drain(11, 1, (0, 2))
+    assert verdict(h, stable={1: (2, 2)})["valid"] is True
+    r = verdict(h, stable={1: (1, 2)})
+    assert (r["valid"], unknown_kinds(r)) == ("unknown", [("open-transaction", 1)])
+
+
+def test_the_last_stable_offsets_are_the_observers_last_answers() -> None:
+    """Its last line of each partition, and none where that line lacks an answer (an
+    earlier one may be stale)."""
+    def line(p: int, hw: int | None, lso: int | None, topic: str = TOPIC) -> dict[str, Any]:
+        return {"topic": topic, "partition": p, "hw": hw, "lso": lso}
+    lines = [line(0, 5, 3), line(1, 5, 5), line(0, 9, 9), line(1, 9, None), line(2, 4, 4, "other")]
+    assert final_stable_offsets(lines, TOPIC) == {0: (9, 9)}
+    assert final_stable_offsets([{"topic": TOPIC, "partition": 0, "hw": 3}], TOPIC) == {}
 
 
 def test_an_aborted_read_says_how_the_log_ended_its_transaction() -> None:

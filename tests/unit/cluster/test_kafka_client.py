@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException
 from confluent_kafka.admin import ListOffsetsResultInfo
 
 from faultline.cluster import kafka_client
@@ -111,9 +111,11 @@ class Lister:
 
     def __init__(self, answers: dict[int, tuple[int, int] | int]) -> None:
         self.answers = answers
+        self.isolation_level: Any = None
 
     def list_offsets(self, requests: dict[Any, Any], isolation_level: Any,
                      request_timeout: float) -> dict[Any, Future[Any]]:
+        self.isolation_level = isolation_level
         out: dict[Any, Future[Any]] = {}
         for tp in requests:
             done: Future[Any] = Future()
@@ -133,3 +135,6 @@ def test_a_high_watermark_comes_with_the_leader_epoch_of_its_answer() -> None:
     assert kafka_client.high_watermarks(admin, "fl-queue", [0, 1, 2, 3, 4], 1.0) == {  # type: ignore[arg-type]
         0: kafka_client.HighWatermark(120, 5), 1: kafka_client.HighWatermark(7, None),
         2: "LEADER_NOT_AVAILABLE", 3: "no offset (-1001)", 4: kafka_client.HighWatermark(0, 1)}
+    assert admin.isolation_level == IsolationLevel.READ_UNCOMMITTED
+    kafka_client.high_watermarks(admin, "fl-queue", [0], 1.0, committed=True)  # type: ignore[arg-type]
+    assert admin.isolation_level == IsolationLevel.READ_COMMITTED, "the last stable offset"
