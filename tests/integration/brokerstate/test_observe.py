@@ -17,6 +17,8 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 
 from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
+from faultline.brokerstate.replica_logs import replica_summary
+from faultline.checkers.txn_log import PartitionLog, partition_logs
 from faultline.cluster.local.cluster import LocalCluster
 from tests.integration.conftest import INTEGRATION_SPEC
 from tests.integration.nemeses.nemesis_helpers import report, running, wait_until
@@ -139,3 +141,35 @@ def test_the_leo_of_a_paused_broker_is_read(cluster: LocalCluster, observer: Obs
         cluster.resume(victim)
     wait_until(lambda: settled(observer, after), 60, f"n{victim} catching up after the pause")
     cluster.wait_full_isr(TOPIC, 30)
+
+
+def test_an_open_transaction_shows_in_the_lso_and_the_log_alike(cluster: LocalCluster,
+                                                                tmp_path: Path) -> None:
+    """A transaction's records written and acknowledged but not yet ended: the brokers'
+    last stable offset (read_committed) stops at its first record below the HW, and the
+    replica logs hold it open from there; once aborted, the LSO meets the HW and the logs
+    end it with an abort marker. The two witnesses the txn checker holds to each other."""
+    obs = Observer(tmp_path / "observations.jsonl", time.monotonic_ns, TOPIC, len(PARTS),
+                   KafkaSource(cluster.bootstrap_servers()), host_data_dirs(cluster), lso=True)
+    before = produce(cluster, 1)  # partition -> the offset the transaction's first record takes
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "transactional.id": "it-open"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(TOPIC, value=str(i).encode(), partition=0)
+    assert producer.flush(30) == 0
+
+    def logs() -> dict[int, PartitionLog]:
+        summaries = [{**s, "node": n.id} for n in cluster.nodes
+                     if (s := replica_summary(n.data_dir, TOPIC, 0)) is not None]
+        return partition_logs(summaries, TOPIC, INTEGRATION_SPEC.topic.replication_factor)
+
+    wait_until(lambda: (obs.sample()[0]["hw"] or 0) >= before[0] + 10, 30, "the HW past the open records")
+    line = obs.sample()[0]
+    assert line["lso"] == before[0] < line["hw"], line
+    log = logs()[0]
+    assert log.last_stable_offset == before[0] and list(log.open.values()) == [before[0]]
+    producer.abort_transaction(30)
+    wait_until(lambda: (ln := obs.sample()[0])["lso"] == ln["hw"], 30, "the LSO at the HW after the abort")
+    wait_until(lambda: not logs()[0].open, 30, "the abort marker in the log")
+    assert logs()[0].marker_at(before[0]) == "abort"
