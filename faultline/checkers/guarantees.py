@@ -360,7 +360,7 @@ def permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str
 #: ``lost-write`` and ``aborted-read`` it counts too, of transactions).
 TORN = "torn-transaction"
 G0 = "G0"
-TXN_ANOMALIES: tuple[str, ...] = ("aborted-read", TORN, "lost-write", G0)
+TXN_ANOMALIES: tuple[str, ...] = ("aborted-read", TORN, "lost-write", G0, "nonmonotonic-send")
 
 #: The highest transaction protocol version each client under test speaks: librdkafka
 #: implements no KIP-890 part 2 (confluentinc/librdkafka#5423), so its transactions run
@@ -425,6 +425,8 @@ def transaction_rules(config: TransactionConfig, families: frozenset[str],
         out.setdefault(TORN, why)
         out.setdefault(G0, f"committed records may be lost ({loss}): a later transaction's record "
                            "can take the offset of a lost one, ahead of the earlier transaction's")
+        out.setdefault("nonmonotonic-send", f"records may be lost ({loss}): a later record can take "
+                                            "the offset of a lost one")
     return out
 
 
@@ -445,6 +447,9 @@ def transaction_forbidden(config: TransactionConfig, families: frozenset[str],
                       f"of their partition's window can lose (the queue's committed-loss rule); {version}",
         G0: f"a transaction's records follow, in every partition, those of a transaction that ended "
             f"before it began; {version}",
+        "nonmonotonic-send": f"a transactional producer is idempotent: it appends its records of a "
+                             f"partition in the order it sent them, within a transaction and from one "
+                             f"to the next, which ends before the next begins (KIP-98); {version}",
     }
     return {name: why[name] for name in TXN_ANOMALIES if name not in allowed}
 

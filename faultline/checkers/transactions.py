@@ -208,6 +208,25 @@ def _undrained(h: TxnHistory) -> list[tuple[Txn, TxnSend]]:
             if s.partition in h.complete and s.value not in drained]
 
 
+def out_of_order_writes(h: TxnHistory) -> list[tuple[Txn, TxnSend, Txn, TxnSend]]:
+    """nonmonotonic-send: two sends of one producer process to one partition, the later
+    one (within its transaction, or in a later transaction) given an offset no higher
+    than the earlier one's by their delivery reports. One instance per such later send,
+    with the send of the process before it in that partition:
+    ``(earlier txn, earlier send, later txn, later send)``."""
+    last: dict[tuple[int, int], tuple[Txn, TxnSend]] = {}  # (process, partition) -> its last send
+    out = []
+    for t in h.txns:  # invoke order: a process's transactions one after another
+        for s in t.sends:
+            if s.offset is None:
+                continue
+            before = last.get((t.process, s.partition))
+            if before is not None and before[1].offset is not None and s.offset <= before[1].offset:
+                out.append((*before, t, s))
+            last[(t.process, s.partition)] = (t, s)
+    return out
+
+
 def write_cycles(h: TxnHistory) -> list[list[tuple[Txn, Txn, int]]]:
     """G0: committed transactions whose write-write order (in each partition, the
     transaction of a lower offset before that of a higher one) has a cycle. One instance
@@ -426,6 +445,12 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                   next((e for e in late if not e["permitted"]), late[0]))
         found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
                           "edges": [[a.index, b.index, p] for a, b, p in cycle], **excuse})
+    for a, sent, b, then in out_of_order_writes(h):
+        found["nonmonotonic-send"].append({
+            "topic": topic, "partition": then.partition, "process": b.process, "time": b.invoked,
+            "values": [sent.value, then.value], "offsets": [sent.offset, then.offset],
+            "txn_indexes": [a.index, b.index],
+            **judge.excuse("nonmonotonic-send", spans[a.index][0], b.ended, a.invoked, [then.partition])})
     anomalies: dict[str, list[dict[str, Any]]] = {}
     violations = []
     reasons = dict(rules)  # and, for a type only its instances permit, the first one's reason

@@ -241,10 +241,11 @@ def test_the_transaction_protocol_is_the_lower_of_the_cluster_and_the_client() -
 @pytest.mark.parametrize(("protocol", "families", "loss", "permitted"), [
     (1, frozenset(), None, set()),
     (1, frozenset({"kill"}), None, set()),
-    (1, frozenset({"pause"}), None, {"aborted-read", TORN, "lost-write", G0}),
+    (1, frozenset({"pause"}), None, {"aborted-read", TORN, "lost-write", G0, "nonmonotonic-send"}),
     (2, frozenset({"pause", "toxics"}), None, set()),
     (2, frozenset({"wipe"}), None, set()),  # destroyed data permits a loss only where a partition's rule does
-    (2, frozenset(), "data was destroyed", {TORN, "lost-write", G0}),  # G0: a lost offset taken again
+    (2, frozenset(), "data was destroyed", {TORN, "lost-write", G0, "nonmonotonic-send"}),  # an offset
+    # lost and taken again: a later transaction's record ahead (G0), a producer's later one (nonmonotonic)
 ])
 def test_transaction_rules(protocol: int, families: frozenset[str], loss: str | None,
                            permitted: set[str]) -> None:
@@ -349,6 +350,52 @@ def test_a_delaying_fault_in_the_producers_previous_transaction_excuses_it() -> 
         r = verdict(h)
         assert r["anomalies"]["lost-write"][0]["permitted"] is permitted, (process, outcome)
         assert r["valid"] is permitted
+
+
+def test_a_producers_records_out_of_the_order_it_sent_them_are_nonmonotonic_sends() -> None:
+    """Within a transaction, and from one of a producer's transactions to its next, the
+    offsets of one partition's records must follow the sends; another producer's may
+    interleave."""
+    for first, second, reordered in ((3, 5, False), (5, 3, True)):
+        h = H()
+        h.txn(0, "ok", (0, 1, first), (0, 2, second))
+        h.drain(10, 0, *sorted([(first, 1), (second, 2)]))
+        h.drain(11, 1)
+        r = verdict(h)
+        assert r["anomaly_counts"]["nonmonotonic-send"] == reordered
+        assert r["valid"] is (not reordered)
+    for later, reordered in ((6, False), (2, True)):
+        h = H()
+        h.txn(0, "ok", (0, 1, 4))
+        h.txn(1, "ok", (0, 3, 0 if reordered else 5))  # another producer: no order between them
+        h.txn(0, "fail", (0, 2, later), abort=True)
+        h.drain(10, 0, *sorted([(4, 1), (0 if reordered else 5, 3)]))
+        h.drain(11, 1)
+        r = verdict(h)
+        assert r["anomaly_counts"]["nonmonotonic-send"] == reordered, later
+        assert r["valid"] is (not reordered), r["unknown"]
+        if reordered:
+            (e,) = r["anomalies"]["nonmonotonic-send"]
+            assert (e["values"], e["offsets"], e["txn_indexes"]) == ([1, 2], [4, 2], [0, 4])
+            assert e["permitted"] is False
+            assert "in the order it sent them" in r["forbidden_reasons"]["nonmonotonic-send"]
+
+
+def test_a_loss_on_the_partition_permits_a_later_record_at_an_earlier_offset() -> None:
+    """Partition 1's only replica wiped after the first transaction: its record may be lost
+    and its offset taken by the producer's next one; a wipe of partition 0's replica
+    permits nothing there."""
+    for node, permitted in ((2, True), (1, False)):
+        h = H()
+        h.wait(SECOND)
+        h.txn(0, "ok", (1, 1, 4))
+        h.fault("wipe", (node,))
+        h.fault("start", (node,))
+        h.txn(0, "ok", (1, 2, 0))
+        h.drain(10, 0)
+        h.drain(11, 1, (0, 2))
+        r = verdict(h, spec(replication_factor=1), protocol=2, timeline=lone_replicas())
+        assert r["anomalies"]["nonmonotonic-send"][0]["permitted"] is permitted, node
 
 
 SECOND = 1_000_000_000
