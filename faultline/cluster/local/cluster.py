@@ -545,6 +545,10 @@ class LocalCluster:
         for node in self.node_ids:
             clocks.write_offset(clocks.offset_file(self.state.dir, node), 0)
 
+    def read_clocks(self, nodes: Collection[int], timeout: float) -> dict[int, float | None]:
+        partitions = {n: self.node_ids.index(n) for n in nodes}  # the health topic's layout
+        return kafka_client.clock_offsets(self.bootstrap_servers(), partitions, timeout)
+
     # -- Toxifiable -----------------------------------------------------------------
 
     def add_toxic(

@@ -82,10 +82,12 @@ def test_a_bump_shifts_the_brokers_time_and_a_reset_sets_it_true(
     assert near(cluster, 0), "the broker's clock was off before any fault"
     done = nemesis.invoke(nemesis_op("clock", {"kind": "bump", "nodes": [1], "offset_s": 300}))
     assert done.value["clocks"] == {"1": 300}
+    assert abs(done.value["believed"]["1"] - 300) <= TOLERANCE_S, "the journaled belief is not the bump"
     assert clocks.offset_file(cluster.state.dir, 1).read_text() == "+300\n"
     wait_until(lambda: near(cluster, 300), 10, "the broker's log-append time never ran 300 s ahead")
     done = nemesis.invoke(nemesis_op("reset-clock", {"kind": "clock", "nodes": [1]}))
     assert done.value["clocks"] == {"1": 0}
+    assert abs(done.value["believed"]["1"]) <= TOLERANCE_S, "the journaled belief is not true after reset"
     assert clocks.offset_file(cluster.state.dir, 1).read_text() == "+0\n"
     wait_until(lambda: near(cluster, 0), 10, "the broker's log-append time never came back")
     assert cluster.node(1).is_alive()
@@ -93,7 +95,8 @@ def test_a_bump_shifts_the_brokers_time_and_a_reset_sets_it_true(
 
 def test_a_strobe_moves_the_clock_back_and_forth_and_ends_true(
         cluster: LocalCluster, nemesis: ClockNemesis) -> None:
-    nemesis.invoke(nemesis_op("clock", {"kind": "strobe", "nodes": [1], "offset_s": -60, "for_s": 8}))
+    done = nemesis.invoke(nemesis_op("clock", {"kind": "strobe", "nodes": [1], "offset_s": -60, "for_s": 8}))
+    assert abs(done.value["believed"]["1"] + 60) <= TOLERANCE_S, "the belief is not the strobe's jump"
     seen: set[int] = set()
     wait_until(lambda: seen.add(round(broker_skew_s(cluster) / 60)) or seen >= {-1, 0}, 8,
                "the broker's clock did not strobe between -60 s and true")
