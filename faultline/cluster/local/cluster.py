@@ -526,11 +526,15 @@ class LocalCluster:
         faults (its offset file made, true, if it has none yet); nothing otherwise."""
         if not self._spec.nemesis.skews_clocks:
             return {}
-        lib = clocks.required_library()
+        lib = self._faketime()
         path = clocks.offset_file(self.state.dir, node)
         if not path.exists():
             clocks.write_offset(path, 0)
         return clocks.environment(lib, path)
+
+    def _faketime(self) -> Path:
+        """Where a broker JVM finds libfaketime: the host's."""
+        return clocks.required_library()
 
     def set_clock(self, node: int, offset_s: int) -> None:
         if not self._spec.nemesis.skews_clocks:

@@ -3,7 +3,8 @@ log-append time, its ``System.currentTimeMillis``) without a restart, a strobe m
 back and forth and ends true, a reset sets it true, and nothing is left behind (the
 offset files go with the run's state directory).
 
-One single-node cluster on libfaketime for the module: every test sets the clock true
+One single-node cluster on libfaketime per backend (the docker backend's on the image's
+libfaketime, its offset directory mounted read-only): every test sets the clock true
 again before it returns.
 """
 
@@ -12,15 +13,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import docker
 import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
+from faultline.cluster.docker.cluster import DockerCluster, remove_labelled
 from faultline.cluster.host import clocks
 from faultline.cluster.local.cluster import LocalCluster
-from faultline.nemeses.clock import ClockNemesis
+from faultline.nemeses.clock import TOLERANCE_S, ClockNemesis
 from faultline.spec import KafkaSpec, NemesisSpec, TestSpec, TopicSpec
-from tests.integration.nemeses.nemesis_helpers import nemesis_op, wait_until
+from tests.integration.nemeses.nemesis_helpers import nemesis_op, on_backend, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -34,15 +37,21 @@ SPEC = TestSpec(
 APPEND_TIME = "clock-append-time"
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """The cluster; once stopped, its offset files are gone with its state directory."""
-    with LocalCluster(SPEC) as c:
+@pytest.fixture(scope="module", params=["local", "docker"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """The cluster; once stopped, its offset files are gone with its state directory, and
+    on docker its containers and network with their label."""
+    with on_backend(request, SPEC) as c:
         topic = NewTopic(APPEND_TIME, 1, 1, config={"message.timestamp.type": "LogAppendTime"})
         c.admin().create_topics([topic])[APPEND_TIME].result(30)
         offsets = clocks.offset_file(c.state.dir, 1)
+        if isinstance(c, DockerCluster):
+            mounts = {m["Destination"]: m["RW"] for m in c._container(1).attrs["Mounts"]}
+            assert mounts[str(offsets.parent)] is False, "the offset directory is not mounted read-only"
         yield c
-    assert not offsets.exists() and not offsets.parent.parent.exists(), "the offset files were left"
+    assert not offsets.exists() and not offsets.parents[2].exists(), "the offset files were left"
+    if isinstance(c, DockerCluster):
+        assert remove_labelled(docker.from_env(), lambda rid: rid == c.run_id) == [], "containers were left"
 
 
 @pytest.fixture
