@@ -279,7 +279,7 @@ def clock_offsets(bootstrap: str, partitions: Mapping[int, int], timeout: float)
     """How far each node's wall clock is ahead of the harness's, in seconds, as its broker
     shows it: ``partitions`` maps a node to its :data:`HEALTH_TOPIC` partition; a record
     produced there carries the broker's time of append, less the harness's wall time at
-    the send (late by at most the send's round trip). None for a node whose record was
+    the send (over by at most the record's round trip). None for a node whose record was
     not acknowledged within ``timeout``; ClusterError if the topic stamps no append time."""
     producer = Producer(
         {**client_config(bootstrap), "acks": "1", "linger.ms": 0,
