@@ -13,12 +13,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-import docker
 import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
-from faultline.cluster.docker.cluster import DockerCluster, remove_labelled
+from faultline.cluster.docker.cluster import DockerCluster, labelled_runs
 from faultline.cluster.host import clocks
 from faultline.cluster.local.cluster import LocalCluster
 from faultline.nemeses.clock import TOLERANCE_S, ClockNemesis
@@ -51,7 +50,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
         yield c
     assert not offsets.exists() and not offsets.parents[2].exists(), "the offset files were left"
     if isinstance(c, DockerCluster):
-        assert remove_labelled(docker.from_env(), lambda rid: rid == c.run_id) == [], "containers were left"
+        assert c.run_id not in labelled_runs(), "a container or network of the run was left"
 
 
 @pytest.fixture
