@@ -43,14 +43,14 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     with on_backend(request, SPEC) as c:
         topic = NewTopic(APPEND_TIME, 1, 1, config={"message.timestamp.type": "LogAppendTime"})
         c.admin().create_topics([topic])[APPEND_TIME].result(30)
-        offsets = clocks.offset_file(c.state.dir, 1)
+        offsets, run_id = clocks.offset_file(c.state.dir, 1), c.run_id
         if isinstance(c, DockerCluster):
             mounts = {m["Destination"]: m["RW"] for m in c._container(1).attrs["Mounts"]}
             assert mounts.get(str(offsets.parent)) is False, "the offset directory is not mounted read-only"
         yield c
     assert not offsets.exists() and not offsets.parents[2].exists(), "the offset files were left"
     if isinstance(c, DockerCluster):
-        assert c.run_id not in labelled_runs(), "a container or network of the run was left"
+        assert run_id not in labelled_runs(), "a container or network of the run was left"
 
 
 @pytest.fixture
