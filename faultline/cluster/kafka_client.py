@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from confluent_kafka import (
+    TIMESTAMP_LOG_APPEND_TIME,
     Consumer,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
@@ -33,7 +34,8 @@ from faultline.cluster.protocol import PartitionState
 from faultline.errors import ClusterError
 from faultline.spec import TopicSpec
 
-#: One partition per node, led by that node: a round trip through it crosses every proxy.
+#: One partition per node, led by that node: a round trip through it crosses every proxy,
+#: and its records carry their broker's wall clock (log-append time, :func:`clock_offsets`).
 HEALTH_TOPIC = "faultline-health"
 CLIENT_LOG = logging.getLogger("faultline.cluster.kafka_client")
 CLIENT_LOG.addHandler(logging.NullHandler())
@@ -74,10 +76,11 @@ def create_topic(admin: AdminClient, topic: TopicSpec, timeout: float) -> None:
 
 
 def create_health_topic(admin: AdminClient, node_ids: Sequence[int]) -> None:
-    """Create :data:`HEALTH_TOPIC`, partition i on node ``node_ids[i]`` only."""
+    """Create :data:`HEALTH_TOPIC`, partition i on node ``node_ids[i]`` only, its records
+    stamped with the time their broker appended them."""
     assignment = [[i] for i in node_ids]
-    _create(admin, NewTopic(HEALTH_TOPIC, num_partitions=len(assignment),
-                            replica_assignment=assignment), 10)
+    _create(admin, NewTopic(HEALTH_TOPIC, num_partitions=len(assignment), replica_assignment=assignment,
+                            config={"message.timestamp.type": "LogAppendTime"}), 10)
 
 
 #: Errors of a CreateTopics request that never got its answer: sending it again is safe
@@ -273,3 +276,30 @@ def round_trip(bootstrap: str, partitions: int, timeout: float) -> None:
             raise ClusterError(f"health consume read back partitions {sorted(seen)} of {sorted(acked)}")
     finally:
         consumer.close()
+
+
+def clock_offsets(bootstrap: str, partitions: Mapping[int, int], timeout: float) -> dict[int, float | None]:
+    """How far each node's wall clock is ahead of the harness's, in seconds, as its broker
+    shows it: ``partitions`` maps a node to its :data:`HEALTH_TOPIC` partition; a record
+    produced there carries the broker's time of append, less the harness's wall time at
+    the send (over by at most the record's round trip). None for a node whose record was
+    not acknowledged within ``timeout``; ClusterError if the topic stamps no append time."""
+    producer = Producer(
+        {**client_config(bootstrap), "acks": "1", "linger.ms": 0,
+         "message.timeout.ms": max(1, int(timeout * 1000)), "enable.idempotence": False}
+    )  # fmt: skip
+    appended: dict[int, tuple[int, int]] = {}
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is None:
+            appended[int(msg.partition())] = msg.timestamp()
+
+    sent: dict[int, float] = {}
+    for p in partitions.values():
+        sent[p] = time.time()
+        producer.produce(HEALTH_TOPIC, value=b"clock", partition=p, on_delivery=delivered)
+    producer.flush(timeout + 1)
+    if any(kind != TIMESTAMP_LOG_APPEND_TIME for kind, _ in appended.values()):
+        raise ClusterError(f"{HEALTH_TOPIC} does not stamp records with their log-append time")
+    return {node: (appended[p][1] / 1000 - sent[p]) if p in appended else None
+            for node, p in partitions.items()}

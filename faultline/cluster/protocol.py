@@ -230,6 +230,12 @@ class Skewable(Protocol):
         """Set every node's clock true again. Idempotent."""
         ...
 
+    def read_clocks(self, nodes: Collection[int], timeout: float) -> dict[int, float | None]:
+        """How far each of ``nodes``' wall clocks is ahead of the true time, in seconds, as
+        its broker shows it now (a record's log-append time; docs/design.md, its error);
+        None for a node that did not answer within ``timeout``."""
+        ...
+
 
 @runtime_checkable
 class Toxifiable(Protocol):

@@ -15,8 +15,9 @@ strobe      ``offset_s``: 5, 30 or 120 s, taken and dropped every
 
 The invoke value names the node (``nodes``); the completion says what each node's clock
 was told, ``clocks``: node -> its offset in seconds (a strobe's: the offset it jumps to
-and back from). The ``reset-clock`` completion's ``clocks`` has every node at 0. A
-broker follows a new offset within :data:`~faultline.cluster.host.clocks.REREAD_S`.
+and back from), and what its broker then believed, ``believed`` (:func:`believed`). The
+``reset-clock`` completion's ``clocks`` has every node at 0. A broker follows a new
+offset within :data:`~faultline.cluster.host.clocks.REREAD_S`.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from faultline.cluster.host.clocks import REREAD_S
+from faultline.cluster.waiting import wait_until
 from faultline.errors import NemesisError
 from faultline.history import Op
 from faultline.nemeses.base import Bound, choose, completed, error_text, leaders_snapshot, skewable
@@ -41,6 +43,17 @@ STROBES_S = (5, 30, 120)
 #: How long a strobing clock stays at each end: twice the brokers' re-read of their
 #: offset file, so each end is seen.
 STROBE_PERIOD_S = 2 * REREAD_S
+#: How far a broker's believed offset may be from what its clock was told and still count
+#: as following it: the read-back's error with room to spare (docs/design.md).
+TOLERANCE_S = 1.0
+#: How long a clock change waits for its brokers to follow: a JVM re-reads its offset file
+#: each :data:`~faultline.cluster.host.clocks.REREAD_S`, then a read-back takes its round
+#: trip; the rest is room for a loaded machine.
+FOLLOW_S = 5.0
+#: How long one read-back waits for a broker's answer.
+READ_S = 1.0
+
+Reader = Callable[[Collection[int], float], Mapping[int, float | None]]
 
 
 def offset(kind: str, pick: int) -> int:
@@ -51,6 +64,25 @@ def offset(kind: str, pick: int) -> int:
     if kind == "strobe":
         return rng.choice(STROBES_S)
     raise NemesisError(f"unknown clock fault {kind!r}; known: bump, strobe")
+
+
+def believed(read: Reader, told: Mapping[int, int], within_s: float) -> dict[int, float | None]:
+    """What each node's broker believes its clock's offset is (``read(nodes, READ_S)``),
+    read again until every node's is within :data:`TOLERANCE_S` of what it was ``told``
+    or ``within_s`` has passed: each node's last answer, None for one that never answered."""
+    last: dict[int, float | None] = dict.fromkeys(told)
+
+    def follows(node: int) -> bool:
+        seen = last[node]
+        return seen is not None and abs(seen - told[node]) <= TOLERANCE_S
+
+    def all_follow() -> bool:
+        answers = read([n for n in told if not follows(n)], READ_S)
+        last.update({n: s for n, s in answers.items() if s is not None})
+        return all(follows(n) for n in told)
+
+    wait_until(all_follow, time.monotonic() + within_s)
+    return last
 
 
 class ClockNemesis(Bound):
@@ -88,11 +120,12 @@ class ClockNemesis(Bound):
                     clock.set_clock(node, seconds)
                 how = f"{seconds:+d} s"
             return completed(op, result=f"clocks of nodes {nodes}: {how}",
-                             clocks={str(n): seconds for n in nodes})
+                             **_journaled(clock.read_clocks, dict.fromkeys(nodes, seconds)))
         if op.f == "reset-clock":
             self._end_strobes()
             clock.reset_clocks()
-            return completed(op, result="clocks reset", clocks={str(n.id): 0 for n in self.cluster.nodes})
+            return completed(op, result="clocks reset",
+                             **_journaled(clock.read_clocks, {n.id: 0 for n in self.cluster.nodes}))
         raise NemesisError(f"the 'clock' nemesis cannot {op.f!r}")
 
     def teardown(self) -> None:
@@ -148,3 +181,11 @@ class ClockNemesis(Bound):
             nodes = list(self._strobes)
         for node in nodes:
             self._end_strobe(node)
+
+
+def _journaled(read: Reader, told: Mapping[int, int]) -> dict[str, dict[str, Any]]:
+    """A clock change's completion fields: what each node was ``told`` (``clocks``) and
+    then believed (``believed``, seconds to the millisecond, or None)."""
+    seen = believed(read, told, FOLLOW_S)
+    return {"clocks": {str(n): s for n, s in told.items()},
+            "believed": {str(n): None if b is None else round(b, 3) for n, b in seen.items()}}

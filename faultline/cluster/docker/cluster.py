@@ -22,6 +22,9 @@ readiness, topics, toxics, wipe and the broker's files. What differs:
   and applied again when a container starts, whose network namespace is new each time;
   degraded links (:mod:`faultline.cluster.host.links`) likewise, but not applied again:
   a container restarted has whole links.
+- clocks: a broker JVM starts on the image's libfaketime with the local backend's
+  environment (:func:`faultline.cluster.host.clocks.environment`), its node's offset
+  directory bind-mounted read-only at the same path.
 
 Containers and the network are testcontainers' (``DockerContainer``, ``Network``), each
 container started through a wait strategy; the Docker SDK is used where testcontainers
@@ -45,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from faultline.cluster import kafka_config, kafka_dist, toxiproxy
 from faultline.cluster.docker import engine, image
-from faultline.cluster.host import cleanups, netns, runstate, signals
+from faultline.cluster.host import cleanups, clocks, netns, runstate, signals
 from faultline.cluster.host.runstate import ProcId
 from faultline.cluster.host.stateroot import ENV as ENV_STATE
 from faultline.cluster.host.stateroot import run_id_ok, state_root
@@ -102,7 +105,7 @@ class DockerCluster(LocalCluster):
     """A Kafka cluster of ``spec.kafka.nodes`` containers (module docstring).
 
     Implements :class:`~faultline.cluster.protocol.Cluster` and every capability of the
-    local backend: Killable, Stoppable, Pausable, Partitionable, Toxifiable, Wipeable.
+    local backend: Killable, Stoppable, Pausable, Partitionable, Skewable, Toxifiable, Wipeable.
     """
 
     def __init__(self, spec: TestSpec, workdir: Path | str | None = None) -> None:
@@ -110,21 +113,21 @@ class DockerCluster(LocalCluster):
         self._docker: Any = None
         self._network: Network | None = None
         self._image = ""
+        self._faketime_lib: Path | None = None
         self._grudge: dict[int, list[int]] = {}
         self._replication: dict[int, list[int]] = {}
 
     # -- lifecycle ------------------------------------------------------------------
 
     def _prepare(self) -> None:
-        if self._spec.nemesis.skews_clocks:
-            raise SetupError("clock faults run on the local backend only: the docker image has "
-                             "no libfaketime")
         if not engine.running():
             raise SetupError(f"no Docker engine answers on {engine.SOCKET}; "
                              "faultline setup --backend docker starts one")  # fmt: skip
         _testcontainers()
         self._docker = _client()
         self._image = image.ensure_image(self._spec.kafka.version, lambda _: None, self._spec.kafka.image)
+        if self._spec.nemesis.skews_clocks:
+            self._faketime_lib = image.faketime(self._image)
 
     def _cleanup_stale(self) -> None:
         """Remove the containers and networks labelled with a run that has no live state
@@ -239,11 +242,20 @@ class DockerCluster(LocalCluster):
             # which wait_healthy waits for
             .waiting_for(ContainerStatusWaitStrategy())
         )  # fmt: skip
+        clock = self._clock_env(node_id)
+        if clock:  # its offset file's directory, at the same path: the file is replaced whole
+            offsets = clocks.offset_file(self.state.dir, node_id).parent
+            container.with_envs(**clock).with_volume_mapping(offsets, str(offsets), "ro")
         self.state.nodes[node_id] = _started(container, f"node {node_id}'s container", node.log_dir)
         if node_id in self.state.paused:
             self.state.paused.remove(node_id)
         self.state.save()
         self._apply_rules(node_id)
+
+    def _faketime(self) -> Path:
+        """Where a broker JVM finds libfaketime: the image's."""
+        assert self._faketime_lib is not None, "_prepare finds it for a spec with clock faults"
+        return self._faketime_lib
 
     def kill(self, node: int) -> None:
         with self._lock:

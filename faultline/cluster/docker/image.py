@@ -1,14 +1,19 @@
 """The docker backend's image, built here with no registry at all.
 
 ``faultline/kafka:<version>`` is a Debian root filesystem made by ``debootstrap`` from
-Debian's packages (a JRE, iptables, iproute2), cached in ``<cache>/docker/rootfs-<suite>``,
-with the Kafka jars the set-up resolves from Maven Central in ``/opt/kafka/libs``,
-imported into the engine with ``docker import``. Nothing is pulled. A user's own image
-(``--image``) must have ``java`` on its PATH and Kafka's jars in ``/opt/kafka/libs``.
+Debian's packages (a JRE, iptables, iproute2, libfaketime), cached in
+``<cache>/docker/rootfs-<suite>-<key>`` (the key names the packages: a cached root
+filesystem of other packages is not reused, nor an image made from one), with the Kafka
+jars the set-up resolves from Maven Central in ``/opt/kafka/libs``, imported into the
+engine with ``docker import``. Nothing is pulled. A user's own image (``--image``) must
+have ``java`` on its PATH and Kafka's jars in ``/opt/kafka/libs``; for clock faults, the
+label ``faultline.faketime`` naming its libfaketime.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import subprocess
 import tempfile
@@ -16,12 +21,19 @@ import time
 from pathlib import Path
 
 from faultline.cluster import kafka_dist
+from faultline.cluster.host import clocks
 from faultline.cluster.kafka_dist import Report
 from faultline.errors import SetupError
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
-PACKAGES = ("openjdk-17-jre-headless", "iptables", "iproute2")
+PACKAGES = ("openjdk-17-jre-headless", "iptables", "iproute2", clocks.PACKAGE)
+#: The root filesystem's key: its suite and packages.
+KEY = hashlib.sha256(" ".join((SUITE, *PACKAGES)).encode()).hexdigest()[:12]
+#: The image's labels: the key of the root filesystem it was made from, and the path of
+#: its libfaketime (:mod:`faultline.cluster.host.clocks`).
+KEY_LABEL = "faultline.rootfs"
+FAKETIME_LABEL = "faultline.faketime"
 #: Where the image keeps Kafka's jars: the broker's class path is ``LIBS/*``.
 LIBS = "/opt/kafka/libs"
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -37,9 +49,26 @@ def exists(image: str) -> bool:
     return done.returncode == 0
 
 
+def labels(image: str) -> dict[str, str]:
+    """The labels of ``image``, which the engine has."""
+    done = subprocess.run(["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", "--", image],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(done.stdout) or {}
+
+
+def faketime(image: str) -> Path:
+    """Where ``image`` has libfaketime (its :data:`FAKETIME_LABEL`); SetupError when it
+    says nothing of it."""
+    found = labels(image).get(FAKETIME_LABEL)
+    if not found:
+        raise SetupError(f"clock faults need libfaketime in the image, and {image} has no label "
+                         f"{FAKETIME_LABEL} naming it; use faultline's own image (no --image)")
+    return Path(found)
+
+
 def rootfs(report: Report) -> Path:
     """The cached Debian root filesystem (made once, by debootstrap)."""
-    out = kafka_dist.cache_dir() / "docker" / f"rootfs-{SUITE}"
+    out = kafka_dist.cache_dir() / "docker" / f"rootfs-{SUITE}-{KEY}"
     if (out / ".complete").exists():
         return out
     kafka_dist.ensure_debian_commands(("debootstrap",), report)
@@ -72,10 +101,13 @@ def ensure_image(version: str, report: Report, image: str | None = None) -> str:
             raise SetupError(f"the engine has no image {image!r}; docker load or docker build it first")
         return image
     name = default_image(version)
-    if exists(name):
+    if exists(name) and labels(name).get(KEY_LABEL) == KEY:
         return name
     t0 = time.monotonic()
     base = rootfs(report)
+    lib = sorted(base.glob(clocks.LIBRARY_GLOB.lstrip("/")))
+    if not lib:
+        raise SetupError(f"{base} has no libfaketime ({clocks.LIBRARY_GLOB}); remove it to build it anew")
     dist = kafka_dist.ensure_kafka(version, None, report)
     libs = base / LIBS.lstrip("/")
     shutil.rmtree(libs, ignore_errors=True)
@@ -85,6 +117,8 @@ def ensure_image(version: str, report: Report, image: str | None = None) -> str:
                            stdout=subprocess.PIPE)  # fmt: skip
     done = subprocess.run(
         ["docker", "import", "--change", f"ENV PATH={_PATH}", "--change", "LABEL faultline.image=kafka",
+         "--change", f"LABEL {KEY_LABEL}={KEY}",
+         "--change", f"LABEL {FAKETIME_LABEL}=/{lib[0].relative_to(base)}",
          "--", "-", name],
         stdin=tar.stdout, capture_output=True, text=True, check=False,
     )  # fmt: skip

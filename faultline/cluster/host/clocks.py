@@ -9,7 +9,8 @@ restart. ``System.nanoTime`` stays true (``FAKETIME_DONT_FAKE_MONOTONIC``): time
 Kafka measures on the monotonic clock are untouched. A run without clock faults starts
 its JVMs as before, with no preload.
 
-The offset files live in the run's root-only state directory (``clocks/n<id>``), written
+The offset files live in the run's root-only state directory (``clocks/n<id>/offset``, a
+directory per node, which a container can mount alone and still see each new file), written
 whole through a temporary file renamed over them (:func:`faultline.rundir.write_atomic`:
 never a link followed, never half a file read), and go with the directory at teardown.
 """
@@ -48,7 +49,7 @@ def required_library() -> Path:
 
 def offset_file(state_dir: Path, node: int) -> Path:
     """Node ``node``'s offset file in a run's state directory (not made here)."""
-    return state_dir / "clocks" / f"n{node}"
+    return state_dir / "clocks" / f"n{node}" / "offset"
 
 
 def environment(lib: Path, offsets: Path) -> dict[str, str]:
@@ -67,7 +68,7 @@ def offset_text(seconds: int) -> str:
 
 
 def write_offset(path: Path, seconds: int) -> None:
-    """Set the clock that reads ``path`` ``seconds`` from the kernel's (its directory is
-    made, mode 0700, if missing)."""
-    path.parent.mkdir(mode=0o700, exist_ok=True)
+    """Set the clock that reads ``path`` ``seconds`` from the kernel's (its directories
+    are made, mode 0700, if missing)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_atomic(path, (offset_text(seconds) + "\n").encode())

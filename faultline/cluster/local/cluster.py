@@ -526,11 +526,15 @@ class LocalCluster:
         faults (its offset file made, true, if it has none yet); nothing otherwise."""
         if not self._spec.nemesis.skews_clocks:
             return {}
-        lib = clocks.required_library()
+        lib = self._faketime()
         path = clocks.offset_file(self.state.dir, node)
         if not path.exists():
             clocks.write_offset(path, 0)
         return clocks.environment(lib, path)
+
+    def _faketime(self) -> Path:
+        """Where a broker JVM finds libfaketime: the host's."""
+        return clocks.required_library()
 
     def set_clock(self, node: int, offset_s: int) -> None:
         if not self._spec.nemesis.skews_clocks:
@@ -544,6 +548,10 @@ class LocalCluster:
             return
         for node in self.node_ids:
             clocks.write_offset(clocks.offset_file(self.state.dir, node), 0)
+
+    def read_clocks(self, nodes: Collection[int], timeout: float) -> dict[int, float | None]:
+        partitions = {n: self.node_ids.index(n) for n in nodes}  # the health topic's layout
+        return kafka_client.clock_offsets(self.bootstrap_servers(), partitions, timeout)
 
     # -- Toxifiable -----------------------------------------------------------------
 

@@ -3,7 +3,8 @@ log-append time, its ``System.currentTimeMillis``) without a restart, a strobe m
 back and forth and ends true, a reset sets it true, and nothing is left behind (the
 offset files go with the run's state directory).
 
-One single-node cluster on libfaketime for the module: every test sets the clock true
+One single-node cluster on libfaketime per backend (the docker backend's on the image's
+libfaketime, its offset directory mounted read-only): every test sets the clock true
 again before it returns.
 """
 
@@ -16,11 +17,12 @@ import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
+from faultline.cluster.docker.cluster import DockerCluster, labelled_runs
 from faultline.cluster.host import clocks
 from faultline.cluster.local.cluster import LocalCluster
-from faultline.nemeses.clock import ClockNemesis
+from faultline.nemeses.clock import TOLERANCE_S, ClockNemesis
 from faultline.spec import KafkaSpec, NemesisSpec, TestSpec, TopicSpec
-from tests.integration.nemeses.nemesis_helpers import nemesis_op, wait_until
+from tests.integration.nemeses.nemesis_helpers import nemesis_op, on_backend, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -34,15 +36,21 @@ SPEC = TestSpec(
 APPEND_TIME = "clock-append-time"
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """The cluster; once stopped, its offset files are gone with its state directory."""
-    with LocalCluster(SPEC) as c:
+@pytest.fixture(scope="module", params=["local", "docker"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """The cluster; once stopped, its offset files are gone with its state directory, and
+    on docker its containers and network with their label."""
+    with on_backend(request, SPEC) as c:
         topic = NewTopic(APPEND_TIME, 1, 1, config={"message.timestamp.type": "LogAppendTime"})
         c.admin().create_topics([topic])[APPEND_TIME].result(30)
-        offsets = clocks.offset_file(c.state.dir, 1)
+        offsets, run_id = clocks.offset_file(c.state.dir, 1), c.run_id
+        if isinstance(c, DockerCluster):
+            mounts = {m["Destination"]: m["RW"] for m in c._container(1).attrs["Mounts"]}
+            assert mounts.get(str(offsets.parent)) is False, "the offset directory is not mounted read-only"
         yield c
-    assert not offsets.exists() and not offsets.parent.parent.exists(), "the offset files were left"
+    assert not offsets.exists() and not offsets.parents[2].exists(), "the offset files were left"
+    if isinstance(c, DockerCluster):
+        assert run_id not in labelled_runs(), "a container or network of the run was left"
 
 
 @pytest.fixture
@@ -82,10 +90,12 @@ def test_a_bump_shifts_the_brokers_time_and_a_reset_sets_it_true(
     assert near(cluster, 0), "the broker's clock was off before any fault"
     done = nemesis.invoke(nemesis_op("clock", {"kind": "bump", "nodes": [1], "offset_s": 300}))
     assert done.value["clocks"] == {"1": 300}
+    assert abs(done.value["believed"]["1"] - 300) <= TOLERANCE_S, "the journaled belief is not the bump"
     assert clocks.offset_file(cluster.state.dir, 1).read_text() == "+300\n"
     wait_until(lambda: near(cluster, 300), 10, "the broker's log-append time never ran 300 s ahead")
     done = nemesis.invoke(nemesis_op("reset-clock", {"kind": "clock", "nodes": [1]}))
     assert done.value["clocks"] == {"1": 0}
+    assert abs(done.value["believed"]["1"]) <= TOLERANCE_S, "the journaled belief is not true after reset"
     assert clocks.offset_file(cluster.state.dir, 1).read_text() == "+0\n"
     wait_until(lambda: near(cluster, 0), 10, "the broker's log-append time never came back")
     assert cluster.node(1).is_alive()
@@ -93,7 +103,8 @@ def test_a_bump_shifts_the_brokers_time_and_a_reset_sets_it_true(
 
 def test_a_strobe_moves_the_clock_back_and_forth_and_ends_true(
         cluster: LocalCluster, nemesis: ClockNemesis) -> None:
-    nemesis.invoke(nemesis_op("clock", {"kind": "strobe", "nodes": [1], "offset_s": -60, "for_s": 8}))
+    done = nemesis.invoke(nemesis_op("clock", {"kind": "strobe", "nodes": [1], "offset_s": -60, "for_s": 8}))
+    assert abs(done.value["believed"]["1"] + 60) <= TOLERANCE_S, "the belief is not the strobe's jump"
     seen: set[int] = set()
     wait_until(lambda: seen.add(round(broker_skew_s(cluster) / 60)) or seen >= {-1, 0}, 8,
                "the broker's clock did not strobe between -60 s and true")

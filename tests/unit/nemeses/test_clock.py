@@ -5,6 +5,7 @@ as a fault that permits nothing."""
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from faultline.checkers.faults_seen import faults_of
 from faultline.checkers.measures import HEALS, HELD
 from faultline.errors import NemesisError
 from faultline.history import HistoryWriter, Op, read_history
-from faultline.nemeses.clock import BUMPS_S, STROBES_S, ClockNemesis, offset
+from faultline.nemeses.clock import BUMPS_S, STROBES_S, TOLERANCE_S, ClockNemesis, believed, offset
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.schedule import ScheduledFault
 from faultline.spec import NemesisSpec, TestSpec
@@ -28,6 +29,33 @@ def test_offsets_are_reproducible_and_drawn_from_the_pick() -> None:
         offset("drift", 0)
 
 
+def test_a_belief_is_read_again_until_the_broker_follows_what_its_clock_was_told() -> None:
+    answers = iter([{1: 0.02, 2: 0.01}, {1: 299.98, 2: 0.03}, {2: -59.5}])
+    asked: list[list[int]] = []
+
+    def read(nodes: Collection[int], timeout: float) -> dict[int, float | None]:
+        asked.append(sorted(nodes))
+        return next(answers)
+
+    assert believed(read, {1: 300, 2: -60}, 10) == {1: 299.98, 2: -59.5}
+    assert asked == [[1, 2], [1, 2], [2]], "a node that follows is not asked again"
+
+
+def test_a_belief_that_never_follows_is_the_last_answer_and_a_silent_broker_none() -> None:
+    answers = iter([{1: 0.0, 2: 0.0}, *[{1: None, 2: 0.0}] * 1000])
+
+    def read(nodes: Collection[int], timeout: float) -> dict[int, float | None]:
+        return next(answers)
+
+    t0 = time.monotonic()
+    assert believed(read, {1: 60, 2: 60, 3: 60}, 0.3) == {1: 0.0, 2: 0.0, 3: None}
+    assert time.monotonic() - t0 < 0.3 + 1, "the wait outlived its bound"
+    calls: list[int] = []
+    edge = 60 + TOLERANCE_S
+    assert believed(lambda n, t: calls.append(1) or {1: edge}, {1: 60}, 5) == {1: edge}
+    assert calls == [1], "a belief within the tolerance was read again"
+
+
 def test_a_bump_is_journaled_with_what_the_clock_was_told_and_reset(tmp_path: Path) -> None:
     spec = TestSpec(seed=3, time_limit_s=2.0, nemesis=NemesisSpec(faults=("clock",)))
     cluster = FakeCluster(spec, tmp_path)
@@ -40,8 +68,9 @@ def test_a_bump_is_journaled_with_what_the_clock_was_told_and_reset(tmp_path: Pa
     assert [o.f for o in ops] == ["clock", "clock", "reset-clock", "reset-clock"]
     told = offset("bump", 4)
     assert ops[0].value["nodes"] == [2] and ops[0].value["offset_s"] == told
-    assert ops[1].value["clocks"] == {"2": told}
+    assert ops[1].value["clocks"] == {"2": told} and ops[1].value["believed"] == {"2": told}
     assert ops[3].value["clocks"] == {"1": 0, "2": 0, "3": 0}
+    assert ops[3].value["believed"] == {"1": 0, "2": 0, "3": 0}
     assert ("set_clock", (2, told)) in cluster.calls and cluster.clean()
     assert faults_of(ops).families == {"clock"}
     assert "clock" in HELD and HEALS["reset-clock"] == ("clock",)

@@ -142,6 +142,10 @@ class FakeCluster:
         with self._lock:
             self.clocks.clear()
 
+    def read_clocks(self, nodes: Collection[int], timeout: float) -> dict[int, float | None]:
+        with self._lock:
+            return {n: float(self.clocks.get(n, 0)) for n in nodes}
+
     def data_dir(self, node: int) -> Path:
         return self.node(node).data_dir
 
