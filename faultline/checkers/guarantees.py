@@ -360,7 +360,8 @@ def permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str
 #: ``lost-write`` and ``aborted-read`` it counts too, of transactions).
 TORN = "torn-transaction"
 G0 = "G0"
-TXN_ANOMALIES: tuple[str, ...] = ("aborted-read", TORN, "lost-write", G0, "nonmonotonic-send")
+TXN_ANOMALIES: tuple[str, ...] = ("aborted-read", "precommitted-read", TORN, "lost-write", G0,
+                                  "nonmonotonic-send")
 
 #: The highest transaction protocol version each client under test speaks: librdkafka
 #: implements no KIP-890 part 2 (confluentinc/librdkafka#5423), so its transactions run
@@ -441,6 +442,10 @@ def transaction_forbidden(config: TransactionConfig, families: frozenset[str],
     why = {
         "aborted-read": ("a read_committed reader gets only committed transactions' records (KIP-98); "
                          + version),
+        "precommitted-read": ("a read_committed reader gets a transaction's records only once its "
+                              "commit marker is written, which only the producer's commit asks for "
+                              "(KIP-98: the last stable offset stays below an open transaction); "
+                              + version),
         TORN: f"a transaction commits all its records or none, and a read_committed reader gets all of "
               f"a committed one's where it reads past them; {version}",
         "lost-write": f"a committed transaction's records are below the high watermark, which no fault "

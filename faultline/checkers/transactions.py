@@ -60,6 +60,8 @@ class Txn:
     ended: int | None = None
     #: A read_committed reader (consumer or drain) read one of its records.
     read: bool = False
+    #: When the workload asked to commit it (None: it never did, or the history predates it).
+    committing: int | None = None
 
     @property
     def committed(self) -> bool:
@@ -161,6 +163,15 @@ def aborted_reads(h: TxnHistory) -> list[tuple[Txn, TxnRead]]:
     writer = h.writer()
     return [(writer[r.value], r) for r in (*h.polled, *h.drained)
             if r.value in writer and writer[r.value].never_committed]
+
+
+def precommitted_reads(h: TxnHistory) -> list[tuple[Txn, TxnRead]]:
+    """precommitted-read: a consumer's poll that ended before the workload asked to commit
+    the transaction of a record it returned (which is not :attr:`Txn.never_committed`:
+    that one is an aborted read); an anomaly where readers read committed."""
+    writer = h.writer()
+    return [(t, r) for r in h.polled if (t := writer.get(r.value)) is not None
+            and not t.never_committed and t.committing is not None and r.time < t.committing]
 
 
 def torn_transactions(h: TxnHistory) -> list[tuple[Txn, int | None, list[TxnSend]]]:
@@ -320,7 +331,8 @@ def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str =
                 open_txns[process] = Txn(index, process, t, abort, sends)
             elif process in open_txns:
                 invoked = open_txns.pop(process)
-                txns.append(Txn(invoked.index, process, invoked.invoked, invoked.abort, sends, typ, t))
+                txns.append(Txn(invoked.index, process, invoked.invoked, invoked.abort, sends, typ, t,
+                                committing=value.get("committing")))
         elif f == "poll" and typ == "ok":
             polled += [TxnRead(index, t, process, r[1], r[2], r[3]) for r in value["records"]]
         elif f == "drain" and typ == "ok":
@@ -416,6 +428,12 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                                       "txn_index": t.index, "txn_outcome": t.outcome,
                                       **_log_marker(logs, r.partition, r.offset),
                                       **judge.excuse("aborted-read", t.invoked, spans[t.index][1])})
+    for t, r in precommitted_reads(h) if h.read_committed else ():
+        found["precommitted-read"].append({
+            "topic": topic, "partition": r.partition, "offset": r.offset, "value": r.value,
+            "time": r.time, "process": r.reader, "txn_index": t.index, "committing": t.committing,
+            **_log_marker(logs, r.partition, r.offset),
+            **judge.excuse("precommitted-read", spans[t.index][0], t.ended)})
     missed = 0  # lost writes and the drain's tears of records every replica holds committed
     for t, reader, passed in torn_transactions(h) if h.read_committed else ():
         if reader is None and all(h.held(logs, s) for s in passed):

@@ -92,6 +92,10 @@ class Journal:
         if self._history is not None:
             self._history.append(process, type, f, value, error)
 
+    def now(self) -> int:
+        """The history's clock now (ns); 0 without a history."""
+        return self._history.now() if self._history is not None else 0
+
     def append_many(self, ops: list[PendingOp]) -> None:
         """Journal ``ops`` in order with one write (see ``HistoryWriter.append_many``)."""
         if self._history is not None and ops:

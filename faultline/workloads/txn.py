@@ -56,16 +56,21 @@ class _Transaction:
     sends: list[tuple[int, int]]
     offsets: dict[int, int] = field(default_factory=dict)  # value -> offset
     refused: str | None = None  # why produce() refused a send: the transaction must abort
+    committing: int | None = None  # when the workload asked to commit it (the history's clock)
 
     def value(self, topic: str) -> dict[str, Any]:
-        """The op's ``value``: its sends, each with the offset its delivery report gave."""
+        """The op's ``value``: its sends, each with the offset its delivery report gave, and
+        when the workload asked to commit it, once it has."""
         sends = []
         for partition, value in self.sends:
             send: dict[str, Any] = {"partition": partition, "value": value}
             if value in self.offsets:
                 send["offset"] = self.offsets[value]
             sends.append(send)
-        return {"topic": topic, "abort": self.abort, "sends": sends}
+        out = {"topic": topic, "abort": self.abort, "sends": sends}
+        if self.committing is not None:
+            out["committing"] = self.committing
+        return out
 
     def delivered(self, err: KafkaError | None, msg: Message) -> None:
         offset = msg.offset()
@@ -146,6 +151,7 @@ class TxnProducer:
                 # skipped), and the delivery reports give their offsets
                 producer.flush(END_TIMEOUT_S)
             if not txn.abort and txn.refused is None:
+                txn.committing = self.journal.now()
                 _retrying(lambda: producer.commit_transaction(END_TIMEOUT_S))
                 return "ok", None
         except KafkaException as e:

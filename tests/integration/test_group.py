@@ -76,7 +76,7 @@ def assert_kafka_and_the_group_kept_their_promises(outcome: RunOutcome) -> None:
     assert not [u for u in results["unknown"] if u["affects_verdict"]], results["unknown"]
     for d in results["anomalies"].get("duplicate", []):
         assert d["cause"] == "client-epoch-bump", d
-        assert len({c["producer_epoch"] for c in d["copies"]}) == 2, d
+        assert len({c["producer_epoch"] for c in d["copies"]}) > 1, d
     assert outcome.valid is (not results["violations"])
 
 

@@ -241,7 +241,8 @@ def test_the_transaction_protocol_is_the_lower_of_the_cluster_and_the_client() -
 @pytest.mark.parametrize(("protocol", "families", "loss", "permitted"), [
     (1, frozenset(), None, set()),
     (1, frozenset({"kill"}), None, set()),
-    (1, frozenset({"pause"}), None, {"aborted-read", TORN, "lost-write", G0, "nonmonotonic-send"}),
+    (1, frozenset({"pause"}), None, {"aborted-read", "precommitted-read", TORN, "lost-write", G0,
+                                     "nonmonotonic-send"}),
     (2, frozenset({"pause", "toxics"}), None, set()),
     (2, frozenset({"wipe"}), None, set()),  # destroyed data permits a loss only where a partition's rule does
     (2, frozenset(), "data was destroyed", {TORN, "lost-write", G0, "nonmonotonic-send"}),  # an offset
@@ -350,6 +351,33 @@ def test_a_delaying_fault_in_the_producers_previous_transaction_excuses_it() -> 
         r = verdict(h)
         assert r["anomalies"]["lost-write"][0]["permitted"] is permitted, (process, outcome)
         assert r["valid"] is permitted
+
+
+def test_a_poll_that_ended_before_its_transaction_asked_to_commit_is_a_precommitted_read() -> None:
+    """The same poll of transaction 0's record, ended before or after the workload asked
+    to commit it; and before, under version 1 with a pause over the transaction (a late
+    commit of the producer's previous one may have committed it early: permitted)."""
+    for poll_first, paused, expected in ((True, False, False), (False, False, True), (True, True, True)):
+        h = H()
+        h.wait(SECOND)
+        h.begin(0, (0, 1), (1, 2))
+        if paused:
+            h.fault("pause")
+        ended = h.now() + MS  # the poll's end
+        committing = ended + (MS // 2 if poll_first else -MS // 2)
+        h.poll(9, (0, 0, 1))
+        if paused:
+            h.fault("resume")
+        h.op(0, "ok", "txn", {"topic": TOPIC, "abort": False, "committing": committing, "sends": [
+            {"partition": 0, "value": 1, "offset": 0}, {"partition": 1, "value": 2, "offset": 0}]})
+        h.drain(10, 0, (0, 1))
+        h.drain(11, 1, (0, 2))
+        r = verdict(h)
+        assert r["anomaly_counts"]["precommitted-read"] == poll_first, (poll_first, paused)
+        assert r["valid"] is expected, (poll_first, paused)
+        if poll_first:
+            (e,) = r["anomalies"]["precommitted-read"]
+            assert (e["value"], e["process"], e["committing"], e["permitted"]) == (1, 9, committing, paused)
 
 
 def test_a_producers_records_out_of_the_order_it_sent_them_are_nonmonotonic_sends() -> None:
