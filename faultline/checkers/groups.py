@@ -34,7 +34,13 @@ Value = int | str | None
 
 #: The anomalies, in the order results.json's ``group`` lists them.
 GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owners",
-                   "lost-to-group", "unassigned-member", "commit-lost")
+                   "lost-to-group", "unassigned-member", "commit-lost", "redelivery-below-commit",
+                   "reset-without-cause")
+#: Commit outcomes that leave open whether the coordinator stored the offsets: ``info``
+#: (unknown), and ``fail``, since a client that retries a request (the Java client's
+#: ``commitSync`` after a timeout) reports the refusal of a retry whose first attempt may
+#: have been stored.
+UNSURE = frozenset({"info", "fail"})
 #: How long after the last fault, retirement or new member a member must have had to get
 #: an assignment, in ns:
 #: past a classic session timeout (6 s, :func:`faultline.workloads.group.group_config`) and
@@ -58,11 +64,22 @@ class Commit:
     offset: int
 
 
+class Read(NamedTuple):
+    """A record's offset as a member polled it, with the invoke and the end of that poll."""
+
+    offset: int
+    invoked: int
+    ended: int
+
+
 @dataclass(frozen=True)
 class Ownership:
     """A partition in ``process``'s assignment from ``began`` (its ``assign``) to ``ended``,
     which says ``how``: ``revoke``, ``lost``, or ``end`` (the process's last op; a retired
-    process's closing callbacks are not journaled)."""
+    process's closing callbacks are not journaled); the first record of it the process
+    polled in that time (None: none, or an ``assign`` of a partition it still held, whose
+    position carries on), and each read that did not follow the one before it in that time
+    (the offset before, the read)."""
 
     process: int
     partition: int
@@ -70,6 +87,23 @@ class Ownership:
     ended: int
     how: str
     member: str
+    first: Read | None = None
+    jumps: tuple[tuple[int, Read], ...] = ()
+
+
+@dataclass
+class _Span:
+    """An assignment being read: what :class:`Ownership` keeps, and the last offset read."""
+
+    began: int
+    member: str
+    last: int | None = None
+    first: Read | None = None
+    jumps: list[tuple[int, Read]] = field(default_factory=list)
+
+    def owned(self, process: int, partition: int, ended: int, how: str) -> Ownership:
+        return Ownership(process, partition, self.began, ended, how, self.member, self.first,
+                         tuple(self.jumps))
 
 
 @dataclass
@@ -78,7 +112,8 @@ class Group:
     the (offset, value) pairs any polled); each member's progress (per (process,
     partition), (poll end time, highest offset polled by then), as the highest grew); when
     each process first invoked a poll that returned a record (per (process, partition,
-    offset)); the complete drains (partition -> offset -> value); each process's first
+    offset)); the complete drains (partition -> offset -> value) and their log start
+    offsets; each process's first
     and last op time, and when its last poll ended; the retired processes (-> when their
     first ``info`` op ended); the nemesis actions; and when the last nemesis op ended (0:
     none)."""
@@ -90,6 +125,7 @@ class Group:
     progress: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
     got: dict[tuple[int, int, int], int] = field(default_factory=dict)
     drained: dict[int, dict[int, Value]] = field(default_factory=dict)
+    log_start: dict[int, int] = field(default_factory=dict)
     first_op: dict[int, int] = field(default_factory=dict)
     last_op: dict[int, int] = field(default_factory=dict)
     last_poll: dict[int, int] = field(default_factory=dict)
@@ -110,7 +146,7 @@ def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Gro
     open_commits: dict[int, tuple[int, int]] = {}
     open_polls: dict[int, int] = {}
     nemesis: list[Op] = []
-    holding: dict[tuple[int, int], tuple[int, str]] = {}
+    holding: dict[tuple[int, int], _Span] = {}
     drained: dict[int, dict[int, Value]] = {}
     for d in rows:
         p, f, typ, t = d["process"], d["f"], d["type"], d["time"]
@@ -135,6 +171,14 @@ def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Gro
                     steps = g.progress.setdefault((p, part), [])
                     if not steps or off > steps[-1][1]:
                         steps.append((t, off))
+                    span = holding.get((p, part))
+                    if span is not None:
+                        read = Read(off, open_polls.get(p, t), t)
+                        if span.last is None:
+                            span.first = read
+                        elif off != span.last + 1:
+                            span.jumps.append((span.last, read))
+                        span.last = off
         elif f == "commit" and typ == "invoke":
             open_commits[p] = (d["index"], t)
         elif f == "commit":
@@ -146,17 +190,17 @@ def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Gro
                 if tp != topic:
                     continue
                 if f == "assign":
-                    holding[(p, part)] = (t, v["member"])
+                    held = holding.get((p, part))
+                    holding[(p, part)] = _Span(t, v["member"], None if held is None else held.last)
                 elif (p, part) in holding:
-                    began, member = holding.pop((p, part))
-                    g.owned.append(Ownership(p, part, began, t, f, member))
+                    g.owned.append(holding.pop((p, part)).owned(p, part, t, f))
         elif f == "drain" and typ == "ok":
             records = drained.setdefault(v["partition"], {})
             records.update((off, value) for off, value in v["records"])
             if v.get("last"):
                 g.drained[v["partition"]] = records
-    g.owned += [Ownership(p, part, began, g.last_op[p], "end", member)
-                for (p, part), (began, member) in holding.items()]
+                g.log_start[v["partition"]] = v["log_start_offset"]
+    g.owned += [span.owned(p, part, g.last_op[p], "end") for (p, part), span in holding.items()]
     g.actions = nemesis_actions(nemesis)
     return g
 
@@ -328,8 +372,8 @@ def commits_lost(g: Group, end: Mapping[int, int], asynchronous: bool = False) -
     """commit-lost: a partition whose committed offset at the end (``end``, partition ->
     offset, as the coordinator answered after the drain) is below the highest ok commit
     that may have been the last stored (:func:`last_stored`), or missing, and is no
-    offset of one of those, nor of an ``info`` commit (whose request may have been stored
-    at any time): an acknowledged commit the coordinator no longer holds."""
+    offset of one of those, nor of an :data:`UNSURE` commit (whose request may have been
+    stored at any time): an acknowledged commit the coordinator no longer holds."""
     found = []
     for part in range(g.partitions):
         finals = last_stored(g, part, asynchronous)
@@ -337,10 +381,70 @@ def commits_lost(g: Group, end: Mapping[int, int], asynchronous: bool = False) -
             continue
         top = max(finals, key=lambda c: (c.offset, c.ended))
         at = end.get(part)
-        stored = {c.offset for c in g.commits if c.partition == part and c.outcome == "info"}
+        stored = {c.offset for c in g.commits if c.partition == part and c.outcome in UNSURE}
         if at is None or (at < top.offset and at not in stored | {c.offset for c in finals}):
             found.append(Lost(part, at, top))
     return found
+
+
+class Start(NamedTuple):
+    """A member's first read of a partition it was assigned, and the group's committed
+    offsets it may have fetched (:func:`fetchable`)."""
+
+    span: Ownership
+    read: Read
+    fetchable: list[Commit]
+    since: int  # the earliest invoke among them (none: the assignment)
+
+
+def fetchable(g: Group, partition: int, began: int, by: int, asynchronous: bool) -> list[Commit]:
+    """The commits of ``partition`` whose offset a member assigned it at ``began`` may have
+    fetched as the group's committed offset (OffsetFetch, sent after the assignment), by
+    ``by``: each one that may have been requested before ``by`` (:func:`requested_after`)
+    and, for an ok one, that no ok commit ended before ``began`` was requested after the
+    end of (the coordinator stored that one later); an :data:`UNSURE` one may have been
+    stored at any time."""
+    ok_before = [t for d in g.commits if d.partition == partition and d.outcome == "ok"
+                 and d.ended < began and (t := requested_after(g, d, asynchronous)) is not None]
+    return [c for c in g.commits if c.partition == partition
+            and ((t := requested_after(g, c, asynchronous)) is None or t < by)
+            and (c.outcome in UNSURE or not any(t > c.ended for t in ok_before))]
+
+
+def starts(g: Group, asynchronous: bool = False) -> tuple[list[Start], list[Start]]:
+    """Members' first reads of a partition after an assignment that are at none of the
+    offsets they may have fetched (:func:`fetchable`, by the end of that read's poll):
+    ``redelivery-below-commit`` where an ok commit of it had ended before the assignment
+    and the read is below every offset fetchable (a member took over after the commit
+    and read again what the group had committed past); ``reset-without-cause`` where the
+    read is elsewhere, and not at or below the log start (``auto.offset.reset=earliest``,
+    which a group that may have had no committed offset resets to)."""
+    below: list[Start] = []
+    elsewhere: list[Start] = []
+    for o in g.owned:
+        if o.first is None:
+            continue
+        x = o.first.offset
+        cs = fetchable(g, o.partition, o.began, o.first.ended, asynchronous)
+        committed = any(c.outcome == "ok" and c.ended < o.began for c in cs)
+        if x in {c.offset for c in cs} or (not committed and x <= g.log_start.get(o.partition, 0)):
+            continue
+        start = Start(o, o.first, cs, min((c.invoked for c in cs), default=o.began))
+        (below if committed and x < min(c.offset for c in cs) else elsewhere).append(start)
+    return below, elsewhere
+
+
+class Jump(NamedTuple):
+    span: Ownership
+    previous: int
+    read: Read
+
+
+def jumps(g: Group) -> list[Jump]:
+    """``reset-without-cause`` within an assignment: a read of the partition that is not
+    at the offset after the one the member read before it in that assignment (offsets
+    are dense, docs/history.md), back or forward: its position moved, not by its reads."""
+    return [Jump(o, previous, read) for o in g.owned for previous, read in o.jumps]
 
 
 # -- the verdict ----------------------------------------------------------------------------
@@ -390,9 +494,10 @@ UNDECIDED = {
                               "(its journaled invoke is only an upper bound)",
     "group-permitted-on-assumption": "group anomalies permitted only by faults assumed, not witnessed "
                                      "(the permissive reading of the faults in their window)",
-    "commit-unjournaled": "commit-lost where a retired member commits async or auto: the commits its "
-                          "client reported after it was retired are not journaled, and one of them may "
-                          "have stored the coordinator's offset",
+    "commit-unjournaled": "a group anomaly judged by the group's committed offset (commit-lost, "
+                          "redelivery-below-commit, reset-without-cause) where a retired member commits "
+                          "async or auto: the commits its client reported after it was retired are not "
+                          "journaled, and one of them may have stored the offset seen",
 }
 
 
@@ -474,6 +579,23 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             "process": lost.last.process, "time": lost.last.ended},
             offsets_destroyed(destroyed) if destroyed else None,
             "commit-unjournaled" if unjournaled and not destroyed else None)
+    below, elsewhere = starts(g, asynchronous)
+    for anomaly, instances in (("redelivery-below-commit", below), ("reset-without-cause", elsewhere)):
+        for st in instances:
+            why, assumed = windows.permitted(config, anomaly, st.span.partition, st.since, st.read.ended)
+            destroyed = windows.destroyed(st.since, st.read.ended)
+            if why is None and destroyed:
+                why, assumed = offsets_destroyed(destroyed), False
+            retired = asynchronous and any(t < st.read.ended for t in g.retired.values())
+            add(anomaly, {**_read(st.span, st.read), "previous": None,
+                          "committed": sorted({c.offset for c in st.fetchable})},
+                why, "group-permitted-on-assumption" if assumed else
+                "commit-unjournaled" if why is None and retired else None)
+    for j in jumps(g):
+        why, assumed = windows.permitted(config, "reset-without-cause", j.span.partition, j.span.began,
+                                         j.read.ended)
+        add("reset-without-cause", {**_read(j.span, j.read), "previous": j.previous, "committed": None},
+            why, "group-permitted-on-assumption" if assumed else None)
     settled = settled_at(g) is not None
     valid: Valid = False if violations else UNKNOWN if undecided or isinstance(end, str) else True
     unknown = [{"kind": kind, "count": sum(per.values()), "affects_verdict": True,
@@ -493,6 +615,11 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
                                    "anomalies": {a: e for a, e in own.items() if e}, "permitted": allowed,
                                    "permitted_reasons": permitted, "violations": kinds, "settled": settled},
                          "permitted_reasons": permitted})
+
+
+def _read(o: Ownership, r: Read) -> dict[str, Any]:
+    return {"partition": o.partition, "process": o.process, "offset": r.offset, "time": r.ended,
+            "assigned": o.began}
 
 
 def _span(o: Ownership) -> dict[str, Any]:
