@@ -4,9 +4,16 @@ and get different verdicts; and a fail commit, which may have been stored, for c
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from tests.unit.checkers.test_groups import TOPIC, G, committed, five, judged
+from faultline.checkers import groups
+from faultline.checkers.results_file import check_run
+from tests.schemas import SCHEMAS, validator
+from tests.unit.checkers.test_groups import TOPIC, G, committed, five, group_spec, judged, stored
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 REDELIVERY, RESET = "redelivery-below-commit", "reset-without-cause"
 
@@ -203,3 +210,30 @@ def test_a_committed_offset_a_fail_commit_may_have_stored_is_not_lost() -> None:
     h = committed()
     h.commit(1, [(0, 4)], "fail")
     assert judged(h, end={0: 4})["anomaly_counts"]["commit-lost"] == 0
+
+
+# -- the names ----------------------------------------------------------------------------------------
+
+
+def test_the_results_schema_and_the_history_doc_name_every_group_anomaly(tmp_path: Path) -> None:
+    """results.json's ``group`` counts exactly the group checker's anomalies, which
+    docs/history.md lists; a stored run's results with a redelivery and a reset hold to it."""
+    schema = json.loads((SCHEMAS / "results.schema.json").read_text())
+    names = schema["properties"]["group"]["properties"]["anomaly_counts"]["propertyNames"]["enum"]
+    assert tuple(names) == groups.GROUP_ANOMALIES
+    listed = (DOCS / "history.md").read_text().replace("\n  ", " ")
+    assert ", ".join(f"`{a}`" for a in groups.GROUP_ANOMALIES) in listed
+    h = G()
+    for off in range(8):
+        h.send(0, 100 + off, 0, off)
+    five(h)
+    h.commit(1, [(0, 5)])
+    h.rebalance(1, "revoke", [0])
+    h.rebalance(2, "assign", [0])
+    h.poll(2, [(0, off, 100 + off) for off in (2, 3, 4, 6, 7)])
+    h.drain(0, [(off, 100 + off) for off in range(8)])
+    results = check_run(stored(tmp_path / "g", group_spec(), h)).to_json()
+    validator("results.schema.json").validate(results)
+    assert results["violations"] == [REDELIVERY, RESET] == results["group"]["violations"]
+    bad = {**results, "group": {**results["group"], "anomaly_counts": {"redelivery": 1}}}
+    assert not validator("results.schema.json").is_valid(bad)
