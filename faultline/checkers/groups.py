@@ -14,9 +14,12 @@ group; whether the run's config and the faults in the instance's window
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+import orjson
 
 from faultline.checkers.faults_seen import NemesisAction, Timeline, Windows, nemesis_actions
 from faultline.checkers.guarantees import (
@@ -27,7 +30,7 @@ from faultline.checkers.guarantees import (
 )
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid, displace_permitted
 from faultline.faults import family_of_fault
-from faultline.history import NEMESIS, Op
+from faultline.history import NEMESIS, HistoryFile, Op
 
 #: A record's value as the history holds it.
 Value = int | str | None
@@ -142,19 +145,62 @@ class Group:
 
 def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Group:
     """The :class:`Group` of a history's rows (pairing already checked by the reader)."""
-    g = Group(partitions)
-    open_commits: dict[int, tuple[int, int]] = {}
-    open_polls: dict[int, int] = {}
-    nemesis: list[Op] = []
-    holding: dict[tuple[int, int], _Span] = {}
-    drained: dict[int, dict[int, Value]] = {}
+    reader = GroupReader(topic, partitions)
     for d in rows:
+        reader.add(d)
+    return reader.done()
+
+
+#: How a producer's ``send`` line names its ``f``, as the run's journal writes it.
+_SEND = b'"f":"send"'
+
+
+class GroupReader:
+    """A :class:`Group` read from a history's rows one at a time (:meth:`add`), while
+    another reader reads them (:meth:`tap`), pairing checked by that reader; ``send`` ops,
+    the producers', are none of the group's."""
+
+    def __init__(self, topic: str, partitions: int) -> None:
+        self._topic, self._g = topic, Group(partitions)
+        self._open_commits: dict[int, tuple[int, int]] = {}
+        self._open_polls: dict[int, int] = {}
+        self._nemesis: list[Op] = []
+        self._holding: dict[tuple[int, int], _Span] = {}
+        self._drained: dict[int, dict[int, Value]] = {}
+
+    def tap(self, rows: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+        """``rows``, which give this reader each row as they are read: a history file's
+        blocks of lines (:meth:`block`), other rows one by one."""
+        if isinstance(rows, HistoryFile):
+            return dataclasses.replace(rows, tap=self.block)
+        return self._rows(rows)
+
+    def _rows(self, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for d in rows:
+            self.add(d)
+            yield d
+
+    def block(self, block: bytes) -> None:
+        """Read a block of whole history lines (:func:`~faultline.history.history_blocks`);
+        a last line that is no JSON is a cut write, where the reader stops too."""
+        for raw in block.split(b"\n"):
+            if raw and _SEND not in raw:
+                try:
+                    self.add(orjson.loads(raw))
+                except orjson.JSONDecodeError:
+                    return
+
+    def add(self, d: Mapping[str, Any]) -> None:
+        """Read the history's next row."""
+        g, topic, holding, open_polls = self._g, self._topic, self._holding, self._open_polls
         p, f, typ, t = d["process"], d["f"], d["type"], d["time"]
         v: Any = d.get("value")
         if p == NEMESIS:
             g.quiet_since = t
-            nemesis.append(Op.from_dict(dict(d)))
-            continue
+            self._nemesis.append(Op.from_dict(dict(d)))
+            return
+        if f == "send":
+            return
         g.first_op.setdefault(p, t)
         g.last_op[p] = t
         if typ == "info":
@@ -180,9 +226,9 @@ def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Gro
                             span.jumps.append((span.last, read))
                         span.last = off
         elif f == "commit" and typ == "invoke":
-            open_commits[p] = (d["index"], t)
+            self._open_commits[p] = (d["index"], t)
         elif f == "commit":
-            index, invoked = open_commits.pop(p)
+            index, invoked = self._open_commits.pop(p)
             g.commits += [Commit(p, index, invoked, t, typ, part, off)
                           for tp, part, off, _ in v["offsets"] if tp == topic]
         elif f in ("assign", "revoke", "lost") and typ == "ok":
@@ -195,14 +241,18 @@ def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Gro
                 elif (p, part) in holding:
                     g.owned.append(holding.pop((p, part)).owned(p, part, t, f))
         elif f == "drain" and typ == "ok":
-            records = drained.setdefault(v["partition"], {})
+            records = self._drained.setdefault(v["partition"], {})
             records.update((off, value) for off, value in v["records"])
             if v.get("last"):
                 g.drained[v["partition"]] = records
                 g.log_start[v["partition"]] = v["log_start_offset"]
-    g.owned += [span.owned(p, part, g.last_op[p], "end") for (p, part), span in holding.items()]
-    g.actions = nemesis_actions(nemesis)
-    return g
+
+    def done(self) -> Group:
+        """The :class:`Group` of the rows read; called once, after the last."""
+        g = self._g
+        g.owned += [span.owned(p, part, g.last_op[p], "end") for (p, part), span in self._holding.items()]
+        g.actions = nemesis_actions(self._nemesis)
+        return g
 
 
 # -- the anomalies ------------------------------------------------------------------------
