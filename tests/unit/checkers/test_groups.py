@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -412,20 +413,27 @@ def test_the_group_workload_is_checked_by_the_queue_and_group_checkers(tmp_path:
     assert assigned.violations == ["poll-skip"] and "group" not in assigned.extra
 
 
-def taken_over(fault: bool) -> G:
-    """Eight records written; five read by process 1, which commits 5; process 2 takes
-    over at 5, reads the rest and commits 3 (after a kill of the leader when ``fault``);
-    the drain reads all eight."""
+def handed_over(reads: Iterable[int], fault: str | None = None) -> G:
+    """Eight records sent; process 1 reads 0 to 4, commits 5 (ok) and is revoked; a
+    ``fault`` of partition 0's leader; process 2 is assigned the partition and reads
+    ``reads``."""
     h = G()
     for off in range(8):
         h.send(0, 100 + off, 0, off)
     five(h)
     h.commit(1, [(0, 5)])
-    if fault:
-        h.kill("kill")
     h.rebalance(1, "revoke", [0])
+    if fault is not None:
+        h.kill(fault)
     h.rebalance(2, "assign", [0])
-    h.poll(2, [(0, off, 100 + off) for off in range(5, 8)])
+    h.poll(2, [(0, off, 100 + off) for off in reads])
+    return h
+
+
+def taken_over(fault: bool) -> G:
+    """:func:`handed_over`, process 2 reading the rest and committing 3 (after a kill of the
+    leader when ``fault``); the drain reads all eight."""
+    h = handed_over(range(5, 8), "kill" if fault else None)
     h.commit(2, [(0, 3)])
     h.drain(0, [(off, 100 + off) for off in range(8)])
     return h

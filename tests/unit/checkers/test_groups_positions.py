@@ -11,7 +11,7 @@ from typing import Any
 from faultline.checkers import groups
 from faultline.checkers.results_file import check_run
 from tests.schemas import SCHEMAS, validator
-from tests.unit.checkers.test_groups import TOPIC, G, committed, five, group_spec, judged, stored
+from tests.unit.checkers.test_groups import TOPIC, G, committed, five, group_spec, handed_over, judged, stored
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 
@@ -23,17 +23,8 @@ def counts(out: dict[str, Any]) -> tuple[int, int]:
 
 
 def takeover(first: int, fault: str | None = None, acks: str = "all", **kw: Any) -> dict[str, Any]:
-    """Process 1 reads 0 to 4 and commits 5 (ok), and is revoked; a ``fault`` of partition
-    0's leader; process 2 is assigned the partition and reads from ``first`` to 7."""
-    h = G()
-    five(h)
-    h.commit(1, [(0, 5)])
-    h.rebalance(1, "revoke", [0])
-    if fault is not None:
-        h.kill(fault)
-    h.rebalance(2, "assign", [0])
-    h.poll(2, [(0, off, 100 + off) for off in range(first, 8)])
-    return judged(h, acks=acks, **kw)
+    """:func:`handed_over`, process 2 reading from ``first`` to 7, judged."""
+    return judged(handed_over(range(first, 8), fault), acks=acks, **kw)
 
 
 # -- redelivery-below-commit -------------------------------------------------------------------
@@ -223,14 +214,7 @@ def test_the_results_schema_and_the_history_doc_name_every_group_anomaly(tmp_pat
     assert tuple(names) == groups.GROUP_ANOMALIES
     listed = (DOCS / "history.md").read_text().replace("\n  ", " ")
     assert ", ".join(f"`{a}`" for a in groups.GROUP_ANOMALIES) in listed
-    h = G()
-    for off in range(8):
-        h.send(0, 100 + off, 0, off)
-    five(h)
-    h.commit(1, [(0, 5)])
-    h.rebalance(1, "revoke", [0])
-    h.rebalance(2, "assign", [0])
-    h.poll(2, [(0, off, 100 + off) for off in (2, 3, 4, 6, 7)])
+    h = handed_over((2, 3, 4, 6, 7))
     h.drain(0, [(off, 100 + off) for off in range(8)])
     results = check_run(stored(tmp_path / "g", group_spec(), h)).to_json()
     validator("results.schema.json").validate(results)

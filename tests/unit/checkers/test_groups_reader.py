@@ -14,21 +14,13 @@ import pytest
 from faultline.checkers import groups, queue
 from faultline.checkers.stored import check_stored, check_stored_table
 from faultline.history import HistoryFile, ReadResult, reader
-from tests.unit.checkers.test_groups import TOPIC, G, five, group_spec, stored
+from tests.unit.checkers.test_groups import TOPIC, G, group_spec, handed_over, judged, stored
 
 
 def history(first: int) -> G:
-    """Eight records sent; process 1 reads 0 to 4 and commits 5; process 2 takes over and
-    reads from ``first`` (below 5: a redelivery); a kill between; the drain."""
-    h = G()
-    for off in range(8):
-        h.send(0, 100 + off, 0, off)
-    five(h)
-    h.commit(1, [(0, 5)])
-    h.rebalance(1, "revoke", [0])
-    h.kill()
-    h.rebalance(2, "assign", [0])
-    h.poll(2, [(0, off, 100 + off) for off in range(first, 8)])
+    """:func:`handed_over`, process 2 reading from ``first`` (below 5: a redelivery) after
+    a kill; the drain."""
+    h = handed_over(range(first, 8), "kill")
     h.drain(0, [(off, 100 + off) for off in range(8)])
     return h
 
@@ -89,3 +81,23 @@ def test_the_group_checker_judges_the_rows_the_check_was_given(tmp_path: Path) -
     rows = [json.loads(json.dumps(o)) for o in history(2).ops]
     result, _ = check_stored_table(run_dir, rows)
     assert result.violations == ["redelivery-below-commit"]
+
+
+def test_a_retired_producer_is_no_retired_member() -> None:
+    """A producer's send ending info retires the producer, which commits nothing: with
+    async commits, a commit-lost stays a violation; a retired member's unjournaled commits
+    leave it unknown."""
+    for retired, verdict in ((0, False), (2, "unknown")):
+        h = G()
+        h.rebalance(1, "assign", [0])
+        h.poll(1, [(0, off, 100 + off) for off in range(3)])
+        h.commit(1, [(0, 3)])
+        h.poll(1, [(0, 3, 103), (0, 4, 104)])
+        h.commit(1, [(0, 5)])  # requested after the poll that gave 4: after 3 ended
+        h.rebalance(2, "assign", [])
+        if retired == 0:
+            h.op(0, "invoke", "send", {"topic": TOPIC, "partition": 0, "value": 7})
+            h.op(0, "info", "send", {"topic": TOPIC, "partition": 0, "value": 7}, "_MSG_TIMED_OUT")
+        else:
+            h.commit(2, [], "info")
+        assert judged(h, end={0: 3}, asynchronous=True)["valid"] == verdict
