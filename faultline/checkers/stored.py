@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from faultline.checkers import groups
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.group_end import end_offsets
+from faultline.checkers.group_history import GroupReader
 from faultline.checkers.guarantees import GuaranteeConfig, TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
@@ -56,14 +57,14 @@ class StoredRun:
     first checker), and its broker state and client log, read when first asked for: after
     the history, as a followed run writes them before it closes its history. When its
     workload's checkers include ``group``, the group checker's reader
-    (:class:`~faultline.checkers.groups.GroupReader`) reads the rows as the first checker
+    (:class:`~faultline.checkers.group_history.GroupReader`) reads the rows as the first checker
     does."""
 
     def __init__(self, run_dir: Path, spec: TestSpec, rows: Iterable[dict[str, Any]],
                  read: ReadResult, source: str) -> None:
-        self.group: groups.GroupReader | None = None
+        self.group: GroupReader | None = None
         if "group" in spec.workload.checkers:
-            self.group = groups.GroupReader(spec.topic.name, spec.topic.partitions)
+            self.group = GroupReader(spec.topic.name, spec.topic.partitions)
             rows = self.group.tap(rows)
         self.run_dir, self.spec, self.rows, self.read, self.source = run_dir, spec, rows, read, source
         #: Why ``client-log.jsonl`` could not be read (then it is not used), once read.

@@ -13,6 +13,7 @@ from typing import Any
 from faultline.analysis.sweepdir import Cell
 from faultline.analysis.tables import anomaly_rows
 from faultline.checkers import groups
+from faultline.checkers.group_history import Group, group
 from faultline.checkers.guarantees import OVERLAP_AFTER_LOST, GuaranteeConfig
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
 from faultline.checkers.results_file import check_run
@@ -80,8 +81,8 @@ class G:
         self.op(99, "ok", "drain", {**v, "records": [list(r) for r in records], "log_start_offset": 0,
                                     "high_watermark": len(records), "last": True})
 
-    def group(self, partitions: int = 1) -> groups.Group:
-        return groups.group(self.ops, TOPIC, partitions)
+    def group(self, partitions: int = 1) -> Group:
+        return group(self.ops, TOPIC, partitions)
 
 
 def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,

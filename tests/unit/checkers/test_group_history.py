@@ -1,4 +1,4 @@
-"""The group checker's reader (faultline/checkers/groups.py GroupReader): it reads a stored
+"""The group checker's reader (faultline/checkers/group_history.py GroupReader): it reads a stored
 run's history beside the queue checker, once, as the rows the check was given."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from faultline.checkers import groups, queue
+from faultline.checkers import queue
+from faultline.checkers.group_history import GroupReader, group
 from faultline.checkers.stored import check_stored, check_stored_table
 from faultline.history import HistoryFile, ReadResult, reader
 from tests.unit.checkers.test_groups import TOPIC, G, group_spec, handed_over, judged, stored
@@ -38,9 +39,9 @@ def test_the_reader_beside_another_reads_the_group_the_rows_hold(tmp_path: Path)
     finds the group the rows make; a cut last line is read as neither reader reads it."""
     h = history(2)
     path = journal(tmp_path / "history.jsonl", h)
-    expected = groups.group(h.ops, TOPIC, 1)
+    expected = group(h.ops, TOPIC, 1)
     for read in ("rows", "engine"):
-        tap = groups.GroupReader(TOPIC, 1)
+        tap = GroupReader(TOPIC, 1)
         rows = tap.tap(HistoryFile(str(path), ReadResult()))
         if read == "rows":
             assert [*rows] == h.ops
@@ -48,12 +49,12 @@ def test_the_reader_beside_another_reads_the_group_the_rows_hold(tmp_path: Path)
             assert isinstance(rows, HistoryFile)
             queue.check_rows_table(group_spec(), rows)
         assert tap.done() == expected, read
-    tap = groups.GroupReader(TOPIC, 1)
+    tap = GroupReader(TOPIC, 1)
     assert [*tap.tap(iter(h.ops))] == h.ops
     assert tap.done() == expected
-    tap = groups.GroupReader(TOPIC, 1)
+    tap = GroupReader(TOPIC, 1)
     [*tap.tap(HistoryFile(str(journal(tmp_path / "cut.jsonl", h, cut=True)), ReadResult()))]
-    assert tap.done() == groups.group(h.ops[:-1], TOPIC, 1)
+    assert tap.done() == group(h.ops[:-1], TOPIC, 1)
 
 
 def test_a_stored_group_run_reads_its_history_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
