@@ -241,11 +241,12 @@ def fetchable(g: Group, partition: int, began: int, by: int, asynchronous: bool)
     and, for an ok one, that no ok commit ended before ``began`` was requested after the
     end of (the coordinator stored that one later); an :data:`UNSURE` one may have been
     stored at any time."""
-    ok_before = [t for d in g.commits if d.partition == partition and d.outcome == "ok"
-                 and d.ended < began and (t := requested_after(g, d, asynchronous)) is not None]
+    stored_after = max((t for d in g.commits if d.partition == partition and d.outcome == "ok"
+                        and d.ended < began and (t := requested_after(g, d, asynchronous)) is not None),
+                       default=None)  # the latest request of an ok commit ended before began
     return [c for c in g.commits if c.partition == partition
             and ((t := requested_after(g, c, asynchronous)) is None or t < by)
-            and (c.outcome in UNSURE or not any(t > c.ended for t in ok_before))]
+            and (c.outcome in UNSURE or stored_after is None or stored_after <= c.ended)]
 
 
 def starts(g: Group, asynchronous: bool = False) -> tuple[list[Start], list[Start]]:
