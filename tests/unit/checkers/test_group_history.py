@@ -13,7 +13,7 @@ import pytest
 
 from faultline.checkers import queue
 from faultline.checkers.group_history import GroupReader, group
-from faultline.checkers.stored import check_stored, check_stored_table
+from faultline.checkers.stored import StoredRun, check_stored, check_stored_table, compose
 from faultline.history import HistoryFile, ReadResult, reader
 from tests.unit.checkers.test_groups import TOPIC, G, group_spec, handed_over, judged, stored
 
@@ -102,3 +102,15 @@ def test_a_retired_producer_is_no_retired_member() -> None:
         else:
             h.commit(2, [], "info")
         assert judged(h, end={0: 3}, asynchronous=True)["valid"] == verdict
+
+
+def test_the_group_checker_composed_for_a_workload_that_does_not_name_it_is_unknown(tmp_path: Path) -> None:
+    """No reader read the history beside the first checker: the group checker says so, and
+    judges nothing."""
+    for name, spec in (("group", group_spec()), ("queue", group_spec("assign"))):
+        run_dir = stored(tmp_path / name, spec, history(5))
+        run = StoredRun(run_dir, spec, HistoryFile(str(run_dir / "history.jsonl"), ReadResult()),
+                        ReadResult(), "history")
+        unknown = compose(["queue", "group"], run).result.unknown
+        errors = [u["why"] for u in unknown if u["kind"] == "checker-error"]
+        assert len(errors) == (name == "queue") and all("checkers name it" in e for e in errors)
