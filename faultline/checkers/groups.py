@@ -1,7 +1,8 @@
 """What each consumer-group anomaly is, in plain Python over one run's group ops.
 
 The group workload's ops (docs/history.md: ``poll``, ``commit``, ``assign``, ``revoke``,
-``lost``) and the drain, read from a history into a :class:`Group` (:func:`group`). One
+``lost``) and the drain, read from a history into a
+:class:`~faultline.checkers.group_history.Group`. One
 function per anomaly says what is an instance of it, per partition of the run's one
 group; whether the run's config and the faults in the instance's window
 (:class:`FaultWindows`) permit it is
@@ -14,11 +15,11 @@ group; whether the run's config and the faults in the instance's window
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from faultline.checkers.faults_seen import NemesisAction, Timeline, Windows, nemesis_actions
+from faultline.checkers.faults_seen import NemesisAction, Timeline, Windows
+from faultline.checkers.group_history import UNSURE, Commit, Group, Ownership, Read, Value
 from faultline.checkers.guarantees import (
     OVERLAP_AFTER_LOST,
     GuaranteeConfig,
@@ -27,14 +28,11 @@ from faultline.checkers.guarantees import (
 )
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid, displace_permitted
 from faultline.faults import family_of_fault
-from faultline.history import NEMESIS, Op
-
-#: A record's value as the history holds it.
-Value = int | str | None
 
 #: The anomalies, in the order results.json's ``group`` lists them.
 GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owners",
-                   "lost-to-group", "unassigned-member", "commit-lost")
+                   "lost-to-group", "unassigned-member", "commit-lost", "redelivery-below-commit",
+                   "reset-without-cause")
 #: How long after the last fault, retirement or new member a member must have had to get
 #: an assignment, in ns:
 #: past a classic session timeout (6 s, :func:`faultline.workloads.group.group_config`) and
@@ -42,123 +40,6 @@ GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owne
 QUIET_NS = 10 * 10**9
 #: Examples kept per anomaly in results.json's ``group``, in the order seen.
 MAX_GROUP_EXAMPLES = 100
-
-
-@dataclass(frozen=True)
-class Commit:
-    """One partition's offset in a commit op by ``process``: its invoke (``index``, time
-    ``invoked``), when and how it ended (``outcome`` ok, fail or info)."""
-
-    process: int
-    index: int
-    invoked: int
-    ended: int
-    outcome: str
-    partition: int
-    offset: int
-
-
-@dataclass(frozen=True)
-class Ownership:
-    """A partition in ``process``'s assignment from ``began`` (its ``assign``) to ``ended``,
-    which says ``how``: ``revoke``, ``lost``, or ``end`` (the process's last op; a retired
-    process's closing callbacks are not journaled)."""
-
-    process: int
-    partition: int
-    began: int
-    ended: int
-    how: str
-    member: str
-
-
-@dataclass
-class Group:
-    """One run's group: its commits and ownerships; what members received (per partition,
-    the (offset, value) pairs any polled); each member's progress (per (process,
-    partition), (poll end time, highest offset polled by then), as the highest grew); when
-    each process first invoked a poll that returned a record (per (process, partition,
-    offset)); the complete drains (partition -> offset -> value); each process's first
-    and last op time, and when its last poll ended; the retired processes (-> when their
-    first ``info`` op ended); the nemesis actions; and when the last nemesis op ended (0:
-    none)."""
-
-    partitions: int
-    commits: list[Commit] = field(default_factory=list)
-    owned: list[Ownership] = field(default_factory=list)
-    received: dict[int, set[tuple[int, Value]]] = field(default_factory=dict)
-    progress: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
-    got: dict[tuple[int, int, int], int] = field(default_factory=dict)
-    drained: dict[int, dict[int, Value]] = field(default_factory=dict)
-    first_op: dict[int, int] = field(default_factory=dict)
-    last_op: dict[int, int] = field(default_factory=dict)
-    last_poll: dict[int, int] = field(default_factory=dict)
-    retired: dict[int, int] = field(default_factory=dict)
-    actions: list[NemesisAction] = field(default_factory=list)
-    quiet_since: int = 0
-
-    def polled_up_to(self, process: int, partition: int, time: int) -> int:
-        """The highest offset of ``partition`` that ``process`` polled by ``time``; -1: none."""
-        steps = self.progress.get((process, partition), [])
-        i = bisect.bisect_right(steps, (time, 2**63))
-        return steps[i - 1][1] if i else -1
-
-
-def group(rows: Iterable[Mapping[str, Any]], topic: str, partitions: int) -> Group:
-    """The :class:`Group` of a history's rows (pairing already checked by the reader)."""
-    g = Group(partitions)
-    open_commits: dict[int, tuple[int, int]] = {}
-    open_polls: dict[int, int] = {}
-    nemesis: list[Op] = []
-    holding: dict[tuple[int, int], tuple[int, str]] = {}
-    drained: dict[int, dict[int, Value]] = {}
-    for d in rows:
-        p, f, typ, t = d["process"], d["f"], d["type"], d["time"]
-        v: Any = d.get("value")
-        if p == NEMESIS:
-            g.quiet_since = t
-            nemesis.append(Op.from_dict(dict(d)))
-            continue
-        g.first_op.setdefault(p, t)
-        g.last_op[p] = t
-        if typ == "info":
-            g.retired.setdefault(p, t)
-        if f == "poll" and typ == "invoke":
-            open_polls[p] = t
-        elif f == "poll":
-            g.last_poll[p] = t
-        if f == "poll" and typ == "ok":
-            for tp, part, off, value in v["records"]:
-                if tp == topic:
-                    g.received.setdefault(part, set()).add((off, value))
-                    g.got.setdefault((p, part, off), open_polls.get(p, t))
-                    steps = g.progress.setdefault((p, part), [])
-                    if not steps or off > steps[-1][1]:
-                        steps.append((t, off))
-        elif f == "commit" and typ == "invoke":
-            open_commits[p] = (d["index"], t)
-        elif f == "commit":
-            index, invoked = open_commits.pop(p)
-            g.commits += [Commit(p, index, invoked, t, typ, part, off)
-                          for tp, part, off, _ in v["offsets"] if tp == topic]
-        elif f in ("assign", "revoke", "lost") and typ == "ok":
-            for tp, part in v["partitions"]:
-                if tp != topic:
-                    continue
-                if f == "assign":
-                    holding[(p, part)] = (t, v["member"])
-                elif (p, part) in holding:
-                    began, member = holding.pop((p, part))
-                    g.owned.append(Ownership(p, part, began, t, f, member))
-        elif f == "drain" and typ == "ok":
-            records = drained.setdefault(v["partition"], {})
-            records.update((off, value) for off, value in v["records"])
-            if v.get("last"):
-                g.drained[v["partition"]] = records
-    g.owned += [Ownership(p, part, began, g.last_op[p], "end", member)
-                for (p, part), (began, member) in holding.items()]
-    g.actions = nemesis_actions(nemesis)
-    return g
 
 
 # -- the anomalies ------------------------------------------------------------------------
@@ -328,8 +209,8 @@ def commits_lost(g: Group, end: Mapping[int, int], asynchronous: bool = False) -
     """commit-lost: a partition whose committed offset at the end (``end``, partition ->
     offset, as the coordinator answered after the drain) is below the highest ok commit
     that may have been the last stored (:func:`last_stored`), or missing, and is no
-    offset of one of those, nor of an ``info`` commit (whose request may have been stored
-    at any time): an acknowledged commit the coordinator no longer holds."""
+    offset of one of those, nor of an :data:`UNSURE` commit (whose request may have been
+    stored at any time): an acknowledged commit the coordinator no longer holds."""
     found = []
     for part in range(g.partitions):
         finals = last_stored(g, part, asynchronous)
@@ -337,10 +218,71 @@ def commits_lost(g: Group, end: Mapping[int, int], asynchronous: bool = False) -
             continue
         top = max(finals, key=lambda c: (c.offset, c.ended))
         at = end.get(part)
-        stored = {c.offset for c in g.commits if c.partition == part and c.outcome == "info"}
+        stored = {c.offset for c in g.commits if c.partition == part and c.outcome in UNSURE}
         if at is None or (at < top.offset and at not in stored | {c.offset for c in finals}):
             found.append(Lost(part, at, top))
     return found
+
+
+class Start(NamedTuple):
+    """A member's first read of a partition it was assigned, and the group's committed
+    offsets it may have fetched (:func:`fetchable`)."""
+
+    span: Ownership
+    read: Read
+    fetchable: list[Commit]
+    since: int  # the earliest invoke among them (none: the assignment)
+
+
+def fetchable(g: Group, partition: int, began: int, by: int, asynchronous: bool) -> list[Commit]:
+    """The commits of ``partition`` whose offset a member assigned it at ``began`` may have
+    fetched as the group's committed offset (OffsetFetch, sent after the assignment), by
+    ``by``: each one that may have been requested before ``by`` (:func:`requested_after`)
+    and, for an ok one, that no ok commit ended before ``began`` was requested after the
+    end of (the coordinator stored that one later); an :data:`UNSURE` one may have been
+    stored at any time."""
+    stored_after = max((t for d in g.commits if d.partition == partition and d.outcome == "ok"
+                        and d.ended < began and (t := requested_after(g, d, asynchronous)) is not None),
+                       default=None)  # the latest request of an ok commit ended before began
+    return [c for c in g.commits if c.partition == partition
+            and ((t := requested_after(g, c, asynchronous)) is None or t < by)
+            and (c.outcome in UNSURE or stored_after is None or stored_after <= c.ended)]
+
+
+def starts(g: Group, asynchronous: bool = False) -> tuple[list[Start], list[Start]]:
+    """Members' first reads of a partition after an assignment that are at none of the
+    offsets they may have fetched (:func:`fetchable`, by the end of that read's poll):
+    ``redelivery-below-commit`` where an ok commit of it had ended before the assignment
+    and the read is below every offset fetchable (a member took over after the commit
+    and read again what the group had committed past); ``reset-without-cause`` where the
+    read is elsewhere, and not at or below the log start (``auto.offset.reset=earliest``,
+    which a group that may have had no committed offset resets to)."""
+    below: list[Start] = []
+    elsewhere: list[Start] = []
+    for o in g.owned:
+        if o.first is None:
+            continue
+        x = o.first.offset
+        cs = fetchable(g, o.partition, o.began, o.first.ended, asynchronous)
+        committed = any(c.outcome == "ok" and c.ended < o.began for c in cs)
+        if x in {c.offset for c in cs} or (not committed and x <= g.log_start.get(o.partition, 0)):
+            continue
+        start = Start(o, o.first, cs, min((c.invoked for c in cs), default=o.began))
+        (below if committed and x < min(c.offset for c in cs) else elsewhere).append(start)
+    return below, elsewhere
+
+
+class Jump(NamedTuple):
+    span: Ownership
+    previous: int
+    read: Read
+
+
+def jumps(g: Group) -> list[Jump]:
+    """``reset-without-cause`` within an assignment: a read of the partition that is not
+    at the offset after the one the member read before it in that assignment (offsets
+    are dense, docs/history.md), back or forward: its position moved, not by its reads."""
+    return [Jump(o, previous, read) for o in g.owned for previous, read in o.jumps]
 
 
 # -- the verdict ----------------------------------------------------------------------------
@@ -390,9 +332,10 @@ UNDECIDED = {
                               "(its journaled invoke is only an upper bound)",
     "group-permitted-on-assumption": "group anomalies permitted only by faults assumed, not witnessed "
                                      "(the permissive reading of the faults in their window)",
-    "commit-unjournaled": "commit-lost where a retired member commits async or auto: the commits its "
-                          "client reported after it was retired are not journaled, and one of them may "
-                          "have stored the coordinator's offset",
+    "commit-unjournaled": "a group anomaly judged by the group's committed offset (commit-lost, "
+                          "redelivery-below-commit, reset-without-cause) where a retired member commits "
+                          "async or auto: the commits its client reported after it was retired are not "
+                          "journaled, and one of them may have stored the offset seen",
 }
 
 
@@ -474,6 +417,23 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             "process": lost.last.process, "time": lost.last.ended},
             offsets_destroyed(destroyed) if destroyed else None,
             "commit-unjournaled" if unjournaled and not destroyed else None)
+    below, elsewhere = starts(g, asynchronous)
+    for anomaly, instances in (("redelivery-below-commit", below), ("reset-without-cause", elsewhere)):
+        for st in instances:
+            why, assumed = windows.permitted(config, anomaly, st.span.partition, st.since, st.read.ended)
+            destroyed = windows.destroyed(st.since, st.read.ended)
+            if why is None and destroyed:
+                why, assumed = offsets_destroyed(destroyed), False
+            retired = asynchronous and any(t < st.read.ended for t in g.retired.values())
+            add(anomaly, {**_read(st.span, st.read), "previous": None,
+                          "committed": sorted({c.offset for c in st.fetchable})},
+                why, "group-permitted-on-assumption" if assumed else
+                "commit-unjournaled" if why is None and retired else None)
+    for j in jumps(g):
+        why, assumed = windows.permitted(config, "reset-without-cause", j.span.partition, j.span.began,
+                                         j.read.ended)
+        add("reset-without-cause", {**_read(j.span, j.read), "previous": j.previous, "committed": None},
+            why, "group-permitted-on-assumption" if assumed else None)
     settled = settled_at(g) is not None
     valid: Valid = False if violations else UNKNOWN if undecided or isinstance(end, str) else True
     unknown = [{"kind": kind, "count": sum(per.values()), "affects_verdict": True,
@@ -493,6 +453,11 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
                                    "anomalies": {a: e for a, e in own.items() if e}, "permitted": allowed,
                                    "permitted_reasons": permitted, "violations": kinds, "settled": settled},
                          "permitted_reasons": permitted})
+
+
+def _read(o: Ownership, r: Read) -> dict[str, Any]:
+    return {"partition": o.partition, "process": o.process, "offset": r.offset, "time": r.ended,
+            "assigned": o.began}
 
 
 def _span(o: Ownership) -> dict[str, Any]:

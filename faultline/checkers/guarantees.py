@@ -469,10 +469,11 @@ OVERLAP_AFTER_LOST = (
 
 def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str]:
     """Group anomaly name -> reason, for the group anomalies (:mod:`faultline.checkers.groups`)
-    a partition's faults permit: ``commit-backwards`` and ``lost-to-group`` where the
-    partition may lose acknowledged writes (:func:`permitted`'s ``lost-write``), since a
-    truncation below the group's committed position rewrites offsets members had read and
-    sends the next fetch out of range, where ``auto.offset.reset`` rewinds the member
+    a partition's faults permit: ``commit-backwards``, ``lost-to-group``,
+    ``redelivery-below-commit`` and ``reset-without-cause`` where the partition may lose
+    acknowledged writes (:func:`permitted`'s ``lost-write``), since a truncation below the
+    group's committed position (or a member's) rewrites offsets members had read and sends
+    the next fetch out of range, where ``auto.offset.reset`` rewinds the member
     (KAFKA-19902; docs/design.md, "Consumer groups"). The others are never permitted."""
     loss = permitted(config, faults).get("lost-write")
     if loss is None:
@@ -483,6 +484,12 @@ def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[st
                             "commits lower (KAFKA-19902)",
         "lost-to-group": f"{loss}; a truncation below the committed offset lets new records take "
                          "offsets members had already read",
+        "redelivery-below-commit": f"{loss}; a truncation below the committed offset puts the new "
+                                   "owner's fetch out of range and auto.offset.reset=earliest "
+                                   "rewinds it below the commit (KAFKA-19902)",
+        "reset-without-cause": f"{loss}; a truncation below a member's position puts its fetch out of "
+                               "range (or KIP-320's leader epoch validation finds the log diverged), "
+                               "and the consumer resets its position: the cause",
     }
 
 

@@ -402,7 +402,7 @@ class Engine:
         index = last_time = 0  # the next line's index, the last line's time
         got = np.empty(8, np.int64)  # the scanner's value object
         try:
-            for block in history_blocks(name, history.follow):
+            for block in history_blocks(name, history.follow, history.tap):
                 buf = np.frombuffer(block, np.uint8)
                 pos = 0
                 while True:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from faultline.checkers import groups
 from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.group_end import end_offsets
+from faultline.checkers.group_history import GroupReader
 from faultline.checkers.guarantees import GuaranteeConfig, TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
@@ -54,10 +55,17 @@ class Checked:
 class StoredRun:
     """A run directory being checked: its spec, its history's rows (to be read once, by the
     first checker), and its broker state and client log, read when first asked for: after
-    the history, as a followed run writes them before it closes its history."""
+    the history, as a followed run writes them before it closes its history. When its
+    workload's checkers include ``group``, the group checker's reader
+    (:class:`~faultline.checkers.group_history.GroupReader`) reads the rows as the first checker
+    does."""
 
     def __init__(self, run_dir: Path, spec: TestSpec, rows: Iterable[dict[str, Any]],
                  read: ReadResult, source: str) -> None:
+        self.group: GroupReader | None = None
+        if "group" in spec.workload.checkers:
+            self.group = GroupReader(spec.topic.name, spec.topic.partitions)
+            rows = self.group.tap(rows)
         self.run_dir, self.spec, self.rows, self.read, self.source = run_dir, spec, rows, read, source
         #: Why ``client-log.jsonl`` could not be read (then it is not used), once read.
         self.client_log_error: str | None = None
@@ -150,17 +158,21 @@ def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
 
 def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     """The consumer-group checker (:mod:`faultline.checkers.groups`) over the run's history,
-    read again from its file, judged by the config an earlier checker judged the history by
-    and by the faults in each instance's window (the history's nemesis actions, with the
-    metadata log's timeline when there is one); ``unknown`` without that config."""
+    as its reader read it beside an earlier checker (:class:`StoredRun`), judged by the
+    config that checker judged the history by and by the faults in each instance's window
+    (the history's nemesis actions, with the metadata log's timeline when there is one);
+    ``unknown`` without that config."""
     facts = next((c.facts for c in earlier if c.facts is not None), None)
     if facts is None:
         return Checked(unknown_result("checker-error", "the group checker needs the queue "
                                                        "checker's facts, and it gave none"))
-    topic = run.spec.topic
-    g = groups.group(HistoryFile(run.source, ReadResult()), topic.name, topic.partitions)
-    windows = groups.FaultWindows(g.actions, topic.name, run.timeline())
-    end = end_offsets(run.run_dir, run.spec.group_id, topic.name)
+    if run.group is None:
+        return Checked(unknown_result("checker-error", "the group checker reads the history beside "
+                                                       "the first checker, for a workload whose "
+                                                       "checkers name it, and this one's do not"))
+    g, topic = run.group.done(), run.spec.topic.name
+    windows = groups.FaultWindows(g.actions, topic, run.timeline())
+    end = end_offsets(run.run_dir, run.spec.group_id, topic)
     return Checked(groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end))
 
 

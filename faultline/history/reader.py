@@ -59,8 +59,8 @@ def read_history(path: str | os.PathLike[str], result: ReadResult | None = None,
     yield from map(Op.from_dict, iter_rows(path, result, validate=validate))
 
 
-def history_lines(path: str | os.PathLike[str],
-                  follow: Callable[[], bool] | None = None) -> Generator[bytes, None, None]:
+def history_lines(path: str | os.PathLike[str], follow: Callable[[], bool] | None = None,
+                  tap: Callable[[bytes], None] | None = None) -> Generator[bytes, None, None]:
     """The raw lines of a history, newline included, decompressed when it is zstd (told
     by its first bytes, not its name); ``path`` is a history file or a run directory
     (:func:`faultline.rundir.find_history`).
@@ -73,9 +73,10 @@ def history_lines(path: str | os.PathLike[str],
     ``follow`` reads a history its run is still writing: at the end of the file the
     reader waits for more (polling every :data:`FOLLOW_S`) until ``follow()`` is true,
     which must mean that the writer has closed it; then it reads to the end and stops,
-    exactly as it would have read the closed file.
+    exactly as it would have read the closed file. ``tap`` is given its blocks
+    (:func:`history_blocks`).
     """
-    for block in history_blocks(path, follow):
+    for block in history_blocks(path, follow, tap):
         yield from io.BytesIO(block).readlines() or (block,)  # split in C, newlines kept
 
 
@@ -96,13 +97,14 @@ def unreadable(name: str, line: int, e: zstandard.ZstdError | TooLarge) -> Histo
     return HistoryError(name, line, str(e) if isinstance(e, TooLarge) else f"not valid zstd ({e})")
 
 
-def history_blocks(path: str | os.PathLike[str],
-                   follow: Callable[[], bool] | None = None) -> Generator[bytes, None, None]:
+def history_blocks(path: str | os.PathLike[str], follow: Callable[[], bool] | None = None,
+                   tap: Callable[[bytes], None] | None = None) -> Generator[bytes, None, None]:
     """:func:`history_lines`'s lines, as blocks of whole lines: each block ends with a
     newline but the last, which is the cut last line (empty when a compressed file was
     cut between lines) if there is one. Raises :class:`TooLarge` in place of the block
     that would hold a line, or come from a frame, past its bound; memory stays within a
-    few times the longest line."""
+    few times the longest line. ``tap``, when given, gets each block before it is
+    yielded: a second reader of the same read."""
     name = _history_file(path)
     try:
         fh = open(name, "rb")  # noqa: SIM115 - closed in the finally below
@@ -129,6 +131,8 @@ def history_blocks(path: str | os.PathLike[str],
                     cut = data.rfind(b"\n") + 1
                     block = b"".join((*rest, data[:cut])) if rest else data[:cut]
                     rest, held = [], 0
+                    if tap is not None:
+                        tap(block)
                     yield block
                     data = data[cut:]
                 if data:
@@ -137,7 +141,10 @@ def history_blocks(path: str | os.PathLike[str],
                     if held > MAX_LINE_BYTES:
                         raise _too_long()
         if rest or (frames is not None and frames.mid_frame):
-            yield b"".join(rest)
+            block = b"".join(rest)
+            if tap is not None:
+                tap(block)
+            yield block
     finally:
         fh.close()
 
@@ -216,8 +223,8 @@ def _history_file(path: str | os.PathLike[str]) -> str:
 
 
 def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
-              *, validate: bool = True,
-              follow: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+              *, validate: bool = True, follow: Callable[[], bool] | None = None,
+              tap: Callable[[bytes], None] | None = None) -> Iterator[dict[str, Any]]:
     """Stream a history's lines as parsed dicts, checked as :func:`read_history` says.
 
     ``path`` is a run directory or a history file, plain or zstd-compressed
@@ -227,11 +234,12 @@ def iter_rows(path: str | os.PathLike[str], result: ReadResult | None = None,
     (building an Op costs more than parsing the line). Each row has ``index``,
     ``time``, ``process``, ``type`` and ``f`` checked; ``value`` and ``error`` may be
     absent. Rows must not be mutated by the caller if it also keeps them. ``follow``
-    reads a history while its run writes it (:func:`history_lines`).
+    reads a history while its run writes it, and ``tap`` is given the blocks read
+    (:func:`history_lines`).
     """
     result = result if result is not None else ReadResult()
     name = _history_file(path)
-    lines = history_lines(name, follow)
+    lines = history_lines(name, follow, tap)
     checker = RowPairing(name) if validate else None
     expected_index = 0
     last_time = 0
@@ -277,14 +285,16 @@ def parse_line(name: str, lineno: int, raw: bytes) -> Any:
 class HistoryFile:
     """A history file to read: iterated, its rows (:func:`iter_rows`, with the pairing
     rules); the queue checker reads its lines itself, faster
-    (:meth:`faultline.checkers.queue.Engine.feed_file`), as :func:`iter_rows` would."""
+    (:meth:`faultline.checkers.queue.Engine.feed_file`), as :func:`iter_rows` would.
+    ``tap`` is given the blocks of whole lines either read (:func:`history_blocks`)."""
 
     path: str
     result: ReadResult
     follow: Callable[[], bool] | None = None
+    tap: Callable[[bytes], None] | None = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter_rows(self.path, self.result, follow=self.follow)
+        return iter_rows(self.path, self.result, follow=self.follow, tap=self.tap)
 
 
 _OP_TYPE_NAMES: dict[str, None] = dict.fromkeys(OP_TYPES)

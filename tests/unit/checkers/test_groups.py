@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from faultline.analysis.sweepdir import Cell
 from faultline.analysis.tables import anomaly_rows
 from faultline.checkers import groups
+from faultline.checkers.group_history import Group, group
 from faultline.checkers.guarantees import OVERLAP_AFTER_LOST, GuaranteeConfig
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
 from faultline.checkers.results_file import check_run
@@ -79,8 +81,8 @@ class G:
         self.op(99, "ok", "drain", {**v, "records": [list(r) for r in records], "log_start_offset": 0,
                                     "high_watermark": len(records), "last": True})
 
-    def group(self, partitions: int = 1) -> groups.Group:
-        return groups.group(self.ops, TOPIC, partitions)
+    def group(self, partitions: int = 1) -> Group:
+        return group(self.ops, TOPIC, partitions)
 
 
 def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,
@@ -108,8 +110,9 @@ def five(h: G, process: int = 1, skip: int | None = None) -> None:
 
 
 def backwards(second: int, fault_at: float | None = None, fault: str = "kill") -> G:
-    """Process 1 commits 5, then process 2 commits ``second``; a ``fault`` of partition 0's
-    leader between the two (``fault_at`` 0) or after both, at ``fault_at`` s."""
+    """Process 1 commits 5, then process 2, which took over at 5, commits ``second``; a
+    ``fault`` of partition 0's leader between the two (``fault_at`` 0) or after both, at
+    ``fault_at`` s."""
     h = G()
     five(h)
     h.commit(1, [(0, 5)])
@@ -117,7 +120,7 @@ def backwards(second: int, fault_at: float | None = None, fault: str = "kill") -
         h.kill(fault)
     h.rebalance(1, "revoke", [0])
     h.rebalance(2, "assign", [0])
-    h.poll(2, [(0, off, 100 + off) for off in range(second)])
+    h.poll(2, [(0, off, 100 + off) for off in range(5, 5 + second)])
     h.commit(2, [(0, second)])
     if fault_at:
         h.kill(fault, at=fault_at)
@@ -222,6 +225,7 @@ def handover(second_assigned_before_revoke: bool, how: str = "revoke") -> G:
     h = G()
     h.rebalance(1, "assign", [0])
     h.poll(1, [(0, 0, 100)])
+    h.commit(1, [(0, 1)])
     if second_assigned_before_revoke:
         h.rebalance(2, "assign", [0])
     h.rebalance(1, how, [0])
@@ -315,7 +319,8 @@ def lost(skip: int | None) -> G:
 def test_a_record_below_the_committed_offset_no_member_got_is_lost_to_the_group() -> None:
     assert judged(lost(None))["anomaly_counts"]["lost-to-group"] == 0
     out = judged(lost(3))
-    assert out["violations"] == ["lost-to-group"]
+    # the member's reads jumping from 2 to 4 are its position's jump too
+    assert out["violations"] == ["lost-to-group", "reset-without-cause"]
     (ex,) = out["anomalies"]["lost-to-group"]
     assert (ex["offset"], ex["value"], ex["committed"]) == (3, 103, 5)
     assert judged(lost(4))["anomaly_counts"]["lost-to-group"] == 1  # just below the commit
@@ -409,21 +414,29 @@ def test_the_group_workload_is_checked_by_the_queue_and_group_checkers(tmp_path:
     assert assigned.violations == ["poll-skip"] and "group" not in assigned.extra
 
 
-def taken_over(fault: bool) -> G:
-    """Five records written and read by process 1, which commits 5; process 2 takes over
-    and commits 3 (after a kill of the leader when ``fault``); the drain reads all five."""
+def handed_over(reads: Iterable[int], fault: str | None = None) -> G:
+    """Eight records sent; process 1 reads 0 to 4, commits 5 (ok) and is revoked; a
+    ``fault`` of partition 0's leader; process 2 is assigned the partition and reads
+    ``reads``."""
     h = G()
-    for off in range(5):
+    for off in range(8):
         h.send(0, 100 + off, 0, off)
     five(h)
     h.commit(1, [(0, 5)])
-    if fault:
-        h.kill("kill")
     h.rebalance(1, "revoke", [0])
+    if fault is not None:
+        h.kill(fault)
     h.rebalance(2, "assign", [0])
-    h.poll(2, [(0, off, 100 + off) for off in range(3)])
+    h.poll(2, [(0, off, 100 + off) for off in reads])
+    return h
+
+
+def taken_over(fault: bool) -> G:
+    """:func:`handed_over`, process 2 reading the rest and committing 3 (after a kill of the
+    leader when ``fault``); the drain reads all eight."""
+    h = handed_over(range(5, 8), "kill" if fault else None)
     h.commit(2, [(0, 3)])
-    h.drain(0, [(off, 100 + off) for off in range(5)])
+    h.drain(0, [(off, 100 + off) for off in range(8)])
     return h
 
 
