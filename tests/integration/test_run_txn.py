@@ -65,6 +65,8 @@ def test_transactions_commit_and_abort_through_a_leader_kill(outcome: RunOutcome
     print(f"transactions: {counts['ok']} committed, {counts['fail']} aborted, {counts['info']} unknown")
     assert {"ok", "fail"} <= {op.type for op in ended}
     assert all("offset" in s for op in ended if op.type == "ok" for s in op.value["sends"])
+    assert all(op.value["committing"] < op.time for op in ended if op.type == "ok"), \
+        "a commit acknowledged says when it was asked for"
     assert outcome.recovered
     assert all(d.complete for d in outcome.drains), outcome.drains
 
