@@ -23,7 +23,8 @@ from faultline.history import HistoryWriter, read_history
 from faultline.nemeses.clients import ClientsNemesis
 from faultline.spec import NemesisSpec, TopicSpec, WorkloadSpec
 from faultline.workloads import workload_for
-from faultline.workloads.crashable import CRASH_ERROR, CrashableQueueWorkload
+from faultline.workloads.crashable import CrashableQueueWorkload
+from faultline.workloads.outcomes import CRASH_ERROR
 from tests.integration.conftest import INTEGRATION_SPEC
 from tests.integration.nemeses.nemesis_helpers import nemesis_op, report, wait_until
 

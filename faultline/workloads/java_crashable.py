@@ -1,0 +1,163 @@
+"""The Java client's producers, crashable: in a test whose nemesis crashes clients (the
+``clients`` family) with ``workload.client: java``, each producer runs in a JVM of its own
+and the consumers in one more, so that a crash is what it is for a real client, a SIGKILL
+of that producer's JVM mid-send. Without client crashes every client shares one JVM
+(:class:`.java_client.JavaQueueWorkload`).
+
+The JVMs take process numbers and values from one file the harness takes from too
+(:class:`SharedCounters`), so both stay unique in the run. A producer JVM waits, after
+printing each invoke, until the run has journaled it (:mod:`.java_client`'s protocol):
+with the consumers in another JVM, whose lines another thread journals, nothing else
+would keep a read of a value from reaching the history before the value's invoke.
+
+A crash (:meth:`CrashableJavaQueueWorkload.crash_client`) kills the JVM, journals what
+it printed, then ends every send of it still open as :func:`.outcomes.crashed_sends`
+says. The producer stays down until :meth:`~CrashableJavaQueueWorkload.restart_client`
+starts a new JVM under a new process number: a new client, whose producer id (with
+idempotence) is a new one too.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from faultline.errors import FaultlineError
+from faultline.history import HistoryWriter
+from faultline.spec import TestSpec
+from faultline.workloads.clients import ClientLog, ProcessIds
+from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
+from faultline.workloads.outcomes import crashed_sends
+
+#: How long a crash waits for the JVM to be gone and its output journaled.
+JVM_TIMEOUT_S = 30.0
+_COUNTER = struct.Struct(">q")
+
+
+class SharedCounters:
+    """The run's next process number and next value, in a file of two big-endian signed
+    64-bit integers that the Java programs take from too (``FaultlineClient.take``):
+    each take holds an fcntl lock on the file, which the kernel drops when its holder
+    dies, so a JVM killed while taking leaves no lock held."""
+
+    def __init__(self, path: Path, first_process: int) -> None:
+        path.write_bytes(_COUNTER.pack(first_process) + _COUNTER.pack(0))
+        self.path = path
+        self._lock = threading.Lock()  # fcntl locks are the process's: one thread at a time
+
+    def take_process(self, n: int = 1) -> int:
+        """``n`` process numbers never handed out before (0: none): the first of them."""
+        with self._lock, open(self.path, "r+b") as f:
+            fcntl.lockf(f, fcntl.LOCK_EX)  # released by the close
+            [first] = _COUNTER.unpack(os.pread(f.fileno(), _COUNTER.size, 0))
+            os.pwrite(f.fileno(), _COUNTER.pack(first + n), 0)
+            return int(first)
+
+
+class CrashableJavaQueueWorkload(JavaQueueWorkload):
+    """The Java client's queue workload with a JVM per producer, which :meth:`crash_client`
+    and :meth:`restart_client` address by index, and one for the consumers; the same
+    contract as :class:`.java_client.JavaQueueWorkload`."""
+
+    def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, *,
+                 client_log: ClientLog | None = None) -> None:
+        self._counters: SharedCounters | None = None  # before super's _free(): made by start()
+        super().__init__(spec, bootstrap, history, client_log=client_log)
+        self._consumers = JavaProgram()
+        self._producers = [JavaProgram(i, acks=True) for i in range(spec.workload.producers)]
+        self._programs = [self._consumers, *self._producers]
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def clients(self) -> int:
+        """How many producers there are to crash, numbered from 0."""
+        return len(self._producers)
+
+    def start(self) -> None:
+        """The counters' file, then every JVM and the threads that journal its output."""
+        w = self.spec.workload
+        self._dir = tempfile.TemporaryDirectory(prefix="faultline-java-")
+        self._counters = SharedCounters(Path(self._dir.name) / "counters", w.producers + w.consumers)
+        self._start(self._consumers, [*self._args(), "role=consumers", *self._shared()])
+        for index, program in enumerate(self._producers):
+            self._start_producer(index, program)
+
+    def _shared(self) -> list[str]:
+        assert self._counters is not None  # start() made them
+        return [f"counters={self._counters.path}"]
+
+    def _start_producer(self, index: int, program: JavaProgram) -> None:
+        self._start(program, [*self._args(), "role=producer", f"index={index}",
+                              f"first_process={program.processes[0]}", *self._shared()])
+
+    def crash_client(self, index: int) -> dict[str, Any]:
+        """SIGKILL producer ``index``'s JVM and wait until what it printed is journaled,
+        its open sends ``info``; the history fields of the crash (``processes``: those it
+        used, ``pid``, ``sends``: how many it left open). FaultlineError when it is not
+        running."""
+        with self._lock:
+            program = self._producers[index]
+            proc = program.proc
+            if program.killed or proc is None or proc.poll() is not None:
+                raise FaultlineError(f"producer {index} is not running")
+            program.killed = True
+            proc.kill()
+        try:
+            proc.wait(JVM_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise FaultlineError(f"producer {index} (pid {proc.pid}) did not die of SIGKILL") from None
+        for t in program.threads:
+            t.join(JVM_TIMEOUT_S)
+            if t.is_alive():
+                raise FaultlineError(f"producer {index}'s output was not journaled within "
+                                     f"{JVM_TIMEOUT_S:.0f} s of killing pid {proc.pid}")
+        program.close_stdin()
+        ops = crashed_sends(program.open.values())
+        program.open.clear()
+        self._stats.info += len(ops)
+        self.history.append_many(ops)
+        return {"processes": list(program.processes), "pid": proc.pid, "sends": len(ops)}
+
+    def restart_client(self, index: int) -> dict[str, Any]:
+        """Start a new JVM for producer ``index`` under a new process number after
+        :meth:`crash_client`; the history fields (``processes``: the new one). Nothing is
+        started once the workload stops."""
+        with self._lock:
+            if not self._producers[index].killed:
+                return {"processes": [], "result": f"producer {index} was not crashed"}
+            if self._stopping:
+                return {"processes": [], "result": "the workload is stopping: not restarted"}
+            assert self._counters is not None  # a crash follows start()
+            program = JavaProgram(self._counters.take_process(), acks=True)
+            self._producers[index] = program
+            self._programs.append(program)
+            self._start_producer(index, program)
+            return {"processes": list(program.processes)}
+
+    def request_stop(self) -> None:
+        """Every JVM stops issuing ops; no crashed producer is restarted after."""
+        with self._lock:
+            self._stopping = True
+            super().request_stop()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """As :meth:`.java_client.JavaQueueWorkload.stop`; then the counters' file is removed."""
+        try:
+            super().stop(timeout)
+        finally:
+            if self._dir is not None:
+                self._dir.cleanup()
+
+    def _free(self) -> ProcessIds:
+        """Process numbers no JVM took: the counters' next, once they exist."""
+        if self._counters is None:
+            return super()._free()
+        return ProcessIds(self._counters.take_process(0))
