@@ -5,14 +5,19 @@ the broker distribution's jar, once per source), writing the same history ops as
 librdkafka clients of :mod:`.queue`.
 
 Protocol: the program takes the spec's settings as ``key=value`` arguments, runs the
-producers and consumers of :mod:`.queue` and prints every op as one JSON line on
-stdout, each with ``ns``: its ``System.nanoTime()`` when printed, the history's clock.
+producers and consumers of :mod:`.queue` (``role``: all of them, the default; one
+producer; or the consumers, for :mod:`.java_crashable`) and prints every op as one JSON
+line on stdout, each with ``ns``: its ``System.nanoTime()`` when printed, the history's
+clock.
 Ops are journaled in the order printed, at their ``ns``; a line whose ``ns`` is of
 another clock is not read. A send's completion (``done`` with the Kafka error name, or
 ``refused``: ``send()`` threw) is classified by the librdkafka workload's rules
 (:func:`~faultline.workloads.outcomes.classify_delivery`, :func:`classify_refused`) and
 journaled once. End of stdin stops the clients; the program completes outstanding
 sends and prints ``{"f": "exit", "next_process": n}``, the drain's first process number.
+A producer JVM of :mod:`.java_crashable` sends a record only once the run has journaled
+its invoke: the run writes a ``+`` to its stdin per send invoke journaled, and an ``s``
+stops it. The program halts at once when the run (its ``parent``) is gone.
 Its stderr, and stdout lines that are no op, go to the client log; an op line that
 cannot be read makes :meth:`JavaQueueWorkload.stop` end the run with an error, before
 the drain. Why: docs/design.md, "The queue workload".
@@ -170,7 +175,7 @@ class JavaQueueWorkload:
             "idempotence": str(p.enable_idempotence).lower(), "retries": p.retries,
             "max_in_flight": p.max_in_flight, "delivery_timeout_ms": p.delivery_timeout_ms,
             "request_timeout_ms": p.request_timeout_ms, "linger_ms": p.linger_ms,
-            "isolation_level": s.consumer.isolation_level,
+            "isolation_level": s.consumer.isolation_level, "parent": os.getpid(),
         }
         return [f"{k}={v}" for k, v in settings.items()]
 

@@ -352,11 +352,13 @@ public final class FaultlineClient {
         }
     }
 
-    /** Halt once the parent (the run) is gone: a dead parent's children are handed to
-     *  another, so the parent's pid changes. Without, a run killed with sends in flight
+    /** Halt once the parent (the run, pid "parent" if given) is gone: a dead parent's
+     *  children are handed to another, so the parent's pid changes (given, a parent gone
+     *  before this JVM started is seen too). Without, a run killed with sends in flight
      *  left this process sending for up to a delivery timeout, journaled by nobody. */
-    static void watchParent() {
-        long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+    static void watchParent(String given) {
+        long parent = given != null ? Long.parseLong(given)
+                : ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
         Thread watcher = new Thread(() -> {
             while (ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L) == parent) {
                 sleepNanos(100_000_000L);
@@ -387,12 +389,12 @@ public final class FaultlineClient {
     }
 
     public static void main(String[] args) throws Exception {
-        watchParent();
         conf = new HashMap<>();
         for (String a : args) {
             int eq = a.indexOf('=');
             conf.put(a.substring(0, eq), a.substring(eq + 1));
         }
+        watchParent(conf.get("parent"));
         String role = conf.getOrDefault("role", "all");
         int producers = Integer.parseInt(conf.get("producers"));
         int consumers = Integer.parseInt(conf.get("consumers"));
