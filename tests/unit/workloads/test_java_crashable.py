@@ -5,11 +5,14 @@ number once to the harness and the JVMs together, and no JVM outlives a killed h
 
 from __future__ import annotations
 
+import io
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from faultline.cluster import kafka_dist
 from faultline.history import HistoryWriter, read_history
 from faultline.spec import TestSpec
 from faultline.workloads import java_client
+from faultline.workloads.java_client import JavaProgram
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload, SharedCounters
 from faultline.workloads.outcomes import CRASH_ERROR
 
@@ -114,6 +118,7 @@ import sys, time
 from pathlib import Path
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
+from faultline.workloads.java_client import JavaProgram
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 spec = TestSpec.from_mapping({"workload": {"client": "java", "producers": 2},
                               "nemesis": {"faults": ["clients"]}})
@@ -153,3 +158,60 @@ def test_no_jvm_outlives_a_killed_harness(tmp_path: Path) -> None:
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert left == [], "a JVM outlived its harness"
+
+
+def test_a_producer_jvm_hears_of_its_invokes_only_once_they_are_journaled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The consumers print in another JVM, journaled by another thread: a producer that
+    sent before its invoke was journaled let a read of the value reach the history
+    first. One ``+`` per send invoke, after the write that journaled it."""
+    events: list[tuple[str, object]] = []
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = CrashableJavaQueueWorkload(SPEC, "x:9092", history)
+        journal = HistoryWriter.append_at
+        monkeypatch.setattr(HistoryWriter, "append_at", lambda self, ops: (
+            events.append(("journaled", len(ops))), journal(self, ops)))
+        monkeypatch.setattr(JavaProgram, "tell", lambda _, data: events.append(("told", data)))
+        printed = b"".join(_line(op) + b"\n" for op in [
+            {"process": 0, "type": "invoke", "f": "send", "value": SEND},
+            {"process": 0, "type": "invoke", "f": "send", "value": {**SEND, "value": 8}},
+            {"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 0}}])
+        w._journal(io.BufferedReader(io.BytesIO(printed)), w._producers[0])
+        poll = _line({"process": 1, "type": "invoke", "f": "poll", "value": None}) + b"\n"
+        w._journal(io.BufferedReader(io.BytesIO(poll)), w._consumers)  # which waits for nothing
+    assert events == [("journaled", 3), ("told", b"++"), ("journaled", 1)]
+
+
+@needs_javac
+def test_a_producer_jvm_sends_nothing_more_until_the_run_says_its_invoke_is_journaled(
+        tmp_path: Path) -> None:
+    """Without a broker each send fails at once (delivery timeout 150 ms) and the next
+    is invoked; but not before a ``+`` lets the first go."""
+    counters = SharedCounters(tmp_path / "counters", 2)
+    settings = {"bootstrap": "127.0.0.1:1", "topic": "fl-queue", "partitions": 1, "producers": 1,
+                "consumers": 1, "rate": 0, "acks": "all", "idempotence": "true", "retries": 5,
+                "max_in_flight": 5, "delivery_timeout_ms": 150, "request_timeout_ms": 100,
+                "linger_ms": 5, "isolation_level": "read_uncommitted", "role": "producer",
+                "index": 0, "first_process": 0, "counters": counters.path}
+    command = java_client.ensure_java_client(TestSpec().kafka.version)
+    proc = subprocess.Popen([*command, *(f"{k}={v}" for k, v in settings.items())],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines: queue.Queue[dict[str, object]] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(orjson.loads(x)) for x in proc.stdout or ()],
+                              daemon=True)
+    reader.start()
+    try:
+        first = lines.get(timeout=60)
+        assert (first["type"], first["f"], first["process"]) == ("invoke", "send", 0)
+        with pytest.raises(queue.Empty):
+            lines.get(timeout=2)  # seven sends' time, had the first not waited
+        proc.stdin.write(b"+")
+        proc.stdin.flush()
+        assert lines.get(timeout=30)["type"] == "done"  # the first send, failed
+        proc.stdin.write(b"s")
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
