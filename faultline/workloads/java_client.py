@@ -35,6 +35,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
@@ -89,11 +90,11 @@ def _quiet(_: str) -> None:
     return None
 
 
-def ensure_java_client(version: str, home: str | None = None,
-                       report: kafka_dist.Report = _quiet) -> list[str]:
-    """The JVM command (java, options, class path, main class) that runs the Java client
-    against Kafka ``version``'s kafka-clients, compiling it on first use; SetupError
-    naming the fix when javac is missing or the build fails."""
+def ensure_java_client(version: str, home: str | None = None, report: kafka_dist.Report = _quiet,
+                       *, options: Sequence[str] = ()) -> list[str]:
+    """The JVM command (java, ``options`` and its own, class path, main class) that runs
+    the Java client against Kafka ``version``'s kafka-clients, compiling it on first use;
+    SetupError naming the fix when javac is missing or the build fails."""
     dist = kafka_dist.ensure_kafka(version, home, report)
     source = _source()
     out = kafka_dist.cache_dir() / f"java-client-{dist.version}-{hashlib.sha1(source).hexdigest()[:12]}"
@@ -113,7 +114,7 @@ def ensure_java_client(version: str, home: str | None = None,
                 raise SetupError(f"javac failed on the Java client: {done.stderr.strip()[-500:]}")
             src.unlink()
             Path(tmp).rename(out)
-    return [str(dist.java), f"-Dlog4j2.configurationFile={out / 'log4j2.properties'}", "-Xmx256m",
+    return [str(dist.java), *options, f"-Dlog4j2.configurationFile={out / 'log4j2.properties'}", "-Xmx256m",
             "-cp", f"{out}:{dist.classpath}", MAIN_CLASS]
 
 
@@ -147,6 +148,9 @@ class JavaProgram:
 class JavaQueueWorkload:
     """The queue workload's clients in one JVM (see the module docstring); the
     :class:`~faultline.workloads.Workload` contract of :class:`.queue.QueueWorkload`."""
+
+    #: JVM options of each program, beside :func:`ensure_java_client`'s.
+    jvm_options: tuple[str, ...] = ()
 
     def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, *,
                  client_log: ClientLog | None = None) -> None:
@@ -185,7 +189,8 @@ class JavaQueueWorkload:
 
     def _start(self, program: JavaProgram, args: list[str]) -> None:
         """Start ``program``'s JVM with ``args`` and the threads that journal its output."""
-        command = ensure_java_client(self.spec.kafka.version, self.spec.kafka.home)
+        command = ensure_java_client(self.spec.kafka.version, self.spec.kafka.home,
+                                     options=self.jvm_options)
         program.proc = subprocess.Popen([*command, *args], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert program.proc.stdout is not None and program.proc.stderr is not None

@@ -65,6 +65,10 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
     and :meth:`restart_client` address by index, and one for the consumers; the same
     contract as :class:`.java_client.JavaQueueWorkload`."""
 
+    #: A JVM per client starts in a third of the time with C1 only and one GC thread
+    #: (docs/design.md, "Java client crashes").
+    jvm_options = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
     def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, *,
                  client_log: ClientLog | None = None) -> None:
         self._counters: SharedCounters | None = None  # before super's _free(): made by start()

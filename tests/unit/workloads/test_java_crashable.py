@@ -54,7 +54,7 @@ def test_a_crash_ends_the_killed_jvms_open_sends_info_and_its_replacement_is_a_n
             _line({"process": 0, "type": "done", "f": "send", "value": {**SEND, "value": 8}})[:40]])
         monkeypatch.setenv("PRINTED", printed.decode())
         script = 'case "$*" in *role=producer*first_process=0*) printf "%s" "$PRINTED";; esac; exec sleep 60'
-        monkeypatch.setattr(java_client, "ensure_java_client", lambda *_: ["sh", "-c", script, "sh"])
+        monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: ["sh", "-c", script, "sh"])
         w.start()
         try:
             deadline = time.monotonic() + 30
