@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -101,26 +102,40 @@ def _crash_journaled_as_promised(cluster: LocalCluster, path: Path, spec: TestSp
            f"{sum(1 for op in crashed if read[op.value['value']])} of those written")
 
 
-def test_a_crashed_producer_ends_its_sends_info_and_its_replacement_is_a_new_process(
-        cluster: LocalCluster, tmp_path: Path) -> None:
-    cluster.create_topic(SPEC.topic)
-    history = HistoryWriter(tmp_path / "history.jsonl")
-    workload = workload_for(SPEC)(SPEC, cluster.bootstrap_servers(), history)
-    assert isinstance(workload, CrashableQueueWorkload)
+def _crash_and_restart(cluster: LocalCluster, path: Path, spec: TestSpec, first: int,
+                       acked: Callable[[Any], int]) -> tuple[Any, dict[str, Any]]:
+    """Run ``spec``'s workload until ``first`` sends are acknowledged, crash producer 0,
+    restart it, run until ``acked(workload)`` (what counts the replacement's) grew by
+    1000, stop, and hold the history to :func:`_crash_journaled_as_promised`; the
+    workload and the crash's fields."""
+    cluster.create_topic(spec.topic)
+    history = HistoryWriter(path)
+    workload: Any = workload_for(spec)(spec, cluster.bootstrap_servers(), history)
     nemesis = ClientsNemesis()
     nemesis.bind(workload)
     try:
         workload.start()
-        wait_until(lambda: workload.stats().ok > 2000, 60, "2000 sends acknowledged")
+        started = wait_until(lambda: workload.stats().ok > first, 60, f"{first} sends acknowledged")
         crash = nemesis.invoke(nemesis_op("crash-client", {"clients": [0]})).value
         restart = nemesis.invoke(nemesis_op("restart-client", {})).value
-        ok_before = workload.producers[0].counts.ok
-        wait_until(lambda: workload.producers[0].counts.ok > ok_before + 1000, 60,
-                   "the replacement's sends acknowledged")
+        ok_before = acked(workload)
+        again = wait_until(lambda: acked(workload) > ok_before + 1000, 60,
+                           "the replacement's sends acknowledged")
     finally:
+        stopping = time.monotonic()
         workload.stop()
         history.close()
-    _crash_journaled_as_promised(cluster, tmp_path / "history.jsonl", SPEC, crash, restart)
+    report(f"{first} acknowledged {started:.1f} s after the start, 1000 more {again:.1f} s after "
+           f"the restart; stopped in {time.monotonic() - stopping:.1f} s")
+    _crash_journaled_as_promised(cluster, path, spec, crash, restart)
+    return workload, crash
+
+
+def test_a_crashed_producer_ends_its_sends_info_and_its_replacement_is_a_new_process(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    workload, crash = _crash_and_restart(cluster, tmp_path / "history.jsonl", SPEC, 2000,
+                                         lambda w: w.producers[0].counts.ok)
+    assert isinstance(workload, CrashableQueueWorkload)
     assert multiprocessing.active_children() == [], "a producer child left running"
     with pytest.raises(ProcessLookupError):
         os.kill(crash["pid"], 0)
@@ -147,28 +162,9 @@ def test_a_crashed_java_producer_is_its_jvm_killed_and_replaced_by_a_new_process
         cluster: LocalCluster, tmp_path: Path) -> None:
     """The same as the librdkafka producer's crash, with the Java client: each producer in
     a JVM of its own, the consumer in another, and none left once the workload stops."""
-    cluster.create_topic(JAVA_SPEC.topic)
-    history = HistoryWriter(tmp_path / "history.jsonl")
-    workload = workload_for(JAVA_SPEC)(JAVA_SPEC, cluster.bootstrap_servers(), history)
+    workload, crash = _crash_and_restart(cluster, tmp_path / "history.jsonl", JAVA_SPEC, 1000,
+                                         lambda w: w.stats().ok)  # one producer: the replacement
     assert isinstance(workload, CrashableJavaQueueWorkload)
-    nemesis = ClientsNemesis()
-    nemesis.bind(workload)
-    try:
-        workload.start()
-        first = wait_until(lambda: workload.stats().ok > 1000, 60, "1000 sends acknowledged")
-        assert len(_jvms_of_this_process()) == 2  # the producer's and the consumer's
-        crash = nemesis.invoke(nemesis_op("crash-client", {"clients": [0]})).value
-        restart = nemesis.invoke(nemesis_op("restart-client", {})).value
-        ok_before = workload.stats().ok  # the one producer is the replacement now
-        again = wait_until(lambda: workload.stats().ok > ok_before + 1000, 60,
-                           "the replacement's sends acknowledged")
-    finally:
-        stopping = time.monotonic()
-        workload.stop()
-        history.close()
-    report(f"1000 acknowledged {first:.1f} s after the start, 1000 more {again:.1f} s after the "
-           f"restart; stopped in {time.monotonic() - stopping:.1f} s")
-    _crash_journaled_as_promised(cluster, tmp_path / "history.jsonl", JAVA_SPEC, crash, restart)
     assert _jvms_of_this_process() == [], "a JVM left running"
     with pytest.raises(ProcessLookupError):
         os.kill(crash["pid"], 0)
