@@ -26,6 +26,7 @@ the drain. Why: docs/design.md, "The queue workload".
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
@@ -119,15 +120,16 @@ def ensure_java_client(version: str, home: str | None = None, report: kafka_dist
 
 
 class JavaProgram:
-    """One JVM of the Java client, and what the workload keeps of what it printed: the
-    sends it left open (value -> ``(process, value)``; a send completes once) and the
-    processes it printed, in order (``first`` first). ``acks``: a producer JVM of a
+    """One JVM of the Java client, and what the workload keeps of what it printed: its
+    counts, the sends it left open (value -> ``(process, value)``; a send completes once)
+    and the processes it printed, in order (``first`` first). ``acks``: a producer JVM of a
     crash test, which waits for a ``+`` on stdin after each invoke (the module docstring)."""
 
     def __init__(self, first: int | None = None, *, acks: bool = False) -> None:
         self.acks = acks
         self.proc: subprocess.Popen[bytes] | None = None
         self.threads: list[threading.Thread] = []
+        self.stats = WorkloadStats()  # written by its journaling thread, then by its crash
         self.open: dict[Any, tuple[int, Any]] = {}
         self.processes: list[int] = [] if first is None else [first]
         self.killed = False  # by a crash: a line its kill cut short is dropped
@@ -163,7 +165,6 @@ class JavaQueueWorkload:
         self._first_free = w.producers + w.consumers
         self._top = -1
         self.processes = self._free()
-        self._stats = WorkloadStats()
         self._made_ns = time.monotonic_ns()  # no line the program prints is older
         self._programs: list[JavaProgram] = [JavaProgram()]
         self._errors: list[BaseException] = []
@@ -245,7 +246,7 @@ class JavaQueueWorkload:
         """The history op of one line ``program`` printed, read at ``read_ns``, with its
         time (None for the exit line), counted; ValueError for a time not of the
         history's clock."""
-        s = self._stats
+        s = program.stats
         f: str = d["f"]
         typ: Any = d.get("type")
         ns = d["ns"]
@@ -357,8 +358,12 @@ class JavaQueueWorkload:
         return all(p.proc is not None and p.proc.poll() is None for p in self._programs if not p.killed)
 
     def stats(self) -> WorkloadStats:
-        """Totals so far (exact once :meth:`stop` has returned)."""
-        return self._stats
+        """Totals so far, of every program (exact once :meth:`stop` has returned)."""
+        total = WorkloadStats()
+        for program in self._programs:
+            for field in dataclasses.fields(total):
+                setattr(total, field.name, getattr(total, field.name) + getattr(program.stats, field.name))
+        return total
 
 
 #: A Java client's id in its log lines: ``clientId=faultline-p3``, the digits its process.

@@ -1,6 +1,6 @@
 """The Java client's producers, crashable: in a test whose nemesis crashes clients (the
 ``clients`` family) with ``workload.client: java``, each producer runs in a JVM of its own
-and the consumers in one more, so that a crash is what it is for a real client, a SIGKILL
+and the consumers (if any) in one more, so that a crash is what it is for a real client, a SIGKILL
 of that producer's JVM mid-send. Without client crashes every client shares one JVM
 (:class:`.java_client.JavaQueueWorkload`).
 
@@ -73,9 +73,9 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
                  client_log: ClientLog | None = None) -> None:
         self._counters: SharedCounters | None = None  # before super's _free(): made by start()
         super().__init__(spec, bootstrap, history, client_log=client_log)
-        self._consumers = JavaProgram()
+        self._consumers = [JavaProgram()] if spec.workload.consumers else []  # a JVM for them all
         self._producers = [JavaProgram(i, acks=True) for i in range(spec.workload.producers)]
-        self._programs = [self._consumers, *self._producers]
+        self._programs = [*self._consumers, *self._producers]
         self._lock = threading.Lock()
         self._stopping = False
         self._dir: tempfile.TemporaryDirectory[str] | None = None
@@ -90,7 +90,8 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
         w = self.spec.workload
         self._dir = tempfile.TemporaryDirectory(prefix="faultline-java-")
         self._counters = SharedCounters(Path(self._dir.name) / "counters", w.producers + w.consumers)
-        self._start(self._consumers, [*self._args(), "role=consumers", *self._shared()])
+        for program in self._consumers:
+            self._start(program, [*self._args(), "role=consumers", *self._shared()])
         for index, program in enumerate(self._producers):
             self._start_producer(index, program)
 
@@ -126,7 +127,7 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
         program.close_stdin()
         ops = crashed_sends(program.open.values())
         program.open.clear()
-        self._stats.info += len(ops)
+        program.stats.info += len(ops)
         self.history.append_many(ops)
         return {"processes": list(program.processes), "pid": proc.pid, "sends": len(ops)}
 

@@ -178,7 +178,7 @@ def test_a_producer_jvm_hears_of_its_invokes_only_once_they_are_journaled(
             {"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 0}}])
         w._journal(io.BufferedReader(io.BytesIO(printed)), w._producers[0])
         poll = _line({"process": 1, "type": "invoke", "f": "poll", "value": None}) + b"\n"
-        w._journal(io.BufferedReader(io.BytesIO(poll)), w._consumers)  # which waits for nothing
+        w._journal(io.BufferedReader(io.BytesIO(poll)), w._consumers[0])  # which waits for nothing
     assert events == [("journaled", 3), ("told", b"++"), ("journaled", 1)]
 
 
@@ -215,3 +215,22 @@ def test_a_producer_jvm_sends_nothing_more_until_the_run_says_its_invoke_is_jour
     finally:
         proc.kill()
         proc.wait()
+
+
+@needs_javac
+def test_without_consumers_no_consumers_jvm_runs_and_the_workload_keeps_running(tmp_path: Path) -> None:
+    """Found in review: a consumers JVM with no consumer exits at once, and the run read
+    the workload as stopped."""
+    spec = TestSpec.from_mapping({"workload": {"client": "java", "producers": 1, "consumers": 0},
+                                  "nemesis": {"faults": ["clients"]}})
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = CrashableJavaQueueWorkload(spec, "127.0.0.1:1", history)
+        w.start()
+        try:
+            deadline = time.monotonic() + 60
+            while w.stats().invoked == 0:  # the producer's JVM runs its client
+                assert time.monotonic() < deadline, "the producer never invoked a send"
+                time.sleep(0.05)
+            assert w.running and len(w._programs) == 1
+        finally:
+            w.stop(timeout=5)
