@@ -25,18 +25,16 @@ import struct
 import subprocess
 import tempfile
 import threading
-from pathlib import Path
 from typing import Any
 
 from faultline.errors import FaultlineError
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds
+from faultline.workloads.crashable import CHILD_TIMEOUT_S
 from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
 from faultline.workloads.outcomes import crashed_sends
 
-#: How long a crash waits for the JVM to be gone and its output journaled.
-JVM_TIMEOUT_S = 30.0
 _COUNTER = struct.Struct(">q")
 
 
@@ -44,20 +42,41 @@ class SharedCounters:
     """The run's next process number and next value, in a file of two big-endian signed
     64-bit integers that the Java programs take from too (``FaultlineClient.take``):
     each take holds an fcntl lock on the file, which the kernel drops when its holder
-    dies, so a JVM killed while taking leaves no lock held."""
+    dies, so a JVM killed while taking leaves no lock held. The file is unlinked at once:
+    the JVMs open it as :attr:`path`, this process's descriptor in ``/proc``, and nothing
+    of it is left once the descriptor is closed, or this process dies."""
 
-    def __init__(self, path: Path, first_process: int) -> None:
-        path.write_bytes(_COUNTER.pack(first_process) + _COUNTER.pack(0))
-        self.path = path
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
         self._lock = threading.Lock()  # fcntl locks are the process's: one thread at a time
+
+    @classmethod
+    def create(cls, first_process: int) -> SharedCounters:
+        """New counters: processes from ``first_process``, values from 0."""
+        fd, name = tempfile.mkstemp(prefix="faultline-counters-")
+        os.unlink(name)
+        os.pwrite(fd, _COUNTER.pack(first_process) + _COUNTER.pack(0), 0)
+        return cls(fd)
+
+    @property
+    def path(self) -> str:
+        """Where another process of the same user opens the file while this one runs."""
+        return f"/proc/{os.getpid()}/fd/{self._fd}"
 
     def take_process(self, n: int = 1) -> int:
         """``n`` process numbers never handed out before (0: none): the first of them."""
-        with self._lock, open(self.path, "r+b") as f:
-            fcntl.lockf(f, fcntl.LOCK_EX)  # released by the close
-            [first] = _COUNTER.unpack(os.pread(f.fileno(), _COUNTER.size, 0))
-            os.pwrite(f.fileno(), _COUNTER.pack(first + n), 0)
-            return int(first)
+        with self._lock:
+            fcntl.lockf(self._fd, fcntl.LOCK_EX)
+            try:
+                [first] = _COUNTER.unpack(os.pread(self._fd, _COUNTER.size, 0))
+                os.pwrite(self._fd, _COUNTER.pack(first + n), 0)
+                return int(first)
+            finally:
+                fcntl.lockf(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        """Close the file (and so free it); no take after."""
+        os.close(self._fd)
 
 
 class CrashableJavaQueueWorkload(JavaQueueWorkload):
@@ -71,14 +90,13 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
 
     def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, *,
                  client_log: ClientLog | None = None) -> None:
-        self._counters: SharedCounters | None = None  # before super's _free(): made by start()
         super().__init__(spec, bootstrap, history, client_log=client_log)
+        self._counters: SharedCounters | None = None  # made by start()
         self._consumers = [JavaProgram()] if spec.workload.consumers else []  # a JVM for them all
         self._producers = [JavaProgram(i, acks=True) for i in range(spec.workload.producers)]
         self._programs = [*self._consumers, *self._producers]
         self._lock = threading.Lock()
         self._stopping = False
-        self._dir: tempfile.TemporaryDirectory[str] | None = None
 
     @property
     def clients(self) -> int:
@@ -88,8 +106,7 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
     def start(self) -> None:
         """The counters' file, then every JVM and the threads that journal its output."""
         w = self.spec.workload
-        self._dir = tempfile.TemporaryDirectory(prefix="faultline-java-")
-        self._counters = SharedCounters(Path(self._dir.name) / "counters", w.producers + w.consumers)
+        self._counters = SharedCounters.create(w.producers + w.consumers)
         for program in self._consumers:
             self._start(program, [*self._args(), "role=consumers", *self._shared()])
         for index, program in enumerate(self._producers):
@@ -116,14 +133,14 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
             program.killed = True
             proc.kill()
         try:
-            proc.wait(JVM_TIMEOUT_S)
+            proc.wait(CHILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise FaultlineError(f"producer {index} (pid {proc.pid}) did not die of SIGKILL") from None
         for t in program.threads:
-            t.join(JVM_TIMEOUT_S)
+            t.join(CHILD_TIMEOUT_S)
             if t.is_alive():
                 raise FaultlineError(f"producer {index}'s output was not journaled within "
-                                     f"{JVM_TIMEOUT_S:.0f} s of killing pid {proc.pid}")
+                                     f"{CHILD_TIMEOUT_S:.0f} s of killing pid {proc.pid}")
         program.close_stdin()
         ops = crashed_sends(program.open.values())
         program.open.clear()
@@ -154,15 +171,12 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
             super().request_stop()
 
     def stop(self, timeout: float | None = None) -> None:
-        """As :meth:`.java_client.JavaQueueWorkload.stop`; then the counters' file is removed."""
+        """As :meth:`.java_client.JavaQueueWorkload.stop`; then the counters are closed, and
+        :attr:`processes` goes on from where they ended."""
         try:
             super().stop(timeout)
         finally:
-            if self._dir is not None:
-                self._dir.cleanup()
-
-    def _free(self) -> ProcessIds:
-        """Process numbers no JVM took: the counters' next, once they exist."""
-        if self._counters is None:
-            return super()._free()
-        return ProcessIds(self._counters.take_process(0))
+            if self._counters is not None:
+                self.processes = ProcessIds(self._counters.take_process(0))
+                self._counters.close()
+                self._counters = None

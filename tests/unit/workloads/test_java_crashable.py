@@ -80,7 +80,7 @@ def test_a_crash_ends_the_killed_jvms_open_sends_info_and_its_replacement_is_a_n
 def test_the_counters_hand_out_each_process_number_once_to_the_harness_and_every_jvm(
         tmp_path: Path) -> None:
     """Without the fcntl lock on both sides, the JVMs and the harness took the same numbers."""
-    counters = SharedCounters(tmp_path / "counters", 10)
+    counters = SharedCounters.create(10)
     command = java_client.ensure_java_client(TestSpec().kafka.version)
     cp = command[command.index("-cp") + 1]
     (tmp_path / "CountersProbe.java").write_text(
@@ -111,6 +111,7 @@ def test_the_counters_hand_out_each_process_number_once_to_the_harness_and_every
         taken += map(int, out.split())
     assert len(taken) > 6000 and sorted(taken) == list(range(10, 10 + len(taken)))
     assert counters.take_process(0) == 10 + len(taken)
+    counters.close()
 
 
 _HARNESS = """
@@ -187,7 +188,7 @@ def test_a_producer_jvm_sends_nothing_more_until_the_run_says_its_invoke_is_jour
         tmp_path: Path) -> None:
     """Without a broker each send fails at once (delivery timeout 150 ms) and the next
     is invoked; but not before a ``+`` lets the first go."""
-    counters = SharedCounters(tmp_path / "counters", 2)
+    counters = SharedCounters.create(2)
     settings = {"bootstrap": "127.0.0.1:1", "topic": "fl-queue", "partitions": 1, "producers": 1,
                 "consumers": 1, "rate": 0, "acks": "all", "idempotence": "true", "retries": 5,
                 "max_in_flight": 5, "delivery_timeout_ms": 150, "request_timeout_ms": 100,
@@ -215,6 +216,7 @@ def test_a_producer_jvm_sends_nothing_more_until_the_run_says_its_invoke_is_jour
     finally:
         proc.kill()
         proc.wait()
+        counters.close()
 
 
 @needs_javac
