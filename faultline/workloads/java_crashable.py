@@ -159,9 +159,9 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
                 return {"processes": [], "result": "the workload is stopping: not restarted"}
             assert self._counters is not None  # a crash follows start()
             program = JavaProgram(self._counters.take_process(), acks=True)
+            self._start_producer(index, program)  # then listed: running never sees it unstarted
             self._producers[index] = program
             self._programs.append(program)
-            self._start_producer(index, program)
             return {"processes": list(program.processes)}
 
     def request_stop(self) -> None:

@@ -44,7 +44,9 @@ def _line(op: dict[str, object]) -> bytes:
 def test_a_crash_ends_the_killed_jvms_open_sends_info_and_its_replacement_is_a_new_process(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each "JVM" here is a shell that prints what a producer JVM would (an invoke
-    acknowledged, one left open, a completion cut short by the kill) and waits."""
+    acknowledged, one left open, a completion cut short by the kill) and waits. Found
+    in a run: the replacement was listed before it started, and the run, reading the
+    workload as stopped, ended its main phase at the restart."""
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = CrashableJavaQueueWorkload(SPEC, "x:9092", history)
         printed = b"\n".join([
@@ -54,7 +56,13 @@ def test_a_crash_ends_the_killed_jvms_open_sends_info_and_its_replacement_is_a_n
             _line({"process": 0, "type": "done", "f": "send", "value": {**SEND, "value": 8}})[:40]])
         monkeypatch.setenv("PRINTED", printed.decode())
         script = 'case "$*" in *role=producer*first_process=0*) printf "%s" "$PRINTED";; esac; exec sleep 60'
-        monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: ["sh", "-c", script, "sh"])
+        running: list[bool] = []  # whenever a JVM is about to start
+
+        def command(*_: object, **__: object) -> list[str]:
+            running.append(w.running)
+            return ["sh", "-c", script, "sh"]
+
+        monkeypatch.setattr(java_client, "ensure_java_client", command)
         w.start()
         try:
             deadline = time.monotonic() + 30
@@ -73,6 +81,7 @@ def test_a_crash_ends_the_killed_jvms_open_sends_info_and_its_replacement_is_a_n
     assert (crash["processes"], crash["sends"]) == ([0], 1)
     assert restart == {"processes": [2]}  # producer 0, consumer 1 first
     assert again["processes"] == [] and "not crashed" in again["result"]
+    assert running[-1], "the run saw the workload stopped while the replacement started"
     assert w.processes.take() == 3
 
 
