@@ -62,8 +62,8 @@ class ClientsNemesis:
     def workload(self) -> CrashableClients:
         """The clients bound; NemesisError when none are."""
         if self._clients is None:
-            raise NemesisError("no crashable clients: client crashes need the queue workload with "
-                               "the librdkafka client, bound before the main phase")
+            raise NemesisError("no crashable clients: client crashes need the queue workload, "
+                               "bound before the main phase")
         return self._clients
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:

@@ -5,7 +5,8 @@ A workload is chosen by ``spec.workload.name`` (:func:`workload_for`): the queue
 of send outcomes in :mod:`.outcomes`), the group (:mod:`.group`: the queue's producers,
 consumers subscribed in one group that commit) or the transactions (:mod:`.txn`:
 transactional producers, the queue's consumers); a queue test that crashes clients
-runs each producer in a child process (:mod:`.crashable`). :mod:`.drain` reads every
+runs each producer in a child process (:mod:`.crashable`), or with the Java client in a
+JVM of its own (:mod:`.java_crashable`). :mod:`.drain` reads every
 partition back after the run; :mod:`.clients` is what every client shares (process
 numbers, unique values, the journal, the client log, client configs).
 
@@ -25,6 +26,7 @@ from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats
 from faultline.workloads.crashable import CrashableQueueWorkload
 from faultline.workloads.group import GroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
+from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
 from faultline.workloads.txn import TxnWorkload
 
@@ -64,13 +66,19 @@ WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
     "txn": {"librdkafka": TxnWorkload},
     "group": {"librdkafka": GroupWorkload},
 }
+#: A workload class of :data:`WORKLOADS` -> the one that drives the same clients when the
+#: nemesis crashes clients (the others' clients cannot crash).
+CRASHABLE: Mapping[MakeWorkload, MakeWorkload] = {
+    QueueWorkload: CrashableQueueWorkload,
+    JavaQueueWorkload: CrashableJavaQueueWorkload,
+}
 
 
 def workload_for(spec: TestSpec) -> MakeWorkload:
     """The workload class ``spec.workload.name`` names, for the client
-    ``spec.workload.client`` names (:class:`.crashable.CrashableQueueWorkload` when the
-    nemesis crashes clients); SpecError naming the workloads (or that workload's
-    clients) there are when it is not one, or when its clients cannot crash."""
+    ``spec.workload.client`` names (its :data:`CRASHABLE` one when the nemesis crashes
+    clients); SpecError naming the workloads (or that workload's clients) there are when
+    it is not one, or when its clients cannot crash."""
     clients = WORKLOADS.get(spec.workload.name)
     if clients is None:
         raise SpecError(f"workload {spec.workload.name!r} is not available; "
@@ -80,8 +88,9 @@ def workload_for(spec: TestSpec) -> MakeWorkload:
         raise SpecError(f"workload {spec.workload.name!r} has no {spec.workload.client} client; "
                         f"clients: {', '.join(clients)}")
     if spec.nemesis.crashes_clients:
-        if make is not QueueWorkload:
-            raise SpecError(f"client crashes need the queue workload with the librdkafka client, not "
-                            f"the {spec.workload.name} workload with the {spec.workload.client} client")
-        return CrashableQueueWorkload
+        crashable = CRASHABLE.get(make)
+        if crashable is None:
+            raise SpecError(f"client crashes need the queue workload, not the {spec.workload.name} "
+                            f"workload with the {spec.workload.client} client")
+        return crashable
     return make

@@ -14,7 +14,7 @@ counters the child shares with the parent (:class:`.clients.ProcessIds`,
 
 A crash (:meth:`CrashableProducer.crash`) kills the child, journals what the pipe still
 held, then ends every send of the child still open as ``info`` with the error
-:data:`CRASH_ERROR`: it may or may not have been written. The producer stays down until
+:data:`.outcomes.CRASH_ERROR` (:func:`.outcomes.crashed_sends`). The producer stays down until
 :meth:`CrashableProducer.restart`, which starts a new child under a new process number:
 a new client, whose producer id (with idempotence) is a new one too.
 """
@@ -38,10 +38,9 @@ from faultline.errors import FaultlineError
 from faultline.history import HistoryWriter, OpType, PendingOp, Process, TimedOp
 from faultline.spec import TestSpec
 from faultline.workloads.clients import _SPAWN, ClientLog, Journal, ProcessIds, SendCounts, Values
+from faultline.workloads.outcomes import crashed_sends
 from faultline.workloads.queue import ProducerClient, QueueProducer, QueueWorkload
 
-#: The error of a send that was open when its client was killed.
-CRASH_ERROR = "_CLIENT_CRASH"
 #: How long a crash or a restart waits for the child to be gone, or to start.
 CHILD_TIMEOUT_S = 30.0
 
@@ -268,9 +267,8 @@ class CrashableProducer:
         return ns, (process, type, f, value, error)
 
     def _end_open(self) -> None:
-        """Journal every send the killed child left open as ``info`` (:data:`CRASH_ERROR`)."""
-        ops: list[PendingOp] = [(process, "info", "send", value, CRASH_ERROR)
-                                for (process, _), value in self._open.items()]
+        """Journal every send the killed child left open (:func:`.outcomes.crashed_sends`)."""
+        ops = crashed_sends((process, value) for (process, _), value in self._open.items())
         self._open.clear()
         self.counts.info += len(ops)
         self.history.append_many(ops)

@@ -5,14 +5,19 @@ the broker distribution's jar, once per source), writing the same history ops as
 librdkafka clients of :mod:`.queue`.
 
 Protocol: the program takes the spec's settings as ``key=value`` arguments, runs the
-producers and consumers of :mod:`.queue` and prints every op as one JSON line on
-stdout, each with ``ns``: its ``System.nanoTime()`` when printed, the history's clock.
+producers and consumers of :mod:`.queue` (``role``: all of them, the default; one
+producer; or the consumers, for :mod:`.java_crashable`) and prints every op as one JSON
+line on stdout, each with ``ns``: its ``System.nanoTime()`` when printed, the history's
+clock.
 Ops are journaled in the order printed, at their ``ns``; a line whose ``ns`` is of
 another clock is not read. A send's completion (``done`` with the Kafka error name, or
 ``refused``: ``send()`` threw) is classified by the librdkafka workload's rules
 (:func:`~faultline.workloads.outcomes.classify_delivery`, :func:`classify_refused`) and
 journaled once. End of stdin stops the clients; the program completes outstanding
 sends and prints ``{"f": "exit", "next_process": n}``, the drain's first process number.
+A producer JVM of :mod:`.java_crashable` sends a record only once the run has journaled
+its invoke: the run writes a ``+`` to its stdin per send invoke journaled, and an ``s``
+stops it. The program halts at once when the run (its ``parent``) is gone.
 Its stderr, and stdout lines that are no op, go to the client log; an op line that
 cannot be read makes :meth:`JavaQueueWorkload.stop` end the run with an error, before
 the drain. Why: docs/design.md, "The queue workload".
@@ -21,14 +26,17 @@ the drain. Why: docs/design.md, "The queue workload".
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
+import os
 import re
 import shutil
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
@@ -83,11 +91,11 @@ def _quiet(_: str) -> None:
     return None
 
 
-def ensure_java_client(version: str, home: str | None = None,
-                       report: kafka_dist.Report = _quiet) -> list[str]:
-    """The JVM command (java, options, class path, main class) that runs the Java client
-    against Kafka ``version``'s kafka-clients, compiling it on first use; SetupError
-    naming the fix when javac is missing or the build fails."""
+def ensure_java_client(version: str, home: str | None = None, report: kafka_dist.Report = _quiet,
+                       *, options: Sequence[str] = ()) -> list[str]:
+    """The JVM command (java, ``options`` and its own, class path, main class) that runs
+    the Java client against Kafka ``version``'s kafka-clients, compiling it on first use;
+    SetupError naming the fix when javac is missing or the build fails."""
     dist = kafka_dist.ensure_kafka(version, home, report)
     source = _source()
     out = kafka_dist.cache_dir() / f"java-client-{dist.version}-{hashlib.sha1(source).hexdigest()[:12]}"
@@ -107,13 +115,44 @@ def ensure_java_client(version: str, home: str | None = None,
                 raise SetupError(f"javac failed on the Java client: {done.stderr.strip()[-500:]}")
             src.unlink()
             Path(tmp).rename(out)
-    return [str(dist.java), f"-Dlog4j2.configurationFile={out / 'log4j2.properties'}", "-Xmx256m",
+    return [str(dist.java), *options, f"-Dlog4j2.configurationFile={out / 'log4j2.properties'}", "-Xmx256m",
             "-cp", f"{out}:{dist.classpath}", MAIN_CLASS]
+
+
+class JavaProgram:
+    """One JVM of the Java client, and what the workload keeps of what it printed: its
+    counts, the sends it left open (value -> ``(process, value)``; a send completes once)
+    and the processes it printed, in order (``first`` first). ``acks``: a producer JVM of a
+    crash test, which waits for a ``+`` on stdin after each invoke (the module docstring)."""
+
+    def __init__(self, first: int | None = None, *, acks: bool = False) -> None:
+        self.acks = acks
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.threads: list[threading.Thread] = []
+        self.stats = WorkloadStats()  # written by its journaling thread, then by its crash
+        self.open: dict[Any, tuple[int, Any]] = {}
+        self.processes: list[int] = [] if first is None else [first]
+        self.killed = False  # by a crash: a line its kill cut short is dropped
+
+    def tell(self, data: bytes) -> None:
+        """Write ``data`` to the program's stdin, if it is still open."""
+        if self.proc is not None and self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(OSError, ValueError):  # it exited, or stdin was closed
+                os.write(self.proc.stdin.fileno(), data)
+
+    def close_stdin(self) -> None:
+        """End the program's stdin (it stops, if it has not yet)."""
+        if self.proc is not None and self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
 
 
 class JavaQueueWorkload:
     """The queue workload's clients in one JVM (see the module docstring); the
     :class:`~faultline.workloads.Workload` contract of :class:`.queue.QueueWorkload`."""
+
+    #: JVM options of each program, beside :func:`ensure_java_client`'s.
+    jvm_options: tuple[str, ...] = ()
 
     def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, *,
                  client_log: ClientLog | None = None) -> None:
@@ -126,13 +165,9 @@ class JavaQueueWorkload:
         self._first_free = w.producers + w.consumers
         self._top = -1
         self.processes = self._free()
-        self._stats = WorkloadStats()
         self._made_ns = time.monotonic_ns()  # no line the program prints is older
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._threads: list[threading.Thread] = []
+        self._programs: list[JavaProgram] = [JavaProgram()]
         self._errors: list[BaseException] = []
-        #: The values of sends invoked and not yet complete (a send completes once).
-        self._open: set[Any] = set()
         #: Op lines that could not be read (see the module docstring), as printed.
         self._unreadable: list[bytes] = []
 
@@ -145,59 +180,73 @@ class JavaQueueWorkload:
             "idempotence": str(p.enable_idempotence).lower(), "retries": p.retries,
             "max_in_flight": p.max_in_flight, "delivery_timeout_ms": p.delivery_timeout_ms,
             "request_timeout_ms": p.request_timeout_ms, "linger_ms": p.linger_ms,
-            "isolation_level": s.consumer.isolation_level,
+            "isolation_level": s.consumer.isolation_level, "parent": os.getpid(),
         }
         return [f"{k}={v}" for k, v in settings.items()]
 
     def start(self) -> None:
         """Build (if need be) and start the JVM, and the threads that journal its output."""
-        command = ensure_java_client(self.spec.kafka.version, self.spec.kafka.home)
-        self._proc = subprocess.Popen([*command, *self._args()], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert self._proc.stdout is not None and self._proc.stderr is not None
-        for name, target, stream in (("faultline-java-ops", self._journal, self._proc.stdout),
-                                     ("faultline-java-log", self._log, self._proc.stderr)):
-            t = threading.Thread(target=self._guard, args=(target, stream), name=name, daemon=True)
-            t.start()
-            self._threads.append(t)
+        self._start(self._programs[0], self._args())
 
-    def _guard(self, target: Any, stream: IO[bytes]) -> None:
+    def _start(self, program: JavaProgram, args: list[str]) -> None:
+        """Start ``program``'s JVM with ``args`` and the threads that journal its output."""
+        command = ensure_java_client(self.spec.kafka.version, self.spec.kafka.home,
+                                     options=self.jvm_options)
+        program.proc = subprocess.Popen([*command, *args], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert program.proc.stdout is not None and program.proc.stderr is not None
+        for name, target, stream in (("ops", self._journal, program.proc.stdout),
+                                     ("log", self._log, program.proc.stderr)):
+            t = threading.Thread(target=self._guard, args=(target, stream, program),
+                                 name=f"faultline-java-{name}-{program.proc.pid}", daemon=True)
+            t.start()
+            program.threads.append(t)
+
+    def _guard(self, target: Any, stream: IO[bytes], program: JavaProgram) -> None:
         try:
-            target(stream)
+            target(stream, program)
         except BaseException as e:  # a harness bug must not vanish with its thread
             _log.exception("%s crashed", threading.current_thread().name)
             self._errors.append(e)
 
-    def _journal(self, stream: IO[bytes]) -> None:
-        """Journal the program's ops, a read's worth of complete lines per write; a last
-        line without its newline (the program died printing it) is read as one too."""
+    def _journal(self, stream: IO[bytes], program: JavaProgram) -> None:
+        """Journal ``program``'s ops, a read's worth of complete lines per write, then
+        tell it how many send invokes that write journaled (if it waits for them); a last
+        line without its newline (the program died printing it) is read as one too,
+        unless a crash killed it (the kill cut it: an invoke never sent, or a completion
+        whose send stays open)."""
         tail = b""
         while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
             read_ns = time.monotonic_ns()
             *lines, tail = (tail + chunk).split(b"\n")
-            self.history.append_at([op for raw in lines if (op := self._line(raw, read_ns))])
-        if tail and (op := self._line(tail, time.monotonic_ns())):
+            ops = [op for raw in lines if (op := self._line(raw, read_ns, program))]
+            self.history.append_at(ops)
+            if program.acks:
+                program.tell(b"+" * sum(1 for _, (_, typ, f, _, _) in ops
+                                        if typ == "invoke" and f == "send"))
+        if tail and not program.killed and (op := self._line(tail, time.monotonic_ns(), program)):
             self.history.append_at([op])
 
-    def _line(self, raw: bytes, read_ns: int) -> TimedOp | None:
-        """The op of one line of stdout, read at ``read_ns``, if it is one to journal; a
-        line that is no op goes to the client log, an op line that cannot be read is kept
-        for :meth:`stop`."""
+    def _line(self, raw: bytes, read_ns: int, program: JavaProgram) -> TimedOp | None:
+        """The op of one line of ``program``'s stdout, read at ``read_ns``, if it is one to
+        journal; a line that is no op goes to the client log, an op line that cannot be
+        read is kept for :meth:`stop`."""
         if _OP_MARK not in raw and _EXIT_MARK not in raw:  # no generator: a line per op
             if raw.strip():
                 self._log_line(raw)
             return None
         try:
-            return self._op(orjson.loads(raw), read_ns)
+            return self._op(orjson.loads(raw), read_ns, program)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             _log.error("an op line of the Java client could not be read (%s): %r", e, raw)
             self._unreadable.append(raw)
             return None
 
-    def _op(self, d: dict[str, Any], read_ns: int) -> TimedOp | None:
-        """The history op of one printed line, read at ``read_ns``, with its time (None for
-        the exit line), counted; ValueError for a time not of the history's clock."""
-        s = self._stats
+    def _op(self, d: dict[str, Any], read_ns: int, program: JavaProgram) -> TimedOp | None:
+        """The history op of one line ``program`` printed, read at ``read_ns``, with its
+        time (None for the exit line), counted; ValueError for a time not of the
+        history's clock."""
+        s = program.stats
         f: str = d["f"]
         typ: Any = d.get("type")
         ns = d["ns"]
@@ -205,23 +254,24 @@ class JavaQueueWorkload:
             raise ValueError(f"its ns {ns!r} is not between the workload's making and the line's "
                              "read on time.monotonic_ns(): the program's clock is another")
         if f == "exit":
-            self._first_free = int(d["next_process"])
+            self._first_free = max(self._first_free, int(d["next_process"]))
             self.processes = self._free()
             return None
         process: int = d["process"]
         if process > self._top:
             self._top = process
+        if process not in program.processes:
+            program.processes.append(process)
         value: Any = d.get("value")
         error: str | None = d.get("error")
         if f == "send" and typ == "invoke":
             s.invoked += 1
-            self._open.add(value["value"])
+            program.open[value["value"]] = (process, value)
         elif f == "send":
-            if value["value"] not in self._open:
+            if program.open.pop(value["value"], None) is None:
                 _log.warning("the Java client completed send %s of process %s again (%s %s); "
                              "the first completion stands", value["value"], process, typ, error)
                 return None
-            self._open.discard(value["value"])
             c = (classify_refused(error or "", self.spec.producer.enable_idempotence)
                  if typ == "refused" else classify_delivery(error))
             typ, error = c.type, c.error
@@ -237,11 +287,11 @@ class JavaQueueWorkload:
         return ns, (process, typ, f, value, error)
 
     def _free(self) -> ProcessIds:
-        """Process numbers the program never used (the drain's): from the exit line's, or,
-        if it was killed before printing one, past the highest it printed."""
+        """Process numbers no program used (the drain's): from the exit lines', or, if a
+        program was killed before printing one, past the highest printed."""
         return ProcessIds(max(self._first_free, self._top + 1))
 
-    def _log(self, stream: IO[bytes]) -> None:
+    def _log(self, stream: IO[bytes], _: JavaProgram) -> None:
         """The client's log lines (stderr) into the client log, or the faultline log."""
         for raw in stream:
             self._log_line(raw)
@@ -261,15 +311,19 @@ class JavaQueueWorkload:
             rdkafka_log.log(level, "java client: %s", text)
 
     def request_stop(self) -> None:
-        """End the program's stdin: its clients stop issuing ops."""
-        if self._proc is not None and self._proc.stdin is not None and not self._proc.stdin.closed:
-            with contextlib.suppress(OSError):
-                self._proc.stdin.close()
+        """Tell every program to stop: its clients stop issuing ops (a producer JVM of a
+        crash test by an ``s``, so that it still hears of its invokes; any other by the
+        end of its stdin)."""
+        for program in self._programs:
+            if program.acks:
+                program.tell(b"s")
+            else:
+                program.close_stdin()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop, wait for the program to complete its sends and exit (bounded as the
+        """Stop, wait for every program to complete its sends and exit (bounded as the
         librdkafka workload's stop), killing it past the bound, and for every line it
-        printed to be journaled; then :attr:`processes` hands out numbers it never used.
+        printed to be journaled; then :attr:`processes` hands out numbers none used.
         Re-raises a journaling thread's exception; FaultlineError when an op line could
         not be read (the history may lack an acknowledgement: the run has no verdict)."""
         self.request_stop()
@@ -278,15 +332,17 @@ class JavaQueueWorkload:
         if timeout is not None:
             bound = min(bound, timeout)
         deadline = time.monotonic() + bound
-        if self._proc is not None:
-            try:
-                self._proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _log.warning("the Java client did not stop within %.0f s; killed", bound)
-                self._proc.kill()
-                self._proc.wait()
-        for t in self._threads:
-            t.join()  # the program has exited: its streams end
+        for program in self._programs:
+            if program.proc is not None:
+                try:
+                    program.proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    _log.warning("the Java client did not stop within %.0f s; killed", bound)
+                    program.proc.kill()
+                    program.proc.wait()
+            for t in program.threads:
+                t.join()  # the program has exited: its streams end
+            program.close_stdin()
         self.processes = self._free()
         if self._errors:
             raise self._errors[0]
@@ -298,12 +354,16 @@ class JavaQueueWorkload:
 
     @property
     def running(self) -> bool:
-        """True while the program runs."""
-        return self._proc is not None and self._proc.poll() is None
+        """True while every program runs that no crash killed."""
+        return all(p.proc is not None and p.proc.poll() is None for p in self._programs if not p.killed)
 
     def stats(self) -> WorkloadStats:
-        """Totals so far (exact once :meth:`stop` has returned)."""
-        return self._stats
+        """Totals so far, of every program (exact once :meth:`stop` has returned)."""
+        total = WorkloadStats()
+        for program in self._programs:
+            for field in dataclasses.fields(total):
+                setattr(total, field.name, getattr(total, field.name) + getattr(program.stats, field.name))
+        return total
 
 
 #: A Java client's id in its log lines: ``clientId=faultline-p3``, the digits its process.

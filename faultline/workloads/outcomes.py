@@ -8,6 +8,9 @@ raised (the message never entered the client's queue) is a ``fail``; every deliv
 error is ``info``. How this follows from librdkafka's own persistence status, and where
 it is more cautious: docs/design.md, "How a send ends".
 
+A send open when its client was killed (the ``clients`` family) ends ``info`` with
+:data:`CRASH_ERROR`, for either client (:func:`crashed_sends`).
+
 Pure: errors are named by librdkafka's ``KafkaError.name()`` strings; no Kafka client is
 imported.
 """
@@ -15,9 +18,11 @@ imported.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from faultline.history import PendingOp, Process
 
 SendOutcome = Literal["ok", "fail", "info"]
 
@@ -196,3 +201,14 @@ def classify_produce_call(error: str) -> Classification:
     """
     reason = PRODUCE_CALL_ERRORS.get(error, "produce() raised; the message was not accepted")
     return Classification("fail", error, reason)
+
+
+#: The error of a send that was open when its client was killed.
+CRASH_ERROR = "_CLIENT_CRASH"
+
+
+def crashed_sends(open_sends: Iterable[tuple[Process, Any]]) -> list[PendingOp]:
+    """The completions of the sends a killed client left open, ``(process, value)`` each:
+    ``info`` with :data:`CRASH_ERROR`, since the client may have handed any of them to a
+    broker before it died, or not."""
+    return [(process, "info", "send", value, CRASH_ERROR) for process, value in open_sends]

@@ -11,15 +11,32 @@
 // The run that reads the ops is this process's parent: should it die (SIGKILL), nobody
 // journals them and no cleanup knows this process, so it halts at once (watchParent).
 //
+// Roles (the "role" setting): "all" (the default) runs every producer and consumer in this
+// JVM; "producer" runs the one producer "index" from process "first_process"; "consumers"
+// runs the consumers. A run that crashes clients runs one JVM per producer and one for the
+// consumers, which take process numbers and values from the file "counters" (two
+// big-endian longs, next process and next value, taken under an fcntl lock that the
+// harness takes too); a producer JVM then waits, after printing each invoke, until the
+// run says it journaled it (a '+' byte on stdin) before it sends, so that no consumer JVM
+// can read a value whose invoke is not yet journaled; an 's' byte stops its clients, the
+// end of stdin too.
+//
 // Processes: producers 0..N-1, consumers N..N+M-1; a client instance with a failed
 // send (producer) or a poll that threw (consumer) is retired and its successor takes
 // the next number; a retired producer is closed in the background once its outstanding
 // sends complete (close bounded as at the end). Values: 0, 1, 2, ... unique within the run.
 
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -28,7 +45,6 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -48,9 +64,30 @@ public final class FaultlineClient {
 
     static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
     static final AtomicBoolean STOP = new AtomicBoolean();
-    static final AtomicLong VALUES = new AtomicLong();
-    static AtomicInteger processes;
+    static final int PROCESSES = 0, VALUES = 1;
+    /** The counters in this JVM (role "all"), by PROCESSES and VALUES. */
+    static final AtomicLong[] COUNTERS = {new AtomicLong(), new AtomicLong()};
+    /** The counters' file shared by the run's JVMs and the harness; null: COUNTERS. */
+    static FileChannel shared;
+    /** Invokes the run has journaled and no send has waited for; null: nothing waits. */
+    static Semaphore journaled;
     static Map<String, String> conf;
+
+    /** Take n from counter `which` (PROCESSES or VALUES): its value before. */
+    static long take(int which, long n) {
+        if (shared == null) return COUNTERS[which].getAndAdd(n);
+        synchronized (COUNTERS) {  // one FileLock per JVM at a time
+            try (FileLock lock = shared.lock()) {
+                ByteBuffer b = ByteBuffer.allocate(8);
+                shared.read(b, which * 8L);
+                long value = b.flip().getLong();
+                shared.write(b.clear().putLong(value + n).flip(), which * 8L);
+                return value;
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+    }
 
     /** Print one JSON object of these fields and "ns", the time now: under the lock that
      *  orders the lines, so their times never decrease. */
@@ -150,9 +187,11 @@ public final class FaultlineClient {
          *  librdkafka workload drops a retired instance): kept open to the end, every one
          *  held its network thread, connections and buffers for the rest of the run. */
         final List<Thread> closers = new ArrayList<>();
+        final int first;
 
-        Producer(int index) {
+        Producer(int index, int first) {
             this.index = index;
+            this.first = first;
         }
 
         KafkaProducer<byte[], byte[]> open(int process) {
@@ -173,7 +212,7 @@ public final class FaultlineClient {
         public void run() {
             String topic = conf.get("topic");
             int budget = Math.max(1, MAX_OUTSTANDING / partitions);
-            int process = index;
+            int process = first;
             AtomicBoolean retired = new AtomicBoolean();
             KafkaProducer<byte[], byte[]> producer = open(process);
             Semaphore[] room = new Semaphore[partitions];
@@ -188,7 +227,7 @@ public final class FaultlineClient {
                     closer.start();
                     closers.removeIf(t -> !t.isAlive());
                     closers.add(closer);
-                    process = processes.getAndIncrement();
+                    process = (int) take(PROCESSES, 1);
                     retired = new AtomicBoolean();
                     producer = open(process);
                 }
@@ -210,7 +249,7 @@ public final class FaultlineClient {
                     continue;
                 }
                 next = (partition + 1) % partitions;
-                long value = VALUES.getAndIncrement();
+                long value = take(VALUES, 1);
                 String v = "{\"topic\":" + str(topic) + ",\"partition\":" + partition + ",\"value\":" + value;
                 // A failed send's callback retires the process under this lock, on the
                 // client's thread: no invoke of it may follow that completion.
@@ -221,6 +260,7 @@ public final class FaultlineClient {
                     }
                     emit(op(process, "invoke", "send", v + "}", null));
                 }
+                if (journaled != null) journaled.acquireUninterruptibly();
                 final int proc = process;
                 final int part = partition;
                 final AtomicBoolean mine = retired;
@@ -287,7 +327,7 @@ public final class FaultlineClient {
             } catch (RuntimeException e) {
                 emit(op(process, "info", "poll", "null", errorName(e)));
                 consumer.close(Duration.ofSeconds(5));
-                process = processes.getAndIncrement();
+                process = (int) take(PROCESSES, 1);
                 consumer = openConsumer(process, topic, partitions);
                 continue;
             }
@@ -312,11 +352,13 @@ public final class FaultlineClient {
         }
     }
 
-    /** Halt once the parent (the run) is gone: a dead parent's children are handed to
-     *  another, so the parent's pid changes. Without, a run killed with sends in flight
+    /** Halt once the parent (the run, pid "parent" if given) is gone: a dead parent's
+     *  children are handed to another, so the parent's pid changes (given, a parent gone
+     *  before this JVM started is seen too). Without, a run killed with sends in flight
      *  left this process sending for up to a delivery timeout, journaled by nobody. */
-    static void watchParent() {
-        long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+    static void watchParent(String given) {
+        long parent = given != null ? Long.parseLong(given)
+                : ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
         Thread watcher = new Thread(() -> {
             while (ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L) == parent) {
                 sleepNanos(100_000_000L);
@@ -327,29 +369,66 @@ public final class FaultlineClient {
         watcher.start();
     }
 
-    public static void main(String[] args) throws Exception {
-        watchParent();
-        conf = new HashMap<>();
-        for (String a : args) {
-            int eq = a.indexOf('=');
-            conf.put(a.substring(0, eq), a.substring(eq + 1));
+    /** Read stdin until its end: in a producer JVM, each '+' lets one send go and 's'
+     *  stops; else any line is ignored and only the end stops. At the end, no send waits. */
+    static void readStdin() throws IOException {
+        if (journaled != null) {
+            for (int b; (b = System.in.read()) != -1; ) {
+                if (b == '+') journaled.release();
+                else if (b == 's') STOP.set(true);
+            }
+            STOP.set(true);
+            journaled.release(MAX_OUTSTANDING);
+            return;
         }
-        int producers = Integer.parseInt(conf.get("producers"));
-        int consumers = Integer.parseInt(conf.get("consumers"));
-        processes = new AtomicInteger(Integer.parseInt(conf.get("first_free_process")));
-        List<Thread> threads = new ArrayList<>();
-        for (int i = 0; i < producers; i++) threads.add(new Thread(new Producer(i), "producer-" + i));
-        for (int j = 0; j < consumers; j++) {
-            final int process = producers + j;
-            threads.add(new Thread(() -> consume(process), "consumer-" + j));
-        }
-        for (Thread t : threads) t.start();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         while (in.readLine() != null) {
             // any line is ignored; the end of stdin stops the clients
         }
         STOP.set(true);
+    }
+
+    public static void main(String[] args) throws Exception {
+        conf = new HashMap<>();
+        for (String a : args) {
+            int eq = a.indexOf('=');
+            conf.put(a.substring(0, eq), a.substring(eq + 1));
+        }
+        watchParent(conf.get("parent"));
+        String role = conf.getOrDefault("role", "all");
+        int producers = Integer.parseInt(conf.get("producers"));
+        int consumers = Integer.parseInt(conf.get("consumers"));
+        if (conf.containsKey("counters")) {
+            shared = FileChannel.open(Path.of(conf.get("counters")), StandardOpenOption.READ,
+                    StandardOpenOption.WRITE);
+        } else {
+            COUNTERS[PROCESSES].set(Long.parseLong(conf.get("first_free_process")));
+        }
+        List<Thread> threads = new ArrayList<>();
+        if (role.equals("producer")) {
+            journaled = new Semaphore(0);
+            int index = Integer.parseInt(conf.get("index"));
+            threads.add(new Thread(new Producer(index, Integer.parseInt(conf.get("first_process"))),
+                    "producer-" + index));
+        }
+        for (int i = 0; i < producers && role.equals("all"); i++) {
+            threads.add(new Thread(new Producer(i, i), "producer-" + i));
+        }
+        for (int j = 0; j < consumers && !role.equals("producer"); j++) {
+            final int process = producers + j;
+            threads.add(new Thread(() -> consume(process), "consumer-" + j));
+        }
+        for (Thread t : threads) t.start();
+        Thread stdin = new Thread(() -> {
+            try {
+                readStdin();
+            } catch (IOException e) {
+                STOP.set(true);
+            }
+        }, "stdin");
+        stdin.setDaemon(true);
+        stdin.start();
         for (Thread t : threads) t.join();
-        emit("\"f\":\"exit\",\"next_process\":" + processes.get());
+        emit("\"f\":\"exit\",\"next_process\":" + take(PROCESSES, 0));
     }
 }

@@ -7,7 +7,7 @@ from __future__ import annotations
 from faultline.checkers.queue import check
 from faultline.checkers.result import Result
 from faultline.spec import TestSpec
-from faultline.workloads.crashable import CRASH_ERROR
+from faultline.workloads.outcomes import CRASH_ERROR
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 
 

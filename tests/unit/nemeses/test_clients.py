@@ -19,6 +19,8 @@ from faultline.nemeses.scripted import ScriptedPackage
 from faultline.spec import NemesisSpec, TestSpec, WorkloadSpec
 from faultline.workloads import workload_for
 from faultline.workloads.crashable import CrashableQueueWorkload
+from faultline.workloads.java_client import JavaQueueWorkload
+from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
 from tests.unit.nemeses.test_package import FakeCluster
 
@@ -98,9 +100,11 @@ def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_
     crashes = NemesisSpec(faults=("clients",))
     assert workload_for(TestSpec()) is QueueWorkload
     assert workload_for(TestSpec(nemesis=crashes)) is CrashableQueueWorkload
-    java = TestSpec(nemesis=crashes, workload=WorkloadSpec(client="java"))
-    with pytest.raises(SpecError, match="client crashes need the queue workload with the librdkafka"):
-        workload_for(java)
+    java = WorkloadSpec(client="java")
+    assert workload_for(TestSpec(workload=java)) is JavaQueueWorkload
+    assert workload_for(TestSpec(nemesis=crashes, workload=java)) is CrashableJavaQueueWorkload
+    targeted = NemesisSpec(schedule=("crash client 0",))
+    assert workload_for(TestSpec(nemesis=targeted, workload=java)) is CrashableJavaQueueWorkload
     txn = dataclasses.replace(TestSpec(), nemesis=crashes, workload=WorkloadSpec(name="txn"))
     with pytest.raises(SpecError, match="not the txn workload"):
         workload_for(txn)

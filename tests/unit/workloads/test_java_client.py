@@ -63,7 +63,7 @@ def test_printed_lines_become_classified_ops(tmp_path: Path) -> None:
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = JavaQueueWorkload(TestSpec(), "x:9092", history)
         data = b"".join(map(printed_line, printed))
-        w._journal(io.BufferedReader(Trickle(data)))
+        w._journal(io.BufferedReader(Trickle(data)), w._programs[0])
     ops = list(read_history(tmp_path / "history.jsonl"))
     assert [(o.process, o.type, o.f, o.error) for o in ops] == [
         (0, "invoke", "send", None), (0, "ok", "send", None),
@@ -91,10 +91,11 @@ def test_an_op_is_journaled_at_the_time_it_was_printed_never_before_one_journale
         printed = [{"process": 0, "type": "invoke", "f": "send", "value": SEND, "ns": at[0]},
                    {"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 3}, "ns": at[1]}]
         before_read = history.now()
-        w._journal(io.BufferedReader(Trickle(b"".join(orjson.dumps(x) + b"\n" for x in printed))))
+        w._journal(io.BufferedReader(Trickle(b"".join(orjson.dumps(x) + b"\n" for x in printed))),
+                   w._programs[0])
         later = {"process": 1, "type": "invoke", "f": "poll", "value": None, "ns": at[2]}
         kill = history.append("nemesis", "info", "kill", {"nodes": [1]})  # journaled before it is read
-        w._journal(io.BufferedReader(Trickle(orjson.dumps(later) + b"\n")))
+        w._journal(io.BufferedReader(Trickle(orjson.dumps(later) + b"\n")), w._programs[0])
     ops = list(read_history(tmp_path / "history.jsonl"))
     assert [(o.process, o.f) for o in ops] == [(0, "send"), (0, "send"), ("nemesis", "kill"), (1, "poll")]
     assert ops[0].time <= before_read
@@ -114,7 +115,7 @@ def test_killed_before_its_exit_line_the_next_numbers_are_past_the_highest_print
     ]  # TestSpec(): processes 0-2; 3 is process 0's successor
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = JavaQueueWorkload(TestSpec(), "x:9092", history)
-        w._journal(io.BufferedReader(Trickle(b"".join(map(printed_line, printed)))))
+        w._journal(io.BufferedReader(Trickle(b"".join(map(printed_line, printed)))), w._programs[0])
         w.stop()
     assert w.processes.take() == 4
 
@@ -123,7 +124,7 @@ def _client_log_lines(tmp_path: Path, stderr: bytes) -> list[dict[str, Any]]:
     """The client-log lines the Java client's ``stderr`` gives, on a clock saying 5."""
     log = ClientLog(tmp_path / "client-log.jsonl", lambda: 5)
     w = JavaQueueWorkload(TestSpec(), "x:9092", HistoryWriter(tmp_path / "h.jsonl"), client_log=log)
-    w._log(io.BytesIO(stderr))
+    w._log(io.BytesIO(stderr), w._programs[0])
     log.close()
     return [orjson.loads(x) for x in (tmp_path / "client-log.jsonl").read_bytes().splitlines()]
 
@@ -140,7 +141,7 @@ def test_log_lines_go_to_their_process(tmp_path: Path) -> None:
 def _journaled(tmp_path: Path, spec: TestSpec, printed: list[dict[str, object]]) -> list[tuple[object, ...]]:
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = JavaQueueWorkload(spec, "x:9092", history)
-        w._journal(io.BufferedReader(Trickle(b"".join(map(printed_line, printed)))))
+        w._journal(io.BufferedReader(Trickle(b"".join(map(printed_line, printed)))), w._programs[0])
     return [(o.process, o.type, o.f, o.error) for o in read_history(tmp_path / "history.jsonl")]
 
 
@@ -318,7 +319,7 @@ def test_a_consumers_log_line_names_the_consumer(tmp_path: Path) -> None:
 
 def _journal_through_the_thread(w: JavaQueueWorkload, printed: bytes) -> None:
     """What the journaling thread does with ``printed`` as the program's stdout."""
-    w._guard(w._journal, io.BufferedReader(Trickle(printed)))
+    w._guard(w._journal, io.BufferedReader(Trickle(printed)), w._programs[0])
 
 
 def test_a_line_that_is_no_op_goes_to_the_client_log_and_the_journal_goes_on(tmp_path: Path) -> None:
