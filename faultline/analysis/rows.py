@@ -200,8 +200,8 @@ _POLL_LISTS, _DRAIN_LISTS = 1, 2
 _DONE, _FULL, _OTHER = 0, 1, 2
 #: every partition a column of int32 holds (the compiled pieces take those below ``parts``)
 _PARTS = 1 << 31
-_ERROR, _NULL = scan.literal(',"error":"'), scan.literal("null")
-_NL, _QUOTE, _BACKSLASH, _RBRACE = 10, 34, 92, 125
+_NULL = scan.literal("null")
+_NL, _RBRACE = 10, 125
 _TYPE_NAMES = pa.array(["invoke", "ok", "fail", "info"])  # history.T_* order
 _F_NAMES = pa.array(["send", "poll", "drain"])  # F_SEND, F_POLL, F_DRAIN
 _ROWS = 1 << 16
@@ -253,11 +253,8 @@ def _read(buf: Any, pos: int, topic: Any, rows: Any, n: int, recs: Any, nr: int,
         if i >= 0 and i < end and buf[i] == _RBRACE:
             i += 1
         else:
-            i = scan.at(buf, i, _ERROR)
-            j = i
-            while 0 <= j < end and 32 <= buf[j] < 127 and buf[j] != _QUOTE and buf[j] != _BACKSLASH:
-                j += 1
-            if i >= 0 and j + 1 < end and buf[j] == _QUOTE and buf[j + 1] == _RBRACE:
+            i, j = scan.error_text(buf, i)
+            if i >= 0:
                 if nt + j - i > len(text):
                     return _FULL, pos, n, r0, t0, index
                 for q in range(j - i):

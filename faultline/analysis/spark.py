@@ -6,8 +6,9 @@ Connect server with ``remote`` (``sc://host:15002``). Before the JVM starts it s
 Spark needs and a fresh shell lacks: ``JAVA_HOME`` (Java 17+, from ``$JAVA_HOME`` or the
 ``java`` on ``PATH``) and ``PYSPARK_PYTHON`` / ``PYSPARK_DRIVER_PYTHON`` (this
 interpreter, so executors import the same faultline, pandas and pyarrow). Spark's own
-log is cut to errors (``data/log4j2-spark.properties``) and its console progress bar is
-off; :class:`Progress` shows the pipeline's steps, and the running stage's tasks, with rich.
+log is cut to errors (``data/log4j2-spark.properties``), its JVMs run with
+:data:`JVM_FLAGS`, and its console progress bar is off; :class:`Progress` shows the
+pipeline's steps, and the running stage's tasks, with rich.
 
 A session this machine runs (``local[N]``, as master or as Spark Connect's ``remote``) is
 reachable only by this run: its driver, block manager and Connect server listen on
@@ -102,6 +103,20 @@ def java_home() -> Path:
     return home
 
 
+#: The JVMs' own settings: the JIT's first tier only and the serial collector. The
+#: pipeline's JVM moves Arrow batches and plans small queries, its data crunched in
+#: Python: the optimizing compiler's and the parallel collector's threads cost it more
+#: CPU than they save (docs/design.md, "The pipeline's JVM").
+JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
+def java_options() -> str:
+    """The driver's and the executors' ``extraJavaOptions``: :data:`JVM_FLAGS` and Spark's
+    log cut to errors (``data/log4j2-spark.properties``)."""
+    log4j = resources.files("faultline.analysis") / "data" / "log4j2-spark.properties"
+    return " ".join((f"-Dlog4j2.configurationFile={log4j}", *JVM_FLAGS))
+
+
 def spark_env(private: bool = True) -> dict[str, str]:
     """The environment variables :func:`session` sets before the JVM starts; ``private`` (an
     embedded session) binds Spark to 127.0.0.1, where a cluster's workers could not reach it."""
@@ -131,10 +146,8 @@ def session(master: str | None = None, remote: str | None = None, *, app: str = 
         # local[N] as remote: pyspark starts a Spark Connect server here, with these settings
         private = embedded(remote or master or "local[*]")
         os.environ.update(spark_env(private))
-        log4j = resources.files("faultline.analysis") / "data" / "log4j2-spark.properties"
-        quiet = f"-Dlog4j2.configurationFile={log4j}"
-        settings = {**LOCAL_CONF, "spark.driver.extraJavaOptions": quiet,
-                    "spark.executor.extraJavaOptions": quiet, **settings}
+        settings = {**LOCAL_CONF, "spark.driver.extraJavaOptions": java_options(),
+                    "spark.executor.extraJavaOptions": java_options(), **settings}
         if private:
             settings.update(PRIVATE_CONF)
         builder = (SparkSession.builder.remote(remote) if remote

@@ -401,14 +401,17 @@ class Engine:
         parts = len(self.parts)
         index = last_time = 0  # the next line's index, the last line's time
         got = np.empty(8, np.int64)  # the scanner's value object
+        names, name_ends = scan.literal(""), np.zeros(0, np.int64)  # the errors numbered
         try:
             for block in history_blocks(name, history.follow, history.tap):
                 buf = np.frombuffer(block, np.uint8)
                 pos = 0
                 while True:
+                    if len(name_ends) < len(self.error_names):  # the scanner reads those too
+                        names, name_ends = _names(self.error_names)
                     what, pos, batch.n, batch.nr, index, last_time = scan.scan(
                         buf, pos, topic, parts, batch.ops, batch.n, batch.recs, batch.nr, index,
-                        last_time, self.max_time, got)
+                        last_time, self.max_time, got, names, name_ends)
                     if what == scan.BLOCK_DONE:
                         break
                     if what == scan.BATCH_FULL:
@@ -1198,6 +1201,13 @@ class Engine:
 
     def where(self, tp: int) -> dict[str, Any]:
         return {"topic": self.parts[tp].topic, "partition": self.parts[tp].partition}
+
+
+def _names(numbered: dict[str, int]) -> tuple[Any, Any]:
+    """Names numbered 0, 1, ... (in their number's order) as :func:`.scan.scan` reads them:
+    their bytes one after another, and where each ends."""
+    words = [name.encode() for name in numbered]
+    return scan.literal("".join(numbered)), np.cumsum([len(w) for w in words], dtype=np.int64)
 
 
 def _view(col: array[int], dtype: type[np.generic] = np.int64) -> Any:

@@ -4,8 +4,9 @@
 a block of whole lines into the rows of :mod:`.kernel`'s op table, where each is exactly
 in the form the run's journal writes (docs/history.md's field order, no spaces, the
 test's topic, plain integers of up to 18 digits), its index the next one and its time
-no earlier than the last nor later than the test allows. Any other line (the
-nemesis's, an error's, a foreign value, anything unusual or wrong) it hands back whole,
+no earlier than the last nor later than the test allows, a failed or unknown send's
+error one the engine has seen before. Any other line (the nemesis's, another error's, a
+foreign value, anything unusual or wrong) it hands back whole,
 for :mod:`faultline.history`'s reader and the engine's encoder to read as they read
 every line: so what a line means is decided once, there, and this module only
 recognises lines that need no decision. Its pieces (:func:`head`, :func:`value_object`,
@@ -48,6 +49,7 @@ _FS = (literal("send"), literal("poll"), literal("drain"))  # F_SEND, F_POLL, F_
 _KEYS = (literal('"topic"'), literal('"partition"'), literal('"value"'), literal('"offset"'),
          literal('"records"'), literal('"log_start_offset"'), literal('"high_watermark"'), literal('"last"'))
 _NULL, _TRUE, _FALSE, _RECORDS = literal("null"), literal("true"), literal("false"), literal('{"records":[')
+_ERROR = literal(',"error":"')
 
 
 @compiled(inline=True, refcounted=False)
@@ -204,6 +206,37 @@ def head(buf: Any, pos: int, index: int, last_time: int,
 
 
 @compiled(inline=True, refcounted=False)
+def error_text(buf: Any, i: int) -> tuple[int, int]:
+    """An op's ``,"error":"TEXT"}`` at ``i``, TEXT printable ASCII without escapes: (TEXT's
+    start, its end, where the closing quote is); the start -1 for anything else."""
+    i = at(buf, i, _ERROR)
+    j = i
+    end = len(buf)
+    while 0 <= j < end and 32 <= buf[j] < 127 and buf[j] != _QUOTE and buf[j] != _BACKSLASH:
+        j += 1
+    if i >= 0 and j + 1 < end and buf[j] == _QUOTE and buf[j + 1] == _RBRACE:
+        return i, j
+    return -1, j
+
+
+@compiled(inline=True, refcounted=False)
+def _error_code(buf: Any, i: int, j: int, names: Any, name_ends: Any) -> int:
+    """The number of the error name ``buf[i:j]`` among ``names`` (their bytes one after
+    another, each ending where ``name_ends`` says), -1 if it is none of them."""
+    start = 0
+    for k in range(len(name_ends)):
+        stop = name_ends[k]
+        if stop - start == j - i:
+            q = 0
+            while q < j - i and buf[i + q] == names[start + q]:
+                q += 1
+            if q == j - i:
+                return k
+        start = stop
+    return -1
+
+
+@compiled(inline=True, refcounted=False)
 def poll_records(buf: Any, i: int, topic: Any, parts: int, recs: Any, nr: int) -> tuple[int, int]:
     """A poll's value at ``i``, ``{"records":[[topic, partition, offset, value], ...]}``
     with the test topic, into ``recs`` (partition, offset, value) from row ``nr``.
@@ -243,12 +276,15 @@ def poll_records(buf: Any, i: int, topic: Any, parts: int, recs: Any, nr: int) -
 
 @compiled(refcounted=False)
 def scan(buf: Any, pos: int, topic: Any, parts: int, ops: Any, n: int, recs: Any, nr: int,
-         index: int, last_time: int, max_time: int, got: Any) -> tuple[int, int, int, int, int, int]:
+         index: int, last_time: int, max_time: int, got: Any, names: Any,
+         name_ends: Any) -> tuple[int, int, int, int, int, int]:
     """Read lines of ``buf`` from ``pos`` into ``O`` from row ``n`` and ``R`` from row
     ``nr``, while they are common lines (see the module's docstring). ``index`` is the
     next line's expected index, ``last_time`` the last line's time, ``max_time`` the
     latest a common line's may be; ``got`` (8 int64s) holds a value object's fields as
-    it is read.
+    it is read. A failed or unknown send's error is a common line's only when it is one
+    of the error names the engine has numbered (``names``, ``name_ends``: see
+    :func:`_error_code`; its number is its index there).
 
     Returns (what, pos, n, nr, index, last_time): BLOCK_DONE with ``pos`` at the block's
     end, BATCH_FULL with ``pos`` at the line that did not fit, or OTHER_LINE with ``pos``
@@ -278,6 +314,11 @@ def scan(buf: Any, pos: int, topic: Any, parts: int, ops: Any, n: int, recs: Any
                     o[kernel.F_TP] = tp if ty == T_INVOKE else -1
                     o[kernel.F_OFF] = off if off != kernel.NONE else -1
                     o[kernel.F_ERR] = -1
+                    if ty > T_OK and i < end and buf[i] != _RBRACE:
+                        e0, e1 = error_text(buf, i)
+                        code = _error_code(buf, e0, e1, names, name_ends) if e0 >= 0 else -1
+                        o[kernel.F_ERR] = code
+                        i = e1 + 1 if code >= 0 else -1
         elif f == F_POLL and ty == T_INVOKE and i >= 0:
             i = at(buf, i, _NULL)
             o[:] = 0

@@ -32,8 +32,15 @@ def journal(rows: Rows) -> bytes:
                                                      r.get("error"))]) for r in rows)
 
 
-def scanned(data: bytes, parts: int) -> tuple[list[int], int]:
-    """The lines the scanner reads itself (their indexes), and how many ops it made."""
+def scanned(data: bytes, parts: int, errors: tuple[str, ...] = ()) -> tuple[list[int], int]:
+    """The lines the scanner reads itself (their indexes), and how many ops it made, the
+    error names ``errors`` numbered (0, 1, ...)."""
+    return scanned_ops(data, parts, errors)[:2]
+
+
+def scanned_ops(data: bytes, parts: int, errors: tuple[str, ...] = ()) -> tuple[list[int], int, Any]:
+    """:func:`scanned`, and the op table."""
+    names, name_ends = queue._names(dict.fromkeys(errors, 0))
     buf = np.frombuffer(data, np.uint8)
     ops = np.zeros((len(data) // 20 + 1, kernel.FIELDS), np.int64)
     recs = np.zeros((len(data) // 4 + 1, 3), np.int64)
@@ -43,14 +50,14 @@ def scanned(data: bytes, parts: int) -> tuple[list[int], int]:
         before = n
         what, pos, n, nr, index, last = scan.scan(buf, pos, np.frombuffer(b"fl-queue", np.uint8),
                                                   parts, ops, n, recs, nr, index, last, 1 << 62,
-                                                  np.empty(8, np.int64))
+                                                  np.empty(8, np.int64), names, name_ends)
         read += [int(ops[k, kernel.F_LINE]) - 1 for k in range(before, n)]
         if what == scan.BLOCK_DONE:
-            return read, n
+            return read, n, ops
         assert what == scan.OTHER_LINE
         end = scan.line_end(data, pos)
         if index == 0 and end == len(data):  # one line: the scanner left it
-            return read, n
+            return read, n, ops
         last = orjson.loads(data[pos:end])["time"]  # what the reader tells the scanner
         pos = end
         index += 1
@@ -90,6 +97,23 @@ def test_a_line_is_read_only_exactly_as_the_journal_writes_it(line: bytes) -> No
                     line[:-2] + b"\n", line[:-1], line.replace(b'{"topic"', b'{"value":1,"topic"')):
         if damaged != line:  # a key twice: only in an object
             assert scanned(damaged, 3)[0] == [], damaged
+
+
+def test_a_sends_error_is_read_when_the_engine_has_numbered_its_name() -> None:
+    """A failed or unknown send's error the engine has seen is read, as its number; a name
+    it has not seen (which the reader numbers), an escape, an ok send's error are left to
+    the reader."""
+    line = (b'{"index":0,"time":5,"process":1,"type":"fail","f":"send","value":{"topic":"fl-queue",'
+            b'"partition":0,"value":7},"error":"NOT_ENOUGH_REPLICAS"}\n')
+    known = ("_MSG_TIMED_OUT", "NOT_ENOUGH_REPLICAS")
+    read, _, ops = scanned_ops(line, 3, known)
+    assert read == [0] and ops[0, kernel.F_ERR] == 1
+    assert scanned(line.replace(b'"fail"', b'"info"'), 3, known)[0] == [0]
+    for damaged, errors in ((line, ()), (line, ("NOT_ENOUGH_REPLICA",)), (line, ("NOT_ENOUGH_REPLICASX",)),
+                            (line.replace(b"NOT_", b"NOT\\u005f"), known),
+                            (line.replace(b'"fail"', b'"ok"'), known),
+                            (line.replace(b'S"}', b'S" }'), known)):
+        assert scanned(damaged, 3, errors)[0] == [], (damaged, errors)
 
 
 def check_file(path: Path, spec: Any) -> Any:
