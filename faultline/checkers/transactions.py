@@ -166,12 +166,23 @@ def aborted_reads(h: TxnHistory) -> list[tuple[Txn, TxnRead]]:
 
 
 def precommitted_reads(h: TxnHistory) -> list[tuple[Txn, TxnRead]]:
-    """precommitted-read: a consumer's poll that ended before the workload asked to commit
-    the transaction of a record it returned (which is not :attr:`Txn.never_committed`:
-    that one is an aborted read); an anomaly where readers read committed."""
+    """precommitted-read: a read of a record of a transaction (not
+    :attr:`Txn.never_committed`: that one's is an aborted read) before the workload asked
+    to commit it: a consumer's poll that ended before its ``committing``, or any read (the
+    drain's too) of one that ended ``info`` without asking, in a history that records
+    ``committing`` (some transaction's completion carries it); an anomaly where readers
+    read committed."""
     writer = h.writer()
-    return [(t, r) for r in h.polled if (t := writer.get(r.value)) is not None
-            and not t.never_committed and t.committing is not None and r.time < t.committing]
+    recorded = any(t.committing is not None for t in h.txns)
+    out = []
+    for r in (*h.polled, *h.drained):
+        t = writer.get(r.value)
+        if t is None or t.never_committed:
+            continue
+        if (r.reader is not None and t.committing is not None and r.time < t.committing) or (
+                recorded and t.outcome == "info" and t.committing is None):
+            out.append((t, r))
+    return out
 
 
 def torn_transactions(h: TxnHistory) -> list[tuple[Txn, int | None, list[TxnSend]]]:

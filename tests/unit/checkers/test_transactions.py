@@ -66,10 +66,12 @@ class H:
         self.op(p, "invoke", "txn", {"topic": TOPIC, "abort": abort,
                                      "sends": [{"partition": q, "value": v} for q, v in sends]})
 
-    def end(self, p: int, outcome: str, *sends: tuple[int, int, int], abort: bool = False) -> None:
-        """Its completion: ``sends`` as (partition, value, offset)."""
+    def end(self, p: int, outcome: str, *sends: tuple[int, int, int], abort: bool = False,
+            committing: int | None = None) -> None:
+        """Its completion: ``sends`` as (partition, value, offset), and ``committing`` where given."""
         self.op(p, outcome, "txn", {"topic": TOPIC, "abort": abort, "sends": [
-            {"partition": q, "value": v, "offset": o} for q, v, o in sends]})
+            {"partition": q, "value": v, "offset": o} for q, v, o in sends],
+            **({} if committing is None else {"committing": committing})})
 
     def txn(self, p: int, outcome: str, *sends: tuple[int, int, int], abort: bool = False) -> None:
         self.begin(p, *((q, v) for q, v, _ in sends), abort=abort)
@@ -368,8 +370,7 @@ def test_a_poll_that_ended_before_its_transaction_asked_to_commit_is_a_precommit
         h.poll(9, (0, 0, 1))
         if paused:
             h.fault("resume")
-        h.op(0, "ok", "txn", {"topic": TOPIC, "abort": False, "committing": committing, "sends": [
-            {"partition": 0, "value": 1, "offset": 0}, {"partition": 1, "value": 2, "offset": 0}]})
+        h.end(0, "ok", (0, 1, 0), (1, 2, 0), committing=committing)
         h.drain(10, 0, (0, 1))
         h.drain(11, 1, (0, 2))
         r = verdict(h)
@@ -378,6 +379,27 @@ def test_a_poll_that_ended_before_its_transaction_asked_to_commit_is_a_precommit
         if poll_first:
             (e,) = r["anomalies"]["precommitted-read"]
             assert (e["value"], e["process"], e["committing"], e["permitted"]) == (1, 9, committing, paused)
+
+
+def test_a_read_of_an_info_transaction_that_never_asked_to_commit_is_a_precommitted_read() -> None:
+    """Transaction 1 ended info and a consumer and the drain read its record: with
+    ``committing`` in its completion (asked before the reads), that proves its commit;
+    without it, in a history that records the field (transaction 0's), nothing asked to
+    commit it. In a history without the field anywhere, not judged."""
+    for asked, recorded, expected in ((True, True, 0), (False, True, 2), (False, False, 0)):
+        h = H()
+        h.begin(0, (0, 1))
+        h.end(0, "ok", (0, 1, 0), committing=h.now() - MS // 2 if recorded else None)
+        h.begin(1, (1, 2))
+        h.end(1, "info", (1, 2, 0), committing=h.now() - MS // 2 if asked else None)
+        h.poll(9, (1, 0, 2))
+        h.drain(10, 0, (0, 1))
+        h.drain(11, 1, (0, 2))
+        r = verdict(h)
+        assert r["anomaly_counts"]["precommitted-read"] == expected, (asked, recorded)
+        assert r["valid"] is (expected == 0), (asked, recorded)
+        if expected:
+            assert [e["process"] for e in r["anomalies"]["precommitted-read"]] == [9, None]
 
 
 def test_a_producers_records_out_of_the_order_it_sent_them_are_nonmonotonic_sends() -> None:
