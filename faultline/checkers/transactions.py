@@ -236,16 +236,16 @@ def out_of_order_writes(h: TxnHistory) -> list[tuple[Txn, TxnSend, Txn, TxnSend]
     than the earlier one's by their delivery reports. One instance per such later send,
     with the send of the process before it in that partition:
     ``(earlier txn, earlier send, later txn, later send)``."""
-    last: dict[tuple[int, int], tuple[Txn, TxnSend]] = {}  # (process, partition) -> its last send
+    last: dict[tuple[int, int], tuple[int, Txn, TxnSend]] = {}  # (process, partition) -> its last send
     out = []
     for t in h.txns:  # invoke order: a process's transactions one after another
         for s in t.sends:
             if s.offset is None:
                 continue
             before = last.get((t.process, s.partition))
-            if before is not None and before[1].offset is not None and s.offset <= before[1].offset:
-                out.append((*before, t, s))
-            last[(t.process, s.partition)] = (t, s)
+            if before is not None and s.offset <= before[0]:
+                out.append((before[1], before[2], t, s))
+            last[(t.process, s.partition)] = (s.offset, t, s)
     return out
 
 
