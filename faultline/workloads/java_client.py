@@ -83,8 +83,10 @@ def classify_refused(error: str, idempotent: bool) -> Classification:
                           "RecordAccumulator.append in KafkaProducer.doSend)")
 
 
-def _source() -> bytes:
-    return (resources.files("faultline.workloads") / "java" / f"{MAIN_CLASS}.java").read_bytes()
+def _sources() -> dict[str, bytes]:
+    """The Java client's source files (``java/*.java``), by name, in name order."""
+    files = (resources.files("faultline.workloads") / "java").iterdir()
+    return {f.name: f.read_bytes() for f in sorted(files, key=lambda f: f.name) if f.name.endswith(".java")}
 
 
 def _quiet(_: str) -> None:
@@ -97,8 +99,9 @@ def ensure_java_client(version: str, home: str | None = None, report: kafka_dist
     the Java client against Kafka ``version``'s kafka-clients, compiling it on first use;
     SetupError naming the fix when javac is missing or the build fails."""
     dist = kafka_dist.ensure_kafka(version, home, report)
-    source = _source()
-    out = kafka_dist.cache_dir() / f"java-client-{dist.version}-{hashlib.sha1(source).hexdigest()[:12]}"
+    sources = _sources()
+    digest = hashlib.sha1(b"".join(name.encode() + b"\0" + text for name, text in sources.items()))
+    out = kafka_dist.cache_dir() / f"java-client-{dist.version}-{digest.hexdigest()[:12]}"
     if not (out / f"{MAIN_CLASS}.class").exists():
         javac = shutil.which("javac", path=str(dist.java.parent)) or shutil.which("javac")
         if not javac:
@@ -106,14 +109,16 @@ def ensure_java_client(version: str, home: str | None = None, report: kafka_dist
         report(f"compiling the Java client against kafka-clients {dist.version} into {out}")
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=out.parent, prefix=".javac-") as tmp:
-            src = Path(tmp) / f"{MAIN_CLASS}.java"
-            src.write_bytes(source)
+            srcs = [Path(tmp) / name for name in sources]
+            for src, text in zip(srcs, sources.values(), strict=True):
+                src.write_bytes(text)
             (Path(tmp) / "log4j2.properties").write_text(_LOG4J)
-            done = subprocess.run([javac, "-nowarn", "-d", tmp, "-cp", dist.classpath, str(src)],
+            done = subprocess.run([javac, "-nowarn", "-d", tmp, "-cp", dist.classpath, *map(str, srcs)],
                                   capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise SetupError(f"javac failed on the Java client: {done.stderr.strip()[-500:]}")
-            src.unlink()
+            for src in srcs:
+                src.unlink()
             Path(tmp).rename(out)
     return [str(dist.java), *options, f"-Dlog4j2.configurationFile={out / 'log4j2.properties'}", "-Xmx256m",
             "-cp", f"{out}:{dist.classpath}", MAIN_CLASS]

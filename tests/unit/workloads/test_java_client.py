@@ -209,7 +209,9 @@ def java_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     """(java, class path) of the Java client and a probe of its decode, compiled here."""
     out = tmp_path_factory.mktemp("java")
     dist = kafka_dist.ensure_kafka(TestSpec().kafka.version)
-    (out / "FaultlineClient.java").write_bytes(java_client._source())
+    sources = [out / name for name in java_client._sources()]
+    for src, text in zip(sources, java_client._sources().values(), strict=True):
+        src.write_bytes(text)
     (out / "DecodeProbe.java").write_text(
         "public final class DecodeProbe {\n"
         "    public static void main(String[] args) {\n"
@@ -219,7 +221,7 @@ def java_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
         "}\n")
     cp = f"{out}:{dist.classpath}"
     subprocess.run([shutil.which("javac") or "javac", "-nowarn", "-d", str(out), "-cp", cp,
-                    str(out / "FaultlineClient.java"), str(out / "DecodeProbe.java")],
+                    *map(str, sources), str(out / "DecodeProbe.java")],
                    check=True, capture_output=True)
     return str(dist.java), cp
 
