@@ -64,6 +64,8 @@ SHORT_NAMES: dict[str, str] = {
     "link_rate_kbit": "nemesis.link_rate_kbit",
     "group_protocol": "consumer.group_protocol",
     "commit": "consumer.commit",
+    "client": "workload.client",
+    "transaction_version": "kafka.transaction_version",
 }
 #: The name a cell id uses for a field (the short name where there is one).
 _ID_NAME: dict[str, str] = {path: short for short, path in SHORT_NAMES.items() if short != "seeds"}

@@ -252,3 +252,14 @@ def test_the_group_protocol_and_commit_axes_set_the_consumer() -> None:
         "group_protocol=consumer,commit=sync", "group_protocol=consumer,commit=async"]
     last = m.cells[-1].spec.consumer
     assert (last.group_protocol, last.commit) == ("consumer", "async")
+
+
+def test_the_client_and_transaction_version_axes_set_the_workload_and_the_cluster() -> None:
+    m = parse_matrix({"defaults": {"kafka": {"version": "4.3.1"}},
+                      "axes": {"client": ["librdkafka", "java"], "transaction_version": [1, 2]}},
+                     "m.yaml", "m")
+    assert [c.id for c in m.cells] == [
+        "client=librdkafka,transaction_version=1", "client=librdkafka,transaction_version=2",
+        "client=java,transaction_version=1", "client=java,transaction_version=2"]
+    last = m.cells[-1].spec
+    assert (last.workload.client, last.kafka.transaction_version) == ("java", 2)
