@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from faultline.checkers import groups
 from faultline.checkers.faults_seen import Timeline
-from faultline.checkers.group_end import end_offsets
+from faultline.checkers.group_end import group_end
 from faultline.checkers.group_history import GroupReader
 from faultline.checkers.guarantees import GuaranteeConfig, TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
@@ -28,7 +28,13 @@ from faultline.checkers.table import HistoryDigest
 from faultline.checkers.transactions import check_transactions, txn_history
 from faultline.checkers.txn_log import final_stable_offsets, partition_logs
 from faultline.checkers.verdict import QueueFacts
-from faultline.checkers.whitebox import BrokerFiles, check_white_box, partition_timeline
+from faultline.checkers.whitebox import (
+    BrokerFiles,
+    check_replicas_agree,
+    check_white_box,
+    final_isr,
+    partition_timeline,
+)
 from faultline.errors import HistoryError, SpecError
 from faultline.history import HistoryFile, ReadResult
 from faultline.rundir import (
@@ -39,6 +45,7 @@ from faultline.rundir import (
     read_jsonl,
 )
 from faultline.spec import WORKLOAD_CHECKERS, TestSpec
+from faultline.targeted import OFFSETS_TOPIC
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +168,11 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     as its reader read it beside an earlier checker (:class:`StoredRun`), judged by the
     config that checker judged the history by and by the faults in each instance's window
     (the history's nemesis actions, with the metadata log's timeline when there is one);
-    ``unknown`` without that config."""
+    ``unknown`` without that config. Beside it, ``group.json``'s replicas of the
+    ``__consumer_offsets`` partition holding the group's commits must agree below their HW
+    (``group.offsets_log``, :func:`~faultline.checkers.whitebox.check_replicas_agree`;
+    permitted after a fault that destroyed data); where they do not while the group's
+    history shows nothing forbidden, the group is unknown (``broker-state-disagrees``)."""
     facts = next((c.facts for c in earlier if c.facts is not None), None)
     if facts is None:
         return Checked(unknown_result("checker-error", "the group checker needs the queue "
@@ -172,8 +183,26 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
                                                        "checkers name it, and this one's do not"))
     g, topic = run.group.done(), run.spec.topic.name
     windows = groups.FaultWindows(g.actions, topic, run.timeline())
-    end = end_offsets(run.run_dir, run.spec.group_id, topic)
-    return Checked(groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end))
+    end = group_end(run.run_dir, run.spec.group_id, topic)
+    result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets)
+    if end.offsets_replicas is None or end.offsets_partition is None:
+        return Checked(result)
+    metadata = run.files().metadata
+    log = check_replicas_agree(end.offsets_replicas, OFFSETS_TOPIC, {},
+                               {end.offsets_partition} if windows.destroyed(0, 2**63) else set(),
+                               None if metadata is None else final_isr(metadata, OFFSETS_TOPIC))
+    disagrees = result.valid is True and log.violations > 0
+    extra = {**result.extra, "group": {
+        **result.extra["group"], "valid": UNKNOWN if disagrees else result.valid,
+        "offsets_log": {"partition": end.offsets_partition, **log.to_json()}}}
+    result = replace(result, extra=extra)
+    if not disagrees:
+        return Checked(result)
+    return Checked(_undecided(result, "broker-state-disagrees",
+                              f"the group's history shows nothing forbidden, but the replicas of "
+                              f"{OFFSETS_TOPIC} partition {end.offsets_partition}, which holds its "
+                              "commits, disagree below their HW (group.offsets_log) and no fault "
+                              "destroyed data: the two disagree, so the group is not known valid"))
 
 
 #: checker name -> the checker.

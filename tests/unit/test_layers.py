@@ -25,7 +25,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "spec": frozenset({"errors", "faults", "targeted", "yamlfile"}),
     "history": frozenset({"errors", "rundir"}),
     "rundir": frozenset({"errors"}),
-    "checkers": frozenset({"errors", "faults", "spec", "history", "rundir", "compiled"}),
+    "checkers": frozenset({"errors", "faults", "targeted", "spec", "history", "rundir", "compiled"}),
     "cluster": frozenset({"errors", "faults", "spec", "rundir"}),
     "brokerstate": frozenset({"errors", "faults", "targeted", "spec", "rundir", "cluster"}),
     "workloads": frozenset({"errors", "faults", "spec", "history", "cluster"}),

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from faultline.checkers.conform import schema
-from faultline.checkers.group_end import end_offsets
+from faultline.checkers.group_end import group_end
 from tests.schemas import validator
 from tests.unit.checkers.test_conform import _no_floats_nor_wide_ints, mutated
 
@@ -37,14 +37,16 @@ def write(tmp: Path, data: Any) -> Path:
 def test_the_example_conforms_and_gives_the_topics_offsets(tmp_path: Path) -> None:
     assert schema("group.schema.json").problem(FILE) is None
     validator("group.schema.json").validate(FILE)
-    assert end_offsets(write(tmp_path, FILE), GROUP, TOPIC) == {0: 209}
+    end = group_end(write(tmp_path, FILE), GROUP, TOPIC)
+    assert end.offsets == {0: 209}
+    assert end.offsets_partition == 3 and end.offsets_replicas == FILE["offsets_replicas"]
 
 
 def test_a_missing_file_another_group_or_no_answer_is_one_line(tmp_path: Path) -> None:
-    assert "did not collect" in str(end_offsets(tmp_path, GROUP, TOPIC))
-    assert "not the run's" in str(end_offsets(write(tmp_path, FILE), "faultline-h", TOPIC))
-    why = end_offsets(write(tmp_path, {**FILE, "offsets": None, "errors": ["committed offsets: down"]}),
-                      GROUP, TOPIC)
+    assert "did not collect" in str(group_end(tmp_path, GROUP, TOPIC).offsets)
+    assert "not the run's" in str(group_end(write(tmp_path, FILE), "faultline-h", TOPIC).offsets)
+    why = group_end(write(tmp_path, {**FILE, "offsets": None, "errors": ["committed offsets: down"]}),
+                    GROUP, TOPIC).offsets
     assert why == f"{tmp_path / 'group.json'}: no committed offsets (committed offsets: down)"
 
 
@@ -52,7 +54,7 @@ def test_a_missing_file_another_group_or_no_answer_is_one_line(tmp_path: Path) -
 @given(mutated(FILE))
 def test_a_mutated_file_is_read_or_named_in_one_line(tmp_path_factory: pytest.TempPathFactory,
                                                      data: dict[str, Any]) -> None:
-    got = end_offsets(write(tmp_path_factory.mktemp("run"), data), GROUP, TOPIC)
+    got = group_end(write(tmp_path_factory.mktemp("run"), data), GROUP, TOPIC).offsets
     problem = schema("group.schema.json").problem(data)
     if problem is None:
         assert validator("group.schema.json").is_valid(data)
@@ -70,5 +72,5 @@ def test_arbitrary_bytes_are_read_or_named_in_one_line(tmp_path_factory: pytest.
                                                        raw: bytes) -> None:
     path = tmp_path_factory.mktemp("run")
     (path / "group.json").write_bytes(raw)
-    got = end_offsets(path, GROUP, TOPIC)
+    got = group_end(path, GROUP, TOPIC).offsets
     assert isinstance(got, dict) or "\n" not in got

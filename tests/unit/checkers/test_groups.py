@@ -622,3 +622,37 @@ def test_a_stored_group_run_is_judged_by_its_group_json(tmp_path: Path) -> None:
     assert missing["group"]["valid"] == "unknown"
     (entry,) = [u for u in missing["unknown"] if u["kind"] == "group-end-unknown"]
     assert entry["why"].startswith("commit-lost not judged: no group.json")
+
+
+def offsets_replica(node: int, crc: int) -> dict[str, Any]:
+    """A replica of __consumer_offsets partition 0 holding two commit batches, the second's CRC ``crc``."""
+    return {"topic": "__consumer_offsets", "partition": 0, "node": node, "log_start_offset": 0,
+            "log_end_offset": 2, "hw_checkpoint": 2,
+            "batches": [[0, 0, 0, 11, -1, -1, -1, -1, "data"], [1, 1, 0, crc, -1, -1, -1, -1, "data"]]}
+
+
+def test_the_offsets_logs_replicas_must_agree_below_their_hw(tmp_path: Path) -> None:
+    """Two runs differing in one fact, a replica of the group's offsets partition holding
+    another batch below the HW: the group's history is the same and valid, so the brokers'
+    log and the history disagree and the group is unknown; after a wipe (data destroyed)
+    the difference is permitted."""
+    def run(name: str, crcs: tuple[int, int], fault: str | None = None) -> dict[str, Any]:
+        d = stored(tmp_path / name, group_spec(), committed(fault))
+        (d / "group.json").write_text(json.dumps({
+            "group": "faultline-g", "offsets_topic_partition": 0,
+            "offsets": [{"topic": TOPIC, "partition": 0, "offset": 5, "leader_epoch": 0}],
+            "offsets_replicas": [offsets_replica(1, crcs[0]), offsets_replica(2, crcs[1])], "errors": []}))
+        return check_run(d).to_json()
+
+    same = run("same", (7, 7))
+    log = same["group"]["offsets_log"]
+    assert (log["partition"], log["status"], log["checked"]) == (0, "pass", 2)
+    assert same["group"]["valid"] is True and "broker-state-disagrees" not in str(same["unknown"])
+    differ = run("differ", (7, 8))
+    assert differ["group"]["offsets_log"]["violations"] == 1 and differ["group"]["valid"] == "unknown"
+    (entry,) = [u for u in differ["unknown"] if u["kind"] == "broker-state-disagrees"]
+    assert "__consumer_offsets partition 0" in entry["why"]
+    wiped = run("wiped", (7, 8), "wipe")
+    assert wiped["group"]["offsets_log"]["permitted"] == 1 and wiped["group"]["valid"] is True
+    for results in (same, differ, wiped):
+        validator("results.schema.json").validate(results)
