@@ -31,9 +31,13 @@ class JavaTxnWorkload(JavaQueueWorkload):
         return [*super()._args(), *(f"{k}={v}" for k, v in settings.items())]
 
     def _op(self, d: dict[str, Any], read_ns: int, program: JavaProgram) -> TimedOp | None:
+        """The op of a printed line, as :class:`JavaQueueWorkload`'s, a transaction's
+        ``committing`` (printed as the program's ``ns``) put on the history's clock."""
         op = super()._op(d, read_ns, program)
         if op is not None and op[1][2] == "txn":
-            s, typ = program.stats, op[1][1]
+            s, typ, value = program.stats, op[1][1], op[1][3]
+            if "committing" in value:
+                value["committing"] = self.history.clock(value["committing"])
             if typ == "invoke":
                 s.invoked += 1
             elif typ == "ok":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import time
 from pathlib import Path
 
 import pytest
@@ -39,22 +40,25 @@ def test_the_program_is_told_the_transactions_settings(tmp_path: Path) -> None:
 
 def test_printed_transactions_become_txn_ops_counted_as_transactions(tmp_path: Path) -> None:
     commit, abort = {"topic": SPEC.topic.name, "abort": False}, {"topic": SPEC.topic.name, "abort": True}
-    printed = [
-        {"process": 0, "type": "invoke", "f": "txn", "value": {**commit, "sends": SENDS}},
-        {"process": 0, "type": "ok", "f": "txn", "value": {**commit, "sends": DONE, "committing": 1}},
-        {"process": 1, "type": "invoke", "f": "txn", "value": {**abort, "sends": SENDS}},
-        {"process": 1, "type": "fail", "f": "txn", "value": {**abort, "sends": DONE}},
-        {"process": 0, "type": "invoke", "f": "txn", "value": {**commit, "sends": SENDS}},
-        {"process": 0, "type": "info", "f": "txn", "value": {**commit, "sends": SENDS},
-         "error": "_TimeoutException"},
-        {"f": "exit", "next_process": 5},
-    ]
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = JavaTxnWorkload(SPEC, "x:9092", history)
+        asked = time.monotonic_ns()  # printed on the program's clock, journaled on the history's
+        printed = [
+            {"process": 0, "type": "invoke", "f": "txn", "value": {**commit, "sends": SENDS}},
+            {"process": 0, "type": "ok", "f": "txn", "value": {**commit, "sends": DONE, "committing": asked}},
+            {"process": 1, "type": "invoke", "f": "txn", "value": {**abort, "sends": SENDS}},
+            {"process": 1, "type": "fail", "f": "txn", "value": {**abort, "sends": DONE}},
+            {"process": 0, "type": "invoke", "f": "txn", "value": {**commit, "sends": SENDS}},
+            {"process": 0, "type": "info", "f": "txn", "value": {**commit, "sends": SENDS},
+             "error": "_TimeoutException"},
+            {"f": "exit", "next_process": 5},
+        ]
         w._journal(io.BufferedReader(Trickle(b"".join(map(printed_line, printed)))), w._programs[0])
     ops = list(read_history(tmp_path / "history.jsonl"))
+    printed[1]["value"]["committing"] = history.clock(asked)
     assert [(o.process, o.type, o.f, o.value, o.error) for o in ops] == [
         (p["process"], p["type"], p["f"], p["value"], p.get("error")) for p in printed[:-1]]
+    assert 0 <= ops[1].value["committing"] <= ops[1].time
     s = w.stats()
     assert (s.invoked, s.ok, s.fail, s.info, s.retired) == (3, 1, 1, 1, 1)
     assert w.processes.take() == 5
