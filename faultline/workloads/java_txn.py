@@ -40,11 +40,7 @@ class JavaTxnWorkload(JavaQueueWorkload):
                 value["committing"] = self.history.clock(value["committing"])
             if typ == "invoke":
                 s.invoked += 1
-            elif typ == "ok":
-                s.ok += 1
-            elif typ == "fail":
-                s.fail += 1
             else:
-                s.info += 1
-                s.retired += 1
+                s.ended(typ)
+                s.retired += typ == "info"
         return op

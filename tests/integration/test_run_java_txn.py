@@ -9,19 +9,17 @@ each one), with version 1 every marker of a producer id one epoch."""
 
 from __future__ import annotations
 
-import dataclasses
-import io
 import json
 from collections import defaultdict
 
 import pytest
-from rich.console import Console
 
 from faultline.history import read_history
 from faultline.report.page import config_line
-from faultline.run.runner import RunOutcome, run_test
+from faultline.run.runner import RunOutcome
 from faultline.rundir import GROUP_FILE, PLAIN_HISTORY_FILE
 from faultline.spec import ConsumerSpec, KafkaSpec, TestSpec, TransactionSpec, WorkloadSpec
+from tests.integration.test_run_txn import run_at_version
 from tests.schemas import RUN_FILES, validate_run_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -37,8 +35,7 @@ SPEC = TestSpec(
 @pytest.fixture(scope="module", params=[1, 2], ids=["transaction.version=1", "transaction.version=2"])
 def outcome(request: pytest.FixtureRequest, local_backend: None,
             tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
-    spec = dataclasses.replace(SPEC, kafka=dataclasses.replace(SPEC.kafka, transaction_version=request.param))
-    return run_test(spec, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
+    return run_at_version(SPEC, request.param, tmp_path_factory)
 
 
 def test_the_java_clients_transactions_held(outcome: RunOutcome) -> None:
