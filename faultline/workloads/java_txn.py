@@ -42,5 +42,6 @@ class JavaTxnWorkload(JavaQueueWorkload):
                 s.invoked += 1
             else:
                 s.ended(typ)
-                s.retired += typ == "info"
+            if typ == "info":  # its producer is retired
+                s.retired += 1
         return op
