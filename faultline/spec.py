@@ -524,8 +524,6 @@ def _transaction_checks(spec: TestSpec) -> list[tuple[bool, str]]:
          f"transactions.sends must be between 1 and {MAX_IN_FLIGHT}, not {x.sends}"),
         (0.0 <= x.abort_probability <= 1.0,
          f"transactions.abort_probability must be between 0 and 1, not {x.abort_probability}"),
-        (spec.workload.name != "txn" or spec.workload.client == "librdkafka",
-         "the txn workload runs the librdkafka client only; pass --client librdkafka"),
         (spec.workload.name != "txn" or p.enable_idempotence,
          "the txn workload's transactional producers need idempotence: acks=all, retries > 0 and "
          "max_in_flight between 1 and 5"),

@@ -93,7 +93,11 @@ class HistoryWriter:
 
     def now(self) -> int:
         """Nanoseconds since this writer opened; the clock every op's ``time`` uses."""
-        return time.monotonic_ns() - self._t0
+        return self.clock(time.monotonic_ns())
+
+    def clock(self, monotonic_ns: int) -> int:
+        """``monotonic_ns``, a ``time.monotonic_ns()`` reading, on :meth:`now`'s clock."""
+        return monotonic_ns - self._t0
 
     def append(self, process: Process, type: OpType, f: str, value: Any = None,
                error: str | None = None) -> Op:
@@ -135,7 +139,7 @@ class HistoryWriter:
         with self._lock:
             now, last, timed = self.now(), self._last, []
             for at, op in ops:
-                last = max(last, min(at - self._t0, now))
+                last = max(last, min(self.clock(at), now))
                 timed.append((last, op))
             for t, run in itertools.groupby(timed, key=lambda x: x[0]):
                 group = [op for _, op in run]

@@ -47,7 +47,7 @@ import jinja2
 import orjson
 
 from faultline.checkers.groups import UNDECIDED
-from faultline.checkers.guarantees import CULPRITS
+from faultline.checkers.guarantees import CULPRITS, TransactionConfig
 from faultline.checkers.partition_faults import PartitionFaults
 from faultline.checkers.result import ANOMALIES
 from faultline.checkers.stored import check_stored_table
@@ -281,15 +281,18 @@ def _read_observations(path: Path) -> tuple[dict[m.Partition, list[dict[str, Any
 
 
 def config_line(spec: TestSpec) -> str:
-    """The config under test in one line: what decides which anomalies are permitted."""
+    """The config under test in one line: what decides which anomalies are permitted (in
+    a txn run, the client and the transaction protocol version its transactions used)."""
     t, p, k, n = spec.topic, spec.producer, spec.kafka, spec.nemesis
     faults = f"{', '.join(n.faults)} every {n.interval_s:g} s" if n.faults else "none"
+    txn = ([f"{spec.workload.client} client, transaction protocol "
+            f"{TransactionConfig.from_spec(spec).protocol}"] if spec.workload.name == "txn" else [])
     return " · ".join([
         f"acks={p.acks}", f"idempotence {'on' if p.enable_idempotence else 'off'}",
         f"max.in.flight={p.max_in_flight}", f"min.insync.replicas={t.min_insync_replicas}",
         f"RF={t.replication_factor}", f"{t.partitions} partitions",
         f"unclean election {'on' if t.unclean_leader_election_enable else 'off'}",
-        f"Kafka {k.version} × {k.nodes} nodes", f"faults: {faults}",
+        f"Kafka {k.version} × {k.nodes} nodes", *txn, f"faults: {faults}",
         f"{spec.time_limit_s:g} s", f"seed {spec.seed}",
     ])
 

@@ -180,6 +180,15 @@ class WorkloadStats:
     polled_records: int = 0
     retired: int = 0
 
+    def ended(self, outcome: str) -> None:
+        """Count one completion: ``ok``, ``fail``, else ``info``."""
+        if outcome == "ok":
+            self.ok += 1
+        elif outcome == "fail":
+            self.fail += 1
+        else:
+            self.info += 1
+
 
 def producer_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str, Any]:
     """librdkafka settings for a workload producer, from the spec's producer section."""

@@ -6,7 +6,8 @@ librdkafka clients of :mod:`.queue`.
 
 Protocol: the program takes the spec's settings as ``key=value`` arguments, runs the
 producers and consumers of :mod:`.queue` (``role``: all of them, the default; one
-producer; or the consumers, for :mod:`.java_crashable`) and prints every op as one JSON
+producer; or the consumers, for :mod:`.java_crashable`; ``workload=txn``: transactional
+producers, for :mod:`.java_txn`) and prints every op as one JSON
 line on stdout, each with ``ns``: its ``System.nanoTime()`` when printed, the history's
 clock.
 Ops are journaled in the order printed, at their ``ns``; a line whose ``ns`` is of
@@ -280,12 +281,7 @@ class JavaQueueWorkload:
             c = (classify_refused(error or "", self.spec.producer.enable_idempotence)
                  if typ == "refused" else classify_delivery(error))
             typ, error = c.type, c.error
-            if typ == "ok":
-                s.ok += 1
-            elif typ == "fail":
-                s.fail += 1
-            else:
-                s.info += 1
+            s.ended(typ)
         elif f == "poll" and typ != "invoke":
             s.polls += 1
             s.polled_records += len((value or {}).get("records") or ())

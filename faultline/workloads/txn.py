@@ -170,11 +170,9 @@ class TxnProducer:
         fences every earlier instance of its ``transactional.id``); None if ``stop`` was set first."""
         client_id = f"faultline-p{process}"
         conf = producer_config(self.spec, self.bootstrap, client_id)
-        p = self.spec.producer
         conf.update({
             "transactional.id": self.spec.transactional_id(self.index),
-            # librdkafka refuses a delivery timeout longer than the transaction's
-            "transaction.timeout.ms": max(p.delivery_timeout_ms, 10_000),
+            "transaction.timeout.ms": transaction_timeout_ms(self.spec),
             "error_cb": lambda err: rdkafka_log.warning("producer p%s: %s", process, err),
         })
         if self.client_log is not None:
@@ -192,6 +190,12 @@ class TxnProducer:
                     producer = Producer(conf)
                 stop.wait(RETRY_BACKOFF_S)
         return None
+
+
+def transaction_timeout_ms(spec: TestSpec) -> int:
+    """The producers' ``transaction.timeout.ms``: at least their delivery timeout (librdkafka
+    refuses a longer one), and 10 s."""
+    return max(spec.producer.delivery_timeout_ms, 10_000)
 
 
 def _retrying(call: Callable[[], None]) -> None:

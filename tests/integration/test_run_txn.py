@@ -45,7 +45,12 @@ SPEC = TestSpec(
 @pytest.fixture(scope="module", params=[1, 2], ids=["transaction.version=1", "transaction.version=2"])
 def outcome(request: pytest.FixtureRequest, local_backend: None,
             tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
-    spec = dataclasses.replace(SPEC, kafka=dataclasses.replace(SPEC.kafka, transaction_version=request.param))
+    return run_at_version(SPEC, request.param, tmp_path_factory)
+
+
+def run_at_version(spec: TestSpec, version: int, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+    """``spec`` run on a cluster formatted with ``transaction.version`` ``version``."""
+    spec = dataclasses.replace(spec, kafka=dataclasses.replace(spec.kafka, transaction_version=version))
     return run_test(spec, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
 
 

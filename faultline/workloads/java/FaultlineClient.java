@@ -11,6 +11,9 @@
 // The run that reads the ops is this process's parent: should it die (SIGKILL), nobody
 // journals them and no cleanup knows this process, so it halts at once (watchParent).
 //
+// The "workload" setting: "queue" (the default) or "txn", whose producers are
+// transactional (TxnProducer.java); the consumers are the same.
+//
 // Roles (the "role" setting): "all" (the default) runs every producer and consumer in this
 // JVM; "producer" runs the one producer "index" from process "first_process"; "consumers"
 // runs the consumers. A run that crashes clients runs one JVM per producer and one for the
@@ -411,8 +414,9 @@ public final class FaultlineClient {
             threads.add(new Thread(new Producer(index, Integer.parseInt(conf.get("first_process"))),
                     "producer-" + index));
         }
+        boolean txn = conf.getOrDefault("workload", "queue").equals("txn");
         for (int i = 0; i < producers && role.equals("all"); i++) {
-            threads.add(new Thread(new Producer(i, i), "producer-" + i));
+            threads.add(new Thread(txn ? new TxnProducer(i, i) : new Producer(i, i), "producer-" + i));
         }
         for (int j = 0; j < consumers && !role.equals("producer"); j++) {
             final int process = producers + j;

@@ -16,6 +16,7 @@ from faultline.report.page import (
     RunData,
     anomaly_sections,
     availability,
+    config_line,
     expectations,
     partition_rows,
     plot_data,
@@ -23,6 +24,7 @@ from faultline.report.page import (
     verdict,
 )
 from faultline.report.stories import story_lines
+from faultline.spec import KafkaSpec, TestSpec, WorkloadSpec
 from tests.report_html import example_values, stories
 from tests.unit.checkers.queue_hist import TOPIC, make_spec
 
@@ -205,3 +207,13 @@ def test_an_example_not_judged_is_not_said_to_be_judged_forbidden(tmp_path: Path
     [section] = anomaly_sections(run)
     [row] = section["rows"]
     assert row["doubt"] == "" and not row["violation"]
+
+
+def test_the_config_line_of_a_txn_run_says_its_client_and_transaction_protocol() -> None:
+    def line(client: str, version: int | None = None) -> str:
+        return config_line(TestSpec(workload=WorkloadSpec(name="txn", client=client),
+                                    kafka=KafkaSpec(transaction_version=version)))
+    assert "java client, transaction protocol 2" in line("java")
+    assert "java client, transaction protocol 1" in line("java", 1)
+    assert "librdkafka client, transaction protocol 1" in line("librdkafka", 2)
+    assert "transaction protocol" not in config_line(TestSpec())
