@@ -3,7 +3,8 @@
 A workload is chosen by ``spec.workload.name`` (:func:`workload_for`): the queue
 (:mod:`.queue`: producers and consumers through confluent-kafka, with the classification
 of send outcomes in :mod:`.outcomes`), the group (:mod:`.group`: the queue's producers,
-consumers subscribed in one group that commit) or the transactions (:mod:`.txn`:
+consumers subscribed in one group that commit; with the Java client,
+:mod:`.java_group`) or the transactions (:mod:`.txn`:
 transactional producers, the queue's consumers); a queue test that crashes clients
 runs each producer in a child process (:mod:`.crashable`), or with the Java client in a
 JVM of its own (:mod:`.java_crashable`). :mod:`.drain` reads every
@@ -27,6 +28,7 @@ from faultline.workloads.crashable import CrashableQueueWorkload
 from faultline.workloads.group import GroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
+from faultline.workloads.java_group import JavaGroupWorkload
 from faultline.workloads.queue import QueueWorkload
 from faultline.workloads.txn import TxnWorkload
 
@@ -60,11 +62,11 @@ class MakeWorkload(Protocol):
 
 
 #: workload name -> client under test (``spec.workload.client``) -> the :class:`Workload`
-#: class that drives it (the queue is the one workload both clients run).
+#: class that drives it.
 WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
     "queue": {"librdkafka": QueueWorkload, "java": JavaQueueWorkload},
     "txn": {"librdkafka": TxnWorkload},
-    "group": {"librdkafka": GroupWorkload},
+    "group": {"librdkafka": GroupWorkload, "java": JavaGroupWorkload},
 }
 #: A workload class of :data:`WORKLOADS` -> the one that drives the same clients when the
 #: nemesis crashes clients (the others' clients cannot crash).
