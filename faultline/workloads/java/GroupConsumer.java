@@ -106,7 +106,7 @@ final class GroupConsumer implements Runnable, ConsumerRebalanceListener {
         try {
             consumer.close(Duration.ofSeconds(5));  // its last callbacks are journaled: no poll is open
         } catch (RuntimeException e) {
-            System.err.println("WARN GroupConsumer closing consumer c" + process + " failed: " + e);
+            System.err.println("WARN GroupConsumer [Consumer clientId=faultline-c" + process + "] closing failed: " + e);
         }
         consumer = null;
     }
