@@ -500,6 +500,9 @@ def _validate(spec: TestSpec) -> None:
                    "the group workload's consumers subscribe, the others' assign"))
     checks.append((spec.consumer.group_protocol == "classic" or _at_least(k.version, 4),
                    f"consumer.group_protocol consumer (KIP-848) needs Kafka 4.0 or later, not {k.version}"))
+    checks.append((w.name != "group" or w.client != "java" or spec.consumer.commit != "auto",
+                   "consumer.commit auto cannot be judged with the Java client, which reports no auto "
+                   "commit's outcome; pass consumer.commit sync or async"))
     checks.append((not (n.faults and n.schedule),
                    "nemesis.faults and nemesis.schedule exclude each other: give a seeded mix "
                    "of faults or a targeted schedule"))

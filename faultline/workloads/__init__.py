@@ -3,11 +3,12 @@
 A workload is chosen by ``spec.workload.name`` (:func:`workload_for`): the queue
 (:mod:`.queue`: producers and consumers through confluent-kafka, with the classification
 of send outcomes in :mod:`.outcomes`), the group (:mod:`.group`: the queue's producers,
-consumers subscribed in one group that commit) or the transactions (:mod:`.txn`:
-transactional producers, the queue's consumers; with the Java client, :mod:`.java_txn`);
-a queue test that crashes clients runs each producer in a child process
-(:mod:`.crashable`), or with the Java client in a JVM of its own (:mod:`.java_crashable`).
-:mod:`.drain` reads every partition back after the run; :mod:`.clients` is what every client shares (process
+consumers subscribed in one group that commit; with the Java client, :mod:`.java_group`)
+or the transactions (:mod:`.txn`: transactional producers, the queue's consumers; with the
+Java client, :mod:`.java_txn`); a queue test that crashes clients runs each producer in a
+child process (:mod:`.crashable`), or with the Java client in a JVM of its own
+(:mod:`.java_crashable`). :mod:`.drain` reads every partition back after the run;
+:mod:`.clients` is what every client shares (process
 numbers, unique values, the journal, the client log, client configs).
 
 May import: errors, faults, spec, history, and cluster's kafka_dist (the Java client
@@ -27,6 +28,7 @@ from faultline.workloads.crashable import CrashableQueueWorkload
 from faultline.workloads.group import GroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
+from faultline.workloads.java_group import JavaGroupWorkload
 from faultline.workloads.java_txn import JavaTxnWorkload
 from faultline.workloads.queue import QueueWorkload
 from faultline.workloads.txn import TxnWorkload
@@ -65,7 +67,7 @@ class MakeWorkload(Protocol):
 WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
     "queue": {"librdkafka": QueueWorkload, "java": JavaQueueWorkload},
     "txn": {"librdkafka": TxnWorkload, "java": JavaTxnWorkload},
-    "group": {"librdkafka": GroupWorkload},
+    "group": {"librdkafka": GroupWorkload, "java": JavaGroupWorkload},
 }
 #: A workload class of :data:`WORKLOADS` -> the one that drives the same clients when the
 #: nemesis crashes clients (the others' clients cannot crash).

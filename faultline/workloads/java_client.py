@@ -7,7 +7,8 @@ librdkafka clients of :mod:`.queue`.
 Protocol: the program takes the spec's settings as ``key=value`` arguments, runs the
 producers and consumers of :mod:`.queue` (``role``: all of them, the default; one
 producer; or the consumers, for :mod:`.java_crashable`; ``workload=txn``: transactional
-producers, for :mod:`.java_txn`) and prints every op as one JSON
+producers, for :mod:`.java_txn`; ``workload=group``: its consumers are :mod:`.java_group`'s
+members) and prints every op as one JSON
 line on stdout, each with ``ns``: its ``System.nanoTime()`` when printed, the history's
 clock.
 Ops are journaled in the order printed, at their ``ns``; a line whose ``ns`` is of

@@ -11,8 +11,9 @@
 // The run that reads the ops is this process's parent: should it die (SIGKILL), nobody
 // journals them and no cleanup knows this process, so it halts at once (watchParent).
 //
-// The "workload" setting: "queue" (the default) or "txn", whose producers are
-// transactional (TxnProducer.java); the consumers are the same.
+// The "workload" setting: "queue" (the default), whose consumers assign every partition;
+// "txn", whose producers are transactional (TxnProducer.java), its consumers the queue's;
+// "group", whose consumers are GroupConsumers (GroupConsumer.java).
 //
 // Roles (the "role" setting): "all" (the default) runs every producer and consumer in this
 // JVM; "producer" runs the one producer "index" from process "first_process"; "consumers"
@@ -299,7 +300,8 @@ public final class FaultlineClient {
 
     // -- consumers --------------------------------------------------------------------------
 
-    static KafkaConsumer<byte[], byte[]> openConsumer(int process, String topic, int partitions) {
+    /** A consumer of process `process`: no auto commit, read from the log start. */
+    static KafkaConsumer<byte[], byte[]> newConsumer(int process, Map<String, String> extra) {
         Properties p = common("faultline-c" + process);
         p.put("enable.auto.commit", "false");
         // as the librdkafka consumers (clients.consumer_config): a position past a truncated
@@ -308,8 +310,25 @@ public final class FaultlineClient {
         p.put("isolation.level", conf.get("isolation_level"));
         p.put("max.poll.records", Integer.toString(POLL_MAX_RECORDS));
         p.put("fetch.max.wait.ms", "100");
-        KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
-                new ByteArrayDeserializer());
+        p.putAll(extra);
+        return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    /** A poll's records as its ok line's value: {"records": [[topic, partition, offset, value]]}. */
+    static String records(ConsumerRecords<byte[], byte[]> records) {
+        StringBuilder b = new StringBuilder("{\"records\":[");
+        boolean comma = false;
+        for (ConsumerRecord<byte[], byte[]> r : records) {
+            if (comma) b.append(',');
+            comma = true;
+            b.append('[').append(str(r.topic())).append(',').append(r.partition()).append(',')
+                    .append(r.offset()).append(',').append(decode(r.value())).append(']');
+        }
+        return b.append("]}").toString();
+    }
+
+    static KafkaConsumer<byte[], byte[]> openConsumer(int process, String topic, int partitions) {
+        KafkaConsumer<byte[], byte[]> c = newConsumer(process, Map.of());
         List<TopicPartition> tps = new ArrayList<>();
         for (int i = 0; i < partitions; i++) tps.add(new TopicPartition(topic, i));
         c.assign(tps);
@@ -334,15 +353,7 @@ public final class FaultlineClient {
                 consumer = openConsumer(process, topic, partitions);
                 continue;
             }
-            StringBuilder b = new StringBuilder("{\"records\":[");
-            boolean comma = false;
-            for (ConsumerRecord<byte[], byte[]> r : records) {
-                if (comma) b.append(',');
-                comma = true;
-                b.append('[').append(str(r.topic())).append(',').append(r.partition()).append(',')
-                        .append(r.offset()).append(',').append(decode(r.value())).append(']');
-            }
-            emit(op(process, "ok", "poll", b.append("]}").toString(), null));
+            emit(op(process, "ok", "poll", records(records), null));
         }
         consumer.close(Duration.ofSeconds(5));
     }
@@ -418,9 +429,10 @@ public final class FaultlineClient {
         for (int i = 0; i < producers && role.equals("all"); i++) {
             threads.add(new Thread(txn ? new TxnProducer(i, i) : new Producer(i, i), "producer-" + i));
         }
+        boolean group = conf.getOrDefault("workload", "queue").equals("group");
         for (int j = 0; j < consumers && !role.equals("producer"); j++) {
             final int process = producers + j;
-            threads.add(new Thread(() -> consume(process), "consumer-" + j));
+            threads.add(new Thread(group ? new GroupConsumer(process) : () -> consume(process), "consumer-" + j));
         }
         for (Thread t : threads) t.start();
         Thread stdin = new Thread(() -> {

@@ -23,6 +23,7 @@ from faultline.spec import ConsumerSpec, TestSpec, WorkloadSpec, build_spec
 from faultline.workloads import group, workload_for
 from faultline.workloads.clients import Journal, ProcessIds
 from faultline.workloads.group import GroupConsumer, generation
+from faultline.workloads.java_group import JavaGroupWorkload
 from tests.schemas import validator
 from tests.unit.workloads.fakes import TOPIC, FakeMessage
 
@@ -170,12 +171,14 @@ def test_a_group_spec_that_cannot_run_is_one_line(data: dict[str, Any], error: s
         TestSpec.from_mapping(data)
 
 
-def test_the_group_workload_has_no_java_client_yet() -> None:
+def test_the_group_workload_runs_the_java_client_but_not_its_auto_commits() -> None:
     spec = TestSpec.from_mapping({"workload": {"name": "group", "client": "java"},
                                   "consumer": {"mode": "subscribe", "group_protocol": "consumer"}})
     assert spec.workload.checkers == ("queue", "group", "white-box")
-    with pytest.raises(SpecError, match="workload 'group' has no java client; clients: librdkafka"):
-        workload_for(spec)
+    assert workload_for(spec) is JavaGroupWorkload
+    with pytest.raises(SpecError, match="auto cannot be judged with the Java client"):
+        TestSpec.from_mapping({"workload": {"name": "group", "client": "java"},
+                               "consumer": {"mode": "subscribe", "commit": "auto"}})
 
 
 def test_the_example_group_spec_is_valid() -> None:
