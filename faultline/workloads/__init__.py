@@ -28,7 +28,7 @@ from faultline.workloads.group import GroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
-from faultline.workloads.txn import TxnWorkload
+from faultline.workloads.txn import CrashableTxnWorkload, TxnWorkload
 
 
 class Workload(Protocol):
@@ -71,6 +71,7 @@ WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
 CRASHABLE: Mapping[MakeWorkload, MakeWorkload] = {
     QueueWorkload: CrashableQueueWorkload,
     JavaQueueWorkload: CrashableJavaQueueWorkload,
+    TxnWorkload: CrashableTxnWorkload,
 }
 
 
@@ -90,7 +91,7 @@ def workload_for(spec: TestSpec) -> MakeWorkload:
     if spec.nemesis.crashes_clients:
         crashable = CRASHABLE.get(make)
         if crashable is None:
-            raise SpecError(f"client crashes need the queue workload, not the {spec.workload.name} "
+            raise SpecError(f"client crashes need the queue or txn workload, not the {spec.workload.name} "
                             f"workload with the {spec.workload.client} client")
         return crashable
     return make
