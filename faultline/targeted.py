@@ -29,6 +29,11 @@ bound with ``as NAME``::
                                     (one node) and every other node, either way
     degrade TARGET rate N kbit      limit the traffic between them to N kbit/s each way
     restore                         remove every degradation of links
+    delay   TARGET by MS ms         hold the clients' requests to the target's nodes MS
+                                    milliseconds in their proxies (a Toxiproxy latency
+                                    toxic, upstream: the replies come back at once), so a
+                                    request can land after its client gave up on it
+    undelay                         remove every delay
     crash client N | crash clients  SIGKILL producer N (from 0), or every producer, of the
                                     workload (client crashes, the ``clients`` family);
                                     its open sends end info; it stays down
@@ -87,7 +92,8 @@ from faultline.errors import SpecError
 #: Verbs that take a target, and whether they may bind a name with ``as``.
 VERBS: Mapping[str, bool] = {"crash": True, "restart": False, "pause": True, "resume": False,
                              "wipe": True, "lose-unflushed": True, "isolate": True, "hold": True,
-                             "release": False, "degrade": False, "bump": False, "strobe": False}
+                             "release": False, "degrade": False, "bump": False, "strobe": False,
+                             "delay": False}
 #: The default bound of ``wait until``, in seconds.
 DEFAULT_WAIT_S = 30.0
 #: The longest any wait may be, in seconds.
@@ -96,13 +102,18 @@ MAX_WAIT_S = 600.0
 #: broker's default ``log.message.timestamp.after.max.ms`` (a clock further behind rejects
 #: every record as from the future) and far below a day, its ``producer.id.expiration.ms``.
 MAX_CLOCK_OFFSET_S = 3600
+#: The longest a ``delay`` may hold a request, in milliseconds: the longest wait.
+MAX_DELAY_MS = int(MAX_WAIT_S * 1000)
 
 _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "loss", "rate", "kbit",
                        "wait", "for", "until", "within",
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
                        "second", "s", "coordinator", "group", "committed", "client", "clients",
-                       "transaction"})
+                       "transaction", "by", "ms", "undelay"})
+#: The steps that take nothing and undo every fault of a kind, and what each removes.
+_UNDOES: Mapping[str, str] = {"heal": "partition and hold", "restore": "degradation of links",
+                              "undelay": "delay"}
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
@@ -149,10 +160,10 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class Action:
     """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
-    :data:`VERBS`, ``heal``, ``restore`` or ``reset`` (which have no target); a ``degrade``
-    has its ``loss`` (a probability) or its ``rate_kbit``, a ``bump`` or ``strobe`` its
-    ``clock``; a ``crash`` or ``restart`` of clients has no target but ``clients``, the
-    producers' indexes (empty: every one)."""
+    :data:`VERBS`, ``heal``, ``restore``, ``undelay`` or ``reset`` (which have no target); a
+    ``degrade`` has its ``loss`` (a probability) or its ``rate_kbit``, a ``bump`` or ``strobe``
+    its ``clock``, a ``delay`` its ``delay_ms``; a ``crash`` or ``restart`` of clients has no
+    target but ``clients``, the producers' indexes (empty: every one)."""
 
     verb: str
     target: Target | None
@@ -163,6 +174,7 @@ class Action:
     rate_kbit: int | None = None
     clients: tuple[int, ...] | None = None
     clock: ClockChange | None = None
+    delay_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,13 +274,14 @@ def parse_step(text: str) -> Step:
     if not words:
         raise ValueError("empty step")
     verb, rest = words[0], words[1:]
-    if verb in ("heal", "restore"):
+    if verb in _UNDOES:
         if rest:
-            raise ValueError(f"{verb} takes nothing after it (it removes every "
-                             + ("partition and hold)" if verb == "heal" else "degradation of links)"))
+            raise ValueError(f"{verb} takes nothing after it (it removes every {_UNDOES[verb]})")
         return Action(verb, None, text)
     if verb == "degrade":
         return _parse_degrade(rest, text)
+    if verb == "delay":
+        return _parse_delay(rest, text)
     if verb in ("crash", "restart") and rest[:1] in (["client"], ["clients"]):
         if rest == ["clients"]:
             return Action(verb, None, text, clients=())
@@ -285,7 +298,7 @@ def parse_step(text: str) -> Step:
         return _parse_wait(rest, text)
     if verb not in VERBS:
         raise ValueError(f"unknown step {verb!r}; steps: "
-                         f"{', '.join([*VERBS, 'heal', 'restore', 'reset', 'wait'])}")
+                         f"{', '.join([*VERBS, *_UNDOES, 'reset', 'wait'])}")
     bind: str | None = None
     unclean = False
     if len(rest) >= 2 and rest[-2] == "as":
@@ -311,6 +324,16 @@ def _parse_degrade(words: Sequence[str], text: str) -> Action:
             and int(words[-2]) > 0:
         return Action("degrade", _parse_target(words[:-3]), text, rate_kbit=int(words[-2]))
     raise ValueError("degrade needs 'TARGET loss P%' (0 < P <= 100) or 'TARGET rate N kbit' (N > 0)")
+
+
+def _parse_delay(words: Sequence[str], text: str) -> Action:
+    if "by" in words:
+        at = len(words) - 1 - words[::-1].index("by")
+        m = re.fullmatch(r"(\d+)ms", "".join(words[at + 1:]))
+        if m and 0 < int(m.group(1)) <= MAX_DELAY_MS:
+            return Action("delay", _parse_target(words[:at]), text, delay_ms=int(m.group(1)))
+    raise ValueError(f"delay needs 'TARGET by MS ms' (MS whole milliseconds, above 0, at most "
+                     f"{MAX_DELAY_MS})")
 
 
 def _parse_clock(verb: str, words: Sequence[str], text: str) -> Action:

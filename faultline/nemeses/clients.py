@@ -62,7 +62,7 @@ class ClientsNemesis:
     def workload(self) -> CrashableClients:
         """The clients bound; NemesisError when none are."""
         if self._clients is None:
-            raise NemesisError("no crashable clients: client crashes need the queue workload, "
+            raise NemesisError("no crashable clients: client crashes need the queue or txn workload, "
                                "bound before the main phase")
         return self._clients
 

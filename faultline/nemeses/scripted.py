@@ -8,7 +8,7 @@ from live metadata when its step runs, and waiting on what the metadata shows
 one that another leaves out of the registered brokers (:func:`trusted`); a group's
 committed offsets are its coordinator's answer (``until group G has committed``). It
 drives the same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition,
-links, clients, clock), so it heals the same way, and keeps the runner's contract
+links, toxics, clients, clock), so it heals the same way, and keeps the runner's contract
 (:class:`faultline.run.runner.NemesisSchedule`). Each step and wait is journaled as
 docs/history.md ("nemesis") says; a wait not met in time, or a role with no node, ends
 the schedule. Faults still in effect stay until ``heal_all``.
@@ -52,6 +52,7 @@ from faultline.nemeses.partition import PartitionNemesis, complete, nodes_of, to
 from faultline.nemeses.pause import PauseNemesis
 from faultline.nemeses.schedule import ScheduledFault
 from faultline.nemeses.stop import StopNemesis
+from faultline.nemeses.toxics import ToxicsNemesis
 from faultline.nemeses.wipe import WipeNemesis
 from faultline.spec import TestSpec, TopicSpec
 from faultline.targeted import (
@@ -108,6 +109,7 @@ class ScriptedPackage:
         self.wipe, self.lose_unflushed = WipeNemesis(), LoseUnflushedNemesis()
         self.partition = PartitionNemesis()
         self.links = LinksNemesis()
+        self.toxics = ToxicsNemesis()
         self.clients = ClientsNemesis()
         self.clock = ClockNemesis()
         #: the family nemeses that fault a node, in the order they are set up and torn down
@@ -120,6 +122,7 @@ class ScriptedPackage:
         self._grudge: dict[int, frozenset[int]] = {}
         self._replication: dict[int, frozenset[int]] = {}
         self._degraded: set[int] = set()  # nodes whose links a degrade may have degraded
+        self._delayed: set[int] = set()  # nodes whose client links a delay may have delayed
         self._skewed: set[int] = set()  # nodes whose clocks a bump or strobe may have set off
         self._bindings: dict[str, tuple[int, ...]] = {}
         self._last_leader: dict[int, int | None] = {}
@@ -149,6 +152,8 @@ class ScriptedPackage:
             need.append(self.partition)
         if verbs & {"degrade", "restore"}:
             need.append(self.links)
+        if verbs & {"delay", "undelay"}:
+            need.append(self.toxics)
         if any(isinstance(s, Action) and s.clients is not None for s in self.steps):
             need.append(self.clients)
         if verbs & CLOCK_VERBS:
@@ -175,6 +180,8 @@ class ScriptedPackage:
             held.append(ScheduledFault(0.0, "partition", "hold", 0.0, 0))
         if self._degraded:
             held.append(ScheduledFault(0.0, "links", "degrade", 0.0, 0))
+        if self._delayed:
+            held.append(ScheduledFault(0.0, "toxics", "latency", 0.0, 0))
         if self.clients.crashed:
             held.append(ScheduledFault(0.0, "clients", "crash", 0.0, 0))
         if self._skewed:
@@ -193,6 +200,9 @@ class ScriptedPackage:
         if self._degraded:
             lines.append(f"degrade: the links of node{'s' if len(self._degraded) > 1 else ''} "
                          f"{','.join(map(str, sorted(self._degraded)))}")
+        if self._delayed:
+            lines.append(f"delay: the client links of node{'s' if len(self._delayed) > 1 else ''} "
+                         f"{','.join(map(str, sorted(self._delayed)))}")
         if self.clients.crashed:
             lines.append(f"crash-client: producer(s) {','.join(map(str, self.clients.crashed))}")
         return lines
@@ -326,6 +336,11 @@ class ScriptedPackage:
                             self.links.invoke)
             self._degraded.clear()
             return
+        if step.verb == "undelay":
+            self._journaled(history, "clear-toxics",
+                            {**value, "kind": "latency", "nodes": sorted(self._delayed)}, self.toxics.invoke)
+            self._delayed.clear()
+            return
         if step.clients is not None:
             self._crash_or_restart(step, value, history)
             return
@@ -384,6 +399,12 @@ class ScriptedPackage:
             peers = sorted({n.id for n in self.cluster.nodes} - set(nodes))
             self._journaled(history, "degrade", {**value, "kind": kind, "nodes": nodes, "peers": peers,
                                                  **amount}, self.links.invoke)
+        elif step.verb == "delay":
+            self._delayed.update(nodes)  # possibly delayed from here on, failed or not
+            toxic = {"kind": "latency", "streams": ["upstream"],
+                     "attributes": {"latency": step.delay_ms, "jitter": 0}}
+            self._journaled(history, "toxic", {**value, "kind": "latency", "nodes": nodes, "toxic": toxic},
+                            self.toxics.invoke)
         elif step.verb in ("bump", "strobe"):
             assert step.clock is not None
             self._skewed.update(nodes)  # possibly set off from here on, failed or not
@@ -502,6 +523,9 @@ class ScriptedPackage:
                 if self._degraded:
                     heals.append(("restore", {"kind": "links", "nodes": sorted(self._degraded)},
                                   self.links.invoke))
+                if self._delayed:
+                    heals.append(("clear-toxics", {"kind": "latency", "nodes": sorted(self._delayed)},
+                                  self.toxics.invoke))
                 if self._skewed:
                     heals.append(("reset-clock", {"kind": "clock", "nodes": sorted(self._skewed)},
                                   self.clock.invoke))
@@ -521,7 +545,8 @@ class ScriptedPackage:
                         pass
                     except Exception as e:  # e.g. a closed history: the teardowns still run
                         errors.append(f"{f}: {e}")
-            self._grudge, self._replication, self._degraded, self._skewed = {}, {}, set(), set()
+            self._grudge, self._replication = {}, {}
+            self._degraded, self._delayed, self._skewed = set(), set(), set()
             for nemesis in self._needed():
                 try:
                     nemesis.teardown()
@@ -573,7 +598,8 @@ def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
 #: A targeted verb -> the history action its invoke op is journaled as when it has no target.
 _ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "resume",
            "wipe": "wipe", "lose-unflushed": "lose-unflushed", "isolate": "partition", "hold": "partition",
-           "release": "heal", "degrade": "degrade", "bump": "clock", "strobe": "clock"}
+           "release": "heal", "degrade": "degrade", "bump": "clock", "strobe": "clock",
+           "delay": "toxic"}
 
 
 class HandPackage(ScriptedPackage):
@@ -599,7 +625,7 @@ class HandPackage(ScriptedPackage):
         self._texts: list[str] = []  # every step accepted so far: later ones may use its names
 
     def _needed(self) -> list[Any]:
-        return [*self._node_faults, self.partition, self.links, self.clients]
+        return [*self._node_faults, self.partition, self.links, self.toxics, self.clients]
 
     def parse(self, text: str) -> Step:
         """``text`` as a step, checked against the topic's partitions, the nodes and the

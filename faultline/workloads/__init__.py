@@ -31,7 +31,7 @@ from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 from faultline.workloads.java_group import JavaGroupWorkload
 from faultline.workloads.java_txn import JavaTxnWorkload
 from faultline.workloads.queue import QueueWorkload
-from faultline.workloads.txn import TxnWorkload
+from faultline.workloads.txn import CrashableTxnWorkload, TxnWorkload
 
 
 class Workload(Protocol):
@@ -74,6 +74,7 @@ WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
 CRASHABLE: Mapping[MakeWorkload, MakeWorkload] = {
     QueueWorkload: CrashableQueueWorkload,
     JavaQueueWorkload: CrashableJavaQueueWorkload,
+    TxnWorkload: CrashableTxnWorkload,
 }
 
 
@@ -93,7 +94,7 @@ def workload_for(spec: TestSpec) -> MakeWorkload:
     if spec.nemesis.crashes_clients:
         crashable = CRASHABLE.get(make)
         if crashable is None:
-            raise SpecError(f"client crashes need the queue workload, not the {spec.workload.name} "
+            raise SpecError(f"client crashes need the queue or txn workload, not the {spec.workload.name} "
                             f"workload with the {spec.workload.client} client")
         return crashable
     return make

@@ -3,7 +3,8 @@ family), each producer of :mod:`.queue` runs in a child process of its own, so t
 crash is what it is for a real client, a SIGKILL mid-send. Without client crashes the
 producers stay threads of the run's process (:class:`.queue.QueueWorkload`).
 
-The child runs a :class:`.queue.QueueProducer` whose journal (:class:`PipeJournal`)
+The child runs a :class:`.queue.QueueProducer` (or another producer client, e.g. the
+transactional :class:`.txn.TxnProducer`: :class:`MakeProducer`) whose journal (:class:`PipeJournal`)
 sends each batch of ops, stamped with ``time.monotonic_ns()``, down a socket, and
 waits, for a batch with invokes, until the parent has journaled it at those times
 (:meth:`HistoryWriter.append_at`) before it produces any of them: the contract of
@@ -13,8 +14,9 @@ counters the child shares with the parent (:class:`.clients.ProcessIds`,
 :class:`.clients.Values`), so they stay unique in the run.
 
 A crash (:meth:`CrashableProducer.crash`) kills the child, journals what the pipe still
-held, then ends every send of the child still open as ``info`` with the error
-:data:`.outcomes.CRASH_ERROR` (:func:`.outcomes.crashed_sends`). The producer stays down until
+held, then ends every send (or transaction) of the child still open as ``info`` with the
+error :data:`.outcomes.CRASH_ERROR` (:func:`.outcomes.crashed_sends`,
+:func:`.outcomes.crashed_transaction`). The producer stays down until
 :meth:`CrashableProducer.restart`, which starts a new child under a new process number:
 a new client, whose producer id (with idempotence) is a new one too.
 """
@@ -30,7 +32,7 @@ import threading
 import time
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -38,7 +40,7 @@ from faultline.errors import FaultlineError
 from faultline.history import HistoryWriter, OpType, PendingOp, Process, TimedOp
 from faultline.spec import TestSpec
 from faultline.workloads.clients import _SPAWN, ClientLog, Journal, ProcessIds, SendCounts, Values
-from faultline.workloads.outcomes import crashed_sends
+from faultline.workloads.outcomes import crashed_sends, crashed_transaction
 from faultline.workloads.queue import ProducerClient, QueueProducer, QueueWorkload
 
 #: How long a crash or a restart waits for the child to be gone, or to start.
@@ -88,18 +90,31 @@ class CrashableQueueWorkload(QueueWorkload):
         return producer
 
 
+class MakeProducer(Protocol):
+    """How a child makes its producer client: :class:`.queue.QueueProducer`'s signature."""
+
+    def __call__(self, spec: TestSpec, bootstrap: str, journal: Journal, first_process: int,
+                 processes: ProcessIds, values: Values, *, rate: float, index: int,
+                 client_log: ClientLog | None) -> ProducerClient: ...
+
+
 class PipeJournal(Journal):
     """A child's journal: each call is one message down ``conn``, ``[ns, [op, ...]]``,
     sent (in the kernel's socket) before it returns, so a kill after it loses nothing. A
     message with an invoke returns only once the run has journaled it (its answer on
     ``conn``): an invoke is in the history before its message can reach a broker, and so
-    before any consumer of the run can read it."""
+    before any consumer of the run can read it. :meth:`now` is the history's clock, whose
+    zero is ``t0`` on ``time.monotonic_ns()``'s."""
 
-    __slots__ = ("_conn",)
+    __slots__ = ("_conn", "_t0")
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, t0: int = 0) -> None:
         super().__init__(None)
         self._conn = conn
+        self._t0 = t0
+
+    def now(self) -> int:
+        return time.monotonic_ns() - self._t0
 
     def append(self, process: Process, type: OpType, f: str, value: Any = None,
                error: str | None = None) -> None:
@@ -123,8 +138,8 @@ class CrashableProducer:
 
     def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, first_process: int,
                  processes: ProcessIds, values: Values, *, rate: float, index: int,
-                 client_log: ClientLog | None) -> None:
-        self.spec, self.bootstrap, self.history = spec, bootstrap, history
+                 client_log: ClientLog | None, make: MakeProducer = QueueProducer) -> None:
+        self.spec, self.bootstrap, self.history, self.make = spec, bootstrap, history, make
         self.processes, self.values, self.rate, self.index = processes, values, rate, index
         self.client_log_path = client_log.path if client_log is not None else None
         self.invoked = 0
@@ -139,8 +154,9 @@ class CrashableProducer:
         self._started = threading.Event()  # a (re)started child is running
         self._restart = threading.Event()
         self._stopping = threading.Event()
-        #: (process, value) -> the send's value, for every send invoked and not complete
-        self._open: dict[tuple[Process, Any], Any] = {}
+        #: (process, the send's value; None: a transaction) -> (its op's f, value, invoke's
+        #: history time), for every op invoked and not complete
+        self._open: dict[tuple[Process, Any], tuple[str, Any, int]] = {}
         self._processes: list[Process] = []  # of the live child, in order
 
     def run(self, stop: threading.Event) -> None:
@@ -164,7 +180,7 @@ class CrashableProducer:
                 target=_child_main, name=f"faultline-producer-{self.index}", daemon=True,
                 args=(theirs, stop_theirs, self.spec, self.bootstrap, first, self.processes,
                       self.values, self.rate, self.index, self.client_log_path,
-                      time.monotonic_ns() - self.history.now()))
+                      time.monotonic_ns() - self.history.now(), self.make))
             with self._lock:
                 if self._stopping.is_set():
                     return
@@ -257,18 +273,22 @@ class CrashableProducer:
         if process not in self._processes:
             self._processes.append(process)
             self.retired += 1
-        key = (process, value["value"])
+        key = (process, value.get("value"))
         if type == "invoke":
             self.invoked += 1
-            self._open[key] = value
+            self._open[key] = f, value, ns - time.monotonic_ns() + self.history.now()
         else:
             self._open.pop(key, None)
             setattr(self.counts, type, getattr(self.counts, type) + 1)
         return ns, (process, type, f, value, error)
 
     def _end_open(self) -> None:
-        """Journal every send the killed child left open (:func:`.outcomes.crashed_sends`)."""
-        ops = crashed_sends((process, value) for (process, _), value in self._open.items())
+        """Journal every send and transaction the killed child left open
+        (:func:`.outcomes.crashed_sends`, :func:`.outcomes.crashed_transaction`)."""
+        left = [(process, *op) for (process, _), op in self._open.items()]
+        ops = crashed_sends((process, value) for process, f, value, _ in left if f == "send")
+        ops += [crashed_transaction(process, value, invoked)
+                for process, f, value, invoked in left if f == "txn"]
         self._open.clear()
         self.counts.info += len(ops)
         self.history.append_many(ops)
@@ -276,8 +296,8 @@ class CrashableProducer:
 
 def _child_main(conn: Connection, stop: Connection, spec: TestSpec, bootstrap: str,
                 first_process: int, processes: ProcessIds, values: Values, rate: float, index: int,
-                client_log_path: Path | None, t0: int) -> None:
-    """A producer child: a :class:`.queue.QueueProducer` journaling down ``conn`` until
+                client_log_path: Path | None, t0: int, make: MakeProducer) -> None:
+    """A producer child: the producer client ``make`` makes, journaling down ``conn`` until
     ``stop``'s other end closes. The child dies with the run (``PR_SET_PDEATHSIG``); its
     library's lines go to the client log at ``client_log_path`` (``t0``: the history's zero)."""
     die_with_parent()
@@ -295,8 +315,8 @@ def _child_main(conn: Connection, stop: Connection, spec: TestSpec, bootstrap: s
 
     threading.Thread(target=relay, daemon=True).start()
     try:
-        QueueProducer(spec, bootstrap, PipeJournal(conn), first_process, processes, values,
-                      rate=rate, index=index, client_log=log).run(done)
+        make(spec, bootstrap, PipeJournal(conn, t0), first_process, processes, values,
+             rate=rate, index=index, client_log=log).run(done)
     finally:
         if log is not None:
             log.close()

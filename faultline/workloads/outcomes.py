@@ -212,3 +212,10 @@ def crashed_sends(open_sends: Iterable[tuple[Process, Any]]) -> list[PendingOp]:
     ``info`` with :data:`CRASH_ERROR`, since the client may have handed any of them to a
     broker before it died, or not."""
     return [(process, "info", "send", value, CRASH_ERROR) for process, value in open_sends]
+
+
+def crashed_transaction(process: Process, value: Any, invoked: int) -> PendingOp:
+    """The completion of a transaction (``txn``, invoked at history time ``invoked``) a
+    killed client left open: ``info`` with :data:`CRASH_ERROR`. One it did not mean to
+    abort carries ``committing`` ``invoked``: it may have asked to commit any time since."""
+    return process, "info", "txn", value if value["abort"] else {**value, "committing": invoked}, CRASH_ERROR

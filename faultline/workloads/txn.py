@@ -10,7 +10,10 @@ each send's offset where its delivery report gave one, and is ``ok`` when the co
 acknowledged, ``fail`` when the abort was, ``info`` when neither is known. A producer whose
 transaction ended ``info`` (or that hit a fatal error) is retired: a fresh instance with the
 same ``transactional.id`` and a new process number takes over, and its
-``init_transactions`` fences the old one and ends the transaction it left open. Consumers
+``init_transactions`` fences the old one and ends the transaction it left open. In a test
+that crashes clients each producer runs in a child process (:class:`CrashableTxnWorkload`):
+a crash ends its open transaction ``info`` and its replacement, under the same
+``transactional.id``, fences and ends it likewise. Consumers
 and the drain are the queue's (:class:`~faultline.workloads.queue.QueueConsumer`,
 :mod:`.drain`), reading with the spec's ``consumer.isolation_level``.
 """
@@ -39,6 +42,7 @@ from faultline.workloads.clients import (
     producer_config,
     rdkafka_log,
 )
+from faultline.workloads.crashable import CrashableProducer, CrashableQueueWorkload
 from faultline.workloads.queue import ProducerClient, QueueWorkload
 
 #: How long one call that ends a transaction (or starts the producer) may take, in
@@ -213,11 +217,29 @@ def _retrying(call: Callable[[], None]) -> None:
         time.sleep(RETRY_BACKOFF_S)
 
 
+def txn_producer(spec: TestSpec, bootstrap: str, journal: Journal, first_process: int,
+                 processes: ProcessIds, values: Values, *, rate: float, index: int,
+                 client_log: ClientLog | None) -> TxnProducer:
+    """Producer ``index``'s :class:`TxnProducer`, its aborts drawn from the spec's seed."""
+    rng = random.Random(f"{spec.seed}/txn/{index}")
+    return TxnProducer(spec, bootstrap, journal, first_process, processes, values, rng,
+                       rate=rate, index=index, client_log=client_log)
+
+
 class TxnWorkload(QueueWorkload):
     """The queue workload with :class:`TxnProducer` producers; the same contract."""
 
     def _producer(self, spec: TestSpec, bootstrap: str, index: int, rate: float,
                   client_log: ClientLog | None) -> ProducerClient:
-        rng = random.Random(f"{spec.seed}/txn/{index}")
-        return TxnProducer(spec, bootstrap, self.journal, index, self.processes, self.values, rng,
-                           rate=rate, index=index, client_log=client_log)
+        return txn_producer(spec, bootstrap, self.journal, index, self.processes, self.values,
+                            rate=rate, index=index, client_log=client_log)
+
+
+class CrashableTxnWorkload(CrashableQueueWorkload):
+    """The txn workload with each :class:`TxnProducer` in a child process (:mod:`.crashable`),
+    which ``crash_client`` kills and ``restart_client`` replaces; the same contract."""
+
+    def _producer(self, spec: TestSpec, bootstrap: str, index: int, rate: float,
+                  client_log: ClientLog | None) -> ProducerClient:
+        return CrashableProducer(spec, bootstrap, self.history, index, self.processes, self.values,
+                                 rate=rate, index=index, client_log=client_log, make=txn_producer)

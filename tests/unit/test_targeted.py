@@ -70,6 +70,12 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
     ("strobe node 2 clock 5s for 10s",
      Action("strobe", Target("node", node=2), "strobe node 2 clock 5s for 10s", clock=ClockChange(5, 10.0))),
     ("reset clocks", Action("reset", None, "reset clocks")),
+    ("delay leader of 0 by 3000 ms",
+     Action("delay", Target("leader", partition=0), "delay leader of 0 by 3000 ms", delay_ms=3000)),
+    ("delay coordinator of transaction t-0 by 50ms",
+     Action("delay", Target("coordinator", transaction="t-0"), "delay coordinator of transaction t-0 by 50ms",
+            delay_ms=50)),
+    ("undelay", Action("undelay", None, "undelay")),
 ])
 def test_steps_parse(text: str, step: Action | Wait) -> None:
     assert parse_step(text) == step
@@ -106,6 +112,11 @@ def test_steps_parse(text: str, step: Action | Wait) -> None:
     (["strobe node 2 clock 5s"], "strobe 'TARGET clock S s for D s'"),
     (["bump node 9 clock +5s"], "nodes are 1 to 3, not 9"),
     (["reset"], "reset takes 'clocks'"),
+    (["delay leader of 0 by 0 ms"], "delay needs 'TARGET by MS ms'"),
+    (["delay leader of 0 by 2 s"], "delay needs 'TARGET by MS ms'"),
+    (["delay leader of 0"], "delay needs 'TARGET by MS ms'"),
+    (["delay node 9 by 10 ms"], "nodes are 1 to 3, not 9"),
+    (["undelay node 2"], "undelay takes nothing"),
 ])
 def test_bad_schedules_are_one_line_naming_the_step(lines: list[str], message: str) -> None:
     with pytest.raises(SpecError) as info:

@@ -16,12 +16,13 @@ from faultline.nemeses.clients import ClientsNemesis
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.schedule import ScheduledFault, build_schedule
 from faultline.nemeses.scripted import ScriptedPackage
-from faultline.spec import NemesisSpec, TestSpec, WorkloadSpec
+from faultline.spec import ConsumerSpec, NemesisSpec, TestSpec, WorkloadSpec
 from faultline.workloads import workload_for
 from faultline.workloads.crashable import CrashableQueueWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
+from faultline.workloads.txn import CrashableTxnWorkload
 from tests.unit.nemeses.test_package import FakeCluster
 
 
@@ -106,8 +107,11 @@ def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_
     targeted = NemesisSpec(schedule=("crash client 0",))
     assert workload_for(TestSpec(nemesis=targeted, workload=java)) is CrashableJavaQueueWorkload
     txn = dataclasses.replace(TestSpec(), nemesis=crashes, workload=WorkloadSpec(name="txn"))
-    with pytest.raises(SpecError, match="not the txn workload"):
-        workload_for(txn)
+    assert workload_for(txn) is CrashableTxnWorkload
+    group = dataclasses.replace(TestSpec(), nemesis=crashes, workload=WorkloadSpec(name="group"),
+                                consumer=ConsumerSpec(mode="subscribe"))
+    with pytest.raises(SpecError, match="not the group workload"):
+        workload_for(group)
 
 
 def test_targeted_client_crashes_are_journaled_per_producer_and_restarted_at_the_heal(

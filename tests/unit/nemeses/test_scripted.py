@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from faultline.checkers.faults_seen import faults_of, nemesis_actions
-from faultline.checkers.guarantees import GuaranteeConfig, permitted
+from faultline.checkers.guarantees import DELAYING_FAULTS, GuaranteeConfig, permitted
 from faultline.cluster import kafka_client
 from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError, SpecError
@@ -269,7 +269,7 @@ def test_steps_by_hand_run_in_turn_journaled_as_a_schedule_s_and_a_failed_one_en
     skipped = next(op for op in ops if op.f == "pause" and "result" in op.value)
     assert skipped.value["result"] == "skipped" and skipped.error is not None
     assert _done(ops) == [("kill", [1]), ("pause", []), ("start", [1])]
-    teardowns = ("heal_network", "restore_links")  # every family's teardown, regardless
+    teardowns = ("heal_network", "restore_links", "clear_toxics")  # every family's teardown, regardless
     assert [c for c in cluster.calls if c[0] not in teardowns] == [("kill", 1), ("start_node", 1)]
     assert cluster.clean()
 
@@ -547,4 +547,20 @@ def test_clock_steps_are_journaled_with_what_each_clock_was_told_and_reset_at_th
     assert [c for c in cluster.calls if c[0] in ("set_clock", "reset_clocks")] == [
         ("set_clock", (1, 300)), ("reset_clocks", None), ("set_clock", (3, -60)), ("reset_clocks", None),
         ("reset_clocks", None)]
+    assert cluster.clean()
+
+
+def test_delays_hold_client_requests_upstream_are_journaled_as_toxics_and_lifted_at_the_end(
+        tmp_path: Path) -> None:
+    cluster, nemesis, ops = _run(tmp_path, ("delay leader of 0 by 3000 ms", "undelay",
+                                            "delay node 3 by 50 ms"), Live())
+    assert nemesis.ended is None
+    assert _done(ops) == [("toxic", [1]), ("clear-toxics", [1]), ("toxic", [3]), ("clear-toxics", [3])]
+    toxics = [op.value["toxic"] for op in ops if op.f == "toxic" and "result" in op.value]
+    assert toxics == [{"kind": "latency", "streams": ["upstream"], "attributes": {"latency": ms, "jitter": 0}}
+                      for ms in (3000, 50)]
+    assert [c for c in cluster.calls if c[0] in ("add_toxic", "clear_toxics")] == [
+        ("add_toxic", (1, "latency", "upstream")), ("clear_toxics", None),
+        ("add_toxic", (3, "latency", "upstream")), ("clear_toxics", None), ("clear_toxics", None)]
+    assert "toxics" in faults_of(ops).families & DELAYING_FAULTS  # a delay permits the KAFKA-17754 shape
     assert cluster.clean()

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
+from pathlib import Path
 
 import orjson
 
-from faultline.workloads.crashable import PipeJournal
+from faultline.history import HistoryWriter, read_history
+from faultline.spec import TestSpec
+from faultline.workloads.clients import ProcessIds, Values
+from faultline.workloads.crashable import CrashableProducer, PipeJournal
+from faultline.workloads.outcomes import CRASH_ERROR
+from faultline.workloads.txn import txn_producer
 
 
 def test_a_batch_with_invokes_waits_for_the_runs_answer_and_completions_do_not() -> None:
@@ -29,3 +36,25 @@ def test_a_batch_with_invokes_waits_for_the_runs_answer_and_completions_do_not()
     run_end.send_bytes(b"")
     assert returned.wait(5)
     t.join()
+
+
+def test_a_crash_ends_each_open_transaction_info_and_one_meant_to_commit_may_have_asked_since_it_began(
+        tmp_path: Path) -> None:
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    producer = CrashableProducer(TestSpec(), "bootstrap", history, 0, ProcessIds(2), Values(), rate=0.0,
+                                 index=0, client_log=None, make=txn_producer)
+    sends = [{"partition": 0, "value": 1}, {"partition": 1, "value": 2}]
+    begun = time.monotonic_ns()
+    invokes = [producer._count(begun, [p, "invoke", "txn", {"topic": "fl-queue", "abort": abort,
+                                                            "sends": sends}, None])
+               for p, abort in ((0, False), (5, True))]
+    history.append_at(invokes)
+    producer._end_open()
+    history.close()
+    ops = list(read_history(tmp_path / "history.jsonl"))
+    [commit, abort] = [op for op in ops if op.type == "info"]
+    assert [(op.process, op.f, op.error) for op in (commit, abort)] == [(0, "txn", CRASH_ERROR),
+                                                                        (5, "txn", CRASH_ERROR)]
+    # it may have asked to commit any time from its invoke (as the history's clock read then) to the crash
+    assert ops[0].time <= commit.value["committing"] <= commit.time and "committing" not in abort.value
+    assert producer.counts.info == 2
