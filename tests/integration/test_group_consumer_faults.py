@@ -1,5 +1,5 @@
 """Group consumers killed and paused on a real 3-node cluster (classic protocol, sessions
-of 6 s): once the group has committed, consumer 0 is killed (SIGKILL of its child
+of 6 s, static membership: each member keeps its slot's group.instance.id): once the group has committed, consumer 0 is killed (SIGKILL of its child
 process), consumer 1 is paused (SIGSTOP) for 8 s, past the session timeout, and
 continued, and consumer 0 restarted. The killed member's open op ends
 ``info``, its replacement is a new process; the group rebalances the killed and the
@@ -31,7 +31,7 @@ GROUP = f"faultline-{NAME}"
 def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
     spec = TestSpec(
         name=NAME, time_limit_s=15.0, kafka=KafkaSpec(heap_mb=384),
-        consumer=replace(ConsumerSpec(), mode="subscribe"),
+        consumer=replace(ConsumerSpec(), mode="subscribe", static=True),
         workload=WorkloadSpec(name="group", producers=1, consumers=3, rate=500),
         nemesis=NemesisSpec(schedule=(f"wait until group {GROUP} has committed within 15 s",
                                       "crash consumer 0", "pause consumer 1 for 8 s",
