@@ -110,7 +110,7 @@ _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "l
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
                        "second", "s", "coordinator", "group", "committed", "client", "clients",
-                       "transaction", "consumer"})
+                       "transaction", "consumer", "consumers"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)s?$")
 
@@ -285,7 +285,8 @@ def parse_step(text: str) -> Step:
         return Action(verb, None, text)
     if verb == "degrade":
         return _parse_degrade(rest, text)
-    if verb in ("crash", "restart", "pause") and rest[:1] in (["client"], ["clients"], ["consumer"]):
+    if verb in ("crash", "restart", "pause") and rest[:1] in (["client"], ["clients"], ["consumer"],
+                                                              ["consumers"]):
         return _parse_client(verb, rest, text)
     if verb in ("bump", "strobe"):
         return _parse_clock(verb, rest, text)

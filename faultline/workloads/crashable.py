@@ -146,7 +146,7 @@ class CrashableChild:
         self._started = threading.Event()  # a (re)started child is running
         self._restart = threading.Event()
         self._stopping = threading.Event()
-        self._processes: list[Process] = []  # of the live child, in order
+        self._processes: list[Process] = [first_process]  # of the live child, in order
 
     def _target(self, conn: Connection, stop: Connection, first_process: int) -> tuple[Any, tuple[Any, ...]]:
         """The child's function and its arguments: it journals down ``conn`` as

@@ -1,10 +1,11 @@
 """Group consumers killed and paused on a real 3-node cluster (classic protocol, sessions
-of 6 s, static membership: each member keeps its slot's group.instance.id): once the group has committed, consumer 0 is killed (SIGKILL of its child
-process), consumer 1 is paused (SIGSTOP) for 8 s, past the session timeout, and
-continued, and consumer 0 restarted. The killed member's open op ends
-``info``, its replacement is a new process; the group rebalances the killed and the
-paused member's partitions to the others, the paused member finds its assignment lost
-and rejoins; and the run is judged valid, the group checker's own verdict included."""
+of 6 s, static membership: each member keeps its slot's group.instance.id): once the
+group has committed, consumer 0 is killed (SIGKILL of its child process), consumer 1 is
+paused (SIGSTOP) for 8 s, past the session timeout, and continued, and consumer 0
+restarted. The killed member's open op ends ``info``, its replacement is a new process;
+the group rebalances the killed and the paused member's partitions to the others, the
+paused member finds its assignment lost and rejoins; and the run is judged valid, the
+group checker's own verdict included."""
 
 from __future__ import annotations
 

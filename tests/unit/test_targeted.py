@@ -70,6 +70,11 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
     ("strobe node 2 clock 5s for 10s",
      Action("strobe", Target("node", node=2), "strobe node 2 clock 5s for 10s", clock=ClockChange(5, 10.0))),
     ("reset clocks", Action("reset", None, "reset clocks")),
+    ("crash consumer 1", Action("crash", None, "crash consumer 1", consumers=(1,))),
+    ("restart consumer 0", Action("restart", None, "restart consumer 0", consumers=(0,))),
+    ("pause consumer 1 for 8 s",
+     Action("pause", None, "pause consumer 1 for 8 s", consumers=(1,), for_s=8.0)),
+    ("pause client 0 for 2.5s", Action("pause", None, "pause client 0 for 2.5s", clients=(0,), for_s=2.5)),
 ])
 def test_steps_parse(text: str, step: Action | Wait) -> None:
     assert parse_step(text) == step
@@ -106,6 +111,11 @@ def test_steps_parse(text: str, step: Action | Wait) -> None:
     (["strobe node 2 clock 5s"], "strobe 'TARGET clock S s for D s'"),
     (["bump node 9 clock +5s"], "nodes are 1 to 3, not 9"),
     (["reset"], "reset takes 'clocks'"),
+    (["crash consumers"], "crash takes 'client N'"),
+    (["restart consumer x"], "expected a consumer index"),
+    (["pause consumer 1"], "pause takes 'client N for S s'"),
+    (["pause client 1 for 0 s"], "pause takes 'client N for S s'"),
+    (["pause consumer 1 for 601 s"], "at most 600"),
 ])
 def test_bad_schedules_are_one_line_naming_the_step(lines: list[str], message: str) -> None:
     with pytest.raises(SpecError) as info:

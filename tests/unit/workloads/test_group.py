@@ -22,7 +22,7 @@ from faultline.history import HistoryWriter, Op, read_history
 from faultline.spec import ConsumerSpec, TestSpec, WorkloadSpec, build_spec
 from faultline.workloads import group, workload_for
 from faultline.workloads.clients import Journal, ProcessIds
-from faultline.workloads.group import GroupConsumer, generation
+from faultline.workloads.group import GroupConsumer, generation, group_config
 from tests.schemas import validator
 from tests.unit.workloads.fakes import TOPIC, FakeMessage
 
@@ -208,3 +208,11 @@ def test_a_poll_that_raises_retires_the_member_before_it_commits(
     ops = play(tmp_path, monkeypatch, "sync", [records(0), raises], interval=1.5)  # due then
     at = lines(ops).index((1, "info", "poll"))
     assert 1 not in {o.process for o in ops[at + 1:]} and ops[-1].process == 2
+
+
+def test_static_members_join_with_their_slots_instance_id() -> None:
+    spec = replace(TestSpec(name="s"), workload=WorkloadSpec(name="group"),
+                   consumer=replace(ConsumerSpec(), mode="subscribe", static=True))
+    assert group_config(spec, "x:9092", "faultline-c7", 2)["group.instance.id"] == "faultline-s-2"
+    dynamic = replace(spec, consumer=replace(spec.consumer, static=False))
+    assert "group.instance.id" not in group_config(dynamic, "x:9092", "faultline-c7", 2)
