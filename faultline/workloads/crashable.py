@@ -2,6 +2,8 @@
 family), each producer of :mod:`.queue` runs in a child process of its own, so that a
 crash is what it is for a real client, a SIGKILL mid-send. Without client crashes the
 producers stay threads of the run's process (:class:`.queue.QueueWorkload`).
+:class:`CrashableChild` is what every such client shares (its child, the pipe, crash,
+restart, pause and resume); :mod:`.group_crashable` runs the group's consumers on it.
 
 The child runs a :class:`.queue.QueueProducer` whose journal (:class:`PipeJournal`)
 sends each batch of ops, stamped with ``time.monotonic_ns()``, down a socket, and
@@ -12,11 +14,12 @@ so before a consumer of the run reads it). Process numbers and values come from
 counters the child shares with the parent (:class:`.clients.ProcessIds`,
 :class:`.clients.Values`), so they stay unique in the run.
 
-A crash (:meth:`CrashableProducer.crash`) kills the child, journals what the pipe still
+A crash (:meth:`CrashableChild.crash`) kills the child, journals what the pipe still
 held, then ends every send of the child still open as ``info`` with the error
 :data:`.outcomes.CRASH_ERROR` (:func:`.outcomes.crashed_sends`). The producer stays down until
-:meth:`CrashableProducer.restart`, which starts a new child under a new process number:
-a new client, whose producer id (with idempotence) is a new one too.
+:meth:`CrashableChild.restart`, which starts a new child under a new process number:
+a new client, whose producer id (with idempotence) is a new one too. A pause
+(:meth:`CrashableChild.pause`) stops the child (SIGSTOP) until :meth:`CrashableChild.resume`.
 """
 
 from __future__ import annotations
