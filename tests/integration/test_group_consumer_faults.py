@@ -33,7 +33,7 @@ def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> Ru
     spec = TestSpec(
         name=NAME, time_limit_s=15.0, kafka=KafkaSpec(heap_mb=384),
         consumer=replace(ConsumerSpec(), mode="subscribe", static=True),
-        workload=WorkloadSpec(name="group", producers=1, consumers=3, rate=500),
+        workload=WorkloadSpec(name="group", producers=1, consumers=3, rate=200),
         nemesis=NemesisSpec(schedule=(f"wait until group {GROUP} has committed within 15 s",
                                       "crash consumer 0", "pause consumer 1 for 8 s",
                                       "restart consumer 0")))
