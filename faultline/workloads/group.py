@@ -12,11 +12,12 @@ client runs its callbacks (rebalances, the results of async and auto commits) in
 ``consume()``: a rebalance ends the open poll ``ok`` with no records, is journaled, and a
 new poll is invoked; a commit's result is journaled once the poll ends, its invoke then
 too. So a process has one op open at a time. A commit that
-ends ``info`` (its outcome unknown) or a poll that raises retires the consumer: a fresh
-member under a new process number takes over, and what the retired instance's client
-reports after that (its closing callbacks) is not journaled. Once asked to stop, consumers go on
-polling for :data:`SETTLE_S`, so the group settles after the heal and a member left
-without an assignment shows.
+ends ``info`` (its outcome unknown) or a poll that raises or returns a fatal error (the
+client is done: a static member fenced by another with its ``group.instance.id``, say)
+ends ``info`` and retires the consumer: a fresh member under a new process number takes
+over, and what the retired instance's client reports after that (its closing callbacks)
+is not journaled. Once asked to stop, consumers go on polling for :data:`SETTLE_S`, so
+the group settles after the heal and a member left without an assignment shows.
 """
 
 from __future__ import annotations
@@ -153,6 +154,9 @@ class GroupConsumer:
         self._polling = True
         try:
             msgs = consumer.consume(POLL_MAX_RECORDS, POLL_TIMEOUT_S)
+            fatal = next((err for m in msgs if (err := m.error()) is not None and err.fatal()), None)
+            if fatal is not None:  # the client is done for good: its records go unjournaled
+                raise KafkaException(fatal)
         except (KafkaException, RuntimeError) as e:
             self._polling = False
             journal.append(process, "info", "poll", None, error_name(e))

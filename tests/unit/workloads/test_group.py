@@ -216,3 +216,16 @@ def test_static_members_join_with_their_slots_instance_id() -> None:
     assert group_config(spec, "x:9092", "faultline-c7", 2)["group.instance.id"] == "faultline-s-2"
     dynamic = replace(spec, consumer=replace(spec.consumer, static=False))
     assert "group.instance.id" not in group_config(dynamic, "x:9092", "faultline-c7", 2)
+
+
+def test_a_fatal_error_in_a_poll_retires_the_member(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A static member fenced by another with its group.instance.id: librdkafka's consumer
+    is done for good, so the member is replaced rather than left polling errors."""
+    def fenced(c: FakeConsumer) -> list[FakeMessage]:
+        return [FakeMessage(0, 1, b"101"),
+                FakeMessage(0, -1, None, KafkaError(KafkaError._FATAL, "fenced instance", fatal=True))]
+
+    ops = play(tmp_path, monkeypatch, "sync", [records(0), fenced, records(2)])
+    (info,) = [o for o in ops if o.type == "info"]
+    assert (info.process, info.f, info.error) == (1, "poll", "_FATAL")
+    assert 1 not in {o.process for o in ops[ops.index(info) + 1:]} and ops[-1].process == 2
