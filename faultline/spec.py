@@ -123,12 +123,15 @@ class ConsumerSpec:
     """Consumer settings; ``mode`` is ``assign`` (every partition, no group: the queue
     workload) or ``subscribe`` (one group: the group workload, whose members join with
     ``group_protocol``, ``classic`` or KIP-848's ``consumer``, and commit ``sync``,
-    ``async`` or ``auto``, :mod:`faultline.workloads.group`)."""
+    ``async`` or ``auto``, :mod:`faultline.workloads.group`); ``static``: each member
+    joins with its slot's ``group.instance.id`` (:meth:`TestSpec.instance_id`, static
+    membership, KIP-345)."""
 
     isolation_level: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
     mode: Literal["assign", "subscribe"] = "assign"
     group_protocol: Literal["classic", "consumer"] = "classic"
     commit: Literal["sync", "async", "auto"] = "sync"
+    static: bool = False
 
 
 #: workload name -> the checkers that judge its runs (:data:`faultline.checkers.stored.CHECKERS`),
@@ -186,10 +189,11 @@ class NemesisSpec:
 
     @property
     def crashes_clients(self) -> bool:
-        """Whether the schedule crashes clients (the ``clients`` family), so that the
-        workload runs each producer in a child process that can be killed."""
+        """Whether the schedule crashes or pauses clients (the ``clients`` family), so that
+        the workload runs each producer (and each group consumer) in a child process that
+        can be killed or stopped."""
         return "clients" in self.faults or any(
-            isinstance(s, Action) and s.clients is not None for s in parse_schedule(self.schedule))
+            isinstance(s, Action) and s.on_clients for s in parse_schedule(self.schedule))
 
     @property
     def skews_clocks(self) -> bool:
@@ -230,6 +234,11 @@ class TestSpec:
         """The ``group.id`` of the run's consumers, ``faultline-<name>``: the group
         workload's group."""
         return f"faultline-{self.name}"
+
+    def instance_id(self, slot: int) -> str:
+        """Consumer slot ``slot``'s ``group.instance.id`` with static membership
+        (``consumer.static``), ``<group id>-<slot>``: kept by the slot's replacements."""
+        return f"{self.group_id}-{slot}"
 
     def transactional_id(self, index: int) -> str:
         """Producer ``index``'s ``transactional.id`` in the txn workload,
@@ -503,6 +512,9 @@ def _validate(spec: TestSpec) -> None:
     checks.append((w.name != "group" or w.client != "java" or spec.consumer.commit != "auto",
                    "consumer.commit auto cannot be judged with the Java client, which reports no auto "
                    "commit's outcome; pass consumer.commit sync or async"))
+    checks.append((w.client != "java" or not spec.consumer.static,
+                   "consumer.static runs the librdkafka client only (the Java client's members join "
+                   "without a group.instance.id); pass --client librdkafka"))
     checks.append((not (n.faults and n.schedule),
                    "nemesis.faults and nemesis.schedule exclude each other: give a seeded mix "
                    "of faults or a targeted schedule"))
@@ -512,6 +524,14 @@ def _validate(spec: TestSpec) -> None:
     for step in parse_schedule(n.schedule, t.partitions, k.nodes):
         if isinstance(step, Action) and step.clients and max(step.clients) >= w.producers:
             raise SpecError(f"nemesis.schedule {step.text!r}: the producers are 0 to {w.producers - 1}")
+        if isinstance(step, Action) and step.consumers and w.name != "group":
+            raise SpecError(f"nemesis.schedule {step.text!r}: consumers crash and pause in the group "
+                            f"workload only, not the {w.name} workload")
+        if isinstance(step, Action) and step.verb == "pause" and step.on_clients and w.client != "librdkafka":
+            raise SpecError(f"nemesis.schedule {step.text!r}: only librdkafka clients pause; "
+                            "pass --client librdkafka")
+        if isinstance(step, Action) and step.consumers and max(step.consumers) >= w.consumers:
+            raise SpecError(f"nemesis.schedule {step.text!r}: the consumers are 0 to {w.consumers - 1}")
 
 
 def _transaction_checks(spec: TestSpec) -> list[tuple[bool, str]]:

@@ -39,6 +39,14 @@ bound with ``as NAME``::
                                     its open sends end info; it stays down
     restart client N | restart clients   start a crashed producer (or every crashed one)
                                     again, under a new process number
+    crash consumer N                SIGKILL consumer N (from 0) of the group workload; its
+                                    open poll or commit ends info; it stays down
+    restart consumer N              start a crashed consumer again: a new member under a
+                                    new process number (the same group.instance.id with
+                                    consumer.static)
+    pause client N for S s          SIGSTOP producer N, SIGCONT it S seconds later (the
+    pause consumer N for S s        step lasts S seconds); a consumer paused past the
+                                    session timeout is expelled from the group
     bump TARGET clock +S s          set the wall clock of the target's nodes S seconds
                                     ahead (-S: behind) of the true time
     strobe TARGET clock S s for D s make their clocks jump S seconds ahead and back,
@@ -110,7 +118,7 @@ _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "l
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
                        "second", "s", "coordinator", "group", "committed", "client", "clients",
-                       "transaction", "by", "ms", "undelay"})
+                       "transaction", "by", "ms", "undelay", "consumer", "consumers"})
 #: The steps that take nothing and undo every fault of a kind, and what each removes.
 _UNDOES: Mapping[str, str] = {"heal": "partition and hold", "restore": "degradation of links",
                               "undelay": "delay"}
@@ -162,8 +170,9 @@ class Action:
     """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
     :data:`VERBS`, ``heal``, ``restore``, ``undelay`` or ``reset`` (which have no target); a
     ``degrade`` has its ``loss`` (a probability) or its ``rate_kbit``, a ``bump`` or ``strobe``
-    its ``clock``, a ``delay`` its ``delay_ms``; a ``crash`` or ``restart`` of clients has no
-    target but ``clients``, the producers' indexes (empty: every one)."""
+    its ``clock``, a ``delay`` its ``delay_ms``; a ``crash``, ``restart`` or ``pause`` of
+    clients has no target but ``clients``, the producers' indexes (empty: every one), or
+    ``consumers``, the group consumers'; a ``pause`` of a client lasts ``for_s`` seconds."""
 
     verb: str
     target: Target | None
@@ -175,6 +184,13 @@ class Action:
     clients: tuple[int, ...] | None = None
     clock: ClockChange | None = None
     delay_ms: int | None = None
+    consumers: tuple[int, ...] | None = None
+    for_s: float | None = None
+
+    @property
+    def on_clients(self) -> bool:
+        """Whether the step acts on clients under test (producers or consumers), not nodes."""
+        return self.clients is not None or self.consumers is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,12 +298,9 @@ def parse_step(text: str) -> Step:
         return _parse_degrade(rest, text)
     if verb == "delay":
         return _parse_delay(rest, text)
-    if verb in ("crash", "restart") and rest[:1] in (["client"], ["clients"]):
-        if rest == ["clients"]:
-            return Action(verb, None, text, clients=())
-        if len(rest) == 2 and rest[0] == "client":
-            return Action(verb, None, text, clients=(_int(rest[1], "producer index"),))
-        raise ValueError(f"{verb} takes 'client N' (a producer, from 0) or 'clients' (every one)")
+    if verb in ("crash", "restart", "pause") and rest[:1] in (["client"], ["clients"], ["consumer"],
+                                                              ["consumers"]):
+        return _parse_client(verb, rest, text)
     if verb in ("bump", "strobe"):
         return _parse_clock(verb, rest, text)
     if verb == "reset":
@@ -313,6 +326,27 @@ def parse_step(text: str) -> Step:
         unclean = rest[-1] == "unclean"
         rest = rest[:-1]
     return Action(verb, _parse_target(rest), text, bind, unclean)
+
+
+def _parse_client(verb: str, words: Sequence[str], text: str) -> Action:
+    if verb == "pause":
+        seconds = _SECONDS.match("".join(words[3:]))
+        if len(words) in (4, 5) and words[0] in ("client", "consumer") and words[2] == "for" \
+                and seconds and 0 < float(seconds.group(1)) <= MAX_WAIT_S:
+            producer = words[0] == "client"
+            index = (_int(words[1], f"{'producer' if producer else 'consumer'} index"),)
+            return Action(verb, None, text, clients=index if producer else None,
+                          consumers=None if producer else index, for_s=float(seconds.group(1)))
+        raise ValueError(f"pause takes 'client N for S s' (a producer, from 0) or 'consumer N for S s' "
+                         f"(a group consumer, from 0), S above 0 and at most {MAX_WAIT_S:g}")
+    if words == ["clients"]:
+        return Action(verb, None, text, clients=())
+    if len(words) == 2 and words[0] == "client":
+        return Action(verb, None, text, clients=(_int(words[1], "producer index"),))
+    if len(words) == 2 and words[0] == "consumer":
+        return Action(verb, None, text, consumers=(_int(words[1], "consumer index"),))
+    raise ValueError(f"{verb} takes 'client N' (a producer, from 0), 'clients' (every one) "
+                     "or 'consumer N' (a group consumer, from 0)")
 
 
 def _parse_degrade(words: Sequence[str], text: str) -> Action:

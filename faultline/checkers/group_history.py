@@ -27,6 +27,9 @@ Value = int | str | None
 #: ``commitSync`` after a timeout) reports the refusal of a retry whose first attempt may
 #: have been stored.
 UNSURE = frozenset({"info", "fail"})
+#: The error of a member's ``info`` poll whose client reported a fatal error: it was fenced
+#: for good (a static member another joined with its ``group.instance.id``).
+FATAL = "_FATAL"
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,8 @@ class Group:
     each process first invoked a poll that returned a record (per (process, partition,
     offset)); the complete drains (partition -> offset -> value) and their log start
     offsets; each consumer process's first and last op time, and when its last poll ended;
-    the retired ones (-> when their first ``info`` op ended); the nemesis actions; and
+    the retired ones (-> when their first ``info`` op ended), and those of them retired by
+    their client's fatal error (:data:`FATAL`: fenced for good); the nemesis actions; and
     when the last nemesis op ended (0: none)."""
 
     partitions: int
@@ -108,6 +112,7 @@ class Group:
     last_op: dict[int, int] = field(default_factory=dict)
     last_poll: dict[int, int] = field(default_factory=dict)
     retired: dict[int, int] = field(default_factory=dict)
+    fenced: set[int] = field(default_factory=set)
     actions: list[NemesisAction] = field(default_factory=list)
     quiet_since: int = 0
 
@@ -180,6 +185,8 @@ class GroupReader:
         g.last_op[p] = t
         if typ == "info":
             g.retired.setdefault(p, t)
+            if d.get("error") == FATAL:
+                g.fenced.add(p)
         if f == "poll" and typ == "invoke":
             open_polls[p] = t
         elif f == "poll":

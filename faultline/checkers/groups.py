@@ -7,7 +7,7 @@ function per anomaly says what is an instance of it, per partition of the run's 
 group; whether the run's config and the faults in the instance's window
 (:class:`FaultWindows`) permit it is
 :func:`faultline.checkers.guarantees.group_permitted`'s question (and
-:data:`~faultline.checkers.guarantees.OVERLAP_AFTER_LOST`'s and
+:data:`~faultline.checkers.guarantees.OVERLAP_AFTER_LOST`'s, ``OVERLAP_AFTER_FENCED``'s and
 :func:`~faultline.checkers.guarantees.offsets_destroyed`'s, per instance).
 :func:`judge` makes the ``group`` checker's Result (results.json's ``group``).
 """
@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from faultline.checkers.faults_seen import NemesisAction, Timeline, Windows
 from faultline.checkers.group_history import UNSURE, Commit, Group, Ownership, Read, Value
 from faultline.checkers.guarantees import (
+    OVERLAP_AFTER_FENCED,
     OVERLAP_AFTER_LOST,
     GuaranteeConfig,
     group_permitted,
@@ -397,10 +398,11 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             "time": x.commit.invoked, "outcome": x.commit.outcome, "polled": x.polled})
     for o in overlapping_owners(g):
         retired = o.first.how == "end" and o.first.process in g.retired
+        fenced = retired and o.first.process in g.fenced
         add("overlapping-owners", {
             "partition": o.first.partition, "first": _span(o.first), "second": _span(o.second)},
-            OVERLAP_AFTER_LOST if o.first.how == "lost" else None,
-            "owner-end-unknown" if retired else None)
+            OVERLAP_AFTER_LOST if o.first.how == "lost" else OVERLAP_AFTER_FENCED if fenced else None,
+            "owner-end-unknown" if retired and not fenced else None)
     for u in lost_to_group(g):
         why, assumed = windows.permitted(config, "lost-to-group", u.partition, 0, None)
         add("lost-to-group", {

@@ -12,7 +12,8 @@ this permitted here" question of the checkers is asked here: the anomalies
 (:func:`rules`), committed data lost (:func:`committed_loss_reason`, which the white box's
 invariants ask too), a leader elected from outside the ISR and the ELR
 (:func:`unclean_election_permitted`) and a consumer group's anomalies
-(:func:`group_permitted`, :data:`OVERLAP_AFTER_LOST`, :func:`offsets_destroyed`).
+(:func:`group_permitted`, :data:`OVERLAP_AFTER_LOST`, :data:`OVERLAP_AFTER_FENCED`,
+:func:`offsets_destroyed`).
 """
 
 from __future__ import annotations
@@ -465,6 +466,12 @@ OVERLAP_AFTER_LOST = (
     "the first owner's assignment ended lost: the coordinator expired its session and gave the "
     "partition to another member before the first heard; Kafka fences a lost member's commits "
     "(its generation or member epoch), not its fetches (KIP-848; classic: session.timeout.ms)")
+#: Why two members may hold a partition at once when the first one's client was fenced for
+#: good (a fatal error, ``_FATAL``, and retired) before it heard that its assignment was gone.
+OVERLAP_AFTER_FENCED = (
+    "the first owner was fenced for good (its client's fatal error: another member joined with "
+    "its group.instance.id, KIP-345) before it heard that the partition was given away; Kafka "
+    "fences a fenced member's commits (FENCED_INSTANCE_ID), not its fetches")
 
 
 def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str]:

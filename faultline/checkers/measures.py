@@ -40,10 +40,11 @@ HEALS: Mapping[str, tuple[str, ...]] = {
     "reset-clock": ("clock",),
     "restore": ("degrade",),
     "restart-client": ("crash-client",),
+    "resume-client": ("pause-client",),
 }
 #: Faults held until a heal ends them; any other action spans its own begin..completion.
 HELD: frozenset[str] = frozenset(("kill", "stop", "pause", "partition", "toxic", "toxics", "clock",
-                                  "degrade", "crash-client"))
+                                  "degrade", "crash-client", "pause-client"))
 
 
 

@@ -1,16 +1,19 @@
-"""crash-client / restart-client: kill a client under test mid-send, later start its
-replacement (:mod:`faultline.workloads.crashable` says how a producer is killed and what
-its open sends become).
+"""crash-client / restart-client: kill a client under test mid-op, later start its
+replacement; pause-client / resume-client: stop a client (SIGSTOP) and continue it
+(:mod:`faultline.workloads.crashable` says how a client is killed and what its open ops
+become).
 
 The clients are the workload's, not the cluster's: the runner hands them over with
 :meth:`ClientsNemesis.bind` once the workload exists (:class:`CrashableClients`); a
 crash before that, or of a workload whose clients cannot crash, is a NemesisError.
 
-The invoke value names the producer (``clients``, by index from 0) and the completion
+The invoke value names the client: ``clients``, a producer by index from 0, or
+``consumers``, a group consumer by index from 0 (:data:`ROLES`). A crash's completion
 says what was killed: ``processes``, the history processes the killed client used (no
-later op has them), ``pid`` and ``sends``, how many of its sends it left open, journaled
-``info`` before the completion. A ``restart-client`` starts the replacement, whose
-``processes`` is its new process number.
+later op has them), ``pid`` and, of a producer, ``sends``, how many of its sends it left
+open, journaled ``info`` before the completion. A ``restart-client`` starts the
+replacement, whose ``processes`` is its new process number. A ``pause-client`` stops
+the client's process and its ``resume-client`` continues it (its processes go on).
 """
 
 from __future__ import annotations
@@ -24,6 +27,28 @@ from faultline.errors import FaultlineError, NemesisError
 from faultline.history import Op
 from faultline.nemeses.base import choose, completed
 from faultline.nemeses.schedule import ScheduledFault
+
+#: The keys of a nemesis value that name clients: ``clients`` the producers, ``consumers``
+#: the group consumers, each by index from 0.
+ROLES = ("clients", "consumers")
+
+
+class ClientChild(Protocol):
+    """One client in a child process (:class:`faultline.workloads.crashable.CrashableChild`);
+    each call returns the fields the history journals."""
+
+    def crash(self) -> dict[str, Any]: ...
+    def restart(self) -> dict[str, Any]: ...
+    def pause(self) -> dict[str, Any]: ...
+    def resume(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class ChildClients(Protocol):
+    """A workload whose clients run in child processes: ``child(role, index)`` is client
+    ``index`` of ``role`` (:data:`ROLES`); FaultlineError when there is none such."""
+
+    def child(self, role: str, index: int) -> ClientChild: ...
 
 
 @runtime_checkable
@@ -41,14 +66,17 @@ class CrashableClients(Protocol):
 
 
 class ClientsNemesis:
-    """``crash-client`` kills one producer; ``restart-client`` starts the replacement of
-    the crashed producers its ``clients`` names (without: of every one)."""
+    """``crash-client`` kills one client; ``restart-client`` starts the replacement of
+    the crashed clients its ``clients`` or ``consumers`` names (without either: of every
+    crashed producer); ``pause-client`` stops one client, ``resume-client`` continues the
+    paused ones it names."""
 
     family = "clients"
 
     def __init__(self) -> None:
         self._clients: CrashableClients | None = None
-        self._crashed: set[int] = set()
+        self._crashed: dict[str, set[int]] = {role: set() for role in ROLES}
+        self._paused: dict[str, set[int]] = {role: set() for role in ROLES}
         self._lock = threading.Lock()
 
     def setup(self, cluster: Cluster) -> None:
@@ -62,8 +90,8 @@ class ClientsNemesis:
     def workload(self) -> CrashableClients:
         """The clients bound; NemesisError when none are."""
         if self._clients is None:
-            raise NemesisError("no crashable clients: client crashes need the queue or txn workload, "
-                               "bound before the main phase")
+            raise NemesisError("no crashable clients: client crashes need the queue, txn or group "
+                               "workload, bound before the main phase")
         return self._clients
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
@@ -71,17 +99,24 @@ class ClientsNemesis:
 
     def invoke(self, op: Op) -> Op:
         value = op.value or {}
+        role = "consumers" if "consumers" in value else "clients"
         try:
             if op.f == "crash-client":
-                [index] = value["clients"]
+                [index] = value[role]
                 with self._lock:
-                    self._crashed.add(index)
-                done = self.workload.crash_client(index)
-                return completed(op, result=f"killed producer {index} (pid {done['pid']}, processes "
-                                            f"{done['processes']}); {done['sends']} sends left open",
-                                 **done)
+                    self._crashed[role].add(index)
+                    self._paused[role].discard(index)
+                return completed(op, **self._crash(role, index))
             if op.f == "restart-client":
-                return completed(op, **self._restart(value.get("clients")))
+                return completed(op, **self._restart(role, value.get(role)))
+            if op.f == "pause-client":
+                [index] = value[role]
+                done = self._child(role, index).pause()
+                with self._lock:
+                    self._paused[role].add(index)
+                return completed(op, result=f"paused {_NAMES[role]} {index} (pid {done['pid']})", **done)
+            if op.f == "resume-client":
+                return completed(op, **self._resume(role, value.get(role)))
         except FaultlineError as e:
             raise NemesisError(str(e)) from e
         raise NemesisError(f"the 'clients' nemesis cannot {op.f!r}")
@@ -89,28 +124,70 @@ class ClientsNemesis:
     @property
     def crashed(self) -> list[int]:
         """The producers this nemesis crashed and has not restarted."""
-        with self._lock:
-            return sorted(self._crashed)
+        return self.crashed_of("clients")
 
-    def _restart(self, wanted: list[int] | None = None) -> dict[str, Any]:
-        """Restart the crashed producers among ``wanted`` (None: every crashed one)."""
+    def crashed_of(self, role: str) -> list[int]:
+        """The clients of ``role`` (:data:`ROLES`) this nemesis crashed and has not restarted."""
         with self._lock:
-            crashed = sorted(self._crashed if wanted is None else self._crashed & set(wanted))
-            self._crashed -= set(crashed)
+            return sorted(self._crashed[role])
+
+    def paused_of(self, role: str) -> list[int]:
+        """The clients of ``role`` this nemesis paused and has not resumed."""
+        with self._lock:
+            return sorted(self._paused[role])
+
+    def _child(self, role: str, index: int) -> ClientChild:
+        workload = self.workload
+        if not isinstance(workload, ChildClients):
+            raise NemesisError("these clients cannot be paused, nor their consumers crashed: "
+                               "that needs the librdkafka client")
+        return workload.child(role, index)
+
+    def _crash(self, role: str, index: int) -> dict[str, Any]:
+        if role == "clients":
+            done = self.workload.crash_client(index)
+            return {**done, "result": f"killed producer {index} (pid {done['pid']}, processes "
+                                      f"{done['processes']}); {done['sends']} sends left open"}
+        done = self._child(role, index).crash()
+        return {**done, "result": f"killed consumer {index} (pid {done['pid']}, processes "
+                                  f"{done['processes']})"}
+
+    def _restart(self, role: str, wanted: list[int] | None = None) -> dict[str, Any]:
+        """Restart the crashed clients of ``role`` among ``wanted`` (None: every crashed one)."""
+        with self._lock:
+            crashed = sorted(self._crashed[role] if wanted is None else self._crashed[role] & set(wanted))
+            self._crashed[role] -= set(crashed)
         processes: list[int] = []
         results: list[str] = []
         for index in crashed:
-            done = self.workload.restart_client(index)
+            done = (self.workload.restart_client(index) if role == "clients"
+                    else self._child(role, index).restart())
             processes += done["processes"]
-            results.append(done.get("result", f"producer {index} restarted as process "
+            results.append(done.get("result", f"{_NAMES[role]} {index} restarted as process "
                                               f"{done['processes']}"))
-        return {"clients": crashed, "processes": processes,
+        return {role: crashed, "processes": processes,
                 "result": "; ".join(results) or "no client was crashed"}
 
+    def _resume(self, role: str, wanted: list[int] | None = None) -> dict[str, Any]:
+        """Continue the paused clients of ``role`` among ``wanted`` (None: every paused one)."""
+        with self._lock:
+            paused = sorted(self._paused[role] if wanted is None else self._paused[role] & set(wanted))
+            self._paused[role] -= set(paused)
+        results = [self._child(role, index).resume().get("result", f"{_NAMES[role]} {index} resumed")
+                   for index in paused]
+        return {role: paused, "result": "; ".join(results) or "no client was paused"}
+
     def teardown(self) -> None:
-        """Start the replacement of any producer still crashed (none once the workload stops)."""
+        """Continue every client still paused and start the replacement of any still
+        crashed (none once the workload stops)."""
         if self._clients is not None:
-            self._restart()
+            for role in ROLES:
+                self._resume(role)
+                self._restart(role)
+
+
+#: What a role's client is called in a result.
+_NAMES = {"clients": "producer", "consumers": "consumer"}
 
 
 @runtime_checkable

@@ -43,7 +43,7 @@ from faultline.nemeses.base import (
     leaders_json,
     with_timeout,
 )
-from faultline.nemeses.clients import ClientsNemesis, CrashableClients
+from faultline.nemeses.clients import ROLES, ClientsNemesis, CrashableClients
 from faultline.nemeses.clock import STROBE_PERIOD_S, ClockNemesis
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.links import LinksNemesis
@@ -154,7 +154,7 @@ class ScriptedPackage:
             need.append(self.links)
         if verbs & {"delay", "undelay"}:
             need.append(self.toxics)
-        if any(isinstance(s, Action) and s.clients is not None for s in self.steps):
+        if any(isinstance(s, Action) and s.on_clients for s in self.steps):
             need.append(self.clients)
         if verbs & CLOCK_VERBS:
             need.append(self.clock)
@@ -182,8 +182,10 @@ class ScriptedPackage:
             held.append(ScheduledFault(0.0, "links", "degrade", 0.0, 0))
         if self._delayed:
             held.append(ScheduledFault(0.0, "toxics", "latency", 0.0, 0))
-        if self.clients.crashed:
+        if any(self.clients.crashed_of(role) for role in ROLES):
             held.append(ScheduledFault(0.0, "clients", "crash", 0.0, 0))
+        if any(self.clients.paused_of(role) for role in ROLES):
+            held.append(ScheduledFault(0.0, "clients", "pause", 0.0, 0))
         if self._skewed:
             held.append(ScheduledFault(0.0, "clock", "bump", 0.0, 0))
         return held
@@ -203,8 +205,10 @@ class ScriptedPackage:
         if self._delayed:
             lines.append(f"delay: the client links of node{'s' if len(self._delayed) > 1 else ''} "
                          f"{','.join(map(str, sorted(self._delayed)))}")
-        if self.clients.crashed:
-            lines.append(f"crash-client: producer(s) {','.join(map(str, self.clients.crashed))}")
+        for f, of in (("crash-client", self.clients.crashed_of), ("pause-client", self.clients.paused_of)):
+            for role, who in (("clients", "producer(s)"), ("consumers", "consumer(s)")):
+                if of(role):
+                    lines.append(f"{f}: {who} {','.join(map(str, of(role)))}")
         return lines
 
     # -- running ------------------------------------------------------------------
@@ -341,8 +345,8 @@ class ScriptedPackage:
                             {**value, "kind": "latency", "nodes": sorted(self._delayed)}, self.toxics.invoke)
             self._delayed.clear()
             return
-        if step.clients is not None:
-            self._crash_or_restart(step, value, history)
+        if step.on_clients:
+            self._client_step(step, value, history)
             return
         if step.verb == "reset":
             self._journaled(history, "reset-clock", {**value, "kind": "clock", "nodes": sorted(self._skewed)},
@@ -422,17 +426,27 @@ class ScriptedPackage:
                 self.pause.forget(running)  # a stop resumes a paused node first, a kill kills it
             self._journaled(history, "start", {**value, "kind": "restart", "nodes": nodes}, self._start)
 
-    def _crash_or_restart(self, step: Action, value: dict[str, Any], history: HistoryWriter) -> None:
-        """``crash client N`` / ``crash clients``: one ``crash-client`` per producer;
-        ``restart client N`` / ``restart clients``: one ``restart-client`` of the crashed."""
-        indexes = list(step.clients or range(self.clients.workload.clients))
+    def _client_step(self, step: Action, value: dict[str, Any], history: HistoryWriter) -> None:
+        """``crash client N`` / ``crash clients`` / ``crash consumer N``: one ``crash-client``
+        per client; ``restart ...``: one ``restart-client`` of the crashed; ``pause ... for
+        S s``: a ``pause-client``, S seconds (cut short by the heal, which resumes it), then
+        its ``resume-client``."""
+        role = "clients" if step.clients is not None else "consumers"
+        named = step.clients if step.clients is not None else step.consumers
+        indexes = list(named or range(self.clients.workload.clients))
         if step.verb == "crash":
             for index in indexes:
-                self._journaled(history, "crash-client", {**value, "kind": "crash", "clients": [index]},
+                self._journaled(history, "crash-client", {**value, "kind": "crash", role: [index]},
                                 self.clients.invoke)
-        else:
-            self._journaled(history, "restart-client", {**value, "kind": "crash", "clients": indexes},
+        elif step.verb == "restart":
+            self._journaled(history, "restart-client", {**value, "kind": "crash", role: indexes},
                             self.clients.invoke)
+        else:
+            self._journaled(history, "pause-client", {**value, "kind": "pause", role: indexes,
+                                                      "for_s": step.for_s}, self.clients.invoke)
+            if not self._halt.wait(step.for_s):
+                self._journaled(history, "resume-client", {**value, "kind": "pause", role: indexes},
+                                self.clients.invoke)
 
     def _network(self) -> dict[str, Any]:
         """The network faults in effect, in the history form."""
@@ -535,9 +549,11 @@ class ScriptedPackage:
                 down = sorted(frozenset[int]().union(*(n.faulted for n in self._down)))
                 if down:
                     heals.append(("start", {"kind": "restart", "nodes": down}, self._start))
-                if self.clients.crashed:
-                    heals.append(("restart-client", {"kind": "crash", "clients": self.clients.crashed},
-                                  self.clients.invoke))
+                for role in ROLES:
+                    for f, kind, held in (("resume-client", "pause", self.clients.paused_of(role)),
+                                          ("restart-client", "crash", self.clients.crashed_of(role))):
+                        if held:
+                            heals.append((f, {"kind": kind, role: held}, self.clients.invoke))
                 for f, value, invoke in heals:
                     try:
                         self._journaled(history, f, value, invoke)

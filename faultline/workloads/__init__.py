@@ -5,9 +5,10 @@ A workload is chosen by ``spec.workload.name`` (:func:`workload_for`): the queue
 of send outcomes in :mod:`.outcomes`), the group (:mod:`.group`: the queue's producers,
 consumers subscribed in one group that commit; with the Java client, :mod:`.java_group`)
 or the transactions (:mod:`.txn`: transactional producers, the queue's consumers; with the
-Java client, :mod:`.java_txn`); a queue test that crashes clients runs each producer in a
-child process (:mod:`.crashable`), or with the Java client in a JVM of its own
-(:mod:`.java_crashable`). :mod:`.drain` reads every partition back after the run;
+Java client, :mod:`.java_txn`); a queue or txn test that crashes clients runs each producer
+in a child process (:mod:`.crashable`), or with the Java client in a JVM of its own
+(:mod:`.java_crashable`); a group test that crashes or pauses clients, its consumers too
+(:mod:`.group_crashable`). :mod:`.drain` reads every partition back after the run;
 :mod:`.clients` is what every client shares (process
 numbers, unique values, the journal, the client log, client configs).
 
@@ -26,6 +27,7 @@ from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats
 from faultline.workloads.crashable import CrashableQueueWorkload
 from faultline.workloads.group import GroupWorkload
+from faultline.workloads.group_crashable import CrashableGroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 from faultline.workloads.java_group import JavaGroupWorkload
@@ -70,11 +72,12 @@ WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
     "group": {"librdkafka": GroupWorkload, "java": JavaGroupWorkload},
 }
 #: A workload class of :data:`WORKLOADS` -> the one that drives the same clients when the
-#: nemesis crashes clients (the others' clients cannot crash).
+#: nemesis crashes or pauses clients (the others' clients cannot).
 CRASHABLE: Mapping[MakeWorkload, MakeWorkload] = {
     QueueWorkload: CrashableQueueWorkload,
     JavaQueueWorkload: CrashableJavaQueueWorkload,
     TxnWorkload: CrashableTxnWorkload,
+    GroupWorkload: CrashableGroupWorkload,
 }
 
 
@@ -94,7 +97,7 @@ def workload_for(spec: TestSpec) -> MakeWorkload:
     if spec.nemesis.crashes_clients:
         crashable = CRASHABLE.get(make)
         if crashable is None:
-            raise SpecError(f"client crashes need the queue or txn workload, not the {spec.workload.name} "
-                            f"workload with the {spec.workload.client} client")
+            raise SpecError(f"client crashes need the queue, txn or group workload, not the "
+                            f"{spec.workload.name} workload with the {spec.workload.client} client")
         return crashable
     return make

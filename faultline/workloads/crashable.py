@@ -2,6 +2,8 @@
 family), each producer of :mod:`.queue` runs in a child process of its own, so that a
 crash is what it is for a real client, a SIGKILL mid-send. Without client crashes the
 producers stay threads of the run's process (:class:`.queue.QueueWorkload`).
+:class:`CrashableChild` is what every such client shares (its child, the pipe, crash,
+restart, pause and resume); :mod:`.group_crashable` runs the group's consumers on it.
 
 The child runs a :class:`.queue.QueueProducer` (or another producer client, e.g. the
 transactional :class:`.txn.TxnProducer`: :class:`MakeProducer`) whose journal (:class:`PipeJournal`)
@@ -13,12 +15,13 @@ so before a consumer of the run reads it). Process numbers and values come from
 counters the child shares with the parent (:class:`.clients.ProcessIds`,
 :class:`.clients.Values`), so they stay unique in the run.
 
-A crash (:meth:`CrashableProducer.crash`) kills the child, journals what the pipe still
+A crash (:meth:`CrashableChild.crash`) kills the child, journals what the pipe still
 held, then ends every send (or transaction) of the child still open as ``info`` with the
 error :data:`.outcomes.CRASH_ERROR` (:func:`.outcomes.crashed_sends`,
 :func:`.outcomes.crashed_transaction`). The producer stays down until
-:meth:`CrashableProducer.restart`, which starts a new child under a new process number:
-a new client, whose producer id (with idempotence) is a new one too.
+:meth:`CrashableChild.restart`, which starts a new child under a new process number:
+a new client, whose producer id (with idempotence) is a new one too. A pause
+(:meth:`CrashableChild.pause`) stops the child (SIGSTOP) until :meth:`CrashableChild.resume`.
 """
 
 from __future__ import annotations
@@ -78,16 +81,24 @@ class CrashableQueueWorkload(QueueWorkload):
 
     def crash_client(self, index: int) -> dict[str, Any]:
         """:meth:`CrashableProducer.crash` of producer ``index``."""
-        return self._crashable(index).crash()
+        return self.child("clients", index).crash()
 
     def restart_client(self, index: int) -> dict[str, Any]:
         """:meth:`CrashableProducer.restart` of producer ``index``."""
-        return self._crashable(index).restart()
+        return self.child("clients", index).restart()
 
-    def _crashable(self, index: int) -> CrashableProducer:
-        producer = self.producers[index]
-        assert isinstance(producer, CrashableProducer)  # _producer makes no other
-        return producer
+    def child(self, role: str, index: int) -> CrashableChild:
+        """Client ``index`` of ``role``: ``clients`` a producer, ``consumers`` a consumer
+        (:data:`faultline.nemeses.clients.ROLES`); FaultlineError naming those there are
+        when it is none, or runs in no child process."""
+        clients: list[Any] = self.producers if role == "clients" else self.consumers
+        kind = "producer" if role == "clients" else "consumer"
+        if not 0 <= index < len(clients) or not isinstance(clients[index], CrashableChild):
+            raise FaultlineError(f"no {kind} {index} runs in a child process: "
+                                 f"{len(clients)} {kind}s, crashable: "
+                                 f"{sum(isinstance(c, CrashableChild) for c in clients)}")
+        child: CrashableChild = clients[index]
+        return child
 
 
 class MakeProducer(Protocol):
@@ -108,7 +119,7 @@ class PipeJournal(Journal):
 
     __slots__ = ("_conn", "_t0")
 
-    def __init__(self, conn: Connection, t0: int = 0) -> None:
+    def __init__(self, conn: Connection, t0: int) -> None:
         super().__init__(None)
         self._conn = conn
         self._t0 = t0
@@ -131,36 +142,49 @@ def _invokes(ops: list[Any]) -> bool:
     return any(op[1] == "invoke" for op in ops)
 
 
-class CrashableProducer:
-    """One producer client of :mod:`.queue` in a child process; what
-    :class:`.queue.QueueWorkload` drives of a producer (``run`` on its thread, the
-    counts), plus :meth:`crash` and :meth:`restart`. See the module docstring."""
+class CrashableChild:
+    """One client of the run in a child process of its own, journaling through a
+    :class:`PipeJournal`: :meth:`run` on the workload's thread, :meth:`crash` (SIGKILL),
+    :meth:`restart` (a new child under a new process number), :meth:`pause` (SIGSTOP) and
+    :meth:`resume` (SIGCONT). A subclass says what its child runs (:meth:`_target`), the
+    shared counters' locks its child takes (:meth:`_locks`), and which of its ops a kill
+    leaves open (:meth:`_count`, :meth:`_end_open`). See the module docstring."""
 
-    def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, first_process: int,
-                 processes: ProcessIds, values: Values, *, rate: float, index: int,
-                 client_log: ClientLog | None, make: MakeProducer = QueueProducer) -> None:
-        self.spec, self.bootstrap, self.history, self.make = spec, bootstrap, history, make
-        self.processes, self.values, self.rate, self.index = processes, values, rate, index
-        self.client_log_path = client_log.path if client_log is not None else None
-        self.invoked = 0
+    def __init__(self, history: HistoryWriter, first_process: int, processes: ProcessIds,
+                 name: str) -> None:
+        self.history, self.processes, self.name = history, processes, name
         self.retired = 0
-        self.counts = SendCounts()
         self._first = first_process
         self._lock = threading.Lock()
         self._child: Any = None  # the live child process (multiprocessing's SpawnProcess)
         self._stop_child: Connection | None = None  # closed: the live child stops
         self._killed = False
-        self._gone = threading.Event()  # the killed child's sends are journaled
+        self._paused = False
+        self._gone = threading.Event()  # the killed child's ops are journaled
         self._started = threading.Event()  # a (re)started child is running
         self._restart = threading.Event()
         self._stopping = threading.Event()
-        #: (process, the send's value; None: a transaction) -> (its op's f, value, invoke's
-        #: history time), for every op invoked and not complete
-        self._open: dict[tuple[Process, Any], tuple[str, Any, int]] = {}
-        self._processes: list[Process] = []  # of the live child, in order
+        self._processes: list[Process] = [first_process]  # of the live child, in order
+
+    def _target(self, conn: Connection, stop: Connection, first_process: int) -> tuple[Any, tuple[Any, ...]]:
+        """The child's function and its arguments: it journals down ``conn`` as
+        ``first_process`` until ``stop``'s other end closes."""
+        raise NotImplementedError
+
+    def _locks(self) -> tuple[Any, ...]:
+        """The locks of the counters the child shares with the run (:attr:`ProcessIds.lock`)."""
+        return (self.processes.lock,)
+
+    def _count(self, ns: int, op: list[Any]) -> TimedOp:
+        """Note one op of the child (for :meth:`_end_open`) and return it timed."""
+        raise NotImplementedError
+
+    def _end_open(self) -> None:
+        """Journal every op the killed child left open, ``info`` with :data:`.outcomes.CRASH_ERROR`."""
+        raise NotImplementedError
 
     def run(self, stop: threading.Event) -> None:
-        """Run a child until ``stop`` is set (then it completes its sends); a crashed one
+        """Run a child until ``stop`` is set (then it completes its ops); a crashed one
         is replaced only by :meth:`restart`. FaultlineError if a child dies uncrashed."""
 
         def relay() -> None:
@@ -171,16 +195,15 @@ class CrashableProducer:
                     self._stop_child.close()
             self._restart.set()
 
-        threading.Thread(target=relay, name=f"faultline-producer-{self.index}-stop", daemon=True).start()
+        threading.Thread(target=relay, name=f"faultline-{self.name}-stop".replace(" ", "-"),
+                         daemon=True).start()
         first = self._first
         while True:
             ours, theirs = _SPAWN.Pipe()  # ops this way, the answers to invokes back
             stop_theirs, stop_ours = _SPAWN.Pipe(duplex=False)  # closing ours stops the child
-            child = _SPAWN.Process(
-                target=_child_main, name=f"faultline-producer-{self.index}", daemon=True,
-                args=(theirs, stop_theirs, self.spec, self.bootstrap, first, self.processes,
-                      self.values, self.rate, self.index, self.client_log_path,
-                      time.monotonic_ns() - self.history.now(), self.make))
+            target, args = self._target(theirs, stop_theirs, first)
+            child = _SPAWN.Process(target=target, name=f"faultline-{self.name}".replace(" ", "-"),
+                                   daemon=True, args=args)
             with self._lock:
                 if self._stopping.is_set():
                     return
@@ -197,7 +220,7 @@ class CrashableProducer:
             stop_ours.close()
             if not killed:
                 if child.exitcode != 0:
-                    raise FaultlineError(f"producer {self.index} (process {first}) ended with exit "
+                    raise FaultlineError(f"{self.name} (process {first}) ended with exit "
                                          f"code {child.exitcode}")
                 return
             self._end_open()
@@ -207,46 +230,82 @@ class CrashableProducer:
             first = self.processes.take()
 
     def crash(self) -> dict[str, Any]:
-        """Kill the child (SIGKILL) and wait until its sends are journaled, the open ones
-        ``info``; the history fields of the crash (``processes``: those the child used,
-        ``pid``, ``sends``: how many it left open). FaultlineError when it is not running."""
+        """Kill the child (SIGKILL, paused or not) and wait until its ops are journaled,
+        the open ones ``info``; the history fields of the crash (``processes``: those the
+        child used, ``pid``). FaultlineError when it is not running."""
         with self._lock:
+            pid = self._running_pid()
             child = self._child
-            if child is None or self._killed or child.pid is None:
-                raise FaultlineError(f"producer {self.index} is not running")
-            self._killed = True
+            self._killed, self._paused = True, False
             self._started.clear()
             self._gone.clear()
-            pid, processes, open_before = child.pid, list(self._processes), self.counts.info
-            # the counters' locks held: the child dies holding neither (its one shared state)
-            with self.processes.lock, self.values.lock:
+            processes = list(self._processes)
+            # the counters' locks held: the child dies holding none (its one shared state)
+            with contextlib.ExitStack() as held:
+                for lock in self._locks():
+                    held.enter_context(lock)
                 os.kill(pid, signal.SIGKILL)
                 if not wait([child.sentinel], CHILD_TIMEOUT_S):
-                    raise FaultlineError(f"producer {self.index} (pid {pid}) did not die of SIGKILL")
+                    raise FaultlineError(f"{self.name} (pid {pid}) did not die of SIGKILL")
         if not self._gone.wait(CHILD_TIMEOUT_S):
-            raise FaultlineError(f"producer {self.index}'s sends were not journaled within "
+            raise FaultlineError(f"{self.name}'s ops were not journaled within "
                                  f"{CHILD_TIMEOUT_S:.0f} s of killing pid {pid}")
-        return {"processes": processes, "pid": pid, "sends": self.counts.info - open_before}
+        return {"processes": processes, "pid": pid}
 
     def restart(self) -> dict[str, Any]:
         """Start a new child under a new process number after :meth:`crash`; the history
         fields (``processes``: the new one). Nothing is started once the workload stops."""
         with self._lock:
             if not self._killed:
-                return {"processes": [], "result": f"producer {self.index} was not crashed"}
+                return {"processes": [], "result": f"{self.name} was not crashed"}
         if self._stopping.is_set():
             return {"processes": [], "result": "the workload is stopping: not restarted"}
         self._restart.set()
         if not self._started.wait(CHILD_TIMEOUT_S):
-            raise FaultlineError(f"producer {self.index} did not restart within {CHILD_TIMEOUT_S:.0f} s")
+            raise FaultlineError(f"{self.name} did not restart within {CHILD_TIMEOUT_S:.0f} s")
         with self._lock:
             return {"processes": list(self._processes[:1])}
+
+    def pause(self) -> dict[str, Any]:
+        """Stop the child (SIGSTOP) until :meth:`resume`, once the kernel shows it stopped;
+        the history fields (``processes``: those it used so far, ``pid``). FaultlineError
+        when it is not running or already paused."""
+        with self._lock:
+            pid = self._running_pid()
+            if self._paused:
+                raise FaultlineError(f"{self.name} is paused already")
+            # the counters' locks held until it is stopped: it stops holding none
+            with contextlib.ExitStack() as held:
+                for lock in self._locks():
+                    held.enter_context(lock)
+                os.kill(pid, signal.SIGSTOP)
+                self._paused = True
+                _wait_stopped(pid, self.name)
+            return {"processes": list(self._processes), "pid": pid}
+
+    def resume(self) -> dict[str, Any]:
+        """Continue the child :meth:`pause` stopped (SIGCONT); the history fields (``pid``,
+        or a ``result`` saying it was not paused: crashed since, or never)."""
+        with self._lock:
+            if not self._paused or self._child is None:
+                return {"result": f"{self.name} was not paused"}
+            self._paused = False
+            os.kill(self._child.pid, signal.SIGCONT)
+            return {"pid": self._child.pid}
+
+    def _running_pid(self) -> int:
+        """The live child's pid (``_lock`` held); FaultlineError when none runs."""
+        child = self._child
+        if child is None or self._killed or child.pid is None:
+            raise FaultlineError(f"{self.name} is not running")
+        pid: int = child.pid
+        return pid
 
     def _read(self, conn: Connection) -> None:
         """Journal the child's messages until its end of the pipe closes (it exited or
         was killed: what it sent before is still read). A message cut short by the kill
-        is dropped: its invokes were never produced (the journal goes first), and the
-        sends its completions ended stay open, to end ``info``."""
+        is dropped: its invokes were never acted on (the journal goes first), and the
+        ops its completions ended stay open, to end ``info``."""
         with contextlib.closing(conn):
             while True:
                 try:
@@ -259,20 +318,67 @@ class CrashableProducer:
                             return
                     raise
                 ns, ops = orjson.loads(raw)
-                self.history.append_at([self._count(ns, op) for op in ops])
+                self.history.append_at([self._timed(ns, op) for op in ops])
                 if _invokes(ops):
                     try:
                         conn.send_bytes(b"")
-                    except OSError:  # the child was killed waiting: its sends end info
+                    except OSError:  # the child was killed waiting: its ops end info
                         with self._lock:
                             if not self._killed:
                                 raise
 
+    def _timed(self, ns: int, op: list[Any]) -> TimedOp:
+        if op[0] not in self._processes:
+            self._processes.append(op[0])
+            self.retired += 1
+        return self._count(ns, op)
+
+
+def _wait_stopped(pid: int, name: str) -> None:
+    """Return once ``pid`` is stopped (``T`` in /proc/PID/stat); FaultlineError after
+    :data:`CHILD_TIMEOUT_S`."""
+    deadline = time.monotonic() + CHILD_TIMEOUT_S
+    stat = Path(f"/proc/{pid}/stat")
+    while stat.read_text().rpartition(")")[2].split()[0] != "T":
+        if time.monotonic() > deadline:
+            raise FaultlineError(f"{name} (pid {pid}) did not stop on SIGSTOP")
+        time.sleep(0.001)
+
+
+class CrashableProducer(CrashableChild):
+    """One producer client of :mod:`.queue` in a child process; what
+    :class:`.queue.QueueWorkload` drives of a producer (``run`` on its thread, the
+    counts), plus what :class:`CrashableChild` does to a child. See the module docstring."""
+
+    def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, first_process: int,
+                 processes: ProcessIds, values: Values, *, rate: float, index: int,
+                 client_log: ClientLog | None, make: MakeProducer = QueueProducer) -> None:
+        super().__init__(history, first_process, processes, f"producer {index}")
+        self.spec, self.bootstrap, self.make = spec, bootstrap, make
+        self.values, self.rate, self.index = values, rate, index
+        self.client_log_path = client_log.path if client_log is not None else None
+        self.invoked = 0
+        self.counts = SendCounts()
+        #: (process, the send's value; None: a transaction) -> (its op's f, value, invoke's
+        #: history time), for every op invoked and not complete
+        self._open: dict[tuple[Process, Any], tuple[str, Any, int]] = {}
+
+    def crash(self) -> dict[str, Any]:
+        """:meth:`CrashableChild.crash`, and ``sends``: how many sends it left open."""
+        open_before = self.counts.info
+        done = super().crash()
+        return {**done, "sends": self.counts.info - open_before}
+
+    def _target(self, conn: Connection, stop: Connection, first_process: int) -> tuple[Any, tuple[Any, ...]]:
+        return _child_main, (conn, stop, self.spec, self.bootstrap, first_process, self.processes,
+                             self.values, self.rate, self.index, self.client_log_path,
+                             time.monotonic_ns() - self.history.now(), self.make)
+
+    def _locks(self) -> tuple[Any, ...]:
+        return (self.processes.lock, self.values.lock)
+
     def _count(self, ns: int, op: list[Any]) -> TimedOp:
         process, type, f, value, error = op
-        if process not in self._processes:
-            self._processes.append(process)
-            self.retired += 1
         key = (process, value.get("value"))
         if type == "invoke":
             self.invoked += 1
@@ -294,26 +400,34 @@ class CrashableProducer:
         self.history.append_many(ops)
 
 
-def _child_main(conn: Connection, stop: Connection, spec: TestSpec, bootstrap: str,
-                first_process: int, processes: ProcessIds, values: Values, rate: float, index: int,
-                client_log_path: Path | None, t0: int, make: MakeProducer) -> None:
-    """A producer child: the producer client ``make`` makes, journaling down ``conn`` until
-    ``stop``'s other end closes. The child dies with the run (``PR_SET_PDEATHSIG``); its
-    library's lines go to the client log at ``client_log_path`` (``t0``: the history's zero)."""
+def child_started(stop: Connection) -> threading.Event:
+    """Set up a client's child process: it dies with the run (``PR_SET_PDEATHSIG``),
+    leaves Ctrl-C to the run and logs nothing of faultline's; the event returned is set
+    once ``stop``'s other end closes (nothing is sent on it)."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     logging.getLogger("faultline").addHandler(logging.NullHandler())
     logging.getLogger("faultline").propagate = False
-    log = (ClientLog(client_log_path, lambda: time.monotonic_ns() - t0)
-           if client_log_path is not None else None)
     done = threading.Event()
 
     def relay() -> None:
         with contextlib.suppress(EOFError, OSError):
-            stop.recv_bytes()  # nothing is sent: this returns when the parent closes its end
+            stop.recv_bytes()  # returns when the parent closes its end
         done.set()
 
     threading.Thread(target=relay, daemon=True).start()
+    return done
+
+
+def _child_main(conn: Connection, stop: Connection, spec: TestSpec, bootstrap: str,
+                first_process: int, processes: ProcessIds, values: Values, rate: float, index: int,
+                client_log_path: Path | None, t0: int, make: MakeProducer) -> None:
+    """A producer child (:func:`child_started`): the producer client ``make`` makes,
+    journaling down ``conn`` until ``stop``'s other end closes; its library's lines go to
+    the client log at ``client_log_path`` (``t0``: the history's zero)."""
+    done = child_started(stop)
+    log = (ClientLog(client_log_path, lambda: time.monotonic_ns() - t0)
+           if client_log_path is not None else None)
     try:
         make(spec, bootstrap, PipeJournal(conn, t0), first_process, processes, values,
              rate=rate, index=index, client_log=log).run(done)

@@ -12,11 +12,12 @@ client runs its callbacks (rebalances, the results of async and auto commits) in
 ``consume()``: a rebalance ends the open poll ``ok`` with no records, is journaled, and a
 new poll is invoked; a commit's result is journaled once the poll ends, its invoke then
 too. So a process has one op open at a time. A commit that
-ends ``info`` (its outcome unknown) or a poll that raises retires the consumer: a fresh
-member under a new process number takes over, and what the retired instance's client
-reports after that (its closing callbacks) is not journaled. Once asked to stop, consumers go on
-polling for :data:`SETTLE_S`, so the group settles after the heal and a member left
-without an assignment shows.
+ends ``info`` (its outcome unknown) or a poll that raises or returns a fatal error (the
+client is done: a static member fenced by another with its ``group.instance.id``, say)
+ends ``info`` and retires the consumer: a fresh member under a new process number takes
+over, and what the retired instance's client reports after that (its closing callbacks)
+is not journaled. Once asked to stop, consumers go on polling for :data:`SETTLE_S`, so
+the group settles after the heal and a member left without an assignment shows.
 """
 
 from __future__ import annotations
@@ -61,12 +62,15 @@ def generation(metadata: bytes) -> int:
     return int.from_bytes(metadata[7:11], "little", signed=True)
 
 
-def group_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str, Any]:
-    """librdkafka settings for a group member: the consumer's, subscribed with the spec's
-    protocol and commit mode (classic sessions short, so faults show within a run)."""
+def group_config(spec: TestSpec, bootstrap: str, client_id: str, slot: int) -> dict[str, Any]:
+    """librdkafka settings for the member in consumer slot ``slot``: the consumer's,
+    subscribed with the spec's protocol and commit mode (classic sessions short, so faults
+    show within a run); with ``consumer.static``, the slot's ``group.instance.id``."""
     c = spec.consumer
     conf = consumer_config(spec, bootstrap, client_id)
     conf["group.protocol"] = c.group_protocol
+    if c.static:
+        conf["group.instance.id"] = spec.instance_id(slot)
     if c.group_protocol == "classic":  # KIP-848's timeouts are the broker's
         conf["session.timeout.ms"] = 6000
         conf["heartbeat.interval.ms"] = 1000
@@ -79,14 +83,16 @@ def group_config(spec: TestSpec, bootstrap: str, client_id: str) -> dict[str, An
 
 @dataclass(slots=True, eq=False)
 class GroupConsumer:
-    """One group member at a time (one thread); see the module docstring for its contract.
-    Call :meth:`run` on the client's thread; it returns once its consumer is closed."""
+    """One group member at a time (one thread), in consumer slot ``slot`` (its index among
+    the consumers); see the module docstring for its contract. Call :meth:`run` on the
+    client's thread; it returns once its consumer is closed."""
 
     spec: TestSpec
     bootstrap: str
     journal: Journal
     first_process: int
     processes: ProcessIds
+    slot: int = 0
     polls: int = 0
     records: int = 0
     retired: int = 0
@@ -121,7 +127,7 @@ class GroupConsumer:
     def _open(self, process: int) -> None:
         # reports a raising poll left unjournaled go with the instance it retired
         self.process, self._retire, self._pending, self._reports = process, False, {}, []
-        conf = group_config(self.spec, self.bootstrap, f"faultline-c{process}")
+        conf = group_config(self.spec, self.bootstrap, f"faultline-c{process}", self.slot)
         conf["error_cb"] = lambda err: rdkafka_log.warning("consumer c%s: %s", process, err)
         if self.spec.consumer.commit != "sync":
             conf["on_commit"] = self._committed
@@ -148,6 +154,9 @@ class GroupConsumer:
         self._polling = True
         try:
             msgs = consumer.consume(POLL_MAX_RECORDS, POLL_TIMEOUT_S)
+            fatal = next((err for m in msgs if (err := m.error()) is not None and err.fatal()), None)
+            if fatal is not None:  # the client is done for good: its records go unjournaled
+                raise KafkaException(fatal)
         except (KafkaException, RuntimeError) as e:
             self._polling = False
             journal.append(process, "info", "poll", None, error_name(e))
@@ -255,4 +264,5 @@ class GroupWorkload(QueueWorkload):
     members' settling (:data:`SETTLE_S`)."""
 
     def _consumer(self, spec: TestSpec, bootstrap: str, process: int) -> ConsumerClient:
-        return GroupConsumer(spec, bootstrap, self.journal, process, self.processes)
+        return GroupConsumer(spec, bootstrap, self.journal, process, self.processes,
+                             slot=process - spec.workload.producers)

@@ -26,7 +26,7 @@ class JavaGroupWorkload(JavaQueueWorkload):
     for the members' settling, as :class:`.group.GroupWorkload`'s."""
 
     def _args(self) -> list[str]:
-        member = group_config(self.spec, self.bootstrap, "")
+        member = group_config(self.spec, self.bootstrap, "", 0)
         settings = {"workload": "group", "commit": self.spec.consumer.commit,
                     "commit_interval_ms": round(COMMIT_INTERVAL_S * 1000),
                     "settle_ms": round(SETTLE_S * 1000),

@@ -76,6 +76,11 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
      Action("delay", Target("coordinator", transaction="t-0"), "delay coordinator of transaction t-0 by 50ms",
             delay_ms=50)),
     ("undelay", Action("undelay", None, "undelay")),
+    ("crash consumer 1", Action("crash", None, "crash consumer 1", consumers=(1,))),
+    ("restart consumer 0", Action("restart", None, "restart consumer 0", consumers=(0,))),
+    ("pause consumer 1 for 8 s",
+     Action("pause", None, "pause consumer 1 for 8 s", consumers=(1,), for_s=8.0)),
+    ("pause client 0 for 2.5s", Action("pause", None, "pause client 0 for 2.5s", clients=(0,), for_s=2.5)),
 ])
 def test_steps_parse(text: str, step: Action | Wait) -> None:
     assert parse_step(text) == step
@@ -117,6 +122,11 @@ def test_steps_parse(text: str, step: Action | Wait) -> None:
     (["delay leader of 0"], "delay needs 'TARGET by MS ms'"),
     (["delay node 9 by 10 ms"], "nodes are 1 to 3, not 9"),
     (["undelay node 2"], "undelay takes nothing"),
+    (["crash consumers"], "crash takes 'client N'"),
+    (["restart consumer x"], "expected a consumer index"),
+    (["pause consumer 1"], "pause takes 'client N for S s'"),
+    (["pause client 1 for 0 s"], "pause takes 'client N for S s'"),
+    (["pause consumer 1 for 601 s"], "at most 600"),
 ])
 def test_bad_schedules_are_one_line_naming_the_step(lines: list[str], message: str) -> None:
     with pytest.raises(SpecError) as info:

@@ -14,7 +14,7 @@ from faultline.analysis.sweepdir import Cell
 from faultline.analysis.tables import anomaly_rows
 from faultline.checkers import groups
 from faultline.checkers.group_history import Group, group
-from faultline.checkers.guarantees import OVERLAP_AFTER_LOST, GuaranteeConfig
+from faultline.checkers.guarantees import OVERLAP_AFTER_FENCED, OVERLAP_AFTER_LOST, GuaranteeConfig
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
 from faultline.checkers.results_file import check_run
 from faultline.checkers.stored import check_stored
@@ -263,6 +263,18 @@ def test_an_overlap_with_a_retired_first_owner_is_unknown() -> None:
     out = judged(retired_owner("info"))
     assert out["valid"] == "unknown" and out["violations"] == []
     assert out["unknown"] == ["owner-end-unknown"]
+
+
+def test_an_overlap_with_a_first_owner_fenced_for_good_is_permitted() -> None:
+    """A static member's zombie: another joined with its group.instance.id and took its
+    partition; its client's fatal error retired it."""
+    h = retired_owner("ok")
+    h.at(10).op(1, "invoke", "poll", None)
+    h.op(1, "info", "poll", None, "_FATAL")
+    out = judged(h)
+    assert out["valid"] is True and out["permitted"] == ["overlapping-owners"]
+    (ex,) = out["anomalies"]["overlapping-owners"]
+    assert ex["permitted"] == OVERLAP_AFTER_FENCED
 
 
 def test_a_violation_displaces_the_last_permitted_example_kept() -> None:

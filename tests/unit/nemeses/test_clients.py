@@ -4,6 +4,7 @@ restart and teardown start again; and which workload a test with client crashes 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from faultline.nemeses.scripted import ScriptedPackage
 from faultline.spec import ConsumerSpec, NemesisSpec, TestSpec, WorkloadSpec
 from faultline.workloads import workload_for
 from faultline.workloads.crashable import CrashableQueueWorkload
+from faultline.workloads.group import GroupWorkload
+from faultline.workloads.group_crashable import CrashableGroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 from faultline.workloads.queue import QueueWorkload
@@ -46,6 +49,39 @@ class FakeClients:
         self.down.discard(index)
         self.next += 1
         return {"processes": [self.next]}
+
+
+class FakeChild:
+    def __init__(self, calls: list[tuple[str, str, int]], role: str, index: int) -> None:
+        self.calls, self.role, self.index = calls, role, index
+
+    def _call(self, what: str) -> dict[str, Any]:
+        self.calls.append((what, self.role, self.index))
+        return {"processes": [20 + self.index], "pid": 200 + self.index}
+
+    def crash(self) -> dict[str, Any]:
+        return self._call("crash")
+
+    def restart(self) -> dict[str, Any]:
+        return self._call("restart")
+
+    def pause(self) -> dict[str, Any]:
+        return self._call("pause")
+
+    def resume(self) -> dict[str, Any]:
+        self._call("resume")
+        return {"pid": 200 + self.index}
+
+
+class FakeChildren(FakeClients):
+    """Clients in child processes: producers and group consumers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.child_calls: list[tuple[str, str, int]] = []
+
+    def child(self, role: str, index: int) -> FakeChild:
+        return FakeChild(self.child_calls, role, index)
 
 
 def op(f: str, value: dict[str, Any]) -> Op:
@@ -110,8 +146,11 @@ def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_
     assert workload_for(txn) is CrashableTxnWorkload
     group = dataclasses.replace(TestSpec(), nemesis=crashes, workload=WorkloadSpec(name="group"),
                                 consumer=ConsumerSpec(mode="subscribe"))
-    with pytest.raises(SpecError, match="not the group workload"):
-        workload_for(group)
+    assert workload_for(group) is CrashableGroupWorkload
+    java_txn = dataclasses.replace(TestSpec(), nemesis=crashes,
+                                   workload=WorkloadSpec(name="txn", client="java"))
+    with pytest.raises(SpecError, match="not the txn workload with the java client"):
+        workload_for(java_txn)
 
 
 def test_targeted_client_crashes_are_journaled_per_producer_and_restarted_at_the_heal(
@@ -144,3 +183,74 @@ def test_targeted_client_crashes_are_journaled_per_producer_and_restarted_at_the
 def test_bad_client_steps_are_one_line(lines: list[str], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         TestSpec(nemesis=NemesisSpec(schedule=tuple(lines)))
+
+
+def test_consumers_crash_and_restart_and_clients_pause_and_resume_by_their_role() -> None:
+    clients, nemesis = FakeChildren(), ClientsNemesis()
+    nemesis.bind(clients)
+    crashed = nemesis.invoke(op("crash-client", {"kind": "crash", "consumers": [1]})).value
+    assert crashed["processes"] == [21] and "killed consumer 1" in crashed["result"]
+    assert nemesis.crashed == [] and nemesis.crashed_of("consumers") == [1]
+    paused = nemesis.invoke(op("pause-client", {"kind": "pause", "clients": [0], "for_s": 3.0})).value
+    assert paused["pid"] == 200 and nemesis.paused_of("clients") == [0]
+    nemesis.invoke(op("resume-client", {"kind": "pause", "clients": [0]}))
+    nemesis.invoke(op("pause-client", {"kind": "pause", "consumers": [2], "for_s": 3.0}))
+    nemesis.teardown()  # resumes consumer 2, restarts consumer 1
+    assert clients.child_calls == [("crash", "consumers", 1), ("pause", "clients", 0),
+                                   ("resume", "clients", 0), ("pause", "consumers", 2),
+                                   ("resume", "consumers", 2), ("restart", "consumers", 1)]
+    assert clients.calls == [] and nemesis.crashed_of("consumers") == nemesis.paused_of("consumers") == []
+
+
+def test_clients_not_in_child_processes_cannot_pause() -> None:
+    nemesis = ClientsNemesis()
+    nemesis.bind(FakeClients())
+    with pytest.raises(NemesisError, match="cannot be paused"):
+        nemesis.invoke(op("pause-client", {"kind": "pause", "clients": [0], "for_s": 1.0}))
+
+
+def test_a_group_test_that_crashes_or_pauses_consumers_runs_them_in_child_processes() -> None:
+    group = dataclasses.replace(TestSpec(), consumer=ConsumerSpec(mode="subscribe"),
+                                workload=WorkloadSpec(name="group", consumers=2))
+    assert workload_for(group) is GroupWorkload
+    for step in ("crash consumer 1", "pause consumer 0 for 7 s", "pause client 0 for 1 s"):
+        assert workload_for(dataclasses.replace(group, nemesis=NemesisSpec(schedule=(step,)))) \
+            is CrashableGroupWorkload
+
+
+def test_targeted_consumer_faults_are_journaled_and_healed(tmp_path: Path) -> None:
+    schedule = ("crash consumer 1", "pause consumer 0 for 0.1 s", "pause client 0 for 30 s")
+    spec = TestSpec(nemesis=NemesisSpec(schedule=schedule), consumer=ConsumerSpec(mode="subscribe"),
+                    workload=WorkloadSpec(name="group", consumers=2))
+    nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    clients = FakeChildren()
+    nemesis.bind_clients(clients)
+    nemesis.setup()
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        ran = threading.Thread(target=nemesis.run, args=(time.monotonic() + 60, history))
+        ran.start()
+        deadline = time.monotonic() + 10
+        while nemesis.clients.paused_of("clients") != [0] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert nemesis.in_effect() == ["crash-client: consumer(s) 1", "pause-client: producer(s) 0"]
+        nemesis.heal_all(history)  # cuts the 30 s pause short
+        ran.join(5)
+        assert not ran.is_alive()
+    done = [(op.f, op.value.get("clients"), op.value.get("consumers"))
+            for op in read_history(tmp_path / "history.jsonl") if "result" in op.value]
+    assert done == [("crash-client", None, [1]), ("pause-client", None, [0]), ("resume-client", None, [0]),
+                    ("pause-client", [0], None), ("resume-client", [0], None),
+                    ("restart-client", None, [1])]
+    assert nemesis.active == []
+
+
+@pytest.mark.parametrize(("workload", "lines", "message"), [
+    (WorkloadSpec(name="group", consumers=2), ["crash consumer 2"], "the consumers are 0 to 1"),
+    (WorkloadSpec(), ["crash consumer 0"], "in the group workload only, not the queue workload"),
+    (WorkloadSpec(client="java"), ["pause client 0 for 1 s"], "only librdkafka clients pause"),
+])
+def test_bad_consumer_steps_are_one_line(workload: WorkloadSpec, lines: list[str], message: str) -> None:
+    mode = "subscribe" if workload.name == "group" else "assign"
+    with pytest.raises(SpecError, match=message):
+        TestSpec(nemesis=NemesisSpec(schedule=tuple(lines)), workload=workload,
+                 consumer=ConsumerSpec(mode=mode))

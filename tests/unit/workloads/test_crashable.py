@@ -21,7 +21,7 @@ from faultline.workloads.txn import txn_producer
 
 def test_a_batch_with_invokes_waits_for_the_runs_answer_and_completions_do_not() -> None:
     run_end, child_end = multiprocessing.Pipe()
-    journal = PipeJournal(child_end)
+    journal = PipeJournal(child_end, 0)
     journal.append(0, "ok", "send", {"topic": "t", "partition": 0, "value": 1, "offset": 0})
     _, [done] = orjson.loads(run_end.recv_bytes())  # sent, no answer needed
     assert done[:3] == [0, "ok", "send"]

@@ -22,7 +22,7 @@ from faultline.history import HistoryWriter, Op, read_history
 from faultline.spec import ConsumerSpec, TestSpec, WorkloadSpec, build_spec
 from faultline.workloads import group, workload_for
 from faultline.workloads.clients import Journal, ProcessIds
-from faultline.workloads.group import GroupConsumer, generation
+from faultline.workloads.group import GroupConsumer, generation, group_config
 from faultline.workloads.java_group import JavaGroupWorkload
 from tests.schemas import validator
 from tests.unit.workloads.fakes import TOPIC, FakeMessage
@@ -171,7 +171,7 @@ def test_a_group_spec_that_cannot_run_is_one_line(data: dict[str, Any], error: s
         TestSpec.from_mapping(data)
 
 
-def test_the_group_workload_runs_the_java_client_but_not_its_auto_commits() -> None:
+def test_the_group_workload_runs_the_java_client_but_not_its_auto_commits_nor_static_members() -> None:
     spec = TestSpec.from_mapping({"workload": {"name": "group", "client": "java"},
                                   "consumer": {"mode": "subscribe", "group_protocol": "consumer"}})
     assert spec.workload.checkers == ("queue", "group", "white-box")
@@ -179,6 +179,9 @@ def test_the_group_workload_runs_the_java_client_but_not_its_auto_commits() -> N
     with pytest.raises(SpecError, match="auto cannot be judged with the Java client"):
         TestSpec.from_mapping({"workload": {"name": "group", "client": "java"},
                                "consumer": {"mode": "subscribe", "commit": "auto"}})
+    with pytest.raises(SpecError, match=r"consumer\.static runs the librdkafka client only"):
+        TestSpec.from_mapping({"workload": {"name": "group", "client": "java"},
+                               "consumer": {"mode": "subscribe", "static": True}})
 
 
 def test_the_example_group_spec_is_valid() -> None:
@@ -211,3 +214,24 @@ def test_a_poll_that_raises_retires_the_member_before_it_commits(
     ops = play(tmp_path, monkeypatch, "sync", [records(0), raises], interval=1.5)  # due then
     at = lines(ops).index((1, "info", "poll"))
     assert 1 not in {o.process for o in ops[at + 1:]} and ops[-1].process == 2
+
+
+def test_static_members_join_with_their_slots_instance_id() -> None:
+    spec = replace(TestSpec(name="s"), workload=WorkloadSpec(name="group"),
+                   consumer=replace(ConsumerSpec(), mode="subscribe", static=True))
+    assert group_config(spec, "x:9092", "faultline-c7", 2)["group.instance.id"] == "faultline-s-2"
+    dynamic = replace(spec, consumer=replace(spec.consumer, static=False))
+    assert "group.instance.id" not in group_config(dynamic, "x:9092", "faultline-c7", 2)
+
+
+def test_a_fatal_error_in_a_poll_retires_the_member(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A static member fenced by another with its group.instance.id: librdkafka's consumer
+    is done for good, so the member is replaced rather than left polling errors."""
+    def fenced(c: FakeConsumer) -> list[FakeMessage]:
+        return [FakeMessage(0, 1, b"101"),
+                FakeMessage(0, -1, None, KafkaError(KafkaError._FATAL, "fenced instance", fatal=True))]
+
+    ops = play(tmp_path, monkeypatch, "sync", [records(0), fenced, records(2)])
+    (info,) = [o for o in ops if o.type == "info"]
+    assert (info.process, info.f, info.error) == (1, "poll", "_FATAL")
+    assert 1 not in {o.process for o in ops[ops.index(info) + 1:]} and ops[-1].process == 2

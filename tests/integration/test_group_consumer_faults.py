@@ -1,0 +1,86 @@
+"""Group consumers killed and paused on a real 3-node cluster (classic protocol, sessions
+of 6 s, static membership: each member keeps its slot's group.instance.id): once the
+group has committed, consumer 0 is killed (SIGKILL of its child process), consumer 1 is
+paused (SIGSTOP) for 8 s, past the session timeout, and continued, and consumer 0
+restarted. The killed member's open op ends ``info``, its replacement is a new process;
+the group rebalances the killed and the paused member's partitions to the others, the
+paused member finds its assignment lost and rejoins; and the run is judged valid, the
+group checker's own verdict included."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+import pytest
+from rich.console import Console
+
+from faultline.history import Op, read_history
+from faultline.run.runner import RunOutcome, run_test
+from faultline.spec import ConsumerSpec, KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
+from faultline.workloads.outcomes import CRASH_ERROR
+from tests.integration.test_group import assert_kafka_and_the_group_kept_their_promises
+from tests.schemas import validate_run_dir
+
+pytestmark = pytest.mark.integration
+
+NAME = "it-group-consumer-faults"
+GROUP = f"faultline-{NAME}"
+
+
+@pytest.fixture(scope="module")
+def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+    spec = TestSpec(
+        name=NAME, time_limit_s=15.0, kafka=KafkaSpec(heap_mb=384),
+        consumer=replace(ConsumerSpec(), mode="subscribe", static=True),
+        workload=WorkloadSpec(name="group", producers=1, consumers=3, rate=200),
+        nemesis=NemesisSpec(schedule=(f"wait until group {GROUP} has committed within 15 s",
+                                      "crash consumer 0", "pause consumer 1 for 8 s",
+                                      "restart consumer 0")))
+    return run_test(spec, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
+
+
+@pytest.fixture(scope="module")
+def ops(outcome: RunOutcome) -> list[Op]:
+    return list(read_history(outcome.run_dir))
+
+
+def done(ops: list[Op], f: str) -> Op:
+    (op,) = [o for o in ops if o.process == "nemesis" and o.f == f and "result" in o.value]
+    assert op.error is None, op
+    return op
+
+
+def test_a_killed_consumer_ends_its_open_op_info_and_is_replaced_by_a_new_member(
+        outcome: RunOutcome, ops: list[Op]) -> None:
+    assert outcome.error is None and outcome.recovered
+    assert "history.jsonl.zst" in validate_run_dir(outcome.run_dir)
+    crash, restart = done(ops, "crash-client"), done(ops, "restart-client")
+    assert crash.value["consumers"] == [0] == restart.value["consumers"]
+    killed, [replacement] = crash.value["processes"], restart.value["processes"]
+    ended = [o for o in ops if o.process in killed and o.error == CRASH_ERROR]
+    assert len(ended) == 1 and ended[0].type == "info" and ended[0].f in ("poll", "commit")
+    assert all(o.time <= crash.time for o in ops if o.process in killed)  # no later op
+    assert replacement not in killed
+    assert any(o.process == replacement and o.f == "assign" and o.value["partitions"] for o in ops)
+    # the others took the killed member's partitions before it came back
+    assert any(o.f == "assign" and o.type == "ok" and o.process not in killed and
+               crash.time < o.time < restart.time and o.value["partitions"] for o in ops)
+
+
+def test_a_consumer_paused_past_its_session_is_expelled_and_rejoins(ops: list[Op]) -> None:
+    pause, resume = done(ops, "pause-client"), done(ops, "resume-client")
+    assert pause.value["consumers"] == [1] == resume.value["consumers"]
+    assert (resume.time - pause.time) / 1e9 >= 8
+    paused = pause.value["processes"][-1]
+    others = [o for o in ops if o.f == "assign" and o.type == "ok" and o.process != paused
+              and pause.time < o.time < resume.time and o.value["partitions"]]
+    assert others, "no other member was given partitions while it was paused"
+    lost = [o for o in ops if o.process == paused and o.f == "lost" and o.time > resume.time]
+    assert lost, "the paused member never found its assignment lost"
+    assert any(o.process == paused and o.f == "assign" and o.time > lost[0].time and o.value["partitions"]
+               for o in ops), "the paused member did not rejoin"
+
+
+def test_the_checkers_find_no_fault_of_kafka_or_the_group(outcome: RunOutcome) -> None:
+    assert_kafka_and_the_group_kept_their_promises(outcome)
