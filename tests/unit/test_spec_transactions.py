@@ -52,5 +52,5 @@ def test_read_process_write_is_off_unless_asked_and_refused_with_the_java_client
     with pytest.raises(SpecError, match="runs with the librdkafka client only") as info:
         spec(workload={"name": "txn", "client": "java"}, transactions={"reads": 5})
     assert "\n" not in str(info.value)
-    with pytest.raises(SpecError, match="transactions.reads must be 0"):
+    with pytest.raises(SpecError, match=r"transactions\.reads must be 0"):
         spec(transactions={"reads": -1})
