@@ -166,10 +166,13 @@ class WorkloadSpec:
 @dataclass(frozen=True, slots=True)
 class TransactionSpec:
     """The ``txn`` workload's transactions: ``sends`` per transaction, spread over the
-    partitions, and the probability that the workload aborts one rather than commits it."""
+    partitions, and the probability that the workload aborts one rather than commits it;
+    ``reads``: with more than 0, each producer is a read-process-write processor that reads up
+    to that many records per transaction in one group (:mod:`faultline.workloads.rpw`)."""
 
     sends: int = 4
     abort_probability: float = 0.1
+    reads: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,6 +550,10 @@ def _transaction_checks(spec: TestSpec) -> list[tuple[bool, str]]:
          f"transactions.sends must be between 1 and {MAX_IN_FLIGHT}, not {x.sends}"),
         (0.0 <= x.abort_probability <= 1.0,
          f"transactions.abort_probability must be between 0 and 1, not {x.abort_probability}"),
+        (x.reads >= 0, f"transactions.reads must be 0 (off) or more, not {x.reads}"),
+        (x.reads == 0 or spec.workload.client != "java",
+         "transactions.reads (read-process-write) runs with the librdkafka client only: set "
+         "workload.client librdkafka or transactions.reads 0"),
         (spec.workload.name != "txn" or p.enable_idempotence,
          "the txn workload's transactional producers need idempotence: acks=all, retries > 0 and "
          "max_in_flight between 1 and 5"),

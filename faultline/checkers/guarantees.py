@@ -24,6 +24,7 @@ from typing import Literal
 
 from faultline.checkers.partition_faults import NODE_FAULTS, PartitionFaults
 from faultline.checkers.result import ANOMALIES
+from faultline.faults import FAMILIES
 from faultline.spec import TestSpec, release
 
 #: Rule keys beyond the anomaly names: inconsistent-offsets has two rows in docs/design.md.
@@ -361,8 +362,10 @@ def permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str
 #: ``lost-write`` and ``aborted-read`` it counts too, of transactions).
 TORN = "torn-transaction"
 G0 = "G0"
+G1C = "G1c"
+PROCESSED_TWICE = "processed-twice"
 TXN_ANOMALIES: tuple[str, ...] = ("aborted-read", "precommitted-read", TORN, "lost-write", G0,
-                                  "nonmonotonic-send")
+                                  "nonmonotonic-send", G1C, PROCESSED_TWICE)
 
 #: The highest transaction protocol version each client under test speaks: librdkafka
 #: implements no KIP-890 part 2 (confluentinc/librdkafka#5423), so its transactions run
@@ -401,6 +404,16 @@ CONCURRENT_WRITE_CYCLE = (
     "in opposite orders (Jepsen, Redpanda 21.10.1: write cycles in the Kafka protocol)")
 
 
+#: Why a cycle of write-write and write-read edges (G1c) is no violation where none of its
+#: edges goes against real time.
+CONCURRENT_READ_CYCLE = (
+    "each edge of the cycle joins transactions that ran concurrently or in the order of the "
+    "edge: a transaction reads only committed records (read committed, KIP-98), but the "
+    "transaction whose record it read may have appended another record after one of the "
+    "reader's own in some partition, since writers are not isolated from one another (docs/design.md, "
+    "\"Transactions\")")
+
+
 def transaction_rules(config: TransactionConfig, families: frozenset[str],
                       loss: str | None = None) -> dict[str, str]:
     """Every transaction anomaly the guarantees permit, name -> reason; absent names forbid
@@ -429,6 +442,15 @@ def transaction_rules(config: TransactionConfig, families: frozenset[str],
                            "can take the offset of a lost one, ahead of the earlier transaction's")
         out.setdefault("nonmonotonic-send", f"records may be lost ({loss}): a later record can take "
                                             "the offset of a lost one")
+        out.setdefault(G1C, f"committed records may be lost ({loss}): a later transaction's record "
+                            "can take the offset of a lost one, ahead of the earlier transaction's")
+    destroyed = sorted(f for f in families if FAMILIES[f].destroys_data)
+    if destroyed or loss is not None:
+        out.setdefault(PROCESSED_TWICE, (
+            f"{', '.join(destroyed)} destroyed data on a node: __consumer_offsets has the broker "
+            "default min.insync.replicas=1, so the group's committed offsets may be lost and its "
+            "records handed out again" if destroyed else
+            f"committed records may be lost ({loss}), and the group's committed offsets with them"))
     return out
 
 
@@ -456,6 +478,12 @@ def transaction_forbidden(config: TransactionConfig, families: frozenset[str],
         "nonmonotonic-send": f"a transactional producer is idempotent: it appends its records of a "
                              f"partition in the order it sent them, within a transaction and from one "
                              f"to the next, which ends before the next begins (KIP-98); {version}",
+        G1C: f"a transaction reads only records committed before it ended, and its records follow, "
+             f"in every partition, those of a transaction that ended before it began; {version}",
+        PROCESSED_TWICE: ("a read-process-write transaction commits its group's offsets with its "
+                          "records, atomically (KIP-98), and a member of an older generation cannot "
+                          "commit (KIP-447), so a record is handed to one committed transaction; no "
+                          "fault destroyed data that could hold the group's offsets; " + version),
     }
     return {name: why[name] for name in TXN_ANOMALIES if name not in allowed}
 

@@ -4,8 +4,9 @@ Each anomaly is one plain function over a :class:`TxnHistory` (made from a histo
 :func:`txn_history`), saying what is an instance of it; whether the run's transaction
 protocol and faults permit it is :mod:`faultline.checkers.guarantees`'s question
 (:func:`~faultline.checkers.guarantees.transaction_rules`). A transaction's writes are
-known by their values, unique within the run. What a queue history lets one infer of
-transactions, and what not: docs/design.md, "Transactions".
+known by their values, unique within the run; with read-process-write
+(``transactions.reads``) a transaction's completion also lists the records it read. What a
+queue history lets one infer of transactions, and what not: docs/design.md, "Transactions".
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from typing import Any
 
 from faultline.checkers.faults_seen import NemesisAction, Timeline, nemesis_actions, nodes_of
 from faultline.checkers.guarantees import (
+    CONCURRENT_READ_CYCLE,
     CONCURRENT_WRITE_CYCLE,
     DELAYING_FAULTS,
     G0,
+    G1C,
+    PROCESSED_TWICE,
     TORN,
     TXN_ANOMALIES,
     GuaranteeConfig,
@@ -47,6 +51,20 @@ class TxnSend:
 
 
 @dataclass(frozen=True)
+class TxnRead:
+    """A record read: by a consumer's poll (``reader`` its process), by the drain
+    (``reader`` None), or by a read-process-write transaction (``reader`` its process);
+    ``index`` and ``time`` are its op's (the transaction's completion)."""
+
+    index: int
+    time: int
+    reader: int | None
+    partition: int
+    offset: int
+    value: Any
+
+
+@dataclass(frozen=True)
 class Txn:
     """A transaction: its invoke (``index``, ``invoked``), how it ended (``outcome`` ok, fail
     or info; None while open) and when, whether the workload meant to abort it, and its sends."""
@@ -62,6 +80,8 @@ class Txn:
     read: bool = False
     #: When the workload asked to commit it (None: it never did, or the history predates it).
     committing: int | None = None
+    #: The records it read (read-process-write; always read_committed).
+    reads: tuple[TxnRead, ...] = ()
 
     @property
     def committed(self) -> bool:
@@ -95,19 +115,6 @@ class FaultWindow:
 
 
 @dataclass(frozen=True)
-class TxnRead:
-    """A record read: by a consumer's poll (``reader`` its process) or by the drain
-    (``reader`` None); ``index`` and ``time`` are its op's."""
-
-    index: int
-    time: int
-    reader: int | None
-    partition: int
-    offset: int
-    value: Any
-
-
-@dataclass(frozen=True)
 class TxnHistory:
     """A ``txn`` run's history: its transactions in invoke order, the records consumers
     polled and the drain read, the partitions whose drain is complete, whether readers
@@ -129,6 +136,16 @@ class TxnHistory:
     def families(self) -> frozenset[str]:
         """The fault families the nemesis applied."""
         return frozenset(w.family for w in self.faults)
+
+    @property
+    def processed(self) -> list[TxnRead]:
+        """The records transactions read (read-process-write), in their invoke order."""
+        return [r for t in self.txns for r in t.reads]
+
+    def isolated_reads(self) -> list[TxnRead]:
+        """The reads of read_committed readers: the consumers' and the drain's where they
+        read committed, and every transaction's."""
+        return [*((*self.polled, *self.drained) if self.read_committed else ()), *self.processed]
 
     def writer(self) -> dict[int, Txn]:
         """Value -> the transaction that sent it."""
@@ -157,11 +174,12 @@ class TxnHistory:
 # -- the anomalies --------------------------------------------------------------------
 
 
-def aborted_reads(h: TxnHistory) -> list[tuple[Txn, TxnRead]]:
-    """aborted-read: a reader (consumer or drain) read a record of a transaction that
-    never committed (:attr:`Txn.never_committed`); an anomaly where readers read committed."""
+def aborted_reads(h: TxnHistory, reads: Iterable[TxnRead] | None = None) -> list[tuple[Txn, TxnRead]]:
+    """aborted-read: one of ``reads`` (by default :meth:`TxnHistory.isolated_reads`, where
+    it is an anomaly) is of a record of a transaction that never committed
+    (:attr:`Txn.never_committed`)."""
     writer = h.writer()
-    return [(writer[r.value], r) for r in (*h.polled, *h.drained)
+    return [(writer[r.value], r) for r in (h.isolated_reads() if reads is None else reads)
             if r.value in writer and writer[r.value].never_committed]
 
 
@@ -171,11 +189,11 @@ def precommitted_reads(h: TxnHistory) -> list[tuple[Txn, TxnRead]]:
     to commit it: a consumer's poll that ended before its ``committing``, or any read (the
     drain's too) of one that ended ``info`` without asking, in a history that records
     ``committing`` (some transaction's completion carries it); an anomaly where readers
-    read committed."""
+    read committed (:meth:`TxnHistory.isolated_reads`)."""
     writer = h.writer()
     recorded = any(t.committing is not None for t in h.txns)
     out = []
-    for r in (*h.polled, *h.drained):
+    for r in h.isolated_reads():
         t = writer.get(r.value)
         if t is None or t.never_committed:
             continue
@@ -250,11 +268,69 @@ def out_of_order_writes(h: TxnHistory) -> list[tuple[Txn, TxnSend, Txn, TxnSend]
 
 
 def write_cycles(h: TxnHistory) -> list[list[tuple[Txn, Txn, int]]]:
-    """G0: committed transactions whose write-write order (in each partition, the
-    transaction of a lower offset before that of a higher one) has a cycle. One instance
-    per strongly connected set of transactions, as its edges ``(before, after, partition)``."""
-    edges: dict[int, dict[int, int]] = defaultdict(dict)  # txn index -> txn index -> partition
+    """G0: committed transactions whose write-write order (:func:`_ww_edges`) has a cycle.
+    One instance per strongly connected set of transactions, as its edges ``(before,
+    after, partition)``."""
+    edges = _ww_edges(h)
     by_index = {t.index: t for t in h.txns}
+    cycles = []
+    for component in _strongly_connected(edges):
+        members = set(component)
+        cycles.append([(by_index[a], by_index[b], p) for a in sorted(members)
+                       for b, p in sorted(edges[a].items()) if b in members])
+    return cycles
+
+
+def read_cycles(h: TxnHistory) -> list[list[tuple[Txn, Txn, int, str]]]:
+    """G1c: committed transactions whose write-write (``ww``, :func:`_ww_edges`) and
+    write-read order (``wr``, :func:`wr_edges`) together have a cycle with a ``wr`` edge. One
+    instance per strongly connected set of transactions joined by a ``wr`` edge, as its
+    edges ``(before, after, partition, kind)``."""
+    edges: dict[int, dict[int, tuple[int, str]]] = defaultdict(dict)
+    for a, after in _ww_edges(h).items():
+        for b, p in after.items():
+            edges[a][b] = (p, "ww")
+    for w, t, r in wr_edges(h):
+        edges[w.index].setdefault(t.index, (r.partition, "wr"))
+    by_index = {t.index: t for t in h.txns}
+    cycles = []
+    for component in _strongly_connected(edges):
+        members = set(component)
+        cycle = [(by_index[a], by_index[b], p, kind) for a in sorted(members)
+                 for b, (p, kind) in sorted(edges[a].items()) if b in members]
+        if any(kind == "wr" for *_, kind in cycle):
+            cycles.append(cycle)
+    return cycles
+
+
+def wr_edges(h: TxnHistory) -> list[tuple[Txn, Txn, TxnRead]]:
+    """Write-read edges: ``(writer, reader, read)`` where committed transaction ``reader``
+    read a record committed transaction ``writer`` (another) wrote."""
+    writer = h.writer()
+    return [(w, t, r) for t in h.txns if t.committed for r in t.reads
+            if (w := writer.get(r.value)) is not None and w.committed and w is not t]
+
+
+def processed_twice(h: TxnHistory) -> list[tuple[Txn, Txn, TxnRead]]:
+    """processed-twice: a record two committed transactions read (read-process-write: the
+    group's committed offsets hand each record to one); ``(first, second, second's read)``,
+    one instance per later reader of a record."""
+    first: dict[Any, Txn] = {}
+    out = []
+    for t in h.txns:
+        if t.committed:
+            for r in t.reads:
+                if r.value in first and first[r.value] is not t:
+                    out.append((first[r.value], t, r))
+                first.setdefault(r.value, t)
+    return out
+
+
+def _ww_edges(h: TxnHistory) -> dict[int, dict[int, int]]:
+    """Write-write edges between committed transactions, txn index -> txn index ->
+    partition: in each partition, the transaction of a lower offset before that of the
+    next higher one."""
+    edges: dict[int, dict[int, int]] = defaultdict(dict)
     per_partition: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for t in h.txns:
         if t.committed:
@@ -266,15 +342,10 @@ def write_cycles(h: TxnHistory) -> list[list[tuple[Txn, Txn, int]]]:
         for (_, a), (_, b) in pairwise(order):
             if a != b:
                 edges[a].setdefault(b, partition)
-    cycles = []
-    for component in _strongly_connected(edges):
-        members = set(component)
-        cycles.append([(by_index[a], by_index[b], p) for a in sorted(members)
-                       for b, p in sorted(edges[a].items()) if b in members])
-    return cycles
+    return edges
 
 
-def _strongly_connected(edges: Mapping[int, Mapping[int, int]]) -> list[list[int]]:
+def _strongly_connected(edges: Mapping[int, Mapping[int, object]]) -> list[list[int]]:
     """The strongly connected components of more than one node (Tarjan, iteratively)."""
     index: dict[int, int] = {}
     low: dict[int, int] = {}
@@ -343,7 +414,8 @@ def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str =
             elif process in open_txns:
                 invoked = open_txns.pop(process)
                 txns.append(Txn(invoked.index, process, invoked.invoked, invoked.abort, sends, typ, t,
-                                committing=value.get("committing")))
+                                committing=value.get("committing"),
+                                reads=_txn_reads(value, source, index, t, process)))
         elif f == "poll" and typ == "ok":
             polled += [TxnRead(index, t, process, r[1], r[2], r[3]) for r in value["records"]]
         elif f == "drain" and typ == "ok":
@@ -353,14 +425,13 @@ def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str =
                 high_watermark[value["partition"]] = value["high_watermark"]
     txns += open_txns.values()
     txns.sort(key=lambda x: x.index)
-    read_committed = spec.consumer.isolation_level == "read_committed"
-    if read_committed:
-        read = {r.value for r in (*polled, *drained)}
-        txns = [replace(x, read=True) if any(s.value in read for s in x.sends) else x
-                for x in txns]
     actions = nemesis_actions(nemesis)
-    return TxnHistory(txns, polled, drained, frozenset(complete), read_committed,
-                      fault_windows(actions), drain_began, high_watermark, actions)
+    h = TxnHistory(txns, polled, drained, frozenset(complete),
+                   spec.consumer.isolation_level == "read_committed",
+                   fault_windows(actions), drain_began, high_watermark, actions)
+    read = {r.value for r in h.isolated_reads()}
+    return replace(h, txns=[replace(x, read=True) if any(s.value in read for s in x.sends) else x
+                            for x in txns])
 
 
 def fault_windows(actions: Sequence[NemesisAction]) -> list[FaultWindow]:
@@ -403,6 +474,19 @@ def _txn_value(value: Any, source: str, index: int) -> tuple[bool, tuple[TxnSend
     return abort, sends
 
 
+def _txn_reads(value: Mapping[str, Any], source: str, index: int, time: int,
+               process: int) -> tuple[TxnRead, ...]:
+    try:
+        reads = tuple(TxnRead(index, time, process, p, o, v) for p, o, v in value.get("reads", ()))
+    except (TypeError, ValueError):
+        reads = None
+    if reads is None or not all(type(r.partition) is int and type(r.offset) is int for r in reads):
+        raise HistoryError(source, index + 1, "a txn op's reads are not as docs/history.md says: "
+                                              "[partition, offset, value] each, partition and offset "
+                                              "integers")
+    return reads
+
+
 # -- the verdict ------------------------------------------------------------------------
 
 
@@ -415,9 +499,10 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     instance found, each permitted or not by
     :func:`~faultline.checkers.guarantees.transaction_rules` for the faults whose windows
     bear on it (:meth:`_Judge.excuse`; ``timeline``: the topic's partitions' states from
-    the metadata log, where the run has one; a G0 cycle always is where none of its edges
-    orders a transaction before one that ended before it began); aborted reads and torn
-    transactions are anomalies only where readers read committed, each with how the
+    the metadata log, where the run has one; a G0 or G1c cycle always is where none of its
+    edges orders a transaction before one that ended before it began; processed-twice by
+    the run's faults); aborted reads and torn transactions are anomalies only of read_committed
+    readers (:meth:`TxnHistory.isolated_reads`; tears: consumers and the drain), each with how the
     replicas' ``logs`` (:func:`~faultline.checkers.txn_log.partition_logs`) ended the
     transaction of its records where they say; ``stable``: partition -> the last stable
     offset and HW the brokers answered at the end
@@ -433,13 +518,13 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     topic = spec.topic.name
     logs = logs or {}
     found: dict[str, list[dict[str, Any]]] = {name: [] for name in TXN_ANOMALIES}
-    for t, r in aborted_reads(h) if h.read_committed else ():
+    for t, r in aborted_reads(h):
         found["aborted-read"].append({"topic": topic, "partition": r.partition, "offset": r.offset,
                                       "value": r.value, "time": r.time, "process": r.reader,
                                       "txn_index": t.index, "txn_outcome": t.outcome,
                                       **_log_marker(logs, r.partition, r.offset),
                                       **judge.excuse("aborted-read", t.invoked, spans[t.index][1])})
-    for t, r in precommitted_reads(h) if h.read_committed else ():
+    for t, r in precommitted_reads(h):
         found["precommitted-read"].append({
             "topic": topic, "partition": r.partition, "offset": r.offset, "value": r.value,
             "time": r.time, "process": r.reader, "txn_index": t.index, "committing": t.committing,
@@ -474,6 +559,20 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                   next((e for e in late if not e["permitted"]), late[0]))
         found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
                           "edges": [[a.index, b.index, p] for a, b, p in cycle], **excuse})
+    for read_cycle in read_cycles(h):
+        late = [judge.excuse(G1C, b.invoked, spans[b.index][1], *((b.invoked, [p]) if kind == "ww" else ()))
+                for a, b, p, kind in read_cycle if b.precedes(a)]
+        excuse = ({"reason": CONCURRENT_READ_CYCLE, "permitted": True} if not late else
+                  next((e for e in late if not e["permitted"]), late[0]))
+        found[G1C].append({"topic": topic, "txn_indexes": sorted({a.index for a, *_ in read_cycle}),
+                           "edges": [[a.index, b.index, p, kind] for a, b, p, kind in read_cycle],
+                           **excuse})
+    for once, again, r in processed_twice(h):
+        found[PROCESSED_TWICE].append({
+            "topic": topic, "partition": r.partition, "offset": r.offset, "value": r.value,
+            "time": r.time, "txn_indexes": [once.index, again.index],
+            "permitted": PROCESSED_TWICE in rules,
+            "reason": rules.get(PROCESSED_TWICE) or forbidden[PROCESSED_TWICE]})
     for a, sent, b, then in out_of_order_writes(h):
         found["nonmonotonic-send"].append({
             "topic": topic, "partition": then.partition, "process": b.process, "time": b.invoked,
@@ -509,7 +608,8 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         violations=violations,
         unknown=unknown,
         stats={"send": sends, "txn": outcomes, "txn_open": sum(t.outcome is None for t in h.txns),
-               "records_polled": len(h.polled), "records_drained": len(h.drained)},
+               "records_polled": len(h.polled), "records_drained": len(h.drained),
+               "records_processed": len(h.processed), "wr_edges": len(wr_edges(h))},
         extra={"permitted_reasons": reasons,
                "forbidden_reasons": forbidden,
                "transaction_protocol": config.protocol,
@@ -654,7 +754,7 @@ def _undecided(spec: TestSpec, h: TxnHistory, truncated: bool, assumed: Mapping[
                            "committed once their partition's drain had begun, or at or above the "
                            "high watermark it read to: whether they are lost is not known"})
     if not h.read_committed:
-        unjudged = len(aborted_reads(h)) + len(torn_transactions(h))
+        unjudged = len(aborted_reads(h, (*h.polled, *h.drained))) + len(torn_transactions(h))
         if unjudged:
             out.append({"kind": "isolation-unchecked", "count": unjudged, "affects_verdict": True,
                         "why": f"readers read uncommitted ({unjudged} read(s) of an aborted "

@@ -13,7 +13,9 @@ same ``transactional.id`` and a new process number takes over, and its
 ``init_transactions`` fences the old one and ends the transaction it left open. In a test
 that crashes clients each producer runs in a child process (:class:`CrashableTxnWorkload`):
 a crash ends its open transaction ``info`` and its replacement, under the same
-``transactional.id``, fences and ends it likewise. Consumers
+``transactional.id``, fences and ends it likewise. With ``transactions.reads`` each producer
+also reads, in its transactions, what others wrote (:mod:`.rpw`): the completion adds
+``reads`` and ``group_offsets``. Consumers
 and the drain are the queue's (:class:`~faultline.workloads.queue.QueueConsumer`,
 :mod:`.drain`), reading with the spec's ``consumer.isolation_level``.
 """
@@ -25,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -44,6 +46,7 @@ from faultline.workloads.clients import (
 )
 from faultline.workloads.crashable import CrashableProducer, CrashableQueueWorkload
 from faultline.workloads.queue import ProducerClient, QueueWorkload
+from faultline.workloads.rpw import Processor, Read
 
 #: How long one call that ends a transaction (or starts the producer) may take, in
 #: seconds, before the workload gives up on it: retriable errors are retried until then.
@@ -61,10 +64,12 @@ class _Transaction:
     offsets: dict[int, int] = field(default_factory=dict)  # value -> offset
     refused: str | None = None  # why produce() refused a send: the transaction must abort
     committing: int | None = None  # when the workload asked to commit it (the history's clock)
+    reads: list[Read] | None = None  # what its processor read (None: no processor, or not yet)
+    group_offsets: list[tuple[int, int]] = field(default_factory=list)  # sent to the transaction
 
     def value(self, topic: str) -> dict[str, Any]:
-        """The op's ``value``: its sends, each with the offset its delivery report gave, and
-        when the workload asked to commit it, once it has."""
+        """The op's ``value``: its sends, each with the offset its delivery report gave, when
+        the workload asked to commit it, once it has, and what it read, once it has."""
         sends = []
         for partition, value in self.sends:
             send: dict[str, Any] = {"partition": partition, "value": value}
@@ -74,6 +79,9 @@ class _Transaction:
         out = {"topic": topic, "abort": self.abort, "sends": sends}
         if self.committing is not None:
             out["committing"] = self.committing
+        if self.reads is not None:
+            out["reads"] = [list(r) for r in self.reads]
+            out["group_offsets"] = [list(o) for o in self.group_offsets]
         return out
 
     def delivered(self, err: KafkaError | None, msg: Message) -> None:
@@ -112,6 +120,8 @@ class TxnProducer:
         interval = x.sends / self.rate if self.rate > 0 else 0.0
         process = self.first_process
         producer = self._open(process, stop)
+        processor = Processor(self.spec, self.bootstrap)
+        processor.open(process)
         first = self.index % partitions
         due = time.monotonic()
         while producer is not None and not stop.is_set():
@@ -124,7 +134,7 @@ class TxnProducer:
             first = (first + x.sends) % partitions
             self.journal.append(process, "invoke", "txn", txn.value(topic))
             self.invoked += 1
-            outcome, error = self._transact(producer, txn)
+            outcome, error = self._transact(producer, txn, processor)
             self.journal.append(process, outcome, "txn", txn.value(topic), error)
             if outcome == "ok":
                 self.counts.ok += 1
@@ -136,13 +146,18 @@ class TxnProducer:
                 producer.purge()
                 process = self.processes.take()
                 producer = self._open(process, stop)
+                processor.open(process)
+        processor.close()
 
-    def _transact(self, producer: Producer, txn: _Transaction) -> tuple[OpType, str | None]:
-        """Begin, send and commit (or abort) ``txn``: ``ok`` with the commit acknowledged,
-        ``fail`` with the abort acknowledged, else ``info`` and the error."""
+    def _transact(self, producer: Producer, txn: _Transaction,
+                  processor: Processor) -> tuple[OpType, str | None]:
+        """Begin, read (``processor``), send, send the offsets read, and commit (or abort)
+        ``txn``: ``ok`` with the commit acknowledged, ``fail`` with the abort acknowledged
+        (what it read is read again), else ``info`` and the error."""
         topic = self.spec.topic.name
         try:
             producer.begin_transaction()
+            txn.reads = processor.read()
             for partition, value in txn.sends:
                 try:
                     producer.produce(topic, str(value).encode("ascii"), partition=partition,
@@ -154,6 +169,8 @@ class TxnProducer:
                 # purges what is still queued, so its records would never be written to be
                 # skipped), and the delivery reports give their offsets
                 producer.flush(END_TIMEOUT_S)
+                reads = txn.reads or []
+                txn.group_offsets = _retrying(lambda: processor.send_offsets(producer, reads, END_TIMEOUT_S))
             if not txn.abort and txn.refused is None:
                 txn.committing = self.journal.now()
                 _retrying(lambda: producer.commit_transaction(END_TIMEOUT_S))
@@ -167,6 +184,7 @@ class TxnProducer:
             _retrying(lambda: producer.abort_transaction(END_TIMEOUT_S))
         except KafkaException as e:
             return "info", error_name(e)
+        processor.rewind(txn.reads or [])
         return "fail", txn.refused
 
     def _open(self, process: int, stop: threading.Event) -> Producer | None:
@@ -202,14 +220,16 @@ def transaction_timeout_ms(spec: TestSpec) -> int:
     return max(spec.producer.delivery_timeout_ms, 10_000)
 
 
-def _retrying(call: Callable[[], None]) -> None:
+_T = TypeVar("_T")
+
+
+def _retrying(call: Callable[[], _T]) -> _T:
     """``call`` again while it raises a retriable error, for at most :data:`END_TIMEOUT_S`;
-    the last error is raised."""
+    its result, or the last error raised."""
     deadline = time.monotonic() + END_TIMEOUT_S
     while True:
         try:
-            call()
-            return
+            return call()
         except KafkaException as e:
             err = kafka_error(e)
             if err is None or not err.retriable() or time.monotonic() >= deadline:

@@ -44,3 +44,13 @@ def test_the_transaction_version_may_be_left_to_the_kafka_version() -> None:
 
 def test_the_txn_workload_runs_either_client() -> None:
     assert spec(workload={"name": "txn", "client": "java"}).workload.client == "java"
+
+
+def test_read_process_write_is_off_unless_asked_and_refused_with_the_java_client() -> None:
+    assert spec().transactions.reads == 0
+    assert spec(transactions={"reads": 5}).transactions.reads == 5
+    with pytest.raises(SpecError, match="runs with the librdkafka client only") as info:
+        spec(workload={"name": "txn", "client": "java"}, transactions={"reads": 5})
+    assert "\n" not in str(info.value)
+    with pytest.raises(SpecError, match=r"transactions\.reads must be 0"):
+        spec(transactions={"reads": -1})

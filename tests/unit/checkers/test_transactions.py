@@ -13,6 +13,8 @@ from faultline.checkers.faults_seen import MetadataState, Timeline
 from faultline.checkers.guarantees import (
     CONCURRENT_WRITE_CYCLE,
     G0,
+    G1C,
+    PROCESSED_TWICE,
     TORN,
     TransactionConfig,
     transaction_forbidden,
@@ -244,10 +246,13 @@ def test_the_transaction_protocol_is_the_lower_of_the_cluster_and_the_client() -
     (1, frozenset(), None, set()),
     (1, frozenset({"kill"}), None, set()),
     (1, frozenset({"pause"}), None, {"aborted-read", "precommitted-read", TORN, "lost-write", G0,
-                                     "nonmonotonic-send"}),
+                                     "nonmonotonic-send", G1C, PROCESSED_TWICE}),
     (2, frozenset({"pause", "toxics"}), None, set()),
-    (2, frozenset({"wipe"}), None, set()),  # destroyed data permits a loss only where a partition's rule does
-    (2, frozenset(), "data was destroyed", {TORN, "lost-write", G0, "nonmonotonic-send"}),  # an offset
+    # destroyed data permits a loss only where a partition's rule does; the group's offsets
+    # (__consumer_offsets, min.insync.replicas=1) it may destroy anywhere
+    (2, frozenset({"wipe"}), None, {PROCESSED_TWICE}),
+    (2, frozenset(), "data was destroyed", {TORN, "lost-write", G0, "nonmonotonic-send", G1C,
+                                            PROCESSED_TWICE}),  # an offset
     # lost and taken again: a later transaction's record ahead (G0), a producer's later one (nonmonotonic)
 ])
 def test_transaction_rules(protocol: int, families: frozenset[str], loss: str | None,

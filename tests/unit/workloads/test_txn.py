@@ -77,10 +77,11 @@ class FakeProducer:
         pass
 
 
-def run(tmp_path: Path, scene: Scene, monkeypatch: pytest.MonkeyPatch, spec: TestSpec = SPEC) -> list[Op]:
+def run(tmp_path: Path, scene: Scene, monkeypatch: pytest.MonkeyPatch, spec: TestSpec = SPEC,
+        fake: type[FakeProducer] = FakeProducer) -> list[Op]:
     stop = threading.Event()
     FakeProducer.instances = []
-    monkeypatch.setattr(txn, "Producer", lambda conf: FakeProducer(conf, scene, stop))
+    monkeypatch.setattr(txn, "Producer", lambda conf: fake(conf, scene, stop))
     with HistoryWriter(tmp_path / "history.jsonl") as w:
         producer = txn.TxnProducer(spec, "b:9092", Journal(w), 0, ProcessIds(1), Values(),
                                    random.Random(0))
