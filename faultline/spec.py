@@ -554,6 +554,9 @@ def _transaction_checks(spec: TestSpec) -> list[tuple[bool, str]]:
         (x.reads == 0 or spec.workload.client != "java",
          "transactions.reads (read-process-write) runs with the librdkafka client only: set "
          "workload.client librdkafka or transactions.reads 0"),
+        (x.reads == 0 or spec.workload.name != "txn" or not spec.nemesis.crashes_clients,
+         "transactions.reads (read-process-write) cannot run with client crashes: a crashed "
+         "transaction's reads would be unknown; drop the clients faults or set transactions.reads 0"),
         (spec.workload.name != "txn" or p.enable_idempotence,
          "the txn workload's transactional producers need idempotence: acks=all, retries > 0 and "
          "max_in_flight between 1 and 5"),

@@ -341,7 +341,7 @@ UNDECIDED = {
 
 
 def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous: bool = False,
-          *, end: Mapping[int, int] | str) -> Result:
+          *, end: Mapping[int, int] | str, static: bool = False) -> Result:
     """The ``group`` checker's Result: ``valid`` false where an instance the guarantees do
     not permit was seen, else unknown where an instance could not be decided
     (:data:`UNDECIDED`; each entry names its ``anomalies``), else true; the group
@@ -356,7 +356,9 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
     settled for :func:`unassigned_members` to be judged. ``asynchronous``: the members
     commit ``async`` or ``auto`` (:func:`requested_after`). ``end``: the group's committed
     offsets after the drain (partition -> offset, for :func:`commits_lost`), or why they
-    are not known, which leaves the verdict at most unknown (``group-end-unknown``)."""
+    are not known, which leaves the verdict at most unknown (``group-end-unknown``).
+    ``static``: the members join with a ``group.instance.id`` (``consumer.static``), the one
+    way another member can fence a member for good (:data:`OVERLAP_AFTER_FENCED`)."""
     counts = dict.fromkeys(GROUP_ANOMALIES, 0)
     examples: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}
     own: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}  # group's, as seen
@@ -398,7 +400,7 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             "time": x.commit.invoked, "outcome": x.commit.outcome, "polled": x.polled})
     for o in overlapping_owners(g):
         retired = o.first.how == "end" and o.first.process in g.retired
-        fenced = retired and o.first.process in g.fenced
+        fenced = retired and static and o.first.process in g.fenced
         add("overlapping-owners", {
             "partition": o.first.partition, "first": _span(o.first), "second": _span(o.second)},
             OVERLAP_AFTER_LOST if o.first.how == "lost" else OVERLAP_AFTER_FENCED if fenced else None,

@@ -404,16 +404,6 @@ CONCURRENT_WRITE_CYCLE = (
     "in opposite orders (Jepsen, Redpanda 21.10.1: write cycles in the Kafka protocol)")
 
 
-#: Why a cycle of write-write and write-read edges (G1c) is no violation where none of its
-#: edges goes against real time.
-CONCURRENT_READ_CYCLE = (
-    "each edge of the cycle joins transactions that ran concurrently or in the order of the "
-    "edge: a transaction reads only committed records (read committed, KIP-98), but the "
-    "transaction whose record it read may have appended another record after one of the "
-    "reader's own in some partition, since writers are not isolated from one another (docs/design.md, "
-    "\"Transactions\")")
-
-
 def transaction_rules(config: TransactionConfig, families: frozenset[str],
                       loss: str | None = None) -> dict[str, str]:
     """Every transaction anomaly the guarantees permit, name -> reason; absent names forbid
@@ -478,8 +468,10 @@ def transaction_forbidden(config: TransactionConfig, families: frozenset[str],
         "nonmonotonic-send": f"a transactional producer is idempotent: it appends its records of a "
                              f"partition in the order it sent them, within a transaction and from one "
                              f"to the next, which ends before the next begins (KIP-98); {version}",
-        G1C: f"a transaction reads only records committed before it ended, and its records follow, "
-             f"in every partition, those of a transaction that ended before it began; {version}",
+        G1C: f"a read-process-write transaction reads only committed records (KIP-98), before it "
+             f"appends its own: every record of a transaction it read, and that transaction's "
+             f"commit, precede its own records, so a cycle with a write-read edge needs a late or "
+             f"lost write; {version}",
         PROCESSED_TWICE: ("a read-process-write transaction commits its group's offsets with its "
                           "records, atomically (KIP-98), and a member of an older generation cannot "
                           "commit (KIP-447), so a record is handed to one committed transaction; no "

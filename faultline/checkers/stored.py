@@ -184,7 +184,8 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     g, topic = run.group.done(), run.spec.topic.name
     windows = groups.FaultWindows(g.actions, topic, run.timeline())
     end = group_end(run.run_dir, run.spec.group_id, topic)
-    result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets)
+    result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets,
+                          static=run.spec.consumer.static)
     if end.offsets_replicas is None or end.offsets_partition is None:
         return Checked(result)
     metadata = run.files().metadata

@@ -19,7 +19,6 @@ from typing import Any
 
 from faultline.checkers.faults_seen import NemesisAction, Timeline, nemesis_actions, nodes_of
 from faultline.checkers.guarantees import (
-    CONCURRENT_READ_CYCLE,
     CONCURRENT_WRITE_CYCLE,
     DELAYING_FAULTS,
     G0,
@@ -312,17 +311,18 @@ def wr_edges(h: TxnHistory) -> list[tuple[Txn, Txn, TxnRead]]:
 
 
 def processed_twice(h: TxnHistory) -> list[tuple[Txn, Txn, TxnRead]]:
-    """processed-twice: a record two committed transactions read (read-process-write: the
-    group's committed offsets hand each record to one); ``(first, second, second's read)``,
-    one instance per later reader of a record."""
-    first: dict[Any, Txn] = {}
+    """processed-twice: a record (a partition's offset) two committed transactions read
+    (read-process-write: the group's committed offsets hand each record to one);
+    ``(first, second, second's read)``, one instance per later reader of a record."""
+    first: dict[tuple[int, int], Txn] = {}
     out = []
     for t in h.txns:
         if t.committed:
             for r in t.reads:
-                if r.value in first and first[r.value] is not t:
-                    out.append((first[r.value], t, r))
-                first.setdefault(r.value, t)
+                key = (r.partition, r.offset)
+                if key in first and first[key] is not t:
+                    out.append((first[key], t, r))
+                first.setdefault(key, t)
     return out
 
 
@@ -560,10 +560,11 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
                           "edges": [[a.index, b.index, p] for a, b, p in cycle], **excuse})
     for read_cycle in read_cycles(h):
-        late = [judge.excuse(G1C, b.invoked, spans[b.index][1], *((b.invoked, [p]) if kind == "ww" else ()))
-                for a, b, p, kind in read_cycle if b.precedes(a)]
-        excuse = ({"reason": CONCURRENT_READ_CYCLE, "permitted": True} if not late else
-                  next((e for e in late if not e["permitted"]), late[0]))
+        # no cycle with a wr edge is possible without a late or lost write (docs/design.md,
+        # "Transactions"): only a ww edge can come of one, the later transaction's record landed late
+        late = [judge.excuse(G1C, b.invoked, spans[b.index][1], b.invoked, [p])
+                for a, b, p, kind in read_cycle if kind == "ww"]
+        excuse = next((e for e in late if e["permitted"]), late[0] if late else judge.forbid(G1C))
         found[G1C].append({"topic": topic, "txn_indexes": sorted({a.index for a, *_ in read_cycle}),
                            "edges": [[a.index, b.index, p, kind] for a, b, p, kind in read_cycle],
                            **excuse})
@@ -571,8 +572,8 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
         found[PROCESSED_TWICE].append({
             "topic": topic, "partition": r.partition, "offset": r.offset, "value": r.value,
             "time": r.time, "txn_indexes": [once.index, again.index],
-            "permitted": PROCESSED_TWICE in rules,
-            "reason": rules.get(PROCESSED_TWICE) or forbidden[PROCESSED_TWICE]})
+            **judge.excuse(PROCESSED_TWICE, once.invoked, spans[again.index][1],
+                           once.ended if once.ended is not None else once.invoked, [r.partition])})
     for a, sent, b, then in out_of_order_writes(h):
         found["nonmonotonic-send"].append({
             "topic": topic, "partition": then.partition, "process": b.process, "time": b.invoked,
@@ -685,12 +686,12 @@ class _Judge:
         """Whether the guarantees permit anomaly ``name`` of one transaction, and why:
         :func:`~faultline.checkers.guarantees.transaction_rules` given the delaying faults
         whose windows overlap ``since`` to ``until`` (None: the run's end), where a request
-        held in them could have landed late, and, for a loss or a tear (``written``: the
-        transaction's invoke; for G0, that of an edge's earlier transaction, and the
-        edge's partition), whether committed records of ``partitions`` written then may be
-        lost (:meth:`loss`)."""
-        delaying = frozenset(w.family for w in self._h.faults
-                             if w.family in DELAYING_FAULTS and w.overlaps(since, until))
+        held in them could have landed late, and the faults that destroyed data there, and,
+        for a loss or a tear (``written``: the transaction's invoke; for G0, that of an
+        edge's earlier transaction, and the edge's partition), whether committed records of
+        ``partitions`` written then may be lost (:meth:`loss`)."""
+        delaying = frozenset(w.family for w in self._h.faults if w.overlaps(since, until) and (
+            w.family in DELAYING_FAULTS or FAMILIES[w.family].destroys_data))
         loss = None if written is None else self.loss(partitions, written)
         why = None if loss is None else loss.reason
         allowed = transaction_rules(self._config, delaying, why)
@@ -700,6 +701,10 @@ class _Judge:
             for p in loss.assumed:
                 self.assumed[p].add(name)
         return {"permitted": True, "reason": allowed[name]}
+
+    def forbid(self, name: str) -> dict[str, Any]:
+        """Anomaly ``name`` forbidden whatever the faults, with why."""
+        return {"permitted": False, "reason": transaction_forbidden(self._config, frozenset())[name]}
 
     def loss(self, partitions: Iterable[int], written: int) -> _Loss | None:
         """Why committed records of every one of ``partitions`` written at ``written`` may

@@ -30,6 +30,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from faultline.history import PendingOp
 from faultline.spec import TestSpec
 from faultline.workloads.clients import (
     POLL_MAX_RECORDS,
@@ -243,13 +244,16 @@ class GroupConsumer:
             value = {"partitions": [[tp.topic, tp.partition] for tp in partitions],
                      "member": consumer.memberid() or "",
                      "generation": generation(consumer.consumer_group_metadata())}
+            # one batch, journaled before the callback returns (a child's batch with an
+            # invoke waits for the run): its ok can take no later time than the member's
+            # next owner's assign
+            ops: list[PendingOp] = [(self.process, "invoke", kind, value, None),
+                                    (self.process, "ok", kind, value, None)]
             if self._polling:
-                self.journal.append(self.process, "ok", "poll", {"records": []})
+                ops = [(self.process, "ok", "poll", {"records": []}, None), *ops,
+                       (self.process, "invoke", "poll", None, None)]
                 self.polls += 1
-            self.journal.append(self.process, "invoke", kind, value)
-            self.journal.append(self.process, "ok", kind, value)
-            if self._polling:
-                self.journal.append(self.process, "invoke", "poll", None)
+            self.journal.append_many(ops)
         return journal
 
 

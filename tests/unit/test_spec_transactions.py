@@ -54,3 +54,14 @@ def test_read_process_write_is_off_unless_asked_and_refused_with_the_java_client
     assert "\n" not in str(info.value)
     with pytest.raises(SpecError, match=r"transactions\.reads must be 0"):
         spec(transactions={"reads": -1})
+
+
+def test_read_process_write_is_refused_with_client_crashes() -> None:
+    """Found by review: a crashed transaction's completion is the run's, without the reads
+    its child made, so a record it processed twice would pass unseen."""
+    assert spec(workload={"name": "txn"}, nemesis={"faults": ["clients"]}).nemesis.crashes_clients
+    with pytest.raises(SpecError, match="cannot run with client crashes"):
+        spec(workload={"name": "txn"}, transactions={"reads": 5}, nemesis={"faults": ["clients"]})
+    with pytest.raises(SpecError, match="cannot run with client crashes"):
+        spec(workload={"name": "txn"}, transactions={"reads": 5},
+             nemesis={"schedule": ["wait for 1 s", "crash client 0"]})
