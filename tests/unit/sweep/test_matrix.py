@@ -181,6 +181,11 @@ def test_the_examples_are_valid_matrices() -> None:
     assert seeds_and_recipes(load_matrix(EXAMPLES / "clients.yaml").cells) == (7, 0)
     assert seeds_and_recipes(load_matrix(EXAMPLES / "clock.yaml").cells) == (4, 0)
     assert seeds_and_recipes(load_matrix(EXAMPLES / "groups.yaml").cells) == (6, 0)
+    versions = load_matrix(EXAMPLES / "txn-versions.yaml").cells
+    assert seeds_and_recipes(versions) == (15, 0)
+    assert {(c.spec.kafka.version, c.spec.kafka.transaction_version) for c in versions} == {
+        ("4.3.1", 1), ("4.3.1", 2), ("3.9.1", None)}
+    assert all(c.spec.workload.client == "java" for c in versions)
 
 
 def test_the_nightly_at_full_speed_fits_a_night_with_its_analysis_on_two_cores() -> None:
