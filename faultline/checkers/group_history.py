@@ -71,6 +71,7 @@ class Ownership:
     member: str
     first: Read | None = None
     jumps: tuple[tuple[int, Read], ...] = ()
+    generation: int | None = None  # its assign's generation (classic) or member epoch (KIP-848)
 
 
 @dataclass
@@ -82,10 +83,11 @@ class _Span:
     last: int | None = None
     first: Read | None = None
     jumps: list[tuple[int, Read]] = field(default_factory=list)
+    generation: int | None = None
 
     def owned(self, process: int, partition: int, ended: int, how: str) -> Ownership:
         return Ownership(process, partition, self.began, ended, how, self.member, self.first,
-                         tuple(self.jumps))
+                         tuple(self.jumps), self.generation)
 
 
 @dataclass
@@ -219,7 +221,8 @@ class GroupReader:
                     continue
                 if f == "assign":
                     held = holding.get((p, part))
-                    holding[(p, part)] = _Span(t, v["member"], None if held is None else held.last)
+                    holding[(p, part)] = _Span(t, v["member"], None if held is None else held.last,
+                                               generation=v.get("generation"))
                 elif (p, part) in holding:
                     g.owned.append(holding.pop((p, part)).owned(p, part, t, f))
         elif f == "drain" and typ == "ok":

@@ -111,6 +111,15 @@ class Overlap(NamedTuple):
     second: Ownership
 
 
+def stale_assignment(o: Overlap) -> bool:
+    """Whether the later assignment of an overlap (classic protocol) was one its member
+    learned of only after the group had moved on: of a generation older than the first
+    owner's, and lost (a member stopped past its session takes a queued assign when it
+    runs again, then finds itself expelled)."""
+    a, b = o.first.generation, o.second.generation
+    return o.second.how == "lost" and a is not None and b is not None and b < a
+
+
 def overlapping_owners(g: Group) -> list[Overlap]:
     """overlapping-owners: two members (processes) holding one partition at overlapping
     times, by their own assignments: ``first`` began first (or at once)."""
@@ -341,7 +350,7 @@ UNDECIDED = {
 
 
 def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous: bool = False,
-          *, end: Mapping[int, int] | str, static: bool = False) -> Result:
+          *, end: Mapping[int, int] | str, static: bool = False, classic: bool = True) -> Result:
     """The ``group`` checker's Result: ``valid`` false where an instance the guarantees do
     not permit was seen, else unknown where an instance could not be decided
     (:data:`UNDECIDED`; each entry names its ``anomalies``), else true; the group
@@ -358,7 +367,9 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
     offsets after the drain (partition -> offset, for :func:`commits_lost`), or why they
     are not known, which leaves the verdict at most unknown (``group-end-unknown``).
     ``static``: the members join with a ``group.instance.id`` (``consumer.static``), the one
-    way another member can fence a member for good (:data:`OVERLAP_AFTER_FENCED`)."""
+    way another member can fence a member for good (:data:`OVERLAP_AFTER_FENCED`);
+    ``classic``: the classic protocol, whose generations are the group's (comparable
+    across members), not KIP-848's member epochs (:func:`stale_assignment`)."""
     counts = dict.fromkeys(GROUP_ANOMALIES, 0)
     examples: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}
     own: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}  # group's, as seen
@@ -403,7 +414,8 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
         fenced = retired and static and o.first.process in g.fenced
         add("overlapping-owners", {
             "partition": o.first.partition, "first": _span(o.first), "second": _span(o.second)},
-            OVERLAP_AFTER_LOST if o.first.how == "lost" else OVERLAP_AFTER_FENCED if fenced else None,
+            OVERLAP_AFTER_LOST if o.first.how == "lost" or (classic and stale_assignment(o))
+            else OVERLAP_AFTER_FENCED if fenced else None,
             "owner-end-unknown" if retired and not fenced else None)
     for u in lost_to_group(g):
         why, assumed = windows.permitted(config, "lost-to-group", u.partition, 0, None)

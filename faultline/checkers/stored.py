@@ -185,7 +185,8 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     windows = groups.FaultWindows(g.actions, topic, run.timeline())
     end = group_end(run.run_dir, run.spec.group_id, topic)
     result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets,
-                          static=run.spec.consumer.static)
+                          static=run.spec.consumer.static,
+                          classic=run.spec.consumer.group_protocol == "classic")
     if end.offsets_replicas is None or end.offsets_partition is None:
         return Checked(result)
     metadata = run.files().metadata

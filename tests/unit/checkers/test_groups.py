@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from faultline.analysis.sweepdir import Cell
 from faultline.analysis.tables import anomaly_rows
 from faultline.checkers import groups
@@ -60,8 +62,9 @@ class G:
         self.op(process, "invoke", "commit", v)
         self.op(process, outcome, "commit", v)
 
-    def rebalance(self, process: int, kind: str, partitions: list[int]) -> None:
-        v = {"partitions": [[TOPIC, p] for p in partitions], "member": f"m{process}", "generation": 1}
+    def rebalance(self, process: int, kind: str, partitions: list[int], generation: int = 1) -> None:
+        v = {"partitions": [[TOPIC, p] for p in partitions], "member": f"m{process}",
+             "generation": generation}
         self.op(process, "invoke", kind, v)
         self.op(process, "ok", kind, v)
 
@@ -247,6 +250,24 @@ def test_two_members_holding_a_partition_at_once_overlap() -> None:
 def test_an_overlap_after_a_lost_assignment_is_permitted() -> None:
     out = judged(handover(True, how="lost"))
     assert out["valid"] is True and out["permitted"] == ["overlapping-owners"]
+
+
+@pytest.mark.parametrize("stale", [True, False])
+def test_an_assignment_of_an_older_generation_then_lost_may_overlap_the_current_one(stale: bool) -> None:
+    """Found on a real run: a member paused past its session took, when it ran again, the
+    assign of generation 2 its client had queued, while process 1 held the partition in
+    generation 3, then found itself expelled (lost). Of a newer generation, the same
+    assignment is no stale one: the first owner should have let go."""
+    h = G()
+    h.at(1).rebalance(1, "assign", [0], generation=3)
+    h.at(7).rebalance(2, "assign", [0], generation=2 if stale else 4)
+    h.at(8).rebalance(2, "lost", [0], generation=2 if stale else 4)
+    h.at(9).commit(1, [], "ok")
+    out = judged(h)
+    assert out["anomaly_counts"]["overlapping-owners"] == 1
+    assert out["violations"] == ([] if stale else ["overlapping-owners"])
+    if stale:
+        assert out["anomalies"]["overlapping-owners"][0]["permitted"] == OVERLAP_AFTER_LOST
 
 
 def retired_owner(outcome: str) -> G:
