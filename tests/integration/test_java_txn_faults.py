@@ -30,16 +30,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 PAUSE_S = 13  # past the transaction timeout (10 s) and the coordinator's next look (1 s)
 SPEC = TestSpec(
-    name="it-java-txn-faults", time_limit_s=PAUSE_S + 16.0,
+    name="it-java-txn-faults", time_limit_s=PAUSE_S + 4.0,
     kafka=KafkaSpec(heap_mb=384, transaction_version=2,
                     broker_config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}),
     consumer=ConsumerSpec(isolation_level="read_committed"),
     # no rate limit: a producer is always inside a transaction, where the pause lands
     workload=WorkloadSpec(name="txn", client="java", producers=2, consumers=1, rate=0),
     transactions=TransactionSpec(sends=4, abort_probability=0.2),
-    # 10 s: the JVMs start and transact before the pause (7 s on a loaded 2-core machine);
-    # producer 1 is killed mid-transaction after it
-    nemesis=NemesisSpec(schedule=("wait for 10 s", f"pause client 0 for {PAUSE_S} s", "crash client 1",
+    nemesis=NemesisSpec(schedule=("wait for 1 s", f"pause client 0 for {PAUSE_S} s", "crash client 1",
                                   "wait for 1 s", "restart client 1", "wait until caught up within 20 s")),
 )
 
@@ -67,9 +65,7 @@ def test_the_paused_producer_ended_no_transaction_while_stopped(outcome: RunOutc
     assert resume.time - pause.time >= PAUSE_S * 1_000_000_000 > transaction_timeout_ms(SPEC) * 1_000_000
     mine = [(i, d) for i, d in transactions(ops) if d.process in pause.value["processes"]]
     assert not [d for _, d in mine if pause.time < d.time < resume.time], "a stopped JVM ends nothing"
-    spanning = [(i, d) for i, d in mine if i.time < pause.time and d.time > resume.time]
-    assert len(spanning) == 1, f"producer 0 was paused in no transaction ({len(mine)} in the run)"
-    [(invoke, done)] = spanning
+    [(invoke, done)] = [(i, d) for i, d in mine if i.time < pause.time and d.time > resume.time]
     print(f"the transaction open across the pause: abort={invoke.value['abort']}, "
           f"ended {done.type} {done.error}, {len(mine)} transactions of producer 0")
     assert any(i.time > resume.time and d.type == "ok" for i, d in mine), "producer 0 commits after"
