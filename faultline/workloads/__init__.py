@@ -7,7 +7,7 @@ consumers subscribed in one group that commit; with the Java client, :mod:`.java
 or the transactions (:mod:`.txn`: transactional producers, the queue's consumers; with the
 Java client, :mod:`.java_txn`); a queue or txn test that crashes clients runs each producer
 in a child process (:mod:`.crashable`), or with the Java client in a JVM of its own
-(:mod:`.java_crashable`); a group test that crashes or pauses clients, its consumers too
+(:mod:`.java_crashable`, :mod:`.java_txn`); a group test that crashes or pauses clients, its consumers too
 (:mod:`.group_crashable`). :mod:`.drain` reads every partition back after the run;
 :mod:`.clients` is what every client shares (process
 numbers, unique values, the journal, the client log, client configs).
@@ -31,7 +31,7 @@ from faultline.workloads.group_crashable import CrashableGroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 from faultline.workloads.java_group import JavaGroupWorkload
-from faultline.workloads.java_txn import JavaTxnWorkload
+from faultline.workloads.java_txn import CrashableJavaTxnWorkload, JavaTxnWorkload
 from faultline.workloads.queue import QueueWorkload
 from faultline.workloads.txn import CrashableTxnWorkload, TxnWorkload
 
@@ -78,6 +78,7 @@ CRASHABLE: Mapping[MakeWorkload, MakeWorkload] = {
     JavaQueueWorkload: CrashableJavaQueueWorkload,
     TxnWorkload: CrashableTxnWorkload,
     GroupWorkload: CrashableGroupWorkload,
+    JavaTxnWorkload: CrashableJavaTxnWorkload,
 }
 
 

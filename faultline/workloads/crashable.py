@@ -280,7 +280,7 @@ class CrashableChild:
                     held.enter_context(lock)
                 os.kill(pid, signal.SIGSTOP)
                 self._paused = True
-                _wait_stopped(pid, self.name)
+                wait_stopped(pid, self.name)
             return {"processes": list(self._processes), "pid": pid}
 
     def resume(self) -> dict[str, Any]:
@@ -334,7 +334,7 @@ class CrashableChild:
         return self._count(ns, op)
 
 
-def _wait_stopped(pid: int, name: str) -> None:
+def wait_stopped(pid: int, name: str) -> None:
     """Return once ``pid`` is stopped (``T`` in /proc/PID/stat); FaultlineError after
     :data:`CHILD_TIMEOUT_S`."""
     deadline = time.monotonic() + CHILD_TIMEOUT_S

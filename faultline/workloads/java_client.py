@@ -17,9 +17,10 @@ another clock is not read. A send's completion (``done`` with the Kafka error na
 (:func:`~faultline.workloads.outcomes.classify_delivery`, :func:`classify_refused`) and
 journaled once. End of stdin stops the clients; the program completes outstanding
 sends and prints ``{"f": "exit", "next_process": n}``, the drain's first process number.
-A producer JVM of :mod:`.java_crashable` sends a record only once the run has journaled
-its invoke: the run writes a ``+`` to its stdin per send invoke journaled, and an ``s``
-stops it. The program halts at once when the run (its ``parent``) is gone.
+A producer JVM of :mod:`.java_crashable` sends a record (or a transaction's) only once the
+run has journaled its invoke: the run writes a ``+`` to its stdin per send or transaction
+invoke journaled, and an ``s`` stops it. The program halts at once when the run (its
+``parent``) is gone.
 Its stderr, and stdout lines that are no op, go to the client log; an op line that
 cannot be read makes :meth:`JavaQueueWorkload.stop` end the run with an error, before
 the drain. Why: docs/design.md, "The queue workload".
@@ -47,7 +48,7 @@ import orjson
 
 from faultline.cluster import kafka_dist
 from faultline.errors import FaultlineError, SetupError
-from faultline.history import HistoryWriter, TimedOp
+from faultline.history import HistoryWriter, Process, TimedOp
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats, rdkafka_log
 from faultline.workloads.outcomes import Classification, classify_delivery, classify_produce_call
@@ -128,9 +129,10 @@ def ensure_java_client(version: str, home: str | None = None, report: kafka_dist
 
 class JavaProgram:
     """One JVM of the Java client, and what the workload keeps of what it printed: its
-    counts, the sends it left open (value -> ``(process, value)``; a send completes once)
-    and the processes it printed, in order (``first`` first). ``acks``: a producer JVM of a
-    crash test, which waits for a ``+`` on stdin after each invoke (the module docstring)."""
+    counts, the sends it left open (value -> ``(process, value)``; a send completes once),
+    the transactions it left open, and the processes it printed, in order (``first``
+    first). ``acks``: a producer JVM of a crash test, which waits for a ``+`` on stdin
+    after each send or transaction invoke (the module docstring)."""
 
     def __init__(self, first: int | None = None, *, acks: bool = False) -> None:
         self.acks = acks
@@ -139,7 +141,10 @@ class JavaProgram:
         self.stats = WorkloadStats()  # written by its journaling thread, then by its crash
         self.open: dict[Any, tuple[int, Any]] = {}
         self.processes: list[int] = [] if first is None else [first]
+        #: process -> (its open transaction's value, the invoke's history time)
+        self.txns: dict[Process, tuple[Any, int]] = {}
         self.killed = False  # by a crash: a line its kill cut short is dropped
+        self.paused = False  # by a pause, until its resume or a crash
 
     def tell(self, data: bytes) -> None:
         """Write ``data`` to the program's stdin, if it is still open."""
@@ -230,7 +235,7 @@ class JavaQueueWorkload:
             self.history.append_at(ops)
             if program.acks:
                 program.tell(b"+" * sum(1 for _, (_, typ, f, _, _) in ops
-                                        if typ == "invoke" and f == "send"))
+                                        if typ == "invoke" and f in ("send", "txn")))
         if tail and not program.killed and (op := self._line(tail, time.monotonic_ns(), program)):
             self.history.append_at([op])
 

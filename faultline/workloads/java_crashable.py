@@ -11,29 +11,35 @@ with the consumers in another JVM, whose lines another thread journals, nothing 
 would keep a read of a value from reaching the history before the value's invoke.
 
 A crash (:meth:`CrashableJavaQueueWorkload.crash_client`) kills the JVM, journals what
-it printed, then ends every send of it still open as :func:`.outcomes.crashed_sends`
-says. The producer stays down until :meth:`~CrashableJavaQueueWorkload.restart_client`
-starts a new JVM under a new process number: a new client, whose producer id (with
-idempotence) is a new one too.
+it printed, then ends every send (or transaction) of it still open as
+:func:`.outcomes.crashed_sends` (:func:`.outcomes.crashed_transaction`) says. The producer
+stays down until :meth:`~CrashableJavaQueueWorkload.restart_client` starts a new JVM under
+a new process number: a new client, whose producer id (with idempotence) is a new one too,
+its ``transactional.id`` (txn workload) the same. A pause
+(:meth:`~CrashableJavaQueueWorkload.pause_client`) stops the JVM (SIGSTOP) until
+:meth:`~CrashableJavaQueueWorkload.resume_client`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import signal
 import struct
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from faultline.errors import FaultlineError
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ClientLog, ProcessIds
-from faultline.workloads.crashable import CHILD_TIMEOUT_S
+from faultline.workloads.crashable import CHILD_TIMEOUT_S, wait_stopped
 from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
-from faultline.workloads.outcomes import crashed_sends
+from faultline.workloads.outcomes import crashed_sends, crashed_transaction
 
 _COUNTER = struct.Struct(">q")
 
@@ -65,12 +71,18 @@ class SharedCounters:
 
     def take_process(self, n: int = 1) -> int:
         """``n`` process numbers never handed out before (0: none): the first of them."""
+        with self.held():
+            [first] = _COUNTER.unpack(os.pread(self._fd, _COUNTER.size, 0))
+            os.pwrite(self._fd, _COUNTER.pack(first + n), 0)
+            return int(first)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The file's lock, held in the block: no JVM takes meanwhile."""
         with self._lock:
             fcntl.lockf(self._fd, fcntl.LOCK_EX)
             try:
-                [first] = _COUNTER.unpack(os.pread(self._fd, _COUNTER.size, 0))
-                os.pwrite(self._fd, _COUNTER.pack(first + n), 0)
-                return int(first)
+                yield
             finally:
                 fcntl.lockf(self._fd, fcntl.LOCK_UN)
 
@@ -80,9 +92,10 @@ class SharedCounters:
 
 
 class CrashableJavaQueueWorkload(JavaQueueWorkload):
-    """The Java client's queue workload with a JVM per producer, which :meth:`crash_client`
-    and :meth:`restart_client` address by index, and one for the consumers; the same
-    contract as :class:`.java_client.JavaQueueWorkload`."""
+    """The Java client's queue workload with a JVM per producer, which :meth:`crash_client`,
+    :meth:`restart_client`, :meth:`pause_client` and :meth:`resume_client` address by
+    index, and one for the consumers; the same contract as
+    :class:`.java_client.JavaQueueWorkload`."""
 
     #: A JVM per client starts in a third of the time with C1 only and one GC thread
     #: (docs/design.md, "Java client crashes").
@@ -120,17 +133,34 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
         self._start(program, [*self._args(), "role=producer", f"index={index}",
                               f"first_process={program.processes[0]}", *self._shared()])
 
+    def child(self, role: str, index: int) -> JavaProducer:
+        """Producer ``index`` (``role`` ``clients``), as
+        :class:`faultline.nemeses.clients.ChildClients` hands it out; FaultlineError for
+        the consumers, which share one JVM, or an index of none."""
+        if role != "clients":
+            raise FaultlineError("the Java client's consumers share one JVM: none crashes or "
+                                 "pauses alone; that needs the librdkafka client")
+        if not 0 <= index < len(self._producers):
+            raise FaultlineError(f"no producer {index}: {len(self._producers)} producers")
+        return JavaProducer(self, index)
+
+    def _running(self, index: int) -> subprocess.Popen[bytes]:
+        """Producer ``index``'s live JVM (``_lock`` held); FaultlineError when none runs."""
+        program = self._producers[index]
+        proc = program.proc
+        if program.killed or proc is None or proc.poll() is not None:
+            raise FaultlineError(f"producer {index} is not running")
+        return proc
+
     def crash_client(self, index: int) -> dict[str, Any]:
-        """SIGKILL producer ``index``'s JVM and wait until what it printed is journaled,
-        its open sends ``info``; the history fields of the crash (``processes``: those it
-        used, ``pid``, ``sends``: how many it left open). FaultlineError when it is not
-        running."""
+        """SIGKILL producer ``index``'s JVM (paused or not) and wait until what it printed
+        is journaled, its open sends and transactions ``info``; the history fields of the
+        crash (``processes``: those it used, ``pid``, ``sends``: how many sends and
+        transactions it left open). FaultlineError when it is not running."""
         with self._lock:
             program = self._producers[index]
-            proc = program.proc
-            if program.killed or proc is None or proc.poll() is not None:
-                raise FaultlineError(f"producer {index} is not running")
-            program.killed = True
+            proc = self._running(index)
+            program.killed, program.paused = True, False
             proc.kill()
         try:
             proc.wait(CHILD_TIMEOUT_S)
@@ -143,7 +173,10 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
                                      f"{CHILD_TIMEOUT_S:.0f} s of killing pid {proc.pid}")
         program.close_stdin()
         ops = crashed_sends(program.open.values())
+        ops += [crashed_transaction(process, value, invoked)
+                for process, (value, invoked) in program.txns.items()]
         program.open.clear()
+        program.txns.clear()
         program.stats.info += len(ops)
         self.history.append_many(ops)
         return {"processes": list(program.processes), "pid": proc.pid, "sends": len(ops)}
@@ -164,6 +197,34 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
             self._programs.append(program)
             return {"processes": list(program.processes)}
 
+    def pause_client(self, index: int) -> dict[str, Any]:
+        """Stop producer ``index``'s JVM (SIGSTOP) until :meth:`resume_client`, once the
+        kernel shows it stopped, holding no lock of the counters; the history fields
+        (``processes``: those it used so far, ``pid``). FaultlineError when it is not
+        running or already paused."""
+        with self._lock:
+            program = self._producers[index]
+            proc = self._running(index)
+            if program.paused:
+                raise FaultlineError(f"producer {index} is paused already")
+            assert self._counters is not None  # a running JVM follows start()
+            with self._counters.held():
+                os.kill(proc.pid, signal.SIGSTOP)
+                program.paused = True
+                wait_stopped(proc.pid, f"producer {index}")
+            return {"processes": list(program.processes), "pid": proc.pid}
+
+    def resume_client(self, index: int) -> dict[str, Any]:
+        """Continue the JVM :meth:`pause_client` stopped (SIGCONT); the history fields
+        (``pid``, or a ``result`` saying it was not paused: crashed since, or never)."""
+        with self._lock:
+            program = self._producers[index]
+            if not program.paused or program.proc is None:
+                return {"result": f"producer {index} was not paused"}
+            program.paused = False
+            os.kill(program.proc.pid, signal.SIGCONT)
+            return {"pid": program.proc.pid}
+
     def request_stop(self) -> None:
         """Every JVM stops issuing ops; no crashed producer is restarted after."""
         with self._lock:
@@ -180,3 +241,23 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
                 self.processes = ProcessIds(self._counters.take_process(0))
                 self._counters.close()
                 self._counters = None
+
+
+class JavaProducer:
+    """Producer ``index`` of a :class:`CrashableJavaQueueWorkload`, as the clients nemesis
+    addresses one client (:class:`faultline.nemeses.clients.ClientChild`)."""
+
+    def __init__(self, workload: CrashableJavaQueueWorkload, index: int) -> None:
+        self.workload, self.index = workload, index
+
+    def crash(self) -> dict[str, Any]:
+        return self.workload.crash_client(self.index)
+
+    def restart(self) -> dict[str, Any]:
+        return self.workload.restart_client(self.index)
+
+    def pause(self) -> dict[str, Any]:
+        return self.workload.pause_client(self.index)
+
+    def resume(self) -> dict[str, Any]:
+        return self.workload.resume_client(self.index)

@@ -4,7 +4,10 @@ transactional (``java/TxnProducer.java``) and journal the ``txn`` ops :mod:`.txn
 for librdkafka (docs/history.md, "txn"); its consumers and the drain are the queue's.
 kafka-clients 4.x speaks transaction protocol version 2 (KIP-890) where the cluster's
 ``transaction.version`` is 2, which librdkafka does not
-(:data:`~faultline.checkers.guarantees.CLIENT_TRANSACTION_VERSION`).
+(:data:`~faultline.checkers.guarantees.CLIENT_TRANSACTION_VERSION`). In a test that crashes
+or pauses clients each transactional producer runs in a JVM of its own
+(:class:`CrashableJavaTxnWorkload`): a crash ends its open transaction ``info``, and its
+replacement, under the same ``transactional.id``, fences it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from faultline.history import TimedOp
 from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
+from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 from faultline.workloads.txn import transaction_timeout_ms
 
 
@@ -32,16 +36,25 @@ class JavaTxnWorkload(JavaQueueWorkload):
 
     def _op(self, d: dict[str, Any], read_ns: int, program: JavaProgram) -> TimedOp | None:
         """The op of a printed line, as :class:`JavaQueueWorkload`'s, a transaction's
-        ``committing`` (printed as the program's ``ns``) put on the history's clock."""
+        ``committing`` (printed as the program's ``ns``) put on the history's clock, each
+        open one in ``program.txns``."""
         op = super()._op(d, read_ns, program)
         if op is not None and op[1][2] == "txn":
-            s, typ, value = program.stats, op[1][1], op[1][3]
+            s, (ns, (process, typ, _, value, _)) = program.stats, op
             if "committing" in value:
                 value["committing"] = self.history.clock(value["committing"])
             if typ == "invoke":
                 s.invoked += 1
+                program.txns[process] = value, self.history.clock(ns)
             else:
+                program.txns.pop(process, None)
                 s.ended(typ)
             if typ == "info":  # its producer is retired
                 s.retired += 1
         return op
+
+
+class CrashableJavaTxnWorkload(CrashableJavaQueueWorkload, JavaTxnWorkload):
+    """The Java client's txn workload with a JVM per transactional producer
+    (:mod:`.java_crashable`), which ``crash_client`` kills and ``restart_client`` replaces
+    under the same ``transactional.id``; the same contract."""

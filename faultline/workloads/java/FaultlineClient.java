@@ -20,10 +20,10 @@
 // runs the consumers. A run that crashes clients runs one JVM per producer and one for the
 // consumers, which take process numbers and values from the file "counters" (two
 // big-endian longs, next process and next value, taken under an fcntl lock that the
-// harness takes too); a producer JVM then waits, after printing each invoke, until the
-// run says it journaled it (a '+' byte on stdin) before it sends, so that no consumer JVM
-// can read a value whose invoke is not yet journaled; an 's' byte stops its clients, the
-// end of stdin too.
+// harness takes too); a producer JVM then waits, after printing each invoke (of a send or
+// a transaction), until the run says it journaled it (a '+' byte on stdin) before it
+// sends, so that no consumer JVM can read a value whose invoke is not yet journaled; an
+// 's' byte stops its clients, the end of stdin too.
 //
 // Processes: producers 0..N-1, consumers N..N+M-1; a client instance with a failed
 // send (producer) or a poll that threw (consumer) is retired and its successor takes
@@ -419,13 +419,14 @@ public final class FaultlineClient {
             COUNTERS[PROCESSES].set(Long.parseLong(conf.get("first_free_process")));
         }
         List<Thread> threads = new ArrayList<>();
+        boolean txn = conf.getOrDefault("workload", "queue").equals("txn");
         if (role.equals("producer")) {
             journaled = new Semaphore(0);
             int index = Integer.parseInt(conf.get("index"));
-            threads.add(new Thread(new Producer(index, Integer.parseInt(conf.get("first_process"))),
+            int first = Integer.parseInt(conf.get("first_process"));
+            threads.add(new Thread(txn ? new TxnProducer(index, first) : new Producer(index, first),
                     "producer-" + index));
         }
-        boolean txn = conf.getOrDefault("workload", "queue").equals("txn");
         for (int i = 0; i < producers && role.equals("all"); i++) {
             threads.add(new Thread(txn ? new TxnProducer(i, i) : new Producer(i, i), "producer-" + i));
         }

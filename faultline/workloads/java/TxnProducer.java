@@ -148,6 +148,7 @@ final class TxnProducer implements Runnable {
                     FaultlineClient.take(FaultlineClient.VALUES, sends));
             next = (next + sends) % partitions;
             FaultlineClient.emit(FaultlineClient.op(process, "invoke", "txn", txn.json(), null));
+            if (FaultlineClient.journaled != null) FaultlineClient.journaled.acquireUninterruptibly();
             String[] ended = transact(producer, txn);
             FaultlineClient.emit(FaultlineClient.op(process, ended[0], "txn", txn.json(), ended[1]));
             if (ended[0].equals("info")) {

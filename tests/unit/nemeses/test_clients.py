@@ -147,10 +147,9 @@ def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_
     group = dataclasses.replace(TestSpec(), nemesis=crashes, workload=WorkloadSpec(name="group"),
                                 consumer=ConsumerSpec(mode="subscribe"))
     assert workload_for(group) is CrashableGroupWorkload
-    java_txn = dataclasses.replace(TestSpec(), nemesis=crashes,
-                                   workload=WorkloadSpec(name="txn", client="java"))
-    with pytest.raises(SpecError, match="not the txn workload with the java client"):
-        workload_for(java_txn)
+    java_group = dataclasses.replace(group, workload=WorkloadSpec(name="group", client="java"))
+    with pytest.raises(SpecError, match="not the group workload with the java client"):
+        workload_for(java_group)
 
 
 def test_targeted_client_crashes_are_journaled_per_producer_and_restarted_at_the_heal(
@@ -247,7 +246,8 @@ def test_targeted_consumer_faults_are_journaled_and_healed(tmp_path: Path) -> No
 @pytest.mark.parametrize(("workload", "lines", "message"), [
     (WorkloadSpec(name="group", consumers=2), ["crash consumer 2"], "the consumers are 0 to 1"),
     (WorkloadSpec(), ["crash consumer 0"], "in the group workload only, not the queue workload"),
-    (WorkloadSpec(client="java"), ["pause client 0 for 1 s"], "only librdkafka clients pause"),
+    (WorkloadSpec(name="group", client="java"), ["pause client 0 for 1 s"],
+     "the Java client pauses in the queue and txn workloads only"),
 ])
 def test_bad_consumer_steps_are_one_line(workload: WorkloadSpec, lines: list[str], message: str) -> None:
     mode = "subscribe" if workload.name == "group" else "assign"

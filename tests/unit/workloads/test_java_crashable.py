@@ -21,6 +21,7 @@ import pytest
 
 import faultline
 from faultline.cluster import kafka_dist
+from faultline.errors import FaultlineError
 from faultline.history import HistoryWriter, read_history
 from faultline.spec import TestSpec
 from faultline.workloads import java_client
@@ -245,3 +246,56 @@ def test_without_consumers_no_consumers_jvm_runs_and_the_workload_keeps_running(
             assert w.running and len(w._programs) == 1
         finally:
             w.stop(timeout=5)
+
+
+_WAITS = ["sh", "-c", "exec sleep 60", "sh"]  # a "JVM" that waits
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+
+
+def test_a_pause_stops_the_producers_jvm_until_its_resume_and_a_crash_kills_it_paused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each "JVM" is a shell that waits; the nemesis addresses it as a child
+    (:class:`faultline.nemeses.clients.ChildClients`)."""
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = CrashableJavaQueueWorkload(SPEC, "x:9092", history)
+        monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: _WAITS)
+        w.start()
+        try:
+            producer = w.child("clients", 0)
+            pid = producer.pause()["pid"]
+            assert _state(pid) == "T"
+            with pytest.raises(FaultlineError, match="paused already"):
+                producer.pause()
+            assert producer.resume() == {"pid": pid} and _state(pid) != "T"
+            assert "not paused" in producer.resume()["result"]
+            producer.pause()
+            assert producer.crash()["pid"] == pid  # SIGKILL ends a stopped JVM too
+            assert "not paused" in producer.resume()["result"]
+            with pytest.raises(FaultlineError, match="consumers share one JVM"):
+                w.child("consumers", 0)
+        finally:
+            w.stop(timeout=0.5)
+
+
+def test_a_pause_waits_while_a_jvm_holds_the_counters(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JVM stopped holding the counters' lock would stop every other JVM's next take,
+    and the harness's: the pause takes that lock first."""
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = CrashableJavaQueueWorkload(SPEC, "x:9092", history)
+        monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: _WAITS)
+        w.start()
+        try:
+            assert w._counters is not None
+            paused = threading.Event()
+            with w._counters.held():
+                t = threading.Thread(target=lambda: (w.pause_client(0), paused.set()))
+                t.start()
+                assert not paused.wait(0.5)
+            assert paused.wait(10)
+            w.resume_client(0)
+        finally:
+            w.stop(timeout=0.5)

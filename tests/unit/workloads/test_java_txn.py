@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from faultline.errors import SpecError
 from faultline.history import HistoryWriter, read_history
 from faultline.spec import NemesisSpec, TestSpec, TransactionSpec, WorkloadSpec
-from faultline.workloads import workload_for
-from faultline.workloads.java_txn import JavaTxnWorkload
+from faultline.workloads import java_client, workload_for
+from faultline.workloads.java_client import JavaProgram
+from faultline.workloads.java_txn import CrashableJavaTxnWorkload, JavaTxnWorkload
+from faultline.workloads.outcomes import CRASH_ERROR
 from tests.unit.workloads.test_java_client import Trickle, printed_line
 
 SPEC = dataclasses.replace(TestSpec(name="jt"), workload=WorkloadSpec(name="txn", client="java", producers=2),
@@ -23,10 +24,10 @@ SENDS = [{"partition": 0, "value": 4}, {"partition": 1, "value": 5}]
 DONE = [{**SENDS[0], "offset": 7}, {**SENDS[1], "offset": 2}]
 
 
-def test_the_txn_workload_with_the_java_client_is_java_txn_and_crashes_no_client() -> None:
+def test_the_txn_workload_with_the_java_client_is_java_txn_and_crashable_with_client_crashes() -> None:
     assert workload_for(SPEC) is JavaTxnWorkload
-    with pytest.raises(SpecError, match="not the txn workload with the java client"):
-        workload_for(dataclasses.replace(SPEC, nemesis=NemesisSpec(faults=("clients",))))
+    crashes = dataclasses.replace(SPEC, nemesis=NemesisSpec(faults=("clients",)))
+    assert workload_for(crashes) is CrashableJavaTxnWorkload
 
 
 def test_the_program_is_told_the_transactions_settings(tmp_path: Path) -> None:
@@ -62,3 +63,38 @@ def test_printed_transactions_become_txn_ops_counted_as_transactions(tmp_path: P
     s = w.stats()
     assert (s.invoked, s.ok, s.fail, s.info, s.retired) == (3, 1, 1, 1, 1)
     assert w.processes.take() == 5
+
+
+def test_a_crash_ends_the_killed_jvms_open_transaction_info_committing_since_its_invoke(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each "JVM" is a shell that prints what a transactional producer JVM would (one
+    transaction ended, one left open, acknowledged by a ``+`` each) and waits."""
+    spec = dataclasses.replace(SPEC, nemesis=NemesisSpec(faults=("clients",)))
+    commit, abort = {"topic": SPEC.topic.name, "abort": False}, {"topic": SPEC.topic.name, "abort": True}
+    told: list[bytes] = []
+    monkeypatch.setattr(JavaProgram, "tell", lambda _, data: told.append(data))
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = CrashableJavaTxnWorkload(spec, "x:9092", history)
+        printed = b"".join(map(printed_line, [
+            {"process": 0, "type": "invoke", "f": "txn", "value": {**abort, "sends": SENDS}},
+            {"process": 0, "type": "fail", "f": "txn", "value": {**abort, "sends": DONE}},
+            {"process": 0, "type": "invoke", "f": "txn", "value": {**commit, "sends": SENDS}}]))
+        monkeypatch.setenv("PRINTED", printed.decode())
+        script = 'case "$*" in *role=producer*first_process=0*) printf "%s" "$PRINTED";; esac; exec sleep 60'
+        monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: ["sh", "-c", script, "sh"])
+        w.start()
+        try:
+            deadline = time.monotonic() + 30
+            while w.stats().invoked < 2:
+                assert time.monotonic() < deadline, "the transactions were never journaled"
+                time.sleep(0.01)
+            crash = w.crash_client(0)
+        finally:
+            w.stop(timeout=0.5)
+    ops = list(read_history(tmp_path / "history.jsonl"))
+    assert [(o.type, o.value["abort"], o.error) for o in ops] == [
+        ("invoke", True, None), ("fail", True, None), ("invoke", False, None), ("info", False, CRASH_ERROR)]
+    assert ops[-1].value == {**commit, "sends": SENDS, "committing": ops[-2].time}
+    assert crash["sends"] == 1 and b"".join(told).count(b"+") == 2
+    s = w.stats()
+    assert (s.invoked, s.fail, s.info) == (2, 1, 1)
