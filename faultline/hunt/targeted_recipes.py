@@ -62,11 +62,13 @@ class TargetedRecipe:
                                  committed_loss_reason(config, self.faults))
 
 
-def _held_leader_schedule(fault: str, *then: str) -> tuple[str, ...]:
-    """Hold partition 0's followers until the ISR is its leader alone (which then acknowledges
-    and, with min.insync.replicas=1, moves the high watermark alone), then ``fault`` its leader."""
-    return ("wait for 2 s", "hold followers of 0 as held", "wait until isr of 0 is {leader} within 20 s",
-            *then, f"{fault} leader of 0 as old")
+def _held_leader_schedule(start_s: int, fault: str, *then: str) -> tuple[str, ...]:
+    """After ``start_s`` seconds of writes, hold partition 0's followers until the ISR is its
+    leader alone (which then acknowledges and, with min.insync.replicas=1, moves the high
+    watermark alone), then ``fault`` its leader. The ISR shrinks only while the leader is
+    written to: an idle follower is in sync."""
+    return (f"wait for {start_s} s", "hold followers of 0 as held",
+            "wait until isr of 0 is {leader} within 20 s", *then, f"{fault} leader of 0 as old")
 
 
 _GROUP = "group-truncation-under-commit"
@@ -81,21 +83,22 @@ RECIPES: tuple[TargetedRecipe, ...] = (
             consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol="consumer", commit="sync"),
             workload=WorkloadSpec(name="group", producers=1, consumers=2, rate=300.0),
             nemesis=NemesisSpec(schedule=(
-                *_held_leader_schedule("crash",
+                *_held_leader_schedule(2, "crash",
                                        f"wait until group faultline-{_GROUP} has committed within 15 s"),
                 "wait until 0 has a new leader within 20 s", "release held", "restart old"))),
-        "group", ("reset-without-cause", "commit-backwards"),
+        "group", ("reset-without-cause",),
         PartitionFaults(frozenset({"partition", "kill"}), leader_fault=True, faulted=3, fenced=1),
         "the members commit past what the held followers have; an unclean election makes one of "
         "them leader, truncating the log below the committed position: the owner's fetch is out "
-        "of range, auto.offset.reset rewinds it and it commits lower"),
+        "of range and auto.offset.reset rewinds it (and where it commits before the run ends, "
+        "lower: commit-backwards)"),
     TargetedRecipe(
         TestSpec(
-            name=_TXN, time_limit_s=30.0, topic=TopicSpec(min_insync_replicas=1),
+            name=_TXN, time_limit_s=40.0, topic=TopicSpec(min_insync_replicas=1),
             consumer=replace(ConsumerSpec(), isolation_level="read_committed"),
             workload=WorkloadSpec(name="txn", client="java", producers=2, consumers=1),
             transactions=TransactionSpec(sends=4, abort_probability=0.2),
-            nemesis=NemesisSpec(schedule=(*_held_leader_schedule("lose-unflushed", "wait for 1 s"),
+            nemesis=NemesisSpec(schedule=(*_held_leader_schedule(10, "lose-unflushed", "wait for 1 s"),
                                           "restart old", "release held"))),
         "transaction", ("lost-write", "torn-transaction"),
         PartitionFaults(frozenset({"partition", "lose-unflushed"}), leader_fault=True, faulted=3,
