@@ -1,0 +1,52 @@
+"""The targeted recipes: each is kept as its example (the YAML builds the recipe's spec), each
+anomaly it shows is permitted by its rule in faultline.checkers.guarantees on its config and
+faults, and the one fact its demonstration varies forbids them again."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from faultline.hunt.targeted_recipes import RECIPES, TargetedRecipe
+from faultline.spec import build_spec
+from faultline.targeted import parse_schedule
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.name)
+def test_each_recipe_is_its_example(recipe: TargetedRecipe) -> None:
+    assert build_spec(EXAMPLES / f"{recipe.name}.yaml", {}) == recipe.spec
+    parse_schedule(recipe.spec.nemesis.schedule, recipe.spec.topic.partitions, recipe.spec.kafka.nodes)
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.name)
+def test_each_anomaly_a_recipe_shows_is_permitted_by_its_rule(recipe: TargetedRecipe) -> None:
+    permitted = recipe.permitted()
+    for anomaly in recipe.anomalies:
+        assert permitted.get(anomaly), f"{recipe.name}: no rule permits {anomaly}"
+
+
+def test_the_group_recipe_is_permitted_by_acks_1_and_by_the_unclean_election_alike() -> None:
+    """acks=1 with a leader fault permits it; so does the unclean election of a follower that
+    lacks committed records, with acks=all: the high watermark, not the ack, is what the
+    members read below, so the election is the fact that decides."""
+    (recipe,) = [r for r in RECIPES if r.kind == "group"]
+    assert all(reason.startswith("acks=1 and a fault hit the partition's leader")
+               for reason in recipe.permitted().values())
+    acks_all = replace(recipe.spec, producer=replace(recipe.spec.producer, acks="all"))
+    assert all(reason.startswith("unclean.leader.election.enable=true")
+               for reason in recipe.permitted(acks_all).values())
+    assert recipe.permitted(acks_all).keys() == recipe.permitted().keys()
+    clean = replace(acks_all, topic=replace(recipe.spec.topic, unclean_leader_election_enable=False))
+    assert recipe.permitted(clean) == {}
+
+
+def test_the_transaction_recipe_is_permitted_by_destroyed_data_alone() -> None:
+    (recipe,) = [r for r in RECIPES if r.kind == "transaction"]
+    for anomaly in recipe.anomalies:
+        assert "data was destroyed (wipe / lose-unflushed)" in recipe.permitted()[anomaly]
+    safe = replace(recipe.spec, topic=replace(recipe.spec.topic, min_insync_replicas=2))
+    assert not set(recipe.anomalies) & set(recipe.permitted(safe))
