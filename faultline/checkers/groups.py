@@ -36,8 +36,9 @@ GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owne
                    "reset-without-cause")
 #: How long after the last fault, retirement or new member a member must have had to get
 #: an assignment, in ns:
-#: past a classic session timeout (6 s, :func:`faultline.workloads.group.group_config`) and
-#: the rebalance that follows; KIP-848 assigns as soon as a member heartbeats.
+#: past a session timeout (6 s under either protocol,
+#: :data:`faultline.cluster.kafka_config.GROUP_SESSION_TIMEOUT_MS`) and the rebalance that
+#: follows; KIP-848 assigns as soon as a member heartbeats.
 QUIET_NS = 10 * 10**9
 #: Examples kept per anomaly in results.json's ``group``, in the order seen.
 MAX_GROUP_EXAMPLES = 100

@@ -30,6 +30,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from faultline.cluster.kafka_config import GROUP_HEARTBEAT_INTERVAL_MS, GROUP_SESSION_TIMEOUT_MS
 from faultline.spec import TestSpec
 from faultline.workloads.clients import (
     POLL_MAX_RECORDS,
@@ -64,16 +65,16 @@ def generation(metadata: bytes) -> int:
 
 def group_config(spec: TestSpec, bootstrap: str, client_id: str, slot: int) -> dict[str, Any]:
     """librdkafka settings for the member in consumer slot ``slot``: the consumer's,
-    subscribed with the spec's protocol and commit mode (classic sessions short, so faults
-    show within a run); with ``consumer.static``, the slot's ``group.instance.id``."""
+    subscribed with the spec's protocol and commit mode (a classic member's session of
+    :data:`~faultline.cluster.kafka_config.GROUP_SESSION_TIMEOUT_MS`); with ``consumer.static``, the slot's ``group.instance.id``."""
     c = spec.consumer
     conf = consumer_config(spec, bootstrap, client_id)
     conf["group.protocol"] = c.group_protocol
     if c.static:
         conf["group.instance.id"] = spec.instance_id(slot)
     if c.group_protocol == "classic":  # KIP-848's timeouts are the broker's
-        conf["session.timeout.ms"] = 6000
-        conf["heartbeat.interval.ms"] = 1000
+        conf["session.timeout.ms"] = GROUP_SESSION_TIMEOUT_MS
+        conf["heartbeat.interval.ms"] = GROUP_HEARTBEAT_INTERVAL_MS
     if c.commit == "auto":
         conf["enable.auto.commit"] = True
         conf["enable.auto.offset.store"] = True
