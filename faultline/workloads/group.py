@@ -66,7 +66,8 @@ def generation(metadata: bytes) -> int:
 def group_config(spec: TestSpec, bootstrap: str, client_id: str, slot: int) -> dict[str, Any]:
     """librdkafka settings for the member in consumer slot ``slot``: the consumer's,
     subscribed with the spec's protocol and commit mode (a classic member's session of
-    :data:`~faultline.cluster.kafka_config.GROUP_SESSION_TIMEOUT_MS`); with ``consumer.static``, the slot's ``group.instance.id``."""
+    :data:`~faultline.cluster.kafka_config.GROUP_SESSION_TIMEOUT_MS`); with
+    ``consumer.static``, the slot's ``group.instance.id``."""
     c = spec.consumer
     conf = consumer_config(spec, bootstrap, client_id)
     conf["group.protocol"] = c.group_protocol

@@ -1,11 +1,11 @@
-"""Group consumers killed and paused on a real 3-node cluster (classic protocol, sessions
-of 6 s, static membership: each member keeps its slot's group.instance.id): once the
-group has committed, consumer 0 is killed (SIGKILL of its child process), consumer 1 is
-paused (SIGSTOP) for 8 s, past the session timeout, and continued, and consumer 0
-restarted. The killed member's open op ends ``info``, its replacement is a new process;
-the group rebalances the killed and the paused member's partitions to the others, the
-paused member finds its assignment lost and rejoins; and the run is judged valid, the
-group checker's own verdict included."""
+"""Group consumers killed and paused on a real 3-node cluster, with each rebalance protocol
+(sessions of 6 s either way, static membership: each member keeps its slot's
+group.instance.id): once the group has committed, consumer 0 is killed (SIGKILL of its
+child process), consumer 1 is paused (SIGSTOP) for 8 s, past the session timeout, and
+continued, and consumer 0 restarted. The killed member's open op ends ``info``, its
+replacement is a new process; the group rebalances the killed and the paused member's
+partitions to the others, the paused member finds its assignment lost and rejoins; and
+the run is judged valid, the group checker's own verdict included."""
 
 from __future__ import annotations
 
@@ -24,17 +24,16 @@ from tests.schemas import validate_run_dir
 
 pytestmark = pytest.mark.integration
 
-NAME = "it-group-consumer-faults"
-GROUP = f"faultline-{NAME}"
 
-
-@pytest.fixture(scope="module")
-def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+@pytest.fixture(scope="module", params=["classic", "consumer"])
+def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory,
+            request: pytest.FixtureRequest) -> RunOutcome:
+    name = f"it-group-consumer-faults-{request.param}"
     spec = TestSpec(
-        name=NAME, time_limit_s=15.0, kafka=KafkaSpec(heap_mb=384),
-        consumer=replace(ConsumerSpec(), mode="subscribe", static=True),
+        name=name, time_limit_s=15.0, kafka=KafkaSpec(heap_mb=384),
+        consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol=request.param, static=True),
         workload=WorkloadSpec(name="group", producers=1, consumers=3, rate=200),
-        nemesis=NemesisSpec(schedule=(f"wait until group {GROUP} has committed within 15 s",
+        nemesis=NemesisSpec(schedule=(f"wait until group faultline-{name} has committed within 15 s",
                                       "crash consumer 0", "pause consumer 1 for 8 s",
                                       "restart consumer 0")))
     return run_test(spec, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
