@@ -530,9 +530,10 @@ def _validate(spec: TestSpec) -> None:
         if isinstance(step, Action) and step.consumers and w.name != "group":
             raise SpecError(f"nemesis.schedule {step.text!r}: consumers crash and pause in the group "
                             f"workload only, not the {w.name} workload")
-        if isinstance(step, Action) and step.verb == "pause" and step.on_clients and w.client != "librdkafka":
-            raise SpecError(f"nemesis.schedule {step.text!r}: only librdkafka clients pause; "
-                            "pass --client librdkafka")
+        if isinstance(step, Action) and step.verb in ("pause", "stop", "start") and step.on_clients \
+                and w.client != "librdkafka":
+            raise SpecError(f"nemesis.schedule {step.text!r}: only librdkafka clients pause, stop "
+                            "and start; pass --client librdkafka")
         if isinstance(step, Action) and step.consumers and max(step.consumers) >= w.consumers:
             raise SpecError(f"nemesis.schedule {step.text!r}: the consumers are 0 to {w.consumers - 1}")
 

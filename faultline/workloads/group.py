@@ -107,16 +107,16 @@ class GroupConsumer:
     #: async and auto commits' reports (offsets, error) that came in during the open poll
     _reports: list[tuple[list[TopicPartition], str | None]] = field(default_factory=list, init=False)
 
-    def run(self, stop: threading.Event) -> None:
-        """Poll (and commit) until ``stop`` has been set for :data:`SETTLE_S`; closes its
-        consumer before returning."""
+    def run(self, stop: threading.Event, leave: threading.Event | None = None) -> None:
+        """Poll (and commit) until ``stop`` has been set for :data:`SETTLE_S` (no time at
+        all when ``leave`` was set before it); closes its consumer before returning."""
         self._open(self.first_process)
         settled: float | None = None
         due = time.monotonic() + COMMIT_INTERVAL_S
         try:
             while settled is None or time.monotonic() < settled:
                 if settled is None and stop.is_set():
-                    settled = time.monotonic() + SETTLE_S
+                    settled = time.monotonic() + (0.0 if leave is not None and leave.is_set() else SETTLE_S)
                 if self._retire:
                     self._replace()
                 self._poll()
