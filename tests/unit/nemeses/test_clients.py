@@ -156,19 +156,26 @@ def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_
         workload_for(java_txn)
 
 
+def run_and_heal(spec: TestSpec, clients: FakeClients, tmp_path: Path,
+                 in_effect: list[str]) -> ScriptedPackage:
+    """Run ``spec``'s schedule on ``clients`` to its end, see ``in_effect`` then, and heal."""
+    nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    nemesis.bind_clients(clients)
+    nemesis.setup()
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 5, history)
+        assert nemesis.ended is None and nemesis.in_effect() == in_effect
+        nemesis.heal_all(history)
+    return nemesis
+
+
 def test_targeted_client_crashes_are_journaled_per_producer_and_restarted_at_the_heal(
         tmp_path: Path) -> None:
     schedule = ("crash client 1", "restart client 1", "crash clients")
     spec = TestSpec(nemesis=NemesisSpec(schedule=schedule), workload=WorkloadSpec(producers=3))
     assert spec.nemesis.crashes_clients
-    nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
     clients = FakeClients()
-    nemesis.bind_clients(clients)
-    nemesis.setup()
-    with HistoryWriter(tmp_path / "history.jsonl") as history:
-        nemesis.run(time.monotonic() + 5, history)
-        assert nemesis.ended is None and nemesis.in_effect() == ["crash-client: producer(s) 0,1,2"]
-        nemesis.heal_all(history)
+    nemesis = run_and_heal(spec, clients, tmp_path, ["crash-client: producer(s) 0,1,2"])
     done = [(op.f, op.value["clients"]) for op in read_history(tmp_path / "history.jsonl")
             if "result" in op.value]
     assert done == [("crash-client", [1]), ("restart-client", [1]), ("crash-client", [0]),
@@ -252,14 +259,8 @@ def test_a_stopped_consumer_is_started_by_its_start_or_at_the_heal(tmp_path: Pat
     spec = TestSpec(nemesis=NemesisSpec(schedule=schedule), consumer=ConsumerSpec(mode="subscribe"),
                     workload=WorkloadSpec(name="group", consumers=2))
     assert spec.nemesis.crashes_clients
-    nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
     clients = FakeChildren()
-    nemesis.bind_clients(clients)
-    nemesis.setup()
-    with HistoryWriter(tmp_path / "history.jsonl") as history:
-        nemesis.run(time.monotonic() + 5, history)
-        assert nemesis.ended is None and nemesis.in_effect() == ["stop-client: consumer(s) 0"]
-        nemesis.heal_all(history)
+    nemesis = run_and_heal(spec, clients, tmp_path, ["stop-client: consumer(s) 0"])
     done = [(op.f, op.value["kind"], op.value["consumers"], op.value["processes"])
             for op in read_history(tmp_path / "history.jsonl") if "result" in op.value]
     assert done == [("stop-client", "stop", [1], [21]), ("start-client", "stop", [1], [21]),
