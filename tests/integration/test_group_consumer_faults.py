@@ -36,6 +36,9 @@ def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory,
         consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol=request.param, static=True),
         workload=WorkloadSpec(name="group", producers=1, consumers=3, rate=200),
         nemesis=NemesisSpec(schedule=(f"wait until group faultline-{name} has committed within 15 s",
+                                      # a KIP-848 group hands out its partitions a heartbeat
+                                      # (1 s) at a time after its first member's commit
+                                      *(("wait for 3 s",) if request.param == "consumer" else ()),
                                       "stop consumer 2", "start consumer 2", "crash consumer 0",
                                       "pause consumer 1 for 8 s", "restart consumer 0")))
     return run_test(spec, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
