@@ -530,10 +530,11 @@ def _validate(spec: TestSpec) -> None:
         if isinstance(step, Action) and step.consumers and w.name != "group":
             raise SpecError(f"nemesis.schedule {step.text!r}: consumers crash and pause in the group "
                             f"workload only, not the {w.name} workload")
-        if (isinstance(step, Action) and step.verb == "pause" and step.on_clients
-                and w.client != "librdkafka" and w.name == "group"):
-            raise SpecError(f"nemesis.schedule {step.text!r}: the Java client pauses in the queue and txn "
-                            "workloads only; pass --client librdkafka")
+        if isinstance(step, Action) and step.on_clients and w.client != "librdkafka" and (
+                step.verb in ("stop", "start") or (step.verb == "pause" and w.name == "group")):
+            raise SpecError(f"nemesis.schedule {step.text!r}: the Java client pauses producers of the "
+                            "queue and txn workloads only (its group members do not pause, stop or "
+                            "start); pass --client librdkafka")
         if isinstance(step, Action) and step.consumers and max(step.consumers) >= w.consumers:
             raise SpecError(f"nemesis.schedule {step.text!r}: the consumers are 0 to {w.consumers - 1}")
 

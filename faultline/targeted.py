@@ -47,6 +47,11 @@ bound with ``as NAME``::
     pause client N for S s          SIGSTOP producer N, SIGCONT it S seconds later (the
     pause consumer N for S s        step lasts S seconds); a consumer paused past the
                                     session timeout is expelled from the group
+    stop consumer N                 consumer N leaves the group: it closes (LeaveGroup,
+                                    its partitions revoked) and its process ends; it
+                                    stays down
+    start consumer N                start a stopped consumer again: a new member under a
+                                    new process number
     bump TARGET clock +S s          set the wall clock of the target's nodes S seconds
                                     ahead (-S: behind) of the true time
     strobe TARGET clock S s for D s make their clocks jump S seconds ahead and back,
@@ -118,7 +123,7 @@ _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "l
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
                        "second", "s", "coordinator", "group", "committed", "client", "clients",
-                       "transaction", "by", "ms", "undelay", "consumer", "consumers"})
+                       "transaction", "by", "ms", "undelay", "consumer", "consumers", "stop", "start"})
 #: The steps that take nothing and undo every fault of a kind, and what each removes.
 _UNDOES: Mapping[str, str] = {"heal": "partition and hold", "restore": "degradation of links",
                               "undelay": "delay"}
@@ -172,7 +177,8 @@ class Action:
     ``degrade`` has its ``loss`` (a probability) or its ``rate_kbit``, a ``bump`` or ``strobe``
     its ``clock``, a ``delay`` its ``delay_ms``; a ``crash``, ``restart`` or ``pause`` of
     clients has no target but ``clients``, the producers' indexes (empty: every one), or
-    ``consumers``, the group consumers'; a ``pause`` of a client lasts ``for_s`` seconds."""
+    ``consumers``, the group consumers'; a ``pause`` of a client lasts ``for_s`` seconds;
+    a ``stop`` or ``start`` (of a consumer only) has its ``consumers``."""
 
     verb: str
     target: Target | None
@@ -301,6 +307,10 @@ def parse_step(text: str) -> Step:
     if verb in ("crash", "restart", "pause") and rest[:1] in (["client"], ["clients"], ["consumer"],
                                                               ["consumers"]):
         return _parse_client(verb, rest, text)
+    if verb in ("stop", "start"):
+        if len(rest) == 2 and rest[0] == "consumer":
+            return Action(verb, None, text, consumers=(_int(rest[1], "consumer index"),))
+        raise ValueError(f"{verb} takes 'consumer N' (a group consumer, from 0)")
     if verb in ("bump", "strobe"):
         return _parse_clock(verb, rest, text)
     if verb == "reset":
@@ -311,7 +321,7 @@ def parse_step(text: str) -> Step:
         return _parse_wait(rest, text)
     if verb not in VERBS:
         raise ValueError(f"unknown step {verb!r}; steps: "
-                         f"{', '.join([*VERBS, *_UNDOES, 'reset', 'wait'])}")
+                         f"{', '.join([*VERBS, *_UNDOES, 'reset', 'stop', 'start', 'wait'])}")
     bind: str | None = None
     unclean = False
     if len(rest) >= 2 and rest[-2] == "as":

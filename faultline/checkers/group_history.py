@@ -99,8 +99,9 @@ class Group:
     offset)); the complete drains (partition -> offset -> value) and their log start
     offsets; each consumer process's first and last op time, and when its last poll ended;
     the retired ones (-> when their first ``info`` op ended), and those of them retired by
-    their client's fatal error (:data:`FATAL`: fenced for good); the nemesis actions; and
-    when the last nemesis op ended (0: none)."""
+    their client's fatal error (:data:`FATAL`: fenced for good); those that left the group
+    (-> when the ``stop-client`` that names them ended); the nemesis actions; and when the
+    last nemesis op ended (0: none)."""
 
     partitions: int
     commits: list[Commit] = field(default_factory=list)
@@ -115,6 +116,7 @@ class Group:
     last_poll: dict[int, int] = field(default_factory=dict)
     retired: dict[int, int] = field(default_factory=dict)
     fenced: set[int] = field(default_factory=set)
+    left: dict[int, int] = field(default_factory=dict)
     actions: list[NemesisAction] = field(default_factory=list)
     quiet_since: int = 0
 
@@ -179,6 +181,9 @@ class GroupReader:
         v: Any = d.get("value")
         if p == NEMESIS:
             g.quiet_since = t
+            if f == "stop-client" and "result" in v:
+                for process in v.get("processes", ()):
+                    g.left.setdefault(process, t)
             self._nemesis.append(Op.from_dict(dict(d)))
             return
         if f == "send":

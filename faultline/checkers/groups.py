@@ -36,8 +36,9 @@ GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owne
                    "reset-without-cause")
 #: How long after the last fault, retirement or new member a member must have had to get
 #: an assignment, in ns:
-#: past a classic session timeout (6 s, :func:`faultline.workloads.group.group_config`) and
-#: the rebalance that follows; KIP-848 assigns as soon as a member heartbeats.
+#: past a session timeout (6 s under either protocol,
+#: :data:`faultline.cluster.kafka_config.GROUP_SESSION_TIMEOUT_MS`) and the rebalance that
+#: follows; KIP-848 assigns as soon as a member heartbeats.
 QUIET_NS = 10 * 10**9
 #: Examples kept per anomaly in results.json's ``group``, in the order seen.
 MAX_GROUP_EXAMPLES = 100
@@ -169,14 +170,15 @@ class Unassigned(NamedTuple):
 
 
 def settled_at(g: Group) -> int | None:
-    """When the group is judged settled: the first last poll of a member that was not
-    retired (before any closes), if it ended :data:`QUIET_NS` or more after the last fault
-    ended, the last member retired and the last member began (each of which rebalances
-    the group); else None."""
-    ends = [t for p, t in g.last_poll.items() if p not in g.retired]
+    """When the group is judged settled: the first last poll of a member that was neither
+    retired nor left (before any closes), if it ended :data:`QUIET_NS` or more after the
+    last fault ended, the last member retired or left and the last member began (each of
+    which rebalances the group); else None."""
+    gone = {**g.retired, **g.left}
+    ends = [t for p, t in g.last_poll.items() if p not in gone]
     members = list(g.last_poll)
     quiet = max([g.quiet_since, *(g.first_op[p] for p in members),
-                 *(g.retired[p] for p in members if p in g.retired)])
+                 *(gone[p] for p in members if p in gone)])
     if not ends or min(ends) - quiet < QUIET_NS:
         return None
     return min(ends)
@@ -197,7 +199,7 @@ def unassigned_members(g: Group) -> list[Unassigned]:
     if not unowned:
         return []
     return [Unassigned(p, t, unowned) for p in sorted(g.last_poll)
-            if p not in g.retired and not held.get(p) and g.first_op[p] <= t - QUIET_NS]
+            if p not in g.retired and p not in g.left and not held.get(p) and g.first_op[p] <= t - QUIET_NS]
 
 
 class Lost(NamedTuple):

@@ -41,10 +41,11 @@ HEALS: Mapping[str, tuple[str, ...]] = {
     "restore": ("degrade",),
     "restart-client": ("crash-client",),
     "resume-client": ("pause-client",),
+    "start-client": ("stop-client",),
 }
 #: Faults held until a heal ends them; any other action spans its own begin..completion.
 HELD: frozenset[str] = frozenset(("kill", "stop", "pause", "partition", "toxic", "toxics", "clock",
-                                  "degrade", "crash-client", "pause-client"))
+                                  "degrade", "crash-client", "pause-client", "stop-client"))
 
 
 

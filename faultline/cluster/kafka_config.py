@@ -19,6 +19,21 @@ from faultline.spec import KafkaSpec
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
 CLIENT_PORT = 9094
+#: A group member's session timeout and heartbeat interval, in ms, under either protocol:
+#: the classic member asks for them (``session.timeout.ms``, ``heartbeat.interval.ms``,
+#: :func:`faultline.workloads.group.group_config`), a KIP-848 member gets them from the
+#: broker (:data:`GROUP_CONSUMER_SETTINGS`), so a fault shows within a run either way.
+GROUP_SESSION_TIMEOUT_MS = 6000
+GROUP_HEARTBEAT_INTERVAL_MS = 1000
+#: The broker's KIP-848 group settings (Kafka's GroupCoordinatorConfig), each minimum
+#: lowered to the value: it refuses a session timeout below ``min.session.timeout.ms``
+#: (45 s by default) or a heartbeat interval below ``min.heartbeat.interval.ms`` (5 s).
+GROUP_CONSUMER_SETTINGS: Mapping[str, str] = {
+    "group.consumer.session.timeout.ms": str(GROUP_SESSION_TIMEOUT_MS),
+    "group.consumer.min.session.timeout.ms": str(GROUP_SESSION_TIMEOUT_MS),
+    "group.consumer.heartbeat.interval.ms": str(GROUP_HEARTBEAT_INTERVAL_MS),
+    "group.consumer.min.heartbeat.interval.ms": str(GROUP_HEARTBEAT_INTERVAL_MS),
+}
 
 
 def server_properties(
@@ -65,6 +80,7 @@ def server_properties(
         "replica.lag.time.max.ms": str(kafka.replica_lag_time_max_ms),
         "broker.session.timeout.ms": str(kafka.broker_session_timeout_ms),
         "broker.heartbeat.interval.ms": str(kafka.broker_heartbeat_interval_ms),
+        **GROUP_CONSUMER_SETTINGS,
     }
     if kafka.log_flush_interval_messages is not None:
         props["log.flush.interval.messages"] = str(kafka.log_flush_interval_messages)

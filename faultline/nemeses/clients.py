@@ -13,7 +13,9 @@ says what was killed: ``processes``, the history processes the killed client use
 later op has them), ``pid`` and, of a producer, ``sends``, how many of its sends it left
 open, journaled ``info`` before the completion. A ``restart-client`` starts the
 replacement, whose ``processes`` is its new process number. A ``pause-client`` stops
-the client's process and its ``resume-client`` continues it (its processes go on).
+the client's process and its ``resume-client`` continues it (its processes go on). A
+``stop-client`` has a consumer leave the group (it closes, its process ends; completion
+as a crash's), and its ``start-client`` starts a new member in its slot (as a restart).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class ClientChild(Protocol):
     def restart(self) -> dict[str, Any]: ...
     def pause(self) -> dict[str, Any]: ...
     def resume(self) -> dict[str, Any]: ...
+    def stop(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable
@@ -69,7 +72,8 @@ class ClientsNemesis:
     """``crash-client`` kills one client; ``restart-client`` starts the replacement of
     the crashed clients its ``clients`` or ``consumers`` names (without either: of every
     crashed producer); ``pause-client`` stops one client, ``resume-client`` continues the
-    paused ones it names."""
+    paused ones it names; ``stop-client`` has one consumer leave, ``start-client`` starts
+    the stopped ones it names again."""
 
     family = "clients"
 
@@ -77,6 +81,7 @@ class ClientsNemesis:
         self._clients: CrashableClients | None = None
         self._crashed: dict[str, set[int]] = {role: set() for role in ROLES}
         self._paused: dict[str, set[int]] = {role: set() for role in ROLES}
+        self._stopped: dict[str, set[int]] = {role: set() for role in ROLES}
         self._lock = threading.Lock()
 
     def setup(self, cluster: Cluster) -> None:
@@ -109,6 +114,15 @@ class ClientsNemesis:
                 return completed(op, **self._crash(role, index))
             if op.f == "restart-client":
                 return completed(op, **self._restart(role, value.get(role)))
+            if op.f == "stop-client":
+                [index] = value[role]
+                done = self._child(role, index).stop()
+                with self._lock:
+                    self._stopped[role].add(index)
+                return completed(op, result=f"consumer {index} left the group (pid {done['pid']}, "
+                                            f"processes {done['processes']})", **done)
+            if op.f == "start-client":
+                return completed(op, **self._restart(role, value.get(role), self._stopped))
             if op.f == "pause-client":
                 [index] = value[role]
                 done = self._child(role, index).pause()
@@ -136,6 +150,11 @@ class ClientsNemesis:
         with self._lock:
             return sorted(self._paused[role])
 
+    def stopped_of(self, role: str) -> list[int]:
+        """The clients of ``role`` this nemesis stopped and has not started."""
+        with self._lock:
+            return sorted(self._stopped[role])
+
     def _child(self, role: str, index: int) -> ClientChild:
         workload = self.workload
         if not isinstance(workload, ChildClients):
@@ -152,21 +171,25 @@ class ClientsNemesis:
         return {**done, "result": f"killed consumer {index} (pid {done['pid']}, processes "
                                   f"{done['processes']})"}
 
-    def _restart(self, role: str, wanted: list[int] | None = None) -> dict[str, Any]:
-        """Restart the crashed clients of ``role`` among ``wanted`` (None: every crashed one)."""
+    def _restart(self, role: str, wanted: list[int] | None = None,
+                 down: dict[str, set[int]] | None = None) -> dict[str, Any]:
+        """Restart the clients of ``role`` among ``wanted`` (None: every one) that are down
+        in ``down``: :attr:`_crashed` (the default) or :attr:`_stopped`."""
+        down = self._crashed if down is None else down
         with self._lock:
-            crashed = sorted(self._crashed[role] if wanted is None else self._crashed[role] & set(wanted))
-            self._crashed[role] -= set(crashed)
+            back = sorted(down[role] if wanted is None else down[role] & set(wanted))
+            down[role] -= set(back)
         processes: list[int] = []
         results: list[str] = []
-        for index in crashed:
+        for index in back:
             done = (self.workload.restart_client(index) if role == "clients"
                     else self._child(role, index).restart())
             processes += done["processes"]
             results.append(done.get("result", f"{_NAMES[role]} {index} restarted as process "
                                               f"{done['processes']}"))
-        return {role: crashed, "processes": processes,
-                "result": "; ".join(results) or "no client was crashed"}
+        return {role: back, "processes": processes,
+                "result": "; ".join(results) or
+                          f"no client was {'crashed' if down is self._crashed else 'stopped'}"}
 
     def _resume(self, role: str, wanted: list[int] | None = None) -> dict[str, Any]:
         """Continue the paused clients of ``role`` among ``wanted`` (None: every paused one)."""
@@ -179,11 +202,12 @@ class ClientsNemesis:
 
     def teardown(self) -> None:
         """Continue every client still paused and start the replacement of any still
-        crashed (none once the workload stops)."""
+        crashed or stopped (none once the workload stops)."""
         if self._clients is not None:
             for role in ROLES:
                 self._resume(role)
                 self._restart(role)
+                self._restart(role, down=self._stopped)
 
 
 #: What a role's client is called in a result.

@@ -186,6 +186,8 @@ class ScriptedPackage:
             held.append(ScheduledFault(0.0, "clients", "crash", 0.0, 0))
         if any(self.clients.paused_of(role) for role in ROLES):
             held.append(ScheduledFault(0.0, "clients", "pause", 0.0, 0))
+        if any(self.clients.stopped_of(role) for role in ROLES):
+            held.append(ScheduledFault(0.0, "clients", "stop", 0.0, 0))
         if self._skewed:
             held.append(ScheduledFault(0.0, "clock", "bump", 0.0, 0))
         return held
@@ -205,7 +207,8 @@ class ScriptedPackage:
         if self._delayed:
             lines.append(f"delay: the client links of node{'s' if len(self._delayed) > 1 else ''} "
                          f"{','.join(map(str, sorted(self._delayed)))}")
-        for f, of in (("crash-client", self.clients.crashed_of), ("pause-client", self.clients.paused_of)):
+        for f, of in (("crash-client", self.clients.crashed_of), ("pause-client", self.clients.paused_of),
+                      ("stop-client", self.clients.stopped_of)):
             for role, who in (("clients", "producer(s)"), ("consumers", "consumer(s)")):
                 if of(role):
                     lines.append(f"{f}: {who} {','.join(map(str, of(role)))}")
@@ -430,7 +433,8 @@ class ScriptedPackage:
         """``crash client N`` / ``crash clients`` / ``crash consumer N``: one ``crash-client``
         per client; ``restart ...``: one ``restart-client`` of the crashed; ``pause ... for
         S s``: a ``pause-client``, S seconds (cut short by the heal, which resumes it), then
-        its ``resume-client``."""
+        its ``resume-client``; ``stop consumer N``: a ``stop-client``; ``start consumer N``:
+        a ``start-client`` of the stopped."""
         role = "clients" if step.clients is not None else "consumers"
         named = step.clients if step.clients is not None else step.consumers
         indexes = list(named or range(self.clients.workload.clients))
@@ -440,6 +444,9 @@ class ScriptedPackage:
                                 self.clients.invoke)
         elif step.verb == "restart":
             self._journaled(history, "restart-client", {**value, "kind": "crash", role: indexes},
+                            self.clients.invoke)
+        elif step.verb in ("stop", "start"):
+            self._journaled(history, f"{step.verb}-client", {**value, "kind": "stop", role: indexes},
                             self.clients.invoke)
         else:
             self._journaled(history, "pause-client", {**value, "kind": "pause", role: indexes,
@@ -551,7 +558,8 @@ class ScriptedPackage:
                     heals.append(("start", {"kind": "restart", "nodes": down}, self._start))
                 for role in ROLES:
                     for f, kind, held in (("resume-client", "pause", self.clients.paused_of(role)),
-                                          ("restart-client", "crash", self.clients.crashed_of(role))):
+                                          ("restart-client", "crash", self.clients.crashed_of(role)),
+                                          ("start-client", "stop", self.clients.stopped_of(role))):
                         if held:
                             heals.append((f, {"kind": kind, role: held}, self.clients.invoke))
                 for f, value, invoke in heals:

@@ -22,6 +22,8 @@ error :data:`.outcomes.CRASH_ERROR` (:func:`.outcomes.crashed_sends`,
 :meth:`CrashableChild.restart`, which starts a new child under a new process number:
 a new client, whose producer id (with idempotence) is a new one too. A pause
 (:meth:`CrashableChild.pause`) stops the child (SIGSTOP) until :meth:`CrashableChild.resume`.
+A stop (:meth:`CrashableChild.stop`) has the child's client leave at once, without
+settling (a group member closes: LeaveGroup), and it stays down until a restart too.
 """
 
 from __future__ import annotations
@@ -145,10 +147,11 @@ def _invokes(ops: list[Any]) -> bool:
 class CrashableChild:
     """One client of the run in a child process of its own, journaling through a
     :class:`PipeJournal`: :meth:`run` on the workload's thread, :meth:`crash` (SIGKILL),
-    :meth:`restart` (a new child under a new process number), :meth:`pause` (SIGSTOP) and
-    :meth:`resume` (SIGCONT). A subclass says what its child runs (:meth:`_target`), the
-    shared counters' locks its child takes (:meth:`_locks`), and which of its ops a kill
-    leaves open (:meth:`_count`, :meth:`_end_open`). See the module docstring."""
+    :meth:`restart` (a new child under a new process number), :meth:`pause` (SIGSTOP),
+    :meth:`resume` (SIGCONT) and :meth:`stop` (its client leaves). A subclass says what
+    its child runs (:meth:`_target`), the shared counters' locks its child takes
+    (:meth:`_locks`), and which of its ops a kill leaves open (:meth:`_count`,
+    :meth:`_end_open`). See the module docstring."""
 
     def __init__(self, history: HistoryWriter, first_process: int, processes: ProcessIds,
                  name: str) -> None:
@@ -159,6 +162,7 @@ class CrashableChild:
         self._child: Any = None  # the live child process (multiprocessing's SpawnProcess)
         self._stop_child: Connection | None = None  # closed: the live child stops
         self._killed = False
+        self._left = False  # asked to leave (stop): down once it has exited
         self._paused = False
         self._gone = threading.Event()  # the killed child's ops are journaled
         self._started = threading.Event()  # a (re)started child is running
@@ -209,21 +213,23 @@ class CrashableChild:
                     return
                 child.start()
                 self._child, self._stop_child = child, stop_ours
-                self._killed, self._processes = False, [first]
+                self._killed, self._left, self._processes = False, False, [first]
             theirs.close()
             stop_theirs.close()
             self._started.set()
             self._read(ours)
             child.join()
             with self._lock:
-                killed, self._child, self._stop_child = self._killed, None, None
+                killed, left = self._killed, self._left
+                self._child, self._stop_child = None, None
             stop_ours.close()
-            if not killed:
-                if child.exitcode != 0:
-                    raise FaultlineError(f"{self.name} (process {first}) ended with exit "
-                                         f"code {child.exitcode}")
+            if not killed and child.exitcode != 0:
+                raise FaultlineError(f"{self.name} (process {first}) ended with exit "
+                                     f"code {child.exitcode}")
+            if not (killed or left):
                 return
-            self._end_open()
+            if killed:
+                self._end_open()
             self._gone.set()
             self._restart.wait()
             self._restart.clear()
@@ -253,11 +259,12 @@ class CrashableChild:
         return {"processes": processes, "pid": pid}
 
     def restart(self) -> dict[str, Any]:
-        """Start a new child under a new process number after :meth:`crash`; the history
-        fields (``processes``: the new one). Nothing is started once the workload stops."""
+        """Start a new child under a new process number after :meth:`crash` or :meth:`stop`;
+        the history fields (``processes``: the new one). Nothing is started once the
+        workload stops."""
         with self._lock:
-            if not self._killed:
-                return {"processes": [], "result": f"{self.name} was not crashed"}
+            if not (self._killed or self._left):
+                return {"processes": [], "result": f"{self.name} was neither crashed nor stopped"}
         if self._stopping.is_set():
             return {"processes": [], "result": "the workload is stopping: not restarted"}
         self._restart.set()
@@ -283,6 +290,24 @@ class CrashableChild:
                 wait_stopped(pid, self.name)
             return {"processes": list(self._processes), "pid": pid}
 
+    def stop(self) -> dict[str, Any]:
+        """Have the child's client leave at once (no settling) and wait until the child has
+        exited, its ops journaled; the history fields (``processes``: those it used,
+        ``pid``). FaultlineError when it is not running, or is paused."""
+        with self._lock:
+            pid = self._running_pid()
+            if self._paused:
+                raise FaultlineError(f"{self.name} is paused: it cannot leave")
+            assert self._stop_child is not None
+            self._left = True
+            self._started.clear()
+            self._gone.clear()
+            self._stop_child.send_bytes(b"leave")
+        if not self._gone.wait(CHILD_TIMEOUT_S):
+            raise FaultlineError(f"{self.name} (pid {pid}) did not leave within {CHILD_TIMEOUT_S:.0f} s")
+        with self._lock:
+            return {"processes": list(self._processes), "pid": pid}
+
     def resume(self) -> dict[str, Any]:
         """Continue the child :meth:`pause` stopped (SIGCONT); the history fields (``pid``,
         or a ``result`` saying it was not paused: crashed since, or never)."""
@@ -296,7 +321,7 @@ class CrashableChild:
     def _running_pid(self) -> int:
         """The live child's pid (``_lock`` held); FaultlineError when none runs."""
         child = self._child
-        if child is None or self._killed or child.pid is None:
+        if child is None or self._killed or self._left or child.pid is None:
             raise FaultlineError(f"{self.name} is not running")
         pid: int = child.pid
         return pid
@@ -400,10 +425,11 @@ class CrashableProducer(CrashableChild):
         self.history.append_many(ops)
 
 
-def child_started(stop: Connection) -> threading.Event:
+def child_started(stop: Connection, leave: threading.Event | None = None) -> threading.Event:
     """Set up a client's child process: it dies with the run (``PR_SET_PDEATHSIG``),
     leaves Ctrl-C to the run and logs nothing of faultline's; the event returned is set
-    once ``stop``'s other end closes (nothing is sent on it)."""
+    once ``stop``'s other end closes, or a message comes on it (:meth:`CrashableChild.stop`),
+    which sets ``leave`` first."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     logging.getLogger("faultline").addHandler(logging.NullHandler())
@@ -412,7 +438,9 @@ def child_started(stop: Connection) -> threading.Event:
 
     def relay() -> None:
         with contextlib.suppress(EOFError, OSError):
-            stop.recv_bytes()  # returns when the parent closes its end
+            stop.recv_bytes()  # raises EOFError when the parent closes its end
+            if leave is not None:
+                leave.set()
         done.set()
 
     threading.Thread(target=relay, daemon=True).start()

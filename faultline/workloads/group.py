@@ -30,6 +30,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from faultline.cluster.kafka_config import GROUP_HEARTBEAT_INTERVAL_MS, GROUP_SESSION_TIMEOUT_MS
 from faultline.history import PendingOp
 from faultline.spec import TestSpec
 from faultline.workloads.clients import (
@@ -65,16 +66,17 @@ def generation(metadata: bytes) -> int:
 
 def group_config(spec: TestSpec, bootstrap: str, client_id: str, slot: int) -> dict[str, Any]:
     """librdkafka settings for the member in consumer slot ``slot``: the consumer's,
-    subscribed with the spec's protocol and commit mode (classic sessions short, so faults
-    show within a run); with ``consumer.static``, the slot's ``group.instance.id``."""
+    subscribed with the spec's protocol and commit mode (a classic member's session of
+    :data:`~faultline.cluster.kafka_config.GROUP_SESSION_TIMEOUT_MS`); with
+    ``consumer.static``, the slot's ``group.instance.id``."""
     c = spec.consumer
     conf = consumer_config(spec, bootstrap, client_id)
     conf["group.protocol"] = c.group_protocol
     if c.static:
         conf["group.instance.id"] = spec.instance_id(slot)
     if c.group_protocol == "classic":  # KIP-848's timeouts are the broker's
-        conf["session.timeout.ms"] = 6000
-        conf["heartbeat.interval.ms"] = 1000
+        conf["session.timeout.ms"] = GROUP_SESSION_TIMEOUT_MS
+        conf["heartbeat.interval.ms"] = GROUP_HEARTBEAT_INTERVAL_MS
     if c.commit == "auto":
         conf["enable.auto.commit"] = True
         conf["enable.auto.offset.store"] = True
@@ -106,16 +108,16 @@ class GroupConsumer:
     #: async and auto commits' reports (offsets, error) that came in during the open poll
     _reports: list[tuple[list[TopicPartition], str | None]] = field(default_factory=list, init=False)
 
-    def run(self, stop: threading.Event) -> None:
-        """Poll (and commit) until ``stop`` has been set for :data:`SETTLE_S`; closes its
-        consumer before returning."""
+    def run(self, stop: threading.Event, leave: threading.Event | None = None) -> None:
+        """Poll (and commit) until ``stop`` has been set for :data:`SETTLE_S` (no time at
+        all when ``leave`` was set before it); closes its consumer before returning."""
         self._open(self.first_process)
         settled: float | None = None
         due = time.monotonic() + COMMIT_INTERVAL_S
         try:
             while settled is None or time.monotonic() < settled:
                 if settled is None and stop.is_set():
-                    settled = time.monotonic() + SETTLE_S
+                    settled = time.monotonic() + (0.0 if leave is not None and leave.is_set() else SETTLE_S)
                 if self._retire:
                     self._replace()
                 self._poll()

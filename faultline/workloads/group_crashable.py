@@ -9,11 +9,13 @@ journaled at its own time. A member has one op open at a time (a ``poll`` or a
 ``commit``); a crash ends it ``info`` with the error :data:`.outcomes.CRASH_ERROR`, and
 the killed member's process takes no later op. Its replacement (:meth:`CrashableChild.restart`)
 is a new member under a new process number, in the same slot (with static membership,
-``consumer.static``, the same ``group.instance.id``).
+``consumer.static``, the same ``group.instance.id``). A stop (:meth:`CrashableChild.stop`)
+has the member close at once, leaving the group (its partitions revoked), until a restart.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from multiprocessing.connection import Connection
 from typing import Any
@@ -83,9 +85,11 @@ def _child_main(conn: Connection, stop: Connection, spec: TestSpec, bootstrap: s
                 first_process: int, processes: ProcessIds, slot: int, t0: int) -> None:
     """A consumer child (:func:`.crashable.child_started`): a :class:`.group.GroupConsumer`
     journaling down ``conn`` (``t0``: the history's zero) until ``stop``'s other end closes
-    (then it settles, as every member)."""
-    done = child_started(stop)
+    (then it settles, as every member) or it is told to leave (then it closes at once)."""
+    leave = threading.Event()
+    done = child_started(stop, leave)
     try:
-        GroupConsumer(spec, bootstrap, PipeJournal(conn, t0), first_process, processes, slot=slot).run(done)
+        GroupConsumer(spec, bootstrap, PipeJournal(conn, t0), first_process, processes,
+                      slot=slot).run(done, leave)
     finally:
         conn.close()

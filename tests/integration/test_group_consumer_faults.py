@@ -1,11 +1,13 @@
-"""Group consumers killed and paused on a real 3-node cluster (classic protocol, sessions
-of 6 s, static membership: each member keeps its slot's group.instance.id): once the
-group has committed, consumer 0 is killed (SIGKILL of its child process), consumer 1 is
-paused (SIGSTOP) for 8 s, past the session timeout, and continued, and consumer 0
-restarted. The killed member's open op ends ``info``, its replacement is a new process;
-the group rebalances the killed and the paused member's partitions to the others, the
-paused member finds its assignment lost and rejoins; and the run is judged valid, the
-group checker's own verdict included."""
+"""Group consumers killed and paused on a real 3-node cluster, with each rebalance protocol
+(sessions of 6 s either way, static membership: each member keeps its slot's
+group.instance.id): once the group has committed, consumer 2 is stopped (it leaves) and
+started again, consumer 0 is killed (SIGKILL of its child process), consumer 1 is paused
+(SIGSTOP) for 8 s, past the session timeout, and continued, and consumer 0 restarted. The
+stopped member's partitions are revoked before its process ends, and the member started in
+its slot is a new process given partitions; the killed member's open op ends ``info``, its
+replacement is a new process; the group rebalances the killed and the paused member's
+partitions to the others, the paused member finds its assignment lost and rejoins; and
+the run is judged valid, the group checker's own verdict included."""
 
 from __future__ import annotations
 
@@ -24,19 +26,22 @@ from tests.schemas import validate_run_dir
 
 pytestmark = pytest.mark.integration
 
-NAME = "it-group-consumer-faults"
-GROUP = f"faultline-{NAME}"
 
-
-@pytest.fixture(scope="module")
-def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+@pytest.fixture(scope="module", params=["classic", "consumer"])
+def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory,
+            request: pytest.FixtureRequest) -> RunOutcome:
+    name = f"it-group-consumer-faults-{request.param}"
+    # a KIP-848 group hands out its partitions a heartbeat (1 s) at a time after its first
+    # member's commit: it gets 3 s more before the faults, and so in the run
+    assigning_s = 3.0 if request.param == "consumer" else 0.0
     spec = TestSpec(
-        name=NAME, time_limit_s=15.0, kafka=KafkaSpec(heap_mb=384),
-        consumer=replace(ConsumerSpec(), mode="subscribe", static=True),
+        name=name, time_limit_s=15.0 + assigning_s, kafka=KafkaSpec(heap_mb=384),
+        consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol=request.param, static=True),
         workload=WorkloadSpec(name="group", producers=1, consumers=3, rate=200),
-        nemesis=NemesisSpec(schedule=(f"wait until group {GROUP} has committed within 15 s",
-                                      "crash consumer 0", "pause consumer 1 for 8 s",
-                                      "restart consumer 0")))
+        nemesis=NemesisSpec(schedule=(f"wait until group faultline-{name} has committed within 15 s",
+                                      *((f"wait for {assigning_s:g} s",) if assigning_s else ()),
+                                      "stop consumer 2", "start consumer 2", "crash consumer 0",
+                                      "pause consumer 1 for 8 s", "restart consumer 0")))
     return run_test(spec, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
 
 
@@ -80,6 +85,16 @@ def test_a_consumer_paused_past_its_session_is_expelled_and_rejoins(ops: list[Op
     assert lost, "the paused member never found its assignment lost"
     assert any(o.process == paused and o.f == "assign" and o.time > lost[0].time and o.value["partitions"]
                for o in ops), "the paused member did not rejoin"
+
+
+def test_a_stopped_consumer_leaves_and_a_new_member_takes_its_slot(ops: list[Op]) -> None:
+    stop, start = done(ops, "stop-client"), done(ops, "start-client")
+    assert stop.value["consumers"] == [2] == start.value["consumers"]
+    left, [new] = stop.value["processes"], start.value["processes"]
+    last = [o for o in ops if o.process in left][-1]
+    assert (last.type, last.f) == ("ok", "revoke") and last.value["partitions"], last
+    assert new not in left
+    assert any(o.process == new and o.f == "assign" and o.value["partitions"] for o in ops)
 
 
 def test_the_checkers_find_no_fault_of_kafka_or_the_group(outcome: RunOutcome) -> None:

@@ -81,6 +81,8 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
     ("pause consumer 1 for 8 s",
      Action("pause", None, "pause consumer 1 for 8 s", consumers=(1,), for_s=8.0)),
     ("pause client 0 for 2.5s", Action("pause", None, "pause client 0 for 2.5s", clients=(0,), for_s=2.5)),
+    ("stop the consumer 2", Action("stop", None, "stop the consumer 2", consumers=(2,))),
+    ("Start consumer 0", Action("start", None, "Start consumer 0", consumers=(0,))),
 ])
 def test_steps_parse(text: str, step: Action | Wait) -> None:
     assert parse_step(text) == step
@@ -127,6 +129,10 @@ def test_steps_parse(text: str, step: Action | Wait) -> None:
     (["pause consumer 1"], "pause takes 'client N for S s'"),
     (["pause client 1 for 0 s"], "pause takes 'client N for S s'"),
     (["pause consumer 1 for 601 s"], "at most 600"),
+    (["stop client 0"], "stop takes 'consumer N'"),
+    (["start consumer"], "start takes 'consumer N'"),
+    (["stop consumer x"], "expected a consumer index"),
+    (["crash leader of 0 as stop"], "'stop' cannot be a name"),
 ])
 def test_bad_schedules_are_one_line_naming_the_step(lines: list[str], message: str) -> None:
     with pytest.raises(SpecError) as info:

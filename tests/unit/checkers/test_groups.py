@@ -412,6 +412,23 @@ def test_members_are_not_judged_unassigned_soon_after_a_replacement_joins() -> N
     assert out["valid"] is True and out["settled"] is False
 
 
+def test_a_member_that_left_is_neither_the_last_to_poll_nor_unassigned() -> None:
+    """A stopped member's last poll is early and it holds nothing after: the group settles
+    on the others, :data:`QUIET_NS` after the stop, and it is no member without an assignment."""
+    h = G()
+    for process, partition in ((1, 0), (2, 1), (3, 2)):
+        h.rebalance(process, "assign", [partition])
+    h.at(2).poll(3, [])
+    h.rebalance(3, "revoke", [2])
+    h.op("nemesis", "info", "stop-client", {"kind": "stop", "consumers": [2], "processes": [3], "pid": 9,
+                                            "result": "consumer 2 left the group"})
+    h.at(20)  # partition 2 has no owner, as far as the others are concerned
+    h.poll(1, [])
+    h.poll(2, [])
+    out = judged(h, partitions=3)
+    assert out["valid"] is True and out["settled"] is True and out["anomaly_counts"]["unassigned-member"] == 0
+
+
 # -- composed on a stored run --------------------------------------------------------------------
 
 

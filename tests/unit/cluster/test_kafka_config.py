@@ -45,6 +45,17 @@ def test_timeouts_come_from_the_spec_and_overrides_win() -> None:
     assert "log.flush.interval.messages" not in _props()
 
 
+def test_kip_848_members_get_the_classic_members_session_and_heartbeat() -> None:
+    p = _props()
+    session, heartbeat = kafka_config.GROUP_SESSION_TIMEOUT_MS, kafka_config.GROUP_HEARTBEAT_INTERVAL_MS
+    assert int(p["group.consumer.session.timeout.ms"]) == session == 6000
+    assert int(p["group.consumer.heartbeat.interval.ms"]) == heartbeat == 1000
+    # GroupCoordinatorConfig's bounds: min <= session <= max (60 s), min <= heartbeat
+    # <= max (15 s), heartbeat < session
+    assert int(p["group.consumer.min.session.timeout.ms"]) <= session <= 60_000
+    assert int(p["group.consumer.min.heartbeat.interval.ms"]) <= heartbeat <= 15_000 and heartbeat < session
+
+
 def test_internal_topics_fit_a_small_cluster() -> None:
     one = kafka_config.server_properties(KafkaSpec(nodes=1), 1, {1: "10.0.0.11"}, 1, Path("d"), Path("m"))
     assert one["offsets.topic.replication.factor"] == "1"

@@ -72,6 +72,9 @@ class FakeChild:
         self._call("resume")
         return {"pid": 200 + self.index}
 
+    def stop(self) -> dict[str, Any]:
+        return self._call("stop")
+
 
 class FakeChildren(FakeClients):
     """Clients in child processes: producers and group consumers."""
@@ -152,19 +155,26 @@ def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_
         workload_for(java_group)
 
 
+def run_and_heal(spec: TestSpec, clients: FakeClients, tmp_path: Path,
+                 in_effect: list[str]) -> ScriptedPackage:
+    """Run ``spec``'s schedule on ``clients`` to its end, see ``in_effect`` then, and heal."""
+    nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    nemesis.bind_clients(clients)
+    nemesis.setup()
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 5, history)
+        assert nemesis.ended is None and nemesis.in_effect() == in_effect
+        nemesis.heal_all(history)
+    return nemesis
+
+
 def test_targeted_client_crashes_are_journaled_per_producer_and_restarted_at_the_heal(
         tmp_path: Path) -> None:
     schedule = ("crash client 1", "restart client 1", "crash clients")
     spec = TestSpec(nemesis=NemesisSpec(schedule=schedule), workload=WorkloadSpec(producers=3))
     assert spec.nemesis.crashes_clients
-    nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
     clients = FakeClients()
-    nemesis.bind_clients(clients)
-    nemesis.setup()
-    with HistoryWriter(tmp_path / "history.jsonl") as history:
-        nemesis.run(time.monotonic() + 5, history)
-        assert nemesis.ended is None and nemesis.in_effect() == ["crash-client: producer(s) 0,1,2"]
-        nemesis.heal_all(history)
+    nemesis = run_and_heal(spec, clients, tmp_path, ["crash-client: producer(s) 0,1,2"])
     done = [(op.f, op.value["clients"]) for op in read_history(tmp_path / "history.jsonl")
             if "result" in op.value]
     assert done == [("crash-client", [1]), ("restart-client", [1]), ("crash-client", [0]),
@@ -243,11 +253,32 @@ def test_targeted_consumer_faults_are_journaled_and_healed(tmp_path: Path) -> No
     assert nemesis.active == []
 
 
+def test_a_stopped_consumer_is_started_by_its_start_or_at_the_heal(tmp_path: Path) -> None:
+    schedule = ("stop consumer 1", "start consumer 1", "stop consumer 0")
+    spec = TestSpec(nemesis=NemesisSpec(schedule=schedule), consumer=ConsumerSpec(mode="subscribe"),
+                    workload=WorkloadSpec(name="group", consumers=2))
+    assert spec.nemesis.crashes_clients
+    clients = FakeChildren()
+    nemesis = run_and_heal(spec, clients, tmp_path, ["stop-client: consumer(s) 0"])
+    done = [(op.f, op.value["kind"], op.value["consumers"], op.value["processes"])
+            for op in read_history(tmp_path / "history.jsonl") if "result" in op.value]
+    assert done == [("stop-client", "stop", [1], [21]), ("start-client", "stop", [1], [21]),
+                    ("stop-client", "stop", [0], [20]), ("start-client", "stop", [0], [20])]
+    assert clients.child_calls == [("stop", "consumers", 1), ("restart", "consumers", 1),
+                                   ("stop", "consumers", 0), ("restart", "consumers", 0)]
+    assert nemesis.clients.stopped_of("consumers") == [] and nemesis.active == []
+    again = nemesis.clients.invoke(op("start-client", {"kind": "stop", "consumers": [1]})).value
+    assert again["consumers"] == [] and again["result"] == "no client was stopped"
+
+
 @pytest.mark.parametrize(("workload", "lines", "message"), [
     (WorkloadSpec(name="group", consumers=2), ["crash consumer 2"], "the consumers are 0 to 1"),
     (WorkloadSpec(), ["crash consumer 0"], "in the group workload only, not the queue workload"),
     (WorkloadSpec(name="group", client="java"), ["pause client 0 for 1 s"],
-     "the Java client pauses in the queue and txn workloads only"),
+     "the Java client pauses producers of the queue and txn workloads only"),
+    (WorkloadSpec(name="group", client="java"), ["stop consumer 0"],
+     "the Java client pauses producers of the queue and txn workloads only"),
+    (WorkloadSpec(), ["start consumer 0"], "in the group workload only, not the queue workload"),
 ])
 def test_bad_consumer_steps_are_one_line(workload: WorkloadSpec, lines: list[str], message: str) -> None:
     mode = "subscribe" if workload.name == "group" else "assign"

@@ -85,9 +85,11 @@ def records(*offsets: int) -> Scene:
 
 
 def play(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, commit: str, scenes: list[Scene],
-         commit_error: str | None = None, interval: float = 0.0) -> list[Op]:
+         commit_error: str | None = None, interval: float = 0.0, settle: float = 0.0,
+         leave: threading.Event | None = None) -> list[Op]:
     """Run one member through ``scenes``, commits due every ``interval`` s on a clock that
-    moves 1 s per look (after every poll, by default); its history, read back."""
+    moves 1 s per look (after every poll, by default), settling ``settle`` s once they are
+    played (then stopped, and told to ``leave`` if given); its history, read back."""
     spec = replace(TestSpec(), workload=WorkloadSpec(name="group"),
                    consumer=replace(ConsumerSpec(), mode="subscribe", commit=commit))  # type: ignore[arg-type]
     stop = threading.Event()
@@ -95,10 +97,10 @@ def play(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, commit: str, scenes: l
     monkeypatch.setattr(group, "Consumer", lambda conf: FakeConsumer(conf, scenes, stop, commit_error))
     monkeypatch.setattr(group, "COMMIT_INTERVAL_S", interval)
     monkeypatch.setattr(group, "time", SimpleNamespace(monotonic=itertools.count().__next__))
-    monkeypatch.setattr(group, "SETTLE_S", 0.0)
+    monkeypatch.setattr(group, "SETTLE_S", settle)
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as history:
-        GroupConsumer(spec, "x:9092", Journal(history), 1, ProcessIds(2)).run(stop)
+        GroupConsumer(spec, "x:9092", Journal(history), 1, ProcessIds(2)).run(stop, leave)
     check = validator("history.schema.json")
     ops = list(read_history(path))  # the pairing and retirement rules
     for op in ops:
@@ -154,6 +156,19 @@ def test_a_refused_commit_fails_and_the_member_stays(tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     ops = play(tmp_path, monkeypatch, "sync", [records(0), records(1)], commit_error="ILLEGAL_GENERATION")
     assert (1, "fail", "commit") in lines(ops) and {o.process for o in ops} == {1}
+
+
+def test_a_member_told_to_leave_closes_without_settling(tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    leave = threading.Event()
+    leave.set()
+    ops = play(tmp_path, monkeypatch, "sync", [records(0)], settle=100.0, leave=leave)
+    assert lines(ops)[-4:] == [(1, "invoke", "poll"), (1, "ok", "poll"),
+                               (1, "invoke", "lost"), (1, "ok", "lost")]
+    assert len([o for o in ops if o.f == "poll" and o.type == "ok"]) == 3  # the records, the stop, one more
+    (tmp_path / "settled").mkdir()
+    settled = play(tmp_path / "settled", monkeypatch, "sync", [records(0)], settle=100.0)
+    assert len([o for o in settled if o.f == "poll" and o.type == "ok"]) > 3
 
 
 def test_the_generation_is_read_from_the_group_metadata() -> None:

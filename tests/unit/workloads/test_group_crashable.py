@@ -1,15 +1,24 @@
 """A group consumer in a child process, as the run sees it: the op a killed member left
 open ends ``info`` with the crash error, and every member keeps its slot (so, with static
-membership, its ``group.instance.id``)."""
+membership, its ``group.instance.id``); a stopped member leaves at once and stays down until
+its restart."""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
-from faultline.history import HistoryWriter, read_history
+import pytest
+
+from faultline.errors import FaultlineError
+from faultline.history import HistoryWriter, TimedOp, read_history
 from faultline.spec import ConsumerSpec, TestSpec, WorkloadSpec
 from faultline.workloads.clients import ProcessIds
+from faultline.workloads.crashable import CrashableChild, PipeJournal, child_started
 from faultline.workloads.group_crashable import CrashableConsumer, CrashableGroupWorkload
 from faultline.workloads.outcomes import CRASH_ERROR
 
@@ -37,3 +46,46 @@ def test_each_consumer_keeps_its_slot(tmp_path: Path) -> None:
     slots = [c.slot for c in workload.consumers if isinstance(c, CrashableConsumer)]
     assert slots == [0, 1, 2]
     assert [workload.child("consumers", i).name for i in range(3)] == [f"consumer {i}" for i in range(3)]
+
+
+class Member(CrashableChild):
+    """A child that journals, once stopped, whether it was told to leave or to settle."""
+
+    def _target(self, conn: Connection, stop: Connection, first_process: int) -> tuple[Any, tuple[Any, ...]]:
+        return _member_main, (conn, stop, first_process, time.monotonic_ns() - self.history.now())
+
+    def _count(self, ns: int, op: list[Any]) -> TimedOp:
+        process, type, f, value, error = op
+        return ns, (process, type, f, value, error)
+
+    def _end_open(self) -> None:
+        raise AssertionError("nothing was killed")
+
+
+def _member_main(conn: Connection, stop: Connection, first_process: int, t0: int) -> None:
+    leave = threading.Event()
+    done = child_started(stop, leave)
+    done.wait(30)
+    f = "leave" if leave.is_set() else "settle"
+    PipeJournal(conn, t0).append_many([(first_process, "invoke", f, None, None),
+                                       (first_process, "ok", f, None, None)])
+    conn.close()
+
+
+def test_a_stopped_member_leaves_at_once_and_stays_down_until_its_restart(tmp_path: Path) -> None:
+    stop = threading.Event()
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        member = Member(history, 3, ProcessIds(5), "consumer 0")
+        ran = threading.Thread(target=member.run, args=(stop,))
+        ran.start()
+        assert member._started.wait(30)
+        left = member.stop()
+        assert left["processes"] == [3] and left["pid"] > 0
+        with pytest.raises(FaultlineError, match="consumer 0 is not running"):
+            member.pause()
+        assert member.restart() == {"processes": [5]}
+        stop.set()
+        ran.join(30)
+        assert not ran.is_alive()
+    ops = [(o.process, o.f) for o in read_history(tmp_path / "history.jsonl") if o.type == "ok"]
+    assert ops == [(3, "leave"), (5, "settle")]
