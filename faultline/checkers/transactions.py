@@ -499,10 +499,12 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     instance found, each permitted or not by
     :func:`~faultline.checkers.guarantees.transaction_rules` for the faults whose windows
     bear on it (:meth:`_Judge.excuse`; ``timeline``: the topic's partitions' states from
-    the metadata log, where the run has one; a G0 or G1c cycle always is where none of its
-    edges orders a transaction before one that ended before it began; processed-twice by
-    the run's faults); aborted reads and torn transactions are anomalies only of read_committed
-    readers (:meth:`TxnHistory.isolated_reads`; tears: consumers and the drain), each with how the
+    the metadata log, where the run has one; a G0 cycle always is where none of its edges
+    orders a transaction before one that ended before it began; a G1c only where one of its
+    ww edges may have landed late or been lost, none without one; processed-twice by the
+    faults from its first reader's invoke to its second's end); aborted reads and torn
+    transactions are anomalies only of read_committed readers
+    (:meth:`TxnHistory.isolated_reads`; tears: consumers and the drain), each with how the
     replicas' ``logs`` (:func:`~faultline.checkers.txn_log.partition_logs`) ended the
     transaction of its records where they say; ``stable``: partition -> the last stable
     offset and HW the brokers answered at the end
