@@ -261,9 +261,12 @@ class ScriptedPackage:
 
     def _committed(self, group: str) -> Committed:
         """``group``'s committed offsets, as its coordinator answers; NemesisError when none does."""
-        admin = kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S)
         try:
-            return kafka_client.committed_offsets(admin, group, METADATA_TIMEOUT_S)
+            # closed here, in this thread: an admin client left to the garbage collector may
+            # be destroyed from librdkafka's own thread, which crashes the process
+            # (confluentinc/confluent-kafka-python#2129)
+            with kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S) as admin:
+                return kafka_client.committed_offsets(admin, group, METADATA_TIMEOUT_S)
         except (KafkaException, TimeoutError) as e:
             raise NemesisError(f"no committed offsets of group {group}: {e}") from None
 

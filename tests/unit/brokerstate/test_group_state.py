@@ -4,6 +4,7 @@ a part that could not be read null with its reason, never an exception."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,7 @@ def collected(tmp: Path, c: Cluster, answer: Any, monkeypatch: pytest.MonkeyPatc
             raise answer
         return answer  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(group_state.kafka_client, "new_admin", lambda *a: None)
+    monkeypatch.setattr(group_state.kafka_client, "new_admin", lambda *a: contextlib.nullcontext())
     monkeypatch.setattr(group_state.kafka_client, "committed_positions", positions)
     group_state.collect_group_state(c, SPEC, tmp)  # type: ignore[arg-type]
     data: dict[str, Any] = json.loads((tmp / "group.json").read_text())
