@@ -43,7 +43,7 @@ def collect_group_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> list
     errors: list[str] = []
     offsets: list[dict[str, Any]] | None = None
     try:
-        with kafka_client.new_admin(cluster.bootstrap_servers(), FETCH_TIMEOUT_S) as admin:  # see scripted
+        with kafka_client.new_admin(cluster.bootstrap_servers(), FETCH_TIMEOUT_S) as admin:
             answer = kafka_client.committed_positions(admin, group, FETCH_TIMEOUT_S)
         offsets = [{"topic": t, "partition": p, "offset": c.offset, "leader_epoch": c.leader_epoch}
                    for (t, p), c in sorted(answer.items())]

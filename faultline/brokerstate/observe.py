@@ -15,6 +15,7 @@ thread: a round that fails in an unexpected way is logged and the next one runs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -50,6 +51,10 @@ class Source(Protocol):
         the answer's leader epoch, or the error's name when there is none."""
         ...
 
+    def close(self) -> None:
+        """Release the client, in the thread that asked; idempotent."""
+        ...
+
 
 class KafkaSource:
     """A :class:`Source` with an admin client of its own and short timeouts, created on
@@ -59,11 +64,16 @@ class KafkaSource:
         self._bootstrap = bootstrap_servers
         self._timeout = timeout_s
         self._admin: AdminClient | None = None
+        self._stack = contextlib.ExitStack()
 
     def _client(self) -> AdminClient:
         if self._admin is None:
-            self._admin = kafka_client.new_admin(self._bootstrap, self._timeout)
+            self._admin = self._stack.enter_context(kafka_client.new_admin(self._bootstrap, self._timeout))
         return self._admin
+
+    def close(self) -> None:
+        self._admin = None
+        self._stack.close()
 
     def partitions(self, topic: str) -> dict[int, PartitionState]:
         return kafka_client.metadata_states(self._client(), topic, self._timeout)
@@ -133,16 +143,17 @@ class Observer:
 
     def _run(self) -> None:
         next_at = time.monotonic()
-        while True:
-            stopping = self._stop.is_set()
-            try:
-                self.sample()
-            except Exception:  # a bug here must not end the sampling, nor the run
-                _log.exception("observer round failed")
-            if stopping:
-                return
-            next_at = max(next_at + self.interval_s, time.monotonic())
-            self._stop.wait(next_at - time.monotonic())
+        with contextlib.closing(self._source):
+            while True:
+                stopping = self._stop.is_set()
+                try:
+                    self.sample()
+                except Exception:  # a bug here must not end the sampling, nor the run
+                    _log.exception("observer round failed")
+                if stopping:
+                    return
+                next_at = max(next_at + self.interval_s, time.monotonic())
+                self._stop.wait(next_at - time.monotonic())
 
     def sample(self) -> list[dict[str, Any]]:
         """Read one round, append its lines to ``path`` and return them."""

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from faultline.brokerstate.observe import host_data_dirs
 from faultline.brokerstate.segments import LogEnds
@@ -146,10 +147,10 @@ class _Probe:
     needs every replica's log, on disk, at the HW.
     """
 
-    def __init__(self, cluster: Cluster, topic: str, partitions: int) -> None:
+    def __init__(self, cluster: Cluster, admin: AdminClient, topic: str, partitions: int) -> None:
         self._topic = topic
         self._partitions = list(range(partitions))
-        self._admin = kafka_client.new_admin(cluster.bootstrap_servers(), CLIENT_TIMEOUT_S)
+        self._admin = admin
         self._log_ends = LogEnds(host_data_dirs(cluster), topic)
 
     def read(self) -> dict[int, Reading]:
@@ -181,12 +182,13 @@ def wait_quiescent(cluster: Cluster, topic: str, partitions: int, timeout: float
     quiescent partition, and for each other one why it is not. Never raises because the
     cluster does not answer: that is a reason."""
     quiescence = Quiescence(range(partitions))
-    probe = _Probe(cluster, topic, partitions)
+    with kafka_client.new_admin(cluster.bootstrap_servers(), CLIENT_TIMEOUT_S) as admin:
+        probe = _Probe(cluster, admin, topic, partitions)
 
-    def all_quiescent() -> bool:
-        quiescence.add(probe.read(), time.monotonic())
-        return quiescence.done
+        def all_quiescent() -> bool:
+            quiescence.add(probe.read(), time.monotonic())
+            return quiescence.done
 
-    with contextlib.suppress(ClusterError):  # the reasons say what never happened
-        poll_until(all_quiescent, time.monotonic() + timeout, lambda: "not quiescent")
+        with contextlib.suppress(ClusterError):  # the reasons say what never happened
+            poll_until(all_quiescent, time.monotonic() + timeout, lambda: "not quiescent")
     return quiescence

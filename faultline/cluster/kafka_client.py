@@ -10,10 +10,11 @@ librdkafka's own log lines (connection refused while a node starts, ...) go to t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from confluent_kafka import (
@@ -46,15 +47,24 @@ def client_config(bootstrap: str) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "logger": CLIENT_LOG}
 
 
-def new_admin(bootstrap: str, timeout_s: float = 5.0) -> AdminClient:
-    """An admin client whose sockets give up after ``timeout_s``."""
+@contextlib.contextmanager
+def new_admin(bootstrap: str, timeout_s: float = 5.0) -> Iterator[AdminClient]:
+    """An admin client whose sockets give up after ``timeout_s``, closed on leaving the
+    ``with`` in the thread that entered it.
+
+    Never one left to the garbage collector: a client in a reference cycle (a traceback
+    holding its frame is enough) may be collected in librdkafka's own background thread,
+    by the callback of its own late answer, and destroying it there crashes the process
+    (confluentinc/confluent-kafka-python#2129, #2131).
+    """
     ms = int(timeout_s * 1000)
-    return AdminClient({
+    with AdminClient({
         **client_config(bootstrap), "socket.timeout.ms": ms,
         "socket.connection.setup.timeout.ms": min(ms, 3000), "reconnect.backoff.max.ms": 500,
         # librdkafka waits for the controller named by the last metadata; when a fault
         # takes that broker out, only a refresh names another (nemeses).
-        "topic.metadata.refresh.interval.ms": 1000})
+        "topic.metadata.refresh.interval.ms": 1000}) as admin:
+        yield admin
 
 
 def registered_brokers(admin: AdminClient, timeout: float = 5.0) -> set[int]:

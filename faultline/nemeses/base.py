@@ -218,9 +218,9 @@ def coordinator(cluster: Cluster, topic: str, key: str, timeout: float) -> int |
     topic for a group or the transaction state topic for a transactional id
     (:func:`~faultline.targeted.coordinator_partition`), None when it has none, as one
     broker's Metadata answer says; NemesisError when none answers within ``timeout``."""
-    admin = kafka_client.new_admin(cluster.bootstrap_servers(), timeout)
     try:
-        states = kafka_client.metadata_states(admin, topic, timeout)
+        with kafka_client.new_admin(cluster.bootstrap_servers(), timeout) as admin:
+            states = kafka_client.metadata_states(admin, topic, timeout)
     except (KafkaException, LookupError) as e:
         raise NemesisError(f"no metadata for {topic}: {e}") from None
     return states[coordinator_partition(key, len(states))].leader

@@ -262,9 +262,6 @@ class ScriptedPackage:
     def _committed(self, group: str) -> Committed:
         """``group``'s committed offsets, as its coordinator answers; NemesisError when none does."""
         try:
-            # closed here, in this thread: an admin client left to the garbage collector may
-            # be destroyed from librdkafka's own thread, which crashes the process
-            # (confluentinc/confluent-kafka-python#2129)
             with kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S) as admin:
                 return kafka_client.committed_offsets(admin, group, METADATA_TIMEOUT_S)
         except (KafkaException, TimeoutError) as e:
@@ -304,8 +301,8 @@ class ScriptedPackage:
 
         def ask(node: int, proxy: str) -> None:
             try:
-                admin = kafka_client.new_admin(proxy, METADATA_TIMEOUT_S)
-                answer = kafka_client.topic_metadata(admin, topic, METADATA_TIMEOUT_S)
+                with kafka_client.new_admin(proxy, METADATA_TIMEOUT_S) as admin:
+                    answer = kafka_client.topic_metadata(admin, topic, METADATA_TIMEOUT_S)
                 # the client may ask a broker it learned of (by id) as well as its bootstrap one
                 answers.put((proxy, answer if answer.broker >= 0 else answer._replace(broker=node)))
             except Exception as e:  # no answer from this broker: another may give one

@@ -75,6 +75,7 @@ class LocalCluster:
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
         self._lock = threading.RLock()
         self._admin: AdminClient | None = None
+        self._admin_stack = contextlib.ExitStack()  # closes the admin client at stop
         self._toxic_seq = 0
         self._restore_signals: Callable[[], None] = lambda: None
         self._last_seen: set[int] = set()  # brokers registered at the last look
@@ -230,6 +231,7 @@ class LocalCluster:
                 self._toxiproxy.close()
                 self._toxiproxy = None
             self._admin = None
+            self._admin_stack.close()
             runstate.destroy(state.run_id, state)
             for proc in self._popen.values():
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -280,7 +282,8 @@ class LocalCluster:
         """The harness's admin client (through the proxies, like every client)."""
         with self._lock:
             if self._admin is None:
-                self._admin = kafka_client.new_admin(self.bootstrap_servers())
+                admin = kafka_client.new_admin(self.bootstrap_servers())
+                self._admin = self._admin_stack.enter_context(admin)
             return self._admin
 
     def registered_brokers(self, timeout: float = 5.0) -> set[int]:

@@ -4,6 +4,7 @@ built by hand, and a client source that answers from a dict."""
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,6 +60,7 @@ class FakeSource:
                  lsos: dict[int, HighWatermark | str] | None = None) -> None:
         self.state, self.hws, self.lsos = state, hws, lsos or {}
         self.fail: Exception | None = None
+        self.closed_in: str | None = None  # the thread that closed it
 
     def partitions(self, topic: str) -> dict[int, PartitionState]:
         if self.fail is not None:
@@ -71,6 +73,9 @@ class FakeSource:
             raise self.fail
         answers = self.lsos if committed else self.hws
         return {p: answers[p] for p in partitions if p in answers}
+
+    def close(self) -> None:
+        self.closed_in = threading.current_thread().name
 
 
 def log_dirs(tmp_path: Path) -> dict[int, Path]:

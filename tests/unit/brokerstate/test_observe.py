@@ -98,6 +98,7 @@ def test_the_thread_survives_a_failing_round_and_stops(tmp_path: Path) -> None:
             time.sleep(0.01)
         stopped_at = time.monotonic_ns()
     assert obs.rounds >= 3, "rounds went on after one raised"
+    assert source.closed_in == "faultline-observer", "the thread that asked released the client"
     written = obs.path.read_bytes().splitlines()
     assert len(written) == 2 * obs.rounds
     assert orjson.loads(written[-1])["time"] >= stopped_at, "a last round after stop() was called"

@@ -6,6 +6,7 @@ Whether the faults do what they should on Kafka is the integration test's busine
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable
@@ -423,7 +424,8 @@ def _cut_off_old_leader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     brokers = {"proxy-1": _Broker(-1, 1, [1, 2, 3], [1, 2, 3], 0.0),
                "proxy-2": _Broker(-1, 2, [2, 3], [2, 3], 0.2),
                "proxy-3": _Broker(2, 2, [2, 3], [2, 3], 0.2)}  # answered by broker 2
-    monkeypatch.setattr(kafka_client, "new_admin", lambda proxy, timeout_s=5.0: brokers[proxy])
+    monkeypatch.setattr(kafka_client, "new_admin",
+                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
     return _run_schedule(FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=schedule)), tmp_path),
                          brokers, tmp_path)
 
@@ -474,10 +476,10 @@ def test_roles_are_read_from_the_brokers_that_answer_as_their_bootstrap_one(
     brokers = {f"proxy-{n}": _Broker(-1, 1, [1, 2, 3], [1, 2, 3], 0.0) for n in (1, 2, 3)}
     asked: list[str] = []  # while node 3 is paused
 
-    def new_admin(proxy: str, timeout_s: float = 5.0) -> _Broker:
+    def new_admin(proxy: str, timeout_s: float = 5.0) -> contextlib.nullcontext[_Broker]:
         if cluster.node(3).paused:
             asked.append(proxy)
-        return brokers[proxy]
+        return contextlib.nullcontext(brokers[proxy])
 
     monkeypatch.setattr(kafka_client, "new_admin", new_admin)
     cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=("pause node 3", "crash leader of 0"))),
