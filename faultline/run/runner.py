@@ -241,11 +241,12 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
     progress.attach(workload, nemesis, history)
     healed = False
     try:
+        progress.phase("starting the clients")
+        workload.start()  # the time limit counts from clients issuing ops
         deadline = time.monotonic() + spec.time_limit_s
         nemesis_thread = threading.Thread(target=nemesis.run, args=(deadline, history),
                                           name="faultline-nemesis", daemon=True)
         progress.main_phase(deadline)
-        workload.start()
         nemesis_thread.start()
         while time.monotonic() < deadline and workload.running and not end_main_phase.is_set():
             end_main_phase.wait(min(0.25, max(0.0, deadline - time.monotonic())))

@@ -39,7 +39,8 @@ from faultline.workloads.txn import CrashableTxnWorkload, TxnWorkload
 class Workload(Protocol):
     """What the runner drives: clients that journal their ops while they run.
 
-    ``start`` starts the clients; ``request_stop`` asks them to stop issuing ops;
+    ``start`` starts the clients and returns once they issue ops (the run's time limit
+    counts from then: a JVM takes seconds to start); ``request_stop`` asks them to stop issuing ops;
     ``stop`` waits (at most ``timeout`` seconds) until every op in flight completed or
     was journaled ``info``; ``running`` is false once every client has stopped (also
     by an error). ``processes`` hands out the history's process numbers, so the drain's

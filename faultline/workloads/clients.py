@@ -27,6 +27,9 @@ MAX_OUTSTANDING = 5000
 POLL_MAX_RECORDS = 1000
 #: Seconds one ``consume()`` call may wait for records.
 POLL_TIMEOUT_S = 0.1
+#: How long a workload's start waits for a client in a process of its own (a child, a
+#: JVM) to journal its first op.
+FIRST_OP_TIMEOUT_S = 120.0
 
 _log = logging.getLogger(__name__)
 rdkafka_log = logging.getLogger("faultline.rdkafka")

@@ -44,7 +44,15 @@ import orjson
 from faultline.errors import FaultlineError
 from faultline.history import HistoryWriter, OpType, PendingOp, Process, TimedOp
 from faultline.spec import TestSpec
-from faultline.workloads.clients import _SPAWN, ClientLog, Journal, ProcessIds, SendCounts, Values
+from faultline.workloads.clients import (
+    _SPAWN,
+    FIRST_OP_TIMEOUT_S,
+    ClientLog,
+    Journal,
+    ProcessIds,
+    SendCounts,
+    Values,
+)
 from faultline.workloads.outcomes import crashed_sends, crashed_transaction
 from faultline.workloads.queue import ProducerClient, QueueProducer, QueueWorkload
 
@@ -88,6 +96,17 @@ class CrashableQueueWorkload(QueueWorkload):
     def restart_client(self, index: int) -> dict[str, Any]:
         """:meth:`CrashableProducer.restart` of producer ``index``."""
         return self.child("clients", index).restart()
+
+    def start(self) -> None:
+        """Start every client; returns once each child has journaled an op or ended (the
+        run's time limit counts from then: a child takes a second or more to start; one
+        that ended makes :meth:`stop` raise)."""
+        super().start()
+        deadline = time.monotonic() + FIRST_OP_TIMEOUT_S
+        for client in [*self.producers, *self.consumers]:
+            if isinstance(client, CrashableChild) and not client.first_op.wait(
+                    max(0.0, deadline - time.monotonic())):
+                raise FaultlineError(f"{client.name} journaled no op within {FIRST_OP_TIMEOUT_S:.0f} s")
 
     def child(self, role: str, index: int) -> CrashableChild:
         """Client ``index`` of ``role``: ``clients`` a producer, ``consumers`` a consumer
@@ -166,6 +185,8 @@ class CrashableChild:
         self._paused = False
         self._gone = threading.Event()  # the killed child's ops are journaled
         self._started = threading.Event()  # a (re)started child is running
+        #: set once the first child journaled an op, or :meth:`run` ended
+        self.first_op = threading.Event()
         self._restart = threading.Event()
         self._stopping = threading.Event()
         self._processes: list[Process] = [first_process]  # of the live child, in order
@@ -201,6 +222,12 @@ class CrashableChild:
 
         threading.Thread(target=relay, name=f"faultline-{self.name}-stop".replace(" ", "-"),
                          daemon=True).start()
+        try:
+            self._run_children()
+        finally:
+            self.first_op.set()
+
+    def _run_children(self) -> None:
         first = self._first
         while True:
             ours, theirs = _SPAWN.Pipe()  # ops this way, the answers to invokes back
@@ -344,6 +371,7 @@ class CrashableChild:
                     raise
                 ns, ops = orjson.loads(raw)
                 self.history.append_at([self._timed(ns, op) for op in ops])
+                self.first_op.set()
                 if _invokes(ops):
                     try:
                         conn.send_bytes(b"")

@@ -49,11 +49,14 @@ import orjson
 from faultline.cluster import kafka_dist
 from faultline.errors import FaultlineError, SetupError
 from faultline.history import HistoryWriter, Process, TimedOp
+from faultline.rundir import CLIENT_LOG_FILE
 from faultline.spec import TestSpec
-from faultline.workloads.clients import ClientLog, ProcessIds, WorkloadStats, rdkafka_log
+from faultline.workloads.clients import FIRST_OP_TIMEOUT_S, ClientLog, ProcessIds, WorkloadStats, rdkafka_log
 from faultline.workloads.outcomes import Classification, classify_delivery, classify_produce_call
 
 MAIN_CLASS = "FaultlineClient"
+#: Where a JVM's stderr goes (:meth:`JavaQueueWorkload._log_line`).
+LOGS = f"{CLIENT_LOG_FILE} or faultline.log"
 #: Log lines of the Java client worth keeping: warnings, and the idempotence state.
 _LOG4J = """\
 status = error
@@ -145,6 +148,7 @@ class JavaProgram:
         self.txns: dict[Process, tuple[Any, int]] = {}
         self.killed = False  # by a crash: a line its kill cut short is dropped
         self.paused = False  # by a pause, until its resume or a crash
+        self.first_op = threading.Event()  # set once an op it printed is journaled
 
     def tell(self, data: bytes) -> None:
         """Write ``data`` to the program's stdin, if it is still open."""
@@ -197,8 +201,26 @@ class JavaQueueWorkload:
         return [f"{k}={v}" for k, v in settings.items()]
 
     def start(self) -> None:
-        """Build (if need be) and start the JVM, and the threads that journal its output."""
+        """Build (if need be) and start the JVM, and the threads that journal its output;
+        returns once it has printed an op (:meth:`_await_first_ops`)."""
         self._start(self._programs[0], self._args())
+        self._await_first_ops(self._programs)
+
+    def _await_first_ops(self, programs: Sequence[JavaProgram]) -> None:
+        """Wait until each of ``programs`` has printed an op, so that a run's time limit
+        counts from clients that are issuing ops, not from JVMs starting (seconds on a
+        loaded machine); FaultlineError for one that exits first or prints none within
+        :data:`FIRST_OP_TIMEOUT_S`."""
+        deadline = time.monotonic() + FIRST_OP_TIMEOUT_S
+        for program in programs:
+            assert program.proc is not None  # started
+            while not program.first_op.wait(0.1):
+                if (code := program.proc.poll()) is not None:
+                    raise FaultlineError(f"the Java client's JVM (pid {program.proc.pid}) exited with "
+                                         f"code {code} before its first op; its log is the run's {LOGS}")
+                if time.monotonic() > deadline:
+                    raise FaultlineError(f"the Java client's JVM (pid {program.proc.pid}) printed no op "
+                                         f"within {FIRST_OP_TIMEOUT_S:.0f} s; its log is the run's {LOGS}")
 
     def _start(self, program: JavaProgram, args: list[str]) -> None:
         """Start ``program``'s JVM with ``args`` and the threads that journal its output."""
@@ -233,6 +255,8 @@ class JavaQueueWorkload:
             *lines, tail = (tail + chunk).split(b"\n")
             ops = [op for raw in lines if (op := self._line(raw, read_ns, program))]
             self.history.append_at(ops)
+            if ops:
+                program.first_op.set()
             if program.acks:
                 program.tell(b"+" * sum(1 for _, (_, typ, f, _, _) in ops
                                         if typ == "invoke" and f in ("send", "txn")))

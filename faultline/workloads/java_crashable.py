@@ -117,13 +117,15 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
         return len(self._producers)
 
     def start(self) -> None:
-        """The counters' file, then every JVM and the threads that journal its output."""
+        """The counters' file, then every JVM and the threads that journal its output;
+        returns once each JVM has printed an op."""
         w = self.spec.workload
         self._counters = SharedCounters.create(w.producers + w.consumers)
         for program in self._consumers:
             self._start(program, [*self._args(), "role=consumers", *self._shared()])
         for index, program in enumerate(self._producers):
             self._start_producer(index, program)
+        self._await_first_ops(self._programs)
 
     def _shared(self) -> list[str]:
         assert self._counters is not None  # start() made them

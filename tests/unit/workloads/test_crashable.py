@@ -14,7 +14,7 @@ import orjson
 from faultline.history import HistoryWriter, read_history
 from faultline.spec import TestSpec
 from faultline.workloads.clients import ProcessIds, Values
-from faultline.workloads.crashable import CrashableProducer, PipeJournal
+from faultline.workloads.crashable import CrashableProducer, CrashableQueueWorkload, PipeJournal
 from faultline.workloads.outcomes import CRASH_ERROR
 from faultline.workloads.txn import txn_producer
 
@@ -58,3 +58,20 @@ def test_a_crash_ends_each_open_transaction_info_and_one_meant_to_commit_may_hav
     # it may have asked to commit any time from its invoke (as the history's clock read then) to the crash
     assert ops[0].time <= commit.value["committing"] <= commit.time and "committing" not in abort.value
     assert producer.counts.info == 2
+
+
+def test_start_returns_once_each_child_has_journaled_an_op(tmp_path: Path) -> None:
+    """A child takes a second or more to start, and the run's time limit counts from its
+    first op, not from the spawn: its invokes need no broker, so each comes at once."""
+    spec = TestSpec.from_mapping({"workload": {"producers": 2, "consumers": 0},
+                                  "nemesis": {"faults": ["clients"]}})
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = CrashableQueueWorkload(spec, "127.0.0.1:1", history)
+        w.start()
+        try:
+            seen = {op.process for op in read_history(tmp_path / "history.jsonl")}
+        finally:
+            for index in range(w.clients):  # no broker: sends would wait out their timeout
+                w.crash_client(index)
+            w.stop()
+    assert seen == {0, 1}

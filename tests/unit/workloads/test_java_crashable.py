@@ -25,7 +25,7 @@ from faultline.errors import FaultlineError
 from faultline.history import HistoryWriter, read_history
 from faultline.spec import TestSpec
 from faultline.workloads import java_client
-from faultline.workloads.java_client import JavaProgram
+from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload, SharedCounters
 from faultline.workloads.outcomes import CRASH_ERROR
 
@@ -42,6 +42,23 @@ def _line(op: dict[str, object]) -> bytes:
     return orjson.dumps({**op, "ns": time.monotonic_ns()})
 
 
+def fake_jvms(monkeypatch: pytest.MonkeyPatch, w: JavaQueueWorkload, printed: bytes = b"") -> None:
+    """Each "JVM" of ``w`` a shell that prints what a JVM would and waits: producer 0's
+    first one ``printed`` (if any), every other a poll's invoke of its first process (as
+    ``w`` starts once each printed an op), timed at ``w``'s making, before any other."""
+    monkeypatch.setenv("PRINTED", printed.decode())
+    monkeypatch.setenv("CONSUMERS", str(w.spec.workload.producers))
+    monkeypatch.setenv("NS", str(w._made_ns))
+    script = """p=$CONSUMERS
+for a; do case $a in first_process=*) p=${a#first_process=};; esac; done
+case "${PRINTED:+printed} $*" in
+  printed*role=producer*first_process=0*) printf "%s" "$PRINTED";;
+  *) printf '{"process":%s,"type":"invoke","f":"poll","value":null,"ns":%s}\\n' "$p" "$NS";;
+esac
+exec sleep 60"""
+    monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: ["sh", "-c", script, "sh"])
+
+
 def test_a_crash_ends_the_killed_jvms_open_sends_info_and_its_replacement_is_a_new_process(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each "JVM" here is a shell that prints what a producer JVM would (an invoke
@@ -55,13 +72,13 @@ def test_a_crash_ends_the_killed_jvms_open_sends_info_and_its_replacement_is_a_n
             _line({"process": 0, "type": "invoke", "f": "send", "value": {**SEND, "value": 8}}),
             _line({"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 0}}),
             _line({"process": 0, "type": "done", "f": "send", "value": {**SEND, "value": 8}})[:40]])
-        monkeypatch.setenv("PRINTED", printed.decode())
-        script = 'case "$*" in *role=producer*first_process=0*) printf "%s" "$PRINTED";; esac; exec sleep 60'
+        fake_jvms(monkeypatch, w, printed)
+        shell = java_client.ensure_java_client
         running: list[bool] = []  # whenever a JVM is about to start
 
         def command(*_: object, **__: object) -> list[str]:
             running.append(w.running)
-            return ["sh", "-c", script, "sh"]
+            return shell()
 
         monkeypatch.setattr(java_client, "ensure_java_client", command)
         w.start()
@@ -76,7 +93,8 @@ def test_a_crash_ends_the_killed_jvms_open_sends_info_and_its_replacement_is_a_n
             again = w.restart_client(0)
         finally:
             w.stop(timeout=0.5)
-    ops = [(o.process, o.type, o.value["value"], o.error) for o in read_history(tmp_path / "history.jsonl")]
+    ops = [(o.process, o.type, o.value["value"], o.error) for o in read_history(tmp_path / "history.jsonl")
+           if o.f == "send"]
     assert ops == [(0, "invoke", 7, None), (0, "invoke", 8, None), (0, "ok", 7, None),
                    (0, "info", 8, CRASH_ERROR)]
     assert (crash["processes"], crash["sends"]) == ([0], 1)
@@ -129,7 +147,7 @@ import sys, time
 from pathlib import Path
 from faultline.history import HistoryWriter
 from faultline.spec import TestSpec
-from faultline.workloads.java_client import JavaProgram
+from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
 spec = TestSpec.from_mapping({"workload": {"client": "java", "producers": 2},
                               "nemesis": {"faults": ["clients"]}})
@@ -248,7 +266,6 @@ def test_without_consumers_no_consumers_jvm_runs_and_the_workload_keeps_running(
             w.stop(timeout=5)
 
 
-_WAITS = ["sh", "-c", "exec sleep 60", "sh"]  # a "JVM" that waits
 
 
 def _state(pid: int) -> str:
@@ -257,11 +274,11 @@ def _state(pid: int) -> str:
 
 def test_a_pause_stops_the_producers_jvm_until_its_resume_and_a_crash_kills_it_paused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each "JVM" is a shell that waits; the nemesis addresses it as a child
+    """Each "JVM" is a shell that prints an op and waits; the nemesis addresses it as a child
     (:class:`faultline.nemeses.clients.ChildClients`)."""
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = CrashableJavaQueueWorkload(SPEC, "x:9092", history)
-        monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: _WAITS)
+        fake_jvms(monkeypatch, w)
         w.start()
         try:
             producer = w.child("clients", 0)
@@ -286,7 +303,7 @@ def test_a_pause_waits_while_a_jvm_holds_the_counters(
     and the harness's: the pause takes that lock first."""
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = CrashableJavaQueueWorkload(SPEC, "x:9092", history)
-        monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: _WAITS)
+        fake_jvms(monkeypatch, w)
         w.start()
         try:
             assert w._counters is not None

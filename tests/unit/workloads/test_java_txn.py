@@ -12,11 +12,12 @@ import pytest
 
 from faultline.history import HistoryWriter, read_history
 from faultline.spec import NemesisSpec, TestSpec, TransactionSpec, WorkloadSpec
-from faultline.workloads import java_client, workload_for
+from faultline.workloads import workload_for
 from faultline.workloads.java_client import JavaProgram
 from faultline.workloads.java_txn import CrashableJavaTxnWorkload, JavaTxnWorkload
 from faultline.workloads.outcomes import CRASH_ERROR
 from tests.unit.workloads.test_java_client import Trickle, printed_line
+from tests.unit.workloads.test_java_crashable import fake_jvms
 
 SPEC = dataclasses.replace(TestSpec(name="jt"), workload=WorkloadSpec(name="txn", client="java", producers=2),
                            transactions=TransactionSpec(sends=2, abort_probability=0.25))
@@ -79,9 +80,7 @@ def test_a_crash_ends_the_killed_jvms_open_transaction_info_committing_since_its
             {"process": 0, "type": "invoke", "f": "txn", "value": {**abort, "sends": SENDS}},
             {"process": 0, "type": "fail", "f": "txn", "value": {**abort, "sends": DONE}},
             {"process": 0, "type": "invoke", "f": "txn", "value": {**commit, "sends": SENDS}}]))
-        monkeypatch.setenv("PRINTED", printed.decode())
-        script = 'case "$*" in *role=producer*first_process=0*) printf "%s" "$PRINTED";; esac; exec sleep 60'
-        monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: ["sh", "-c", script, "sh"])
+        fake_jvms(monkeypatch, w, printed)
         w.start()
         try:
             deadline = time.monotonic() + 30
@@ -91,7 +90,7 @@ def test_a_crash_ends_the_killed_jvms_open_transaction_info_committing_since_its
             crash = w.crash_client(0)
         finally:
             w.stop(timeout=0.5)
-    ops = list(read_history(tmp_path / "history.jsonl"))
+    ops = [o for o in read_history(tmp_path / "history.jsonl") if o.f == "txn"]
     assert [(o.type, o.value["abort"], o.error) for o in ops] == [
         ("invoke", True, None), ("fail", True, None), ("invoke", False, None), ("info", False, CRASH_ERROR)]
     assert ops[-1].value == {**commit, "sends": SENDS, "committing": ops[-2].time}
