@@ -69,7 +69,7 @@ def test_the_delay_held_partition_0_s_requests_until_it_was_lifted(outcome: RunO
     undelay, _ = [op for op in ops if op.f == "clear-toxics"]
     assert toxic.value["nodes"] == toxic.value["targets"] == [toxic.value["leaders"][f"{SPEC.topic.name}/0"]]
     assert toxic.value["toxic"]["attributes"]["latency"] == DELAY_MS
-    held = [(invoke, done) for invoke, done in _transactions(ops)
+    held = [(invoke, done) for invoke, done in transactions(ops)
             if invoke.time > toxic.time and done.time < undelay.time and done.error != CRASH_ERROR]
     print(f"transactions begun and ended under the delay: {[(d.type, d.error) for _, d in held]}")
     assert held and all(0 in {s["partition"] for s in done.value["sends"]} for _, done in held)
@@ -100,7 +100,7 @@ def test_a_crashed_transaction_ends_info_and_its_replacement_fences_it_under_the
     [crash] = [op for op in ops if op.f == "crash-client" and "result" in op.value]
     [restart] = [op for op in ops if op.f == "restart-client" and "result" in op.value]
     assert crash.value["clients"] == [0] and crash.value["sends"] == 1, "its transaction was open"
-    ended = _transactions(ops)
+    ended = transactions(ops)
     [(_, crashed)] = [(i, d) for i, d in ended if d.error == CRASH_ERROR]
     assert crashed.type == "info" and crashed.process in crash.value["processes"]
     assert crashed.value["abort"] or "committing" in crashed.value
@@ -137,7 +137,7 @@ def test_no_aborted_read_and_the_run_is_valid(outcome: RunOutcome) -> None:
     assert results["valid"] is True, (results["violations"], results["unknown"])
 
 
-def _transactions(ops: list[Op]) -> list[tuple[Op, Op]]:
+def transactions(ops: list[Op]) -> list[tuple[Op, Op]]:
     """Each transaction's invoke and completion."""
     open_: dict[int | str, Op] = {}
     out = []
