@@ -86,6 +86,9 @@ class FakeChildren(FakeClients):
     def child(self, role: str, index: int) -> FakeChild:
         return FakeChild(self.child_calls, role, index)
 
+    def children(self, role: str) -> int:
+        return self.clients if role == "clients" else 2
+
 
 def op(f: str, value: dict[str, Any]) -> Op:
     return Op(0, 0, "nemesis", "info", f, value, None)
@@ -95,7 +98,7 @@ def test_a_crash_kills_the_client_its_pick_names_and_the_restart_replaces_it() -
     clients, nemesis = FakeClients(), ClientsNemesis()
     nemesis.bind(clients)
     plan = nemesis.plan(ScheduledFault(1.0, "clients", "crash", 5.0, pick=4), busy=())
-    assert plan == {"clients": [1]}  # 4 % 3
+    assert plan == {"clients": [1], "kind": "crash"}  # 4 % 3
     done = nemesis.invoke(op("crash-client", plan)).value
     assert done["processes"] == [1] and done["pid"] == 101 and done["sends"] == 7
     assert "killed producer 1" in done["result"]
