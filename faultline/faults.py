@@ -15,8 +15,8 @@ Words, one meaning each:
 - an *action* is a nemesis op's ``f`` in the history: a kind's ``fault`` action
   applies it (``kill``, ``toxic``), its ``heal`` action undoes it (``start``,
   ``clear-toxics``). The kinds of a family share its two actions, unless it gives
-  some kind its own (``pause`` of ``clients``: ``pause-client``, ``resume-client``);
-  :meth:`Family.actions` says which.
+  some kind its own (``pause-consumer`` of ``clients``: ``pause-client``,
+  ``resume-client``); :meth:`Family.actions` says which.
 
 Imports nothing of the project: every layer may use it.
 """
@@ -67,7 +67,8 @@ class Family:
     coordinating the run's consumer group, which a group workload's schedule draws too
     (None: it has none); a txn workload's aims it at a transactional id's coordinator.
     ``consumer_kinds``: kinds aimed at a group workload's consumers, which its schedule
-    draws too. ``fault`` and ``heal`` are the actions of every kind but those
+    draws too, journaled with the targeted verb's kind (``crash``, ``pause``:
+    :data:`faultline.nemeses.clients.AIMS`). ``fault`` and ``heal`` are the actions of every kind but those
     ``kind_actions`` gives their own; ask :meth:`actions`.
     """
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline.checkers.results_file import check_run
-from tests.unit.checkers.test_groups import G, five, group_spec, stored
+from tests.unit.checkers.test_groups import G, group_spec, stored, taken_over
 
 #: A targeted schedule's consumer faults: (f, value) of each op, invoke then completion.
 TARGETED = [
@@ -34,21 +34,15 @@ def drawn(f: str, value: dict[str, Any]) -> dict[str, Any]:
 
 
 def with_faults(random: bool) -> G:
-    """A commit going backwards (as :func:`~tests.unit.checkers.test_groups.taken_over`) with
-    the consumer faults of :data:`TARGETED` between the two members, journaled as a random or
-    a targeted schedule does."""
+    """:func:`~tests.unit.checkers.test_groups.taken_over` (a commit going backwards) with
+    the consumer faults of :data:`TARGETED` once the first member is revoked, journaled as a
+    random or a targeted schedule does."""
     h = G()
-    for off in range(8):
-        h.send(0, 100 + off, 0, off)
-    five(h)
-    h.commit(1, [(0, 5)])
-    h.rebalance(1, "revoke", [0])
-    for f, value in TARGETED:
-        h.op("nemesis", "info", f, drawn(f, value) if random else value)
-    h.rebalance(2, "assign", [0])
-    h.poll(2, [(0, off, 100 + off) for off in range(5, 8)])
-    h.commit(2, [(0, 3)])
-    h.drain(0, [(off, 100 + off) for off in range(8)])
+    for o in taken_over(fault=False).ops:
+        h.op(o["process"], o["type"], o["f"], o["value"], o.get("error"))
+        if o["f"] == "revoke" and o["type"] == "ok":
+            for f, value in TARGETED:
+                h.op("nemesis", "info", f, drawn(f, value) if random else value)
     return h
 
 
