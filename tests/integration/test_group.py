@@ -115,8 +115,8 @@ DRAWN = NemesisSpec(faults=("kill", "partition", "clients"), interval_s=5.0)
 
 def drawn_spec() -> TestSpec:
     """A random schedule (seed 19567) that isolates the group's coordinator, crashes a
-    consumer, kills the coordinator, then pauses a consumer past its session (KIP-848's
-    protocol)."""
+    consumer, kills the coordinator, then pauses a consumer for 6.2 s, a little longer than
+    its session timeout (KIP-848's protocol)."""
     return replace(spec("consumer"), name="it-group-drawn", seed=19567, time_limit_s=24.0, nemesis=DRAWN)
 
 
@@ -128,7 +128,7 @@ def test_the_random_schedule_is_the_one_the_test_expects() -> None:
     assert [s.kind for s in schedule] == ["isolate-coordinator", "crash-consumer", "kill-coordinator",
                                           "pause-consumer"]
     (pause,) = [s for s in schedule if s.kind == "pause-consumer"]
-    assert pause.hold_s * 1000 > GROUP_SESSION_TIMEOUT_MS, "held past the member's session"
+    assert pause.hold_s * 1000 > GROUP_SESSION_TIMEOUT_MS, "held longer than the member's session"
     assert NemesisPackage.from_spec(run, object()).schedule == schedule  # type: ignore[arg-type]
 
 
