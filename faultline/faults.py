@@ -12,9 +12,11 @@ Words, one meaning each:
 - a *kind* is one variant within a family (``isolate-leader`` for ``partition``,
   ``latency`` for ``toxics``); a family with one variant has one kind, its own name.
   The schedule draws a kind per fault and the nemesis journals it as ``kind``;
-- an *action* is a nemesis op's ``f`` in the history: the family's ``fault`` action
+- an *action* is a nemesis op's ``f`` in the history: a kind's ``fault`` action
   applies it (``kill``, ``toxic``), its ``heal`` action undoes it (``start``,
-  ``clear-toxics``).
+  ``clear-toxics``). The kinds of a family share its two actions, unless it gives
+  some kind its own (``pause-consumer`` of ``clients``: ``pause-client``,
+  ``resume-client``); :meth:`Family.actions` says which.
 
 Imports nothing of the project: every layer may use it.
 """
@@ -22,7 +24,8 @@ Imports nothing of the project: every layer may use it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 #: Partition kinds: grudge shapes (:mod:`faultline.nemeses.partition`).
 PARTITION_KINDS: tuple[str, ...] = (
@@ -34,9 +37,20 @@ TOXIC_KINDS: tuple[str, ...] = ("latency", "bandwidth", "timeout", "reset_peer",
 LINK_KINDS: tuple[str, ...] = ("loss", "bandwidth")
 #: Crashes of the clients under test (:mod:`faultline.nemeses.clients`): a producer killed mid-send.
 CLIENT_KINDS: tuple[str, ...] = ("crash",)
+#: Faults of a group workload's consumers (:mod:`faultline.nemeses.clients`), drawn in its
+#: runs only: a consumer killed (restarted at the heal), a consumer paused (SIGSTOP,
+#: SIGCONT at the heal).
+CONSUMER_KINDS: tuple[str, ...] = ("crash-consumer", "pause-consumer")
 #: A broker's wall clock set off and held, or jumping back and forth
 #: (:mod:`faultline.nemeses.clock`).
 CLOCK_KINDS: tuple[str, ...] = ("bump", "strobe")
+
+
+class Actions(NamedTuple):
+    """A kind's two actions: ``fault`` applies it, ``heal`` undoes it."""
+
+    fault: str
+    heal: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +66,10 @@ class Family:
     kinds that model it. ``coordinator_kind``: the kind that aims it at the broker
     coordinating the run's consumer group, which a group workload's schedule draws too
     (None: it has none); a txn workload's aims it at a transactional id's coordinator.
+    ``consumer_kinds``: kinds aimed at a group workload's consumers, which its schedule
+    draws too, journaled with the targeted verb's kind (``crash``, ``pause``:
+    :data:`faultline.nemeses.clients.AIMS`). ``fault`` and ``heal`` are the actions of every kind but those
+    ``kind_actions`` gives their own; ask :meth:`actions`.
     """
 
     name: str
@@ -64,6 +82,18 @@ class Family:
     needs: tuple[str, ...]
     model_steps: tuple[str, ...]
     coordinator_kind: str | None = None
+    consumer_kinds: tuple[str, ...] = ()
+    kind_actions: Mapping[str, Actions] = field(default_factory=dict, hash=False)
+
+    def actions(self, kind: str) -> Actions:
+        """The fault and heal actions of ``kind`` (a kind of this family, or a targeted
+        step's: those of its own are in ``kind_actions``, any other has the family's)."""
+        return self.kind_actions.get(kind, Actions(self.fault, self.heal))
+
+    @property
+    def all_actions(self) -> frozenset[Actions]:
+        """Every pair of actions a kind of this family has."""
+        return frozenset((Actions(self.fault, self.heal), *self.kind_actions.values()))
 
 
 #: Every family, in the order a spec lists them.
@@ -90,9 +120,12 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     # at worst a degraded link is a cut one (an isolation of the node, controller link too)
     Family("links", "degrade", "restore", LINK_KINDS, takes_node_out=False, on_nodes=True,
            destroys_data=False, needs=("Degradable",), model_steps=("isolate", "cut", "cut-ctrl", "heal")),
-    # a crashed client's sends in flight: the request lost, or the reply (no broker touched)
+    # a crashed client's sends in flight: the request lost, or the reply (no broker touched);
+    # a paused one's as good as lost (its retry is a new request); a consumer sends none
     Family("clients", "crash-client", "restart-client", CLIENT_KINDS, takes_node_out=False,
-           on_nodes=False, destroys_data=False, needs=(), model_steps=("toxic-request", "toxic-reply")),
+           on_nodes=False, destroys_data=False, needs=(), model_steps=("toxic-request", "toxic-reply"),
+           consumer_kinds=CONSUMER_KINDS,
+           kind_actions={"pause-consumer": Actions("pause-client", "resume-client")}),
     # a broker's wall clock set off: it neither takes a node out nor moves leadership
     # (replication and fencing do not rest on wall clocks), so it permits nothing and
     # the model has no step for it (docs/design.md, "Clock faults")
@@ -102,9 +135,9 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
 
 
 def family_of_fault(action: str) -> Family | None:
-    """The family whose fault action is ``action`` (a history op's ``f``), or None for a
-    heal or an action of no family."""
+    """The family one of whose kinds' fault action is ``action`` (a history op's ``f``), or
+    None for a heal or an action of no family."""
     return _BY_FAULT.get(action)
 
 
-_BY_FAULT: Mapping[str, Family] = {f.fault: f for f in FAMILIES.values()}
+_BY_FAULT: Mapping[str, Family] = {a.fault: f for f in FAMILIES.values() for a in f.all_actions}

@@ -35,7 +35,7 @@ from faultline.checkers.result import ANOMALIES, MAX_ANOMALY_EXAMPLES, UNKNOWN, 
 from faultline.checkers.txn_log import PartitionLog
 from faultline.checkers.verdict import PERMITTED_ON_ASSUMPTION, Permissions
 from faultline.errors import HistoryError
-from faultline.faults import FAMILIES, family_of_fault
+from faultline.faults import FAMILIES, Actions, family_of_fault
 from faultline.history import NEMESIS, Op
 from faultline.spec import TestSpec
 
@@ -437,27 +437,27 @@ def txn_history(spec: TestSpec, rows: Iterable[Mapping[str, Any]], source: str =
 def fault_windows(actions: Sequence[NemesisAction]) -> list[FaultWindow]:
     """The fault windows of a history's nemesis actions (:func:`nemesis_actions`), by
     start. A fault's window begins at its first op (a skipped one is dropped) and ends at
-    the completion of the first heal, of its family's heal action and begun after it, that
+    the completion of the first heal, of its kind's heal action and begun after it, that
     left none of its nodes faulted, or of one naming no node (a fault naming none: only by
     the latter); never where none did."""
-    open_: list[tuple[str, int, set[str]]] = [  # (family, start, nodes still faulted)
-        (family.name, a.start, {str(n) for n in nodes_of(a.value)}) for a in actions
+    open_: list[tuple[str, str, int, set[str]]] = [  # (family, action, start, nodes still faulted)
+        (family.name, a.f, a.start, {str(n) for n in nodes_of(a.value)}) for a in actions
         if (family := family_of_fault(a.f)) is not None and not a.skipped]
     closed: list[FaultWindow] = []
     for heal in sorted((a for a in actions if a.end is not None and family_of_fault(a.f) is None),
                        key=lambda a: a.end or 0):
         healed = {str(n) for n in nodes_of(heal.value)}
         still = []
-        for name, start, nodes in open_:
-            if FAMILIES[name].heal == heal.f and start <= heal.start:
+        for name, f, start, nodes in open_:
+            if Actions(f, heal.f) in FAMILIES[name].all_actions and start <= heal.start:
                 left = nodes - healed  # a fault naming no node: only a heal naming none undoes it
                 if not healed or (nodes and not left):
                     closed.append(FaultWindow(name, start, heal.end))
                     continue
                 nodes = left
-            still.append((name, start, nodes))
+            still.append((name, f, start, nodes))
         open_ = still
-    return sorted([*closed, *(FaultWindow(n, s) for n, s, _ in open_)], key=lambda w: w.start)
+    return sorted([*closed, *(FaultWindow(n, s) for n, _, s, _ in open_)], key=lambda w: w.start)
 
 
 def _txn_value(value: Any, source: str, index: int) -> tuple[bool, tuple[TxnSend, ...]]:

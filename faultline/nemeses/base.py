@@ -337,7 +337,7 @@ class NodeFault(Bound):
         failed raises NemesisError naming each, once every node has had its heal."""
         nodes = [int(n) for n in (op.value or {}).get("nodes", [])]
         failed: list[str] = []
-        if op.f == FAMILIES[self.family].fault:
+        if op.f in {a.fault for a in FAMILIES[self.family].all_actions}:
             results: list[str] = []
             extra: dict[str, Any] = {}
             done: list[int] = []  # and possibly done: those whose fault failed
@@ -370,7 +370,7 @@ class NodeFault(Bound):
             if failed:
                 return dataclasses.replace(done_op, error=f"{op.f} failed on {'; '.join(failed)}")
             return done_op
-        if op.f == FAMILIES[self.family].heal:
+        if op.f in {a.heal for a in FAMILIES[self.family].all_actions}:
             for node in nodes:
                 try:
                     self._heal(node)

@@ -49,9 +49,12 @@ class ClientChild(Protocol):
 @runtime_checkable
 class ChildClients(Protocol):
     """A workload whose clients run in child processes: ``child(role, index)`` is client
-    ``index`` of ``role`` (:data:`ROLES`); FaultlineError when there is none such."""
+    ``index`` of ``role`` (:data:`ROLES`), FaultlineError when there is none such;
+    ``children(role)`` how many of ``role`` do, numbered from 0."""
 
     def child(self, role: str, index: int) -> ClientChild: ...
+
+    def children(self, role: str) -> int: ...
 
 
 @runtime_checkable
@@ -100,7 +103,14 @@ class ClientsNemesis:
         return self._clients
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
-        return {"clients": [choose(range(self.workload.clients), step.pick)]}
+        """The client ``step`` aims at: of the role its kind names (:data:`AIMS`), the one
+        its ``pick`` chooses; journaled as the targeted verb's (``kind`` ``crash`` or
+        ``pause``). NemesisError when the workload has none of that role to fault."""
+        role, kind = AIMS[step.kind]
+        count = self.workload.clients if role == "clients" else self._child_clients().children(role)
+        if count == 0:
+            raise NemesisError(f"no {_NAMES[role]} runs in a child process to {kind}")
+        return {role: [choose(range(count), step.pick)], "kind": kind}
 
     def invoke(self, op: Op) -> Op:
         value = op.value or {}
@@ -156,11 +166,14 @@ class ClientsNemesis:
             return sorted(self._stopped[role])
 
     def _child(self, role: str, index: int) -> ClientChild:
+        return self._child_clients().child(role, index)
+
+    def _child_clients(self) -> ChildClients:
         workload = self.workload
         if not isinstance(workload, ChildClients):
             raise NemesisError("these clients cannot be paused, nor their consumers crashed: "
                                "that needs the librdkafka client")
-        return workload.child(role, index)
+        return workload
 
     def _crash(self, role: str, index: int) -> dict[str, Any]:
         if role == "clients":
@@ -212,6 +225,13 @@ class ClientsNemesis:
 
 #: What a role's client is called in a result.
 _NAMES = {"clients": "producer", "consumers": "consumer"}
+#: A kind of the ``clients`` family (:data:`faultline.faults.FAMILIES`) -> the role it aims
+#: at (:data:`ROLES`) and the kind its ops journal, the targeted verb's.
+AIMS: dict[str, tuple[str, str]] = {
+    "crash": ("clients", "crash"),
+    "crash-consumer": ("consumers", "crash"),
+    "pause-consumer": ("consumers", "pause"),
+}
 
 
 @runtime_checkable

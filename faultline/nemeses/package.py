@@ -42,7 +42,7 @@ from faultline.errors import NemesisError
 from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, Op
 from faultline.nemeses.base import COORDINATED_WORKLOADS, Nemesis, error_text
-from faultline.nemeses.clients import ClientsNemesis, CrashableClients
+from faultline.nemeses.clients import ROLES, ClientsNemesis, CrashableClients
 from faultline.nemeses.clock import ClockNemesis
 from faultline.nemeses.kill import KillNemesis
 from faultline.nemeses.links import LinksNemesis
@@ -105,7 +105,8 @@ class NemesisPackage:
         """The package for ``spec.nemesis``: its schedule from ``spec.seed`` over
         ``spec.time_limit_s``, one nemesis per chosen family. No faults, no nemeses."""
         schedule = build_schedule(spec.nemesis, spec.seed, spec.time_limit_s, spec.kafka.nodes,
-                                  coordinated=spec.workload.name in COORDINATED_WORKLOADS)
+                                  coordinated=spec.workload.name in COORDINATED_WORKLOADS,
+                                  consumers=spec.workload.name == "group")
         families = dict.fromkeys(spec.nemesis.faults)
         return cls(cluster, schedule, {f: NEMESES[f]() for f in families},
                    spec.nemesis.max_concurrent)
@@ -224,7 +225,7 @@ class NemesisPackage:
 
     def _apply(self, step: ScheduledFault, history: HistoryWriter) -> None:
         nemesis = self.nemeses[step.family]
-        f = FAMILIES[step.family].fault
+        f = FAMILIES[step.family].actions(step.kind).fault
         try:
             value = nemesis.plan(step, self._busy())
         except Exception as e:  # journaled, the run goes on
@@ -241,8 +242,8 @@ class NemesisPackage:
         self._complete(nemesis, invoke, history)
 
     def _heal(self, active: _Active, history: HistoryWriter) -> None:
-        f = FAMILIES[active.step.family].heal
-        value = {k: v for k, v in active.value.items() if k in ("nodes", "kind")}
+        f = FAMILIES[active.step.family].actions(active.step.kind).heal
+        value = {k: v for k, v in active.value.items() if k in ("nodes", "kind", *ROLES)}
         invoke = history.append("nemesis", "info", f, value)
         self._active.pop(active.step, None)
         self._publish()

@@ -10,7 +10,8 @@ How it is drawn, with ``I`` the interval:
 - the first fault starts after ``I * U(0.5, 1.5)`` (a warm-up with no faults);
 - each fault picks a family uniformly from the chosen ones, then a kind within the
   family (e.g. ``isolate-leader`` for ``partition``, ``latency`` for ``toxics``; in a
-  group or txn workload's run, ``kill-coordinator`` for ``kill`` too: see :func:`kinds`),
+  group or txn workload's run, ``kill-coordinator`` for ``kill`` too, and in a group
+  workload's ``crash-consumer`` or ``pause-consumer`` for ``clients``: see :func:`kinds`),
   is held for ``I * U(0.5, 1.5)`` and carries ``pick``, a 32-bit random integer the
   nemesis uses at invoke time to choose among live targets;
 - the next start is ``I * U(0.5, 1.5)`` after this one (so starts are at least
@@ -59,10 +60,12 @@ class ScheduledFault:
         return self.at_s + self.hold_s
 
 
-def kinds(family: str, nodes: int, coordinated: bool = False) -> tuple[str, ...]:
+def kinds(family: str, nodes: int, coordinated: bool = False, consumers: bool = False) -> tuple[str, ...]:
     """The kinds of ``family`` that make sense on a cluster of ``nodes`` nodes; with
     ``coordinated`` (the run's workload has a coordinator to aim at: a group workload's
-    group, a txn workload's transactional ids) its ``coordinator_kind`` too, last.
+    group, a txn workload's transactional ids) its ``coordinator_kind`` too, last; with
+    ``consumers`` (the run's workload is the group workload) its ``consumer_kinds`` too,
+    after the others.
 
     Partitions and degraded links need two nodes; ``bridge`` needs three and ``ring``
     four (on three nodes a ring is fully connected). Raises SpecError for an unknown family.
@@ -74,14 +77,16 @@ def kinds(family: str, nodes: int, coordinated: bool = False) -> tuple[str, ...]
     coordinator = FAMILIES[family].coordinator_kind
     return tuple(k for k in FAMILIES[family].kinds
                  if not (k == "bridge" and nodes < 3) and not (k == "ring" and nodes < 4)
-                 ) + ((coordinator,) if coordinated and coordinator is not None else ())
+                 ) + ((coordinator,) if coordinated and coordinator is not None else ()) + (
+                     FAMILIES[family].consumer_kinds if consumers else ())
 
 
-def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float,
-                   nodes: int, coordinated: bool = False) -> tuple[ScheduledFault, ...]:
+def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float, nodes: int,
+                   coordinated: bool = False, consumers: bool = False) -> tuple[ScheduledFault, ...]:
     """The schedule for one run; deterministic in its arguments. ``coordinated``: the
     run's workload has a coordinator to aim at (the group or txn workload), so kinds aimed
-    at it are drawn too (:func:`kinds`).
+    at it are drawn too; ``consumers``: it is the group workload, so kinds aimed at its
+    consumers are (:func:`kinds`).
 
     Guarantees, for the returned steps: sorted by ``at_s``; at every instant at most
     ``nemesis.max_concurrent`` steps are held and at most one per family; every
@@ -97,7 +102,7 @@ def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float,
     t = interval * rng.uniform(0.5, 1.5)
     while True:
         family = rng.choice(families)
-        kind = rng.choice(_set_kinds(nemesis, family, nodes, coordinated))
+        kind = rng.choice(_set_kinds(nemesis, family, nodes, coordinated, consumers))
         hold = interval * rng.uniform(0.5, 1.5)
         quiet = interval * rng.uniform(0.2, 0.5)
         gap = interval * rng.uniform(0.5, 1.5)
@@ -111,11 +116,12 @@ def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float,
     return tuple(steps)
 
 
-def _set_kinds(nemesis: NemesisSpec, family: str, nodes: int, coordinated: bool) -> tuple[str, ...]:
+def _set_kinds(nemesis: NemesisSpec, family: str, nodes: int, coordinated: bool,
+               consumers: bool) -> tuple[str, ...]:
     """The kinds of ``family`` to draw from (:func:`kinds`): a degraded link only the way the
     spec sets, when it sets one of ``link_loss_percent`` and ``link_rate_kbit`` (both or
     neither: either way)."""
-    out = kinds(family, nodes, coordinated)
+    out = kinds(family, nodes, coordinated, consumers)
     if family == "links" and (nemesis.link_loss_percent is None) != (nemesis.link_rate_kbit is None):
         return ("loss",) if nemesis.link_loss_percent is not None else ("bandwidth",)
     return out

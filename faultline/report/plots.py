@@ -25,7 +25,7 @@ from bokeh.resources import Resources
 FAULT_COLORS: Mapping[str, str] = {
     "kill": "#d62728", "stop": "#e377c2", "pause": "#9467bd", "partition": "#ff7f0e",
     "toxic": "#8c564b", "toxics": "#8c564b", "wipe": "#7f0000", "lose-unflushed": "#b8860b",
-    "clock": "#17becf", "degrade": "#bcbd22", "crash-client": "#393b79",
+    "clock": "#17becf", "degrade": "#bcbd22", "crash-client": "#393b79", "pause-client": "#6b6ecf",
 }
 OUTCOME_COLORS: Mapping[str, str] = {"ok": "#1f77b4", "fail": "#d62728", "info": "#ff7f0e",
                                      "open": "#7f7f7f"}

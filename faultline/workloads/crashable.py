@@ -116,10 +116,15 @@ class CrashableQueueWorkload(QueueWorkload):
         kind = "producer" if role == "clients" else "consumer"
         if not 0 <= index < len(clients) or not isinstance(clients[index], CrashableChild):
             raise FaultlineError(f"no {kind} {index} runs in a child process: "
-                                 f"{len(clients)} {kind}s, crashable: "
-                                 f"{sum(isinstance(c, CrashableChild) for c in clients)}")
+                                 f"{len(clients)} {kind}s, crashable: {self.children(role)}")
         child: CrashableChild = clients[index]
         return child
+
+    def children(self, role: str) -> int:
+        """How many clients of ``role`` run in child processes (:meth:`child`): every
+        producer; every consumer of the group workload, none of the queue's."""
+        clients: list[Any] = self.producers if role == "clients" else self.consumers
+        return sum(isinstance(c, CrashableChild) for c in clients)
 
 
 class MakeProducer(Protocol):

@@ -146,6 +146,10 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
             raise FaultlineError(f"no producer {index}: {len(self._producers)} producers")
         return JavaProducer(self, index)
 
+    def children(self, role: str) -> int:
+        """How many clients of ``role`` :meth:`child` hands out: every producer, no consumer."""
+        return len(self._producers) if role == "clients" else 0
+
     def _running(self, index: int) -> subprocess.Popen[bytes]:
         """Producer ``index``'s live JVM (``_lock`` held); FaultlineError when none runs."""
         program = self._producers[index]

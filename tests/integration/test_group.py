@@ -4,7 +4,8 @@ has committed (``wait until group G has committed``), the broker that coordinate
 directory holds to its schemas, the kill hit the group's coordinator after a commit and
 commits went on after it, and the run is judged valid, the group checker's own
 verdict included (acks=all: nothing the guarantees forbid may show). A random schedule
-of the group workload isolates, then kills, the group's coordinator, and is judged valid too."""
+of the group workload isolates, then kills, the group's coordinator, and crashes and pauses
+consumers, and is judged valid too."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
+from faultline.cluster.kafka_config import GROUP_SESSION_TIMEOUT_MS
 from faultline.history import Op, read_history
+from faultline.nemeses.package import NemesisPackage
+from faultline.nemeses.schedule import build_schedule
 from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import ConsumerSpec, KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
 from tests.schemas import validate_run_dir, validator
@@ -105,14 +109,33 @@ def test_the_groups_end_state_is_collected_and_judged(outcome: RunOutcome, ops: 
     assert not [u for u in results["unknown"] if u["kind"] == "group-end-unknown"]
 
 
+#: The random schedule's nemesis: its clients family aims at the group's consumers too.
+DRAWN = NemesisSpec(faults=("kill", "partition", "clients"), interval_s=5.0)
+
+
+def drawn_spec() -> TestSpec:
+    """A random schedule (seed 19567) that isolates the group's coordinator, crashes a
+    consumer, kills the coordinator, then pauses a consumer for 6.2 s, a little longer than
+    its session timeout (KIP-848's protocol)."""
+    return replace(spec("consumer"), name="it-group-drawn", seed=19567, time_limit_s=24.0, nemesis=DRAWN)
+
+
+def test_the_random_schedule_is_the_one_the_test_expects() -> None:
+    """The schedule is pure: drawn before the run, from the spec alone."""
+    run = drawn_spec()
+    schedule = build_schedule(run.nemesis, run.seed, run.time_limit_s, run.kafka.nodes,
+                              coordinated=True, consumers=True)
+    assert [s.kind for s in schedule] == ["isolate-coordinator", "crash-consumer", "kill-coordinator",
+                                          "pause-consumer"]
+    (pause,) = [s for s in schedule if s.kind == "pause-consumer"]
+    assert pause.hold_s * 1000 > GROUP_SESSION_TIMEOUT_MS, "held longer than the member's session"
+    assert NemesisPackage.from_spec(run, object()).schedule == schedule  # type: ignore[arg-type]
+
+
 @pytest.fixture(scope="module")
 def drawn(local_backend: None, tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
-    """A random schedule (seed 98) that isolates the group's coordinator at ~5 s, then kills
-    the coordinator at ~14 s (KIP-848's protocol)."""
-    base = spec("consumer")
-    run = replace(base, name="it-group-drawn", seed=98,
-                  nemesis=NemesisSpec(faults=("kill", "partition"), interval_s=6.0))
-    return run_test(run, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
+    return run_test(drawn_spec(), results=tmp_path_factory.mktemp("results"),
+                    console=Console(file=io.StringIO()))
 
 
 def test_a_random_schedule_aims_its_faults_at_the_groups_coordinator(drawn: RunOutcome) -> None:
@@ -125,4 +148,12 @@ def test_a_random_schedule_aims_its_faults_at_the_groups_coordinator(drawn: RunO
         assert o.error is None and o.value["group"] == "faultline-it-group-drawn", o.value
     isolated, killed = faults
     assert isolated.value["grudge"][str(isolated.value["target"])] and killed.value["nodes"]
+    # the consumer faults, journaled as the targeted verbs are, each healed
+    clients = [(o.f, o.value["kind"], o.value["consumers"]) for o in ops
+               if o.process == "nemesis" and o.f.endswith("-client") and "result" in o.value]
+    assert [(f, kind) for f, kind, _ in clients] == [("crash-client", "crash"), ("restart-client", "crash"),
+                                                     ("pause-client", "pause"), ("resume-client", "pause")]
+    crashed, restarted, paused, resumed = (who for _, _, who in clients)
+    assert len(crashed) == 1 and restarted == crashed and len(paused) == 1 and resumed == paused
+    assert not [o for o in ops if o.process == "nemesis" and o.error is not None]
     assert_kafka_and_the_group_kept_their_promises(drawn)

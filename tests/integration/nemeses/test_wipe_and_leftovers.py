@@ -36,7 +36,7 @@ SPEC = TestSpec(
 )
 TOPIC = SPEC.topic.name
 RECORDS = 3000
-HEALS = frozenset(f.heal for f in FAMILIES.values())
+HEALS = frozenset(a.heal for f in FAMILIES.values() for a in f.all_actions)
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from faultline.errors import FaultlineError, NemesisError, SpecError
+from faultline.faults import FAMILIES
 from faultline.history import HistoryWriter, Op, read_history
-from faultline.nemeses.clients import ClientsNemesis
+from faultline.nemeses.clients import AIMS, ClientsNemesis
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.schedule import ScheduledFault, build_schedule
 from faultline.nemeses.scripted import ScriptedPackage
@@ -86,6 +87,9 @@ class FakeChildren(FakeClients):
     def child(self, role: str, index: int) -> FakeChild:
         return FakeChild(self.child_calls, role, index)
 
+    def children(self, role: str) -> int:
+        return self.clients if role == "clients" else 2
+
 
 def op(f: str, value: dict[str, Any]) -> Op:
     return Op(0, 0, "nemesis", "info", f, value, None)
@@ -95,7 +99,7 @@ def test_a_crash_kills_the_client_its_pick_names_and_the_restart_replaces_it() -
     clients, nemesis = FakeClients(), ClientsNemesis()
     nemesis.bind(clients)
     plan = nemesis.plan(ScheduledFault(1.0, "clients", "crash", 5.0, pick=4), busy=())
-    assert plan == {"clients": [1]}  # 4 % 3
+    assert plan == {"clients": [1], "kind": "crash"}  # 4 % 3
     done = nemesis.invoke(op("crash-client", plan)).value
     assert done["processes"] == [1] and done["pid"] == 101 and done["sends"] == 7
     assert "killed producer 1" in done["result"]
@@ -285,3 +289,68 @@ def test_bad_consumer_steps_are_one_line(workload: WorkloadSpec, lines: list[str
     with pytest.raises(SpecError, match=message):
         TestSpec(nemesis=NemesisSpec(schedule=tuple(lines)), workload=workload,
                  consumer=ConsumerSpec(mode=mode))
+
+
+@pytest.mark.parametrize(("kind", "pick", "plan"), [
+    ("crash", 4, {"clients": [1], "kind": "crash"}),  # 4 % 3 producers
+    ("crash-consumer", 3, {"consumers": [1], "kind": "crash"}),  # 3 % 2 consumers
+    ("pause-consumer", 4, {"consumers": [0], "kind": "pause"}),
+])
+def test_a_random_fault_aims_at_the_role_its_kind_names_and_the_client_its_pick_does(
+        kind: str, pick: int, plan: dict[str, Any]) -> None:
+    nemesis = ClientsNemesis()
+    nemesis.bind(FakeChildren())
+    assert nemesis.plan(ScheduledFault(1.0, "clients", kind, 5.0, pick), busy=()) == plan
+    assert set(AIMS) == {*FAMILIES["clients"].kinds, *FAMILIES["clients"].consumer_kinds}
+
+
+def test_a_consumer_fault_needs_consumers_in_child_processes() -> None:
+    step = ScheduledFault(1.0, "clients", "crash-consumer", 5.0, 0)
+    nemesis = ClientsNemesis()
+    nemesis.bind(FakeClients())
+    with pytest.raises(NemesisError, match="cannot be paused, nor their consumers crashed"):
+        nemesis.plan(step, busy=())
+
+    class NoConsumers(FakeChildren):
+        def children(self, role: str) -> int:
+            return self.clients if role == "clients" else 0
+
+    nemesis.bind(NoConsumers())
+    with pytest.raises(NemesisError, match="no consumer runs in a child process to crash"):
+        nemesis.plan(step, busy=())
+
+
+def journal(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The ``-client`` ops journaled at ``path``, without what only a targeted step
+    (``step``, ``for_s``) or only a random one (``hold_s``) says."""
+    return [(op.f, {k: v for k, v in op.value.items() if k not in ("step", "for_s", "hold_s")})
+            for op in read_history(path) if op.f.endswith("-client")]
+
+
+def test_random_consumer_faults_are_journaled_as_the_targeted_ones_and_healed(tmp_path: Path) -> None:
+    """A drawn consumer crash and pause: the same ops, with the same values, as ``crash
+    consumer 1`` / ``restart consumer 1`` and ``pause consumer 0 for S s``; each healed."""
+    group = TestSpec(consumer=ConsumerSpec(mode="subscribe"),
+                     workload=WorkloadSpec(name="group", consumers=2))
+    targeted = dataclasses.replace(group, nemesis=NemesisSpec(schedule=(
+        "crash consumer 1", "restart consumer 1", "pause consumer 0 for 0.05 s")))
+    scripted = ScriptedPackage.from_spec(targeted, FakeCluster(targeted, tmp_path))  # type: ignore[arg-type]
+    scripted.bind_clients(FakeChildren())
+    with HistoryWriter(tmp_path / "targeted.jsonl") as history:
+        scripted.run(time.monotonic() + 5, history)
+        scripted.heal_all(history)
+    drawn = dataclasses.replace(group, nemesis=NemesisSpec(faults=("clients",)))
+    random = NemesisPackage.from_spec(drawn, FakeCluster(drawn, tmp_path))  # type: ignore[arg-type]
+    random.schedule = [ScheduledFault(0.0, "clients", "crash-consumer", 0.05, pick=1),
+                       ScheduledFault(0.1, "clients", "pause-consumer", 0.05, pick=2)]
+    clients = FakeChildren()
+    random.bind_clients(clients)
+    with HistoryWriter(tmp_path / "random.jsonl") as history:
+        random.run(time.monotonic() + 0.3, history)
+        random.heal_all(history)
+    assert journal(tmp_path / "random.jsonl") == journal(tmp_path / "targeted.jsonl")
+    assert [f for f, _ in journal(tmp_path / "random.jsonl")] == [
+        "crash-client", "crash-client", "restart-client", "restart-client",
+        "pause-client", "pause-client", "resume-client", "resume-client"]
+    assert clients.child_calls == [("crash", "consumers", 1), ("restart", "consumers", 1),
+                                   ("pause", "consumers", 0), ("resume", "consumers", 0)]

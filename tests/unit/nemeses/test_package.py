@@ -411,6 +411,19 @@ def test_a_group_workloads_package_draws_coordinator_kinds(tmp_path: Path) -> No
     assert {s.kind for s in pkg.schedule} == {"kill", "kill-coordinator"}
 
 
+def test_only_a_group_workloads_package_aims_client_faults_at_consumers(tmp_path: Path) -> None:
+    members = dataclasses.replace(ConsumerSpec(), mode="subscribe")
+    nemesis = NemesisSpec(faults=("clients",), interval_s=5.0)
+    group = TestSpec(seed=3, time_limit_s=600.0, consumer=members, workload=WorkloadSpec(name="group"),
+                     nemesis=nemesis)
+    txn = TestSpec(seed=3, time_limit_s=600.0, workload=WorkloadSpec(name="txn"), nemesis=nemesis)
+    queue = TestSpec(seed=3, time_limit_s=600.0, nemesis=nemesis)
+    drawn = {spec.workload.name: {s.kind for s in NemesisPackage.from_spec(
+        spec, FakeCluster(spec, tmp_path)).schedule} for spec in (group, txn, queue)}  # type: ignore[arg-type]
+    assert drawn == {"group": {"crash", "crash-consumer", "pause-consumer"}, "txn": {"crash"},
+                     "queue": {"crash"}}
+
+
 def test_isolate_controller_without_a_controller_is_an_error(tmp_path: Path) -> None:
     from faultline.nemeses.partition import PartitionNemesis
 
