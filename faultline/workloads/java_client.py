@@ -49,14 +49,11 @@ import orjson
 from faultline.cluster import kafka_dist
 from faultline.errors import FaultlineError, SetupError
 from faultline.history import HistoryWriter, Process, TimedOp
-from faultline.rundir import CLIENT_LOG_FILE
 from faultline.spec import TestSpec
 from faultline.workloads.clients import FIRST_OP_TIMEOUT_S, ClientLog, ProcessIds, WorkloadStats, rdkafka_log
 from faultline.workloads.outcomes import Classification, classify_delivery, classify_produce_call
 
 MAIN_CLASS = "FaultlineClient"
-#: Where a JVM's stderr goes (:meth:`JavaQueueWorkload._log_line`).
-LOGS = f"{CLIENT_LOG_FILE} or faultline.log"
 #: Log lines of the Java client worth keeping: warnings, and the idempotence state.
 _LOG4J = """\
 status = error
@@ -217,10 +214,10 @@ class JavaQueueWorkload:
             while not program.first_op.wait(0.1):
                 if (code := program.proc.poll()) is not None:
                     raise FaultlineError(f"the Java client's JVM (pid {program.proc.pid}) exited with "
-                                         f"code {code} before its first op; its log is the run's {LOGS}")
+                                         f"code {code} before its first op (its stderr: the run's logs)")
                 if time.monotonic() > deadline:
                     raise FaultlineError(f"the Java client's JVM (pid {program.proc.pid}) printed no op "
-                                         f"within {FIRST_OP_TIMEOUT_S:.0f} s; its log is the run's {LOGS}")
+                                         f"within {FIRST_OP_TIMEOUT_S:.0f} s (its stderr: the run's logs)")
 
     def _start(self, program: JavaProgram, args: list[str]) -> None:
         """Start ``program``'s JVM with ``args`` and the threads that journal its output."""
