@@ -30,7 +30,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 PAUSE_S = 13  # past the transaction timeout (10 s) and the coordinator's next look (1 s)
 SPEC = TestSpec(
-    name="it-java-txn-faults", time_limit_s=PAUSE_S + 4.0,
+    # 7 s past the pause: producer 1's replacement JVM starts in 2 s idle, up to 18 s loaded
+    name="it-java-txn-faults", time_limit_s=PAUSE_S + 7.0,
     kafka=KafkaSpec(heap_mb=384, transaction_version=2,
                     broker_config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}),
     consumer=ConsumerSpec(isolation_level="read_committed"),
