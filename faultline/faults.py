@@ -11,7 +11,8 @@ Words, one meaning each:
 - a *family* is what a spec names: ``kill``, ``partition``, ``toxics`` ...;
 - a *kind* is one variant within a family (``isolate-leader`` for ``partition``,
   ``latency`` for ``toxics``); a family with one variant has one kind, its own name.
-  The schedule draws a kind per fault and the nemesis journals it as ``kind``;
+  The schedule draws a kind per fault and the nemesis journals it as ``kind`` (a
+  consumer kind as the targeted verb's: ``crash``, ``pause``);
 - an *action* is a nemesis op's ``f`` in the history: a kind's ``fault`` action
   applies it (``kill``, ``toxic``), its ``heal`` action undoes it (``start``,
   ``clear-toxics``). The kinds of a family share its two actions, unless it gives
@@ -86,8 +87,8 @@ class Family:
     kind_actions: Mapping[str, Actions] = field(default_factory=dict, hash=False)
 
     def actions(self, kind: str) -> Actions:
-        """The fault and heal actions of ``kind`` (a kind of this family, or a targeted
-        step's: those of its own are in ``kind_actions``, any other has the family's)."""
+        """The fault and heal actions of ``kind``, a kind of this family: its own where
+        ``kind_actions`` has them, else the family's."""
         return self.kind_actions.get(kind, Actions(self.fault, self.heal))
 
     @property
@@ -121,7 +122,8 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     Family("links", "degrade", "restore", LINK_KINDS, takes_node_out=False, on_nodes=True,
            destroys_data=False, needs=("Degradable",), model_steps=("isolate", "cut", "cut-ctrl", "heal")),
     # a crashed client's sends in flight: the request lost, or the reply (no broker touched);
-    # a paused one's as good as lost (its retry is a new request); a consumer sends none
+    # a paused one's sent requests land at once and the rest wait with it; a consumer sends
+    # none
     Family("clients", "crash-client", "restart-client", CLIENT_KINDS, takes_node_out=False,
            on_nodes=False, destroys_data=False, needs=(), model_steps=("toxic-request", "toxic-reply"),
            consumer_kinds=CONSUMER_KINDS,

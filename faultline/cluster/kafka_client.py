@@ -50,7 +50,7 @@ def client_config(bootstrap: str) -> dict[str, Any]:
 @contextlib.contextmanager
 def new_admin(bootstrap: str, timeout_s: float = 5.0) -> Iterator[AdminClient]:
     """An admin client whose sockets give up after ``timeout_s``, closed on leaving the
-    ``with`` in the thread that entered it.
+    ``with``, in the thread that leaves it.
 
     Never one left to the garbage collector: a client in a reference cycle (a traceback
     holding its frame is enough) may be collected in librdkafka's own background thread,

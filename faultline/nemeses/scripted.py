@@ -303,8 +303,9 @@ class ScriptedPackage:
             try:
                 with kafka_client.new_admin(proxy, METADATA_TIMEOUT_S) as admin:
                     answer = kafka_client.topic_metadata(admin, topic, METADATA_TIMEOUT_S)
-                # the client may ask a broker it learned of (by id) as well as its bootstrap one
-                answers.put((proxy, answer if answer.broker >= 0 else answer._replace(broker=node)))
+                    # the client may ask a broker it learned of (by id) as well as its bootstrap
+                    # one; answered before the client is closed, which may take a while
+                    answers.put((proxy, answer if answer.broker >= 0 else answer._replace(broker=node)))
             except Exception as e:  # no answer from this broker: another may give one
                 answers.put((proxy, e))
 

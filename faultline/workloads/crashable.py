@@ -98,15 +98,19 @@ class CrashableQueueWorkload(QueueWorkload):
         return self.child("clients", index).restart()
 
     def start(self) -> None:
-        """Start every client; returns once each child has journaled an op or ended (the
-        run's time limit counts from then: a child takes a second or more to start; one
-        that ended makes :meth:`stop` raise)."""
+        """Start every client; returns once each child has journaled an op (the run's time
+        limit counts from then: a child takes a second or more to start). Raises what
+        ended a child first, or FaultlineError when one journals none within
+        :data:`FIRST_OP_TIMEOUT_S`."""
         super().start()
         deadline = time.monotonic() + FIRST_OP_TIMEOUT_S
         for client in [*self.producers, *self.consumers]:
-            if isinstance(client, CrashableChild) and not client.first_op.wait(
-                    max(0.0, deadline - time.monotonic())):
+            if not isinstance(client, CrashableChild):
+                continue
+            if not client.first_op.wait(max(0.0, deadline - time.monotonic())):
                 raise FaultlineError(f"{client.name} journaled no op within {FIRST_OP_TIMEOUT_S:.0f} s")
+            if client.failure is not None:
+                raise client.failure
 
     def child(self, role: str, index: int) -> CrashableChild:
         """Client ``index`` of ``role``: ``clients`` a producer, ``consumers`` a consumer
@@ -190,8 +194,10 @@ class CrashableChild:
         self._paused = False
         self._gone = threading.Event()  # the killed child's ops are journaled
         self._started = threading.Event()  # a (re)started child is running
-        #: set once the first child journaled an op, or :meth:`run` ended
+        #: set once the first child journaled an op, or :meth:`run` ended (``failure``: why,
+        #: when it raised)
         self.first_op = threading.Event()
+        self.failure: BaseException | None = None
         self._restart = threading.Event()
         self._stopping = threading.Event()
         self._processes: list[Process] = [first_process]  # of the live child, in order
@@ -229,6 +235,9 @@ class CrashableChild:
                          daemon=True).start()
         try:
             self._run_children()
+        except BaseException as e:
+            self.failure = e
+            raise
         finally:
             self.first_op.set()
 

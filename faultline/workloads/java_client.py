@@ -39,7 +39,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
@@ -131,10 +131,12 @@ class JavaProgram:
     """One JVM of the Java client, and what the workload keeps of what it printed: its
     counts, the sends it left open (value -> ``(process, value)``; a send completes once),
     the transactions it left open, and the processes it printed, in order (``first``
-    first). ``acks``: a producer JVM of a crash test, which waits for a ``+`` on stdin
-    after each send or transaction invoke (the module docstring)."""
+    first). ``clients``: the first processes of the clients it runs, each of which prints
+    an op once running (:attr:`ready`). ``acks``: a producer JVM of a crash test, which
+    waits for a ``+`` on stdin after each send or transaction invoke (the module
+    docstring)."""
 
-    def __init__(self, first: int | None = None, *, acks: bool = False) -> None:
+    def __init__(self, clients: Iterable[Process], first: int | None = None, *, acks: bool = False) -> None:
         self.acks = acks
         self.proc: subprocess.Popen[bytes] | None = None
         self.threads: list[threading.Thread] = []
@@ -145,7 +147,10 @@ class JavaProgram:
         self.txns: dict[Process, tuple[Any, int]] = {}
         self.killed = False  # by a crash: a line its kill cut short is dropped
         self.paused = False  # by a pause, until its resume or a crash
-        self.first_op = threading.Event()  # set once an op it printed is journaled
+        #: the first processes of the clients it runs that have printed no op yet; ``ready``
+        #: once none is left
+        self.waiting = set(clients)
+        self.ready = threading.Event()
 
     def tell(self, data: bytes) -> None:
         """Write ``data`` to the program's stdin, if it is still open."""
@@ -179,7 +184,7 @@ class JavaQueueWorkload:
         self._top = -1
         self.processes = self._free()
         self._made_ns = time.monotonic_ns()  # no line the program prints is older
-        self._programs: list[JavaProgram] = [JavaProgram()]
+        self._programs: list[JavaProgram] = [JavaProgram(range(w.producers + w.consumers))]
         self._errors: list[BaseException] = []
         #: Op lines that could not be read (see the module docstring), as printed.
         self._unreadable: list[bytes] = []
@@ -199,25 +204,33 @@ class JavaQueueWorkload:
 
     def start(self) -> None:
         """Build (if need be) and start the JVM, and the threads that journal its output;
-        returns once it has printed an op (:meth:`_await_first_ops`)."""
+        returns once each of its clients has printed an op (:meth:`_await_ready`)."""
         self._start(self._programs[0], self._args())
-        self._await_first_ops(self._programs)
+        self._await_ready(self._programs)
 
-    def _await_first_ops(self, programs: Sequence[JavaProgram]) -> None:
-        """Wait until each of ``programs`` has printed an op, so that a run's time limit
-        counts from clients that are issuing ops, not from JVMs starting (seconds on a
-        loaded machine); FaultlineError for one that exits first or prints none within
-        :data:`FIRST_OP_TIMEOUT_S`."""
+    def _await_ready(self, programs: Sequence[JavaProgram]) -> None:
+        """Wait until each of ``programs`` is ready (every client it runs has printed an
+        op), so that a run's time limit counts from clients that are issuing ops, not from
+        JVMs starting (seconds on a loaded machine). Raises what failed the journaling
+        first (:meth:`_raise_failures`); FaultlineError for a program that exits before it
+        is ready or is not within :data:`FIRST_OP_TIMEOUT_S`."""
         deadline = time.monotonic() + FIRST_OP_TIMEOUT_S
         for program in programs:
             assert program.proc is not None  # started
-            while not program.first_op.wait(0.1):
+            while not program.ready.wait(0.1):
+                self._raise_failures()
                 if (code := program.proc.poll()) is not None:
+                    for t in program.threads:  # what it printed is journaled once its stdout ends
+                        t.join(5.0)
+                    if program.ready.is_set():
+                        break
                     raise FaultlineError(f"the Java client's JVM (pid {program.proc.pid}) exited with "
-                                         f"code {code} before its first op (its stderr: the run's logs)")
+                                         f"code {code} before each of its clients printed an op "
+                                         "(its stderr: the run's logs)")
                 if time.monotonic() > deadline:
-                    raise FaultlineError(f"the Java client's JVM (pid {program.proc.pid}) printed no op "
-                                         f"within {FIRST_OP_TIMEOUT_S:.0f} s (its stderr: the run's logs)")
+                    raise FaultlineError(f"the Java client's JVM (pid {program.proc.pid}) had clients "
+                                         f"that printed no op within {FIRST_OP_TIMEOUT_S:.0f} s "
+                                         "(its stderr: the run's logs)")
 
     def _start(self, program: JavaProgram, args: list[str]) -> None:
         """Start ``program``'s JVM with ``args`` and the threads that journal its output."""
@@ -252,8 +265,10 @@ class JavaQueueWorkload:
             *lines, tail = (tail + chunk).split(b"\n")
             ops = [op for raw in lines if (op := self._line(raw, read_ns, program))]
             self.history.append_at(ops)
-            if ops:
-                program.first_op.set()
+            if ops and not program.ready.is_set():
+                program.waiting.difference_update(process for _, (process, *_) in ops)
+                if not program.waiting:
+                    program.ready.set()
             if program.acks:
                 program.tell(b"+" * sum(1 for _, (_, typ, f, _, _) in ops
                                         if typ == "invoke" and f in ("send", "txn")))
@@ -372,6 +387,11 @@ class JavaQueueWorkload:
                 t.join()  # the program has exited: its streams end
             program.close_stdin()
         self.processes = self._free()
+        self._raise_failures()
+
+    def _raise_failures(self) -> None:
+        """Re-raise a journaling thread's exception; FaultlineError for an op line that
+        could not be read."""
         if self._errors:
             raise self._errors[0]
         if self._unreadable:

@@ -105,8 +105,9 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
                  client_log: ClientLog | None = None) -> None:
         super().__init__(spec, bootstrap, history, client_log=client_log)
         self._counters: SharedCounters | None = None  # made by start()
-        self._consumers = [JavaProgram()] if spec.workload.consumers else []  # a JVM for them all
-        self._producers = [JavaProgram(i, acks=True) for i in range(spec.workload.producers)]
+        w = spec.workload
+        self._consumers = [JavaProgram(range(w.producers, w.producers + w.consumers))] if w.consumers else []
+        self._producers = [JavaProgram((i,), i, acks=True) for i in range(w.producers)]
         self._programs = [*self._consumers, *self._producers]
         self._lock = threading.Lock()
         self._stopping = False
@@ -118,14 +119,14 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
 
     def start(self) -> None:
         """The counters' file, then every JVM and the threads that journal its output;
-        returns once each JVM has printed an op."""
+        returns once each of their clients has printed an op."""
         w = self.spec.workload
         self._counters = SharedCounters.create(w.producers + w.consumers)
         for program in self._consumers:
             self._start(program, [*self._args(), "role=consumers", *self._shared()])
         for index, program in enumerate(self._producers):
             self._start_producer(index, program)
-        self._await_first_ops(self._programs)
+        self._await_ready(self._programs)
 
     def _shared(self) -> list[str]:
         assert self._counters is not None  # start() made them
@@ -197,7 +198,8 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
             if self._stopping:
                 return {"processes": [], "result": "the workload is stopping: not restarted"}
             assert self._counters is not None  # a crash follows start()
-            program = JavaProgram(self._counters.take_process(), acks=True)
+            first = self._counters.take_process()
+            program = JavaProgram((first,), first, acks=True)
             self._start_producer(index, program)  # then listed: running never sees it unstarted
             self._producers[index] = program
             self._programs.append(program)

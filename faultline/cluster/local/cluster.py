@@ -224,14 +224,14 @@ class LocalCluster:
         """Remove the JVMs, Toxiproxy, namespaces, bridge, veths, rules and state of this
         run. Idempotent; Ctrl-C and SIGTERM are ignored while it runs (it takes < 5 s)."""
         with self._lock, signals.ignored():
+            self._admin = None
+            self._admin_stack.close()
             state, self._state = self._state, None
             if state is None:
                 return
             if self._toxiproxy is not None:
                 self._toxiproxy.close()
                 self._toxiproxy = None
-            self._admin = None
-            self._admin_stack.close()
             runstate.destroy(state.run_id, state)
             for proc in self._popen.values():
                 with contextlib.suppress(subprocess.TimeoutExpired):

@@ -371,22 +371,26 @@ def test_an_op_line_that_cannot_be_read_leaves_the_run_without_a_verdict(tmp_pat
     assert [(o.process, o.f) for o in ops] == [(0, "send")] + ([(1, "poll")] if cut.endswith(b"\n") else [])
 
 
-def test_start_returns_once_the_jvm_printed_an_op_and_says_so_when_it_exits_first(tmp_path: Path) -> None:
-    """The run's time limit counts from clients issuing ops: start waits for the first op
-    line journaled, not for a log line; a program that exits first is one line naming it."""
+def test_start_returns_once_each_client_of_the_jvm_printed_an_op_and_says_so_when_it_exits_first(
+        tmp_path: Path) -> None:
+    """The run's time limit counts from clients issuing ops: start waits until every
+    client of the JVM printed one (a log line is none); a program that exits first is
+    one line naming it."""
+    spec = TestSpec.from_mapping({"workload": {"producers": 2, "consumers": 1}})
+    invoke = {"type": "invoke", "f": "send", "value": SEND}
     with HistoryWriter(tmp_path / "history.jsonl") as history:
-        w = JavaQueueWorkload(TestSpec(), "x:9092", history)
+        w = JavaQueueWorkload(spec, "x:9092", history)
         program = w._programs[0]
         program.proc = subprocess.Popen(["sleep", "30"])
         try:
-            w._journal(io.BufferedReader(Trickle(b"INFO a log line, no op\n")), program)
-            with pytest.raises(FaultlineError, match="exited with code -9 before its first op"):
+            w._journal(io.BufferedReader(Trickle(b"INFO a log line, no op\n" + printed_line(
+                {"process": 0, **invoke}) + printed_line({"process": 2, **invoke}))), program)
+            with pytest.raises(FaultlineError, match="exited with code -9 before each of its clients"):
                 threading.Timer(0.3, program.proc.kill).start()
-                w._await_first_ops([program])
+                w._await_ready([program])
             program.proc = subprocess.Popen(["sleep", "30"])
-            w._journal(io.BufferedReader(Trickle(printed_line(
-                {"process": 0, "type": "invoke", "f": "send", "value": SEND}))), program)
-            w._await_first_ops([program])
+            w._journal(io.BufferedReader(Trickle(printed_line({"process": 1, **invoke}))), program)
+            w._await_ready([program])
             assert program.proc.poll() is None
         finally:
             program.proc.kill()
