@@ -385,7 +385,8 @@ class CrashableChild:
                     raise
                 ns, ops = orjson.loads(raw)
                 self.history.append_at([self._timed(ns, op) for op in ops])
-                self.first_op.set()
+                if not self.first_op.is_set():  # set() takes a lock: once, not per batch
+                    self.first_op.set()
                 if _invokes(ops):
                     try:
                         conn.send_bytes(b"")
