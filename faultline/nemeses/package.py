@@ -153,6 +153,8 @@ class NemesisPackage:
             (s.at_s, 1, next(seq), s) for s in self.schedule]
         heapq.heapify(queue)
         heal_due: dict[ScheduledFault, float] = {}
+        #: a held fault -> the faults it blocks, each with the gap to keep after its heal
+        waiting: dict[ScheduledFault, list[tuple[ScheduledFault, float]]] = {}
         while queue:
             at_s, is_fault, _, step = queue[0]
             if t0 + at_s > until:
@@ -166,12 +168,14 @@ class NemesisPackage:
                 if not is_fault:
                     if step in self._active:
                         self._heal(self._active[step], history)
+                    healed_s = time.monotonic() - t0
+                    for blocked, gap in waiting.pop(step, []):
+                        heapq.heappush(queue, (healed_s + gap, 1, next(seq), blocked))
                     continue
                 blocking = self._blocking(step)
                 if blocking:
-                    first = min(blocking, key=lambda b: heal_due.get(b, 0.0))
-                    gap = max(0.0, step.at_s - first.end_s)
-                    heapq.heappush(queue, (heal_due.get(first, at_s) + gap, 1, next(seq), step))
+                    first = min(blocking, key=lambda b: heal_due[b])
+                    waiting.setdefault(first, []).append((step, max(0.0, step.at_s - first.end_s)))
                     continue
                 self._apply(step, history)
                 if step in self._active:

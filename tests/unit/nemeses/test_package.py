@@ -472,14 +472,20 @@ def test_a_slow_start_does_not_shorten_the_hold(tmp_path: Path) -> None:
 def test_limits_hold_at_run_time_when_a_heal_is_late(tmp_path: Path) -> None:
     spec = _spec(("pause", "kill"), max_concurrent=1)
     cluster = FakeCluster(spec, tmp_path)
-    real_pause = cluster.pause
+    real_pause, real_resume = cluster.pause, cluster.resume
 
     def slow_pause(node: int) -> None:
         time.sleep(0.3)
         real_pause(node)
 
+    def slow_resume(node: int) -> None:
+        time.sleep(0.1)
+        real_resume(node)
+
     cluster.pause = slow_pause  # type: ignore[method-assign]
-    # the kill is planned for after the pause heals, but the pause took effect late
+    cluster.resume = slow_resume  # type: ignore[method-assign]
+    # the kill is planned for after the pause heals, but the pause took effect late and its
+    # heal took longer than the planned gap
     pkg = _package(cluster, [ScheduledFault(0.0, "pause", "pause", 0.2, 0),
                              ScheduledFault(0.25, "kill", "kill", 0.1, 1)])
     with HistoryWriter(tmp_path / "h.jsonl") as h:
@@ -487,7 +493,7 @@ def test_limits_hold_at_run_time_when_a_heal_is_late(tmp_path: Path) -> None:
         pkg.heal_all(h)
     ops = _ops(tmp_path / "h.jsonl")
     assert [o.f for o in ops] == ["pause", "pause", "resume", "resume", "kill", "kill", "start", "start"]
-    assert ops[4].time - ops[3].time >= 0.04e9  # the planned gap survives the delay
+    assert ops[4].time - ops[3].time >= 0.05e9  # the planned gap follows the heal's end
 
 
 def test_heal_all_tears_down_even_when_the_history_is_gone(tmp_path: Path) -> None:
