@@ -75,6 +75,8 @@ bound with ``as NAME``::
                group G has committed            (G's committed offsets, as its coordinator
                                                  answers, changed since the wait first read
                                                  them: one appeared or moved)
+               group G has committed past P     (G's committed offset of P above the high
+                                                 watermark P had when the wait began)
 
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
@@ -85,6 +87,9 @@ lowest-numbered follower in P's ISR, ``controller`` the active KRaft controller,
 ``P has a new leader`` holds once P is led by a node other than the leader that the
 schedule last resolved for P (or, before any, the one P had when the wait began).
 ``group G has committed`` cannot see a commit of the offsets G had committed already.
+``group G has committed past P`` holds once G's position on P is beyond every record P
+held when the wait began: after ``isr of P is {leader}`` has held a moment (the leader
+raises the HW to its log end when the ISR shrinks), beyond every other replica's log end.
 Every wait is bounded; a wait that is not met in time ends the schedule.
 
 Words are case-insensitive; ``the`` and ``a`` are ignored (``crash the leader of 0``).
@@ -226,7 +231,8 @@ class Wait:
 
     ``members`` (for ``isr``) are ``"leader"``, node ids, or bound names; ``target``
     (for ``registered`` and ``fenced``) whose nodes must be listed, or not; ``group``
-    (for ``committed``) the group whose commits are awaited.
+    (for ``committed``) the group whose commits are awaited, and ``partition`` (for
+    ``committed past P``) the partition whose high watermark they must pass.
     """
 
     kind: WaitKind
@@ -441,11 +447,13 @@ def _parse_wait(words: Sequence[str], text: str) -> Wait:
         return Wait("caught-up", bound, text, _int(cond[0], "partition"))
     if len(cond) == 4 and cond[0] == "group" and cond[2:] == ["has", "committed"]:
         return Wait("committed", bound, text, group=cond[1])
+    if len(cond) == 6 and cond[0] == "group" and cond[2:5] == ["has", "committed", "past"]:
+        return Wait("committed", bound, text, _int(cond[5], "partition"), group=cond[1])
     if len(cond) >= 2 and cond[-1] in ("registered", "fenced"):
         return Wait(cond[-1], bound, text, target=_parse_target(cond[:-1]))  # type: ignore[arg-type]
     raise ValueError(f"unknown condition {' '.join(cond) or '(none)'!r}; conditions: isr of P is {{...}}, "
                      "P has a new leader, P caught up, caught up, TARGET registered, TARGET fenced, "
-                     "group G has committed")
+                     "group G has committed, group G has committed past P")
 
 
 def _members(word: str) -> tuple[int | str, ...]:
@@ -562,8 +570,10 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
     """Whether ``wait``'s condition holds in ``view``, and what was seen (for the
     journal and for a wait that times out). ``previous_leader`` is the leader a ``new
     leader`` must differ from; ``committed_before`` the offsets a ``committed`` wait's
-    group must have moved from (None: none before). ``for`` waits are never met here:
-    they only take time."""
+    group must have moved from (None: none before), or for ``committed past P`` P's
+    high watermark when the wait began, under any topic's name (the group's offset of P
+    must be above it: the workloads' groups commit the test topic alone). ``for`` waits
+    are never met here: they only take time."""
     if wait.kind == "for":
         return False, "waiting"
     if wait.kind == "committed":
@@ -572,6 +582,11 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
         if offsets is None:
             return False, f"group {wait.group}'s committed offsets not read"
         before = committed_before or {}
+        if wait.partition is not None:
+            floor = max((o for (_, p), o in before.items() if p == wait.partition), default=None)
+            mine = max((o for (_, p), o in offsets.items() if p == wait.partition), default=None)
+            return (floor is not None and mine is not None and mine > floor,
+                    f"group {wait.group}: committed {mine} on {wait.partition}, past {floor} awaited")
         moved = sum(1 for tp, offset in offsets.items() if before.get(tp) != offset)
         return moved > 0, (f"group {wait.group}: {len(offsets)} partition(s) committed, "
                            f"{moved} since the wait began")

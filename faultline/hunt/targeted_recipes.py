@@ -77,21 +77,23 @@ _TXN = "txn-lost-committed-write"
 RECIPES: tuple[TargetedRecipe, ...] = (
     TargetedRecipe(
         TestSpec(
-            name=_GROUP, time_limit_s=24.0, kafka=KafkaSpec(broker_config=dict(UNCLEAN_BROKER_CONFIG)),
+            name=_GROUP, time_limit_s=45.0, kafka=KafkaSpec(broker_config=dict(UNCLEAN_BROKER_CONFIG)),
             topic=TopicSpec(min_insync_replicas=1, unclean_leader_election_enable=True),
             producer=ProducerSpec(acks="1", enable_idempotence=False),
             consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol="consumer", commit="sync"),
             workload=WorkloadSpec(name="group", producers=1, consumers=2, rate=300.0),
             nemesis=NemesisSpec(schedule=(
-                *_held_leader_schedule(2, "crash",
-                                       f"wait until group faultline-{_GROUP} has committed within 15 s"),
-                "wait until 0 has a new leader within 20 s", "release held", "restart old"))),
-        "group", ("reset-without-cause",),
+                *_held_leader_schedule(
+                    2, "crash", "wait for 1 s",
+                    f"wait until group faultline-{_GROUP} has committed past 0 within 15 s"),
+                "wait until 0 has a new leader within 20 s", "release held", "restart old",
+                f"wait until group faultline-{_GROUP} has committed within 15 s"))),
+        "group", ("reset-without-cause", "commit-backwards"),
         PartitionFaults(frozenset({"partition", "kill"}), leader_fault=True, faulted=3, fenced=1),
-        "the members commit past what the held followers have; an unclean election makes one of "
-        "them leader, truncating the log below the committed position: the owner's fetch is out "
-        "of range and auto.offset.reset rewinds it (and where it commits before the run ends, "
-        "lower: commit-backwards)"),
+        "the members commit past the high watermark the leader had once alone in the ISR, so past "
+        "what the held followers have; an unclean election makes one of them leader, truncating "
+        "the log below the committed position: the owner's fetch is out of range, "
+        "auto.offset.reset rewinds it, and its next commit is lower"),
     TargetedRecipe(
         TestSpec(
             name=_TXN, time_limit_s=40.0, topic=TopicSpec(min_insync_replicas=1),

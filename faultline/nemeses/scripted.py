@@ -267,6 +267,20 @@ class ScriptedPackage:
         except (KafkaException, TimeoutError) as e:
             raise NemesisError(f"no committed offsets of group {group}: {e}") from None
 
+    def _high_watermark(self, partition: int) -> Committed:
+        """The test topic's ``partition`` -> its high watermark, as a ``committed past P``
+        wait holds it (:func:`~faultline.targeted.condition_met`); NemesisError when its
+        leader does not answer."""
+        try:
+            with kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S) as admin:
+                answer = kafka_client.high_watermarks(admin, self.topic.name, [partition],
+                                                      METADATA_TIMEOUT_S)[partition]
+        except KafkaException as e:
+            answer = str(e)
+        if isinstance(answer, str):
+            raise NemesisError(f"no high watermark of partition {partition}: {answer}")
+        return {(self.topic.name, partition): answer.offset}
+
     def _courtesy(self) -> View:
         """The view for a step that names its nodes (``node 3``, a bound name): live state
         only feeds the op's ``leaders`` snapshot there, so none is no reason to stop."""
@@ -510,7 +524,8 @@ class ScriptedPackage:
                     state = view.partitions.get(wait.partition)
                     previous, known = (state.leader if state is not None else None), True
                 if before is None and wait.group is not None:
-                    before = view.committed[wait.group]
+                    before = (view.committed[wait.group] if wait.partition is None
+                              else self._high_watermark(wait.partition))
                 met, seen = condition_met(wait, view, self._bindings, previous, before)
             except NemesisError as e:
                 met, seen = False, f"no metadata: {e}"

@@ -313,6 +313,28 @@ def test_a_group_has_committed_once_an_offset_appeared_or_moved_since_the_wait_b
                                                      "the wait began")
 
 
+def test_a_group_has_committed_past_a_partition_once_its_offset_there_is_above_the_floor() -> None:
+    """``group G has committed past P`` parses; it is met by G's offset of P above the high
+    watermark P had when the wait began (the floor), not at it, nor by another partition's."""
+    text = "wait until group faultline-it has committed past 2 within 20 s"
+    step = parse_step(text)
+    assert step == Wait("committed", 20.0, text, 2, group="faultline-it")
+    floor = {("t", 2): 40}
+
+    def met(offsets: dict[tuple[str, int], int], since: dict[tuple[str, int], int] | None) -> bool:
+        return condition_met(step, View(VIEW.partitions, committed={"faultline-it": offsets}), {}, None,
+                             since)[0]
+
+    assert met({("t", 2): 41}, floor)
+    assert not met({("t", 2): 40}, floor), "at the high watermark: not past it"
+    assert not met({("t", 1): 90, ("t", 2): 12}, floor), "another partition's offset counts for nothing"
+    assert not met({("t", 2): 41}, None), "no floor read yet"
+    assert condition_met(step, View(VIEW.partitions, committed={"faultline-it": {("t", 2): 39}}), {}, None,
+                         floor) == (False, "group faultline-it: committed 39 on 2, past 40 awaited")
+    with pytest.raises(SpecError, match="partitions 0 to 1, not 2"):
+        parse_schedule([text], partitions=2)
+
+
 @pytest.mark.parametrize(("group", "partitions", "partition"), [
     ("hello", 2**31 - 1, 99162322),  # Java: "hello".hashCode() == 99162322
     ("polygenelubricants", 50, 0),  # hashCode() == Integer.MIN_VALUE: Utils.abs gives 0
