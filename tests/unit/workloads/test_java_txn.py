@@ -41,7 +41,7 @@ def test_the_program_is_told_the_transactions_settings(tmp_path: Path) -> None:
     assert args["isolation_level"] == SPEC.consumer.isolation_level
 
 
-def test_the_program_is_told_how_many_records_each_transaction_reads_and_in_which_group(tmp_path: Path) -> None:
+def test_the_program_is_told_how_many_records_a_transaction_reads_and_in_which_group(tmp_path: Path) -> None:
     rpw = dataclasses.replace(SPEC, transactions=TransactionSpec(sends=2, reads=3))
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         args = dict(a.split("=", 1) for a in JavaTxnWorkload(rpw, "x:9092", history)._args())
