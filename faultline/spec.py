@@ -553,9 +553,6 @@ def _transaction_checks(spec: TestSpec) -> list[tuple[bool, str]]:
         (0.0 <= x.abort_probability <= 1.0,
          f"transactions.abort_probability must be between 0 and 1, not {x.abort_probability}"),
         (x.reads >= 0, f"transactions.reads must be 0 (off) or more, not {x.reads}"),
-        (x.reads == 0 or spec.workload.client != "java",
-         "transactions.reads (read-process-write) runs with the librdkafka client only: set "
-         "workload.client librdkafka or transactions.reads 0"),
         (x.reads == 0 or spec.workload.name != "txn" or not spec.nemesis.crashes_clients,
          "transactions.reads (read-process-write) cannot run with client crashes: a crashed "
          "transaction's reads would be unknown; drop the clients faults or set transactions.reads 0"),

@@ -46,12 +46,10 @@ def test_the_txn_workload_runs_either_client() -> None:
     assert spec(workload={"name": "txn", "client": "java"}).workload.client == "java"
 
 
-def test_read_process_write_is_off_unless_asked_and_refused_with_the_java_client() -> None:
+def test_read_process_write_is_off_unless_asked_and_runs_with_either_client() -> None:
     assert spec().transactions.reads == 0
     assert spec(transactions={"reads": 5}).transactions.reads == 5
-    with pytest.raises(SpecError, match="runs with the librdkafka client only") as info:
-        spec(workload={"name": "txn", "client": "java"}, transactions={"reads": 5})
-    assert "\n" not in str(info.value)
+    assert spec(workload={"name": "txn", "client": "java"}, transactions={"reads": 5}).transactions.reads == 5
     with pytest.raises(SpecError, match=r"transactions\.reads must be 0"):
         spec(transactions={"reads": -1})
 
@@ -65,3 +63,11 @@ def test_read_process_write_is_refused_with_client_crashes() -> None:
     with pytest.raises(SpecError, match="cannot run with client crashes"):
         spec(workload={"name": "txn"}, transactions={"reads": 5},
              nemesis={"schedule": ["wait for 1 s", "crash client 0"]})
+
+
+@pytest.mark.parametrize("step", ["crash client 0", "pause client 0 for 1 s"])
+def test_read_process_write_with_the_java_client_is_refused_with_client_crashes_and_pauses(step: str) -> None:
+    with pytest.raises(SpecError, match="cannot run with client crashes") as info:
+        spec(workload={"name": "txn", "client": "java"}, transactions={"reads": 5},
+             nemesis={"schedule": ["wait for 1 s", step]})
+    assert "\n" not in str(info.value)

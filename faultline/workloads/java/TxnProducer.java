@@ -15,19 +15,37 @@
 // abort_probability, transaction_timeout_ms, seed; "rate" is this producer's sends per
 // second (0: as fast as it goes). The Java client speaks transaction protocol version 2
 // (KIP-890) where the cluster's finalized transaction.version is 2, else version 1.
+//
+// With the setting reads above 0 each is a read-process-write processor, as
+// faultline/workloads/rpw.py's for librdkafka (docs/history.md, "txn"): a Processor, a
+// consumer subscribed in the group rpw_group (read_committed, no auto commit), polls up to
+// reads records after beginTransaction; after the sends, sendOffsetsToTransaction sends the
+// positions one past the last record read of each partition with the consumer's group
+// metadata; the completion adds "reads" and "group_offsets". An aborted transaction's
+// consumer seeks back to the first record it read of each partition; a retired producer's
+// is replaced too. A poll that throws, or a sendOffsetsToTransaction that times out, ends
+// the transaction "info" (as txn.py ends a consumer's error, or a send_offsets_to_transaction
+// still retriable at its deadline).
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -39,6 +57,9 @@ final class TxnProducer implements Runnable {
     static final String END_TIMEOUT_MS = "30000";
     /** Between attempts of initTransactions. */
     static final long RETRY_BACKOFF_NS = 500_000_000L;
+    /** How long one poll of a processor's consumer may wait for records (clients.py's
+     *  POLL_TIMEOUT_S). */
+    static final Duration POLL_TIMEOUT = Duration.ofMillis(100);
 
     final int index;
     final int first;
@@ -47,6 +68,7 @@ final class TxnProducer implements Runnable {
     final int sends = Integer.parseInt(FaultlineClient.conf.get("sends"));
     final double abortProbability = Double.parseDouble(FaultlineClient.conf.get("abort_probability"));
     final double rate = Double.parseDouble(FaultlineClient.conf.get("rate"));
+    final int maxReads = Integer.parseInt(FaultlineClient.conf.get("reads"));
     final SplittableRandom rng;
 
     TxnProducer(int index, int first) {
@@ -63,6 +85,10 @@ final class TxnProducer implements Runnable {
         final Long[] offset = new Long[sends];
         /** When the producer asked to commit it; null: it has not. */
         Long committing;
+        /** What its processor read; null: no processor, or not yet. */
+        List<Read> reads;
+        /** The positions it sent, by partition. */
+        Map<Integer, Long> groupOffsets = Map.of();
 
         Txn(boolean abort, int firstPartition, long firstValue) {
             this.abort = abort;
@@ -84,7 +110,97 @@ final class TxnProducer implements Runnable {
             }
             b.append(']');
             if (committing != null) b.append(",\"committing\":").append(committing);
+            if (reads != null) {
+                b.append(",\"reads\":[");
+                for (int i = 0; i < reads.size(); i++) {
+                    Read r = reads.get(i);
+                    if (i > 0) b.append(',');
+                    b.append('[').append(r.partition()).append(',').append(r.offset()).append(',')
+                            .append(r.value()).append(']');
+                }
+                b.append("],\"group_offsets\":[");
+                String comma = "";
+                for (var o : groupOffsets.entrySet()) {
+                    b.append(comma).append('[').append(o.getKey()).append(',').append(o.getValue()).append(']');
+                    comma = ",";
+                }
+                b.append(']');
+            }
             return b.append('}').toString();
+        }
+    }
+
+    /** A record read: its partition, offset and value as JSON (FaultlineClient.decode). */
+    record Read(int partition, long offset, String value) {}
+
+    /** The consuming half of a read-process-write processor (rpw.py's Processor); with
+     *  maxReads 0 it has no consumer and does nothing. The producer's thread alone calls it. */
+    final class Processor {
+        KafkaConsumer<byte[], byte[]> consumer;
+        int process;
+
+        /** Subscribe a fresh consumer for process, after closing (so leaving the group
+         *  with) the one before. */
+        void open(int process) {
+            close();
+            this.process = process;
+            if (maxReads == 0) return;
+            consumer = FaultlineClient.newConsumer(process, Map.of(
+                    "client.id", "faultline-p" + process + "-rpw",
+                    "group.id", FaultlineClient.conf.get("rpw_group"),
+                    "isolation.level", "read_committed",
+                    "max.poll.records", Integer.toString(maxReads)));
+            consumer.subscribe(List.of(topic));
+        }
+
+        /** Up to maxReads records (null without a consumer); throws what poll throws. */
+        List<Read> read() {
+            if (consumer == null) return null;
+            List<Read> out = new ArrayList<>();
+            for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL_TIMEOUT)) {
+                out.add(new Read(r.partition(), r.offset(), FaultlineClient.decode(r.value())));
+            }
+            return out;
+        }
+
+        /** Send the positions one past the last of read of each partition to producer's
+         *  open transaction with the group's metadata: the positions, by partition (none
+         *  without reads); throws what sendOffsetsToTransaction throws. */
+        Map<Integer, Long> sendOffsets(KafkaProducer<byte[], byte[]> producer, List<Read> read) {
+            if (read.isEmpty()) return Map.of();
+            Map<Integer, Long> positions = new TreeMap<>();
+            for (Read r : read) positions.merge(r.partition(), r.offset() + 1, Math::max);
+            Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+            positions.forEach((p, o) -> offsets.put(new TopicPartition(topic, p), new OffsetAndMetadata(o)));
+            producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+            return positions;
+        }
+
+        /** After an abort: seek each partition of read back to the first record read
+         *  there, where the consumer still holds it (a new owner starts at the group's
+         *  committed offset anyway). */
+        void rewind(List<Read> read) {
+            if (consumer == null || read == null) return;
+            Map<Integer, Long> first = new TreeMap<>();
+            for (Read r : read) first.merge(r.partition(), r.offset(), Math::min);
+            first.forEach((p, o) -> {
+                try {
+                    consumer.seek(new TopicPartition(topic, p), o);
+                } catch (RuntimeException e) {
+                    warn(process, "read-process-write consumer: rewinding partition " + p + ": " + e);
+                }
+            });
+        }
+
+        /** Close the consumer, leaving the group; idempotent. */
+        void close() {
+            if (consumer == null) return;
+            try {
+                consumer.close(Duration.ofSeconds(5));
+            } catch (RuntimeException e) {
+                warn(process, "read-process-write consumer: close: " + e);
+            }
+            consumer = null;
         }
     }
 
@@ -134,6 +250,8 @@ final class TxnProducer implements Runnable {
     public void run() {
         int process = first;
         KafkaProducer<byte[], byte[]> producer = start(process);
+        Processor processor = new Processor();
+        processor.open(process);
         int next = index % partitions;
         long interval = rate > 0 ? (long) (sends * 1e9 / rate) : 0;
         long due = System.nanoTime();
@@ -149,24 +267,32 @@ final class TxnProducer implements Runnable {
             next = (next + sends) % partitions;
             FaultlineClient.emit(FaultlineClient.op(process, "invoke", "txn", txn.json(), null));
             if (FaultlineClient.journaled != null) FaultlineClient.journaled.acquireUninterruptibly();
-            String[] ended = transact(producer, txn);
+            String[] ended = transact(producer, txn, processor);
             FaultlineClient.emit(FaultlineClient.op(process, ended[0], "txn", txn.json(), ended[1]));
             if (ended[0].equals("info")) {
                 producer.close(Duration.ZERO);
                 process = (int) FaultlineClient.take(FaultlineClient.PROCESSES, 1);
                 producer = start(process);
+                processor.open(process);
             }
         }
+        processor.close();
         if (producer != null) producer.close(Duration.ofMillis(Long.parseLong(END_TIMEOUT_MS)));
     }
 
-    /** Begin, send and commit (or abort) txn: {type, error}: "ok" with commitTransaction
-     *  returned, "fail" with abortTransaction returned (the error: why a transaction meant
-     *  to commit was aborted), else "info" and the error. */
-    String[] transact(KafkaProducer<byte[], byte[]> producer, Txn txn) {
+    /** Begin, read (processor), send, send the offsets read, and commit (or abort) txn:
+     *  {type, error}: "ok" with commitTransaction returned, "fail" with abortTransaction
+     *  returned (the error: why a transaction meant to commit was aborted; what it read is
+     *  read again), else "info" and the error. */
+    String[] transact(KafkaProducer<byte[], byte[]> producer, Txn txn, Processor processor) {
         String refused = null;
         try {
             producer.beginTransaction();
+            try {
+                txn.reads = processor.read();
+            } catch (RuntimeException e) {
+                return new String[] {"info", name(e)};
+            }
             List<Future<RecordMetadata>> futures = new ArrayList<>();
             for (int i = 0; i < sends; i++) {
                 try {
@@ -182,6 +308,13 @@ final class TxnProducer implements Runnable {
             // skipped), and every future completes
             if (refused == null) producer.flush();
             offsets(txn, futures);
+            if (refused == null && txn.reads != null) {
+                try {
+                    txn.groupOffsets = processor.sendOffsets(producer, txn.reads);
+                } catch (TimeoutException e) {
+                    return new String[] {"info", name(e)};  // the offsets may yet be added
+                }
+            }
             if (!txn.abort && refused == null) {
                 txn.committing = System.nanoTime();
                 try {
@@ -199,6 +332,7 @@ final class TxnProducer implements Runnable {
         } catch (RuntimeException e) {
             return new String[] {"info", name(e)};
         }
+        processor.rewind(txn.reads);
         return new String[] {"fail", refused};
     }
 

@@ -16,6 +16,7 @@ from faultline.workloads import workload_for
 from faultline.workloads.java_client import JavaProgram
 from faultline.workloads.java_txn import CrashableJavaTxnWorkload, JavaTxnWorkload
 from faultline.workloads.outcomes import CRASH_ERROR
+from faultline.workloads.rpw import rpw_group_id
 from tests.unit.workloads.test_java_client import Trickle, printed_line
 from tests.unit.workloads.test_java_crashable import fake_jvms
 
@@ -38,6 +39,13 @@ def test_the_program_is_told_the_transactions_settings(tmp_path: Path) -> None:
     assert (args["sends"], args["abort_probability"], args["seed"]) == ("2", "0.25", str(SPEC.seed))
     assert args["transaction_timeout_ms"] == str(max(SPEC.producer.delivery_timeout_ms, 10_000))
     assert args["isolation_level"] == SPEC.consumer.isolation_level
+
+
+def test_the_program_is_told_how_many_records_a_transaction_reads_and_in_which_group(tmp_path: Path) -> None:
+    rpw = dataclasses.replace(SPEC, transactions=TransactionSpec(sends=2, reads=3))
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        args = dict(a.split("=", 1) for a in JavaTxnWorkload(rpw, "x:9092", history)._args())
+    assert (args["reads"], args["rpw_group"]) == ("3", rpw_group_id(rpw)) == ("3", "faultline-jt-rpw")
 
 
 def test_printed_transactions_become_txn_ops_counted_as_transactions(tmp_path: Path) -> None:
