@@ -166,14 +166,14 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
         """How many clients of ``role`` :meth:`child` hands out."""
         return len(self._slots.get(role, ()))
 
-    def _running(self, role: str, index: int) -> subprocess.Popen[bytes]:
-        """The live JVM of ``role``'s client ``index`` (``_lock`` held); FaultlineError when
-        none runs."""
+    def _running(self, role: str, index: int) -> tuple[JavaProgram, subprocess.Popen[bytes]]:
+        """The program of ``role``'s client ``index`` and its live JVM (``_lock`` held);
+        FaultlineError when none runs."""
         program = self._slots[role][index]
         proc = program.proc
         if program.killed or program.left or proc is None or proc.poll() is not None:
             raise FaultlineError(f"{_NAMES[role]} {index} is not running")
-        return proc
+        return program, proc
 
     def crash_client(self, index: int, role: str = "clients") -> dict[str, Any]:
         """SIGKILL the JVM of ``role``'s client ``index`` (paused or not) and wait until
@@ -182,25 +182,26 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
         producer ``sends``: how many sends and transactions it left open).
         FaultlineError when it is not running."""
         with self._lock:
-            program = self._slots[role][index]
-            proc = self._running(role, index)
+            program, proc = self._running(role, index)
             program.killed, program.paused = True, False
             proc.kill()
-        name = f"{_NAMES[role]} {index}"
-        try:
-            proc.wait(CHILD_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise FaultlineError(f"{name} (pid {proc.pid}) did not die of SIGKILL") from None
-        self._join(program, name)
+        self._exited(program, f"{_NAMES[role]} {index}", "die of SIGKILL")
         ops = self._crashed_ops(program)
         program.stats.info += len(ops)
         self.history.append_many(ops)
         done: dict[str, Any] = {"processes": list(program.processes), "pid": proc.pid}
         return {**done, "sends": len(ops)} if role == "clients" else done
 
-    def _join(self, program: JavaProgram, name: str) -> None:
-        """Wait until what ``program``'s exited JVM printed is journaled; close its stdin."""
+    def _exited(self, program: JavaProgram, name: str, doing: str) -> None:
+        """Wait until ``program``'s JVM has exited (``doing``: what it was told to do) and
+        what it printed is journaled; close its stdin. FaultlineError past
+        :data:`CHILD_TIMEOUT_S`."""
         assert program.proc is not None  # it ran
+        try:
+            program.proc.wait(CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise FaultlineError(f"{name} (pid {program.proc.pid}) did not {doing} within "
+                                 f"{CHILD_TIMEOUT_S:.0f} s") from None
         for t in program.threads:
             t.join(CHILD_TIMEOUT_S)
             if t.is_alive():
@@ -244,8 +245,7 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
         FaultlineError when it is not running or already paused."""
         name = f"{_NAMES[role]} {index}"
         with self._lock:
-            program = self._slots[role][index]
-            proc = self._running(role, index)
+            program, proc = self._running(role, index)
             if program.paused:
                 raise FaultlineError(f"{name} is paused already")
             assert self._counters is not None  # a running JVM follows start()
@@ -275,18 +275,12 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
         if role != "consumers":
             raise FaultlineError(f"{name} cannot leave: only a group member does")
         with self._lock:
-            program = self._slots[role][index]
-            proc = self._running(role, index)
+            program, proc = self._running(role, index)
             if program.paused:
                 raise FaultlineError(f"{name} is paused: it cannot leave")
             program.left = True
             program.tell(b"l")
-        try:
-            proc.wait(CHILD_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise FaultlineError(f"{name} (pid {proc.pid}) did not leave within "
-                                 f"{CHILD_TIMEOUT_S:.0f} s") from None
-        self._join(program, name)
+        self._exited(program, name, "leave")
         return {"processes": list(program.processes), "pid": proc.pid}
 
     def request_stop(self) -> None:
