@@ -369,3 +369,20 @@ def test_a_members_crash_ends_its_open_op_info_and_its_replacement_joins_in_its_
     assert restart == {"processes": [3]}  # producer 0, members 1 and 2 first
     assert {"role=consumer", "index=1", "first_process=3"} <= set(replacement.args)  # type: ignore[arg-type]
     assert stop["processes"] == [1] and start == {"processes": [4]}
+
+
+@needs_javac
+def test_a_member_jvm_told_to_leave_exits_without_settling(tmp_path: Path) -> None:
+    """A stop's ``l`` on a real member JVM's stdin: its member stops with no settling
+    (:data:`~faultline.workloads.group.SETTLE_S`, 15 s), closes, and the JVM exits."""
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = CrashableJavaGroupWorkload(GROUP, "127.0.0.1:1", history)
+        w.start()
+        try:
+            began = time.monotonic()
+            stop = w.child("consumers", 0).stop()
+            took = time.monotonic() - began
+            assert w.running
+        finally:
+            w.stop(timeout=5)
+    assert stop["processes"] == [1] and took < 10, took
