@@ -515,9 +515,6 @@ def _validate(spec: TestSpec) -> None:
     checks.append((w.name != "group" or w.client != "java" or spec.consumer.commit != "auto",
                    "consumer.commit auto cannot be judged with the Java client, which reports no auto "
                    "commit's outcome; pass consumer.commit sync or async"))
-    checks.append((w.client != "java" or not spec.consumer.static,
-                   "consumer.static runs the librdkafka client only (the Java client's members join "
-                   "without a group.instance.id); pass --client librdkafka"))
     checks.append((not (n.faults and n.schedule),
                    "nemesis.faults and nemesis.schedule exclude each other: give a seeded mix "
                    "of faults or a targeted schedule"))
@@ -530,11 +527,6 @@ def _validate(spec: TestSpec) -> None:
         if isinstance(step, Action) and step.consumers and w.name != "group":
             raise SpecError(f"nemesis.schedule {step.text!r}: consumers crash and pause in the group "
                             f"workload only, not the {w.name} workload")
-        if isinstance(step, Action) and step.on_clients and w.client != "librdkafka" and (
-                step.verb in ("stop", "start") or (step.verb == "pause" and w.name == "group")):
-            raise SpecError(f"nemesis.schedule {step.text!r}: the Java client pauses producers of the "
-                            "queue and txn workloads only (its group members do not pause, stop or "
-                            "start); pass --client librdkafka")
         if isinstance(step, Action) and step.consumers and max(step.consumers) >= w.consumers:
             raise SpecError(f"nemesis.schedule {step.text!r}: the consumers are 0 to {w.consumers - 1}")
 

@@ -8,8 +8,8 @@ or the transactions (:mod:`.txn`: transactional producers, the queue's consumers
 Java client, :mod:`.java_txn`); a queue or txn test that crashes clients runs each producer
 in a child process (:mod:`.crashable`), or with the Java client in a JVM of its own
 (:mod:`.java_crashable`, :mod:`.java_txn`); a group test that crashes or pauses clients, its consumers too
-(:mod:`.group_crashable`). :mod:`.drain` reads every partition back after the run;
-:mod:`.clients` is what every client shares (process
+(:mod:`.group_crashable`; with the Java client, :mod:`.java_group`). :mod:`.drain` reads every
+partition back after the run; :mod:`.clients` is what every client shares (process
 numbers, unique values, the journal, the client log, client configs).
 
 May import: errors, faults, spec, history, and cluster's kafka_dist (the Java client
@@ -30,7 +30,7 @@ from faultline.workloads.group import GroupWorkload
 from faultline.workloads.group_crashable import CrashableGroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
-from faultline.workloads.java_group import JavaGroupWorkload
+from faultline.workloads.java_group import CrashableJavaGroupWorkload, JavaGroupWorkload
 from faultline.workloads.java_txn import CrashableJavaTxnWorkload, JavaTxnWorkload
 from faultline.workloads.queue import QueueWorkload
 from faultline.workloads.txn import CrashableTxnWorkload, TxnWorkload
@@ -73,13 +73,14 @@ WORKLOADS: Mapping[str, Mapping[str, MakeWorkload]] = {
     "group": {"librdkafka": GroupWorkload, "java": JavaGroupWorkload},
 }
 #: A workload class of :data:`WORKLOADS` -> the one that drives the same clients when the
-#: nemesis crashes or pauses clients (the others' clients cannot).
+#: nemesis crashes or pauses clients.
 CRASHABLE: Mapping[MakeWorkload, MakeWorkload] = {
     QueueWorkload: CrashableQueueWorkload,
     JavaQueueWorkload: CrashableJavaQueueWorkload,
     TxnWorkload: CrashableTxnWorkload,
     GroupWorkload: CrashableGroupWorkload,
     JavaTxnWorkload: CrashableJavaTxnWorkload,
+    JavaGroupWorkload: CrashableJavaGroupWorkload,
 }
 
 
@@ -87,7 +88,7 @@ def workload_for(spec: TestSpec) -> MakeWorkload:
     """The workload class ``spec.workload.name`` names, for the client
     ``spec.workload.client`` names (its :data:`CRASHABLE` one when the nemesis crashes
     clients); SpecError naming the workloads (or that workload's clients) there are when
-    it is not one, or when its clients cannot crash."""
+    it is not one."""
     clients = WORKLOADS.get(spec.workload.name)
     if clients is None:
         raise SpecError(f"workload {spec.workload.name!r} is not available; "
@@ -96,10 +97,4 @@ def workload_for(spec: TestSpec) -> MakeWorkload:
     if make is None:
         raise SpecError(f"workload {spec.workload.name!r} has no {spec.workload.client} client; "
                         f"clients: {', '.join(clients)}")
-    if spec.nemesis.crashes_clients:
-        crashable = CRASHABLE.get(make)
-        if crashable is None:
-            raise SpecError(f"client crashes need the queue, txn or group workload, not the "
-                            f"{spec.workload.name} workload with the {spec.workload.client} client")
-        return crashable
-    return make
+    return CRASHABLE[make] if spec.nemesis.crashes_clients else make

@@ -147,6 +147,7 @@ class JavaProgram:
         self.txns: dict[Process, tuple[Any, int]] = {}
         self.killed = False  # by a crash: a line its kill cut short is dropped
         self.paused = False  # by a pause, until its resume or a crash
+        self.left = False  # told to leave (a stop): it exits of itself
         #: the first processes of the clients it runs that have printed no op yet; ``ready``
         #: once none is left
         self.waiting = set(clients)
@@ -402,8 +403,9 @@ class JavaQueueWorkload:
 
     @property
     def running(self) -> bool:
-        """True while every program runs that no crash killed."""
-        return all(p.proc is not None and p.proc.poll() is None for p in self._programs if not p.killed)
+        """True while every program runs that no crash killed and no stop told to leave."""
+        return all(p.proc is not None and p.proc.poll() is None for p in self._programs
+                   if not (p.killed or p.left))
 
     def stats(self) -> WorkloadStats:
         """Totals so far, of every program (exact once :meth:`stop` has returned)."""

@@ -60,23 +60,39 @@ def test_a_killed_consumer_ends_its_open_op_info_and_is_replaced_by_a_new_member
         outcome: RunOutcome, ops: list[Op]) -> None:
     assert outcome.error is None and outcome.recovered
     assert "history.jsonl.zst" in validate_run_dir(outcome.run_dir)
-    crash, restart = done(ops, "crash-client"), done(ops, "restart-client")
-    assert crash.value["consumers"] == [0] == restart.value["consumers"]
-    killed, [replacement] = crash.value["processes"], restart.value["processes"]
-    ended = [o for o in ops if o.process in killed and o.error == CRASH_ERROR]
-    assert len(ended) == 1 and ended[0].type == "info" and ended[0].f in ("poll", "commit")
-    assert all(o.time <= crash.time for o in ops if o.process in killed)  # no later op
-    assert replacement not in killed
-    assert any(o.process == replacement and o.f == "assign" and o.value["partitions"] for o in ops)
+    crash, restart = assert_killed_and_replaced(ops, 0)
+    killed = crash.value["processes"]
     # the others took the killed member's partitions before it came back
     assert any(o.f == "assign" and o.type == "ok" and o.process not in killed and
                crash.time < o.time < restart.time and o.value["partitions"] for o in ops)
 
 
 def test_a_consumer_paused_past_its_session_is_expelled_and_rejoins(ops: list[Op]) -> None:
-    pause, resume = done(ops, "pause-client"), done(ops, "resume-client")
-    assert pause.value["consumers"] == [1] == resume.value["consumers"]
+    pause, resume = assert_expelled_and_rejoined(ops, 1)
     assert (resume.time - pause.time) / 1e9 >= 8
+
+
+def assert_killed_and_replaced(ops: list[Op], consumer: int) -> tuple[Op, Op]:
+    """Consumer ``consumer`` was killed and restarted: its one open op ended ``info`` with
+    the crash's error, none of its processes took a later op, and its replacement, a new
+    process, was given partitions. The crash's completion and the restart's."""
+    crash, restart = done(ops, "crash-client"), done(ops, "restart-client")
+    assert crash.value["consumers"] == [consumer] == restart.value["consumers"]
+    killed, [replacement] = crash.value["processes"], restart.value["processes"]
+    ended = [o for o in ops if o.process in killed and o.error == CRASH_ERROR]
+    assert len(ended) == 1 and ended[0].type == "info" and ended[0].f in ("poll", "commit")
+    assert all(o.time <= crash.time for o in ops if o.process in killed)  # no later op
+    assert replacement not in killed
+    assert any(o.process == replacement and o.f == "assign" and o.value["partitions"] for o in ops)
+    return crash, restart
+
+
+def assert_expelled_and_rejoined(ops: list[Op], consumer: int) -> tuple[Op, Op]:
+    """Consumer ``consumer`` was paused past its session: another member was given
+    partitions meanwhile, and once resumed it found its assignment lost and rejoined. The
+    pause's completion and the resume's."""
+    pause, resume = done(ops, "pause-client"), done(ops, "resume-client")
+    assert pause.value["consumers"] == [consumer] == resume.value["consumers"]
     paused = pause.value["processes"][-1]
     others = [o for o in ops if o.f == "assign" and o.type == "ok" and o.process != paused
               and pause.time < o.time < resume.time and o.value["partitions"]]
@@ -85,6 +101,7 @@ def test_a_consumer_paused_past_its_session_is_expelled_and_rejoins(ops: list[Op
     assert lost, "the paused member never found its assignment lost"
     assert any(o.process == paused and o.f == "assign" and o.time > lost[0].time and o.value["partitions"]
                for o in ops), "the paused member did not rejoin"
+    return pause, resume
 
 
 def test_a_stopped_consumer_leaves_and_a_new_member_takes_its_slot(ops: list[Op]) -> None:

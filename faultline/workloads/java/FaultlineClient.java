@@ -17,7 +17,8 @@
 //
 // Roles (the "role" setting): "all" (the default) runs every producer and consumer in this
 // JVM; "producer" runs the one producer "index" from process "first_process"; "consumers"
-// runs the consumers. A run that crashes clients runs one JVM per producer and one for the
+// runs the consumers; "consumer" runs the one group member of slot "index" from process
+// "first_process" (workload "group"), which an 'l' byte on stdin has leave at once. A run that crashes clients runs one JVM per producer and one for the
 // consumers, which take process numbers and values from the file "counters" (two
 // big-endian longs, next process and next value, taken under an fcntl lock that the
 // harness takes too); a producer JVM then waits, after printing each invoke (of a send or
@@ -30,9 +31,7 @@
 // the next number; a retired producer is closed in the background once its outstanding
 // sends complete (close bounded as at the end). Values: 0, 1, 2, ... unique within the run.
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -68,6 +67,8 @@ public final class FaultlineClient {
 
     static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
     static final AtomicBoolean STOP = new AtomicBoolean();
+    /** Set (before STOP) by an 'l' on stdin: group members leave at once, no settling. */
+    static final AtomicBoolean LEAVE = new AtomicBoolean();
     static final int PROCESSES = 0, VALUES = 1;
     /** The counters in this JVM (role "all"), by PROCESSES and VALUES. */
     static final AtomicLong[] COUNTERS = {new AtomicLong(), new AtomicLong()};
@@ -384,7 +385,8 @@ public final class FaultlineClient {
     }
 
     /** Read stdin until its end: in a producer JVM, each '+' lets one send go and 's'
-     *  stops; else any line is ignored and only the end stops. At the end, no send waits. */
+     *  stops; else an 'l' stops with LEAVE, any other byte is ignored. At the end, no send
+     *  waits. */
     static void readStdin() throws IOException {
         if (journaled != null) {
             for (int b; (b = System.in.read()) != -1; ) {
@@ -395,9 +397,11 @@ public final class FaultlineClient {
             journaled.release(MAX_OUTSTANDING);
             return;
         }
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        while (in.readLine() != null) {
-            // any line is ignored; the end of stdin stops the clients
+        for (int b; (b = System.in.read()) != -1; ) {
+            if (b == 'l') {
+                LEAVE.set(true);
+                STOP.set(true);
+            }
         }
         STOP.set(true);
     }
@@ -430,10 +434,15 @@ public final class FaultlineClient {
         for (int i = 0; i < producers && role.equals("all"); i++) {
             threads.add(new Thread(txn ? new TxnProducer(i, i) : new Producer(i, i), "producer-" + i));
         }
+        if (role.equals("consumer")) {
+            int index = Integer.parseInt(conf.get("index"));
+            threads.add(new Thread(new GroupConsumer(Integer.parseInt(conf.get("first_process")), index),
+                    "consumer-" + index));
+        }
         boolean group = conf.getOrDefault("workload", "queue").equals("group");
-        for (int j = 0; j < consumers && !role.equals("producer"); j++) {
+        for (int j = 0; j < consumers && (role.equals("all") || role.equals("consumers")); j++) {
             final int process = producers + j;
-            threads.add(new Thread(group ? new GroupConsumer(process) : () -> consume(process), "consumer-" + j));
+            threads.add(new Thread(group ? new GroupConsumer(process, j) : () -> consume(process), "consumer-" + j));
         }
         for (Thread t : threads) t.start();
         Thread stdin = new Thread(() -> {

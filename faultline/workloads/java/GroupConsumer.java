@@ -11,8 +11,10 @@
 // of "refused" ends fail; any other error ends it info and retires the member, as a poll that
 // throws does: a fresh member under a new process number takes over, and what the retired
 // one's client reports after that (its closing callbacks) is not journaled. Once STOP is set
-// it goes on polling for "settle_ms". The "consumer.*" settings are its consumer's properties
-// (group.id, group.protocol and, for the classic protocol, its session's timeouts).
+// it goes on polling for "settle_ms" (no time at all once told to leave: LEAVE). The
+// "consumer.*" settings are its consumer's properties (group.id, group.protocol and, for the
+// classic protocol, its session's timeouts); "instance_ids", if set, the group.instance.id of
+// each consumer slot (static membership), kept by the slot's fresh members.
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -57,11 +59,13 @@ final class GroupConsumer implements Runnable, ConsumerRebalanceListener {
     /** async commits' outcomes that came in during the open poll */
     List<Report> reports = new ArrayList<>();
 
-    GroupConsumer(int first) {
+    GroupConsumer(int first, int slot) {
         this.first = first;
         FaultlineClient.conf.forEach((k, v) -> {
             if (k.startsWith("consumer.")) properties.put(k.substring("consumer.".length()), v);
         });
+        String ids = FaultlineClient.conf.get("instance_ids");
+        if (ids != null) properties.put("group.instance.id", ids.split(",")[slot]);
     }
 
     @Override
@@ -74,7 +78,7 @@ final class GroupConsumer implements Runnable, ConsumerRebalanceListener {
             while (!stopping || System.nanoTime() - settled < 0) {
                 if (!stopping && FaultlineClient.STOP.get()) {
                     stopping = true;
-                    settled = System.nanoTime() + settle;
+                    settled = System.nanoTime() + (FaultlineClient.LEAVE.get() ? 0 : settle);
                 }
                 if (retire) {
                     close();

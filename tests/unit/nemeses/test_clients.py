@@ -25,6 +25,7 @@ from faultline.workloads.group import GroupWorkload
 from faultline.workloads.group_crashable import CrashableGroupWorkload
 from faultline.workloads.java_client import JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
+from faultline.workloads.java_group import CrashableJavaGroupWorkload
 from faultline.workloads.queue import QueueWorkload
 from faultline.workloads.txn import CrashableTxnWorkload
 from tests.unit.nemeses.test_package import FakeCluster
@@ -140,7 +141,7 @@ def test_the_package_hands_the_clients_to_its_clients_nemesis() -> None:
     assert isinstance(nemesis, ClientsNemesis) and nemesis.workload is clients
 
 
-def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_can() -> None:
+def test_a_test_with_client_crashes_runs_the_crashable_clients_of_its_workload_and_client() -> None:
     crashes = NemesisSpec(faults=("clients",))
     assert workload_for(TestSpec()) is QueueWorkload
     assert workload_for(TestSpec(nemesis=crashes)) is CrashableQueueWorkload
@@ -155,8 +156,7 @@ def test_a_queue_test_with_client_crashes_runs_crashable_producers_and_no_other_
                                 consumer=ConsumerSpec(mode="subscribe"))
     assert workload_for(group) is CrashableGroupWorkload
     java_group = dataclasses.replace(group, workload=WorkloadSpec(name="group", client="java"))
-    with pytest.raises(SpecError, match="not the group workload with the java client"):
-        workload_for(java_group)
+    assert workload_for(java_group) is CrashableJavaGroupWorkload
 
 
 def run_and_heal(spec: TestSpec, clients: FakeClients, tmp_path: Path,
@@ -278,10 +278,6 @@ def test_a_stopped_consumer_is_started_by_its_start_or_at_the_heal(tmp_path: Pat
 @pytest.mark.parametrize(("workload", "lines", "message"), [
     (WorkloadSpec(name="group", consumers=2), ["crash consumer 2"], "the consumers are 0 to 1"),
     (WorkloadSpec(), ["crash consumer 0"], "in the group workload only, not the queue workload"),
-    (WorkloadSpec(name="group", client="java"), ["pause client 0 for 1 s"],
-     "the Java client pauses producers of the queue and txn workloads only"),
-    (WorkloadSpec(name="group", client="java"), ["stop consumer 0"],
-     "the Java client pauses producers of the queue and txn workloads only"),
     (WorkloadSpec(), ["start consumer 0"], "in the group workload only, not the queue workload"),
 ])
 def test_bad_consumer_steps_are_one_line(workload: WorkloadSpec, lines: list[str], message: str) -> None:
@@ -289,6 +285,14 @@ def test_bad_consumer_steps_are_one_line(workload: WorkloadSpec, lines: list[str
     with pytest.raises(SpecError, match=message):
         TestSpec(nemesis=NemesisSpec(schedule=tuple(lines)), workload=workload,
                  consumer=ConsumerSpec(mode=mode))
+
+
+def test_the_java_clients_group_members_crash_pause_stop_and_start_and_its_producers_pause() -> None:
+    lines = ("pause consumer 0 for 9 s", "crash consumer 1", "restart consumer 1", "stop consumer 0",
+             "start consumer 0", "pause client 0 for 1 s")
+    spec = TestSpec(nemesis=NemesisSpec(schedule=lines), consumer=ConsumerSpec(mode="subscribe"),
+                    workload=WorkloadSpec(name="group", client="java", consumers=2))
+    assert workload_for(spec) is CrashableJavaGroupWorkload
 
 
 @pytest.mark.parametrize(("kind", "pick", "plan"), [

@@ -189,7 +189,7 @@ def test_a_group_spec_that_cannot_run_is_one_line(data: dict[str, Any], error: s
         TestSpec.from_mapping(data)
 
 
-def test_the_group_workload_runs_the_java_client_but_not_its_auto_commits_nor_static_members() -> None:
+def test_the_group_workload_runs_the_java_client_and_its_static_members_but_not_its_auto_commits() -> None:
     spec = TestSpec.from_mapping({"workload": {"name": "group", "client": "java"},
                                   "consumer": {"mode": "subscribe", "group_protocol": "consumer"}})
     assert spec.workload.checkers == ("queue", "group", "white-box")
@@ -197,9 +197,9 @@ def test_the_group_workload_runs_the_java_client_but_not_its_auto_commits_nor_st
     with pytest.raises(SpecError, match="auto cannot be judged with the Java client"):
         TestSpec.from_mapping({"workload": {"name": "group", "client": "java"},
                                "consumer": {"mode": "subscribe", "commit": "auto"}})
-    with pytest.raises(SpecError, match=r"consumer\.static runs the librdkafka client only"):
-        TestSpec.from_mapping({"workload": {"name": "group", "client": "java"},
-                               "consumer": {"mode": "subscribe", "static": True}})
+    static = TestSpec.from_mapping({"workload": {"name": "group", "client": "java"},
+                                    "consumer": {"mode": "subscribe", "static": True}})
+    assert static.consumer.static and workload_for(static) is JavaGroupWorkload
 
 
 def test_the_example_group_spec_is_valid() -> None:

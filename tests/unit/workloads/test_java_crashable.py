@@ -27,6 +27,7 @@ from faultline.spec import TestSpec
 from faultline.workloads import java_client
 from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload, SharedCounters
+from faultline.workloads.java_group import CrashableJavaGroupWorkload
 from faultline.workloads.outcomes import CRASH_ERROR
 
 SPEC = TestSpec.from_mapping({"workload": {"client": "java", "producers": 1, "consumers": 1},
@@ -42,19 +43,23 @@ def _line(op: dict[str, object]) -> bytes:
     return orjson.dumps({**op, "ns": time.monotonic_ns()})
 
 
-def fake_jvms(monkeypatch: pytest.MonkeyPatch, w: JavaQueueWorkload, printed: bytes = b"") -> None:
-    """Each "JVM" of ``w`` a shell that prints what a JVM would and waits: producer 0's
-    first one ``printed`` (if any), every other a poll's invoke of its first process (as
-    ``w`` starts once each printed an op), timed at ``w``'s making, before any other."""
+def fake_jvms(monkeypatch: pytest.MonkeyPatch, w: JavaQueueWorkload, printed: bytes = b"",
+              who: str = "role=producer index=0 first_process=0 ") -> None:
+    """Each "JVM" of ``w`` a shell that prints what a JVM would and waits: the one whose
+    arguments hold ``who`` (producer 0's first) ``printed`` (if any), every other a poll's
+    invoke of its first process (as ``w`` starts once each printed an op), timed at ``w``'s
+    making, before any other; a group member's exits on a byte on its stdin (a stop's ``l``)."""
     monkeypatch.setenv("PRINTED", printed.decode())
+    monkeypatch.setenv("WHO", who)
     monkeypatch.setenv("CONSUMERS", str(w.spec.workload.producers))
     monkeypatch.setenv("NS", str(w._made_ns))
     script = """p=$CONSUMERS
 for a; do case $a in first_process=*) p=${a#first_process=};; esac; done
-case "${PRINTED:+printed} $*" in
-  printed*role=producer*first_process=0*) printf "%s" "$PRINTED";;
+case "${PRINTED:+printed} $* " in
+  "printed "*"$WHO"*) printf "%s" "$PRINTED";;
   *) printf '{"process":%s,"type":"invoke","f":"poll","value":null,"ns":%s}\\n' "$p" "$NS";;
 esac
+case "$* " in *"role=consumer "*) exec head -c 1 >/dev/null;; esac
 exec sleep 60"""
     monkeypatch.setattr(java_client, "ensure_java_client", lambda *_, **__: ["sh", "-c", script, "sh"])
 
@@ -205,7 +210,7 @@ def test_a_producer_jvm_hears_of_its_invokes_only_once_they_are_journaled(
             {"process": 0, "type": "invoke", "f": "send", "value": SEND},
             {"process": 0, "type": "invoke", "f": "send", "value": {**SEND, "value": 8}},
             {"process": 0, "type": "done", "f": "send", "value": {**SEND, "offset": 0}}])
-        w._journal(io.BufferedReader(io.BytesIO(printed)), w._producers[0])
+        w._journal(io.BufferedReader(io.BytesIO(printed)), w._slots["clients"][0])
         poll = _line({"process": 1, "type": "invoke", "f": "poll", "value": None}) + b"\n"
         w._journal(io.BufferedReader(io.BytesIO(poll)), w._consumers[0])  # which waits for nothing
     assert events == [("journaled", 3), ("told", b"++"), ("journaled", 1)]
@@ -293,6 +298,7 @@ def test_a_pause_stops_the_producers_jvm_until_its_resume_and_a_crash_kills_it_p
             assert "not paused" in producer.resume()["result"]
             with pytest.raises(FaultlineError, match="consumers share one JVM"):
                 w.child("consumers", 0)
+            assert w.children("consumers") == 0
         finally:
             w.stop(timeout=0.5)
 
@@ -316,3 +322,67 @@ def test_a_pause_waits_while_a_jvm_holds_the_counters(
             w.resume_client(0)
         finally:
             w.stop(timeout=0.5)
+
+
+GROUP = TestSpec.from_mapping({"workload": {"name": "group", "client": "java", "consumers": 2,
+                                            "producers": 1},
+                               "consumer": {"mode": "subscribe"}, "nemesis": {"faults": ["clients"]}})
+
+
+def test_a_members_crash_ends_its_open_op_info_and_its_replacement_joins_in_its_slot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each "JVM" is a shell: member 1 prints a poll and a commit's invoke (its open op),
+    the others a poll's invoke; members crash, pause and leave alone, each JVM its own."""
+    commit = {"offsets": [["fl-queue", 0, 5, 0]]}
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = CrashableJavaGroupWorkload(GROUP, "x:9092", history)
+        printed = b"\n".join([
+            _line({"process": 2, "type": "invoke", "f": "poll", "value": None}),
+            _line({"process": 2, "type": "ok", "f": "poll", "value": {"records": []}}),
+            _line({"process": 2, "type": "invoke", "f": "commit", "value": commit}), b""])
+        fake_jvms(monkeypatch, w, printed, who="role=consumer index=1 first_process=2 ")
+        w.start()
+        try:
+            member = w.child("consumers", 1)
+            assert w.children("consumers") == 2
+            pid = member.pause()["pid"]
+            assert _state(pid) == "T"
+            assert member.resume() == {"pid": pid}
+            crash = member.crash()
+            restart = member.restart()
+            replacement = w._slots["consumers"][1].proc
+            assert replacement is not None
+            stop = w.child("consumers", 0).stop()
+            assert w.running  # a member that left is down, not failed
+            with pytest.raises(FaultlineError, match="consumer 0 is not running"):
+                w.child("consumers", 0).stop()
+            with pytest.raises(FaultlineError, match="only a group member"):
+                w.child("clients", 0).stop()
+            start = w.child("consumers", 0).restart()
+        finally:
+            w.stop(timeout=0.5)
+    ops = [(o.process, o.type, o.f, o.error) for o in read_history(tmp_path / "history.jsonl")
+           if o.process == 2]
+    assert ops == [(2, "invoke", "poll", None), (2, "ok", "poll", None), (2, "invoke", "commit", None),
+                   (2, "info", "commit", CRASH_ERROR)]
+    assert crash == {"processes": [2], "pid": pid}  # no "sends": a member's
+    assert restart == {"processes": [3]}  # producer 0, members 1 and 2 first
+    assert {"role=consumer", "index=1", "first_process=3"} <= set(replacement.args)  # type: ignore[arg-type]
+    assert stop["processes"] == [1] and start == {"processes": [4]}
+
+
+@needs_javac
+def test_a_member_jvm_told_to_leave_exits_without_settling(tmp_path: Path) -> None:
+    """A stop's ``l`` on a real member JVM's stdin: its member stops with no settling
+    (:data:`~faultline.workloads.group.SETTLE_S`, 15 s), closes, and the JVM exits."""
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        w = CrashableJavaGroupWorkload(GROUP, "127.0.0.1:1", history)
+        w.start()
+        try:
+            began = time.monotonic()
+            stop = w.child("consumers", 0).stop()
+            took = time.monotonic() - began
+            assert w.running
+        finally:
+            w.stop(timeout=5)
+    assert stop["processes"] == [1] and took < 10, took
