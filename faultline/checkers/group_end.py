@@ -1,10 +1,12 @@
 """``group.json`` (docs/history.md) read for the group checker: the run's group's committed
 offsets of the test topic after the drain, as its coordinator answered, or why they are
 not known, in one line; and the replicas of the ``__consumer_offsets`` partition that holds
-them. Never raises for bad input."""
+them, and which nodes hold that partition (:func:`offsets_nodes`). Never raises for bad
+input."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,9 @@ from typing import Any
 import orjson
 
 from faultline.checkers.conform import schema
+from faultline.checkers.whitebox import Line, partition_timeline
 from faultline.rundir import GROUP_FILE, special
+from faultline.targeted import OFFSETS_TOPIC
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +55,18 @@ def group_end(run_dir: Path, group: str, topic: str) -> GroupEnd:
         if data["offsets"] is None else
         {o["partition"]: o["offset"] for o in data["offsets"] if o["topic"] == topic})
     return GroupEnd(offsets, data["offsets_topic_partition"], data["offsets_replicas"])
+
+
+def offsets_nodes(end: GroupEnd, metadata: Iterable[Line] | None) -> frozenset[str] | None:
+    """The nodes holding a replica of the group's ``__consumer_offsets`` partition: every
+    one the KRaft metadata log (``metadata.jsonl``'s lines) gives that partition, where
+    ``group.json`` names it and the nodes whose data directories held it at the end
+    (``offsets_replicas``) are among them. None where the partition or the log's replicas
+    of it are not known, or the two disagree."""
+    if end.offsets_partition is None:
+        return None
+    timeline = partition_timeline(metadata, OFFSETS_TOPIC) or {}
+    states = timeline.get((OFFSETS_TOPIC, end.offsets_partition), ())
+    logged = frozenset(str(n) for s in states for n in s.replicas)
+    found = {str(r["node"]) for r in end.offsets_replicas or ()}
+    return logged if logged and found <= logged else None

@@ -18,7 +18,7 @@ import bisect
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from faultline.checkers.faults_seen import NemesisAction, Timeline, Windows
+from faultline.checkers.faults_seen import NemesisAction, Timeline, Windows, nodes_of
 from faultline.checkers.group_history import UNSURE, Commit, Group, Ownership, Read, Value
 from faultline.checkers.guarantees import (
     OVERLAP_AFTER_FENCED,
@@ -303,10 +303,14 @@ def jumps(g: Group) -> list[Jump]:
 class FaultWindows:
     """The run's faults as the group's anomalies are judged by them: per partition, those
     that bore on a span of time (:class:`~faultline.checkers.faults_seen.Windows`, in the
-    permissive and the strict reading), and the data-destroying ones on any node."""
+    permissive and the strict reading), and the data-destroying ones on the nodes holding a
+    replica of the group's ``__consumer_offsets`` partition (``offsets_nodes``; None: not
+    known, so any node may)."""
 
-    def __init__(self, actions: list[NemesisAction], topic: str, timeline: Timeline | None) -> None:
+    def __init__(self, actions: list[NemesisAction], topic: str, timeline: Timeline | None,
+                 offsets_nodes: frozenset[str] | None = None) -> None:
         self._actions, self._topic, self._timeline = actions, topic, timeline or {}
+        self._offsets_nodes = offsets_nodes
         self._windows: dict[tuple[int, int | None, bool], Windows] = {}
 
     def permitted(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
@@ -318,12 +322,40 @@ class FaultWindows:
                        for s in (False, True))
         return why, why is not None and strict is None
 
-    def destroyed(self, since: int, until: int) -> list[str]:
-        """The data-destroying fault families of actions on any node that may have acted
-        after ``since`` and began before ``until``."""
-        return sorted({f.name for a in self._actions if (f := family_of_fault(a.f)) is not None
-                       and f.destroys_data and not a.skipped and a.start < until
-                       and (a.end is None or a.end > since)})
+    def destroyed(self, since: int, until: int) -> tuple[str | None, bool]:
+        """Why data-destroying faults that may have acted after ``since`` and began before
+        ``until`` may have lost the group's commits (:func:`offsets_destroyed`; None: none
+        could have), and whether only assumed ones do: a fault counts where it names a
+        node holding a replica of the group's offsets partition, completed with no error;
+        one that names no node, failed, never completed, or acted while those nodes are not
+        known may have, an assumption."""
+        witnessed: set[str] = set()
+        assumed: set[str] = set()
+        holders = self._offsets_nodes
+        for a in self._actions:
+            f = family_of_fault(a.f)
+            if (f is None or not f.destroys_data or a.skipped or a.start >= until
+                    or (a.end is not None and a.end <= since)):
+                continue
+            named = {str(n) for n in nodes_of(a.value)}
+            if holders is not None and named and not named & holders:
+                continue  # no replica of the offsets partition was on its nodes
+            done = a.end is not None and a.error is None
+            (witnessed if holders is not None and named and done else assumed).add(f.name)
+        families = sorted(witnessed or assumed)
+        return (offsets_destroyed(families) if families else None), not witnessed and bool(assumed)
+
+    def excused(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
+                until: int) -> tuple[str | None, bool]:
+        """Why the faults from ``since`` to ``until`` permit ``anomaly``, by the test topic's
+        faults (:meth:`permitted`) or the group's commits lost with destroyed data
+        (:meth:`destroyed`), a witnessed reason before an assumed one; and whether only
+        assumed ones do."""
+        why, assumed = self.permitted(config, anomaly, partition, since, until)
+        lost, lost_assumed = self.destroyed(since, until)
+        if why is None or (assumed and lost is not None and not lost_assumed):
+            return lost, lost_assumed
+        return why, assumed
 
     def _window(self, partition: int, until: int | None, strict: bool) -> Windows:
         key = (partition, until, strict)
@@ -343,7 +375,10 @@ UNDECIDED = {
                               "record just below its offset: when its request was sent is not known "
                               "(its journaled invoke is only an upper bound)",
     "group-permitted-on-assumption": "group anomalies permitted only by faults assumed, not witnessed "
-                                     "(the permissive reading of the faults in their window)",
+                                     "(the permissive reading of the faults in their window, or data "
+                                     "destroyed by a fault that names no node, failed or never "
+                                     "completed, or on nodes while which ones hold the group's "
+                                     "__consumer_offsets partition is not known)",
     "commit-unjournaled": "a group anomaly judged by the group's committed offset (commit-lost, "
                           "redelivery-below-commit, reset-without-cause) where a retired member commits "
                           "async or auto: the commits its client reported after it was retired are not "
@@ -397,11 +432,8 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
 
     found, unbounded = commits_backwards(g, asynchronous)
     for b, kind in [*((b, None) for b in found), *((b, "commit-request-unknown") for b in unbounded)]:
-        since, until = b.earlier.invoked, b.commit.invoked
-        why, assumed = windows.permitted(config, "commit-backwards", b.commit.partition, since, until)
-        destroyed = windows.destroyed(since, until)
-        if why is None and destroyed:
-            why, assumed = offsets_destroyed(destroyed), False
+        why, assumed = windows.excused(config, "commit-backwards", b.commit.partition, b.earlier.invoked,
+                                       b.commit.invoked)
         add("commit-backwards", {
             "partition": b.commit.partition, "process": b.commit.process, "offset": b.commit.offset,
             "time": b.commit.invoked, "earlier_offset": b.earlier.offset,
@@ -429,19 +461,16 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
         add("unassigned-member", {"process": m.process, "time": m.time, "unowned": m.unowned})
     unjournaled = asynchronous and bool(g.retired)
     for lost in [] if isinstance(end, str) else commits_lost(g, end, asynchronous):
-        destroyed = windows.destroyed(lost.last.invoked, 2**63)
+        why, assumed = windows.destroyed(lost.last.invoked, 2**63)
         add("commit-lost", {
             "partition": lost.partition, "committed": lost.committed, "offset": lost.last.offset,
             "process": lost.last.process, "time": lost.last.ended},
-            offsets_destroyed(destroyed) if destroyed else None,
-            "commit-unjournaled" if unjournaled and not destroyed else None)
+            why, "group-permitted-on-assumption" if assumed else
+            "commit-unjournaled" if unjournaled and why is None else None)
     below, elsewhere = starts(g, asynchronous)
     for anomaly, instances in (("redelivery-below-commit", below), ("reset-without-cause", elsewhere)):
         for st in instances:
-            why, assumed = windows.permitted(config, anomaly, st.span.partition, st.since, st.read.ended)
-            destroyed = windows.destroyed(st.since, st.read.ended)
-            if why is None and destroyed:
-                why, assumed = offsets_destroyed(destroyed), False
+            why, assumed = windows.excused(config, anomaly, st.span.partition, st.since, st.read.ended)
             retired = asynchronous and any(t < st.read.ended for t in g.retired.values())
             add(anomaly, {**_read(st.span, st.read), "previous": None,
                           "committed": sorted({c.offset for c in st.fetchable})},

@@ -89,15 +89,18 @@ class G:
 
 
 def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,
-           end: dict[int, int] | str | None = None, static: bool = False) -> dict[str, Any]:
+           end: dict[int, int] | str | None = None, static: bool = False,
+           offsets: frozenset[str] | None = frozenset({"1"})) -> dict[str, Any]:
     """The group checker's verdict on ``h``; ``end``: the coordinator's committed offsets
-    after the drain (None: each partition's last ok commit, as a coordinator that lost none)."""
+    after the drain (None: each partition's last ok commit, as a coordinator that lost none);
+    ``offsets``: the nodes holding the group's __consumer_offsets partition (node 1, which
+    :meth:`G.kill` hits; None: not known)."""
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     g = h.group(partitions)
     if end is None:
         end = {p: c.offset for p in range(partitions) if (c := groups.last_committed(g, p)) is not None}
-    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None), asynchronous, end=end,
-                          static=static)
+    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None, offsets), asynchronous,
+                          end=end, static=static)
     out: dict[str, Any] = {**result.to_json(), **result.extra["group"]}
     assert out["valid"] == result.valid
     out["unknown"] = [u["kind"] for u in result.unknown if u["affects_verdict"]]
@@ -644,6 +647,37 @@ def test_only_a_data_destroying_fault_after_the_last_commit_permits_commit_lost(
     assert judged(committed(fault="kill"), end={0: 3}, acks="1")["violations"] == ["commit-lost"]
 
 
+def test_only_data_destroyed_on_a_replica_of_the_offsets_partition_permits_losing_commits() -> None:
+    """One lose-unflushed of node 1, three facts about the nodes holding the group's
+    __consumer_offsets partition: node 1 among them (permitted), not (a violation: no
+    replica lost data), not known (unknown: permitted only on the assumption that it was);
+    for commit-backwards, commit-lost and redelivery-below-commit."""
+    for anomaly, h, end in (("commit-backwards", backwards(3, fault_at=0, fault="lose-unflushed"), None),
+                            ("commit-lost", committed(fault="lose-unflushed"), {0: 3}),
+                            ("redelivery-below-commit", handed_over(range(8), "lose-unflushed"), None)):
+        held = judged(h, end=end, offsets=frozenset({"1", "2"}))
+        assert held["valid"] is True and held["permitted"] == [anomaly], anomaly
+        assert judged(h, end=end, offsets=frozenset({"2", "3"}))["violations"] == [anomaly]
+        unsure = judged(h, end=end, offsets=None)
+        assert unsure["valid"] == "unknown" and unsure["unknown"] == ["group-permitted-on-assumption"]
+        assert "__consumer_offsets" in unsure["anomalies"][anomaly][0]["permitted"], anomaly
+
+
+@pytest.mark.parametrize("how", ["no node", "failed", "never completed"])
+def test_data_destroyed_by_a_fault_without_a_witness_permits_losing_commits_only_on_assumption(
+        how: str) -> None:
+    """A lose-unflushed that names no node, whose completion carries an error, or that never
+    completed may have destroyed a replica of the group's offsets partition, or not: the
+    commit it would excuse is unknown, not permitted."""
+    h = committed()
+    value = {} if how == "no node" else {"nodes": [1]}
+    h.op("nemesis", "info", "lose-unflushed", value)
+    if how != "never completed":
+        h.op("nemesis", "info", "lose-unflushed", value, "boom" if how == "failed" else None)
+    out = judged(h, end={0: 3})
+    assert out["valid"] == "unknown" and out["unknown"] == ["group-permitted-on-assumption"]
+
+
 def test_a_retired_async_member_leaves_commit_lost_unknown() -> None:
     """A retired member's later async commits are not journaled: one may have stored the
     lower offset."""
@@ -684,17 +718,28 @@ def offsets_replica(node: int, crc: int) -> dict[str, Any]:
             "batches": [[0, 0, 0, 11, -1, -1, -1, -1, "data"], [1, 1, 0, crc, -1, -1, -1, -1, "data"]]}
 
 
+def offsets_metadata(nodes: tuple[int, ...]) -> str:
+    """A metadata log whose one line gives __consumer_offsets partition 0 the replicas ``nodes``."""
+    return json.dumps({"offset": 1, "time": 0, "type": "partition", "topic": "__consumer_offsets",
+                       "partition": 0, "leader": nodes[0], "isr": list(nodes), "elr": [],
+                       "last_known_elr": [], "replicas": list(nodes), "leader_epoch": 0, "raw": {}}) + "\n"
+
+
 def test_the_offsets_logs_replicas_must_agree_below_their_hw(tmp_path: Path) -> None:
     """Two runs differing in one fact, a replica of the group's offsets partition holding
     another batch below the HW: the group's history is the same and valid, so the brokers'
     log and the history disagree and the group is unknown; after a wipe (data destroyed)
-    the difference is permitted."""
-    def run(name: str, crcs: tuple[int, int], fault: str | None = None) -> dict[str, Any]:
+    of one of its replicas (node 1) the difference is permitted, not after a wipe of a node
+    holding none (the metadata log gives the partition nodes 2 and 3)."""
+    def run(name: str, crcs: tuple[int, int], fault: str | None = None,
+            holders: tuple[int, int] = (1, 2)) -> dict[str, Any]:
         d = stored(tmp_path / name, group_spec(), committed(fault))
         (d / "group.json").write_text(json.dumps({
             "group": "faultline-g", "offsets_topic_partition": 0,
             "offsets": [{"topic": TOPIC, "partition": 0, "offset": 5, "leader_epoch": 0}],
-            "offsets_replicas": [offsets_replica(1, crcs[0]), offsets_replica(2, crcs[1])], "errors": []}))
+            "offsets_replicas": [offsets_replica(n, crc) for n, crc in zip(holders, crcs, strict=True)],
+            "errors": []}))
+        (d / "metadata.jsonl").write_text(offsets_metadata(holders))
         return check_run(d).to_json()
 
     same = run("same", (7, 7))
@@ -707,5 +752,8 @@ def test_the_offsets_logs_replicas_must_agree_below_their_hw(tmp_path: Path) -> 
     assert "__consumer_offsets partition 0" in entry["why"]
     wiped = run("wiped", (7, 8), "wipe")
     assert wiped["group"]["offsets_log"]["permitted"] == 1 and wiped["group"]["valid"] is True
-    for results in (same, differ, wiped):
+    elsewhere = run("elsewhere", (7, 8), "wipe", holders=(2, 3))
+    assert elsewhere["group"]["offsets_log"]["violations"] == 1 and elsewhere["group"]["valid"] == "unknown"
+    assert "broker-state-disagrees" in str(elsewhere["unknown"])
+    for results in (same, differ, wiped, elsewhere):
         validator("results.schema.json").validate(results)
