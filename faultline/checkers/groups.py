@@ -18,7 +18,7 @@ import bisect
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from faultline.checkers.faults_seen import NemesisAction, Timeline, Windows, nodes_of
+from faultline.checkers.faults_seen import CLOCK_MARGIN_NS, NemesisAction, Timeline, Windows, nodes_of
 from faultline.checkers.group_history import UNSURE, Commit, Group, Ownership, Read, Value
 from faultline.checkers.guarantees import (
     OVERLAP_AFTER_FENCED,
@@ -28,6 +28,7 @@ from faultline.checkers.guarantees import (
     offsets_destroyed,
 )
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid, displace_permitted
+from faultline.checkers.table import SendTable
 from faultline.faults import family_of_fault
 
 #: The anomalies, in the order results.json's ``group`` lists them.
@@ -161,6 +162,32 @@ def lost_to_group(g: Group) -> list[Unreceived]:
         found += [Unreceived(part, off, value, last) for off, value in sorted(records.items())
                   if off < last.offset and (off, value) not in received]
     return found
+
+
+def lost_window(u: Unreceived, had: list[Value], sends: SendTable | None) -> tuple[int, int | None]:
+    """When a truncation could have lost ``u`` to the group: after the earliest send invoke of
+    the values members received at its offset (``had``; 0 where none, or where one has no
+    send), and before its own value was appended there, by its send's acknowledgement with
+    an offset (None where it has none: up to the drain). ``sends``: the history's sends
+    (None: not known, so neither bound)."""
+    if sends is None:
+        return 0, None
+    written = [sends.get(w) for w in had]
+    since = min((s.invoke_time for s in written if s is not None), default=0) if all(written) else 0
+    sent = sends.get(u.value)
+    if sent is None or sent.outcome != "ok" or sent.offset is None or sent.offset < 0:
+        return since, None
+    return since, sent.end_time
+
+
+def received_at(g: Group, offsets: set[tuple[int, int]]) -> dict[tuple[int, int], list[Value]]:
+    """(partition, offset) -> the values members received there, for ``offsets``."""
+    out: dict[tuple[int, int], list[Value]] = {}
+    for part, got in g.received.items():
+        for off, value in got:
+            if (part, off) in offsets:
+                out.setdefault((part, off), []).append(value)
+    return out
 
 
 class Unassigned(NamedTuple):
@@ -303,7 +330,8 @@ def jumps(g: Group) -> list[Jump]:
 class FaultWindows:
     """The run's faults as the group's anomalies are judged by them: per partition, those
     that bore on a span of time (:class:`~faultline.checkers.faults_seen.Windows`, in the
-    permissive and the strict reading), and the data-destroying ones on the nodes holding a
+    permissive and the strict reading, over the actions begun and the metadata log's
+    states logged before its end), and the data-destroying ones on the nodes holding a
     replica of the group's ``__consumer_offsets`` partition (``offsets_nodes``; None: not
     known, so any node may)."""
 
@@ -362,7 +390,10 @@ class FaultWindows:
         if key not in self._windows:
             tp = (self._topic, partition)
             kept = [a for a in self._actions if until is None or a.start < until]
-            self._windows[key] = Windows(kept, tp, self._timeline.get(tp), strict)
+            states = self._timeline.get(tp)
+            if states is not None and until is not None:  # what the log shows once it was over
+                states = [st for st in states if st.time < until + CLOCK_MARGIN_NS]
+            self._windows[key] = Windows(kept, tp, states, strict)
         return self._windows[key]
 
 
@@ -387,7 +418,8 @@ UNDECIDED = {
 
 
 def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous: bool = False,
-          *, end: Mapping[int, int] | str, static: bool = False, classic: bool = True) -> Result:
+          *, end: Mapping[int, int] | str, static: bool = False, classic: bool = True,
+          sends: SendTable | None = None) -> Result:
     """The ``group`` checker's Result: ``valid`` false where an instance the guarantees do
     not permit was seen, else unknown where an instance could not be decided
     (:data:`UNDECIDED`; each entry names its ``anomalies``), else true; the group
@@ -406,7 +438,8 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
     ``static``: the members join with a ``group.instance.id`` (``consumer.static``), the one
     way another member can fence a member for good (:data:`OVERLAP_AFTER_FENCED`);
     ``classic``: the classic protocol, whose generations are the group's (comparable
-    across members), not KIP-848's member epochs (:func:`stale_assignment`)."""
+    across members), not KIP-848's member epochs (:func:`stale_assignment`); ``sends``:
+    the history's sends, which bound ``lost-to-group``'s window (:func:`lost_window`)."""
     counts = dict.fromkeys(GROUP_ANOMALIES, 0)
     examples: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}
     own: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}  # group's, as seen
@@ -451,8 +484,11 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             OVERLAP_AFTER_LOST if o.first.how == "lost" or (classic and stale_assignment(o))
             else OVERLAP_AFTER_FENCED if fenced else None,
             "owner-end-unknown" if retired and not fenced else None)
-    for u in lost_to_group(g):
-        why, assumed = windows.permitted(config, "lost-to-group", u.partition, 0, None)
+    unreceived = lost_to_group(g)
+    had = received_at(g, {(u.partition, u.offset) for u in unreceived}) if unreceived else {}
+    for u in unreceived:
+        since, until = lost_window(u, had.get((u.partition, u.offset), []), sends)
+        why, assumed = windows.permitted(config, "lost-to-group", u.partition, since, until)
         add("lost-to-group", {
             "partition": u.partition, "offset": u.offset, "value": u.value,
             "committed": u.committed.offset, "committed_by": u.committed.process,

@@ -186,9 +186,11 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     end = group_end(run.run_dir, run.spec.group_id, topic)
     metadata = run.files().metadata
     windows = groups.FaultWindows(g.actions, topic, run.timeline(), offsets_nodes(end, metadata))
+    table = next((c.table for c in earlier if c.table is not None), None)
     result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets,
                           static=run.spec.consumer.static,
-                          classic=run.spec.consumer.group_protocol == "classic")
+                          classic=run.spec.consumer.group_protocol == "classic",
+                          sends=None if table is None else table.sends)
     if end.offsets_replicas is None or end.offsets_partition is None:
         return Checked(result)
     lost, assumed = windows.destroyed(0, 2**63)

@@ -17,9 +17,11 @@ from faultline.analysis.tables import anomaly_rows
 from faultline.checkers import groups
 from faultline.checkers.group_history import Group, group
 from faultline.checkers.guarantees import OVERLAP_AFTER_FENCED, OVERLAP_AFTER_LOST, GuaranteeConfig
+from faultline.checkers.faults_seen import MetadataState, Timeline
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
 from faultline.checkers.results_file import check_run
 from faultline.checkers.stored import check_stored
+from faultline.checkers.table import Send, SendTable
 from faultline.commands.check import summary
 from faultline.report.page import anomaly_sections, expectations, load_run, verdict
 from faultline.spec import ConsumerSpec, ProducerSpec, TestSpec, TopicSpec, WorkloadSpec
@@ -88,19 +90,36 @@ class G:
         return group(self.ops, TOPIC, partitions)
 
 
+def sends(h: G) -> SendTable:
+    """``h``'s sends, each invoke with the next completion of its process."""
+    found: list[Send] = []
+    open_: dict[Any, dict[str, Any]] = {}
+    for op in h.ops:
+        if op["f"] != "send":
+            continue
+        if op["type"] == "invoke":
+            open_[op["process"]] = op
+            continue
+        first = open_.pop(op["process"])
+        v = op["value"]
+        found.append(Send(op["process"], v["value"], v["topic"], v["partition"], first["time"], op["time"],
+                          op["type"], v.get("offset")))
+    return SendTable.of(found)
+
+
 def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,
            end: dict[int, int] | str | None = None, static: bool = False,
-           offsets: frozenset[str] | None = frozenset({"1"})) -> dict[str, Any]:
+           offsets: frozenset[str] | None = frozenset({"1"}), timeline: Timeline | None = None) -> dict[str, Any]:
     """The group checker's verdict on ``h``; ``end``: the coordinator's committed offsets
     after the drain (None: each partition's last ok commit, as a coordinator that lost none);
     ``offsets``: the nodes holding the group's __consumer_offsets partition (node 1, which
-    :meth:`G.kill` hits; None: not known)."""
+    :meth:`G.kill` hits; None: not known); ``timeline``: the metadata log's."""
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     g = h.group(partitions)
     if end is None:
         end = {p: c.offset for p in range(partitions) if (c := groups.last_committed(g, p)) is not None}
-    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None, offsets), asynchronous,
-                          end=end, static=static)
+    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, timeline, offsets), asynchronous,
+                          end=end, static=static, sends=sends(h))
     out: dict[str, Any] = {**result.to_json(), **result.extra["group"]}
     assert out["valid"] == result.valid
     out["unknown"] = [u["kind"] for u in result.unknown if u["affects_verdict"]]
@@ -371,6 +390,51 @@ def test_a_record_replaced_at_an_offset_a_member_read_is_lost_to_the_group() -> 
     h = lost(None)
     h.ops[-1]["value"]["records"][2] = [2, 999]
     assert judged(h)["anomaly_counts"]["lost-to-group"] == 1
+
+
+def replaced(fault_at: float | None) -> G:
+    """Five records sent at 5 s; process 1 reads them and commits 5; 999 is sent at 15 s and
+    acknowledged at offset 2, where the drain reads it instead of 102; a kill of node 1,
+    partition 0's leader, at ``fault_at`` s."""
+    h = G()
+    if fault_at is not None and fault_at < 5:
+        h.kill(at=fault_at)
+    h.at(5)
+    for off in range(5):
+        h.send(0, 100 + off, 0, off)
+    five(h)
+    h.commit(1, [(0, 5)])
+    if fault_at is not None and 5 <= fault_at < 15:
+        h.kill(at=fault_at)
+    h.at(15).send(0, 999, 0, 2)
+    if fault_at is not None and fault_at >= 15:
+        h.kill(at=fault_at)
+    h.at(30).drain(0, [(off, 999 if off == 2 else 100 + off) for off in range(5)])
+    return h
+
+
+def elected(at: float) -> Timeline:
+    """Partition 0's metadata log: node 1 leads from the start; node 2 is elected 0.1 s after
+    ``at`` s, and the ISR is full again a second after."""
+    every = frozenset({1, 2, 3})
+    return {(TOPIC, 0): [MetadataState(0, 1, every, every),
+                         MetadataState(int((at + 0.1) * S), 2, frozenset({2, 3}), every),
+                         MetadataState(int((at + 1) * S), 2, every, every)]}
+
+
+def test_only_a_truncation_between_the_lost_records_write_and_its_replacement_permits_it() -> None:
+    """acks=1: 102, read at offset 2, gave way to 999 there. A truncation that did so came
+    after 102 was sent and before 999 was appended (its ack): a kill of the leader and an
+    election at 10 s permit it; at 20 s (after the ack) or at 1 s (before the send, the
+    ISR full again at 2 s) they do not."""
+    assert judged(replaced(10), acks="1", timeline=elected(10))["permitted"] == ["lost-to-group"]
+    assert judged(replaced(20), acks="1", timeline=elected(20))["violations"] == ["lost-to-group"]
+    assert judged(replaced(1), acks="1", timeline=elected(1))["violations"] == ["lost-to-group"]
+    h = replaced(20)
+    (ack,) = [op for op in h.ops if op["type"] == "ok" and op["value"].get("value") == 999]
+    ack["type"] = "info"
+    assert judged(h, acks="1", timeline=elected(20))["permitted"] == ["lost-to-group"], \
+        "999 not acknowledged: it may have been appended up to the drain"
 
 
 # -- unassigned-member ---------------------------------------------------------------------------
