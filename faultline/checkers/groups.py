@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from faultline.checkers.faults_seen import CLOCK_MARGIN_NS, NemesisAction, Timeline, Windows, nodes_of
+from faultline.checkers.group_end import CommitLogs, kept_to_end, stored_before
 from faultline.checkers.group_history import UNSURE, Commit, Group, Ownership, Read, Value
 from faultline.checkers.guarantees import (
     OVERLAP_AFTER_FENCED,
@@ -350,13 +351,16 @@ class FaultWindows:
                        for s in (False, True))
         return why, why is not None and strict is None
 
-    def destroyed(self, since: int, until: int) -> tuple[str | None, bool]:
+    def destroyed(self, since: int, until: int, kept: bool | None = False) -> tuple[str | None, bool]:
         """Why data-destroying faults that may have acted after ``since`` and began before
         ``until`` may have lost the group's commits (:func:`offsets_destroyed`; None: none
         could have), and whether only assumed ones do: a fault counts where it names a
         node holding a replica of the group's offsets partition, completed with no error;
         one that names no node, failed, never completed, or acted while those nodes are not
-        known may have, an assumption."""
+        known may have, an assumption. ``kept``: what the offsets partition's replicas say
+        of the commit lost (:func:`~faultline.checkers.group_end.stored_before`): True,
+        every one kept it, so nothing lost it; None, they disagree, so only assumed; False,
+        none says so."""
         witnessed: set[str] = set()
         assumed: set[str] = set()
         holders = self._offsets_nodes
@@ -371,16 +375,18 @@ class FaultWindows:
             done = a.end is not None and a.error is None
             (witnessed if holders is not None and named and done else assumed).add(f.name)
         families = sorted(witnessed or assumed)
-        return (offsets_destroyed(families) if families else None), not witnessed and bool(assumed)
+        if not families or kept is True:
+            return None, False
+        return offsets_destroyed(families), kept is None or not witnessed
 
     def excused(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
-                until: int) -> tuple[str | None, bool]:
+                until: int, kept: bool | None = False) -> tuple[str | None, bool]:
         """Why the faults from ``since`` to ``until`` permit ``anomaly``, by the test topic's
         faults (:meth:`permitted`) or the group's commits lost with destroyed data
-        (:meth:`destroyed`), a witnessed reason before an assumed one; and whether only
-        assumed ones do."""
+        (:meth:`destroyed`, given ``kept``), a witnessed reason before an assumed one; and
+        whether only assumed ones do."""
         why, assumed = self.permitted(config, anomaly, partition, since, until)
-        lost, lost_assumed = self.destroyed(since, until)
+        lost, lost_assumed = self.destroyed(since, until, kept)
         if why is None or (assumed and lost is not None and not lost_assumed):
             return lost, lost_assumed
         return why, assumed
@@ -409,7 +415,8 @@ UNDECIDED = {
                                      "(the permissive reading of the faults in their window, or data "
                                      "destroyed by a fault that names no node, failed or never "
                                      "completed, or on nodes while which ones hold the group's "
-                                     "__consumer_offsets partition is not known)",
+                                     "__consumer_offsets partition is not known, or where its "
+                                     "replicas disagree on whether they kept the commit lost)",
     "commit-unjournaled": "a group anomaly judged by the group's committed offset (commit-lost, "
                           "redelivery-below-commit, reset-without-cause) where a retired member commits "
                           "async or auto: the commits its client reported after it was retired are not "
@@ -419,7 +426,7 @@ UNDECIDED = {
 
 def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous: bool = False,
           *, end: Mapping[int, int] | str, static: bool = False, classic: bool = True,
-          sends: SendTable | None = None) -> Result:
+          sends: SendTable | None = None, commits: CommitLogs | None = None) -> Result:
     """The ``group`` checker's Result: ``valid`` false where an instance the guarantees do
     not permit was seen, else unknown where an instance could not be decided
     (:data:`UNDECIDED`; each entry names its ``anomalies``), else true; the group
@@ -439,7 +446,12 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
     way another member can fence a member for good (:data:`OVERLAP_AFTER_FENCED`);
     ``classic``: the classic protocol, whose generations are the group's (comparable
     across members), not KIP-848's member epochs (:func:`stale_assignment`); ``sends``:
-    the history's sends, which bound ``lost-to-group``'s window (:func:`lost_window`)."""
+    the history's sends, which bound ``lost-to-group``'s window (:func:`lost_window`);
+    ``commits``: the commit records in the logs of the replicas of the group's offsets
+    partition, which refute destroyed data as the cause of ``commit-backwards`` and
+    ``commit-lost`` where every one kept the higher commit before the lower one (or, for
+    ``commit-lost``, to the end: :func:`~faultline.checkers.group_end.stored_before`,
+    :func:`~faultline.checkers.group_end.kept_to_end`)."""
     counts = dict.fromkeys(GROUP_ANOMALIES, 0)
     examples: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}
     own: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}  # group's, as seen
@@ -466,7 +478,8 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
     found, unbounded = commits_backwards(g, asynchronous)
     for b, kind in [*((b, None) for b in found), *((b, "commit-request-unknown") for b in unbounded)]:
         why, assumed = windows.excused(config, "commit-backwards", b.commit.partition, b.earlier.invoked,
-                                       b.commit.invoked)
+                                       b.commit.invoked, stored_before(commits, b.commit.partition,
+                                                                       b.earlier.offset, b.commit.offset))
         add("commit-backwards", {
             "partition": b.commit.partition, "process": b.commit.process, "offset": b.commit.offset,
             "time": b.commit.invoked, "earlier_offset": b.earlier.offset,
@@ -497,7 +510,8 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
         add("unassigned-member", {"process": m.process, "time": m.time, "unowned": m.unowned})
     unjournaled = asynchronous and bool(g.retired)
     for lost in [] if isinstance(end, str) else commits_lost(g, end, asynchronous):
-        why, assumed = windows.destroyed(lost.last.invoked, 2**63)
+        kept = kept_to_end(commits, lost.partition, lost.last.offset, lost.committed)
+        why, assumed = windows.destroyed(lost.last.invoked, 2**63, kept)
         add("commit-lost", {
             "partition": lost.partition, "committed": lost.committed, "offset": lost.last.offset,
             "process": lost.last.process, "time": lost.last.ended},

@@ -190,7 +190,7 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets,
                           static=run.spec.consumer.static,
                           classic=run.spec.consumer.group_protocol == "classic",
-                          sends=None if table is None else table.sends)
+                          sends=None if table is None else table.sends, commits=end.commits)
     if end.offsets_replicas is None or end.offsets_partition is None:
         return Checked(result)
     lost, assumed = windows.destroyed(0, 2**63)

@@ -15,9 +15,10 @@ import pytest
 from faultline.analysis.sweepdir import Cell
 from faultline.analysis.tables import anomaly_rows
 from faultline.checkers import groups
+from faultline.checkers.faults_seen import MetadataState, Timeline
+from faultline.checkers.group_end import CommitLogs
 from faultline.checkers.group_history import Group, group
 from faultline.checkers.guarantees import OVERLAP_AFTER_FENCED, OVERLAP_AFTER_LOST, GuaranteeConfig
-from faultline.checkers.faults_seen import MetadataState, Timeline
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
 from faultline.checkers.results_file import check_run
 from faultline.checkers.stored import check_stored
@@ -109,17 +110,19 @@ def sends(h: G) -> SendTable:
 
 def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,
            end: dict[int, int] | str | None = None, static: bool = False,
-           offsets: frozenset[str] | None = frozenset({"1"}), timeline: Timeline | None = None) -> dict[str, Any]:
+           offsets: frozenset[str] | None = frozenset({"1"}), timeline: Timeline | None = None,
+           commits: CommitLogs | None = None) -> dict[str, Any]:
     """The group checker's verdict on ``h``; ``end``: the coordinator's committed offsets
     after the drain (None: each partition's last ok commit, as a coordinator that lost none);
     ``offsets``: the nodes holding the group's __consumer_offsets partition (node 1, which
-    :meth:`G.kill` hits; None: not known); ``timeline``: the metadata log's."""
+    :meth:`G.kill` hits; None: not known); ``timeline``: the metadata log's; ``commits``:
+    the commit records in those replicas' logs."""
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     g = h.group(partitions)
     if end is None:
         end = {p: c.offset for p in range(partitions) if (c := groups.last_committed(g, p)) is not None}
     result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, timeline, offsets), asynchronous,
-                          end=end, static=static, sends=sends(h))
+                          end=end, static=static, sends=sends(h), commits=commits)
     out: dict[str, Any] = {**result.to_json(), **result.extra["group"]}
     assert out["valid"] == result.valid
     out["unknown"] = [u["kind"] for u in result.unknown if u["affects_verdict"]]
@@ -742,6 +745,24 @@ def test_data_destroyed_by_a_fault_without_a_witness_permits_losing_commits_only
     assert out["valid"] == "unknown" and out["unknown"] == ["group-permitted-on-assumption"]
 
 
+def test_the_offsets_logs_own_record_refutes_destroyed_data_as_the_cause() -> None:
+    """A lose-unflushed of node 1, a replica of the group's offsets partition, permits a
+    commit going back from 5 to 3, unless every replica's log still holds the record of 5
+    before one of 3 (a violation); where one does and the other does not, unknown. The
+    same for a commit lost (the coordinator answers 3 after 3 and 5), where a replica whose
+    last record is of 5 kept it too."""
+    both = [(0, 0, 5), (1, 0, 3)]
+    back = backwards(3, fault_at=0, fault="lose-unflushed")
+    assert judged(back, commits=[[(1, 0, 3)], [(1, 0, 3)]])["permitted"] == ["commit-backwards"]
+    assert judged(back, commits=[both, both])["violations"] == ["commit-backwards"]
+    assert judged(back, commits=[both, [(1, 0, 3)]])["unknown"] == ["group-permitted-on-assumption"]
+    to_end, lost = [(0, 0, 3), (1, 0, 5)], committed(fault="lose-unflushed")
+    assert judged(lost, end={0: 3}, commits=[[(0, 0, 3)], [(0, 0, 3)]])["permitted"] == ["commit-lost"]
+    assert judged(lost, end={0: 3}, commits=[to_end, to_end])["violations"] == ["commit-lost"]
+    assert judged(lost, end={0: 3}, commits=[to_end, [(0, 0, 3)]])["unknown"] == [
+        "group-permitted-on-assumption"]
+
+
 def test_a_retired_async_member_leaves_commit_lost_unknown() -> None:
     """A retired member's later async commits are not journaled: one may have stored the
     lower offset."""
@@ -821,3 +842,27 @@ def test_the_offsets_logs_replicas_must_agree_below_their_hw(tmp_path: Path) -> 
     assert "broker-state-disagrees" in str(elsewhere["unknown"])
     for results in (same, differ, wiped, elsewhere):
         validator("results.schema.json").validate(results)
+
+
+def test_a_stored_runs_offsets_log_records_are_read_from_its_group_json(tmp_path: Path) -> None:
+    """The coordinator answers 3 after commits of 3 and 5, and node 1, a replica of the
+    offsets partition, lost data: permitted, unless both replicas' records in group.json
+    end with the commit of 5 (a violation); records of another topic count for nothing."""
+    def run(name: str, commits: list[list[Any]] | None) -> dict[str, Any]:
+        d = stored(tmp_path / name, group_spec(), committed("lose-unflushed"))
+        replicas = [offsets_replica(n, 7) for n in (1, 2)]
+        if commits is not None:
+            replicas = [{**r, "commits": commits} for r in replicas]
+        (d / "group.json").write_text(json.dumps({
+            "group": "faultline-g", "offsets_topic_partition": 0,
+            "offsets": [{"topic": TOPIC, "partition": 0, "offset": 3, "leader_epoch": 0}],
+            "offsets_replicas": replicas, "errors": []}))
+        (d / "metadata.jsonl").write_text(offsets_metadata((1, 2)))
+        results = check_run(d).to_json()
+        validator("results.schema.json").validate(results)
+        return results
+
+    assert "commit-lost" in run("unread", None)["permitted"]
+    kept = run("kept", [[0, TOPIC, 0, 3, 0], [1, TOPIC, 0, 5, 0]])
+    assert "commit-lost" in kept["violations"] and kept["group"]["valid"] is False
+    assert "commit-lost" in run("other", [[0, TOPIC, 0, 3, 0], [1, "other", 0, 5, 0]])["permitted"]
