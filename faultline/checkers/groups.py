@@ -174,7 +174,7 @@ def lost_window(u: Unreceived, had: list[Value], sends: SendTable | None) -> tup
     if sends is None:
         return 0, None
     written = [sends.get(w) for w in had]
-    since = min((s.invoke_time for s in written if s is not None), default=0) if all(written) else 0
+    since = 0 if None in written else min((s.invoke_time for s in written if s is not None), default=0)
     sent = sends.get(u.value)
     if sent is None or sent.outcome != "ok" or sent.offset is None or sent.offset < 0:
         return since, None
