@@ -84,24 +84,33 @@ def offsets_nodes(end: GroupEnd, metadata: Iterable[Line] | None) -> frozenset[s
 
 def stored_before(logs: CommitLogs | None, partition: int, higher: int, lower: int | None) -> bool | None:
     """Whether the replicas' logs say the group's commit of ``higher`` for the test topic's
-    ``partition`` was stored, and kept, before a commit of ``lower`` (None: no committed
-    offset): True where every replica holds a record of ``higher`` before a record of
-    ``lower``; None where some do and some do not; False where none does, or the logs are
-    not known."""
-    return _every(logs, partition, lambda log: _before(log, higher, lower))
+    ``partition`` was stored, and kept, until a commit of ``lower`` (None: no committed
+    offset) was stored: True where every replica holds a record of ``higher`` followed by
+    one of ``lower`` with none below ``higher`` (nor a tombstone) between them (the
+    group's position stayed at or above ``higher`` until then); None where some do and
+    some do not; False where none does, or the logs are not known."""
+    return _every(logs, partition, lambda log: _held(log, higher, lower))
 
 
 def kept_to_end(logs: CommitLogs | None, partition: int, higher: int, answer: int | None) -> bool | None:
     """As :func:`stored_before` of ``higher`` and the coordinator's ``answer``, where a
-    replica's last record of ``partition`` being of ``higher`` says so too: that replica
-    kept the commit to the end, whatever the coordinator answered."""
-    return _every(logs, partition, lambda log: _before(log, higher, answer) or log[-1][1] == higher)
+    replica whose records after one of ``higher`` stay at or above it to the end says so
+    too: that replica kept the commit, whatever the coordinator answered."""
+    return _every(logs, partition, lambda log: _held(log, higher, answer) or _held(log, higher, None, True))
 
 
-def _before(log: list[tuple[int, int | None]], higher: int, lower: int | None) -> bool:
-    first = next((at for at, off in log if off == higher), None)
-    last = max((at for at, off in log if off == lower), default=None) if lower is not None else None
-    return first is not None and last is not None and first < last
+def _held(log: list[tuple[int, int | None]], higher: int, lower: int | None, to_end: bool = False) -> bool:
+    """Whether ``log`` holds a record of ``higher`` followed, with no record below it (nor
+    a tombstone) between, by one of ``lower`` (or, ``to_end``, by its end)."""
+    since = False  # within a run of records at or above higher begun by one of it
+    for _, off in log:
+        if off == higher:
+            since = True
+        elif off is None or off < higher:
+            if since and off == lower and lower is not None:
+                return True
+            since = False
+    return since and to_end
 
 
 def _every(logs: CommitLogs | None, partition: int,

@@ -748,17 +748,22 @@ def test_data_destroyed_by_a_fault_without_a_witness_permits_losing_commits_only
 def test_the_offsets_logs_own_record_refutes_destroyed_data_as_the_cause() -> None:
     """A lose-unflushed of node 1, a replica of the group's offsets partition, permits a
     commit going back from 5 to 3, unless every replica's log still holds the record of 5
-    before one of 3 (a violation); where one does and the other does not, unknown. The
-    same for a commit lost (the coordinator answers 3 after 3 and 5), where a replica whose
-    last record is of 5 kept it too."""
+    before one of 3 with none below 5 between (a violation); where one does and the other
+    does not, unknown. The same for a commit lost (the coordinator answers 3 after 3 and
+    5), where a replica whose records stay at or above 5 to the end kept it too."""
     both = [(0, 0, 5), (1, 0, 3)]
     back = backwards(3, fault_at=0, fault="lose-unflushed")
     assert judged(back, commits=[[(1, 0, 3)], [(1, 0, 3)]])["permitted"] == ["commit-backwards"]
     assert judged(back, commits=[both, both])["violations"] == ["commit-backwards"]
     assert judged(back, commits=[both, [(1, 0, 3)]])["unknown"] == ["group-permitted-on-assumption"]
+    between = [(0, 0, 5), (1, 0, 2), (2, 0, 3)]  # the position fell below 5 before 3 was stored
+    assert judged(back, commits=[between, between])["permitted"] == ["commit-backwards"]
     to_end, lost = [(0, 0, 3), (1, 0, 5)], committed(fault="lose-unflushed")
     assert judged(lost, end={0: 3}, commits=[[(0, 0, 3)], [(0, 0, 3)]])["permitted"] == ["commit-lost"]
     assert judged(lost, end={0: 3}, commits=[to_end, to_end])["violations"] == ["commit-lost"]
+    assert judged(lost, end={0: 3}, commits=[[(0, 0, 5), (1, 0, 3)]] * 2)["violations"] == ["commit-lost"]
+    fell = [(0, 0, 3), (1, 0, 5), (2, 0, 4)]
+    assert judged(lost, end={0: 3}, commits=[fell, fell])["permitted"] == ["commit-lost"]
     assert judged(lost, end={0: 3}, commits=[to_end, [(0, 0, 3)]])["unknown"] == [
         "group-permitted-on-assumption"]
 
