@@ -168,15 +168,16 @@ def lost_to_group(g: Group) -> list[Unreceived]:
 def lost_window(u: Unreceived, had: list[Value], sends: SendTable | None) -> tuple[int, int | None]:
     """When a truncation could have lost ``u`` to the group: after the earliest send invoke of
     the values members received at its offset (``had``; 0 where none, or where one has no
-    send), and before its own value was appended there, by its send's acknowledgement with
-    an offset (None where it has none: up to the drain). ``sends``: the history's sends
-    (None: not known, so neither bound)."""
+    send), and before its own value was appended there, by its send's acknowledgement of
+    that offset (None where it has none: up to the drain; a copy acknowledged elsewhere, a
+    duplicate, may have been appended there later, by a request held in the network).
+    ``sends``: the history's sends (None: not known, so neither bound)."""
     if sends is None:
         return 0, None
     written = [sends.get(w) for w in had]
     since = 0 if None in written else min((s.invoke_time for s in written if s is not None), default=0)
     sent = sends.get(u.value)
-    if sent is None or sent.outcome != "ok" or sent.offset is None or sent.offset < 0:
+    if sent is None or sent.outcome != "ok" or (sent.partition, sent.offset) != (u.partition, u.offset):
         return since, None
     return since, sent.end_time
 

@@ -429,7 +429,8 @@ def test_only_a_truncation_between_the_lost_records_write_and_its_replacement_pe
     """acks=1: 102, read at offset 2, gave way to 999 there. A truncation that did so came
     after 102 was sent and before 999 was appended (its ack): a kill of the leader and an
     election at 10 s permit it; at 20 s (after the ack) or at 1 s (before the send, the
-    ISR full again at 2 s) they do not."""
+    ISR full again at 2 s) they do not; nor does 999's ack bound the window where it was
+    not acknowledged at 2."""
     assert judged(replaced(10), acks="1", timeline=elected(10))["permitted"] == ["lost-to-group"]
     assert judged(replaced(20), acks="1", timeline=elected(20))["violations"] == ["lost-to-group"]
     assert judged(replaced(1), acks="1", timeline=elected(1))["violations"] == ["lost-to-group"]
@@ -438,6 +439,9 @@ def test_only_a_truncation_between_the_lost_records_write_and_its_replacement_pe
     ack["type"] = "info"
     assert judged(h, acks="1", timeline=elected(20))["permitted"] == ["lost-to-group"], \
         "999 not acknowledged: it may have been appended up to the drain"
+    ack.update(type="ok", value={**ack["value"], "offset": 7})
+    assert judged(h, acks="1", timeline=elected(20))["permitted"] == ["lost-to-group"], \
+        "999 acknowledged at 7: the copy at 2 may be a duplicate appended later"
 
 
 # -- unassigned-member ---------------------------------------------------------------------------
