@@ -1,7 +1,8 @@
 """The group workload's group as the run left it, for the group checker: its committed
 offsets with their leader epochs, asked of its coordinator (OffsetFetch, the admin API),
 and the replicas of the ``__consumer_offsets`` partition that holds them, summarized as
-``replicas.jsonl`` summarizes the test topic's (:func:`replica_summary`), into
+``replicas.jsonl`` summarizes the test topic's (:func:`replica_summary`), each with the
+group's commit records in its log (:func:`offset_commits`), into
 ``group.json`` (docs/history.md).
 
 :func:`collect_group_state` is what the runner calls after the broker state, while the
@@ -19,6 +20,7 @@ from typing import Any
 import orjson
 from confluent_kafka import KafkaException
 
+from faultline.brokerstate.offset_commits import offset_commits
 from faultline.brokerstate.replica_logs import replica_summary
 from faultline.cluster import kafka_client
 from faultline.cluster.protocol import Cluster
@@ -57,7 +59,9 @@ def collect_group_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> list
             errors.append(f"offsets replicas: no node holds a {OFFSETS_TOPIC} partition")
         else:
             partition = coordinator_partition(group, count)
-            replicas = [{**summary, "node": n.id} for n in cluster.nodes
+            replicas = [{**summary, "node": n.id,
+                         "commits": offset_commits(n.data_dir / f"{OFFSETS_TOPIC}-{partition}", group)}
+                        for n in cluster.nodes
                         if (summary := replica_summary(n.data_dir, OFFSETS_TOPIC, partition)) is not None]
     except (OSError, ValueError) as e:
         errors.append(f"offsets replicas: {e}")

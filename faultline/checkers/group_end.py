@@ -1,10 +1,12 @@
 """``group.json`` (docs/history.md) read for the group checker: the run's group's committed
 offsets of the test topic after the drain, as its coordinator answered, or why they are
 not known, in one line; and the replicas of the ``__consumer_offsets`` partition that holds
-them. Never raises for bad input."""
+them, with the commit records in their logs (:func:`stored_before`, :func:`kept_to_end`), and which nodes hold
+that partition (:func:`offsets_nodes`). Never raises for bad input."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,13 @@ from typing import Any
 import orjson
 
 from faultline.checkers.conform import schema
+from faultline.checkers.whitebox import Line, partition_timeline
 from faultline.rundir import GROUP_FILE, special
+from faultline.targeted import OFFSETS_TOPIC
+
+#: Per replica of the group's offsets partition, its commit records of the test topic in log
+#: order, each (log offset, partition, committed offset; None: a tombstone).
+CommitLogs = list[list[tuple[int, int, int | None]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,11 +28,14 @@ class GroupEnd:
     """What ``group.json`` says: ``offsets``, the test topic's partition -> the group's
     committed offset, or why they are not known; ``offsets_partition`` and
     ``offsets_replicas``, the ``__consumer_offsets`` partition holding them and its
-    replicas' summaries (``replicas.jsonl`` lines), None where not known."""
+    replicas' summaries (``replicas.jsonl`` lines), None where not known; ``commits``, each
+    replica's commit records of the test topic (:data:`CommitLogs`), None where a replica's
+    are not known (or no replica's)."""
 
     offsets: dict[int, int] | str
     offsets_partition: int | None = None
     offsets_replicas: list[dict[str, Any]] | None = None
+    commits: CommitLogs | None = None
 
 
 def group_end(run_dir: Path, group: str, topic: str) -> GroupEnd:
@@ -50,4 +61,66 @@ def group_end(run_dir: Path, group: str, topic: str) -> GroupEnd:
         f"{path}: no committed offsets ({'; '.join(data['errors']) or 'no reason given'})"
         if data["offsets"] is None else
         {o["partition"]: o["offset"] for o in data["offsets"] if o["topic"] == topic})
-    return GroupEnd(offsets, data["offsets_topic_partition"], data["offsets_replicas"])
+    replicas = data["offsets_replicas"]
+    commits = None if not replicas or any(r.get("commits") is None for r in replicas) else [
+        [(at, part, off) for at, t, part, off, _ in r["commits"] if t == topic] for r in replicas]
+    return GroupEnd(offsets, data["offsets_topic_partition"], replicas, commits)
+
+
+def offsets_nodes(end: GroupEnd, metadata: Iterable[Line] | None) -> frozenset[str] | None:
+    """The nodes holding a replica of the group's ``__consumer_offsets`` partition: every
+    one the KRaft metadata log (``metadata.jsonl``'s lines) gives that partition, where
+    ``group.json`` names it and the nodes whose data directories held it at the end
+    (``offsets_replicas``) are among them. None where the partition or the log's replicas
+    of it are not known, or the two disagree."""
+    if end.offsets_partition is None:
+        return None
+    timeline = partition_timeline(metadata, OFFSETS_TOPIC) or {}
+    states = timeline.get((OFFSETS_TOPIC, end.offsets_partition), ())
+    logged = frozenset(str(n) for s in states for n in s.replicas)
+    found = {str(r["node"]) for r in end.offsets_replicas or ()}
+    return logged if logged and found <= logged else None
+
+
+def stored_before(logs: CommitLogs | None, partition: int, higher: int, lower: int | None) -> bool | None:
+    """Whether the replicas' logs say the group's commit of ``higher`` for the test topic's
+    ``partition`` was stored, and kept, until a commit of ``lower`` (None: no committed
+    offset) was stored: True where every replica holds a record of ``higher`` followed by
+    one of ``lower`` with none below ``higher`` (nor a tombstone) between them (the
+    group's position stayed at or above ``higher`` until then); None where some do and
+    some do not; False where none does, or the logs are not known."""
+    return _every(logs, partition, lambda log: _held(log, higher, lower))
+
+
+def kept_to_end(logs: CommitLogs | None, partition: int, higher: int, answer: int | None) -> bool | None:
+    """As :func:`stored_before` of ``higher`` and the coordinator's ``answer``, where a
+    replica whose records after one of ``higher`` stay at or above it to the end says so
+    too: that replica kept the commit, whatever the coordinator answered."""
+    return _every(logs, partition, lambda log: _held(log, higher, answer) or _held(log, higher, None, True))
+
+
+def _held(log: list[tuple[int, int | None]], higher: int, lower: int | None, to_end: bool = False) -> bool:
+    """Whether ``log`` holds a record of ``higher`` followed, with no record below it (nor
+    a tombstone) between, by one of ``lower`` (or, ``to_end``, by its end)."""
+    since = False  # within a run of records at or above higher begun by one of it
+    for _, off in log:
+        if off == higher:
+            since = True
+        elif off is None or off < higher:
+            if since and off == lower and lower is not None:
+                return True
+            since = False
+    return since and to_end
+
+
+def _every(logs: CommitLogs | None, partition: int,
+           holds: Callable[[list[tuple[int, int | None]]], bool]) -> bool | None:
+    """True where ``holds`` of every replica's records of ``partition``, False where of
+    none (or the logs are not known), None where of some."""
+    if not logs:
+        return False
+    said = set()
+    for log in logs:
+        mine = [(at, off) for at, p, off in log if p == partition]
+        said.add(bool(mine) and holds(mine))
+    return True if said == {True} else False if said == {False} else None

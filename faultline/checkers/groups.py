@@ -18,7 +18,8 @@ import bisect
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from faultline.checkers.faults_seen import NemesisAction, Timeline, Windows
+from faultline.checkers.faults_seen import CLOCK_MARGIN_NS, NemesisAction, Timeline, Windows, nodes_of
+from faultline.checkers.group_end import CommitLogs, kept_to_end, stored_before
 from faultline.checkers.group_history import UNSURE, Commit, Group, Ownership, Read, Value
 from faultline.checkers.guarantees import (
     OVERLAP_AFTER_FENCED,
@@ -28,6 +29,7 @@ from faultline.checkers.guarantees import (
     offsets_destroyed,
 )
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid, displace_permitted
+from faultline.checkers.table import SendTable
 from faultline.faults import family_of_fault
 
 #: The anomalies, in the order results.json's ``group`` lists them.
@@ -161,6 +163,33 @@ def lost_to_group(g: Group) -> list[Unreceived]:
         found += [Unreceived(part, off, value, last) for off, value in sorted(records.items())
                   if off < last.offset and (off, value) not in received]
     return found
+
+
+def lost_window(u: Unreceived, had: list[Value], sends: SendTable | None) -> tuple[int, int | None]:
+    """When a truncation could have lost ``u`` to the group: after the earliest send invoke of
+    the values members received at its offset (``had``; 0 where none, or where one has no
+    send), and before its own value was appended there, by its send's acknowledgement of
+    that offset (None where it has none: up to the drain; a copy acknowledged elsewhere, a
+    duplicate, may have been appended there later, by a request held in the network).
+    ``sends``: the history's sends (None: not known, so neither bound)."""
+    if sends is None:
+        return 0, None
+    written = [sends.get(w) for w in had]
+    since = 0 if None in written else min((s.invoke_time for s in written if s is not None), default=0)
+    sent = sends.get(u.value)
+    if sent is None or sent.outcome != "ok" or (sent.partition, sent.offset) != (u.partition, u.offset):
+        return since, None
+    return since, sent.end_time
+
+
+def received_at(g: Group, offsets: set[tuple[int, int]]) -> dict[tuple[int, int], list[Value]]:
+    """(partition, offset) -> the values members received there, for ``offsets``."""
+    out: dict[tuple[int, int], list[Value]] = {}
+    for part, got in g.received.items():
+        for off, value in got:
+            if (part, off) in offsets:
+                out.setdefault((part, off), []).append(value)
+    return out
 
 
 class Unassigned(NamedTuple):
@@ -303,10 +332,15 @@ def jumps(g: Group) -> list[Jump]:
 class FaultWindows:
     """The run's faults as the group's anomalies are judged by them: per partition, those
     that bore on a span of time (:class:`~faultline.checkers.faults_seen.Windows`, in the
-    permissive and the strict reading), and the data-destroying ones on any node."""
+    permissive and the strict reading, over the actions begun and the metadata log's
+    states logged before its end), and the data-destroying ones on the nodes holding a
+    replica of the group's ``__consumer_offsets`` partition (``offsets_nodes``; None: not
+    known, so any node may)."""
 
-    def __init__(self, actions: list[NemesisAction], topic: str, timeline: Timeline | None) -> None:
+    def __init__(self, actions: list[NemesisAction], topic: str, timeline: Timeline | None,
+                 offsets_nodes: frozenset[str] | None = None) -> None:
         self._actions, self._topic, self._timeline = actions, topic, timeline or {}
+        self._offsets_nodes = offsets_nodes
         self._windows: dict[tuple[int, int | None, bool], Windows] = {}
 
     def permitted(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
@@ -318,19 +352,55 @@ class FaultWindows:
                        for s in (False, True))
         return why, why is not None and strict is None
 
-    def destroyed(self, since: int, until: int) -> list[str]:
-        """The data-destroying fault families of actions on any node that may have acted
-        after ``since`` and began before ``until``."""
-        return sorted({f.name for a in self._actions if (f := family_of_fault(a.f)) is not None
-                       and f.destroys_data and not a.skipped and a.start < until
-                       and (a.end is None or a.end > since)})
+    def destroyed(self, since: int, until: int, kept: bool | None = False) -> tuple[str | None, bool]:
+        """Why data-destroying faults that may have acted after ``since`` and began before
+        ``until`` may have lost the group's commits (:func:`offsets_destroyed`; None: none
+        could have), and whether only assumed ones do: a fault counts where it names a
+        node holding a replica of the group's offsets partition, completed with no error;
+        one that names no node, failed, never completed, or acted while those nodes are not
+        known may have, an assumption. ``kept``: what the offsets partition's replicas say
+        of the commit lost (:func:`~faultline.checkers.group_end.stored_before`): True,
+        every one kept it, so nothing lost it; None, they disagree, so only assumed; False,
+        none says so."""
+        witnessed: set[str] = set()
+        assumed: set[str] = set()
+        holders = self._offsets_nodes
+        for a in self._actions:
+            f = family_of_fault(a.f)
+            if (f is None or not f.destroys_data or a.skipped or a.start >= until
+                    or (a.end is not None and a.end <= since)):
+                continue
+            named = {str(n) for n in nodes_of(a.value)}
+            if holders is not None and named and not named & holders:
+                continue  # no replica of the offsets partition was on its nodes
+            done = a.end is not None and a.error is None
+            (witnessed if holders is not None and named and done else assumed).add(f.name)
+        families = sorted(witnessed or assumed)
+        if not families or kept is True:
+            return None, False
+        return offsets_destroyed(families), kept is None or not witnessed
+
+    def excused(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
+                until: int, kept: bool | None = False) -> tuple[str | None, bool]:
+        """Why the faults from ``since`` to ``until`` permit ``anomaly``, by the test topic's
+        faults (:meth:`permitted`) or the group's commits lost with destroyed data
+        (:meth:`destroyed`, given ``kept``), a witnessed reason before an assumed one; and
+        whether only assumed ones do."""
+        why, assumed = self.permitted(config, anomaly, partition, since, until)
+        lost, lost_assumed = self.destroyed(since, until, kept)
+        if why is None or (assumed and lost is not None and not lost_assumed):
+            return lost, lost_assumed
+        return why, assumed
 
     def _window(self, partition: int, until: int | None, strict: bool) -> Windows:
         key = (partition, until, strict)
         if key not in self._windows:
             tp = (self._topic, partition)
             kept = [a for a in self._actions if until is None or a.start < until]
-            self._windows[key] = Windows(kept, tp, self._timeline.get(tp), strict)
+            states = self._timeline.get(tp)
+            if states is not None and until is not None:  # what the log shows once it was over
+                states = [st for st in states if st.time < until + CLOCK_MARGIN_NS]
+            self._windows[key] = Windows(kept, tp, states, strict)
         return self._windows[key]
 
 
@@ -343,7 +413,11 @@ UNDECIDED = {
                               "record just below its offset: when its request was sent is not known "
                               "(its journaled invoke is only an upper bound)",
     "group-permitted-on-assumption": "group anomalies permitted only by faults assumed, not witnessed "
-                                     "(the permissive reading of the faults in their window)",
+                                     "(the permissive reading of the faults in their window, or data "
+                                     "destroyed by a fault that names no node, failed or never "
+                                     "completed, or on nodes while which ones hold the group's "
+                                     "__consumer_offsets partition is not known, or where its "
+                                     "replicas disagree on whether they kept the commit lost)",
     "commit-unjournaled": "a group anomaly judged by the group's committed offset (commit-lost, "
                           "redelivery-below-commit, reset-without-cause) where a retired member commits "
                           "async or auto: the commits its client reported after it was retired are not "
@@ -352,7 +426,8 @@ UNDECIDED = {
 
 
 def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous: bool = False,
-          *, end: Mapping[int, int] | str, static: bool = False, classic: bool = True) -> Result:
+          *, end: Mapping[int, int] | str, static: bool = False, classic: bool = True,
+          sends: SendTable | None = None, commits: CommitLogs | None = None) -> Result:
     """The ``group`` checker's Result: ``valid`` false where an instance the guarantees do
     not permit was seen, else unknown where an instance could not be decided
     (:data:`UNDECIDED`; each entry names its ``anomalies``), else true; the group
@@ -371,7 +446,13 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
     ``static``: the members join with a ``group.instance.id`` (``consumer.static``), the one
     way another member can fence a member for good (:data:`OVERLAP_AFTER_FENCED`);
     ``classic``: the classic protocol, whose generations are the group's (comparable
-    across members), not KIP-848's member epochs (:func:`stale_assignment`)."""
+    across members), not KIP-848's member epochs (:func:`stale_assignment`); ``sends``:
+    the history's sends, which bound ``lost-to-group``'s window (:func:`lost_window`);
+    ``commits``: the commit records in the logs of the replicas of the group's offsets
+    partition, which refute destroyed data as the cause of ``commit-backwards`` and
+    ``commit-lost`` where every one kept the higher commit before the lower one (or, for
+    ``commit-lost``, to the end: :func:`~faultline.checkers.group_end.stored_before`,
+    :func:`~faultline.checkers.group_end.kept_to_end`)."""
     counts = dict.fromkeys(GROUP_ANOMALIES, 0)
     examples: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}
     own: dict[str, list[dict[str, Any]]] = {a: [] for a in GROUP_ANOMALIES}  # group's, as seen
@@ -397,11 +478,9 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
 
     found, unbounded = commits_backwards(g, asynchronous)
     for b, kind in [*((b, None) for b in found), *((b, "commit-request-unknown") for b in unbounded)]:
-        since, until = b.earlier.invoked, b.commit.invoked
-        why, assumed = windows.permitted(config, "commit-backwards", b.commit.partition, since, until)
-        destroyed = windows.destroyed(since, until)
-        if why is None and destroyed:
-            why, assumed = offsets_destroyed(destroyed), False
+        why, assumed = windows.excused(config, "commit-backwards", b.commit.partition, b.earlier.invoked,
+                                       b.commit.invoked, stored_before(commits, b.commit.partition,
+                                                                       b.earlier.offset, b.commit.offset))
         add("commit-backwards", {
             "partition": b.commit.partition, "process": b.commit.process, "offset": b.commit.offset,
             "time": b.commit.invoked, "earlier_offset": b.earlier.offset,
@@ -419,8 +498,11 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
             OVERLAP_AFTER_LOST if o.first.how == "lost" or (classic and stale_assignment(o))
             else OVERLAP_AFTER_FENCED if fenced else None,
             "owner-end-unknown" if retired and not fenced else None)
-    for u in lost_to_group(g):
-        why, assumed = windows.permitted(config, "lost-to-group", u.partition, 0, None)
+    unreceived = lost_to_group(g)
+    had = received_at(g, {(u.partition, u.offset) for u in unreceived}) if unreceived else {}
+    for u in unreceived:
+        since, until = lost_window(u, had.get((u.partition, u.offset), []), sends)
+        why, assumed = windows.permitted(config, "lost-to-group", u.partition, since, until)
         add("lost-to-group", {
             "partition": u.partition, "offset": u.offset, "value": u.value,
             "committed": u.committed.offset, "committed_by": u.committed.process,
@@ -429,19 +511,17 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
         add("unassigned-member", {"process": m.process, "time": m.time, "unowned": m.unowned})
     unjournaled = asynchronous and bool(g.retired)
     for lost in [] if isinstance(end, str) else commits_lost(g, end, asynchronous):
-        destroyed = windows.destroyed(lost.last.invoked, 2**63)
+        kept = kept_to_end(commits, lost.partition, lost.last.offset, lost.committed)
+        why, assumed = windows.destroyed(lost.last.invoked, 2**63, kept)
         add("commit-lost", {
             "partition": lost.partition, "committed": lost.committed, "offset": lost.last.offset,
             "process": lost.last.process, "time": lost.last.ended},
-            offsets_destroyed(destroyed) if destroyed else None,
-            "commit-unjournaled" if unjournaled and not destroyed else None)
+            why, "group-permitted-on-assumption" if assumed else
+            "commit-unjournaled" if unjournaled and why is None else None)
     below, elsewhere = starts(g, asynchronous)
     for anomaly, instances in (("redelivery-below-commit", below), ("reset-without-cause", elsewhere)):
         for st in instances:
-            why, assumed = windows.permitted(config, anomaly, st.span.partition, st.since, st.read.ended)
-            destroyed = windows.destroyed(st.since, st.read.ended)
-            if why is None and destroyed:
-                why, assumed = offsets_destroyed(destroyed), False
+            why, assumed = windows.excused(config, anomaly, st.span.partition, st.since, st.read.ended)
             retired = asynchronous and any(t < st.read.ended for t in g.retired.values())
             add(anomaly, {**_read(st.span, st.read), "previous": None,
                           "committed": sorted({c.offset for c in st.fetchable})},

@@ -522,9 +522,12 @@ def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[st
 
 def offsets_destroyed(families: Sequence[str]) -> str:
     """Why ``commit-backwards`` is permitted where faults of ``families`` destroyed data on a
-    node between the higher commit and the lower one: ``__consumer_offsets`` keeps the
-    broker default ``min.insync.replicas=1``, so the coordinator may lose an acknowledged
-    commit whatever the test topic forbids (docs/design.md, "Consumer groups")."""
+    node holding a replica of the group's ``__consumer_offsets`` partition between the
+    higher commit and the lower one (which node, and whether the offsets log refutes it,
+    is :meth:`faultline.checkers.groups.FaultWindows.destroyed`'s question):
+    ``__consumer_offsets`` keeps the broker default ``min.insync.replicas=1``, so the
+    coordinator may lose an acknowledged commit whatever the test topic forbids
+    (docs/design.md, "Consumer groups")."""
     return (f"{', '.join(families)} destroyed data on a node after the higher commit: "
             "__consumer_offsets has the broker default min.insync.replicas=1, so the "
             "coordinator may have lost that acknowledged commit and the group's position with it")

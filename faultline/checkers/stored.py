@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from faultline.checkers import groups
 from faultline.checkers.faults_seen import Timeline
-from faultline.checkers.group_end import group_end
+from faultline.checkers.group_end import group_end, offsets_nodes
 from faultline.checkers.group_history import GroupReader
 from faultline.checkers.guarantees import GuaranteeConfig, TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
@@ -167,11 +167,12 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     """The consumer-group checker (:mod:`faultline.checkers.groups`) over the run's history,
     as its reader read it beside an earlier checker (:class:`StoredRun`), judged by the
     config that checker judged the history by and by the faults in each instance's window
-    (the history's nemesis actions, with the metadata log's timeline when there is one);
-    ``unknown`` without that config. Beside it, ``group.json``'s replicas of the
-    ``__consumer_offsets`` partition holding the group's commits must agree below their HW
+    (the history's nemesis actions, with the metadata log's timeline when there is one, and
+    the nodes holding the group's ``__consumer_offsets`` partition,
+    :func:`~faultline.checkers.group_end.offsets_nodes`); ``unknown`` without that config.
+    Beside it, ``group.json``'s replicas of that partition must agree below their HW
     (``group.offsets_log``, :func:`~faultline.checkers.whitebox.check_replicas_agree`;
-    permitted after a fault that destroyed data); where they do not while the group's
+    permitted after a fault witnessed destroying data on one of them); where they do not while the group's
     history shows nothing forbidden, the group is unknown (``broker-state-disagrees``)."""
     facts = next((c.facts for c in earlier if c.facts is not None), None)
     if facts is None:
@@ -182,16 +183,19 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
                                                        "the first checker, for a workload whose "
                                                        "checkers name it, and this one's do not"))
     g, topic = run.group.done(), run.spec.topic.name
-    windows = groups.FaultWindows(g.actions, topic, run.timeline())
     end = group_end(run.run_dir, run.spec.group_id, topic)
+    metadata = run.files().metadata
+    windows = groups.FaultWindows(g.actions, topic, run.timeline(), offsets_nodes(end, metadata))
+    table = next((c.table for c in earlier if c.table is not None), None)
     result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets,
                           static=run.spec.consumer.static,
-                          classic=run.spec.consumer.group_protocol == "classic")
+                          classic=run.spec.consumer.group_protocol == "classic",
+                          sends=None if table is None else table.sends, commits=end.commits)
     if end.offsets_replicas is None or end.offsets_partition is None:
         return Checked(result)
-    metadata = run.files().metadata
+    lost, assumed = windows.destroyed(0, 2**63)
     log = check_replicas_agree(end.offsets_replicas, OFFSETS_TOPIC, {},
-                               {end.offsets_partition} if windows.destroyed(0, 2**63) else set(),
+                               {end.offsets_partition} if lost is not None and not assumed else set(),
                                None if metadata is None else final_isr(metadata, OFFSETS_TOPIC))
     disagrees = result.valid is True and log.violations > 0
     extra = {**result.extra, "group": {

@@ -104,6 +104,11 @@ def test_the_groups_end_state_is_collected_and_judged(outcome: RunOutcome, ops: 
     replicas = end["offsets_replicas"]
     assert {r["node"] for r in replicas} == {1, 2, 3}, "replication factor 3 on three nodes"
     assert all(r["partition"] == end["offsets_topic_partition"] and r["batches"] for r in replicas)
+    committed = {o["partition"]: (o["offset"], o["leader_epoch"]) for o in end["offsets"]}
+    for r in replicas:  # Kafka's own commit records, decoded: each replica's last is the answer
+        assert r["commits"], r["node"]
+        kept = {p: (off, epoch) for _, t, p, off, epoch in r["commits"] if t == "fl-queue"}
+        assert kept == committed, r["node"]
     results = json.loads((outcome.run_dir / "results.json").read_text())
     assert results["anomaly_counts"]["commit-lost"] == 0
     assert not [u for u in results["unknown"] if u["kind"] == "group-end-unknown"]

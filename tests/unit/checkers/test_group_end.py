@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from faultline.checkers.conform import schema
-from faultline.checkers.group_end import group_end
+from faultline.checkers.group_end import GroupEnd, group_end, offsets_nodes
 from tests.schemas import validator
 from tests.unit.checkers.test_conform import _no_floats_nor_wide_ints, mutated
 
@@ -40,6 +40,22 @@ def test_the_example_conforms_and_gives_the_topics_offsets(tmp_path: Path) -> No
     end = group_end(write(tmp_path, FILE), GROUP, TOPIC)
     assert end.offsets == {0: 209}
     assert end.offsets_partition == 3 and end.offsets_replicas == FILE["offsets_replicas"]
+
+
+def test_the_nodes_holding_the_offsets_partition_are_the_metadata_logs() -> None:
+    """The metadata log's replicas of the group's __consumer_offsets partition (3), where
+    group.json's replicas (node 1) are among them; else not known."""
+    def line(partition: int, replicas: list[int]) -> dict[str, Any]:
+        return {"offset": 1, "time": 0, "type": "partition", "topic": "__consumer_offsets",
+                "partition": partition, "leader": replicas[0], "isr": replicas, "replicas": replicas}
+
+    end = GroupEnd({}, 3, FILE["offsets_replicas"])  # type: ignore[arg-type]
+    assert offsets_nodes(end, [line(2, [4, 5, 6]), line(3, [1, 2, 3])]) == {"1", "2", "3"}
+    assert offsets_nodes(GroupEnd({}, 3, None), [line(3, [1, 2, 3])]) == {"1", "2", "3"}
+    assert offsets_nodes(end, [line(3, [2, 3, 4])]) is None, "group.json's node 1 is none of them"
+    assert offsets_nodes(end, [line(2, [1, 2, 3])]) is None, "the log does not give partition 3"
+    assert offsets_nodes(end, None) is None
+    assert offsets_nodes(GroupEnd({}), [line(3, [1, 2, 3])]) is None, "the partition is not known"
 
 
 def test_a_missing_file_another_group_or_no_answer_is_one_line(tmp_path: Path) -> None:

@@ -15,11 +15,14 @@ import pytest
 from faultline.analysis.sweepdir import Cell
 from faultline.analysis.tables import anomaly_rows
 from faultline.checkers import groups
+from faultline.checkers.faults_seen import MetadataState, Timeline
+from faultline.checkers.group_end import CommitLogs
 from faultline.checkers.group_history import Group, group
 from faultline.checkers.guarantees import OVERLAP_AFTER_FENCED, OVERLAP_AFTER_LOST, GuaranteeConfig
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
 from faultline.checkers.results_file import check_run
 from faultline.checkers.stored import check_stored
+from faultline.checkers.table import Send, SendTable
 from faultline.commands.check import summary
 from faultline.report.page import anomaly_sections, expectations, load_run, verdict
 from faultline.spec import ConsumerSpec, ProducerSpec, TestSpec, TopicSpec, WorkloadSpec
@@ -88,16 +91,38 @@ class G:
         return group(self.ops, TOPIC, partitions)
 
 
+def sends(h: G) -> SendTable:
+    """``h``'s sends, each invoke with the next completion of its process."""
+    found: list[Send] = []
+    open_: dict[Any, dict[str, Any]] = {}
+    for op in h.ops:
+        if op["f"] != "send":
+            continue
+        if op["type"] == "invoke":
+            open_[op["process"]] = op
+            continue
+        first = open_.pop(op["process"])
+        v = op["value"]
+        found.append(Send(op["process"], v["value"], v["topic"], v["partition"], first["time"], op["time"],
+                          op["type"], v.get("offset")))
+    return SendTable.of(found)
+
+
 def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,
-           end: dict[int, int] | str | None = None, static: bool = False) -> dict[str, Any]:
+           end: dict[int, int] | str | None = None, static: bool = False,
+           offsets: frozenset[str] | None = frozenset({"1"}), timeline: Timeline | None = None,
+           commits: CommitLogs | None = None) -> dict[str, Any]:
     """The group checker's verdict on ``h``; ``end``: the coordinator's committed offsets
-    after the drain (None: each partition's last ok commit, as a coordinator that lost none)."""
+    after the drain (None: each partition's last ok commit, as a coordinator that lost none);
+    ``offsets``: the nodes holding the group's __consumer_offsets partition (node 1, which
+    :meth:`G.kill` hits; None: not known); ``timeline``: the metadata log's; ``commits``:
+    the commit records in those replicas' logs."""
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     g = h.group(partitions)
     if end is None:
         end = {p: c.offset for p in range(partitions) if (c := groups.last_committed(g, p)) is not None}
-    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, None), asynchronous, end=end,
-                          static=static)
+    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, timeline, offsets), asynchronous,
+                          end=end, static=static, sends=sends(h), commits=commits)
     out: dict[str, Any] = {**result.to_json(), **result.extra["group"]}
     assert out["valid"] == result.valid
     out["unknown"] = [u["kind"] for u in result.unknown if u["affects_verdict"]]
@@ -368,6 +393,55 @@ def test_a_record_replaced_at_an_offset_a_member_read_is_lost_to_the_group() -> 
     h = lost(None)
     h.ops[-1]["value"]["records"][2] = [2, 999]
     assert judged(h)["anomaly_counts"]["lost-to-group"] == 1
+
+
+def replaced(fault_at: float | None) -> G:
+    """Five records sent at 5 s; process 1 reads them and commits 5; 999 is sent at 15 s and
+    acknowledged at offset 2, where the drain reads it instead of 102; a kill of node 1,
+    partition 0's leader, at ``fault_at`` s."""
+    h = G()
+    if fault_at is not None and fault_at < 5:
+        h.kill(at=fault_at)
+    h.at(5)
+    for off in range(5):
+        h.send(0, 100 + off, 0, off)
+    five(h)
+    h.commit(1, [(0, 5)])
+    if fault_at is not None and 5 <= fault_at < 15:
+        h.kill(at=fault_at)
+    h.at(15).send(0, 999, 0, 2)
+    if fault_at is not None and fault_at >= 15:
+        h.kill(at=fault_at)
+    h.at(30).drain(0, [(off, 999 if off == 2 else 100 + off) for off in range(5)])
+    return h
+
+
+def elected(at: float) -> Timeline:
+    """Partition 0's metadata log: node 1 leads from the start; node 2 is elected 0.1 s after
+    ``at`` s, and the ISR is full again a second after."""
+    every = frozenset({1, 2, 3})
+    return {(TOPIC, 0): [MetadataState(0, 1, every, every),
+                         MetadataState(int((at + 0.1) * S), 2, frozenset({2, 3}), every),
+                         MetadataState(int((at + 1) * S), 2, every, every)]}
+
+
+def test_only_a_truncation_between_the_lost_records_write_and_its_replacement_permits_it() -> None:
+    """acks=1: 102, read at offset 2, gave way to 999 there. A truncation that did so came
+    after 102 was sent and before 999 was appended (its ack): a kill of the leader and an
+    election at 10 s permit it; at 20 s (after the ack) or at 1 s (before the send, the
+    ISR full again at 2 s) they do not; nor does 999's ack bound the window where it was
+    not acknowledged at 2."""
+    assert judged(replaced(10), acks="1", timeline=elected(10))["permitted"] == ["lost-to-group"]
+    assert judged(replaced(20), acks="1", timeline=elected(20))["violations"] == ["lost-to-group"]
+    assert judged(replaced(1), acks="1", timeline=elected(1))["violations"] == ["lost-to-group"]
+    h = replaced(20)
+    (ack,) = [op for op in h.ops if op["type"] == "ok" and op["value"].get("value") == 999]
+    ack["type"] = "info"
+    assert judged(h, acks="1", timeline=elected(20))["permitted"] == ["lost-to-group"], \
+        "999 not acknowledged: it may have been appended up to the drain"
+    ack.update(type="ok", value={**ack["value"], "offset": 7})
+    assert judged(h, acks="1", timeline=elected(20))["permitted"] == ["lost-to-group"], \
+        "999 acknowledged at 7: the copy at 2 may be a duplicate appended later"
 
 
 # -- unassigned-member ---------------------------------------------------------------------------
@@ -644,6 +718,60 @@ def test_only_a_data_destroying_fault_after_the_last_commit_permits_commit_lost(
     assert judged(committed(fault="kill"), end={0: 3}, acks="1")["violations"] == ["commit-lost"]
 
 
+def test_only_data_destroyed_on_a_replica_of_the_offsets_partition_permits_losing_commits() -> None:
+    """One lose-unflushed of node 1, three facts about the nodes holding the group's
+    __consumer_offsets partition: node 1 among them (permitted), not (a violation: no
+    replica lost data), not known (unknown: permitted only on the assumption that it was);
+    for commit-backwards, commit-lost and redelivery-below-commit."""
+    for anomaly, h, end in (("commit-backwards", backwards(3, fault_at=0, fault="lose-unflushed"), None),
+                            ("commit-lost", committed(fault="lose-unflushed"), {0: 3}),
+                            ("redelivery-below-commit", handed_over(range(8), "lose-unflushed"), None)):
+        held = judged(h, end=end, offsets=frozenset({"1", "2"}))
+        assert held["valid"] is True and held["permitted"] == [anomaly], anomaly
+        assert judged(h, end=end, offsets=frozenset({"2", "3"}))["violations"] == [anomaly]
+        unsure = judged(h, end=end, offsets=None)
+        assert unsure["valid"] == "unknown" and unsure["unknown"] == ["group-permitted-on-assumption"]
+        assert "__consumer_offsets" in unsure["anomalies"][anomaly][0]["permitted"], anomaly
+
+
+@pytest.mark.parametrize("how", ["no node", "failed", "never completed"])
+def test_data_destroyed_by_a_fault_without_a_witness_permits_losing_commits_only_on_assumption(
+        how: str) -> None:
+    """A lose-unflushed that names no node, whose completion carries an error, or that never
+    completed may have destroyed a replica of the group's offsets partition, or not: the
+    commit it would excuse is unknown, not permitted."""
+    h = committed()
+    value = {} if how == "no node" else {"nodes": [1]}
+    h.op("nemesis", "info", "lose-unflushed", value)
+    if how != "never completed":
+        h.op("nemesis", "info", "lose-unflushed", value, "boom" if how == "failed" else None)
+    out = judged(h, end={0: 3})
+    assert out["valid"] == "unknown" and out["unknown"] == ["group-permitted-on-assumption"]
+
+
+def test_the_offsets_logs_own_record_refutes_destroyed_data_as_the_cause() -> None:
+    """A lose-unflushed of node 1, a replica of the group's offsets partition, permits a
+    commit going back from 5 to 3, unless every replica's log still holds the record of 5
+    before one of 3 with none below 5 between (a violation); where one does and the other
+    does not, unknown. The same for a commit lost (the coordinator answers 3 after 3 and
+    5), where a replica whose records stay at or above 5 to the end kept it too."""
+    both = [(0, 0, 5), (1, 0, 3)]
+    back = backwards(3, fault_at=0, fault="lose-unflushed")
+    assert judged(back, commits=[[(1, 0, 3)], [(1, 0, 3)]])["permitted"] == ["commit-backwards"]
+    assert judged(back, commits=[both, both])["violations"] == ["commit-backwards"]
+    assert judged(back, commits=[both, [(1, 0, 3)]])["unknown"] == ["group-permitted-on-assumption"]
+    between = [(0, 0, 5), (1, 0, 2), (2, 0, 3)]  # the position fell below 5 before 3 was stored
+    assert judged(back, commits=[between, between])["permitted"] == ["commit-backwards"]
+    to_end, lost = [(0, 0, 3), (1, 0, 5)], committed(fault="lose-unflushed")
+    assert judged(lost, end={0: 3}, commits=[[(0, 0, 3)], [(0, 0, 3)]])["permitted"] == ["commit-lost"]
+    assert judged(lost, end={0: 3}, commits=[to_end, to_end])["violations"] == ["commit-lost"]
+    assert judged(lost, end={0: 3}, commits=[[(0, 0, 5), (1, 0, 3)]] * 2)["violations"] == ["commit-lost"]
+    fell = [(0, 0, 3), (1, 0, 5), (2, 0, 4)]
+    assert judged(lost, end={0: 3}, commits=[fell, fell])["permitted"] == ["commit-lost"]
+    assert judged(lost, end={0: 3}, commits=[to_end, [(0, 0, 3)]])["unknown"] == [
+        "group-permitted-on-assumption"]
+
+
 def test_a_retired_async_member_leaves_commit_lost_unknown() -> None:
     """A retired member's later async commits are not journaled: one may have stored the
     lower offset."""
@@ -684,17 +812,28 @@ def offsets_replica(node: int, crc: int) -> dict[str, Any]:
             "batches": [[0, 0, 0, 11, -1, -1, -1, -1, "data"], [1, 1, 0, crc, -1, -1, -1, -1, "data"]]}
 
 
+def offsets_metadata(nodes: tuple[int, ...]) -> str:
+    """A metadata log whose one line gives __consumer_offsets partition 0 the replicas ``nodes``."""
+    return json.dumps({"offset": 1, "time": 0, "type": "partition", "topic": "__consumer_offsets",
+                       "partition": 0, "leader": nodes[0], "isr": list(nodes), "elr": [],
+                       "last_known_elr": [], "replicas": list(nodes), "leader_epoch": 0, "raw": {}}) + "\n"
+
+
 def test_the_offsets_logs_replicas_must_agree_below_their_hw(tmp_path: Path) -> None:
     """Two runs differing in one fact, a replica of the group's offsets partition holding
     another batch below the HW: the group's history is the same and valid, so the brokers'
     log and the history disagree and the group is unknown; after a wipe (data destroyed)
-    the difference is permitted."""
-    def run(name: str, crcs: tuple[int, int], fault: str | None = None) -> dict[str, Any]:
+    of one of its replicas (node 1) the difference is permitted, not after a wipe of a node
+    holding none (the metadata log gives the partition nodes 2 and 3)."""
+    def run(name: str, crcs: tuple[int, int], fault: str | None = None,
+            holders: tuple[int, int] = (1, 2)) -> dict[str, Any]:
         d = stored(tmp_path / name, group_spec(), committed(fault))
         (d / "group.json").write_text(json.dumps({
             "group": "faultline-g", "offsets_topic_partition": 0,
             "offsets": [{"topic": TOPIC, "partition": 0, "offset": 5, "leader_epoch": 0}],
-            "offsets_replicas": [offsets_replica(1, crcs[0]), offsets_replica(2, crcs[1])], "errors": []}))
+            "offsets_replicas": [offsets_replica(n, crc) for n, crc in zip(holders, crcs, strict=True)],
+            "errors": []}))
+        (d / "metadata.jsonl").write_text(offsets_metadata(holders))
         return check_run(d).to_json()
 
     same = run("same", (7, 7))
@@ -707,5 +846,32 @@ def test_the_offsets_logs_replicas_must_agree_below_their_hw(tmp_path: Path) -> 
     assert "__consumer_offsets partition 0" in entry["why"]
     wiped = run("wiped", (7, 8), "wipe")
     assert wiped["group"]["offsets_log"]["permitted"] == 1 and wiped["group"]["valid"] is True
-    for results in (same, differ, wiped):
+    elsewhere = run("elsewhere", (7, 8), "wipe", holders=(2, 3))
+    assert elsewhere["group"]["offsets_log"]["violations"] == 1 and elsewhere["group"]["valid"] == "unknown"
+    assert "broker-state-disagrees" in str(elsewhere["unknown"])
+    for results in (same, differ, wiped, elsewhere):
         validator("results.schema.json").validate(results)
+
+
+def test_a_stored_runs_offsets_log_records_are_read_from_its_group_json(tmp_path: Path) -> None:
+    """The coordinator answers 3 after commits of 3 and 5, and node 1, a replica of the
+    offsets partition, lost data: permitted, unless both replicas' records in group.json
+    end with the commit of 5 (a violation); records of another topic count for nothing."""
+    def run(name: str, commits: list[list[Any]] | None) -> dict[str, Any]:
+        d = stored(tmp_path / name, group_spec(), committed("lose-unflushed"))
+        replicas = [offsets_replica(n, 7) for n in (1, 2)]
+        if commits is not None:
+            replicas = [{**r, "commits": commits} for r in replicas]
+        (d / "group.json").write_text(json.dumps({
+            "group": "faultline-g", "offsets_topic_partition": 0,
+            "offsets": [{"topic": TOPIC, "partition": 0, "offset": 3, "leader_epoch": 0}],
+            "offsets_replicas": replicas, "errors": []}))
+        (d / "metadata.jsonl").write_text(offsets_metadata((1, 2)))
+        results = check_run(d).to_json()
+        validator("results.schema.json").validate(results)
+        return results
+
+    assert "commit-lost" in run("unread", None)["permitted"]
+    kept = run("kept", [[0, TOPIC, 0, 3, 0], [1, TOPIC, 0, 5, 0]])
+    assert "commit-lost" in kept["violations"] and kept["group"]["valid"] is False
+    assert "commit-lost" in run("other", [[0, TOPIC, 0, 3, 0], [1, "other", 0, 5, 0]])["permitted"]
