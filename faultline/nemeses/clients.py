@@ -171,8 +171,9 @@ class ClientsNemesis:
     def _child_clients(self) -> ChildClients:
         workload = self.workload
         if not isinstance(workload, ChildClients):
-            raise NemesisError("these clients cannot be paused, nor their consumers crashed: "
-                               "that needs the librdkafka client")
+            raise NemesisError("these clients share a process: none is paused, stopped or crashed "
+                               "alone (a run gives each client a process of its own when its "
+                               "nemesis crashes or pauses clients)")
         return workload
 
     def _crash(self, role: str, index: int) -> dict[str, Any]:
