@@ -20,7 +20,9 @@ sends and prints ``{"f": "exit", "next_process": n}``, the drain's first process
 A producer JVM of :mod:`.java_crashable` sends a record (or a transaction's) only once the
 run has journaled its invoke: the run writes a ``+`` to its stdin per send or transaction
 invoke journaled, and an ``s`` stops it. The program halts at once when the run (its
-``parent``) is gone.
+``parent``) is gone; a JVM stopped then (a paused client, SIGSTOP) cannot, so the kernel
+kills each with the thread that started it (:data:`DIE_WITH_US`), one thread that lives
+as long as the workload.
 Its stderr, and stdout lines that are no op, go to the client log; an op line that
 cannot be read makes :meth:`JavaQueueWorkload.stop` end the run with an error, before
 the drain. Why: docs/design.md, "The queue workload".
@@ -40,6 +42,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
@@ -166,6 +169,12 @@ class JavaProgram:
                 self.proc.stdin.close()
 
 
+#: The JVM's command's prefix: util-linux's setpriv (Debian's essential set) asks the kernel
+#: to SIGKILL the process it execs when the thread that started it ends (prctl
+#: PR_SET_PDEATHSIG, kept across the exec), which reaches a stopped process too.
+DIE_WITH_US = ("setpriv", "--pdeathsig", "KILL", "--")
+
+
 class JavaQueueWorkload:
     """The queue workload's clients in one JVM (see the module docstring); the
     :class:`~faultline.workloads.Workload` contract of :class:`.queue.QueueWorkload`."""
@@ -189,6 +198,8 @@ class JavaQueueWorkload:
         self._errors: list[BaseException] = []
         #: Op lines that could not be read (see the module docstring), as printed.
         self._unreadable: list[bytes] = []
+        #: The one thread that starts every JVM (:data:`DIE_WITH_US`), ended by :meth:`stop`.
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="faultline-java-start")
 
     def _args(self) -> list[str]:
         s, p, w = self.spec, self.spec.producer, self.spec.workload
@@ -237,8 +248,9 @@ class JavaQueueWorkload:
         """Start ``program``'s JVM with ``args`` and the threads that journal its output."""
         command = ensure_java_client(self.spec.kafka.version, self.spec.kafka.home,
                                      options=self.jvm_options)
-        program.proc = subprocess.Popen([*command, *args], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        program.proc = self._starter.submit(
+            subprocess.Popen, [*DIE_WITH_US, *command, *args], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE).result()
         assert program.proc.stdout is not None and program.proc.stderr is not None
         for name, target, stream in (("ops", self._journal, program.proc.stdout),
                                      ("log", self._log, program.proc.stderr)):
@@ -387,6 +399,7 @@ class JavaQueueWorkload:
             for t in program.threads:
                 t.join()  # the program has exited: its streams end
             program.close_stdin()
+        self._starter.shutdown()
         self.processes = self._free()
         self._raise_failures()
 

@@ -386,3 +386,53 @@ def test_a_member_jvm_told_to_leave_exits_without_settling(tmp_path: Path) -> No
         finally:
             w.stop(timeout=5)
     assert stop["processes"] == [1] and took < 10, took
+
+
+_ORPHANS = """
+import sys, threading, time
+import pytest
+from pathlib import Path
+from faultline.history import HistoryWriter
+from faultline.spec import TestSpec
+from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
+from tests.unit.workloads.test_java_crashable import fake_jvms
+
+spec = TestSpec.from_mapping({"workload": {"client": "java", "producers": 2, "consumers": 1},
+                              "nemesis": {"faults": ["clients"]}})
+w = CrashableJavaQueueWorkload(spec, "x:9092", HistoryWriter(Path(sys.argv[1])))
+fake_jvms(pytest.MonkeyPatch(), w)
+w.start()
+w.pause_client(0)
+nemesis = threading.Thread(target=lambda: (w.crash_client(1), w.restart_client(1)))
+nemesis.start()
+nemesis.join()  # the thread that asked for the restart is gone: its JVM is not
+print(w._slots["clients"][0].proc.pid, w._slots["clients"][1].proc.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_every_jvm_dies_with_a_killed_run_the_paused_one_and_one_restarted_by_a_thread_since_gone(
+        tmp_path: Path) -> None:
+    """A run killed outright (SIGKILL) cleans nothing up: a paused JVM cannot notice, and
+    one started from a nemesis thread must not die with that thread. Each "JVM" is a shell
+    (:func:`fake_jvms`); both are gone once the run is."""
+    run = subprocess.Popen([sys.executable, "-c", _ORPHANS, str(tmp_path / "history.jsonl")],
+                           stdout=subprocess.PIPE, cwd=Path(faultline.__file__).parents[1])
+    assert run.stdout is not None
+    paused, restarted = map(int, run.stdout.readline().split())
+    assert _state(paused) == "T" and _state(restarted) in ("S", "R")
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 10
+    while _state(paused) or _state(restarted):
+        assert time.monotonic() < deadline, "a JVM outlived the killed run"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    """The kernel's state letter of ``pid`` (T: stopped), "" once it is gone or a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return ""
+    return "" if state == "Z" else state
