@@ -683,8 +683,7 @@ class _Judge:
     partition -> anomaly names)."""
 
     def __init__(self, spec: TestSpec, config: TransactionConfig, h: TxnHistory,
-                 timeline: Timeline | None,
-                 offsets: tuple[int | None, frozenset[str] | None] = (None, None)) -> None:
+                 timeline: Timeline | None, offsets: tuple[int | None, frozenset[str] | None]) -> None:
         self._config, self._h = config, h
         self._parts = sorted({*range(spec.topic.partitions), *(s.partition for t in h.txns for s in t.sends)})
         self._tp = {p: i for i, p in enumerate(self._parts)}
