@@ -238,6 +238,11 @@ class TestSpec:
         workload's group."""
         return f"faultline-{self.name}"
 
+    @property
+    def rpw_group_id(self) -> str:
+        """The read-process-write processors' group (``transactions.reads``), ``<group id>-rpw``."""
+        return f"{self.group_id}-rpw"
+
     def instance_id(self, slot: int) -> str:
         """Consumer slot ``slot``'s ``group.instance.id`` with static membership
         (``consumer.static``), ``<group id>-<slot>``: kept by the slot's replacements."""

@@ -19,7 +19,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from faultline.brokerstate.segments import HEADER_SIZE, _varint, complete_batches, segment_files
+from faultline.brokerstate.segments import HEADER_SIZE, complete_batches, segment_files, varint
 
 #: Key types of an offset commit record (0: written by Kafka before 2.8's versioned keys too).
 _COMMIT_KEYS = frozenset({0, 1})
@@ -66,12 +66,12 @@ def _records(body: bytes, base: int, group: str) -> list[list[Any]]:
     (count,) = struct.unpack_from(">i", body, HEADER_SIZE - 4)
     at, out = HEADER_SIZE, []
     for _ in range(count):
-        length, at = _varint(body, at)
+        length, at = varint(body, at)
         end = at + length
         if length < 0 or end > len(body):
             raise _Undecodable("a record past its batch")
-        _, pos = _varint(body, at + 1)  # timestamp delta, after the attributes
-        delta, pos = _varint(body, pos)
+        _, pos = varint(body, at + 1)  # timestamp delta, after the attributes
+        delta, pos = varint(body, pos)
         key, pos = _field(body, pos)
         value, _ = _field(body, pos)
         commit = _commit(key, value) if key is not None else None
@@ -83,7 +83,7 @@ def _records(body: bytes, base: int, group: str) -> list[list[Any]]:
 
 def _field(body: bytes, at: int) -> tuple[bytes | None, int]:
     """A record's key or value at ``at`` (None: null) and the position after it."""
-    length, at = _varint(body, at)
+    length, at = varint(body, at)
     if length < 0:
         return None, at
     if at + length > len(body):

@@ -181,9 +181,9 @@ def control_type(record: bytes) -> int | None:
     DefaultRecord: length, attributes, timestamp delta, offset delta, key length, key
     ``version int16 | type int16``); None where it is cut short or has no such key."""
     try:
-        at = _varint(record, 0)[1] + 1  # length, attributes
-        at = _varint(record, _varint(record, at)[1])[1]  # timestamp delta, offset delta
-        length, at = _varint(record, at)
+        at = varint(record, 0)[1] + 1  # length, attributes
+        at = varint(record, varint(record, at)[1])[1]  # timestamp delta, offset delta
+        length, at = varint(record, at)
         if length < 4 or at + 4 > len(record):
             return None
         return int(struct.unpack_from(">h", record, at + 2)[0])
@@ -191,7 +191,7 @@ def control_type(record: bytes) -> int | None:
         return None
 
 
-def _varint(buf: bytes, at: int) -> tuple[int, int]:
+def varint(buf: bytes, at: int) -> tuple[int, int]:
     """The zigzag varint (or varlong) at ``at`` of ``buf`` and the position after it;
     IndexError where ``buf`` ends inside it or it runs past 10 bytes."""
     value = shift = 0

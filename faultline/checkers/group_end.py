@@ -2,7 +2,9 @@
 offsets of the test topic after the drain, as its coordinator answered, or why they are
 not known, in one line; and the replicas of the ``__consumer_offsets`` partition that holds
 them, with the commit records in their logs (:func:`stored_before`, :func:`kept_to_end`), and which nodes hold
-that partition (:func:`offsets_nodes`). Never raises for bad input."""
+that partition (:func:`offsets_nodes`); for a group without ``group.json`` (read-process-write's),
+its partition and nodes by the metadata log alone (:func:`group_partition`,
+:func:`partition_nodes`). Never raises for bad input."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import orjson
 from faultline.checkers.conform import schema
 from faultline.checkers.whitebox import Line, partition_timeline
 from faultline.rundir import GROUP_FILE, special
-from faultline.targeted import OFFSETS_TOPIC
+from faultline.targeted import OFFSETS_TOPIC, coordinator_partition
 
 #: Per replica of the group's offsets partition, its commit records of the test topic in log
 #: order, each (log offset, partition, committed offset; None: a tombstone).
@@ -68,18 +70,35 @@ def group_end(run_dir: Path, group: str, topic: str) -> GroupEnd:
 
 
 def offsets_nodes(end: GroupEnd, metadata: Iterable[Line] | None) -> frozenset[str] | None:
-    """The nodes holding a replica of the group's ``__consumer_offsets`` partition: every
-    one the KRaft metadata log (``metadata.jsonl``'s lines) gives that partition, where
-    ``group.json`` names it and the nodes whose data directories held it at the end
-    (``offsets_replicas``) are among them. None where the partition or the log's replicas
-    of it are not known, or the two disagree."""
-    if end.offsets_partition is None:
+    """The nodes holding a replica of the group's ``__consumer_offsets`` partition
+    (:func:`partition_nodes` of the one ``group.json`` names, where the nodes whose data
+    directories held it at the end, ``offsets_replicas``, are among them)."""
+    return partition_nodes(end.offsets_partition, metadata,
+                           {str(r["node"]) for r in end.offsets_replicas or ()})
+
+
+def partition_nodes(partition: int | None, metadata: Iterable[Line] | None,
+                    held: Iterable[str] = ()) -> frozenset[str] | None:
+    """Every node the KRaft metadata log (``metadata.jsonl``'s lines) gives ``__consumer_offsets``
+    partition ``partition`` as a replica, where the nodes ``held`` are among them. None where
+    the partition or the log's replicas of it are not known, or the two disagree."""
+    if partition is None:
         return None
     timeline = partition_timeline(metadata, OFFSETS_TOPIC) or {}
-    states = timeline.get((OFFSETS_TOPIC, end.offsets_partition), ())
+    states = timeline.get((OFFSETS_TOPIC, partition), ())
     logged = frozenset(str(n) for s in states for n in s.replicas)
-    found = {str(r["node"]) for r in end.offsets_replicas or ()}
-    return logged if logged and found <= logged else None
+    return logged if logged and set(held) <= logged else None
+
+
+def group_partition(group: str, metadata: Iterable[Line] | None) -> int | None:
+    """The ``__consumer_offsets`` partition holding ``group``'s offsets
+    (:func:`~faultline.targeted.coordinator_partition`) by the number of that topic's
+    partitions the KRaft metadata log records (partitions 0 to n - 1, each logged); None
+    where it records none, or not all of them."""
+    logged = {p for _, p in partition_timeline(metadata, OFFSETS_TOPIC) or {}}
+    if not logged or logged != set(range(len(logged))):
+        return None
+    return coordinator_partition(group, len(logged))
 
 
 def stored_before(logs: CommitLogs | None, partition: int, higher: int, lower: int | None) -> bool | None:

@@ -15,7 +15,7 @@ group; whether the run's config and the faults in the instance's window
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from faultline.checkers.faults_seen import CLOCK_MARGIN_NS, NemesisAction, Timeline, Windows, nodes_of
@@ -31,6 +31,7 @@ from faultline.checkers.guarantees import (
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid, displace_permitted
 from faultline.checkers.table import SendTable
 from faultline.faults import family_of_fault
+from faultline.targeted import OFFSETS_TOPIC
 
 #: The anomalies, in the order results.json's ``group`` lists them.
 GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owners",
@@ -335,12 +336,13 @@ class FaultWindows:
     permissive and the strict reading, over the actions begun and the metadata log's
     states logged before its end), and the data-destroying ones on the nodes holding a
     replica of the group's ``__consumer_offsets`` partition (``offsets_nodes``; None: not
-    known, so any node may)."""
+    known, so any node may), unless the fault's own record says it cut nothing of that
+    partition (``offsets_partition``, :func:`cut_nothing`)."""
 
-    def __init__(self, actions: list[NemesisAction], topic: str, timeline: Timeline | None,
-                 offsets_nodes: frozenset[str] | None = None) -> None:
+    def __init__(self, actions: Sequence[NemesisAction], topic: str, timeline: Timeline | None,
+                 offsets_nodes: frozenset[str] | None = None, offsets_partition: int | None = None) -> None:
         self._actions, self._topic, self._timeline = actions, topic, timeline or {}
-        self._offsets_nodes = offsets_nodes
+        self._offsets_nodes, self._offsets_partition = offsets_nodes, offsets_partition
         self._windows: dict[tuple[int, int | None, bool], Windows] = {}
 
     def permitted(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
@@ -358,7 +360,8 @@ class FaultWindows:
         could have), and whether only assumed ones do: a fault counts where it names a
         node holding a replica of the group's offsets partition, completed with no error;
         one that names no node, failed, never completed, or acted while those nodes are not
-        known may have, an assumption. ``kept``: what the offsets partition's replicas say
+        known may have, an assumption; one whose own record says it cut nothing of that
+        partition (:func:`cut_nothing`) did not. ``kept``: what the offsets partition's replicas say
         of the commit lost (:func:`~faultline.checkers.group_end.stored_before`): True,
         every one kept it, so nothing lost it; None, they disagree, so only assumed; False,
         none says so."""
@@ -373,6 +376,8 @@ class FaultWindows:
             named = {str(n) for n in nodes_of(a.value)}
             if holders is not None and named and not named & holders:
                 continue  # no replica of the offsets partition was on its nodes
+            if cut_nothing(a, self._offsets_partition):
+                continue
             done = a.end is not None and a.error is None
             (witnessed if holders is not None and named and done else assumed).add(f.name)
         families = sorted(witnessed or assumed)
@@ -402,6 +407,25 @@ class FaultWindows:
                 states = [st for st in states if st.time < until + CLOCK_MARGIN_NS]
             self._windows[key] = Windows(kept, tp, states, strict)
         return self._windows[key]
+
+
+def cut_nothing(a: NemesisAction, partition: int | None) -> bool:
+    """Whether ``a`` is a ``lose-unflushed`` whose own record says it cut nothing of
+    ``__consumer_offsets`` partition ``partition`` (None: not known, so it cannot say): it
+    names one node, completed with no error, and its ``truncated`` (docs/history.md), which
+    lists every partition of that node of a topic other than the test topic's that lost
+    records, lists none of that partition, or one whose log end did not fall."""
+    f = family_of_fault(a.f)
+    if partition is None or f is None or f.name != "lose-unflushed" or a.end is None or a.error is not None:
+        return False
+    truncated = a.value.get("truncated")
+    if len(nodes_of(a.value)) != 1 or not isinstance(truncated, dict):
+        return False
+    cut = truncated.get(f"{OFFSETS_TOPIC}/{partition}")
+    if cut is None:
+        return True
+    old, new = (cut.get(k) if isinstance(cut, dict) else None for k in ("old_end", "new_end"))
+    return type(old) is int and type(new) is int and new >= old
 
 
 #: Why an instance is unknown, by the ``unknown`` entry's kind.

@@ -24,7 +24,6 @@ from typing import Literal
 
 from faultline.checkers.partition_faults import NODE_FAULTS, PartitionFaults
 from faultline.checkers.result import ANOMALIES
-from faultline.faults import FAMILIES
 from faultline.spec import TestSpec, release
 
 #: Rule keys beyond the anomaly names: inconsistent-offsets has two rows in docs/design.md.
@@ -405,7 +404,7 @@ CONCURRENT_WRITE_CYCLE = (
 
 
 def transaction_rules(config: TransactionConfig, families: frozenset[str],
-                      loss: str | None = None) -> dict[str, str]:
+                      loss: str | None = None, rewound: str | None = None) -> dict[str, str]:
     """Every transaction anomaly the guarantees permit, name -> reason; absent names forbid
     (:func:`transaction_forbidden` says why). ``families``: the fault families that could
     have held a request of the transaction past its end (for an instance, those whose
@@ -413,8 +412,12 @@ def transaction_rules(config: TransactionConfig, families: frozenset[str],
     ``loss``: why committed records of the partitions it concerns may be lost, where they
     may (the queue's ``lost-write`` rule, :func:`committed_loss_reason`, by those
     partitions' faults; for G0, of an edge's partition, written by its earlier
-    transaction). A write cycle (G0) whose edges all agree with real time is always
-    permitted (:data:`CONCURRENT_WRITE_CYCLE`); this rule is for the others."""
+    transaction); ``rewound``: why the read-process-write group's committed position may
+    have gone back in a processed-twice instance's window, where it may (the group
+    checker's ``redelivery-below-commit`` excuse,
+    :meth:`~faultline.checkers.groups.FaultWindows.excused`). A write cycle (G0) whose
+    edges all agree with real time is always permitted (:data:`CONCURRENT_WRITE_CYCLE`);
+    this rule is for the others."""
     out: dict[str, str] = {}
     delaying = sorted(families & DELAYING_FAULTS)
     if config.protocol == 1 and delaying:
@@ -434,21 +437,18 @@ def transaction_rules(config: TransactionConfig, families: frozenset[str],
                                             "the offset of a lost one")
         out.setdefault(G1C, f"committed records may be lost ({loss}): a later transaction's record "
                             "can take the offset of a lost one, ahead of the earlier transaction's")
-    destroyed = sorted(f for f in families if FAMILIES[f].destroys_data)
-    if destroyed or loss is not None:
-        out.setdefault(PROCESSED_TWICE, (
-            f"{', '.join(destroyed)} destroyed data on a node: __consumer_offsets has the broker "
-            "default min.insync.replicas=1, so the group's committed offsets may be lost and its "
-            "records handed out again" if destroyed else
-            f"committed records may be lost ({loss}), and the group's committed offsets with them"))
+    if rewound is not None:
+        out.setdefault(PROCESSED_TWICE, f"the group's committed position may have gone back after "
+                                        f"the first transaction read the record ({rewound}), and "
+                                        "the record was handed out again")
     return out
 
 
 def transaction_forbidden(config: TransactionConfig, families: frozenset[str],
-                          loss: str | None = None) -> dict[str, str]:
+                          loss: str | None = None, rewound: str | None = None) -> dict[str, str]:
     """Anomaly name -> why the guarantees forbid it, for each transaction anomaly
     :func:`transaction_rules` does not permit (the same arguments)."""
-    allowed = transaction_rules(config, families, loss)
+    allowed = transaction_rules(config, families, loss, rewound)
     version = (f"transaction protocol version {config.protocol}"
                + (" fences a late request of an earlier transaction (KIP-890)" if config.protocol == 2
                   else ", and no fault could hold a request past its transaction's end"))
@@ -475,7 +475,10 @@ def transaction_forbidden(config: TransactionConfig, families: frozenset[str],
         PROCESSED_TWICE: ("a read-process-write transaction commits its group's offsets with its "
                           "records, atomically (KIP-98), and a member of an older generation cannot "
                           "commit (KIP-447), so a record is handed to one committed transaction; no "
-                          "fault destroyed data that could hold the group's offsets; " + version),
+                          "fault could send the group's committed position back between the first "
+                          "transaction's invoke and the second's read (a truncation of the record's "
+                          "partition, or data destroyed on a replica of the group's "
+                          "__consumer_offsets partition); " + version),
     }
     return {name: why[name] for name in TXN_ANOMALIES if name not in allowed}
 

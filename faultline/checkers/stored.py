@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from faultline.checkers import groups
 from faultline.checkers.faults_seen import Timeline
-from faultline.checkers.group_end import group_end, offsets_nodes
+from faultline.checkers.group_end import group_end, group_partition, offsets_nodes, partition_nodes
 from faultline.checkers.group_history import GroupReader
 from faultline.checkers.guarantees import GuaranteeConfig, TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
@@ -154,10 +154,14 @@ def check_brokers(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
 def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     """The transaction checker (:mod:`faultline.checkers.transactions`) over the run's history,
     with the metadata log's timeline, the replicas' logs and the observed last stable
-    offsets when the run has them."""
+    offsets when the run has them, and the ``__consumer_offsets`` partition of the
+    read-process-write group with its nodes by the metadata log
+    (:func:`~faultline.checkers.group_end.group_partition`)."""
     history, files, topic = txn_history(run.spec, run.rows, run.source), run.files(), run.spec.topic
+    offsets = group_partition(run.spec.rpw_group_id, files.metadata)
     return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
                                       truncated=run.read.truncated, timeline=run.timeline(),
+                                      offsets=(offsets, partition_nodes(offsets, files.metadata)),
                                       logs=partition_logs(files.replicas or (), topic.name,
                                                           topic.replication_factor),
                                       stable=final_stable_offsets(files.observations or (), topic.name)))
@@ -185,7 +189,8 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     g, topic = run.group.done(), run.spec.topic.name
     end = group_end(run.run_dir, run.spec.group_id, topic)
     metadata = run.files().metadata
-    windows = groups.FaultWindows(g.actions, topic, run.timeline(), offsets_nodes(end, metadata))
+    windows = groups.FaultWindows(g.actions, topic, run.timeline(), offsets_nodes(end, metadata),
+                                  end.offsets_partition)
     table = next((c.table for c in earlier if c.table is not None), None)
     result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets,
                           static=run.spec.consumer.static,

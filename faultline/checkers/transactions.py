@@ -18,6 +18,7 @@ from itertools import pairwise
 from typing import Any
 
 from faultline.checkers.faults_seen import NemesisAction, Timeline, nemesis_actions, nodes_of
+from faultline.checkers.groups import FaultWindows
 from faultline.checkers.guarantees import (
     CONCURRENT_WRITE_CYCLE,
     DELAYING_FAULTS,
@@ -493,7 +494,8 @@ def _txn_reads(value: Mapping[str, Any], source: str, index: int, time: int,
 def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig, *,
                        truncated: bool = False, timeline: Timeline | None = None,
                        logs: Mapping[int, PartitionLog] | None = None,
-                       stable: Mapping[int, tuple[int, int]] | None = None) -> Result:
+                       stable: Mapping[int, tuple[int, int]] | None = None,
+                       offsets: tuple[int | None, frozenset[str] | None] = (None, None)) -> Result:
     """The verdict on ``h``, a run of ``spec`` whose transactions ran as ``config`` says
     (:meth:`~faultline.checkers.guarantees.TransactionConfig.from_spec`): every anomaly
     instance found, each permitted or not by
@@ -502,7 +504,10 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     the metadata log, where the run has one; a G0 cycle always is where none of its edges
     orders a transaction before one that ended before it began; a G1c only where one of its
     ww edges may have landed late or been lost, none without one; processed-twice by the
-    faults from its first reader's invoke to its second's end); aborted reads and torn
+    faults that could send the group's position back from its first reader's invoke to the
+    later reader's end, :meth:`_Judge.rewound`, given ``offsets``: the read-process-write
+    group's ``__consumer_offsets`` partition and the nodes holding it, None where not
+    known); aborted reads and torn
     transactions are anomalies only of read_committed readers
     (:meth:`TxnHistory.isolated_reads`; tears: consumers and the drain), each with how the
     replicas' ``logs`` (:func:`~faultline.checkers.txn_log.partition_logs`) ended the
@@ -512,10 +517,10 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     logs on whether a transaction was left open. ``valid`` false with a
     forbidden one, else unknown where something was not judged or was permitted only by
     faults assumed (:func:`_undecided`), else true."""
-    judge = _Judge(spec, config, h, timeline)
-    run_loss = judge.run_loss()
-    rules = transaction_rules(config, h.families, run_loss)
-    forbidden = transaction_forbidden(config, h.families, run_loss)
+    judge = _Judge(spec, config, h, timeline, offsets)
+    run_loss, run_rewound = judge.run_loss(), judge.run_rewound()
+    rules = transaction_rules(config, h.families, run_loss, run_rewound)
+    forbidden = transaction_forbidden(config, h.families, run_loss, run_rewound)
     spans = _producer_spans(h)
     topic = spec.topic.name
     logs = logs or {}
@@ -571,11 +576,14 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                            "edges": [[a.index, b.index, p, kind] for a, b, p, kind in read_cycle],
                            **excuse})
     for once, again, r in processed_twice(h):
+        # the group's position may go back from the first reader's invoke to the later of
+        # the two reads (docs/design.md, "Transactions")
+        read_by = max(t.ended if t.ended is not None else t.invoked for t in (once, again))
         found[PROCESSED_TWICE].append({
             "topic": topic, "partition": r.partition, "offset": r.offset, "value": r.value,
             "time": r.time, "txn_indexes": [once.index, again.index],
             **judge.excuse(PROCESSED_TWICE, once.invoked, spans[again.index][1],
-                           once.ended if once.ended is not None else once.invoked, [r.partition])})
+                           rewound=(r.partition, once.invoked, read_by))})
     for a, sent, b, then in out_of_order_writes(h):
         found["nonmonotonic-send"].append({
             "topic": topic, "partition": then.partition, "process": b.process, "time": b.invoked,
@@ -675,34 +683,57 @@ class _Judge:
     partition -> anomaly names)."""
 
     def __init__(self, spec: TestSpec, config: TransactionConfig, h: TxnHistory,
-                 timeline: Timeline | None) -> None:
+                 timeline: Timeline | None, offsets: tuple[int | None, frozenset[str] | None]) -> None:
         self._config, self._h = config, h
         self._parts = sorted({*range(spec.topic.partitions), *(s.partition for t in h.txns for s in t.sends)})
         self._tp = {p: i for i, p in enumerate(self._parts)}
-        self._permissions = Permissions(GuaranteeConfig.from_spec(spec), h.actions,
+        self._guarantees = GuaranteeConfig.from_spec(spec)
+        self._permissions = Permissions(self._guarantees, h.actions,
                                         [(spec.topic.name, p) for p in self._parts], timeline)
+        partition, nodes = offsets
+        self._group = FaultWindows(h.actions, spec.topic.name, timeline, nodes, partition)
         self.assumed: dict[int, set[str]] = defaultdict(set)
 
     def excuse(self, name: str, since: int, until: int | None, written: int | None = None,
-               partitions: Sequence[int] = ()) -> dict[str, Any]:
+               partitions: Sequence[int] = (),
+               rewound: tuple[int, int, int] | None = None) -> dict[str, Any]:
         """Whether the guarantees permit anomaly ``name`` of one transaction, and why:
         :func:`~faultline.checkers.guarantees.transaction_rules` given the delaying faults
         whose windows overlap ``since`` to ``until`` (None: the run's end), where a request
-        held in them could have landed late, and the faults that destroyed data there, and,
-        for a loss or a tear (``written``: the transaction's invoke; for G0, that of an
-        edge's earlier transaction, and the edge's partition), whether committed records of
-        ``partitions`` written then may be lost (:meth:`loss`)."""
-        delaying = frozenset(w.family for w in self._h.faults if w.overlaps(since, until) and (
-            w.family in DELAYING_FAULTS or FAMILIES[w.family].destroys_data))
+        held in them could have landed late, and, for a loss or a tear (``written``: the
+        transaction's invoke; for G0, that of an edge's earlier transaction, and the edge's
+        partition), whether committed records of ``partitions`` written then may be lost
+        (:meth:`loss`); for processed-twice, whether the group's committed position of a
+        partition may have gone back from one time to another (``rewound``,
+        :meth:`rewound`)."""
+        delaying = frozenset(w.family for w in self._h.faults
+                             if w.overlaps(since, until) and w.family in DELAYING_FAULTS)
         loss = None if written is None else self.loss(partitions, written)
         why = None if loss is None else loss.reason
-        allowed = transaction_rules(self._config, delaying, why)
+        back, back_assumed = (None, False) if rewound is None else self.rewound(*rewound)
+        allowed = transaction_rules(self._config, delaying, why, back)
         if name not in allowed:
-            return {"permitted": False, "reason": transaction_forbidden(self._config, delaying, why)[name]}
-        if loss is not None and name not in transaction_rules(self._config, delaying):
-            for p in loss.assumed:
+            return {"permitted": False,
+                    "reason": transaction_forbidden(self._config, delaying, why, back)[name]}
+        if name not in transaction_rules(self._config, delaying):
+            for p in () if loss is None else loss.assumed:
                 self.assumed[p].add(name)
+            if rewound is not None and back_assumed:
+                self.assumed[rewound[0]].add(name)
         return {"permitted": True, "reason": allowed[name]}
+
+    def rewound(self, partition: int, since: int, until: int) -> tuple[str | None, bool]:
+        """Why the read-process-write group's committed position of ``partition`` may have
+        gone back from ``since`` to ``until`` (None: it may not), and whether only faults
+        assumed say so: as the group checker excuses ``redelivery-below-commit``
+        (:meth:`~faultline.checkers.groups.FaultWindows.excused`), a truncation of the
+        partition below it, or data destroyed on a replica of the group's
+        ``__consumer_offsets`` partition."""
+        return self._group.excused(self._guarantees, "redelivery-below-commit", partition, since, until)
+
+    def run_rewound(self) -> str | None:
+        """Why the group's committed position may have gone back somewhere in the run."""
+        return next((why for p in self._parts if (why := self.rewound(p, 0, 2**63)[0]) is not None), None)
 
     def forbid(self, name: str) -> dict[str, Any]:
         """Anomaly ``name`` forbidden whatever the faults, with why."""

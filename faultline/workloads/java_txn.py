@@ -8,7 +8,7 @@ kafka-clients 4.x speaks transaction protocol version 2 (KIP-890) where the clus
 or pauses clients each transactional producer runs in a JVM of its own
 (:class:`CrashableJavaTxnWorkload`): a crash ends its open transaction ``info``, and its
 replacement, under the same ``transactional.id``, fences it. With ``transactions.reads``
-each producer is a read-process-write processor in the group :func:`~.rpw.rpw_group_id`,
+each producer is a read-process-write processor in the group :attr:`~faultline.spec.TestSpec.rpw_group_id`,
 as :mod:`.rpw`'s.
 """
 
@@ -19,7 +19,6 @@ from typing import Any
 from faultline.history import TimedOp
 from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
-from faultline.workloads.rpw import rpw_group_id
 from faultline.workloads.txn import transaction_timeout_ms
 
 
@@ -34,7 +33,7 @@ class JavaTxnWorkload(JavaQueueWorkload):
             "transactional_ids": ",".join(s.transactional_id(i) for i in range(s.workload.producers)),
             "sends": x.sends, "abort_probability": x.abort_probability, "seed": s.seed,
             "transaction_timeout_ms": transaction_timeout_ms(s),
-            "reads": x.reads, "rpw_group": rpw_group_id(s),
+            "reads": x.reads, "rpw_group": s.rpw_group_id,
         }
         return [*super()._args(), *(f"{k}={v}" for k, v in settings.items())]
 

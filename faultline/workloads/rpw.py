@@ -28,11 +28,6 @@ from faultline.workloads.clients import (
 Read = tuple[int, int, int | str | None]
 
 
-def rpw_group_id(spec: TestSpec) -> str:
-    """The processors' group: ``faultline-<test name>-rpw``."""
-    return f"{spec.group_id}-rpw"
-
-
 @dataclass(slots=True, eq=False)
 class Processor:
     """The consuming half of one read-process-write processor; see the module docstring.
@@ -49,7 +44,7 @@ class Processor:
         if self.spec.transactions.reads == 0:
             return
         conf = consumer_config(self.spec, self.bootstrap, f"faultline-p{process}-rpw")
-        conf.update({"group.id": rpw_group_id(self.spec), "isolation.level": "read_committed",
+        conf.update({"group.id": self.spec.rpw_group_id, "isolation.level": "read_committed",
                      "enable.auto.commit": False})
         self.consumer = Consumer(conf)
         self.consumer.subscribe([self.spec.topic.name])

@@ -23,7 +23,6 @@ from faultline.cluster.local.cluster import LocalCluster
 from faultline.history import read_history
 from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import ConsumerSpec, KafkaSpec, TestSpec, TransactionSpec, WorkloadSpec
-from faultline.workloads.rpw import rpw_group_id
 from tests.schemas import validate_run_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -43,7 +42,7 @@ class _GroupReadingCluster(LocalCluster):
 
     def __init__(self, spec: TestSpec) -> None:
         super().__init__(spec)
-        self.group, self.topic = rpw_group_id(spec), spec.topic.name
+        self.group, self.topic = spec.rpw_group_id, spec.topic.name
         self.committed: dict[int, int] | None = None
 
     def collect(self, dest: Path) -> None:

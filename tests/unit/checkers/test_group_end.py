@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from faultline.checkers.conform import schema
-from faultline.checkers.group_end import GroupEnd, group_end, offsets_nodes
+from faultline.checkers.group_end import GroupEnd, group_end, group_partition, offsets_nodes, partition_nodes
+from faultline.targeted import coordinator_partition
 from tests.schemas import validator
 from tests.unit.checkers.test_conform import _no_floats_nor_wide_ints, mutated
 
@@ -42,13 +43,15 @@ def test_the_example_conforms_and_gives_the_topics_offsets(tmp_path: Path) -> No
     assert end.offsets_partition == 3 and end.offsets_replicas == FILE["offsets_replicas"]
 
 
+def line(partition: int, replicas: list[int]) -> dict[str, Any]:
+    """A metadata.jsonl line creating __consumer_offsets partition ``partition`` on ``replicas``."""
+    return {"offset": 1, "time": 0, "type": "partition", "topic": "__consumer_offsets",
+            "partition": partition, "leader": replicas[0], "isr": replicas, "replicas": replicas}
+
+
 def test_the_nodes_holding_the_offsets_partition_are_the_metadata_logs() -> None:
     """The metadata log's replicas of the group's __consumer_offsets partition (3), where
     group.json's replicas (node 1) are among them; else not known."""
-    def line(partition: int, replicas: list[int]) -> dict[str, Any]:
-        return {"offset": 1, "time": 0, "type": "partition", "topic": "__consumer_offsets",
-                "partition": partition, "leader": replicas[0], "isr": replicas, "replicas": replicas}
-
     end = GroupEnd({}, 3, FILE["offsets_replicas"])  # type: ignore[arg-type]
     assert offsets_nodes(end, [line(2, [4, 5, 6]), line(3, [1, 2, 3])]) == {"1", "2", "3"}
     assert offsets_nodes(GroupEnd({}, 3, None), [line(3, [1, 2, 3])]) == {"1", "2", "3"}
@@ -56,6 +59,19 @@ def test_the_nodes_holding_the_offsets_partition_are_the_metadata_logs() -> None
     assert offsets_nodes(end, [line(2, [1, 2, 3])]) is None, "the log does not give partition 3"
     assert offsets_nodes(end, None) is None
     assert offsets_nodes(GroupEnd({}), [line(3, [1, 2, 3])]) is None, "the partition is not known"
+
+
+def test_a_groups_offsets_partition_is_kafkas_pick_among_the_partitions_the_metadata_log_records() -> None:
+    """A group without group.json (read-process-write's): its partition is
+    coordinator_partition over the __consumer_offsets partitions the log records, where it
+    records 0 to n - 1 each; else not known."""
+    five = [line(p, [p % 3 + 1]) for p in range(5)]
+    assert group_partition("faultline-t-rpw", five) == coordinator_partition("faultline-t-rpw", 5)
+    assert group_partition("faultline-t-rpw", five[1:]) is None, "partition 0 is not recorded"
+    assert group_partition("faultline-t-rpw", []) is None
+    assert group_partition("faultline-t-rpw", None) is None
+    at = coordinator_partition("faultline-t-rpw", 5)
+    assert partition_nodes(at, five) == {str(at % 3 + 1)}
 
 
 def test_a_missing_file_another_group_or_no_answer_is_one_line(tmp_path: Path) -> None:

@@ -74,12 +74,14 @@ class G:
     def fault(self, f: str) -> None:
         self.op("nemesis", "info", f, {"nodes": [1]})
 
-    def kill(self, f: str = "kill", at: float | None = None) -> None:
-        """A node fault on node 1, partition 0's leader, begun and completed (at ``at`` s)."""
+    def kill(self, f: str = "kill", at: float | None = None, truncated: dict[str, Any] | None = None) -> None:
+        """A node fault on node 1, partition 0's leader, begun and completed (at ``at`` s),
+        its completion with lose-unflushed's ``truncated`` where given."""
         if at is not None:
             self.at(at)
         self.op("nemesis", "info", f, {"nodes": [1], "leaders": {f"{TOPIC}/0": 1}})
-        self.op("nemesis", "info", f, {"nodes": [1], "leaders": {f"{TOPIC}/0": 1}})
+        self.op("nemesis", "info", f, {"nodes": [1], "leaders": {f"{TOPIC}/0": 1},
+                                       **({} if truncated is None else {"truncated": truncated})})
 
     def drain(self, partition: int, records: list[tuple[int, int]]) -> None:
         v = {"topic": TOPIC, "partition": partition}
@@ -111,18 +113,20 @@ def sends(h: G) -> SendTable:
 def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,
            end: dict[int, int] | str | None = None, static: bool = False,
            offsets: frozenset[str] | None = frozenset({"1"}), timeline: Timeline | None = None,
-           commits: CommitLogs | None = None) -> dict[str, Any]:
+           commits: CommitLogs | None = None, offsets_partition: int | None = None) -> dict[str, Any]:
     """The group checker's verdict on ``h``; ``end``: the coordinator's committed offsets
     after the drain (None: each partition's last ok commit, as a coordinator that lost none);
     ``offsets``: the nodes holding the group's __consumer_offsets partition (node 1, which
     :meth:`G.kill` hits; None: not known); ``timeline``: the metadata log's; ``commits``:
-    the commit records in those replicas' logs."""
+    the commit records in those replicas' logs; ``offsets_partition``: which partition of
+    __consumer_offsets that is (None: not known)."""
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     g = h.group(partitions)
     if end is None:
         end = {p: c.offset for p in range(partitions) if (c := groups.last_committed(g, p)) is not None}
-    result = groups.judge(g, config, groups.FaultWindows(g.actions, TOPIC, timeline, offsets), asynchronous,
-                          end=end, static=static, sends=sends(h), commits=commits)
+    windows = groups.FaultWindows(g.actions, TOPIC, timeline, offsets, offsets_partition)
+    result = groups.judge(g, config, windows, asynchronous, end=end, static=static, sends=sends(h),
+                          commits=commits)
     out: dict[str, Any] = {**result.to_json(), **result.extra["group"]}
     assert out["valid"] == result.valid
     out["unknown"] = [u["kind"] for u in result.unknown if u["affects_verdict"]]
@@ -138,21 +142,22 @@ def five(h: G, process: int = 1, skip: int | None = None) -> None:
 # -- commit-backwards ------------------------------------------------------------------------
 
 
-def backwards(second: int, fault_at: float | None = None, fault: str = "kill") -> G:
+def backwards(second: int, fault_at: float | None = None, fault: str = "kill",
+              truncated: dict[str, Any] | None = None) -> G:
     """Process 1 commits 5, then process 2, which took over at 5, commits ``second``; a
     ``fault`` of partition 0's leader between the two (``fault_at`` 0) or after both, at
-    ``fault_at`` s."""
+    ``fault_at`` s (its ``truncated``, :meth:`G.kill`)."""
     h = G()
     five(h)
     h.commit(1, [(0, 5)])
     if fault_at == 0:
-        h.kill(fault)
+        h.kill(fault, truncated=truncated)
     h.rebalance(1, "revoke", [0])
     h.rebalance(2, "assign", [0])
     h.poll(2, [(0, off, 100 + off) for off in range(5, 5 + second)])
     h.commit(2, [(0, second)])
     if fault_at:
-        h.kill(fault, at=fault_at)
+        h.kill(fault, at=fault_at, truncated=truncated)
     return h
 
 
@@ -541,10 +546,10 @@ def test_the_group_workload_is_checked_by_the_queue_and_group_checkers(tmp_path:
     assert assigned.violations == ["poll-skip"] and "group" not in assigned.extra
 
 
-def handed_over(reads: Iterable[int], fault: str | None = None) -> G:
+def handed_over(reads: Iterable[int], fault: str | None = None, truncated: dict[str, Any] | None = None) -> G:
     """Eight records sent; process 1 reads 0 to 4, commits 5 (ok) and is revoked; a
-    ``fault`` of partition 0's leader; process 2 is assigned the partition and reads
-    ``reads``."""
+    ``fault`` of partition 0's leader (its ``truncated``, :meth:`G.kill`); process 2 is
+    assigned the partition and reads ``reads``."""
     h = G()
     for off in range(8):
         h.send(0, 100 + off, 0, off)
@@ -552,7 +557,7 @@ def handed_over(reads: Iterable[int], fault: str | None = None) -> G:
     h.commit(1, [(0, 5)])
     h.rebalance(1, "revoke", [0])
     if fault is not None:
-        h.kill(fault)
+        h.kill(fault, truncated=truncated)
     h.rebalance(2, "assign", [0])
     h.poll(2, [(0, off, 100 + off) for off in reads])
     return h
@@ -668,9 +673,11 @@ def test_the_group_history_results_and_spec_match_their_schemas(tmp_path: Path) 
 # -- commit-lost -------------------------------------------------------------------------------
 
 
-def committed(fault: str | None = None, info: int | None = None) -> G:
+def committed(fault: str | None = None, info: int | None = None,
+              truncated: dict[str, Any] | None = None) -> G:
     """Process 1 polls 0 to 4, commits 3 then 5 (ok), then ``info`` (a commit of that offset
-    whose outcome is unknown) when given; a ``fault`` of node 1 after the last ok commit."""
+    whose outcome is unknown) when given; a ``fault`` of node 1 after the last ok commit
+    (its ``truncated``, :meth:`G.kill`)."""
     h = G()
     five(h)
     h.commit(1, [(0, 3)])
@@ -678,7 +685,7 @@ def committed(fault: str | None = None, info: int | None = None) -> G:
     if info is not None:
         h.commit(1, [(0, info)], "info")
     if fault is not None:
-        h.kill(fault)
+        h.kill(fault, truncated=truncated)
     return h
 
 
@@ -770,6 +777,33 @@ def test_the_offsets_logs_own_record_refutes_destroyed_data_as_the_cause() -> No
     assert judged(lost, end={0: 3}, commits=[fell, fell])["permitted"] == ["commit-lost"]
     assert judged(lost, end={0: 3}, commits=[to_end, [(0, 0, 3)]])["unknown"] == [
         "group-permitted-on-assumption"]
+
+
+CUT = {"old_end": 9, "new_end": 6, "recovery_point": 6, "bytes_removed": 300}
+KEPT = {f"{TOPIC}/0": {"old_end": 8, "new_end": 8, "recovery_point": 8, "bytes_removed": 0}}
+
+
+@pytest.mark.parametrize(("truncated", "partition", "permitted"), [
+    ({**KEPT, "__consumer_offsets/3": CUT}, 3, True),  # the record says it cut the offsets partition
+    (KEPT, 3, False),  # it lists every partition of another topic that lost records: not this one
+    ({**KEPT, "__consumer_offsets/3": {**CUT, "new_end": 9}}, 3, False),  # listed, its log end kept
+    ({**KEPT, "__consumer_offsets/1": CUT}, 3, False),  # another group's partition was cut
+    (KEPT, None, True),  # which partition holds the group's offsets is not known: it cannot say
+    (None, 3, True),  # no record (a run before it, or a wipe, which deletes everything)
+])
+def test_a_lose_unflusheds_own_record_decides_whether_it_lost_the_groups_commits(
+        truncated: dict[str, Any] | None, partition: int | None, permitted: bool) -> None:
+    """A lose-unflushed of node 1, a replica of the group's offsets partition (3): its
+    completion's ``truncated`` lists what it cut; where that says it cut nothing of the
+    partition, it lost no commit, and commit-backwards, commit-lost and
+    redelivery-below-commit are violations; where it cut there, or cannot say, permitted."""
+    for anomaly, h, end in (
+            ("commit-backwards", backwards(3, 0, "lose-unflushed", truncated), None),
+            ("commit-lost", committed("lose-unflushed", truncated=truncated), {0: 3}),
+            ("redelivery-below-commit", handed_over(range(8), "lose-unflushed", truncated), None)):
+        out = judged(h, end=end, offsets_partition=partition)
+        assert (out["permitted"], out["violations"]) == (([anomaly], []) if permitted else ([], [anomaly])), \
+            anomaly
 
 
 def test_a_retired_async_member_leaves_commit_lost_unknown() -> None:

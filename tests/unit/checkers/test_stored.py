@@ -12,14 +12,17 @@ from typing import Any
 
 import pytest
 
+from faultline.checkers.guarantees import PROCESSED_TWICE
 from faultline.checkers.result import UNKNOWN, Result, Valid
 from faultline.checkers.stored import Checked, Checker, StoredRun, check_stored, compose
 from faultline.history import ReadResult
 from faultline.spec import KafkaSpec, TestSpec
+from faultline.targeted import coordinator_partition
 from tests.unit.checkers.queue_hist import TOPIC, H, make_spec
 from tests.unit.checkers.test_transactions import SECOND, committed_pair
 from tests.unit.checkers.test_transactions import H as TxnH
 from tests.unit.checkers.test_transactions import spec as txn_spec
+from tests.unit.checkers.test_transactions_rpw import twice, wipe
 
 
 def run_dir(path: Path, h: H, **files: str) -> Path:
@@ -280,3 +283,21 @@ def test_a_txn_loss_judged_without_eligible_leader_replicas_the_cluster_had_is_u
     assert check_stored(txn_run(tmp_path / "off", spec, h, cluster_json(False, []))).valid is True
     on = check_stored(txn_run(tmp_path / "on", spec, h, cluster_json(True, [])))
     assert on.valid == UNKNOWN and [u["kind"] for u in on.unknown] == ["broker-state-disagrees"]
+
+
+@pytest.mark.parametrize(("replicas", "permitted"), [([1, 2, 3], True), ([2, 3, 4], False)])
+def test_a_stored_txn_runs_processed_twice_is_judged_by_the_rpw_groups_offsets_replicas_in_its_metadata_log(
+        tmp_path: Path, replicas: list[int], permitted: bool) -> None:
+    """A wipe of node 1 between two committed transactions that read one record: permitted
+    where the metadata log gives node 1 the rpw group's __consumer_offsets partition
+    (coordinator_partition over the five it records), a violation where it gives it none."""
+    spec = txn_spec()
+    at = coordinator_partition(spec.rpw_group_id, 5)
+    d = txn_run(tmp_path / "run", spec, twice(wipe(1)), cluster_json(True, []))
+    lines = [{"offset": p, "time": 0, "type": "partition", "topic": "__consumer_offsets", "partition": p,
+              "leader": r[0], "isr": r, "replicas": r}
+             for p in range(5) for r in [replicas if p == at else [4, 5, 6]]]
+    (d / "metadata.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = check_stored(d)
+    assert result.anomaly_counts[PROCESSED_TWICE] == 1
+    assert (PROCESSED_TWICE in result.violations) is not permitted

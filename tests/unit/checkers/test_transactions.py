@@ -90,18 +90,20 @@ class H:
                                    "high_watermark": 10, "records": [list(r) for r in records],
                                    "last": True})
 
-    def fault(self, f: str, nodes: tuple[int, ...] = (1,)) -> None:
-        """A nemesis action (a fault or a heal) on ``nodes``: its two ``info`` ops."""
+    def fault(self, f: str, nodes: tuple[int, ...] = (1,), **completion: Any) -> None:
+        """A nemesis action (a fault or a heal) on ``nodes``: its two ``info`` ops, the
+        second with ``completion``'s fields too."""
         self.op("nemesis", "info", f, {"nodes": list(nodes)})
-        self.op("nemesis", "info", f, {"nodes": list(nodes), "result": "done"})
+        self.op("nemesis", "info", f, {"nodes": list(nodes), "result": "done", **completion})
 
 
 def verdict(h: H, s: TestSpec | None = None, protocol: int = 1,
             timeline: Timeline | None = None, logs: Mapping[int, PartitionLog] | None = None,
-            stable: Mapping[int, tuple[int, int]] | None = None) -> dict[str, Any]:
+            stable: Mapping[int, tuple[int, int]] | None = None,
+            offsets: tuple[int | None, frozenset[str] | None] = (None, None)) -> dict[str, Any]:
     s = s or spec()
     return check_transactions(s, txn_history(s, h.rows), TransactionConfig(protocol=protocol),
-                              timeline=timeline, logs=logs, stable=stable).to_json()
+                              timeline=timeline, logs=logs, stable=stable, offsets=offsets).to_json()
 
 
 def committed_pair(h: H) -> None:
@@ -242,24 +244,24 @@ def test_the_transaction_protocol_is_the_lower_of_the_cluster_and_the_client() -
     assert TransactionConfig.from_spec(spec()).protocol == 1
 
 
-@pytest.mark.parametrize(("protocol", "families", "loss", "permitted"), [
-    (1, frozenset(), None, set()),
-    (1, frozenset({"kill"}), None, set()),
-    (1, frozenset({"pause"}), None, {"aborted-read", "precommitted-read", TORN, "lost-write", G0,
-                                     "nonmonotonic-send", G1C, PROCESSED_TWICE}),
-    (2, frozenset({"pause", "toxics"}), None, set()),
-    # destroyed data permits a loss only where a partition's rule does; the group's offsets
-    # (__consumer_offsets, min.insync.replicas=1) it may destroy anywhere
-    (2, frozenset({"wipe"}), None, {PROCESSED_TWICE}),
-    (2, frozenset(), "data was destroyed", {TORN, "lost-write", G0, "nonmonotonic-send", G1C,
-                                            PROCESSED_TWICE}),  # an offset
+@pytest.mark.parametrize(("protocol", "families", "loss", "rewound", "permitted"), [
+    (1, frozenset(), None, None, set()),
+    (1, frozenset({"kill"}), None, None, set()),
+    (1, frozenset({"pause"}), None, None, {"aborted-read", "precommitted-read", TORN, "lost-write", G0,
+                                           "nonmonotonic-send", G1C, PROCESSED_TWICE}),
+    (2, frozenset({"pause", "toxics"}), None, None, set()),
+    # destroyed data permits a loss only where a partition's rule does, and processed-twice
+    # only where the group's position may have gone back (rewound: the offsets partition's nodes)
+    (2, frozenset({"wipe"}), None, None, set()),
+    (2, frozenset(), "data was destroyed", None, {TORN, "lost-write", G0, "nonmonotonic-send", G1C}),
     # lost and taken again: a later transaction's record ahead (G0), a producer's later one (nonmonotonic)
+    (2, frozenset(), None, "wipe destroyed data", {PROCESSED_TWICE}),
 ])
 def test_transaction_rules(protocol: int, families: frozenset[str], loss: str | None,
-                           permitted: set[str]) -> None:
+                           rewound: str | None, permitted: set[str]) -> None:
     config = TransactionConfig(protocol=protocol)
-    assert set(transaction_rules(config, families, loss)) == permitted
-    assert set(transaction_forbidden(config, families, loss)).isdisjoint(permitted)
+    assert set(transaction_rules(config, families, loss, rewound)) == permitted
+    assert set(transaction_forbidden(config, families, loss, rewound)).isdisjoint(permitted)
 
 
 def test_a_txn_op_without_its_sends_is_refused_naming_its_line() -> None:

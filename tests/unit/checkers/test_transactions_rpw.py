@@ -4,6 +4,7 @@ histories that differ in one fact."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from faultline.checkers.guarantees import G1C, PROCESSED_TWICE
 from faultline.errors import HistoryError
 from tests.schemas import validator
-from tests.unit.checkers.test_transactions import TOPIC, H, spec, verdict
+from tests.unit.checkers.test_transactions import SECOND, TOPIC, H, lone_replicas, spec, verdict
 
 
 def rpw_end(h: H, p: int, outcome: str, sends: list[tuple[int, int, int]],
@@ -91,16 +92,90 @@ def test_a_record_two_committed_transactions_read_is_processed_twice(outcome: st
     assert r["violations"] == ([PROCESSED_TWICE] if outcome == "ok" else [])
 
 
-def test_processed_twice_after_a_wipe_is_permitted() -> None:
+def twice(fault: Callable[[H], None], when: str = "between") -> H:
+    """Transactions 1 and 2 (processes 1 and 2) both read value 1 at partition 0's offset 0;
+    ``fault`` acts ``when``: before the first, between the two or after both; the drains
+    read all."""
     h = H()
-    h.fault("wipe")
+    h.wait(SECOND)
     h.txn(0, "ok", (0, 1, 0))
-    rpw(h, 1, "ok", [(1, 2, 0)], [(0, 0, 1)])
-    rpw(h, 2, "ok", [(1, 3, 2)], [(0, 0, 1)])
-    r = verdict(h, protocol=2)
-    assert r["anomaly_counts"][PROCESSED_TWICE] == 1
-    assert PROCESSED_TWICE not in r["violations"]
-    assert "__consumer_offsets" in r["anomalies"][PROCESSED_TWICE][0]["reason"]
+    for step in ("before", lambda: rpw(h, 1, "ok", [(1, 2, 0)], [(0, 0, 1)]), "between",
+                 lambda: rpw(h, 2, "ok", [(1, 3, 1)], [(0, 0, 1)]), "after"):
+        if step == when:
+            fault(h)
+        elif callable(step):
+            step()
+    h.drain(10, 0, (0, 1))
+    h.drain(11, 1, (0, 2), (1, 3))
+    return h
+
+
+def wipe(node: int) -> Callable[[H], None]:
+    return lambda h: (h.fault("wipe", (node,)), h.fault("start", (node,)))[-1]
+
+
+#: The rpw group's __consumer_offsets partition (3) and the nodes holding it, by the metadata log.
+ON_1, OFF_1 = (3, frozenset({"1", "2"})), (3, frozenset({"2", "3"}))
+
+
+@pytest.mark.parametrize(("fault", "when", "offsets", "expected"), [
+    (wipe(1), "between", ON_1, True),  # a replica of the group's offsets partition wiped between the reads
+    (wipe(1), "between", OFF_1, False),  # node 1 holds none: the group's commits are elsewhere
+    (wipe(1), "before", ON_1, False),  # wiped before the first transaction began: its commit came later
+    (wipe(1), "after", ON_1, False),  # wiped after both had read
+    (wipe(1), "between", (3, None), "unknown"),  # which nodes hold it is not known: an assumption
+    (lambda h: h.op("nemesis", "info", "wipe", {"nodes": [1]}), "between", ON_1, "unknown"),  # no end
+])
+def test_processed_twice_is_permitted_by_data_destroyed_on_the_groups_offsets_replica_in_its_window(
+        fault: Callable[[H], None], when: str, offsets: tuple[int, frozenset[str] | None],
+        expected: bool | str) -> None:
+    """Found by review: any wipe anywhere in the run excused it. Only data destroyed, by a
+    fault that completed, on a node holding the rpw group's __consumer_offsets partition
+    (min.insync.replicas=1 there), after the first reader's invoke and before the later
+    read, may lose the first one's commit of the group's offsets."""
+    r = verdict(twice(fault, when), protocol=2, offsets=offsets)
+    (e,) = r["anomalies"][PROCESSED_TWICE]
+    assert r["valid"] == (False if expected is False else "unknown" if expected == "unknown" else True)
+    assert e["permitted"] is (expected is not False)
+    if expected is not False:
+        assert "__consumer_offsets" in e["reason"]
+    if expected == "unknown":
+        assert [u["kind"] for u in r["unknown"]] == ["permitted-on-assumption"]
+
+
+CUT = {"old_end": 9, "new_end": 6, "recovery_point": 6, "bytes_removed": 300}
+
+
+@pytest.mark.parametrize(("truncated", "permitted"), [
+    ({f"{TOPIC}/0": {**CUT, "new_end": 9}, "__consumer_offsets/3": CUT}, True),
+    ({f"{TOPIC}/0": {**CUT, "new_end": 9}}, False),  # every other topic's partition that lost records: not 3
+])
+def test_a_lose_unflusheds_own_record_decides_whether_it_lost_the_groups_offsets(
+        truncated: dict[str, Any], permitted: bool) -> None:
+    def lose(h: H) -> None:
+        h.fault("lose-unflushed", (1,), truncated=truncated)
+        h.fault("start", (1,))
+
+    r = verdict(twice(lose), protocol=2, offsets=ON_1)
+    assert r["anomalies"][PROCESSED_TWICE][0]["permitted"] is permitted
+    assert r["violations"] == ([] if permitted else [PROCESSED_TWICE])
+
+
+@pytest.mark.parametrize(("node", "when", "permitted"), [(1, "between", True), (2, "between", False),
+                                                        (1, "after", False)])
+def test_processed_twice_is_permitted_by_a_truncation_of_the_records_partition_in_its_window(
+        node: int, when: str, permitted: bool) -> None:
+    """A truncation of the test topic below the group's committed position puts the next
+    fetch out of range and auto.offset.reset=earliest rewinds the member: the same record
+    (offset and value) is read again. Partition 0's only replica (node 1) wiped between the
+    two reads permits it; partition 1's (node 2), or one after both, does not (neither node
+    holds the group's offsets)."""
+    r = verdict(twice(wipe(node), when), spec(replication_factor=1), protocol=2, timeline=lone_replicas(),
+                offsets=(3, frozenset({"3"})))
+    (e,) = r["anomalies"][PROCESSED_TWICE]
+    assert e["permitted"] is permitted
+    if permitted:
+        assert "KAFKA-19902" in e["reason"]
 
 
 @pytest.mark.parametrize("writer", ["ok", "fail"])

@@ -16,7 +16,6 @@ from faultline.workloads import workload_for
 from faultline.workloads.java_client import JavaProgram
 from faultline.workloads.java_txn import CrashableJavaTxnWorkload, JavaTxnWorkload
 from faultline.workloads.outcomes import CRASH_ERROR
-from faultline.workloads.rpw import rpw_group_id
 from tests.unit.workloads.test_java_client import Trickle, printed_line
 from tests.unit.workloads.test_java_crashable import fake_jvms
 
@@ -45,7 +44,7 @@ def test_the_program_is_told_how_many_records_a_transaction_reads_and_in_which_g
     rpw = dataclasses.replace(SPEC, transactions=TransactionSpec(sends=2, reads=3))
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         args = dict(a.split("=", 1) for a in JavaTxnWorkload(rpw, "x:9092", history)._args())
-    assert (args["reads"], args["rpw_group"]) == ("3", rpw_group_id(rpw)) == ("3", "faultline-jt-rpw")
+    assert (args["reads"], args["rpw_group"]) == ("3", rpw.rpw_group_id) == ("3", "faultline-jt-rpw")
 
 
 def test_printed_transactions_become_txn_ops_counted_as_transactions(tmp_path: Path) -> None:
