@@ -126,8 +126,8 @@ def _held(log: list[tuple[int, int | None]], higher: int, lower: int | None, to_
         if off == higher:
             since = True
         elif off is None or off < higher:
-            if since and off == lower and lower is not None:
-                return True
+            if off == lower and lower is not None:
+                return since  # the first record of lower: a later one may be another commit's
             since = False
     return since and to_end
 

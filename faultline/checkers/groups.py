@@ -180,6 +180,9 @@ def lost_window(u: Unreceived, had: list[Value], sends: SendTable | None) -> tup
     sent = sends.get(u.value)
     if sent is None or sent.outcome != "ok" or (sent.partition, sent.offset) != (u.partition, u.offset):
         return since, None
+    if not written or any(w is None or w.outcome != "ok" or (w.partition, w.offset) != (u.partition, u.offset)
+                          or w.end_time >= sent.invoke_time for w in written):
+        return since, None  # what members had at the offset may have been written after u, on another branch
     return since, sent.end_time
 
 

@@ -13,7 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from faultline.checkers.conform import schema
-from faultline.checkers.group_end import GroupEnd, group_end, group_partition, offsets_nodes, partition_nodes
+from faultline.checkers.group_end import (
+    GroupEnd,
+    group_end,
+    group_partition,
+    offsets_nodes,
+    partition_nodes,
+    stored_before,
+)
 from faultline.targeted import coordinator_partition
 from tests.schemas import validator
 from tests.unit.checkers.test_conform import _no_floats_nor_wide_ints, mutated
@@ -106,3 +113,15 @@ def test_arbitrary_bytes_are_read_or_named_in_one_line(tmp_path_factory: pytest.
     (path / "group.json").write_bytes(raw)
     got = group_end(path, GROUP, TOPIC).offsets
     assert isinstance(got, dict) or "\n" not in got
+
+
+def test_only_the_first_record_of_the_lower_offset_answers_for_the_lower_commit() -> None:
+    """History: 100 committed and lost with destroyed data, then 80; later 100 and 80 again,
+    as members re-commit the same offsets. The log holds 50, 80, 100, 80: the later pair
+    says nothing of the first, whose 100 never reached the log (the review's finding); a
+    log where 100 comes before the first 80 does say 100 was kept until then."""
+    repeated = [(0, 0, 50), (1, 0, 80), (2, 0, 100), (3, 0, 80)]
+    assert stored_before([repeated, repeated], 0, 100, 80) is False
+    kept = [(0, 0, 50), (1, 0, 100), (2, 0, 80)]
+    assert stored_before([kept, kept], 0, 100, 80) is True
+    assert stored_before([kept, repeated], 0, 100, 80) is None

@@ -449,6 +449,34 @@ def test_only_a_truncation_between_the_lost_records_write_and_its_replacement_pe
         "999 acknowledged at 7: the copy at 2 may be a duplicate appended later"
 
 
+def test_a_replacement_acknowledged_before_the_lost_record_was_sent_bounds_nothing() -> None:
+    """acks=1, unclean election on: node 1 acknowledges 999 at offset 2 at 1 s, unreplicated,
+    and is killed at 2 s; node 2, elected without it, takes 102 at 2 (5 s), which members
+    read and commit past; node 2 is killed at 10 s and node 1 elected uncleanly: 999 is back
+    at 2 and 102 lost. 999's ack came before 102 was sent, on another branch of the log, so
+    it bounds no window: the election at 10 s permits the loss (the review's finding)."""
+    h = G()
+    for off in range(2):
+        h.send(0, 100 + off, 0, off)
+    h.at(1).send(0, 999, 0, 2)
+    h.kill(at=2)
+    h.at(5)
+    for off in range(2, 5):
+        h.send(0, 100 + off, 0, off)
+    five(h)
+    h.commit(1, [(0, 5)])
+    h.at(10).op("nemesis", "info", "kill", {"nodes": [2], "leaders": {f"{TOPIC}/0": 2}})
+    h.op("nemesis", "info", "kill", {"nodes": [2], "leaders": {f"{TOPIC}/0": 2}})
+    h.at(30).drain(0, [(off, 999 if off == 2 else 100 + off) for off in range(5)])
+    every = frozenset({1, 2, 3})
+    timeline = {(TOPIC, 0): [MetadataState(0, 1, every, every),
+                             MetadataState(int(2.1 * S), 2, frozenset({2, 3}), every),
+                             MetadataState(int(10.1 * S), 1, frozenset({1}), every),
+                             MetadataState(int(12 * S), 1, every, every)]}
+    out = judged(h, acks="1", timeline=timeline)
+    assert (out["violations"], out["permitted"]) == ([], ["lost-to-group"]), out
+
+
 # -- unassigned-member ---------------------------------------------------------------------------
 
 
