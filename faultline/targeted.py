@@ -87,9 +87,11 @@ lowest-numbered follower in P's ISR, ``controller`` the active KRaft controller,
 ``P has a new leader`` holds once P is led by a node other than the leader that the
 schedule last resolved for P (or, before any, the one P had when the wait began).
 ``group G has committed`` cannot see a commit of the offsets G had committed already.
-``group G has committed past P`` holds once G's position on P is beyond every record P
-held when the wait began: after ``isr of P is {leader}`` has held a moment (the leader
-raises the HW to its log end when the ISR shrinks), beyond every other replica's log end.
+``group G has committed past P`` holds once G's committed offset of P is above the high
+watermark P had when the wait began (so never on a partition nobody writes to): past
+every record P held then, and after ``isr of P is {leader}`` has held a moment (the
+leader raises the HW to its log end when the ISR shrinks) past every other replica's
+log end.
 Every wait is bounded; a wait that is not met in time ends the schedule.
 
 Words are case-insensitive; ``the`` and ``a`` are ignored (``crash the leader of 0``).

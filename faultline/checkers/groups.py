@@ -170,9 +170,11 @@ def lost_window(u: Unreceived, had: list[Value], sends: SendTable | None) -> tup
     """When a truncation could have lost ``u`` to the group: after the earliest send invoke of
     the values members received at its offset (``had``; 0 where none, or where one has no
     send), and before its own value was appended there, by its send's acknowledgement of
-    that offset (None where it has none: up to the drain; a copy acknowledged elsewhere, a
-    duplicate, may have been appended there later, by a request held in the network).
-    ``sends``: the history's sends (None: not known, so neither bound)."""
+    that offset where each value members had there was acknowledged there before that
+    send's invoke (None otherwise: up to the drain; a copy acknowledged elsewhere, a
+    duplicate, may have been appended there later, by a request held in the network, and
+    one sent before what members had may sit on another branch of the log, restored by an
+    unclean election). ``sends``: the history's sends (None: not known, so neither bound)."""
     if sends is None:
         return 0, None
     written = [sends.get(w) for w in had]
@@ -180,9 +182,10 @@ def lost_window(u: Unreceived, had: list[Value], sends: SendTable | None) -> tup
     sent = sends.get(u.value)
     if sent is None or sent.outcome != "ok" or (sent.partition, sent.offset) != (u.partition, u.offset):
         return since, None
-    if not written or any(w is None or w.outcome != "ok" or (w.partition, w.offset) != (u.partition, u.offset)
+    if not written or any(w is None or w.outcome != "ok" or w.end_time is None
+                          or (w.partition, w.offset) != (u.partition, u.offset)
                           or w.end_time >= sent.invoke_time for w in written):
-        return since, None  # what members had at the offset may have been written after u, on another branch
+        return since, None  # u may have been appended first, on another branch of the log
     return since, sent.end_time
 
 
@@ -357,17 +360,18 @@ class FaultWindows:
                        for s in (False, True))
         return why, why is not None and strict is None
 
-    def destroyed(self, since: int, until: int, kept: bool | None = False) -> tuple[str | None, bool]:
+    def destroyed(self, since: int, until: int,
+                  replicas_kept: bool | None = False) -> tuple[str | None, bool]:
         """Why data-destroying faults that may have acted after ``since`` and began before
         ``until`` may have lost the group's commits (:func:`offsets_destroyed`; None: none
         could have), and whether only assumed ones do: a fault counts where it names a
         node holding a replica of the group's offsets partition, completed with no error;
         one that names no node, failed, never completed, or acted while those nodes are not
         known may have, an assumption; one whose own record says it cut nothing of that
-        partition (:func:`cut_nothing`) did not. ``kept``: what the offsets partition's replicas say
-        of the commit lost (:func:`~faultline.checkers.group_end.stored_before`): True,
-        every one kept it, so nothing lost it; None, they disagree, so only assumed; False,
-        none says so."""
+        partition (:func:`cut_nothing`) did not. ``replicas_kept``: what the offsets
+        partition's replicas say of the commit lost
+        (:func:`~faultline.checkers.group_end.stored_before`): True, every one kept it, so
+        nothing lost it; None, they disagree, so only assumed; False, none says so."""
         witnessed: set[str] = set()
         assumed: set[str] = set()
         holders = self._offsets_nodes
@@ -384,18 +388,18 @@ class FaultWindows:
             done = a.end is not None and a.error is None
             (witnessed if holders is not None and named and done else assumed).add(f.name)
         families = sorted(witnessed or assumed)
-        if not families or kept is True:
+        if not families or replicas_kept is True:
             return None, False
-        return offsets_destroyed(families), kept is None or not witnessed
+        return offsets_destroyed(families), replicas_kept is None or not witnessed
 
     def excused(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
-                until: int, kept: bool | None = False) -> tuple[str | None, bool]:
+                until: int, replicas_kept: bool | None = False) -> tuple[str | None, bool]:
         """Why the faults from ``since`` to ``until`` permit ``anomaly``, by the test topic's
         faults (:meth:`permitted`) or the group's commits lost with destroyed data
-        (:meth:`destroyed`, given ``kept``), a witnessed reason before an assumed one; and
-        whether only assumed ones do."""
+        (:meth:`destroyed`, given ``replicas_kept``), a witnessed reason before an assumed
+        one; and whether only assumed ones do."""
         why, assumed = self.permitted(config, anomaly, partition, since, until)
-        lost, lost_assumed = self.destroyed(since, until, kept)
+        lost, lost_assumed = self.destroyed(since, until, replicas_kept)
         if why is None or (assumed and lost is not None and not lost_assumed):
             return lost, lost_assumed
         return why, assumed
@@ -404,11 +408,11 @@ class FaultWindows:
         key = (partition, until, strict)
         if key not in self._windows:
             tp = (self._topic, partition)
-            kept = [a for a in self._actions if until is None or a.start < until]
+            begun = [a for a in self._actions if until is None or a.start < until]
             states = self._timeline.get(tp)
             if states is not None and until is not None:  # what the log shows once it was over
                 states = [st for st in states if st.time < until + CLOCK_MARGIN_NS]
-            self._windows[key] = Windows(kept, tp, states, strict)
+            self._windows[key] = Windows(begun, tp, states, strict)
         return self._windows[key]
 
 
@@ -538,8 +542,8 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
         add("unassigned-member", {"process": m.process, "time": m.time, "unowned": m.unowned})
     unjournaled = asynchronous and bool(g.retired)
     for lost in [] if isinstance(end, str) else commits_lost(g, end, asynchronous):
-        kept = kept_to_end(commits, lost.partition, lost.last.offset, lost.committed)
-        why, assumed = windows.destroyed(lost.last.invoked, 2**63, kept)
+        replicas_kept = kept_to_end(commits, lost.partition, lost.last.offset, lost.committed)
+        why, assumed = windows.destroyed(lost.last.invoked, 2**63, replicas_kept)
         add("commit-lost", {
             "partition": lost.partition, "committed": lost.committed, "offset": lost.last.offset,
             "process": lost.last.process, "time": lost.last.ended},

@@ -524,10 +524,12 @@ def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[st
 
 
 def offsets_destroyed(families: Sequence[str]) -> str:
-    """Why ``commit-backwards`` is permitted where faults of ``families`` destroyed data on a
-    node holding a replica of the group's ``__consumer_offsets`` partition between the
-    higher commit and the lower one (which node, and whether the offsets log refutes it,
-    is :meth:`faultline.checkers.groups.FaultWindows.destroyed`'s question):
+    """Why a group's commit may be lost (``commit-backwards``, ``commit-lost``, a read below
+    or away from the committed position, the offsets log's replicas disagreeing, and
+    ``processed-twice``) where faults of ``families`` destroyed data on a node holding a
+    replica of the group's ``__consumer_offsets`` partition after the commit (which node,
+    and whether the offsets log refutes it, is
+    :meth:`faultline.checkers.groups.FaultWindows.destroyed`'s question):
     ``__consumer_offsets`` keeps the broker default ``min.insync.replicas=1``, so the
     coordinator may lose an acknowledged commit whatever the test topic forbids
     (docs/design.md, "Consumer groups")."""

@@ -3,7 +3,8 @@ commits past the high watermark its partition had once its leader was alone in t
 an unclean election truncates the log below that committed position, and the owner's
 position resets and its next commit is lower; the run is valid, those anomalies permitted
 by the rule the recipe names (``guarantees.group_permitted``). The schedule's waits pin
-each step to the state it needs; nothing here waits for luck."""
+each step to the state it needs, but for the last: it takes any partition's commit, and
+partition 0's owner commits every second in the rest of the run."""
 
 from __future__ import annotations
 
