@@ -414,16 +414,23 @@ def _minority_cut(grudge: Any) -> set[str] | None:
     return named - majority[0] if majority else None
 
 
-def _cut_nothing(action: NemesisAction) -> set[str]:
-    """The partitions (``"<topic>/<partition>"``) a completed ``lose-unflushed`` of one node
-    says it cut nothing from (its ``truncated`` entry: ``new_end`` equal to ``old_end``).
-    Anything less clear (several nodes, whose entries the op does not tell apart; no
-    completion, an error, no entry) may have destroyed data."""
+def unflushed_cuts(action: NemesisAction) -> dict[str, Any] | None:
+    """What a completed ``lose-unflushed`` of one node says it cut (its ``truncated``:
+    ``"<topic>/<partition>"`` -> its log ends before and after, docs/history.md); None for
+    another action, or where it cannot say: several nodes, whose entries the op does not
+    tell apart; no completion; an error."""
     truncated = action.value.get("truncated")
     if (fault_of(action.f) != "lose-unflushed" or action.end is None or action.error is not None
             or len(nodes_of(action.value)) != 1 or not isinstance(truncated, dict)):
-        return set()
-    return {tp for tp, entry in truncated.items() if isinstance(entry, dict)
+        return None
+    return truncated
+
+
+def _cut_nothing(action: NemesisAction) -> set[str]:
+    """The partitions (``"<topic>/<partition>"``) a completed ``lose-unflushed`` of one node
+    says it cut nothing from (its ``truncated`` entry: ``new_end`` equal to ``old_end``).
+    Anything less clear (:func:`unflushed_cuts`, no entry) may have destroyed data."""
+    return {tp for tp, entry in (unflushed_cuts(action) or {}).items() if isinstance(entry, dict)
             and entry.get("old_end").__class__ is int and entry.get("old_end") == entry.get("new_end")}
 
 

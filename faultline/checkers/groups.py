@@ -18,7 +18,14 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from faultline.checkers.faults_seen import CLOCK_MARGIN_NS, NemesisAction, Timeline, Windows, nodes_of
+from faultline.checkers.faults_seen import (
+    CLOCK_MARGIN_NS,
+    NemesisAction,
+    Timeline,
+    Windows,
+    nodes_of,
+    unflushed_cuts,
+)
 from faultline.checkers.group_end import CommitLogs, kept_to_end, stored_before
 from faultline.checkers.group_history import UNSURE, Commit, Group, Ownership, Read, Value
 from faultline.checkers.guarantees import (
@@ -422,11 +429,8 @@ def cut_nothing(a: NemesisAction, partition: int | None) -> bool:
     names one node, completed with no error, and its ``truncated`` (docs/history.md), which
     lists every partition of that node of a topic other than the test topic's that lost
     records, lists none of that partition, or one whose log end did not fall."""
-    f = family_of_fault(a.f)
-    if partition is None or f is None or f.name != "lose-unflushed" or a.end is None or a.error is not None:
-        return False
-    truncated = a.value.get("truncated")
-    if len(nodes_of(a.value)) != 1 or not isinstance(truncated, dict):
+    truncated = None if partition is None else unflushed_cuts(a)
+    if truncated is None:
         return False
     cut = truncated.get(f"{OFFSETS_TOPIC}/{partition}")
     if cut is None:
