@@ -133,7 +133,7 @@ def ensure_java_client(version: str, home: str | None = None, report: kafka_dist
 class JavaProgram:
     """One JVM of the Java client, and what the workload keeps of what it printed: its
     counts, the sends it left open (value -> ``(process, value)``; a send completes once),
-    the transactions it left open, and the processes it printed, in order (``first``
+    the transactions and member ops it left open, and the processes it printed, in order (``first``
     first). ``clients``: the first processes of the clients it runs, each of which prints
     an op once running (:attr:`ready`). ``acks``: a producer JVM of a crash test, which
     waits for a ``+`` on stdin after each send or transaction invoke (the module
@@ -148,6 +148,9 @@ class JavaProgram:
         self.processes: list[int] = [] if first is None else [first]
         #: process -> (its open transaction's value, the invoke's history time)
         self.txns: dict[Process, tuple[Any, int]] = {}
+        #: a group member's process -> its open op's ``f`` and invoke value (kept by
+        #: :mod:`.java_group`'s crashable workload, for a crash)
+        self.member_ops: dict[Process, tuple[str, Any]] = {}
         self.killed = False  # by a crash: a line its kill cut short is dropped
         self.paused = False  # by a pause, until its resume or a crash
         self.left = False  # told to leave (a stop): it exits of itself

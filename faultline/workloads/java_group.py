@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline.history import HistoryWriter, PendingOp, Process, TimedOp
-from faultline.spec import TestSpec
-from faultline.workloads.clients import ClientLog
+from faultline.history import PendingOp, TimedOp
 from faultline.workloads.group import COMMIT_INTERVAL_S, SETTLE_S, group_config
 from faultline.workloads.group import REFUSED as RDKAFKA_REFUSED
 from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
@@ -69,27 +67,21 @@ class CrashableJavaGroupWorkload(CrashableJavaQueueWorkload, JavaGroupWorkload):
 
     member_jvms = True
 
-    def __init__(self, spec: TestSpec, bootstrap: str, history: HistoryWriter, *,
-                 client_log: ClientLog | None = None) -> None:
-        super().__init__(spec, bootstrap, history, client_log=client_log)
-        #: a member's process -> its open op's ``f`` and invoke value
-        self._member_ops: dict[Process, tuple[str, Any]] = {}
-
     def _op(self, d: dict[str, Any], read_ns: int, program: JavaProgram) -> TimedOp | None:
-        """As :class:`JavaGroupWorkload`'s, each member's open op kept for a crash."""
+        """As :class:`JavaGroupWorkload`'s, each member's open op kept for a crash
+        (:attr:`JavaProgram.member_ops`; sends and transactions are kept as producers')."""
         op = super()._op(d, read_ns, program)
-        if op is not None and not program.acks:  # a member's: the producers' are in program.open
+        if op is not None and op[1][2] not in ("send", "txn"):
             _, (process, typ, f, value, _) = op
             if typ == "invoke":
-                self._member_ops[process] = (f, value)
+                program.member_ops[process] = (f, value)
             else:
-                self._member_ops.pop(process, None)
+                program.member_ops.pop(process, None)
         return op
 
     def _crashed_ops(self, program: JavaProgram) -> list[PendingOp]:
         ops = super()._crashed_ops(program)
-        for process in program.processes:
-            if (open_op := self._member_ops.pop(process, None)) is not None:
-                f, value = open_op
-                ops.append((process, "info", f, value, CRASH_ERROR))
+        ops += [(process, "info", f, value, CRASH_ERROR)
+                for process, (f, value) in program.member_ops.items()]
+        program.member_ops.clear()
         return ops
