@@ -18,8 +18,9 @@
 // Roles (the "role" setting): "all" (the default) runs every producer and consumer in this
 // JVM; "producer" runs the one producer "index" from process "first_process"; "consumers"
 // runs the consumers; "consumer" runs the one group member of slot "index" from process
-// "first_process" (workload "group"), which an 'l' byte on stdin has leave at once. A run that crashes clients runs one JVM per producer and one for the
-// consumers, which take process numbers and values from the file "counters" (two
+// "first_process" (workload "group"), which an 'l' byte on stdin has leave at once. A run
+// that crashes clients runs one JVM per producer and one for the consumers (or one per
+// group member), which take process numbers and values from the file "counters" (two
 // big-endian longs, next process and next value, taken under an fcntl lock that the
 // harness takes too); a producer JVM then waits, after printing each invoke (of a send or
 // a transaction), until the run says it journaled it (a '+' byte on stdin) before it
