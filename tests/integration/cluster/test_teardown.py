@@ -173,9 +173,11 @@ def _held(proc: subprocess.Popen[bytes]) -> tuple[RunState, list[int], set[str]]
                   if s is not None and s.owner is not None and s.owner.pid == proc.pid]
         for state in states:
             paused = [n for n, p in state.nodes.items() if p is not None and _proc_state(p.pid) == "T"]
+            if not paused:  # nor, during start-up, are its proxies all made
+                continue
             held = {"toxic"} if any(_toxics(state, n) for n in state.node_ids) else set()
             held |= {"partition"} if any(_chain(state.layout.namespace(n)) for n in state.node_ids) else set()
-            if paused and held:
+            if held:
                 found = state, paused, held
         return found
     finally:
