@@ -85,15 +85,18 @@ RECIPES: tuple[TargetedRecipe, ...] = (
             nemesis=NemesisSpec(schedule=(
                 *_held_leader_schedule(
                     2, "crash", "wait for 1 s",
-                    f"wait until group faultline-{_GROUP} has committed past 0 within 15 s"),
+                    f"wait until group faultline-{_GROUP} has committed past 0 within 15 s",
+                    "crash client 0"),
                 "wait until 0 has a new leader within 20 s", "release held", "restart old",
+                "restart client 0",
                 f"wait until group faultline-{_GROUP} has committed within 15 s"))),
         "group", ("reset-without-cause", "commit-backwards"),
         PartitionFaults(frozenset({"partition", "kill"}), leader_fault=True, faulted=3, fenced=1),
         "the members commit past the high watermark the leader had once alone in the ISR, so past "
-        "what the held followers have; an unclean election makes one of them leader, truncating "
-        "the log below the committed position: the owner's fetch is out of range, "
-        "auto.offset.reset rewinds it, and its next commit is lower"),
+        "what the held followers have; with the producer down, an unclean election makes one of "
+        "them leader, truncating the log below the committed position: the owner's position "
+        "moves back to where the logs diverge, and once the producer is back its next commit "
+        "is lower"),
     TargetedRecipe(
         TestSpec(
             name=_TXN, time_limit_s=40.0, topic=TopicSpec(min_insync_replicas=1),

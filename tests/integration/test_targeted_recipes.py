@@ -4,7 +4,10 @@ an unclean election truncates the log below that committed position, and the own
 position resets and its next commit is lower; the run is valid, those anomalies permitted
 by the rule the recipe names (``guarantees.group_permitted``). The schedule's waits pin
 each step to the state it needs, but for the last: it takes any partition's commit, and
-partition 0's owner commits every second in the rest of the run."""
+partition 0's owner commits every second in the rest of the run. The producer is down from
+before the election until after it, so the new leader's log stays below the old commit
+until well after the owner moved back (with it writing on, one CI run's owner caught up
+past the old commit before its next commit)."""
 
 from __future__ import annotations
 
