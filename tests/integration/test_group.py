@@ -55,18 +55,23 @@ def ops(outcome: RunOutcome) -> list[Op]:
 def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome, ops: list[Op]) -> None:
     assert outcome.error is None and outcome.recovered
     assert {"history.jsonl.zst", "group.json"} <= set(validate_run_dir(outcome.run_dir))
+    assert_coordinator_killed_while_members_commit(ops, "coordinator of group faultline-it-group-")
+    assert any(o.f == "assign" and o.value["partitions"] for o in ops)
+
+
+def assert_coordinator_killed_while_members_commit(ops: list[Op], role: str) -> None:
+    """The one kill, of the node the step's ``role`` (a prefix) named, came once the group
+    had committed, and the group found its new coordinator and went on committing after
+    it, every acknowledged commit with its leader epochs."""
     (kill,) = [o for o in ops if o.process == "nemesis" and o.f == "kill" and "result" in o.value]
-    assert kill.value["role"].startswith("coordinator of group faultline-it-group-")
+    assert kill.value["role"].startswith(role), kill.value
     assert kill.error is None and len(kill.value["targets"]) == 1
     (waited,) = [o for o in ops if o.process == "nemesis" and o.f == "wait" and "result" in o.value
                  and "has committed" in o.value["step"]]
     assert waited.value["result"].startswith("met after"), waited.value
     commits = [o for o in ops if o.f == "commit" and o.type == "ok"]
-    # the kill came once the group had committed, and the group found its new coordinator
-    # and went on committing after it
     assert any(c.time < kill.time for c in commits) and any(c.time > kill.time for c in commits)
     assert all(epoch is not None for c in commits for _, _, _, epoch in c.value["offsets"])
-    assert any(o.f == "assign" and o.value["partitions"] for o in ops)
 
 
 def assert_kafka_and_the_group_kept_their_promises(outcome: RunOutcome) -> None:

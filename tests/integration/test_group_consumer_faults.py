@@ -105,8 +105,15 @@ def assert_expelled_and_rejoined(ops: list[Op], consumer: int) -> tuple[Op, Op]:
 
 
 def test_a_stopped_consumer_leaves_and_a_new_member_takes_its_slot(ops: list[Op]) -> None:
+    assert_stopped_and_started(ops, 2)
+
+
+def assert_stopped_and_started(ops: list[Op], consumer: int) -> None:
+    """Consumer ``consumer`` was stopped and started: its last op was the revocation of
+    its partitions as it left, and the member started in its slot, a new process, was given
+    partitions."""
     stop, start = done(ops, "stop-client"), done(ops, "start-client")
-    assert stop.value["consumers"] == [2] == start.value["consumers"]
+    assert stop.value["consumers"] == [consumer] == start.value["consumers"]
     left, [new] = stop.value["processes"], start.value["processes"]
     last = [o for o in ops if o.process in left][-1]
     assert (last.type, last.f) == ("ok", "revoke") and last.value["partitions"], last

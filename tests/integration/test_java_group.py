@@ -1,10 +1,19 @@
-"""The group workload with the Java client, on a real 3-node cluster, with each rebalance
-protocol and sync commits: every member got an assignment, its commits were acknowledged
-with leader epochs, and the run is judged valid, the group checker's own verdict included.
-No fault: the members settle for 8 s, not :data:`~faultline.workloads.group.SETTLE_S`
-(which lets a group settle after a heal): enough for KIP-848's default 5 s heartbeats to
-move partitions to the member that joined second (two heartbeats: a revocation, then the
-assignment)."""
+"""The group workload with the Java client on a real 3-node cluster, with each rebalance
+protocol (sessions of 6 s either way, static membership: each member keeps its slot's
+group.instance.id, sync commits; one JVM per member). Once the group has committed, the
+broker that coordinates it (``coordinator of group G``) is killed while members commit and
+restarted 5 s later; then consumer 2 is stopped (it leaves) and started again, consumer 0
+is killed (SIGKILL of its JVM), consumer 1 is paused (SIGSTOP) for 9 s, past its session,
+and continued, and consumer 0 restarted. Three members or more committed, with leader
+epochs, and the group went on committing after the coordinator's kill; the stopped
+member's partitions are revoked before its JVM ends and the member started in its slot is a
+new process given partitions; the killed member's open op ends ``info`` and its
+replacement is given partitions; the paused member finds its assignment lost and rejoins;
+and the run is judged valid, the group checker's own verdict included. The members settle
+for 12 s, not :data:`~faultline.workloads.group.SETTLE_S`: the group checker judges the
+group settled once its members polled :data:`~faultline.checkers.groups.QUIET_NS` (10 s)
+past the last replacement's first op, which comes a JVM's start (1 to 5 s) after the
+restart, 2 s before the time limit."""
 
 from __future__ import annotations
 
@@ -14,40 +23,82 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from faultline.history import read_history
+from faultline.history import Op, read_history
 from faultline.run.runner import RunOutcome, run_test
-from faultline.spec import ConsumerSpec, KafkaSpec, TestSpec, WorkloadSpec
+from faultline.spec import ConsumerSpec, KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
 from faultline.workloads import java_group
-from tests.integration.test_group import assert_kafka_and_the_group_kept_their_promises
+from tests.integration.test_group import (
+    assert_coordinator_killed_while_members_commit,
+    assert_kafka_and_the_group_kept_their_promises,
+)
+from tests.integration.test_group_consumer_faults import (
+    assert_expelled_and_rejoined,
+    assert_killed_and_replaced,
+    assert_stopped_and_started,
+)
 from tests.schemas import validate_run_dir
 
 pytestmark = pytest.mark.integration
 
 
 def spec(protocol: str) -> TestSpec:
+    name = f"it-java-group-{protocol}"
+    group = f"faultline-{name}"
+    # a KIP-848 group hands out its partitions a heartbeat at a time after its first
+    # member's commit: it gets 3 s more before the faults, and so in the run
+    assigning_s = 3.0 if protocol == "consumer" else 0.0
     return TestSpec(
-        name=f"it-java-group-{protocol}", time_limit_s=10.0, kafka=KafkaSpec(heap_mb=384),
-        consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol=protocol),  # type: ignore[arg-type]
-        workload=WorkloadSpec(name="group", client="java", producers=1, consumers=2, rate=200))
+        name=name, time_limit_s=27.0 + assigning_s, kafka=KafkaSpec(heap_mb=384),
+        consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol=protocol, static=True),  # type: ignore[arg-type]
+        workload=WorkloadSpec(name="group", client="java", producers=1, consumers=3, rate=200),
+        nemesis=NemesisSpec(schedule=(
+            f"wait until group {group} has committed within 15 s",
+            *((f"wait for {assigning_s:g} s",) if assigning_s else ()),
+            f"crash coordinator of group {group} as coord", "wait for 5 s", "restart coord",
+            "stop consumer 2", "start consumer 2", "crash consumer 0", "pause consumer 1 for 9 s",
+            "restart consumer 0")))
 
 
 @pytest.fixture(scope="module", params=["classic", "consumer"])
 def outcome(request: pytest.FixtureRequest, local_backend: None,
             tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(java_group, "SETTLE_S", 8.0)
+        patch.setattr(java_group, "SETTLE_S", 12.0)
         return run_test(spec(request.param), results=tmp_path_factory.mktemp("results"),
                         console=Console(file=io.StringIO()))
 
 
-def test_the_java_clients_members_were_assigned_and_committed(outcome: RunOutcome) -> None:
+@pytest.fixture(scope="module")
+def ops(outcome: RunOutcome) -> list[Op]:
+    return list(read_history(outcome.run_dir))
+
+
+def test_the_run_directory_holds_to_its_schemas_and_three_members_committed(
+        outcome: RunOutcome, ops: list[Op]) -> None:
+    """Each of the tests below follows one member; here, at least the three first ones
+    committed (a member whose commit ended ``info`` is replaced under a new process)."""
     assert outcome.error is None and outcome.recovered
     assert {"history.jsonl.zst", "group.json"} <= set(validate_run_dir(outcome.run_dir))
-    ops = list(read_history(outcome.run_dir))
-    members = {o.process for o in ops if o.f == "poll" and o.process not in (0, "nemesis")}
-    assigned = {o.process for o in ops if o.f == "assign" and o.type == "ok" and o.value["partitions"]}
-    assert members == {1, 2} and assigned == members, (members, assigned)
-    commits = [o for o in ops if o.f == "commit" and o.type == "ok"]
-    assert {c.process for c in commits} == members
-    assert all(epoch is not None for c in commits for _, _, _, epoch in c.value["offsets"])
+    assert len({o.process for o in ops if o.f == "commit" and o.type == "ok"}) >= 3
+
+
+def test_the_coordinators_broker_killed_while_members_commit(ops: list[Op]) -> None:
+    assert_coordinator_killed_while_members_commit(ops, "coordinator of group faultline-it-java-group-")
+
+
+def test_a_stopped_member_leaves_and_a_new_member_takes_its_slot(ops: list[Op]) -> None:
+    assert_stopped_and_started(ops, 2)
+
+
+def test_a_killed_member_ends_its_open_op_info_and_its_replacement_is_given_partitions(ops: list[Op]) -> None:
+    assert_killed_and_replaced(ops, 0)
+
+
+def test_a_member_paused_past_its_session_is_expelled_and_rejoins(ops: list[Op]) -> None:
+    """Paused 9 s, past its 6 s session: the coordinator gave its partitions to another
+    member, and its first heartbeat or commit after told it its member id was gone."""
+    assert_expelled_and_rejoined(ops, 1)
+
+
+def test_the_checkers_find_no_fault_of_kafka_or_the_group(outcome: RunOutcome) -> None:
     assert_kafka_and_the_group_kept_their_promises(outcome)
