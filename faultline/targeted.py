@@ -77,6 +77,8 @@ bound with ``as NAME``::
                                                  them: one appeared or moved)
                group G has committed past P     (G's committed offset of P above the high
                                                  watermark P had when the wait began)
+               P has passed group G             (P's high watermark above G's committed
+                                                 offset of P)
 
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
@@ -91,7 +93,9 @@ schedule last resolved for P (or, before any, the one P had when the wait began)
 watermark P had when the wait began (so never on a partition nobody writes to): past
 every record P held then, and after ``isr of P is {leader}`` has held a moment (the
 leader raises the HW to its log end when the ISR shrinks) past every other replica's
-log end.
+log end. ``P has passed group G`` holds once P's high watermark is above G's committed
+offset of P: a member that starts from that offset finds records there (after a
+truncation below it, new ones).
 Every wait is bounded; a wait that is not met in time ends the schedule.
 
 Words are case-insensitive; ``the`` and ``a`` are ignored (``crash the leader of 0``).
@@ -144,7 +148,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 #: The topic that holds the transactions' states; a transactional id's coordinator leads its
 #: partition of it.
 TRANSACTIONS_TOPIC = "__transaction_state"
-WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced", "committed"]
+WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced", "committed", "passed"]
 #: A group's committed offsets: (topic, partition) -> the offset committed.
 Committed = Mapping[tuple[str, int], int]
 
@@ -233,8 +237,9 @@ class Wait:
 
     ``members`` (for ``isr``) are ``"leader"``, node ids, or bound names; ``target``
     (for ``registered`` and ``fenced``) whose nodes must be listed, or not; ``group``
-    (for ``committed``) the group whose commits are awaited, and ``partition`` (for
-    ``committed past P``) the partition whose high watermark they must pass.
+    (for ``committed`` and ``passed``) the group whose commits are awaited or passed, and
+    ``partition`` (for ``committed past P`` and ``passed``) the partition whose high
+    watermark they must pass or that must pass them.
     """
 
     kind: WaitKind
@@ -265,8 +270,9 @@ class View:
     """Live state at one moment: the test topic's partitions, the active controller, the
     brokers registered and unfenced (None: not read), groups' coordinators (group ->
     the leader of its offsets partition, None: it has none; a group not read is absent),
-    groups' committed offsets (a group not read is absent) and transactional ids'
-    coordinators (id -> the leader of its transaction state partition, likewise)."""
+    groups' committed offsets (a group not read is absent), transactional ids'
+    coordinators (id -> the leader of its transaction state partition, likewise) and the
+    test topic's high watermarks (partition -> offset; a partition not read is absent)."""
 
     partitions: Mapping[int, PartitionLike]
     controller: int | None = None
@@ -274,6 +280,7 @@ class View:
     coordinators: Mapping[str, int | None] = field(default_factory=dict)
     committed: Mapping[str, Committed] = field(default_factory=dict)
     transaction_coordinators: Mapping[str, int | None] = field(default_factory=dict)
+    high_watermarks: Mapping[int, int] = field(default_factory=dict)
 
 
 def parse_schedule(lines: Sequence[str], partitions: int | None = None,
@@ -451,11 +458,13 @@ def _parse_wait(words: Sequence[str], text: str) -> Wait:
         return Wait("committed", bound, text, group=cond[1])
     if len(cond) == 6 and cond[0] == "group" and cond[2:5] == ["has", "committed", "past"]:
         return Wait("committed", bound, text, _int(cond[5], "partition"), group=cond[1])
+    if len(cond) == 5 and cond[1:4] == ["has", "passed", "group"]:
+        return Wait("passed", bound, text, _int(cond[0], "partition"), group=cond[4])
     if len(cond) >= 2 and cond[-1] in ("registered", "fenced"):
         return Wait(cond[-1], bound, text, target=_parse_target(cond[:-1]))  # type: ignore[arg-type]
     raise ValueError(f"unknown condition {' '.join(cond) or '(none)'!r}; conditions: isr of P is {{...}}, "
                      "P has a new leader, P caught up, caught up, TARGET registered, TARGET fenced, "
-                     "group G has committed, group G has committed past P")
+                     "group G has committed, group G has committed past P, P has passed group G")
 
 
 def _members(word: str) -> tuple[int | str, ...]:
@@ -578,11 +587,17 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
     are never met here: they only take time."""
     if wait.kind == "for":
         return False, "waiting"
-    if wait.kind == "committed":
+    if wait.kind in ("committed", "passed"):
         assert wait.group is not None
         offsets = view.committed.get(wait.group)
         if offsets is None:
             return False, f"group {wait.group}'s committed offsets not read"
+        if wait.kind == "passed":
+            assert wait.partition is not None
+            hw = view.high_watermarks.get(wait.partition)
+            mine = max((o for (_, p), o in offsets.items() if p == wait.partition), default=None)
+            return (hw is not None and mine is not None and hw > mine,
+                    f"{wait.partition}: high watermark {hw}, group {wait.group} committed {mine}")
         before = committed_before or {}
         if wait.partition is not None:
             floor = max((o for (_, p), o in before.items() if p == wait.partition), default=None)

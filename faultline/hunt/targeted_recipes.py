@@ -72,31 +72,59 @@ def _held_leader_schedule(start_s: int, fault: str, *then: str) -> tuple[str, ..
 
 
 _GROUP = "group-truncation-under-commit"
+_NEW_OWNER = "group-truncation-new-owner"
 _TXN = "txn-lost-committed-write"
+#: What the group recipes' schedules do to partition 0.
+_TRUNCATED = PartitionFaults(frozenset({"partition", "kill"}), leader_fault=True, faulted=3, fenced=1)
+
+
+def _group_spec(name: str, *schedule: str) -> TestSpec:
+    """The group recipes' test: two members of a KIP-848 group committing in sync beside an
+    acks=1 producer, on a topic with min.insync.replicas=1 and unclean election on."""
+    return TestSpec(
+        name=name, time_limit_s=45.0, kafka=KafkaSpec(broker_config=dict(UNCLEAN_BROKER_CONFIG)),
+        topic=TopicSpec(min_insync_replicas=1, unclean_leader_election_enable=True),
+        producer=ProducerSpec(acks="1", enable_idempotence=False),
+        consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol="consumer", commit="sync"),
+        workload=WorkloadSpec(name="group", producers=1, consumers=2, rate=300.0),
+        nemesis=NemesisSpec(schedule=schedule))
+
 
 RECIPES: tuple[TargetedRecipe, ...] = (
     TargetedRecipe(
-        TestSpec(
-            name=_GROUP, time_limit_s=45.0, kafka=KafkaSpec(broker_config=dict(UNCLEAN_BROKER_CONFIG)),
-            topic=TopicSpec(min_insync_replicas=1, unclean_leader_election_enable=True),
-            producer=ProducerSpec(acks="1", enable_idempotence=False),
-            consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol="consumer", commit="sync"),
-            workload=WorkloadSpec(name="group", producers=1, consumers=2, rate=300.0),
-            nemesis=NemesisSpec(schedule=(
-                *_held_leader_schedule(
-                    2, "crash", "wait for 1 s",
-                    f"wait until group faultline-{_GROUP} has committed past 0 within 15 s",
-                    "crash client 0"),
-                "wait until 0 has a new leader within 20 s", "release held", "restart old",
-                "restart client 0",
-                f"wait until group faultline-{_GROUP} has committed within 15 s"))),
-        "group", ("reset-without-cause", "commit-backwards"),
-        PartitionFaults(frozenset({"partition", "kill"}), leader_fault=True, faulted=3, fenced=1),
+        _group_spec(
+            _GROUP,
+            *_held_leader_schedule(
+                2, "crash", "wait for 1 s",
+                f"wait until group faultline-{_GROUP} has committed past 0 within 15 s",
+                "crash client 0"),
+            "wait until 0 has a new leader within 20 s", "release held", "restart old",
+            "restart client 0",
+            f"wait until group faultline-{_GROUP} has committed within 15 s"),
+        "group", ("reset-without-cause", "commit-backwards"), _TRUNCATED,
         "the members commit past the high watermark the leader had once alone in the ISR, so past "
         "what the held followers have; with the producer down, an unclean election makes one of "
         "them leader, truncating the log below the committed position: the owner's position "
         "moves back to where the logs diverge, and once the producer is back its next commit "
         "is lower"),
+    TargetedRecipe(
+        _group_spec(
+            _NEW_OWNER,
+            *_held_leader_schedule(
+                2, "crash", "wait for 1 s",
+                f"wait until group faultline-{_NEW_OWNER} has committed past 0 within 15 s",
+                "stop consumer 0", "stop consumer 1"),
+            "wait until 0 has a new leader within 20 s", "release held", "restart old",
+            f"wait until 0 has passed group faultline-{_NEW_OWNER} within 20 s",
+            "start consumer 0", "start consumer 1",
+            f"wait until group faultline-{_NEW_OWNER} has committed within 15 s"),
+        "group", ("lost-to-group",), _TRUNCATED,
+        "the members commit past what the held followers have and leave; an unclean election "
+        "truncates the log below the committed position and the producer's backlog refills it "
+        "past that position before new members start from it: librdkafka's new owner fetches "
+        "from the committed offset without checking its leader epoch against the new leader "
+        "(librdkafka 2.16.0; the Java client does, KIP-320, and rewinds: "
+        "redelivery-below-commit), so the records the new leader took below it reach no member"),
     TargetedRecipe(
         TestSpec(
             name=_TXN, time_limit_s=40.0, topic=TopicSpec(min_insync_replicas=1),

@@ -245,8 +245,9 @@ class ScriptedPackage:
         return self._completions
 
     def _view(self, controller: bool = False, registered: bool = False, target: Target | None = None,
-              committed: str | None = None) -> View:
-        """Live state, with the coordinator of ``target``'s group or transaction if it names one."""
+              committed: str | None = None, high_watermark: int | None = None) -> View:
+        """Live state, with the coordinator of ``target``'s group or transaction if it names one,
+        group ``committed``'s offsets and partition ``high_watermark``'s, if asked."""
         active = with_timeout(self.cluster.active_controller, LIVE_STATE_TIMEOUT_S,
                               "active controller") if controller else None
         brokers = frozenset(self._read_registered()) if registered else None
@@ -257,7 +258,9 @@ class ScriptedPackage:
         transactions = {} if transaction is None else {
             transaction: coordinator(self.cluster, TRANSACTIONS_TOPIC, transaction, METADATA_TIMEOUT_S)}
         offsets = {} if committed is None else {committed: self._read_committed(committed)}
-        return View(self._read_states(), active, brokers, coordinators, offsets, transactions)
+        hws = {} if high_watermark is None else {
+            high_watermark: self._high_watermark(high_watermark)[self.topic.name, high_watermark]}
+        return View(self._read_states(), active, brokers, coordinators, offsets, transactions, hws)
 
     def _committed(self, group: str) -> Committed:
         """``group``'s committed offsets, as its coordinator answers; NemesisError when none does."""
@@ -268,9 +271,10 @@ class ScriptedPackage:
             raise NemesisError(f"no committed offsets of group {group}: {e}") from None
 
     def _high_watermark(self, partition: int) -> Committed:
-        """The test topic's ``partition`` -> its high watermark, as a ``committed past P``
-        wait holds it (:func:`~faultline.targeted.condition_met`); NemesisError when its
-        leader does not answer."""
+        """The test topic's ``partition`` -> its high watermark, the floor of a ``committed
+        past P`` wait and what a ``passed`` wait compares
+        (:func:`~faultline.targeted.condition_met`); NemesisError when its leader does not
+        answer."""
         try:
             with kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S) as admin:
                 answer = kafka_client.high_watermarks(admin, self.topic.name, [partition],
@@ -519,11 +523,12 @@ class ScriptedPackage:
             try:
                 view = self._view(registered=wait.kind in ("registered", "fenced"),
                                   target=wait.target,
-                                  committed=wait.group)
+                                  committed=wait.group,
+                                  high_watermark=wait.partition if wait.kind == "passed" else None)
                 if not known and wait.partition is not None:
                     state = view.partitions.get(wait.partition)
                     previous, known = (state.leader if state is not None else None), True
-                if before is None and wait.group is not None:
+                if before is None and wait.kind == "committed" and wait.group is not None:
                     before = (view.committed[wait.group] if wait.partition is None
                               else self._high_watermark(wait.partition))
                 met, seen = condition_met(wait, view, self._bindings, previous, before)

@@ -335,6 +335,26 @@ def test_a_group_has_committed_past_a_partition_once_its_offset_there_is_above_t
         parse_schedule([text], partitions=2)
 
 
+def test_a_partition_has_passed_a_group_once_its_high_watermark_is_above_the_groups_offset() -> None:
+    """``P has passed group G`` parses; it is met by P's high watermark above G's offset of
+    P, not at it, nor by another partition's, nor before both are read."""
+    text = "wait until 2 has passed group faultline-it within 20 s"
+    step = parse_step(text)
+    assert step == Wait("passed", 20.0, text, 2, group="faultline-it")
+
+    def met(hws: dict[int, int], offsets: dict[tuple[str, int], int] | None) -> tuple[bool, str]:
+        committed = {} if offsets is None else {"faultline-it": offsets}
+        return condition_met(step, View(VIEW.partitions, committed=committed, high_watermarks=hws), {}, None)
+
+    assert met({2: 41}, {("t", 2): 40}) == (True, "2: high watermark 41, group faultline-it committed 40")
+    assert not met({2: 40}, {("t", 2): 40})[0], "at the committed offset: no record there yet"
+    assert not met({2: 41, 1: 90}, {("t", 1): 12})[0], "another partition's offset counts for nothing"
+    assert not met({}, {("t", 2): 40})[0], "no high watermark read"
+    assert met({2: 41}, None) == (False, "group faultline-it's committed offsets not read")
+    with pytest.raises(SpecError, match="partitions 0 to 1, not 2"):
+        parse_schedule([text], partitions=2)
+
+
 @pytest.mark.parametrize(("group", "partitions", "partition"), [
     ("hello", 2**31 - 1, 99162322),  # Java: "hello".hashCode() == 99162322
     ("polygenelubricants", 50, 0),  # hashCode() == Integer.MIN_VALUE: Utils.abs gives 0

@@ -29,11 +29,12 @@ def test_each_anomaly_a_recipe_shows_is_permitted_by_its_rule(recipe: TargetedRe
         assert permitted.get(anomaly), f"{recipe.name}: no rule permits {anomaly}"
 
 
-def test_the_group_recipe_is_permitted_by_acks_1_and_by_the_unclean_election_alike() -> None:
+@pytest.mark.parametrize("recipe", [r for r in RECIPES if r.kind == "group"], ids=lambda r: r.name)
+def test_a_group_recipe_is_permitted_by_acks_1_and_by_the_unclean_election_alike(
+        recipe: TargetedRecipe) -> None:
     """acks=1 with a leader fault permits it; so does the unclean election of a follower that
     lacks committed records, with acks=all: the high watermark, not the ack, is what the
     members read below, so the election is the fact that decides."""
-    (recipe,) = [r for r in RECIPES if r.kind == "group"]
     assert all(reason.startswith("acks=1 and a fault hit the partition's leader")
                for reason in recipe.permitted().values())
     acks_all = replace(recipe.spec, producer=replace(recipe.spec.producer, acks="all"))

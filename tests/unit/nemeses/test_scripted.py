@@ -210,6 +210,34 @@ def test_a_commit_past_a_partition_is_awaited_from_its_high_watermark_read_once(
     assert ("kill", [2]) in _done(ops)
 
 
+def test_a_partition_passing_a_group_reads_its_high_watermark_at_every_poll(tmp_path: Path) -> None:
+    """``P has passed group G`` reads P's high watermark and G's offsets at each poll (on
+    through a read that fails) and is met once the high watermark is above the offset."""
+    hws: list[int | None] = [3, None, 7, 9]
+    answers = [{("t", 0): 8}] * 4
+
+    def high_watermark(partition: int) -> dict[tuple[str, int], int]:
+        assert partition == 0
+        hw = hws.pop(0)
+        if hw is None:
+            raise NemesisError("no high watermark of partition 0: NOT_LEADER_OR_FOLLOWER")
+        return {("fl-queue", 0): hw}
+
+    spec = TestSpec(nemesis=NemesisSpec(schedule=("wait until 0 has passed group g within 10 s",
+                                                  "crash node 2")))
+    nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    nemesis._read_states, nemesis._read_committed = Live(), lambda group: answers.pop(0)
+    nemesis._high_watermark = high_watermark  # type: ignore[method-assign]
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        nemesis.run(time.monotonic() + 12, history)
+        nemesis.heal_all(history)
+    ops = list(read_history(tmp_path / "history.jsonl"))
+    wait = [op for op in ops if op.f == "wait"][-1]
+    assert wait.value["result"].startswith("met after") and not hws
+    assert wait.value["seen"] == "0: high watermark 9, group g committed 8"
+    assert ("kill", [2]) in _done(ops)
+
+
 def test_a_transactions_coordinator_is_read_from_the_transaction_state_topic_when_its_step_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each step naming ``coordinator of transaction T`` reads the leader of T's partition
