@@ -95,7 +95,9 @@ every record P held then, and after ``isr of P is {leader}`` has held a moment (
 leader raises the HW to its log end when the ISR shrinks) past every other replica's
 log end. ``P has passed group G`` holds once P's high watermark is above G's committed
 offset of P: a member that starts from that offset finds records there (after a
-truncation below it, new ones).
+truncation below it, new ones). It never holds while G has no offset of P, and holds at
+once while G's members read behind the log's end: it means something once they are
+stopped.
 Every wait is bounded; a wait that is not met in time ends the schedule.
 
 Words are case-insensitive; ``the`` and ``a`` are ignored (``crash the leader of 0``).
@@ -583,7 +585,8 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
     leader`` must differ from; ``committed_before`` the offsets a ``committed`` wait's
     group must have moved from (None: none before), or for ``committed past P`` P's
     high watermark when the wait began, under any topic's name (the group's offset of P
-    must be above it: the workloads' groups commit the test topic alone). ``for`` waits
+    must be above it: the workloads' groups commit the test topic alone); a ``passed``
+    wait compares ``view.high_watermarks`` with the group's offset instead. ``for`` waits
     are never met here: they only take time."""
     if wait.kind == "for":
         return False, "waiting"

@@ -509,14 +509,17 @@ def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[st
     if loss is None:
         return {}
     return {
-        "commit-backwards": f"{loss}; a truncation below the committed offset puts the next "
-                            "owner's fetch out of range and auto.offset.reset rewinds it, so it "
-                            "commits lower (KAFKA-19902)",
+        "commit-backwards": f"{loss}; a truncation below the committed offset moves the owner's "
+                            "position back (its fetch out of range, where auto.offset.reset "
+                            "rewinds it, or KIP-320's leader epoch validation finding the log "
+                            "diverged), so it commits lower (KAFKA-19902)",
         "lost-to-group": f"{loss}; a truncation below the committed offset lets new records take "
                          "offsets members had already read",
         "redelivery-below-commit": f"{loss}; a truncation below the committed offset puts the new "
-                                   "owner's fetch out of range and auto.offset.reset=earliest "
-                                   "rewinds it below the commit (KAFKA-19902)",
+                                   "owner's fetch out of range, where auto.offset.reset=earliest "
+                                   "rewinds it, or KIP-320's validation of the commit's leader "
+                                   "epoch moves it back to where the logs diverged: below the "
+                                   "commit (KAFKA-19902)",
         "reset-without-cause": f"{loss}; a truncation below a member's position puts its fetch out of "
                                "range (or KIP-320's leader epoch validation finds the log diverged), "
                                "and the consumer resets its position: the cause",

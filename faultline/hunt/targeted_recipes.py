@@ -74,7 +74,8 @@ def _held_leader_schedule(start_s: int, fault: str, *then: str) -> tuple[str, ..
 _GROUP = "group-truncation-under-commit"
 _NEW_OWNER = "group-truncation-new-owner"
 _TXN = "txn-lost-committed-write"
-#: What the group recipes' schedules do to partition 0.
+#: What the group recipes' schedules do to partition 0, kept by hand beside them (the
+#: producer's crash and the members' stops are no fault of the partition).
 _TRUNCATED = PartitionFaults(frozenset({"partition", "kill"}), leader_fault=True, faulted=3, fenced=1)
 
 

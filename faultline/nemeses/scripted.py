@@ -6,7 +6,9 @@ main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controll
 from live metadata when its step runs, and waiting on what the metadata shows
 (``until isr of 0 is {leader}``); live metadata is that of the brokers that answer, but
 one that another leaves out of the registered brokers (:func:`trusted`); a group's
-committed offsets are its coordinator's answer (``until group G has committed``). It
+committed offsets are its coordinator's answer (``until group G has committed``), and a
+partition's high watermark its leader's (read when ``committed past P`` begins, and at
+every look of ``P has passed group G``). It
 drives the same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition,
 links, toxics, clients, clock), so it heals the same way, and keeps the runner's contract
 (:class:`faultline.run.runner.NemesisSchedule`). Each step and wait is journaled as

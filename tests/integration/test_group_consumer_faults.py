@@ -51,8 +51,10 @@ def ops(outcome: RunOutcome) -> list[Op]:
 
 
 def done(ops: list[Op], f: str) -> Op:
+    """The completion of the schedule's one ``f`` step: without error, and the step's own
+    (``step`` in its value), not the final heal's."""
     (op,) = [o for o in ops if o.process == "nemesis" and o.f == f and "result" in o.value]
-    assert op.error is None, op
+    assert op.error is None and "step" in op.value, op
     return op
 
 

@@ -3,9 +3,10 @@ commits past the high watermark its partition had once its leader was alone in t
 and an unclean election truncates the log below that committed position.
 
 - ``group-truncation-under-commit``: the owner's position moves back and its next commit is
-  lower. The producer is down from before the election until after it, so the new
-  leader's log stays below the old commit until well after the owner moved back (with it
-  writing on, one CI run's owner caught up past the old commit before its next commit).
+  lower. The producer is crashed before the election, dropping its backlog, and restarted
+  after it: the new log refills the truncated span at the producer's rate, so the owner's
+  commits stay below the old one for seconds (with it writing on, its backlog refilled the
+  log past the old commit before one CI run's owner next committed).
 - ``group-truncation-new-owner``: the members left before the election and start again
   once the new log has passed the committed offset; librdkafka's new owner reads on from
   there, and the records below it reach no member.
