@@ -42,6 +42,10 @@ CLIENT_KINDS: tuple[str, ...] = ("crash",)
 #: runs only: a consumer killed (restarted at the heal), a consumer paused (SIGSTOP,
 #: SIGCONT at the heal).
 CONSUMER_KINDS: tuple[str, ...] = ("crash-consumer", "pause-consumer")
+#: Faults of a txn workload's producers beside their crash, drawn in its runs only: a
+#: producer paused (SIGSTOP, SIGCONT at the heal), whose transaction may time out and be
+#: aborted by its coordinator while it sleeps.
+TXN_CLIENT_KINDS: tuple[str, ...] = ("pause-producer",)
 #: A broker's wall clock set off and held, or jumping back and forth
 #: (:mod:`faultline.nemeses.clock`).
 CLOCK_KINDS: tuple[str, ...] = ("bump", "strobe")
@@ -67,8 +71,9 @@ class Family:
     kinds that model it. ``coordinator_kind``: the kind that aims it at the broker
     coordinating the run's consumer group, which a group workload's schedule draws too
     (None: it has none); a txn workload's aims it at a transactional id's coordinator.
-    ``consumer_kinds``: kinds aimed at a group workload's consumers, which its schedule
-    draws too, journaled with the targeted verb's kind (``crash``, ``pause``:
+    ``workload_kinds``: workload name -> kinds aimed at its own clients (a group
+    workload's consumers, a txn workload's producers paused), which only its schedules
+    draw too, journaled with the targeted verb's kind (``crash``, ``pause``:
     :data:`faultline.nemeses.clients.AIMS`). ``fault`` and ``heal`` are the actions of every kind but those
     ``kind_actions`` gives their own; ask :meth:`actions`.
     """
@@ -83,7 +88,7 @@ class Family:
     needs: tuple[str, ...]
     model_steps: tuple[str, ...]
     coordinator_kind: str | None = None
-    consumer_kinds: tuple[str, ...] = ()
+    workload_kinds: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
     kind_actions: Mapping[str, Actions] = field(default_factory=dict, hash=False)
 
     def actions(self, kind: str) -> Actions:
@@ -126,8 +131,9 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     # none
     Family("clients", "crash-client", "restart-client", CLIENT_KINDS, takes_node_out=False,
            on_nodes=False, destroys_data=False, needs=(), model_steps=("toxic-request", "toxic-reply"),
-           consumer_kinds=CONSUMER_KINDS,
-           kind_actions={"pause-consumer": Actions("pause-client", "resume-client")}),
+           workload_kinds={"group": CONSUMER_KINDS, "txn": TXN_CLIENT_KINDS},
+           kind_actions={"pause-consumer": Actions("pause-client", "resume-client"),
+                         "pause-producer": Actions("pause-client", "resume-client")}),
     # a broker's wall clock set off: it neither takes a node out nor moves leadership
     # (replication and fencing do not rest on wall clocks), so it permits nothing and
     # the model has no step for it (docs/design.md, "Clock faults")

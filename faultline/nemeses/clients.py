@@ -230,6 +230,7 @@ _NAMES = {"clients": "producer", "consumers": "consumer"}
 #: at (:data:`ROLES`) and the kind its ops journal, the targeted verb's.
 AIMS: dict[str, tuple[str, str]] = {
     "crash": ("clients", "crash"),
+    "pause-producer": ("clients", "pause"),
     "crash-consumer": ("consumers", "crash"),
     "pause-consumer": ("consumers", "pause"),
 }

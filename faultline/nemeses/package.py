@@ -106,7 +106,7 @@ class NemesisPackage:
         ``spec.time_limit_s``, one nemesis per chosen family. No faults, no nemeses."""
         schedule = build_schedule(spec.nemesis, spec.seed, spec.time_limit_s, spec.kafka.nodes,
                                   coordinated=spec.workload.name in COORDINATED_WORKLOADS,
-                                  consumers=spec.workload.name == "group")
+                                  workload=spec.workload.name)
         families = dict.fromkeys(spec.nemesis.faults)
         return cls(cluster, schedule, {f: NEMESES[f]() for f in families},
                    spec.nemesis.max_concurrent)

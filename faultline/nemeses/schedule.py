@@ -10,8 +10,9 @@ How it is drawn, with ``I`` the interval:
 - the first fault starts after ``I * U(0.5, 1.5)`` (a warm-up with no faults);
 - each fault picks a family uniformly from the chosen ones, then a kind within the
   family (e.g. ``isolate-leader`` for ``partition``, ``latency`` for ``toxics``; in a
-  group or txn workload's run, ``kill-coordinator`` for ``kill`` too, and in a group
-  workload's ``crash-consumer`` or ``pause-consumer`` for ``clients``: see :func:`kinds`),
+  group or txn workload's run, ``kill-coordinator`` for ``kill`` too, in a group
+  workload's ``crash-consumer`` or ``pause-consumer`` for ``clients``, and in a txn
+  workload's ``pause-producer``: see :func:`kinds`),
   is held for ``I * U(0.5, 1.5)`` and carries ``pick``, a 32-bit random integer the
   nemesis uses at invoke time to choose among live targets;
 - the next start is ``I * U(0.5, 1.5)`` after this one (so starts are at least
@@ -60,12 +61,12 @@ class ScheduledFault:
         return self.at_s + self.hold_s
 
 
-def kinds(family: str, nodes: int, coordinated: bool = False, consumers: bool = False) -> tuple[str, ...]:
+def kinds(family: str, nodes: int, coordinated: bool = False, workload: str = "queue") -> tuple[str, ...]:
     """The kinds of ``family`` that make sense on a cluster of ``nodes`` nodes; with
     ``coordinated`` (the run's workload has a coordinator to aim at: a group workload's
-    group, a txn workload's transactional ids) its ``coordinator_kind`` too, last; with
-    ``consumers`` (the run's workload is the group workload) its ``consumer_kinds`` too,
-    after the others.
+    group, a txn workload's transactional ids) its ``coordinator_kind`` too; then its
+    ``workload_kinds`` of the run's ``workload`` (a group workload's consumer faults, a
+    txn workload's producer pauses), last.
 
     Partitions and degraded links need two nodes; ``bridge`` needs three and ``ring``
     four (on three nodes a ring is fully connected). Raises SpecError for an unknown family.
@@ -78,15 +79,15 @@ def kinds(family: str, nodes: int, coordinated: bool = False, consumers: bool = 
     return tuple(k for k in FAMILIES[family].kinds
                  if not (k == "bridge" and nodes < 3) and not (k == "ring" and nodes < 4)
                  ) + ((coordinator,) if coordinated and coordinator is not None else ()) + (
-                     FAMILIES[family].consumer_kinds if consumers else ())
+                     FAMILIES[family].workload_kinds.get(workload, ()))
 
 
 def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float, nodes: int,
-                   coordinated: bool = False, consumers: bool = False) -> tuple[ScheduledFault, ...]:
+                   coordinated: bool = False, workload: str = "queue") -> tuple[ScheduledFault, ...]:
     """The schedule for one run; deterministic in its arguments. ``coordinated``: the
     run's workload has a coordinator to aim at (the group or txn workload), so kinds aimed
-    at it are drawn too; ``consumers``: it is the group workload, so kinds aimed at its
-    consumers are (:func:`kinds`).
+    at it are drawn too; ``workload``: the run's workload's name, whose kinds aimed at its
+    own clients are drawn too (:func:`kinds`).
 
     Guarantees, for the returned steps: sorted by ``at_s``; at every instant at most
     ``nemesis.max_concurrent`` steps are held and at most one per family; every
@@ -102,7 +103,7 @@ def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float, nodes: 
     t = interval * rng.uniform(0.5, 1.5)
     while True:
         family = rng.choice(families)
-        kind = rng.choice(_set_kinds(nemesis, family, nodes, coordinated, consumers))
+        kind = rng.choice(_set_kinds(nemesis, family, nodes, coordinated, workload))
         hold = interval * rng.uniform(0.5, 1.5)
         quiet = interval * rng.uniform(0.2, 0.5)
         gap = interval * rng.uniform(0.5, 1.5)
@@ -117,11 +118,11 @@ def build_schedule(nemesis: NemesisSpec, seed: int, time_limit_s: float, nodes: 
 
 
 def _set_kinds(nemesis: NemesisSpec, family: str, nodes: int, coordinated: bool,
-               consumers: bool) -> tuple[str, ...]:
+               workload: str) -> tuple[str, ...]:
     """The kinds of ``family`` to draw from (:func:`kinds`): a degraded link only the way the
     spec sets, when it sets one of ``link_loss_percent`` and ``link_rate_kbit`` (both or
     neither: either way)."""
-    out = kinds(family, nodes, coordinated, consumers)
+    out = kinds(family, nodes, coordinated, workload)
     if family == "links" and (nemesis.link_loss_percent is None) != (nemesis.link_rate_kbit is None):
         return ("loss",) if nemesis.link_loss_percent is not None else ("bandwidth",)
     return out

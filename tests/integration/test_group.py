@@ -134,7 +134,7 @@ def test_the_random_schedule_is_the_one_the_test_expects() -> None:
     """The schedule is pure: drawn before the run, from the spec alone."""
     run = drawn_spec()
     schedule = build_schedule(run.nemesis, run.seed, run.time_limit_s, run.kafka.nodes,
-                              coordinated=True, consumers=True)
+                              coordinated=True, workload="group")
     assert [s.kind for s in schedule] == ["isolate-coordinator", "crash-consumer", "kill-coordinator",
                                           "pause-consumer"]
     (pause,) = [s for s in schedule if s.kind == "pause-consumer"]

@@ -13,13 +13,15 @@ SHARED = {
     "clients": ("crash-client", "restart-client"), "clock": ("clock", "reset-clock"),
 }
 #: (family, kind) -> its own actions.
-OWN = {("clients", "pause-consumer"): ("pause-client", "resume-client")}
+OWN = {("clients", "pause-consumer"): ("pause-client", "resume-client"),
+       ("clients", "pause-producer"): ("pause-client", "resume-client")}
 
 
-def test_each_kind_has_its_familys_actions_but_a_paused_consumer() -> None:
+def test_each_kind_has_its_familys_actions_but_a_paused_client() -> None:
     assert set(SHARED) == set(FAMILIES)
     for family in FAMILIES.values():
-        for kind in (*family.kinds, *family.consumer_kinds, family.coordinator_kind or family.kinds[0]):
+        own = (k for ks in family.workload_kinds.values() for k in ks)
+        for kind in (*family.kinds, *own, family.coordinator_kind or family.kinds[0]):
             assert family.actions(kind) == OWN.get((family.name, kind), SHARED[family.name]), kind
         assert family.all_actions == {Actions(*SHARED[family.name]),
                                       *(Actions(*a) for (f, _), a in OWN.items() if f == family.name)}

@@ -299,13 +299,15 @@ def test_the_java_clients_group_members_crash_pause_stop_and_start_and_its_produ
     ("crash", 4, {"clients": [1], "kind": "crash"}),  # 4 % 3 producers
     ("crash-consumer", 3, {"consumers": [1], "kind": "crash"}),  # 3 % 2 consumers
     ("pause-consumer", 4, {"consumers": [0], "kind": "pause"}),
+    ("pause-producer", 5, {"clients": [2], "kind": "pause"}),  # 5 % 3 producers
 ])
 def test_a_random_fault_aims_at_the_role_its_kind_names_and_the_client_its_pick_does(
         kind: str, pick: int, plan: dict[str, Any]) -> None:
     nemesis = ClientsNemesis()
     nemesis.bind(FakeChildren())
     assert nemesis.plan(ScheduledFault(1.0, "clients", kind, 5.0, pick), busy=()) == plan
-    assert set(AIMS) == {*FAMILIES["clients"].kinds, *FAMILIES["clients"].consumer_kinds}
+    clients = FAMILIES["clients"]
+    assert set(AIMS) == {*clients.kinds, *(k for ks in clients.workload_kinds.values() for k in ks)}
 
 
 def test_a_consumer_fault_needs_consumers_in_child_processes() -> None:
@@ -331,30 +333,51 @@ def journal(path: Path) -> list[tuple[str, dict[str, Any]]]:
             for op in read_history(path) if op.f.endswith("-client")]
 
 
-def test_random_consumer_faults_are_journaled_as_the_targeted_ones_and_healed(tmp_path: Path) -> None:
-    """A drawn consumer crash and pause: the same ops, with the same values, as ``crash
-    consumer 1`` / ``restart consumer 1`` and ``pause consumer 0 for S s``; each healed."""
-    group = TestSpec(consumer=ConsumerSpec(mode="subscribe"),
-                     workload=WorkloadSpec(name="group", consumers=2))
-    targeted = dataclasses.replace(group, nemesis=NemesisSpec(schedule=(
-        "crash consumer 1", "restart consumer 1", "pause consumer 0 for 0.05 s")))
+def targeted_and_random(tmp_path: Path, spec: TestSpec, steps: tuple[str, ...],
+                        drawn: list[ScheduledFault]) -> tuple[list[tuple[str, dict[str, Any]]], FakeChildren]:
+    """Run ``spec`` with the targeted ``steps``, then with the random schedule ``drawn``,
+    each healed; the random run's client ops (:func:`journal`), once asserted equal to the
+    targeted run's, and its clients."""
+    targeted = dataclasses.replace(spec, nemesis=NemesisSpec(schedule=steps))
     scripted = ScriptedPackage.from_spec(targeted, FakeCluster(targeted, tmp_path))  # type: ignore[arg-type]
     scripted.bind_clients(FakeChildren())
     with HistoryWriter(tmp_path / "targeted.jsonl") as history:
         scripted.run(time.monotonic() + 5, history)
         scripted.heal_all(history)
-    drawn = dataclasses.replace(group, nemesis=NemesisSpec(faults=("clients",)))
-    random = NemesisPackage.from_spec(drawn, FakeCluster(drawn, tmp_path))  # type: ignore[arg-type]
-    random.schedule = [ScheduledFault(0.0, "clients", "crash-consumer", 0.05, pick=1),
-                       ScheduledFault(0.1, "clients", "pause-consumer", 0.05, pick=2)]
+    faults = dataclasses.replace(spec, nemesis=NemesisSpec(faults=("clients",)))
+    random = NemesisPackage.from_spec(faults, FakeCluster(faults, tmp_path))  # type: ignore[arg-type]
+    random.schedule = drawn
     clients = FakeChildren()
     random.bind_clients(clients)
     with HistoryWriter(tmp_path / "random.jsonl") as history:
         random.run(time.monotonic() + 0.3, history)
         random.heal_all(history)
-    assert journal(tmp_path / "random.jsonl") == journal(tmp_path / "targeted.jsonl")
-    assert [f for f, _ in journal(tmp_path / "random.jsonl")] == [
+    ops = journal(tmp_path / "random.jsonl")
+    assert ops == journal(tmp_path / "targeted.jsonl")
+    return ops, clients
+
+
+def test_random_consumer_faults_are_journaled_as_the_targeted_ones_and_healed(tmp_path: Path) -> None:
+    """A drawn consumer crash and pause: the same ops, with the same values, as ``crash
+    consumer 1`` / ``restart consumer 1`` and ``pause consumer 0 for S s``; each healed."""
+    group = TestSpec(consumer=ConsumerSpec(mode="subscribe"),
+                     workload=WorkloadSpec(name="group", consumers=2))
+    ops, clients = targeted_and_random(
+        tmp_path, group, ("crash consumer 1", "restart consumer 1", "pause consumer 0 for 0.05 s"),
+        [ScheduledFault(0.0, "clients", "crash-consumer", 0.05, pick=1),
+         ScheduledFault(0.1, "clients", "pause-consumer", 0.05, pick=2)])
+    assert [f for f, _ in ops] == [
         "crash-client", "crash-client", "restart-client", "restart-client",
         "pause-client", "pause-client", "resume-client", "resume-client"]
     assert clients.child_calls == [("crash", "consumers", 1), ("restart", "consumers", 1),
                                    ("pause", "consumers", 0), ("resume", "consumers", 0)]
+
+
+def test_a_random_producer_pause_is_journaled_as_the_targeted_one_and_healed(tmp_path: Path) -> None:
+    """A txn run's drawn ``pause-producer``: the same ops, with the same values, as ``pause
+    client 2 for S s``, resumed when held long enough."""
+    txn = TestSpec(workload=WorkloadSpec(name="txn", producers=3))
+    ops, clients = targeted_and_random(tmp_path, txn, ("pause client 2 for 0.05 s",),
+                                       [ScheduledFault(0.0, "clients", "pause-producer", 0.05, pick=5)])
+    assert [f for f, _ in ops] == ["pause-client", "pause-client", "resume-client", "resume-client"]
+    assert clients.child_calls == [("pause", "clients", 2), ("resume", "clients", 2)]

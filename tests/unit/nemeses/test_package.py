@@ -411,7 +411,7 @@ def test_a_group_workloads_package_draws_coordinator_kinds(tmp_path: Path) -> No
     assert {s.kind for s in pkg.schedule} == {"kill", "kill-coordinator"}
 
 
-def test_only_a_group_workloads_package_aims_client_faults_at_consumers(tmp_path: Path) -> None:
+def test_a_group_or_txn_workloads_package_aims_client_faults_at_its_own_clients(tmp_path: Path) -> None:
     members = dataclasses.replace(ConsumerSpec(), mode="subscribe")
     nemesis = NemesisSpec(faults=("clients",), interval_s=5.0)
     group = TestSpec(seed=3, time_limit_s=600.0, consumer=members, workload=WorkloadSpec(name="group"),
@@ -420,8 +420,8 @@ def test_only_a_group_workloads_package_aims_client_faults_at_consumers(tmp_path
     queue = TestSpec(seed=3, time_limit_s=600.0, nemesis=nemesis)
     drawn = {spec.workload.name: {s.kind for s in NemesisPackage.from_spec(
         spec, FakeCluster(spec, tmp_path)).schedule} for spec in (group, txn, queue)}  # type: ignore[arg-type]
-    assert drawn == {"group": {"crash", "crash-consumer", "pause-consumer"}, "txn": {"crash"},
-                     "queue": {"crash"}}
+    assert drawn == {"group": {"crash", "crash-consumer", "pause-consumer"},
+                     "txn": {"crash", "pause-producer"}, "queue": {"crash"}}
 
 
 def test_isolate_controller_without_a_controller_is_an_error(tmp_path: Path) -> None:

@@ -57,18 +57,21 @@ def test_a_group_workloads_schedule_also_aims_faults_at_the_groups_coordinator()
     assert kinds("partition", 1, coordinated=True) == ()
 
 
-def test_a_group_workloads_schedule_also_aims_client_faults_at_its_consumers() -> None:
-    """With ``consumers``, the clients family draws a consumer crashed or paused beside a
-    producer crashed; without (the queue and txn workloads), only the producer crash, so their
-    schedules are as they were."""
+def test_a_group_or_txn_workloads_schedule_also_aims_client_faults_at_its_own_clients() -> None:
+    """In a group workload's run the clients family draws a consumer crashed or paused
+    beside a producer crashed, in a txn workload's a producer paused too; in a queue
+    workload's only the producer crash, so its schedules are as they were."""
     spec = NemesisSpec(faults=("clients", "kill"), interval_s=5.0)
-    group = build_schedule(spec, 3, 600, 3, coordinated=True, consumers=True)
+    group = build_schedule(spec, 3, 600, 3, coordinated=True, workload="group")
     assert {s.kind for s in group if s.family == "clients"} == {"crash", "crash-consumer", "pause-consumer"}
+    txn = build_schedule(spec, 3, 600, 3, coordinated=True, workload="txn")
+    assert {s.kind for s in txn if s.family == "clients"} == {"crash", "pause-producer"}
     for coordinated in (False, True):
         assert {s.kind for s in build_schedule(spec, 3, 600, 3, coordinated) if s.family == "clients"} \
             == {"crash"}
-    assert kinds("clients", 3, consumers=True) == ("crash", "crash-consumer", "pause-consumer")
-    assert kinds("kill", 3, consumers=True) == kinds("kill", 3)
+    assert kinds("clients", 3, workload="group") == ("crash", "crash-consumer", "pause-consumer")
+    assert kinds("clients", 3, workload="txn") == ("crash", "pause-producer")
+    assert kinds("kill", 3, workload="group") == kinds("kill", 3)
 
 
 @settings(max_examples=100, deadline=None)

@@ -182,60 +182,47 @@ def test_a_committed_wait_is_met_by_a_commit_after_its_first_read_of_the_groups_
     assert ("kill", [2]) in _done(ops)
 
 
-def test_a_commit_past_a_partition_is_awaited_from_its_high_watermark_read_once(tmp_path: Path) -> None:
-    """``group G has committed past P`` reads P's high watermark at the wait's first read
-    (again while none answers) and is met by the first committed offset of P above it."""
-    floors: list[dict[tuple[str, int], int] | None] = [None, {("t", 0): 5}]
-    answers = [{("t", 0): 3}, {("t", 0): 5, ("t", 1): 9}, {("t", 0): 6}]
-
+def _group_wait(tmp_path: Path, wait: str, committed: list[dict[tuple[str, int], int]],
+                high_watermarks: list[int | None]) -> Op:
+    """Run ``wait`` then ``crash node 2`` with each read of the group's offsets answered
+    from ``committed`` and each of partition 0's high watermark from ``high_watermarks``
+    (None: its leader does not answer); the wait's completion, once the crash came after it."""
     def high_watermark(partition: int) -> dict[tuple[str, int], int]:
         assert partition == 0
-        floor = floors.pop(0)
-        if floor is None:
+        hw = high_watermarks.pop(0)
+        if hw is None:
             raise NemesisError("no high watermark of partition 0: NOT_LEADER_OR_FOLLOWER")
-        return floor
+        return {("fl-queue", 0): hw}
 
-    spec = TestSpec(nemesis=NemesisSpec(schedule=("wait until group g has committed past 0 within 10 s",
-                                                  "crash node 2")))
+    spec = TestSpec(nemesis=NemesisSpec(schedule=(wait, "crash node 2")))
     nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
-    nemesis._read_states, nemesis._read_committed = Live(), lambda group: answers.pop(0)
+    nemesis._read_states, nemesis._read_committed = Live(), lambda group: committed.pop(0)
     nemesis._high_watermark = high_watermark  # type: ignore[method-assign]
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         nemesis.run(time.monotonic() + 12, history)
         nemesis.heal_all(history)
     ops = list(read_history(tmp_path / "history.jsonl"))
-    wait = [op for op in ops if op.f == "wait"][-1]
+    assert ("kill", [2]) in _done(ops)
+    return [op for op in ops if op.f == "wait"][-1]
+
+
+def test_a_commit_past_a_partition_is_awaited_from_its_high_watermark_read_once(tmp_path: Path) -> None:
+    """``group G has committed past P`` reads P's high watermark at the wait's first read
+    (again while none answers) and is met by the first committed offset of P above it."""
+    floors: list[int | None] = [None, 5]
+    answers = [{("t", 0): 3}, {("t", 0): 5, ("t", 1): 9}, {("t", 0): 6}]
+    wait = _group_wait(tmp_path, "wait until group g has committed past 0 within 10 s", answers, floors)
     assert wait.value["result"].startswith("met after") and not answers and not floors
     assert wait.value["seen"] == "group g: committed 6 on 0, past 5 awaited"
-    assert ("kill", [2]) in _done(ops)
 
 
 def test_a_partition_passing_a_group_reads_its_high_watermark_at_every_poll(tmp_path: Path) -> None:
     """``P has passed group G`` reads P's high watermark and G's offsets at each poll (on
     through a read that fails) and is met once the high watermark is above the offset."""
     hws: list[int | None] = [3, None, 7, 9]
-    answers = [{("t", 0): 8}] * 4
-
-    def high_watermark(partition: int) -> dict[tuple[str, int], int]:
-        assert partition == 0
-        hw = hws.pop(0)
-        if hw is None:
-            raise NemesisError("no high watermark of partition 0: NOT_LEADER_OR_FOLLOWER")
-        return {("fl-queue", 0): hw}
-
-    spec = TestSpec(nemesis=NemesisSpec(schedule=("wait until 0 has passed group g within 10 s",
-                                                  "crash node 2")))
-    nemesis = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
-    nemesis._read_states, nemesis._read_committed = Live(), lambda group: answers.pop(0)
-    nemesis._high_watermark = high_watermark  # type: ignore[method-assign]
-    with HistoryWriter(tmp_path / "history.jsonl") as history:
-        nemesis.run(time.monotonic() + 12, history)
-        nemesis.heal_all(history)
-    ops = list(read_history(tmp_path / "history.jsonl"))
-    wait = [op for op in ops if op.f == "wait"][-1]
+    wait = _group_wait(tmp_path, "wait until 0 has passed group g within 10 s", [{("t", 0): 8}] * 4, hws)
     assert wait.value["result"].startswith("met after") and not hws
     assert wait.value["seen"] == "0: high watermark 9, group g committed 8"
-    assert ("kill", [2]) in _done(ops)
 
 
 def test_a_transactions_coordinator_is_read_from_the_transaction_state_topic_when_its_step_runs(
