@@ -4,13 +4,15 @@ group.instance.id, sync commits; one JVM per member). Once the group has committ
 broker that coordinates it (``coordinator of group G``) is killed while members commit and
 restarted 5 s later; then consumer 2 is stopped (its consumer closes, its partitions
 revoked) and started again, consumer 0 is killed (SIGKILL of its JVM), consumer 1 is
-paused (SIGSTOP) for 9 s, past its session, and continued, and consumer 0 restarted. A
-member of each slot committed before its fault, with leader epochs, and the group went on
-committing after the coordinator's kill; the stopped member's last op is the revocation
-and the member started in its slot is a new process given partitions; the killed member's
-open op ends ``info`` and its replacement is given partitions; the paused member finds its
-assignment lost on resuming and rejoins; and the run is judged valid, the group checker's
-own verdict included. The members settle for 12 s, not
+paused (SIGSTOP) for 9 s, past its session, and continued, and consumer 0 restarted. The
+group went on committing after the coordinator's kill, with leader epochs; the stopped
+member's last op is the revocation and the member started in its slot is a new process
+given partitions; the killed member's open op ends ``info`` and its replacement is given
+partitions; the paused member finds its assignment lost on resuming and rejoins, or, where
+the pause caught it mid-commit, its commit ends ``info`` on resuming and it is retired for
+a new member (the group checker then cannot tell when its ownership ended, and that
+overlap alone is unknown); and the run is judged valid otherwise, the group checker's own
+verdict included. The members settle for 12 s, not
 :data:`~faultline.workloads.group.SETTLE_S`: the group checker judges the group settled
 once its members polled :data:`~faultline.checkers.groups.QUIET_NS` (10 s) past the last
 replacement's first op, which comes a JVM's start (1 to 5 s) after the restart, the
@@ -20,6 +22,7 @@ runs measured)."""
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import replace
 
 import pytest
@@ -76,17 +79,19 @@ def ops(outcome: RunOutcome) -> list[Op]:
     return list(read_history(outcome.run_dir))
 
 
-def test_the_run_directory_holds_to_its_schemas_and_each_slot_committed(
-        outcome: RunOutcome, ops: list[Op]) -> None:
-    """Each of the tests below follows one member; here, a process of each slot (those its
-    fault names: a member whose commit ended ``info`` is replaced under a new process)
-    committed before that fault."""
+def test_the_run_directory_holds_to_its_schemas(outcome: RunOutcome) -> None:
     assert outcome.error is None and outcome.recovered
     assert {"history.jsonl.zst", "group.json"} <= set(validate_run_dir(outcome.run_dir))
-    for f in ("crash-client", "pause-client", "stop-client"):
-        fault = done(ops, f)
-        committed = {o.process for o in ops if o.f == "commit" and o.type == "ok" and o.time < fault.time}
-        assert committed & set(fault.value["processes"]), (f, fault.value["processes"], committed)
+
+
+def retired_on_resume(ops: list[Op]) -> Op | None:
+    """The end of the op the paused member had open when paused if it ended ``info`` on its
+    resume (a commit whose request timed out while it slept, say), which retires the
+    member (docs/history.md); None if it went on."""
+    pause, resume = done(ops, "pause-client"), done(ops, "resume-client")
+    paused = pause.value["processes"][-1]
+    ended = [o for o in ops if o.process == paused and o.time >= resume.time and o.type == "info"]
+    return ended[0] if ended else None
 
 
 def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome, ops: list[Op]) -> None:
@@ -102,11 +107,39 @@ def test_a_killed_member_ends_its_open_op_info_and_its_replacement_is_given_part
     assert_killed_and_replaced(ops, 0)
 
 
-def test_a_member_paused_past_its_session_is_expelled_and_rejoins(ops: list[Op]) -> None:
-    """Paused 9 s, past its 6 s session: another member was given partitions meanwhile,
-    and its first heartbeat or commit after told it its member id was gone."""
-    assert_expelled_and_rejoined(ops, 1)
+def test_a_member_paused_past_its_session_is_expelled(ops: list[Op]) -> None:
+    """Paused 9 s, past its 6 s session: another member was given partitions meanwhile, and
+    on resuming either its first heartbeat or commit told it its member id was gone (its
+    assignment lost, and it rejoined), or the op it had open when paused ended ``info``
+    and it was retired, a new member taking its slot. Which one is the pause's timing."""
+    end = retired_on_resume(ops)
+    if end is None:
+        assert_expelled_and_rejoined(ops, 1)
+        return
+    pause, resume = done(ops, "pause-client"), done(ops, "resume-client")
+    retired = end.process
+    assert any(o.f == "assign" and o.type == "ok" and o.process != retired and o.value["partitions"]
+               and pause.time < o.time < resume.time for o in ops), "nobody took partitions in the pause"
+    assert all(o.time <= end.time for o in ops if o.process == retired), "the retired member went on"
+    before = {o.process for o in ops if o.time < resume.time}
+    restarted = set(done(ops, "restart-client").value["processes"])
+    newcomers = {o.process for o in ops if o.f == "assign" and o.type == "ok" and o.value["partitions"]
+                 and o.time > resume.time} - before - restarted
+    assert newcomers, "no new member took the retired member's slot"
 
 
-def test_the_checkers_find_no_fault_of_kafka_or_the_group(outcome: RunOutcome) -> None:
-    assert_kafka_and_the_group_kept_their_promises(outcome)
+def test_the_checkers_find_no_fault_of_kafka_or_the_group(outcome: RunOutcome, ops: list[Op]) -> None:
+    """Where the paused member was retired, the group checker cannot tell when its
+    ownership ended (its closing callbacks are not journaled): an overlap with it is
+    unknown (``owner-end-unknown``), the group's verdict with it, and nothing else is."""
+    end = retired_on_resume(ops)
+    if end is None:
+        assert_kafka_and_the_group_kept_their_promises(outcome)
+        return
+    results = json.loads((outcome.run_dir / "results.json").read_text())
+    group = results["group"]
+    assert set(results["violations_by"]) <= {"client"} and group["violations"] == [], results["violations_by"]
+    unknown = [(name, a) for name, found in group["anomalies"].items() for a in found if a["unknown"]]
+    assert all(name == "overlapping-owners" and a["unknown"] == "owner-end-unknown"
+               and a["first"]["process"] == end.process for name, a in unknown), unknown
+    assert group["valid"] == (True if not unknown else "unknown") and group["settled"] is True, group
