@@ -118,6 +118,16 @@ class ProducerSpec:
     linger_ms: int = 5
 
 
+#: A group member's session timeout and heartbeat interval, in ms, under either protocol
+#: (fixed, not a spec's field): the classic member asks for them (``session.timeout.ms``,
+#: ``heartbeat.interval.ms``, :func:`faultline.workloads.group.group_config`), a KIP-848
+#: member gets them from the broker
+#: (:data:`faultline.cluster.kafka_config.GROUP_CONSUMER_SETTINGS`), so a fault shows within
+#: a run either way, and the group checker knows when a stopped member's session expired.
+GROUP_SESSION_TIMEOUT_MS = 6000
+GROUP_HEARTBEAT_INTERVAL_MS = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerSpec:
     """Consumer settings; ``mode`` is ``assign`` (every partition, no group: the queue

@@ -31,6 +31,7 @@ from faultline.checkers.group_history import UNSURE, Commit, Group, Ownership, R
 from faultline.checkers.guarantees import (
     OVERLAP_AFTER_FENCED,
     OVERLAP_AFTER_LOST,
+    OVERLAP_AFTER_PAUSE,
     GuaranteeConfig,
     group_permitted,
     offsets_destroyed,
@@ -38,6 +39,7 @@ from faultline.checkers.guarantees import (
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES, UNKNOWN, Result, Valid, displace_permitted
 from faultline.checkers.table import SendTable
 from faultline.faults import family_of_fault
+from faultline.spec import GROUP_SESSION_TIMEOUT_MS
 from faultline.targeted import OFFSETS_TOPIC
 
 #: The anomalies, in the order results.json's ``group`` lists them.
@@ -47,7 +49,7 @@ GROUP_ANOMALIES = ("commit-backwards", "commit-beyond-polled", "overlapping-owne
 #: How long after the last fault, retirement or new member a member must have had to get
 #: an assignment, in ns:
 #: past a session timeout (6 s under either protocol,
-#: :data:`faultline.cluster.kafka_config.GROUP_SESSION_TIMEOUT_MS`) and the rebalance that
+#: :data:`faultline.spec.GROUP_SESSION_TIMEOUT_MS`) and the rebalance that
 #: follows; KIP-848 assigns as soon as a member heartbeats.
 QUIET_NS = 10 * 10**9
 #: Examples kept per anomaly in results.json's ``group``, in the order seen.
@@ -129,6 +131,30 @@ def stale_assignment(o: Overlap) -> bool:
     runs again, then finds itself expelled)."""
     a, b = o.first.generation, o.second.generation
     return o.second.how == "lost" and a is not None and b is not None and b < a
+
+
+def paused_past_session(g: Group, o: Overlap) -> bool:
+    """Whether the first owner's process was stopped by a ``pause-client`` from before the
+    second owner's assignment until its ``resume-client`` after it, longer than a member's
+    session (:data:`~faultline.spec.GROUP_SESSION_TIMEOUT_MS`), polled
+    nothing that ended since the pause began, and was retired after the resume: a member
+    that sends no heartbeat loses its partitions only by its session's expiry, and it read
+    nothing while it held them."""
+    p = o.first.process
+    if p not in g.retired:
+        return False
+    for pause in g.actions:
+        if pause.f != "pause-client" or pause.end is None or p not in pause.value.get("processes", ()):
+            continue
+        role = "consumers" if "consumers" in pause.value else "clients"
+        resumed = min((a.end for a in g.actions if a.f == "resume-client" and a.end is not None
+                       and a.end >= pause.end and set(pause.value[role]) <= set(a.value.get(role, ()))),
+                      default=None)
+        if (resumed is not None and pause.end <= o.second.began <= resumed
+                and resumed - pause.end > GROUP_SESSION_TIMEOUT_MS * 1_000_000
+                and g.last_poll.get(p, 0) <= pause.start and g.retired[p] >= resumed):
+            return True
+    return False
 
 
 def overlapping_owners(g: Group) -> list[Overlap]:
@@ -528,11 +554,12 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
     for o in overlapping_owners(g):
         retired = o.first.how == "end" and o.first.process in g.retired
         fenced = retired and static and o.first.process in g.fenced
+        paused = retired and paused_past_session(g, o)
         add("overlapping-owners", {
             "partition": o.first.partition, "first": _span(o.first), "second": _span(o.second)},
             OVERLAP_AFTER_LOST if o.first.how == "lost" or (classic and stale_assignment(o))
-            else OVERLAP_AFTER_FENCED if fenced else None,
-            "owner-end-unknown" if retired and not fenced else None)
+            else OVERLAP_AFTER_FENCED if fenced else OVERLAP_AFTER_PAUSE if paused else None,
+            "owner-end-unknown" if retired and not fenced and not paused else None)
     unreceived = lost_to_group(g)
     had = received_at(g, {(u.partition, u.offset) for u in unreceived}) if unreceived else {}
     for u in unreceived:

@@ -495,6 +495,13 @@ OVERLAP_AFTER_FENCED = (
     "the first owner was fenced for good (its client's fatal error: another member joined with "
     "its group.instance.id, KIP-345) before it heard that the partition was given away; Kafka "
     "fences a fenced member's commits (FENCED_INSTANCE_ID), not its fetches")
+#: Why two members may hold a partition at once when the first one's process was paused
+#: past its session over the second's assignment, and retired on resuming before it heard.
+OVERLAP_AFTER_PAUSE = (
+    "the first owner's process was stopped (SIGSTOP) longer than its session, over the second "
+    "owner's assignment: it sent no heartbeat, the coordinator expired its session and gave the "
+    "partition away (KIP-848's member epoch; classic: session.timeout.ms), and on resuming it "
+    "was retired, reading nothing, before it heard")
 
 
 def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[str, str]:

@@ -14,17 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from faultline.spec import KafkaSpec
+from faultline.spec import GROUP_HEARTBEAT_INTERVAL_MS, GROUP_SESSION_TIMEOUT_MS, KafkaSpec
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
 CLIENT_PORT = 9094
-#: A group member's session timeout and heartbeat interval, in ms, under either protocol:
-#: the classic member asks for them (``session.timeout.ms``, ``heartbeat.interval.ms``,
-#: :func:`faultline.workloads.group.group_config`), a KIP-848 member gets them from the
-#: broker (:data:`GROUP_CONSUMER_SETTINGS`), so a fault shows within a run either way.
-GROUP_SESSION_TIMEOUT_MS = 6000
-GROUP_HEARTBEAT_INTERVAL_MS = 1000
 #: The broker's KIP-848 group settings (Kafka's GroupCoordinatorConfig), each minimum
 #: lowered to the value: it refuses a session timeout below ``min.session.timeout.ms``
 #: (45 s by default) or a heartbeat interval below ``min.heartbeat.interval.ms`` (5 s).

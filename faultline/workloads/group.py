@@ -30,9 +30,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from faultline.cluster.kafka_config import GROUP_HEARTBEAT_INTERVAL_MS, GROUP_SESSION_TIMEOUT_MS
 from faultline.history import PendingOp
-from faultline.spec import TestSpec
+from faultline.spec import GROUP_HEARTBEAT_INTERVAL_MS, GROUP_SESSION_TIMEOUT_MS, TestSpec
 from faultline.workloads.clients import (
     POLL_MAX_RECORDS,
     POLL_TIMEOUT_S,
@@ -67,7 +66,7 @@ def generation(metadata: bytes) -> int:
 def group_config(spec: TestSpec, bootstrap: str, client_id: str, slot: int) -> dict[str, Any]:
     """librdkafka settings for the member in consumer slot ``slot``: the consumer's,
     subscribed with the spec's protocol and commit mode (a classic member's session of
-    :data:`~faultline.cluster.kafka_config.GROUP_SESSION_TIMEOUT_MS`); with
+    :data:`~faultline.spec.GROUP_SESSION_TIMEOUT_MS`); with
     ``consumer.static``, the slot's ``group.instance.id``."""
     c = spec.consumer
     conf = consumer_config(spec, bootstrap, client_id)

@@ -16,12 +16,18 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from faultline.cluster.kafka_config import GROUP_SESSION_TIMEOUT_MS
 from faultline.history import Op, read_history
 from faultline.nemeses.package import NemesisPackage
 from faultline.nemeses.schedule import build_schedule
 from faultline.run.runner import RunOutcome, run_test
-from faultline.spec import ConsumerSpec, KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
+from faultline.spec import (
+    GROUP_SESSION_TIMEOUT_MS,
+    ConsumerSpec,
+    KafkaSpec,
+    NemesisSpec,
+    TestSpec,
+    WorkloadSpec,
+)
 from tests.schemas import validate_run_dir, validator
 
 pytestmark = pytest.mark.integration

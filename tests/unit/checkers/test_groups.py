@@ -18,7 +18,12 @@ from faultline.checkers import groups
 from faultline.checkers.faults_seen import MetadataState, Timeline
 from faultline.checkers.group_end import CommitLogs
 from faultline.checkers.group_history import Group, group
-from faultline.checkers.guarantees import OVERLAP_AFTER_FENCED, OVERLAP_AFTER_LOST, GuaranteeConfig
+from faultline.checkers.guarantees import (
+    OVERLAP_AFTER_FENCED,
+    OVERLAP_AFTER_LOST,
+    OVERLAP_AFTER_PAUSE,
+    GuaranteeConfig,
+)
 from faultline.checkers.result import MAX_ANOMALY_EXAMPLES
 from faultline.checkers.results_file import check_run
 from faultline.checkers.stored import check_stored
@@ -329,6 +334,41 @@ def test_an_overlap_with_a_first_owner_fenced_for_good_is_permitted_with_static_
     assert out["valid"] is True and out["permitted"] == ["overlapping-owners"]
     (ex,) = out["anomalies"]["overlapping-owners"]
     assert ex["permitted"] == OVERLAP_AFTER_FENCED
+
+
+def paused_owner(pause_s: float, polled_after: bool = False) -> G:
+    """Process 1 (consumer 0) assigned partition 0 at 1 s and paused from 2 s for
+    ``pause_s`` seconds with a commit open, or a poll if ``polled_after``, which ends ok
+    with a record at 8.9 s before its next commit; process 2 assigned the partition at
+    7 s; process 1's commit ends info (so it is retired) at 9 s."""
+    h = G()
+    h.at(1).rebalance(1, "assign", [0])
+    h.at(1.5).commit(1, [], "ok")
+    h.op(1, "invoke", "poll" if polled_after else "commit", None if polled_after else {"offsets": []})
+    h.at(2).op("nemesis", "info", "pause-client", {"kind": "pause", "consumers": [0]})
+    h.op("nemesis", "info", "pause-client", {"kind": "pause", "consumers": [0], "processes": [1],
+                                             "result": "paused consumer 0"})
+    h.at(7).rebalance(2, "assign", [0])
+    h.at(2 + pause_s).op("nemesis", "info", "resume-client", {"kind": "pause", "consumers": [0]})
+    h.op("nemesis", "info", "resume-client", {"kind": "pause", "consumers": [0], "result": "resumed"})
+    if polled_after:
+        h.at(8.9).op(1, "ok", "poll", {"records": [[TOPIC, 0, 0, 5]]})
+        h.op(1, "invoke", "commit", {"offsets": []})
+    h.at(9).op(1, "info", "commit", {"offsets": []}, "REQUEST_TIMED_OUT")
+    return h
+
+
+def test_an_overlap_with_a_first_owner_paused_past_its_session_and_retired_is_permitted() -> None:
+    """Paused 6.5 s, past the 6 s session, over the second's assignment, and retired on
+    resuming with nothing read: permitted. Paused 5.5 s (its session could not have expired
+    by the pause alone), or having read a record after resuming: unknown, as any overlap
+    with a retired owner."""
+    out = judged(paused_owner(6.5))
+    assert out["valid"] is True and out["permitted"] == ["overlapping-owners"]
+    (ex,) = out["anomalies"]["overlapping-owners"]
+    assert ex["permitted"] == OVERLAP_AFTER_PAUSE
+    assert judged(paused_owner(5.5))["unknown"] == ["owner-end-unknown"]
+    assert judged(paused_owner(6.5, polled_after=True))["unknown"] == ["owner-end-unknown"]
 
 
 def test_a_violation_displaces_the_last_permitted_example_kept() -> None:

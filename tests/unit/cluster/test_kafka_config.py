@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from faultline.cluster import kafka_config
-from faultline.spec import KafkaSpec
+from faultline.spec import GROUP_HEARTBEAT_INTERVAL_MS, GROUP_SESSION_TIMEOUT_MS, KafkaSpec
 
 ADDRS = {1: "10.241.7.11", 2: "10.241.7.12", 3: "10.241.7.13"}
 
@@ -47,7 +47,7 @@ def test_timeouts_come_from_the_spec_and_overrides_win() -> None:
 
 def test_kip_848_members_get_the_classic_members_session_and_heartbeat() -> None:
     p = _props()
-    session, heartbeat = kafka_config.GROUP_SESSION_TIMEOUT_MS, kafka_config.GROUP_HEARTBEAT_INTERVAL_MS
+    session, heartbeat = GROUP_SESSION_TIMEOUT_MS, GROUP_HEARTBEAT_INTERVAL_MS
     assert int(p["group.consumer.session.timeout.ms"]) == session == 6000
     assert int(p["group.consumer.heartbeat.interval.ms"]) == heartbeat == 1000
     # GroupCoordinatorConfig's bounds: min <= session <= max (60 s), min <= heartbeat
