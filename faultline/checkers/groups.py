@@ -133,28 +133,40 @@ def stale_assignment(o: Overlap) -> bool:
     return o.second.how == "lost" and a is not None and b is not None and b < a
 
 
-def paused_past_session(g: Group, o: Overlap) -> bool:
-    """Whether the first owner's process was stopped by a ``pause-client`` from before the
-    second owner's assignment until its ``resume-client`` after it, longer than a member's
-    session (:data:`~faultline.spec.GROUP_SESSION_TIMEOUT_MS`), polled
-    nothing that ended since the pause began, and was retired after the resume: a member
-    that sends no heartbeat loses its partitions only by its session's expiry, and it read
-    nothing while it held them."""
-    p = o.first.process
-    if p not in g.retired:
-        return False
-    for pause in g.actions:
-        if pause.f != "pause-client" or pause.end is None or p not in pause.value.get("processes", ()):
+class Pause(NamedTuple):
+    processes: frozenset[int]  # those its client had used by then
+    began: int  # the pause-client's invoke
+    stopped: int  # its completion: the process stopped
+    resumed: int  # the completion of the resume-client that continued it
+
+
+def pauses(g: Group) -> list[Pause]:
+    """Each completed ``pause-client`` with the first completed ``resume-client`` after it
+    that names its client (a pause never resumed is not one: the run ended in it)."""
+    found = []
+    for a in g.actions:
+        if a.f != "pause-client" or a.end is None:
             continue
-        role = "consumers" if "consumers" in pause.value else "clients"
-        resumed = min((a.end for a in g.actions if a.f == "resume-client" and a.end is not None
-                       and a.end >= pause.end and set(pause.value[role]) <= set(a.value.get(role, ()))),
+        role = "consumers" if "consumers" in a.value else "clients"
+        resumed = min((r.end for r in g.actions if r.f == "resume-client" and r.end is not None
+                       and r.end >= a.end and set(a.value[role]) <= set(r.value.get(role, ()))),
                       default=None)
-        if (resumed is not None and pause.end <= o.second.began <= resumed
-                and resumed - pause.end > GROUP_SESSION_TIMEOUT_MS * 1_000_000
-                and g.last_poll.get(p, 0) <= pause.start and g.retired[p] >= resumed):
-            return True
-    return False
+        if resumed is not None:
+            found.append(Pause(frozenset(a.value.get("processes", ())), a.start, a.end, resumed))
+    return found
+
+
+def paused_past_session(g: Group, o: Overlap, paused: Sequence[Pause]) -> bool:
+    """Whether the first owner's process was stopped by one of the ``paused`` from before
+    the second owner's assignment until after it, longer than a member's session
+    (:data:`~faultline.spec.GROUP_SESSION_TIMEOUT_MS`), polled nothing that ended since the
+    pause began, and was retired after the resume: a member that sends no heartbeat loses
+    its partitions only by its session's expiry, and it read nothing while it held them."""
+    p = o.first.process
+    return p in g.retired and any(
+        p in x.processes and x.stopped <= o.second.began <= x.resumed
+        and x.resumed - x.stopped > GROUP_SESSION_TIMEOUT_MS * 1_000_000
+        and g.last_poll.get(p, 0) <= x.began and g.retired[p] >= x.resumed for x in paused)
 
 
 def overlapping_owners(g: Group) -> list[Overlap]:
@@ -551,15 +563,16 @@ def judge(g: Group, config: GuaranteeConfig, windows: FaultWindows, asynchronous
         add("commit-beyond-polled", {
             "partition": x.commit.partition, "process": x.commit.process, "offset": x.commit.offset,
             "time": x.commit.invoked, "outcome": x.commit.outcome, "polled": x.polled})
+    paused = pauses(g)
     for o in overlapping_owners(g):
         retired = o.first.how == "end" and o.first.process in g.retired
         fenced = retired and static and o.first.process in g.fenced
-        paused = retired and paused_past_session(g, o)
+        asleep = retired and paused_past_session(g, o, paused)
         add("overlapping-owners", {
             "partition": o.first.partition, "first": _span(o.first), "second": _span(o.second)},
             OVERLAP_AFTER_LOST if o.first.how == "lost" or (classic and stale_assignment(o))
-            else OVERLAP_AFTER_FENCED if fenced else OVERLAP_AFTER_PAUSE if paused else None,
-            "owner-end-unknown" if retired and not fenced and not paused else None)
+            else OVERLAP_AFTER_FENCED if fenced else OVERLAP_AFTER_PAUSE if asleep else None,
+            "owner-end-unknown" if retired and not fenced and not asleep else None)
     unreceived = lost_to_group(g)
     had = received_at(g, {(u.partition, u.offset) for u in unreceived}) if unreceived else {}
     for u in unreceived:
