@@ -132,8 +132,8 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
     Family("clients", "crash-client", "restart-client", CLIENT_KINDS, takes_node_out=False,
            on_nodes=False, destroys_data=False, needs=(), model_steps=("toxic-request", "toxic-reply"),
            workload_kinds={"group": CONSUMER_KINDS, "txn": TXN_CLIENT_KINDS},
-           kind_actions={"pause-consumer": Actions("pause-client", "resume-client"),
-                         "pause-producer": Actions("pause-client", "resume-client")}),
+           kind_actions=dict.fromkeys(("pause-consumer", "pause-producer"),
+                                      Actions("pause-client", "resume-client"))),
     # a broker's wall clock set off: it neither takes a node out nor moves leadership
     # (replication and fencing do not rest on wall clocks), so it permits nothing and
     # the model has no step for it (docs/design.md, "Clock faults")

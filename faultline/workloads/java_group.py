@@ -71,12 +71,15 @@ class CrashableJavaGroupWorkload(CrashableJavaQueueWorkload, JavaGroupWorkload):
         """As :class:`JavaGroupWorkload`'s, each member's open op kept for a crash
         (:attr:`JavaProgram.member_ops`; sends and transactions are kept as producers')."""
         op = super()._op(d, read_ns, program)
-        if op is not None and op[1][2] not in ("send", "txn"):
-            _, (process, typ, f, value, _) = op
-            if typ == "invoke":
-                program.member_ops[process] = (f, value)
-            else:
-                program.member_ops.pop(process, None)
+        if op is None:
+            return None
+        _, (process, typ, f, value, _) = op
+        if f in ("send", "txn"):
+            return op
+        if typ == "invoke":
+            program.member_ops[process] = (f, value)
+        else:
+            program.member_ops.pop(process, None)
         return op
 
     def _crashed_ops(self, program: JavaProgram) -> list[PendingOp]:
