@@ -23,6 +23,7 @@ from confluent_kafka import KafkaException
 from faultline.brokerstate.offset_commits import offset_commits
 from faultline.brokerstate.replica_logs import replica_summary
 from faultline.cluster import kafka_client
+from faultline.cluster.admin_child import AdminChild
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.rundir import GROUP_FILE, write_atomic
@@ -45,8 +46,8 @@ def collect_group_state(cluster: Cluster, spec: TestSpec, run_dir: Path) -> list
     errors: list[str] = []
     offsets: list[dict[str, Any]] | None = None
     try:
-        with kafka_client.new_admin(cluster.bootstrap_servers(), FETCH_TIMEOUT_S) as admin:
-            answer = kafka_client.committed_positions(admin, group, FETCH_TIMEOUT_S)
+        with AdminChild(cluster.bootstrap_servers(), FETCH_TIMEOUT_S) as admin:
+            answer = admin.call(kafka_client.committed_positions, group, FETCH_TIMEOUT_S)
         offsets = [{"topic": t, "partition": p, "offset": c.offset, "leader_epoch": c.leader_epoch}
                    for (t, p), c in sorted(answer.items())]
     except (KafkaException, TimeoutError, FaultlineError) as e:

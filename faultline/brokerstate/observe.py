@@ -25,10 +25,10 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 import orjson
-from confluent_kafka.admin import AdminClient
 
 from faultline.brokerstate.segments import HW_CHECKPOINT, LogEnds, read_checkpoint
 from faultline.cluster import kafka_client
+from faultline.cluster.admin_child import AdminChild
 from faultline.cluster.kafka_client import HighWatermark
 from faultline.cluster.protocol import Cluster, PartitionState, Wipeable
 
@@ -57,30 +57,24 @@ class Source(Protocol):
 
 
 class KafkaSource:
-    """A :class:`Source` with an admin client of its own and short timeouts, created on
-    first use (so a slow request of the observer never queues the harness's own)."""
+    """A :class:`Source` with an admin client of its own, in a child process
+    (:class:`~faultline.cluster.admin_child.AdminChild`), and short timeouts (so a slow
+    request of the observer never queues the harness's own, and a client that aborts
+    costs a round's answers, not the run)."""
 
     def __init__(self, bootstrap_servers: str, timeout_s: float = CLIENT_TIMEOUT_S) -> None:
-        self._bootstrap = bootstrap_servers
         self._timeout = timeout_s
-        self._admin: AdminClient | None = None
-        self._stack = contextlib.ExitStack()
-
-    def _client(self) -> AdminClient:
-        if self._admin is None:
-            self._admin = self._stack.enter_context(kafka_client.new_admin(self._bootstrap, self._timeout))
-        return self._admin
+        self._admin = AdminChild(bootstrap_servers, timeout_s)
 
     def close(self) -> None:
-        self._admin = None
-        self._stack.close()
+        self._admin.close()
 
     def partitions(self, topic: str) -> dict[int, PartitionState]:
-        return kafka_client.metadata_states(self._client(), topic, self._timeout)
+        return self._admin.call(kafka_client.metadata_states, topic, self._timeout)
 
     def high_watermarks(self, topic: str, partitions: Sequence[int],
                         committed: bool = False) -> dict[int, HighWatermark | str]:
-        return kafka_client.high_watermarks(self._client(), topic, partitions, self._timeout, committed)
+        return self._admin.call(kafka_client.high_watermarks, topic, partitions, self._timeout, committed)
 
 
 def host_data_dirs(cluster: Cluster) -> dict[int, Path]:

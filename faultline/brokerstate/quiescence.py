@@ -26,11 +26,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from faultline.brokerstate.observe import host_data_dirs
 from faultline.brokerstate.segments import LogEnds
 from faultline.cluster import kafka_client
+from faultline.cluster.admin_child import AdminChild
 from faultline.cluster.protocol import Cluster, PartitionState
 from faultline.cluster.waiting import poll_until
 from faultline.errors import ClusterError
@@ -147,7 +147,7 @@ class _Probe:
     needs every replica's log, on disk, at the HW.
     """
 
-    def __init__(self, cluster: Cluster, admin: AdminClient, topic: str, partitions: int) -> None:
+    def __init__(self, cluster: Cluster, admin: AdminChild, topic: str, partitions: int) -> None:
         self._topic = topic
         self._partitions = list(range(partitions))
         self._admin = admin
@@ -156,13 +156,13 @@ class _Probe:
     def read(self) -> dict[int, Reading]:
         error = None
         try:
-            _, registered, states = kafka_client.topic_metadata(self._admin, self._topic,
-                                                                CLIENT_TIMEOUT_S)
+            _, registered, states = self._admin.call(kafka_client.topic_metadata, self._topic,
+                                                     CLIENT_TIMEOUT_S)
         except (KafkaException, LookupError) as e:
             registered, states, error = frozenset(), {}, f"no metadata: {e}"
         try:
-            answers = kafka_client.high_watermarks(self._admin, self._topic, self._partitions,
-                                                   CLIENT_TIMEOUT_S)
+            answers = self._admin.call(kafka_client.high_watermarks, self._topic, self._partitions,
+                                       CLIENT_TIMEOUT_S)
             hws = {p: hw.offset if isinstance(hw, kafka_client.HighWatermark) else hw
                    for p, hw in answers.items()}
         except KafkaException as e:
@@ -182,7 +182,7 @@ def wait_quiescent(cluster: Cluster, topic: str, partitions: int, timeout: float
     quiescent partition, and for each other one why it is not. Never raises because the
     cluster does not answer: that is a reason."""
     quiescence = Quiescence(range(partitions))
-    with kafka_client.new_admin(cluster.bootstrap_servers(), CLIENT_TIMEOUT_S) as admin:
+    with AdminChild(cluster.bootstrap_servers(), CLIENT_TIMEOUT_S) as admin:
         probe = _Probe(cluster, admin, topic, partitions)
 
         def all_quiescent() -> bool:

@@ -73,6 +73,11 @@ def registered_brokers(admin: AdminClient, timeout: float = 5.0) -> set[int]:
     return {int(n.id) for n in result.nodes}
 
 
+def topic_names(admin: AdminClient, timeout: float) -> list[str]:
+    """The names of the cluster's topics but its internal ones (``__``), sorted."""
+    return sorted(t for t in admin.list_topics(timeout=timeout).topics if not t.startswith("__"))
+
+
 def create_topic(admin: AdminClient, topic: TopicSpec, timeout: float) -> None:
     """Create ``topic`` with its min.insync and unclean settings (an existing one is
     fine); ClusterError otherwise. Does not wait for leaders."""

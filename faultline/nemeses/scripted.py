@@ -33,6 +33,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from faultline.cluster import kafka_client
+from faultline.cluster.admin_child import AdminChild
 from faultline.cluster.protocol import Cluster, PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op
@@ -132,6 +133,9 @@ class ScriptedPackage:
         self._halt = threading.Event()
         self._set_up = False
         self._completions: list[Op] = []  # of the step run_step runs
+        #: the waits' admin requests (committed offsets, HWs), made on the first; its
+        #: child ends at heal_all
+        self._admin: AdminChild | None = None
 
     @classmethod
     def from_spec(cls, spec: TestSpec, cluster: Cluster) -> ScriptedPackage:
@@ -264,11 +268,15 @@ class ScriptedPackage:
             high_watermark: self._high_watermark(high_watermark)[self.topic.name, high_watermark]}
         return View(self._read_states(), active, brokers, coordinators, offsets, transactions, hws)
 
+    def _admin_child(self) -> AdminChild:
+        if self._admin is None:
+            self._admin = AdminChild(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S)
+        return self._admin
+
     def _committed(self, group: str) -> Committed:
         """``group``'s committed offsets, as its coordinator answers; NemesisError when none does."""
         try:
-            with kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S) as admin:
-                return kafka_client.committed_offsets(admin, group, METADATA_TIMEOUT_S)
+            return self._admin_child().call(kafka_client.committed_offsets, group, METADATA_TIMEOUT_S)
         except (KafkaException, TimeoutError) as e:
             raise NemesisError(f"no committed offsets of group {group}: {e}") from None
 
@@ -278,9 +286,8 @@ class ScriptedPackage:
         (:func:`~faultline.targeted.condition_met`); NemesisError when its leader does not
         answer."""
         try:
-            with kafka_client.new_admin(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S) as admin:
-                answer = kafka_client.high_watermarks(admin, self.topic.name, [partition],
-                                                      METADATA_TIMEOUT_S)[partition]
+            answer = self._admin_child().call(kafka_client.high_watermarks, self.topic.name, [partition],
+                                                  METADATA_TIMEOUT_S)[partition]
         except KafkaException as e:
             answer = str(e)
         if isinstance(answer, str):
@@ -555,8 +562,11 @@ class ScriptedPackage:
     def heal_all(self, history: HistoryWriter | None = None) -> None:
         """Stop ``run`` and undo every fault in effect: journaled heals first (network,
         paused nodes, nodes down), then every family nemesis's teardown regardless.
-        Raises NemesisError only if a teardown could not heal, after trying all."""
+        Raises NemesisError only if a teardown could not heal, after trying all; ends the
+        waits' admin child."""
         self._halt.set()
+        if self._admin is not None:
+            self._admin.close()
         errors: list[str] = []
         with self._lock:
             if history is not None:

@@ -38,6 +38,7 @@ from faultline.brokerstate.observe import KafkaSource, Observer, host_data_dirs
 from faultline.brokerstate.quiescence import wait_quiescent
 from faultline.checkers.result import Valid
 from faultline.cluster.backends import cluster_for
+from faultline.cluster.children import die_with_parent
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError
 from faultline.history import NEMESIS, HistoryWriter, Op, OpType, Process
@@ -54,7 +55,6 @@ from faultline.rundir import (
 from faultline.spec import TestSpec
 from faultline.workloads import MakeWorkload, Workload, workload_for
 from faultline.workloads.clients import ClientLog, WorkloadStats
-from faultline.workloads.crashable import die_with_parent
 from faultline.workloads.drain import PartitionDrain, drain
 
 #: How long, after the heal, every partition gets to become quiescent.

@@ -29,7 +29,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import re
@@ -49,6 +48,7 @@ from multiprocessing import Queue, parent_process
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
+from faultline.cluster.children import die_with_parent
 from faultline.cluster.setup import Check
 from faultline.cluster.waiting import wait_until
 from faultline.errors import SetupError, SpecError
@@ -77,7 +77,6 @@ PACKAGE = Path(__file__).resolve().parent.parent
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 _PROBE = ".faultline-probe-"
 _MASTER = re.compile(r"spark://([^/,\s]+(?:,[^/,\s]+)*)/?")
-_PR_SET_PDEATHSIG = 1
 #: A traceback's last line: the error raised.
 _RAISED = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
 
@@ -418,8 +417,7 @@ def _run_in_task_child(spec: TestSpec, run_dir: Path, errors: Queue[str | None])
     SIGTERM (which tears its cluster down) when the task's process ends. Out of pyspark's
     process group, whose SIGHUP at an executor's end would kill it without a teardown."""
     os.setpgid(0, 0)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    die_with_parent(signal.SIGTERM)
     parent = parent_process()
     if parent is None or os.getppid() != parent.pid:  # it died before prctl: nobody waits for us
         return

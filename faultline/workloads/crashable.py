@@ -29,7 +29,6 @@ settling (a group member closes: LeaveGroup), and it stays down until a restart 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import signal
@@ -41,6 +40,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from faultline.cluster.children import die_with_parent
 from faultline.errors import FaultlineError
 from faultline.history import HistoryWriter, OpType, PendingOp, Process, TimedOp
 from faultline.spec import TestSpec
@@ -58,17 +58,6 @@ from faultline.workloads.queue import ProducerClient, QueueProducer, QueueWorklo
 
 #: How long a crash or a restart waits for the child to be gone, or to start.
 CHILD_TIMEOUT_S = 30.0
-
-#: prctl(2): the signal the kernel sends this process when its parent dies.
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """Have the kernel SIGKILL this process when its parent dies; OSError if it refuses."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-
 
 class CrashableQueueWorkload(QueueWorkload):
     """The queue workload with :class:`CrashableProducer` producers, which

@@ -38,9 +38,9 @@ from types import TracebackType
 from typing import Any, Self
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from faultline.cluster import kafka_client, kafka_config, kafka_dist
+from faultline.cluster.admin_child import AdminChild
 from faultline.cluster.host import clocks, links, netns, runstate, signals
 from faultline.cluster.host.runstate import ENV_RUN, ProcId, RunState
 from faultline.cluster.local.jvm import Jvms, tail_file
@@ -74,8 +74,7 @@ class LocalCluster:
         self._toxiproxy: ToxiproxyClient | None = None
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
         self._lock = threading.RLock()
-        self._admin: AdminClient | None = None
-        self._admin_stack = contextlib.ExitStack()  # closes the admin client at stop
+        self._admin: AdminChild | None = None  # closed at stop
         self._toxic_seq = 0
         self._restore_signals: Callable[[], None] = lambda: None
         self._last_seen: set[int] = set()  # brokers registered at the last look
@@ -224,8 +223,9 @@ class LocalCluster:
         """Remove the JVMs, Toxiproxy, namespaces, bridge, veths, rules and state of this
         run. Idempotent; Ctrl-C and SIGTERM are ignored while it runs (it takes < 5 s)."""
         with self._lock, signals.ignored():
-            self._admin = None
-            self._admin_stack.close()
+            if self._admin is not None:
+                self._admin.close()
+                self._admin = None
             state, self._state = self._state, None
             if state is None:
                 return
@@ -278,17 +278,17 @@ class LocalCluster:
 
     # -- readiness ------------------------------------------------------------------
 
-    def admin(self) -> AdminClient:
-        """The harness's admin client (through the proxies, like every client)."""
+    def admin(self) -> AdminChild:
+        """The harness's admin client (through the proxies, like every client), in a child
+        process of its own."""
         with self._lock:
             if self._admin is None:
-                admin = kafka_client.new_admin(self.bootstrap_servers())
-                self._admin = self._admin_stack.enter_context(admin)
+                self._admin = AdminChild(self.bootstrap_servers())
             return self._admin
 
     def registered_brokers(self, timeout: float = 5.0) -> set[int]:
         """Ids of the brokers the cluster metadata lists: registered and unfenced."""
-        return kafka_client.registered_brokers(self.admin(), timeout)
+        return self.admin().call(kafka_client.registered_brokers, timeout)
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         """Every broker registered and unfenced, then a produce/consume round trip through
@@ -301,7 +301,7 @@ class LocalCluster:
             lambda: f"brokers {sorted(want)} never all registered and unfenced within {timeout:.0f} s "
             f"(last seen: {sorted(self._last_seen)}); {self._reachability()}",
         )
-        kafka_client.create_health_topic(self.admin(), self.node_ids)
+        self.admin().call(kafka_client.create_health_topic, self.node_ids)
         poll_until(
             lambda: self._all_led(kafka_client.HEALTH_TOPIC, len(self.node_ids)), deadline,
             lambda: f"{kafka_client.HEALTH_TOPIC} never had a leader on every partition",
@@ -358,7 +358,7 @@ class LocalCluster:
 
     def create_topic(self, topic: TopicSpec | None = None, timeout: float = 60.0) -> None:
         topic = topic or self._spec.topic
-        kafka_client.create_topic(self.admin(), topic, timeout)
+        self.admin().call(kafka_client.create_topic, topic, timeout)
         self.wait_full_isr(topic.name, timeout)
 
     def wait_full_isr(self, topic: str, timeout: float = 60.0) -> None:
@@ -380,7 +380,7 @@ class LocalCluster:
 
     def leaders(self, topic: str) -> dict[int, PartitionState]:
         """partition -> (leader, isr, replicas) from the cluster metadata, via the proxies."""
-        return kafka_client.partition_states(self.admin(), topic)
+        return self.admin().call(kafka_client.partition_states, topic)
 
     def active_controller(self) -> int | None:
         """The KRaft leader with the highest epoch among the nodes' ``quorum-state`` files.
@@ -640,8 +640,7 @@ class LocalCluster:
         }  # fmt: skip
 
     def topics(self) -> list[str]:
-        md = self.admin().list_topics(timeout=5)
-        return sorted(t for t in md.topics if not t.startswith("__"))
+        return self.admin().call(kafka_client.topic_names, 5.0)
 
 
 def _fmt_leaders(state: Mapping[int, PartitionState]) -> str:

@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
+from faultline.cluster import kafka_client
 from faultline.cluster.docker.cluster import DockerCluster, labelled_runs
 from faultline.cluster.host import clocks
 from faultline.cluster.local.cluster import LocalCluster
@@ -42,7 +43,8 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     on docker its containers and network with their label."""
     with on_backend(request, SPEC) as c:
         topic = NewTopic(APPEND_TIME, 1, 1, config={"message.timestamp.type": "LogAppendTime"})
-        c.admin().create_topics([topic])[APPEND_TIME].result(30)
+        with kafka_client.new_admin(c.bootstrap_servers()) as admin:
+            admin.create_topics([topic])[APPEND_TIME].result(30)
         offsets, run_id = clocks.offset_file(c.state.dir, 1), c.run_id
         if isinstance(c, DockerCluster):
             mounts = {m["Destination"]: m["RW"] for m in c._container(1).attrs["Mounts"]}

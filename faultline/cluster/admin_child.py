@@ -1,0 +1,160 @@
+"""Admin requests asked in a child process, so that a client that aborts does not take
+the run with it.
+
+librdkafka asserts on some answers and aborts its whole process: seen here under broker
+kills, ``rdkafka_admin.c:960: rd_kafka_admin_response_parse: Assertion `rko_result'
+failed`` (librdkafka 2.16.0) in the run's own process, which ended the run and lost its
+history's verdict. An :class:`AdminChild` holds the admin client in a spawned child; a
+request whose child dies raises :class:`AdminDied`, which callers take as they take any
+unanswered request (it is a ``KafkaException``), and the next request starts a new child.
+Nothing is retried: the death is the request's answer, logged and, where the caller keeps
+its errors (the observer's lines, a nemesis op), kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from types import TracebackType
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from faultline.cluster import kafka_client
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: How often a child looks whether its parent is gone (then it exits).
+PARENT_CHECK_S = 0.2
+
+_SPAWN = multiprocessing.get_context("spawn")
+_log = logging.getLogger(__name__)
+
+
+class AdminDied(KafkaException):
+    """The child asking a request died before it answered."""
+
+
+class AdminChild:
+    """An admin client of ``bootstrap`` (sockets giving up after ``timeout_s``) in a child
+    process started on first use. :meth:`call` runs ``fn(admin, *args)`` there, one
+    request at a time, and returns its value or raises its exception (a
+    ``KafkaException`` keeps its code and text). Safe across threads. The child exits
+    once :meth:`close` is called or the process that started it is gone.
+    """
+
+    def __init__(self, bootstrap: str, timeout_s: float = 5.0) -> None:
+        self._bootstrap = bootstrap
+        self._timeout = timeout_s
+        self._lock = threading.Lock()
+        self._child: multiprocessing.process.BaseProcess | None = None
+        self._conn: Connection | None = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def call(self, fn: Callable[Concatenate[AdminClient, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(admin, *args, **kwargs)`` in the child; ``fn`` must be a module-level
+        function (it is sent by name). AdminDied when the child dies first."""
+        with self._lock:
+            conn = self._started()
+            try:
+                conn.send((fn, args, kwargs))
+                kind, value = conn.recv()
+            except (EOFError, OSError):
+                raise self._died(fn) from None
+        if kind == "ok":
+            result: T = value
+            return result
+        if kind == "kafka":
+            code, text = value
+            raise KafkaException(KafkaError(code, text))
+        raise value
+
+    def close(self) -> None:
+        """End the child (it is waited for); idempotent. A later :meth:`call` starts a new one."""
+        with self._lock:
+            self._end()
+
+    def _started(self) -> Connection:
+        if self._child is None or self._conn is None:
+            mine, theirs = _SPAWN.Pipe()
+            child = _SPAWN.Process(target=_serve, args=(theirs, self._bootstrap, self._timeout, os.getpid()),
+                                   name="faultline-admin", daemon=True)
+            child.start()
+            theirs.close()
+            self._child, self._conn = child, mine
+        return self._conn
+
+    def _died(self, fn: Callable[..., Any]) -> AdminDied:
+        assert self._child is not None
+        self._child.join(self._timeout)
+        code = self._child.exitcode
+        self._end()
+        how = (f"killed by {signal.Signals(-code).name}" if code is not None and code < 0
+               else f"exit status {code}")
+        _log.warning("the admin client's process died (%s) asking %s; its last words are on stderr",
+                     how, fn.__name__)
+        return AdminDied(KafkaError(KafkaError._FAIL, f"the admin client's process died ({how})"))
+
+    def _end(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        if self._child is not None:
+            self._child.join(self._timeout + 5)
+            if self._child.is_alive():
+                self._child.kill()
+                self._child.join()
+        self._child = self._conn = None
+
+
+def _serve(conn: Connection, bootstrap: str, timeout_s: float, parent: int) -> None:
+    """The child's main: answer each request on ``conn`` until it closes or ``parent`` is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+    with contextlib.ExitStack() as stack:
+        admin: AdminClient | None = None  # made by the first request, which gets its errors
+        while True:
+            try:
+                fn, args, kwargs = conn.recv()
+            except EOFError:
+                return
+            try:
+                if admin is None:
+                    admin = stack.enter_context(kafka_client.new_admin(bootstrap, timeout_s))
+                answer: tuple[str, Any] = ("ok", fn(admin, *args, **kwargs))
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                answer = (("kafka", (err.code(), err.str())) if isinstance(err, KafkaError)
+                          else ("kafka", (KafkaError._FAIL, str(e))))
+            except Exception as e:
+                answer = ("raise", e if _picklable(e) else RuntimeError(f"{type(e).__name__}: {e}"))
+            conn.send(answer)
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(0)
+
+
+def _picklable(e: Exception) -> bool:
+    try:
+        pickle.dumps(e)
+    except Exception:
+        return False
+    return True

@@ -1,0 +1,83 @@
+"""AdminChild: requests answered in a child, a child's death an answer and not the
+caller's, and no child outliving the process that started it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from faultline.cluster import kafka_client
+from faultline.cluster.admin_child import AdminChild, AdminDied
+
+NOBODY = "127.0.0.1:1"  # nothing listens on port 1
+
+
+def pid(admin: AdminClient) -> int:
+    return os.getpid()
+
+
+def abort(admin: AdminClient) -> None:
+    os.abort()  # as librdkafka does on a failed assertion
+
+
+def asleep(admin: AdminClient) -> None:
+    time.sleep(600)  # a request that never ends
+
+
+def not_found(admin: AdminClient, what: str) -> None:
+    raise LookupError(f"no {what}")
+
+
+def test_a_request_runs_in_the_child_and_its_errors_come_back_as_they_were() -> None:
+    with AdminChild(NOBODY, timeout_s=1.0) as admin:
+        child = admin.call(pid)
+        assert child != os.getpid()
+        assert admin.call(pid) == child  # one child serves every request
+        with pytest.raises(LookupError, match="no topic"):
+            admin.call(not_found, "topic")
+        with pytest.raises(KafkaException) as raised:
+            admin.call(kafka_client.registered_brokers, 1.0)
+        assert not isinstance(raised.value, AdminDied)
+        assert isinstance(raised.value.args[0], KafkaError)
+        assert raised.value.args[0].code() == KafkaError._TIMED_OUT
+
+
+def test_a_child_that_aborts_is_the_requests_answer_and_the_next_request_gets_a_new_child() -> None:
+    with AdminChild(NOBODY, timeout_s=1.0) as admin:
+        first = admin.call(pid)
+        with pytest.raises(AdminDied, match="SIGABRT"):
+            admin.call(abort)
+        assert admin.call(pid) not in (first, os.getpid())
+
+
+def test_the_child_exits_once_the_process_that_started_it_is_gone_even_mid_request() -> None:
+    script = ("import os, threading, time\n"
+              "from faultline.cluster.admin_child import AdminChild\n"
+              "from tests.unit.cluster.test_admin_child import asleep, pid\n"
+              "if __name__ == '__main__':\n"
+              "    admin = AdminChild('127.0.0.1:1')\n"
+              "    print(admin.call(pid), flush=True)\n"
+              "    threading.Thread(target=admin.call, args=(asleep,), daemon=True).start()\n"
+              "    time.sleep(0.5)\n"
+              "    os._exit(0)  # no close, the child in a request: it must see its parent go\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         timeout=60, cwd=os.getcwd(), env={**os.environ, "PYTHONPATH": os.getcwd()})
+    child = int(out.stdout)
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), f"the admin child {child} outlived its parent"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
