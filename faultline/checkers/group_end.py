@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from faultline.checkers.conform import schema
+from faultline.checkers.faults_seen import Timeline
 from faultline.checkers.whitebox import Line, partition_timeline
 from faultline.rundir import GROUP_FILE, special
 from faultline.targeted import OFFSETS_TOPIC, coordinator_partition
@@ -69,33 +70,39 @@ def group_end(run_dir: Path, group: str, topic: str) -> GroupEnd:
     return GroupEnd(offsets, data["offsets_topic_partition"], replicas, commits)
 
 
-def offsets_nodes(end: GroupEnd, metadata: Iterable[Line] | None) -> frozenset[str] | None:
+def offsets_timeline(metadata: Iterable[Line] | None) -> Timeline | None:
+    """The ``__consumer_offsets`` partitions' states by the KRaft metadata log
+    (``metadata.jsonl``'s lines), what :func:`offsets_nodes`, :func:`partition_nodes` and
+    :func:`group_partition` read; None without a log."""
+    return partition_timeline(metadata, OFFSETS_TOPIC)
+
+
+def offsets_nodes(end: GroupEnd, timeline: Timeline | None) -> frozenset[str] | None:
     """The nodes holding a replica of the group's ``__consumer_offsets`` partition
     (:func:`partition_nodes` of the one ``group.json`` names, where the nodes whose data
     directories held it at the end, ``offsets_replicas``, are among them)."""
-    return partition_nodes(end.offsets_partition, metadata,
+    return partition_nodes(end.offsets_partition, timeline,
                            {str(r["node"]) for r in end.offsets_replicas or ()})
 
 
-def partition_nodes(partition: int | None, metadata: Iterable[Line] | None,
+def partition_nodes(partition: int | None, timeline: Timeline | None,
                     held: Iterable[str] = ()) -> frozenset[str] | None:
-    """Every node the KRaft metadata log (``metadata.jsonl``'s lines) gives ``__consumer_offsets``
-    partition ``partition`` as a replica, where the nodes ``held`` are among them. None where
-    the partition or the log's replicas of it are not known, or the two disagree."""
+    """Every node the :func:`offsets_timeline` gives ``__consumer_offsets`` partition
+    ``partition`` as a replica, where the nodes ``held`` are among them. None where the
+    partition or the log's replicas of it are not known, or the two disagree."""
     if partition is None:
         return None
-    timeline = partition_timeline(metadata, OFFSETS_TOPIC) or {}
-    states = timeline.get((OFFSETS_TOPIC, partition), ())
+    states = (timeline or {}).get((OFFSETS_TOPIC, partition), ())
     logged = frozenset(str(n) for s in states for n in s.replicas)
     return logged if logged and set(held) <= logged else None
 
 
-def group_partition(group: str, metadata: Iterable[Line] | None) -> int | None:
+def group_partition(group: str, timeline: Timeline | None) -> int | None:
     """The ``__consumer_offsets`` partition holding ``group``'s offsets
     (:func:`~faultline.targeted.coordinator_partition`) by the number of that topic's
-    partitions the KRaft metadata log records (partitions 0 to n - 1, each logged); None
-    where it records none, or not all of them."""
-    logged = {p for _, p in partition_timeline(metadata, OFFSETS_TOPIC) or {}}
+    partitions the :func:`offsets_timeline` records (partitions 0 to n - 1, each logged);
+    None where it records none, or not all of them."""
+    logged = {p for _, p in timeline or {}}
     if not logged or logged != set(range(len(logged))):
         return None
     return coordinator_partition(group, len(logged))

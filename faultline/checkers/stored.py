@@ -19,7 +19,13 @@ from typing import Any, Protocol
 
 from faultline.checkers import groups
 from faultline.checkers.faults_seen import Timeline
-from faultline.checkers.group_end import group_end, group_partition, offsets_nodes, partition_nodes
+from faultline.checkers.group_end import (
+    group_end,
+    group_partition,
+    offsets_nodes,
+    offsets_timeline,
+    partition_nodes,
+)
 from faultline.checkers.group_history import GroupReader
 from faultline.checkers.guarantees import GuaranteeConfig, TransactionConfig
 from faultline.checkers.queue import BrokerState, check_rows_table
@@ -158,10 +164,11 @@ def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     read-process-write group with its nodes by the metadata log
     (:func:`~faultline.checkers.group_end.group_partition`)."""
     history, files, topic = txn_history(run.spec, run.rows, run.source), run.files(), run.spec.topic
-    offsets = group_partition(run.spec.rpw_group_id, files.metadata)
+    placed = offsets_timeline(files.metadata)
+    offsets = group_partition(run.spec.rpw_group_id, placed)
     return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
                                       truncated=run.read.truncated, timeline=run.timeline(),
-                                      offsets=(offsets, partition_nodes(offsets, files.metadata)),
+                                      offsets=(offsets, partition_nodes(offsets, placed)),
                                       logs=partition_logs(files.replicas or (), topic.name,
                                                           topic.replication_factor),
                                       stable=final_stable_offsets(files.observations or (), topic.name)))
@@ -189,8 +196,8 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     g, topic = run.group.done(), run.spec.topic.name
     end = group_end(run.run_dir, run.spec.group_id, topic)
     metadata = run.files().metadata
-    windows = groups.FaultWindows(g.actions, topic, run.timeline(), offsets_nodes(end, metadata),
-                                  end.offsets_partition)
+    windows = groups.FaultWindows(g.actions, topic, run.timeline(),
+                                  offsets_nodes(end, offsets_timeline(metadata)), end.offsets_partition)
     table = next((c.table for c in earlier if c.table is not None), None)
     result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets,
                           static=run.spec.consumer.static,

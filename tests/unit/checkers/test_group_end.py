@@ -18,6 +18,7 @@ from faultline.checkers.group_end import (
     group_end,
     group_partition,
     offsets_nodes,
+    offsets_timeline,
     partition_nodes,
     stored_before,
 )
@@ -60,12 +61,13 @@ def test_the_nodes_holding_the_offsets_partition_are_the_metadata_logs() -> None
     """The metadata log's replicas of the group's __consumer_offsets partition (3), where
     group.json's replicas (node 1) are among them; else not known."""
     end = GroupEnd({}, 3, FILE["offsets_replicas"])  # type: ignore[arg-type]
-    assert offsets_nodes(end, [line(2, [4, 5, 6]), line(3, [1, 2, 3])]) == {"1", "2", "3"}
-    assert offsets_nodes(GroupEnd({}, 3, None), [line(3, [1, 2, 3])]) == {"1", "2", "3"}
-    assert offsets_nodes(end, [line(3, [2, 3, 4])]) is None, "group.json's node 1 is none of them"
-    assert offsets_nodes(end, [line(2, [1, 2, 3])]) is None, "the log does not give partition 3"
-    assert offsets_nodes(end, None) is None
-    assert offsets_nodes(GroupEnd({}), [line(3, [1, 2, 3])]) is None, "the partition is not known"
+    three_on_123 = offsets_timeline([line(3, [1, 2, 3])])
+    assert offsets_nodes(end, offsets_timeline([line(2, [4, 5, 6]), line(3, [1, 2, 3])])) == {"1", "2", "3"}
+    assert offsets_nodes(GroupEnd({}, 3, None), three_on_123) == {"1", "2", "3"}
+    assert offsets_nodes(end, offsets_timeline([line(3, [2, 3, 4])])) is None, "node 1 is none of them"
+    assert offsets_nodes(end, offsets_timeline([line(2, [1, 2, 3])])) is None, "no partition 3 in the log"
+    assert offsets_nodes(end, offsets_timeline(None)) is None
+    assert offsets_nodes(GroupEnd({}), three_on_123) is None, "the partition is not known"
 
 
 def test_a_groups_offsets_partition_is_kafkas_pick_among_the_partitions_the_metadata_log_records() -> None:
@@ -73,12 +75,13 @@ def test_a_groups_offsets_partition_is_kafkas_pick_among_the_partitions_the_meta
     coordinator_partition over the __consumer_offsets partitions the log records, where it
     records 0 to n - 1 each; else not known."""
     five = [line(p, [p % 3 + 1]) for p in range(5)]
-    assert group_partition("faultline-t-rpw", five) == coordinator_partition("faultline-t-rpw", 5)
-    assert group_partition("faultline-t-rpw", five[1:]) is None, "partition 0 is not recorded"
-    assert group_partition("faultline-t-rpw", []) is None
-    assert group_partition("faultline-t-rpw", None) is None
+    rpw = "faultline-t-rpw"
+    assert group_partition(rpw, offsets_timeline(five)) == coordinator_partition(rpw, 5)
+    assert group_partition(rpw, offsets_timeline(five[1:])) is None, "partition 0 is not recorded"
+    assert group_partition("faultline-t-rpw", offsets_timeline([])) is None
+    assert group_partition("faultline-t-rpw", offsets_timeline(None)) is None
     at = coordinator_partition("faultline-t-rpw", 5)
-    assert partition_nodes(at, five) == {str(at % 3 + 1)}
+    assert partition_nodes(at, offsets_timeline(five)) == {str(at % 3 + 1)}
 
 
 def test_a_missing_file_another_group_or_no_answer_is_one_line(tmp_path: Path) -> None:
