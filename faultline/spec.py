@@ -92,6 +92,13 @@ class KafkaSpec:
     #: is formatted (Kafka 4.0 and later); None: the version's default.
     transaction_version: int | None = None
 
+    @property
+    def internal_replication_factor(self) -> int:
+        """The replication factor the harness gives Kafka's internal topics
+        (``__consumer_offsets``, ``__transaction_state``, ...) unless ``broker_config`` sets
+        one: 3, or every node of a smaller cluster."""
+        return min(3, self.nodes)
+
 
 @dataclass(frozen=True, slots=True)
 class TopicSpec:

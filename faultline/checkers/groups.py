@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from faultline.checkers.faults_seen import (
     CLOCK_MARGIN_NS,
+    MetadataState,
     NemesisAction,
     Timeline,
     Windows,
@@ -33,6 +35,7 @@ from faultline.checkers.guarantees import (
     OVERLAP_AFTER_LOST,
     OVERLAP_AFTER_PAUSE,
     GuaranteeConfig,
+    committed_loss_reason,
     group_permitted,
     offsets_destroyed,
 )
@@ -381,20 +384,38 @@ def jumps(g: Group) -> list[Jump]:
 # -- the verdict ----------------------------------------------------------------------------
 
 
+#: The guarantees of a ``__consumer_offsets`` partition with the harness's settings on 3 nodes.
+OFFSETS_DEFAULT = GuaranteeConfig(acks="all", min_insync_replicas=1)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsPartition:
+    """The group's ``__consumer_offsets`` partition as a run's records know it: its number
+    and the nodes holding it (None: not known), its states in the metadata log (None: no
+    log, or one whose times witness no order, ``nemesis.skews_clocks``), and the guarantees
+    its commits have (:func:`~faultline.checkers.guarantees.offsets_config`)."""
+
+    partition: int | None = None
+    nodes: frozenset[str] | None = None
+    states: Sequence[MetadataState] | None = None
+    config: GuaranteeConfig = OFFSETS_DEFAULT
+
+
 class FaultWindows:
     """The run's faults as the group's anomalies are judged by them: per partition, those
     that bore on a span of time (:class:`~faultline.checkers.faults_seen.Windows`, in the
     permissive and the strict reading, over the actions begun and the metadata log's
     states logged before its end), and the data-destroying ones on the nodes holding a
-    replica of the group's ``__consumer_offsets`` partition (``offsets_nodes``; None: not
+    replica of the group's ``__consumer_offsets`` partition (``offsets.nodes``; None: not
     known, so any node may), unless the fault's own record says it cut nothing of that
-    partition (``offsets_partition``, :func:`cut_nothing`)."""
+    partition (:func:`cut_nothing`), where that partition's own faults could lose a commit
+    (the committed-loss rule of its config, over its metadata states)."""
 
     def __init__(self, actions: Sequence[NemesisAction], topic: str, timeline: Timeline | None,
-                 offsets_nodes: frozenset[str] | None = None, offsets_partition: int | None = None) -> None:
+                 offsets: OffsetsPartition | None = None) -> None:
         self._actions, self._topic, self._timeline = actions, topic, timeline or {}
-        self._offsets_nodes, self._offsets_partition = offsets_nodes, offsets_partition
-        self._windows: dict[tuple[int, int | None, bool], Windows] = {}
+        self._offsets = offsets or OffsetsPartition()
+        self._windows: dict[tuple[str, int, int | None, bool], Windows] = {}
 
     def permitted(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
                   until: int | None) -> tuple[str | None, bool]:
@@ -419,7 +440,7 @@ class FaultWindows:
         nothing lost it; None, they disagree, so only assumed; False, none says so."""
         witnessed: set[str] = set()
         assumed: set[str] = set()
-        holders = self._offsets_nodes
+        holders, partition = self._offsets.nodes, self._offsets.partition
         for a in self._actions:
             f = family_of_fault(a.f)
             if (f is None or not f.destroys_data or a.skipped or a.start >= until
@@ -428,14 +449,20 @@ class FaultWindows:
             named = {str(n) for n in nodes_of(a.value)}
             if holders is not None and named and not named & holders:
                 continue  # no replica of the offsets partition was on its nodes
-            if cut_nothing(a, self._offsets_partition):
+            if cut_nothing(a, partition):
                 continue
             done = a.end is not None and a.error is None
             (witnessed if holders is not None and named and done else assumed).add(f.name)
         families = sorted(witnessed or assumed)
         if not families or replicas_kept is True:
             return None, False
-        return offsets_destroyed(families), replicas_kept is None or not witnessed
+        config = self._offsets.config
+        loss, strict_loss = (committed_loss_reason(config, self._offsets_window(until, s).at(since))
+                             for s in (False, True))
+        if loss is None:
+            return None, False
+        return (offsets_destroyed(families, loss),
+                replicas_kept is None or not witnessed or strict_loss is None)
 
     def excused(self, config: GuaranteeConfig, anomaly: str, partition: int, since: int,
                 until: int, replicas_kept: bool | None = False) -> tuple[str | None, bool]:
@@ -450,11 +477,19 @@ class FaultWindows:
         return why, assumed
 
     def _window(self, partition: int, until: int | None, strict: bool) -> Windows:
-        key = (partition, until, strict)
+        return self._windows_of((self._topic, partition), self._timeline.get((self._topic, partition)),
+                                until, strict)
+
+    def _offsets_window(self, until: int | None, strict: bool) -> Windows:
+        """The group's offsets partition's faults (every node's, its number not known)."""
+        tp = (OFFSETS_TOPIC, -1 if self._offsets.partition is None else self._offsets.partition)
+        return self._windows_of(tp, self._offsets.states, until, strict)
+
+    def _windows_of(self, tp: tuple[str, int], states: Sequence[MetadataState] | None,
+                    until: int | None, strict: bool) -> Windows:
+        key = (*tp, until, strict)
         if key not in self._windows:
-            tp = (self._topic, partition)
             begun = [a for a in self._actions if until is None or a.start < until]
-            states = self._timeline.get(tp)
             if states is not None and until is not None:  # what the log shows once it was over
                 states = [st for st in states if st.time < until + CLOCK_MARGIN_NS]
             self._windows[key] = Windows(begun, tp, states, strict)

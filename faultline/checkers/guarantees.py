@@ -533,16 +533,36 @@ def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[st
     }
 
 
-def offsets_destroyed(families: Sequence[str]) -> str:
+def offsets_config(spec: TestSpec) -> GuaranteeConfig:
+    """The guarantees of a group's commits, as its ``__consumer_offsets`` partition keeps
+    them: the coordinator appends a commit with acks=all and answers once it is below the
+    partition's HW (docs/design.md, "Consumer groups"), on ``offsets.topic.replication.factor``
+    replicas, at the broker-wide ``min.insync.replicas`` and ``unclean.leader.election.enable``
+    (the topic sets neither: 1 and false unless ``kafka.broker_config`` does; a value Kafka
+    would refuse to start with counts as unset)."""
+    b = spec.kafka.broker_config
+    return GuaranteeConfig(
+        acks="all", min_insync_replicas=_setting(b, "min.insync.replicas", 1),
+        replication_factor=_setting(b, "offsets.topic.replication.factor",
+                                    spec.kafka.internal_replication_factor),
+        unclean_leader_election_enable=b.get("unclean.leader.election.enable", "").strip().lower() == "true",
+        eligible_leader_replicas=elr_enabled(spec.kafka.version))
+
+
+def _setting(config: Mapping[str, str], name: str, default: int) -> int:
+    value = config.get(name, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
+def offsets_destroyed(families: Sequence[str], loss: str) -> str:
     """Why a group's commit may be lost (``commit-backwards``, ``commit-lost``, a read below
     or away from the committed position, the offsets log's replicas disagreeing, and
     ``processed-twice``) where faults of ``families`` destroyed data on a node holding a
-    replica of the group's ``__consumer_offsets`` partition after the commit (which node,
-    and whether the offsets log refutes it, is
-    :meth:`faultline.checkers.groups.FaultWindows.destroyed`'s question):
-    ``__consumer_offsets`` keeps the broker default ``min.insync.replicas=1``, so the
-    coordinator may lose an acknowledged commit whatever the test topic forbids
-    (docs/design.md, "Consumer groups")."""
-    return (f"{', '.join(families)} destroyed data on a node after the higher commit: "
-            "__consumer_offsets has the broker default min.insync.replicas=1, so the "
-            "coordinator may have lost that acknowledged commit and the group's position with it")
+    replica of the group's ``__consumer_offsets`` partition after the commit, and that
+    partition's own faults permit losing a committed record there (``loss``:
+    :func:`committed_loss_reason` of :func:`offsets_config`; which node, and whether the
+    offsets log refutes it, is :meth:`faultline.checkers.groups.FaultWindows.destroyed`'s
+    question)."""
+    return (f"{', '.join(families)} destroyed data on a node of the group's __consumer_offsets "
+            f"partition after the higher commit, and that partition may lose an acknowledged "
+            f"commit ({loss}): the group's position may have gone with it")

@@ -27,7 +27,7 @@ from faultline.checkers.group_end import (
     partition_nodes,
 )
 from faultline.checkers.group_history import GroupReader
-from faultline.checkers.guarantees import GuaranteeConfig, TransactionConfig
+from faultline.checkers.guarantees import GuaranteeConfig, TransactionConfig, offsets_config
 from faultline.checkers.queue import BrokerState, check_rows_table
 from faultline.checkers.result import UNKNOWN, Result, merge_valid, unknown_result
 from faultline.checkers.table import HistoryDigest
@@ -166,12 +166,27 @@ def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     history, files, topic = txn_history(run.spec, run.rows, run.source), run.files(), run.spec.topic
     placed = offsets_timeline(files.metadata)
     offsets = group_partition(run.spec.rpw_group_id, placed)
+    group = offsets_partition(run.spec, offsets, partition_nodes(offsets, placed), placed)
     return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
                                       truncated=run.read.truncated, timeline=run.timeline(),
-                                      offsets=(offsets, partition_nodes(offsets, placed)),
+                                      offsets=group,
                                       logs=partition_logs(files.replicas or (), topic.name,
                                                           topic.replication_factor),
                                       stable=final_stable_offsets(files.observations or (), topic.name)))
+
+
+def offsets_partition(spec: TestSpec, partition: int | None, nodes: frozenset[str] | None,
+                      placed: Timeline | None) -> groups.OffsetsPartition:
+    """A group's ``__consumer_offsets`` partition (None: not known) and the ``nodes`` holding
+    it, with its states in the :func:`offsets_timeline` ``placed`` (none where the spec
+    sets brokers' clocks apart, as :meth:`StoredRun.timeline`) and its commits' guarantees,
+    at the replication factor the log gives it where it does (the broker's own record)."""
+    logged = None if placed is None or partition is None else placed.get((OFFSETS_TOPIC, partition))
+    config = offsets_config(spec)
+    replicas = {n for s in logged or () for n in s.replicas}
+    if replicas:
+        config = replace(config, replication_factor=len(replicas))
+    return groups.OffsetsPartition(partition, nodes, None if spec.nemesis.skews_clocks else logged, config)
 
 
 def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
@@ -196,8 +211,9 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     g, topic = run.group.done(), run.spec.topic.name
     end = group_end(run.run_dir, run.spec.group_id, topic)
     metadata = run.files().metadata
-    windows = groups.FaultWindows(g.actions, topic, run.timeline(),
-                                  offsets_nodes(end, offsets_timeline(metadata)), end.offsets_partition)
+    placed = offsets_timeline(metadata)
+    windows = groups.FaultWindows(g.actions, topic, run.timeline(), offsets_partition(
+        run.spec, end.offsets_partition, offsets_nodes(end, placed), placed))
     table = next((c.table for c in earlier if c.table is not None), None)
     result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets,
                           static=run.spec.consumer.static,

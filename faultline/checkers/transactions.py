@@ -18,7 +18,7 @@ from itertools import pairwise
 from typing import Any
 
 from faultline.checkers.faults_seen import NemesisAction, Timeline, nemesis_actions, nodes_of
-from faultline.checkers.groups import FaultWindows
+from faultline.checkers.groups import FaultWindows, OffsetsPartition
 from faultline.checkers.guarantees import (
     CONCURRENT_WRITE_CYCLE,
     DELAYING_FAULTS,
@@ -495,7 +495,7 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                        truncated: bool = False, timeline: Timeline | None = None,
                        logs: Mapping[int, PartitionLog] | None = None,
                        stable: Mapping[int, tuple[int, int]] | None = None,
-                       offsets: tuple[int | None, frozenset[str] | None] = (None, None)) -> Result:
+                       offsets: OffsetsPartition | None = None) -> Result:
     """The verdict on ``h``, a run of ``spec`` whose transactions ran as ``config`` says
     (:meth:`~faultline.checkers.guarantees.TransactionConfig.from_spec`): every anomaly
     instance found, each permitted or not by
@@ -506,8 +506,8 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     ww edges may have landed late or been lost, none without one; processed-twice by the
     faults that could send the group's position back from its first reader's invoke to the
     later reader's end, :meth:`_Judge.rewound`, given ``offsets``: the read-process-write
-    group's ``__consumer_offsets`` partition and the nodes holding it, None where not
-    known); aborted reads and torn
+    group's ``__consumer_offsets`` partition as the run's records know it, None where they
+    do not); aborted reads and torn
     transactions are anomalies only of read_committed readers
     (:meth:`TxnHistory.isolated_reads`; tears: consumers and the drain), each with how the
     replicas' ``logs`` (:func:`~faultline.checkers.txn_log.partition_logs`) ended the
@@ -683,15 +683,14 @@ class _Judge:
     partition -> anomaly names)."""
 
     def __init__(self, spec: TestSpec, config: TransactionConfig, h: TxnHistory,
-                 timeline: Timeline | None, offsets: tuple[int | None, frozenset[str] | None]) -> None:
+                 timeline: Timeline | None, offsets: OffsetsPartition | None) -> None:
         self._config, self._h = config, h
         self._parts = sorted({*range(spec.topic.partitions), *(s.partition for t in h.txns for s in t.sends)})
         self._tp = {p: i for i, p in enumerate(self._parts)}
         self._guarantees = GuaranteeConfig.from_spec(spec)
         self._permissions = Permissions(self._guarantees, h.actions,
                                         [(spec.topic.name, p) for p in self._parts], timeline)
-        partition, nodes = offsets
-        self._group = FaultWindows(h.actions, spec.topic.name, timeline, nodes, partition)
+        self._group = FaultWindows(h.actions, spec.topic.name, timeline, offsets)
         self.assumed: dict[int, set[str]] = defaultdict(set)
 
     def excuse(self, name: str, since: int, until: int | None, written: int | None = None,

@@ -63,10 +63,10 @@ def server_properties(
         # 50 offsets partitions (the default) cost a small cluster seconds of start-up
         # CPU the first time any client names a group; the tests need few.
         "offsets.topic.num.partitions": "5",
-        "offsets.topic.replication.factor": str(min(3, n)),
-        "transaction.state.log.replication.factor": str(min(3, n)),
+        "offsets.topic.replication.factor": str(kafka.internal_replication_factor),
+        "transaction.state.log.replication.factor": str(kafka.internal_replication_factor),
         "transaction.state.log.min.isr": str(min(2, n)),
-        "share.coordinator.state.topic.replication.factor": str(min(3, n)),
+        "share.coordinator.state.topic.replication.factor": str(kafka.internal_replication_factor),
         "share.coordinator.state.topic.min.isr": str(min(2, n)),
         "group.initial.rebalance.delay.ms": "0",
         "num.network.threads": "2",

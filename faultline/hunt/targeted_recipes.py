@@ -19,6 +19,8 @@ from faultline.checkers.guarantees import (
     TransactionConfig,
     committed_loss_reason,
     group_permitted,
+    offsets_config,
+    offsets_destroyed,
     transaction_rules,
 )
 from faultline.checkers.partition_faults import PartitionFaults
@@ -46,6 +48,9 @@ class TargetedRecipe:
     anomalies: tuple[str, ...]
     faults: PartitionFaults
     why: str
+    #: the faults the schedule does to the read-process-write group's ``__consumer_offsets``
+    #: partition (None: none)
+    offsets_faults: PartitionFaults | None = None
 
     @property
     def name(self) -> str:
@@ -58,8 +63,12 @@ class TargetedRecipe:
         config = GuaranteeConfig.from_spec(spec)
         if self.kind == "group":
             return group_permitted(config, self.faults)
+        lost = None if self.offsets_faults is None else committed_loss_reason(offsets_config(spec),
+                                                                               self.offsets_faults)
         return transaction_rules(TransactionConfig.from_spec(spec), self.faults.families,
-                                 committed_loss_reason(config, self.faults))
+                                 committed_loss_reason(config, self.faults),
+                                 None if self.offsets_faults is None or lost is None
+                                 else offsets_destroyed(sorted(self.offsets_faults.families), lost))
 
 
 def _held_leader_schedule(start_s: int, fault: str, *then: str) -> tuple[str, ...]:
@@ -74,6 +83,7 @@ def _held_leader_schedule(start_s: int, fault: str, *then: str) -> tuple[str, ..
 _GROUP = "group-truncation-under-commit"
 _NEW_OWNER = "group-truncation-new-owner"
 _TXN = "txn-lost-committed-write"
+_TWICE = "txn-processed-twice"
 #: What the group recipes' schedules do to partition 0, kept by hand beside them (the
 #: producer's crash and the members' stops are no fault of the partition).
 _TRUNCATED = PartitionFaults(frozenset({"partition", "kill"}), leader_fault=True, faulted=3, fenced=1)
@@ -139,4 +149,23 @@ RECIPES: tuple[TargetedRecipe, ...] = (
                         fenced=1, data_loss=1),
         "the leader, alone in the ISR, acknowledges commits and loses what it had not flushed; "
         "it is re-elected as the ISR's last member with a shorter log"),
+    TargetedRecipe(
+        TestSpec(
+            name=_TWICE, time_limit_s=30.0,
+            kafka=KafkaSpec(broker_config={"offsets.topic.replication.factor": "1"}),
+            consumer=replace(ConsumerSpec(), isolation_level="read_committed"),
+            workload=WorkloadSpec(name="txn", producers=2, consumers=1),
+            transactions=TransactionSpec(sends=4, abort_probability=0.1, reads=4),
+            nemesis=NemesisSpec(schedule=(
+                f"wait until group faultline-{_TWICE}-rpw has committed within 20 s", "wait for 3 s",
+                f"lose-unflushed coordinator of group faultline-{_TWICE}-rpw as coord",
+                "restart coord", f"wait until group faultline-{_TWICE}-rpw has committed within 30 s"))),
+        "transaction", ("processed-twice",),
+        # one node of three, whichever partition 0's replica it is: no committed loss there
+        PartitionFaults(frozenset({"lose-unflushed"}), leader_fault=True, faulted=1, fenced=1, data_loss=1),
+        "the group's offsets have one replica, on its coordinator, which loses what it had not "
+        "flushed (all of that partition's log): the group's committed position is gone, and its "
+        "next owner hands records an earlier committed transaction read to a later one",
+        offsets_faults=PartitionFaults(frozenset({"lose-unflushed"}), leader_fault=True, faulted=1,
+                                       fenced=1, data_loss=1)),
 )

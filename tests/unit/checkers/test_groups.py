@@ -115,21 +115,41 @@ def sends(h: G) -> SendTable:
     return SendTable.of(found)
 
 
+def offsets_log(*isr: int, replicas: int = 1) -> list[MetadataState]:
+    """The metadata log's states of the group's __consumer_offsets partition, on nodes 1 to
+    ``replicas``, led by node 1 from before any fault: all in the ISR, then ``isr`` alone
+    (from 1 s before the run's start) where given."""
+    every = frozenset(range(1, replicas + 1))
+    return [MetadataState(-10 * S, 1, every, every),
+            *([MetadataState(-S, 1, frozenset(isr), every)] if isr else [])]
+
+
+#: The group's offsets partition with one replica, node 1: data destroyed there loses commits.
+ONE_REPLICA = GuaranteeConfig(acks="all", min_insync_replicas=1, replication_factor=1)
+
+
 def judged(h: G, partitions: int = 1, acks: str = "all", asynchronous: bool = False,
            end: dict[int, int] | str | None = None, static: bool = False,
            offsets: frozenset[str] | None = frozenset({"1"}), timeline: Timeline | None = None,
-           commits: CommitLogs | None = None, offsets_partition: int | None = None) -> dict[str, Any]:
+           commits: CommitLogs | None = None, offsets_partition: int | None = None,
+           offsets_states: list[MetadataState] | None = None,
+           offsets_config: GuaranteeConfig = ONE_REPLICA) -> dict[str, Any]:
     """The group checker's verdict on ``h``; ``end``: the coordinator's committed offsets
     after the drain (None: each partition's last ok commit, as a coordinator that lost none);
     ``offsets``: the nodes holding the group's __consumer_offsets partition (node 1, which
     :meth:`G.kill` hits; None: not known); ``timeline``: the metadata log's; ``commits``:
     the commit records in those replicas' logs; ``offsets_partition``: which partition of
-    __consumer_offsets that is (None: not known)."""
+    __consumer_offsets that is (None: not known); ``offsets_states``: its states in the
+    metadata log (default: :func:`offsets_log` of its replicas) and ``offsets_config`` its
+    guarantees (default: one replica)."""
+    if offsets_states is None:
+        offsets_states = offsets_log(replicas=offsets_config.replication_factor)
     config = GuaranteeConfig(acks=acks, enable_idempotence=acks == "all")  # type: ignore[arg-type]
     g = h.group(partitions)
     if end is None:
         end = {p: c.offset for p in range(partitions) if (c := groups.last_committed(g, p)) is not None}
-    windows = groups.FaultWindows(g.actions, TOPIC, timeline, offsets, offsets_partition)
+    windows = groups.FaultWindows(g.actions, TOPIC, timeline, groups.OffsetsPartition(
+        offsets_partition, offsets, offsets_states, offsets_config))
     result = groups.judge(g, config, windows, asynchronous, end=end, static=static, sends=sends(h),
                           commits=commits)
     out: dict[str, Any] = {**result.to_json(), **result.extra["group"]}
@@ -742,10 +762,10 @@ def test_the_group_history_results_and_spec_match_their_schemas(tmp_path: Path) 
 
 
 def committed(fault: str | None = None, info: int | None = None,
-              truncated: dict[str, Any] | None = None) -> G:
+              truncated: dict[str, Any] | None = None, fault_at: float | None = None) -> G:
     """Process 1 polls 0 to 4, commits 3 then 5 (ok), then ``info`` (a commit of that offset
     whose outcome is unknown) when given; a ``fault`` of node 1 after the last ok commit
-    (its ``truncated``, :meth:`G.kill`)."""
+    (its ``truncated``, :meth:`G.kill`; at ``fault_at`` s where given)."""
     h = G()
     five(h)
     h.commit(1, [(0, 3)])
@@ -753,7 +773,7 @@ def committed(fault: str | None = None, info: int | None = None,
     if info is not None:
         h.commit(1, [(0, info)], "info")
     if fault is not None:
-        h.kill(fault, truncated=truncated)
+        h.kill(fault, fault_at, truncated)
     return h
 
 
@@ -807,6 +827,26 @@ def test_only_data_destroyed_on_a_replica_of_the_offsets_partition_permits_losin
         unsure = judged(h, end=end, offsets=None)
         assert unsure["valid"] == "unknown" and unsure["unknown"] == ["group-permitted-on-assumption"]
         assert "__consumer_offsets" in unsure["anomalies"][anomaly][0]["permitted"], anomaly
+
+
+def test_data_destroyed_on_one_replica_of_three_loses_commits_only_where_the_isr_was_that_replica() -> None:
+    """A lose-unflushed of node 1, the leader of the group's offsets partition on nodes 1 to
+    3: the coordinator answers a commit once it is below that partition's HW, so on every
+    ISR member; with nodes 2 and 3 in the ISR (the metadata log shows no change) they keep
+    it and its loss is a violation; once the log shows node 1 the ISR alone (min.insync=1
+    lets it acknowledge alone, and it is re-elected as the ISR's last member) it is
+    permitted; with no metadata log, permitted only on assumption (unknown)."""
+    three = GuaranteeConfig(acks="all", min_insync_replicas=1, replication_factor=3)
+    for anomaly, h, end in (("commit-backwards", backwards(3, fault_at=0, fault="lose-unflushed"), None),
+                            ("commit-lost", committed(fault="lose-unflushed"), {0: 3})):
+        kept = judged(h, end=end, offsets=frozenset({"1", "2", "3"}), offsets_config=three)
+        assert kept["violations"] == [anomaly], anomaly
+        alone = judged(h, end=end, offsets=frozenset({"1", "2", "3"}), offsets_config=three,
+                       offsets_states=offsets_log(1, replicas=3))
+        assert alone["valid"] is True and alone["permitted"] == [anomaly], anomaly
+        assert "may lose an acknowledged commit" in alone["permitted_reasons"][anomaly]
+        unlogged = judged(h, end=end, offsets=None, offsets_config=three, offsets_states=[])
+        assert unlogged["unknown"] == ["group-permitted-on-assumption"], anomaly
 
 
 @pytest.mark.parametrize("how", ["no node", "failed", "never completed"])
@@ -914,28 +954,34 @@ def offsets_replica(node: int, crc: int) -> dict[str, Any]:
             "batches": [[0, 0, 0, 11, -1, -1, -1, -1, "data"], [1, 1, 0, crc, -1, -1, -1, -1, "data"]]}
 
 
-def offsets_metadata(nodes: tuple[int, ...]) -> str:
-    """A metadata log whose one line gives __consumer_offsets partition 0 the replicas ``nodes``."""
-    return json.dumps({"offset": 1, "time": 0, "type": "partition", "topic": "__consumer_offsets",
-                       "partition": 0, "leader": nodes[0], "isr": list(nodes), "elr": [],
-                       "last_known_elr": [], "replicas": list(nodes), "leader_epoch": 0, "raw": {}}) + "\n"
+def offsets_metadata(nodes: tuple[int, ...], isr: tuple[int, ...] | None = None) -> str:
+    """A metadata log whose first line gives __consumer_offsets partition 0 the replicas
+    ``nodes``, led by the first, at the run's start; and where ``isr`` is given, a second
+    line 1 s later leaving only those in the ISR."""
+    line = {"offset": 1, "time": 0, "type": "partition", "topic": "__consumer_offsets",
+            "partition": 0, "leader": nodes[0], "isr": list(nodes), "elr": [],
+            "last_known_elr": [], "replicas": list(nodes), "leader_epoch": 0, "raw": {}}
+    shrunk = [] if isr is None else [{**line, "offset": 2, "time": S, "isr": list(isr)}]
+    return "".join(json.dumps(x) + "\n" for x in [line, *shrunk])
 
 
 def test_the_offsets_logs_replicas_must_agree_below_their_hw(tmp_path: Path) -> None:
     """Two runs differing in one fact, a replica of the group's offsets partition holding
     another batch below the HW: the group's history is the same and valid, so the brokers'
     log and the history disagree and the group is unknown; after a wipe (data destroyed)
-    of one of its replicas (node 1) the difference is permitted, not after a wipe of a node
-    holding none (the metadata log gives the partition nodes 2 and 3)."""
+    of one of its replicas (node 1), once the metadata log showed it the partition's ISR
+    alone, the difference is permitted; not with both replicas in the ISR (the other kept
+    every commit), nor after a wipe of a node holding none (the metadata log gives the
+    partition nodes 2 and 3)."""
     def run(name: str, crcs: tuple[int, int], fault: str | None = None,
-            holders: tuple[int, int] = (1, 2)) -> dict[str, Any]:
-        d = stored(tmp_path / name, group_spec(), committed(fault))
+            holders: tuple[int, int] = (1, 2), isr: tuple[int, ...] | None = (1,)) -> dict[str, Any]:
+        d = stored(tmp_path / name, group_spec(), committed(fault, fault_at=2))
         (d / "group.json").write_text(json.dumps({
             "group": "faultline-g", "offsets_topic_partition": 0,
             "offsets": [{"topic": TOPIC, "partition": 0, "offset": 5, "leader_epoch": 0}],
             "offsets_replicas": [offsets_replica(n, crc) for n, crc in zip(holders, crcs, strict=True)],
             "errors": []}))
-        (d / "metadata.jsonl").write_text(offsets_metadata(holders))
+        (d / "metadata.jsonl").write_text(offsets_metadata(holders, isr))
         return check_run(d).to_json()
 
     same = run("same", (7, 7))
@@ -948,19 +994,22 @@ def test_the_offsets_logs_replicas_must_agree_below_their_hw(tmp_path: Path) -> 
     assert "__consumer_offsets partition 0" in entry["why"]
     wiped = run("wiped", (7, 8), "wipe")
     assert wiped["group"]["offsets_log"]["permitted"] == 1 and wiped["group"]["valid"] is True
-    elsewhere = run("elsewhere", (7, 8), "wipe", holders=(2, 3))
+    in_sync = run("in-sync", (7, 8), "wipe", isr=None)
+    assert in_sync["group"]["offsets_log"]["violations"] == 1 and in_sync["group"]["valid"] == "unknown"
+    elsewhere = run("elsewhere", (7, 8), "wipe", holders=(2, 3), isr=(2,))
     assert elsewhere["group"]["offsets_log"]["violations"] == 1 and elsewhere["group"]["valid"] == "unknown"
     assert "broker-state-disagrees" in str(elsewhere["unknown"])
-    for results in (same, differ, wiped, elsewhere):
+    for results in (same, differ, wiped, in_sync, elsewhere):
         validator("results.schema.json").validate(results)
 
 
 def test_a_stored_runs_offsets_log_records_are_read_from_its_group_json(tmp_path: Path) -> None:
     """The coordinator answers 3 after commits of 3 and 5, and node 1, a replica of the
-    offsets partition, lost data: permitted, unless both replicas' records in group.json
-    end with the commit of 5 (a violation); records of another topic count for nothing."""
+    offsets partition and its ISR alone, lost data: permitted, unless both replicas' records
+    in group.json end with the commit of 5 (a violation); records of another topic count
+    for nothing."""
     def run(name: str, commits: list[list[Any]] | None) -> dict[str, Any]:
-        d = stored(tmp_path / name, group_spec(), committed("lose-unflushed"))
+        d = stored(tmp_path / name, group_spec(), committed("lose-unflushed", fault_at=2))
         replicas = [offsets_replica(n, 7) for n in (1, 2)]
         if commits is not None:
             replicas = [{**r, "commits": commits} for r in replicas]
@@ -968,7 +1017,7 @@ def test_a_stored_runs_offsets_log_records_are_read_from_its_group_json(tmp_path
             "group": "faultline-g", "offsets_topic_partition": 0,
             "offsets": [{"topic": TOPIC, "partition": 0, "offset": 3, "leader_epoch": 0}],
             "offsets_replicas": replicas, "errors": []}))
-        (d / "metadata.jsonl").write_text(offsets_metadata((1, 2)))
+        (d / "metadata.jsonl").write_text(offsets_metadata((1, 2), (1,)))
         results = check_run(d).to_json()
         validator("results.schema.json").validate(results)
         return results

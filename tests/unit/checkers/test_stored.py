@@ -285,18 +285,22 @@ def test_a_txn_loss_judged_without_eligible_leader_replicas_the_cluster_had_is_u
     assert on.valid == UNKNOWN and [u["kind"] for u in on.unknown] == ["broker-state-disagrees"]
 
 
-@pytest.mark.parametrize(("replicas", "permitted"), [([1, 2, 3], True), ([2, 3, 4], False)])
+@pytest.mark.parametrize(("replicas", "isr", "permitted"), [
+    ([1, 2, 3], [1], True), ([1, 2, 3], [1, 2, 3], False), ([2, 3, 4], [2], False)])
 def test_a_stored_txn_runs_processed_twice_is_judged_by_the_rpw_groups_offsets_replicas_in_its_metadata_log(
-        tmp_path: Path, replicas: list[int], permitted: bool) -> None:
+        tmp_path: Path, replicas: list[int], isr: list[int], permitted: bool) -> None:
     """A wipe of node 1 between two committed transactions that read one record: permitted
     where the metadata log gives node 1 the rpw group's __consumer_offsets partition
-    (coordinator_partition over the five it records), a violation where it gives it none."""
+    (coordinator_partition over the five it records) and shows it that partition's ISR
+    alone; a violation where the other replicas stayed in the ISR (they kept the commit),
+    or where it gives node 1 none of it."""
     spec = txn_spec()
     at = coordinator_partition(spec.rpw_group_id, 5)
     d = txn_run(tmp_path / "run", spec, twice(wipe(1)), cluster_json(True, []))
     lines = [{"offset": p, "time": 0, "type": "partition", "topic": "__consumer_offsets", "partition": p,
               "leader": r[0], "isr": r, "replicas": r}
              for p in range(5) for r in [replicas if p == at else [4, 5, 6]]]
+    lines.append({**lines[at], "offset": 5, "time": 1, "isr": isr})
     (d / "metadata.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     result = check_stored(d)
     assert result.anomaly_counts[PROCESSED_TWICE] == 1

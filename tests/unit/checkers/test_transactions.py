@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from faultline.checkers.faults_seen import MetadataState, Timeline
+from faultline.checkers.groups import OffsetsPartition
 from faultline.checkers.guarantees import (
     CONCURRENT_WRITE_CYCLE,
     G0,
     G1C,
     PROCESSED_TWICE,
     TORN,
+    GuaranteeConfig,
     TransactionConfig,
     transaction_forbidden,
     transaction_rules,
@@ -100,10 +102,21 @@ class H:
 def verdict(h: H, s: TestSpec | None = None, protocol: int = 1,
             timeline: Timeline | None = None, logs: Mapping[int, PartitionLog] | None = None,
             stable: Mapping[int, tuple[int, int]] | None = None,
-            offsets: tuple[int | None, frozenset[str] | None] = (None, None)) -> dict[str, Any]:
+            offsets: tuple[int | None, frozenset[str] | None] = (None, None),
+            offsets_isr: frozenset[int] | None = frozenset({1})) -> dict[str, Any]:
+    """The txn checker's verdict; ``offsets``: the rpw group's __consumer_offsets partition
+    and the nodes holding it (None: not known), which the metadata log gives that partition
+    as its replicas (nodes 1 to 3 where not known), led by node 1, ``offsets_isr`` alone in
+    its ISR from before any fault (None: every replica; min.insync.replicas=1 there)."""
     s = s or spec()
+    partition, nodes = offsets
+    replicas = frozenset(int(n) for n in nodes) if nodes else frozenset({1, 2, 3})
+    states = [MetadataState(-10 * SECOND, 1, replicas, replicas),
+              *([MetadataState(-SECOND, 1, offsets_isr, replicas)] if offsets_isr is not None else [])]
+    config = GuaranteeConfig(acks="all", min_insync_replicas=1, replication_factor=len(replicas))
     return check_transactions(s, txn_history(s, h.rows), TransactionConfig(protocol=protocol),
-                              timeline=timeline, logs=logs, stable=stable, offsets=offsets).to_json()
+                              timeline=timeline, logs=logs, stable=stable,
+                              offsets=OffsetsPartition(partition, nodes, states, config)).to_json()
 
 
 def committed_pair(h: H) -> None:

@@ -131,8 +131,8 @@ def test_processed_twice_is_permitted_by_data_destroyed_on_the_groups_offsets_re
         expected: bool | str) -> None:
     """Found by review: any wipe anywhere in the run excused it. Only data destroyed, by a
     fault that completed, on a node holding the rpw group's __consumer_offsets partition
-    (min.insync.replicas=1 there), after the first reader's invoke and before the later
-    read, may lose the first one's commit of the group's offsets."""
+    (here its ISR alone, min.insync.replicas=1 there), after the first reader's invoke and
+    before the later read, may lose the first one's commit of the group's offsets."""
     r = verdict(twice(fault, when), protocol=2, offsets=offsets)
     (e,) = r["anomalies"][PROCESSED_TWICE]
     assert r["valid"] == (False if expected is False else "unknown" if expected == "unknown" else True)
@@ -141,6 +141,17 @@ def test_processed_twice_is_permitted_by_data_destroyed_on_the_groups_offsets_re
         assert "__consumer_offsets" in e["reason"]
     if expected == "unknown":
         assert [u["kind"] for u in r["unknown"]] == ["permitted-on-assumption"]
+
+
+def test_processed_twice_is_permitted_by_a_wiped_offsets_replica_only_where_it_was_the_isr_alone() -> None:
+    """The same wipe of node 1, a replica of the rpw group's offsets partition (nodes 1 and
+    2) between the reads: permitted where the metadata log shows node 1 that partition's ISR
+    alone; where node 2 stayed in the ISR it kept every commit the coordinator answered (once
+    below the HW, so on every ISR member), and the new leader has the first one's: violation."""
+    alone = verdict(twice(wipe(1)), protocol=2, offsets=ON_1)
+    assert alone["valid"] is True and alone["anomalies"][PROCESSED_TWICE][0]["permitted"]
+    in_sync = verdict(twice(wipe(1)), protocol=2, offsets=ON_1, offsets_isr=None)
+    assert in_sync["violations"] == [PROCESSED_TWICE]
 
 
 CUT = {"old_end": 9, "new_end": 6, "recovery_point": 6, "bytes_removed": 300}

@@ -45,9 +45,21 @@ def test_a_group_recipe_is_permitted_by_acks_1_and_by_the_unclean_election_alike
     assert recipe.permitted(clean) == {}
 
 
-def test_the_transaction_recipe_is_permitted_by_destroyed_data_alone() -> None:
-    (recipe,) = [r for r in RECIPES if r.kind == "transaction"]
+def test_the_lost_committed_write_recipe_is_permitted_by_destroyed_data_alone() -> None:
+    (recipe,) = [r for r in RECIPES if r.name == "txn-lost-committed-write"]
     for anomaly in recipe.anomalies:
         assert "data was destroyed (wipe / lose-unflushed)" in recipe.permitted()[anomaly]
     safe = replace(recipe.spec, topic=replace(recipe.spec.topic, min_insync_replicas=2))
     assert not set(recipe.anomalies) & set(recipe.permitted(safe))
+
+
+def test_the_processed_twice_recipe_is_permitted_by_the_groups_offsets_destroyed_alone() -> None:
+    """Its one node's lost data permits nothing on the topic (min.insync=2 of 3 replicas):
+    only the group's __consumer_offsets partition, whose one replica it destroyed, does; with
+    the default three replicas of that partition, the same fault permits nothing."""
+    (recipe,) = [r for r in RECIPES if r.name == "txn-processed-twice"]
+    assert "replication.factor=1 and data was destroyed" in recipe.permitted()["processed-twice"]
+    assert "lost-write" not in recipe.permitted()
+    three = replace(recipe.spec, kafka=replace(recipe.spec.kafka, broker_config={}))
+    assert "processed-twice" not in recipe.permitted(three)
+    assert "processed-twice" not in replace(recipe, offsets_faults=None).permitted()
