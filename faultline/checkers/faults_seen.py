@@ -263,7 +263,7 @@ def faults_by_partition(actions: Iterable[NemesisAction], partitions: Iterable[T
                 if fencing and assumed:
                     fenced[tp] = _with(fenced[tp], nodes)
             if did in DATA_LOSS_FAULTS:
-                destroyed[tp].add(nodes, action.start, action.end)
+                destroyed[tp].add(nodes, action.start)
     found: dict[TopicPartition, PartitionFaults] = {}
     for tp in parts:
         led = leader[tp] or _elected(states[tp])
@@ -506,6 +506,19 @@ def leaders_between(states: Sequence[MetadataState], start: int, end: int) -> se
     return out
 
 
+def elected_between(states: Sequence[MetadataState], start: int, end: int) -> set[int]:
+    """Every leader the partition elected in ``(start, end]``: a state naming a leader
+    where the one before it named another, none, or another leader epoch."""
+    return {b.leader for a, b in itertools.pairwise(states)
+            if start < b.time <= end and b.leader is not None and _elects(a, b)}
+
+
+def _elects(before: MetadataState, after: MetadataState) -> bool:
+    """Whether ``after`` elects its leader anew: another one than ``before``'s, or in another epoch."""
+    epochs = (before.epoch, after.epoch)
+    return after.leader != before.leader or (None not in epochs and epochs[0] != epochs[1])
+
+
 def _elected(states: Sequence[MetadataState] | None) -> bool:
     """Whether the metadata log shows the partition's leader change after it was created."""
     leaders = [s.leader for s in states or ()]
@@ -522,12 +535,11 @@ class _Destroyed:
     def __init__(self, states: Sequence[MetadataState] | None) -> None:
         self._states = states
         self._since: dict[str, int] = {}  # node -> fault time
-        self._every: list[tuple[str | None, int, int]] = []  # node (None: any), fault start, end
+        self._every: list[tuple[str | None, int]] = []  # node (None: any), fault start
         self.most = 0
 
-    def add(self, nodes: set[str], time: int, end: int | None) -> None:
-        done = time if end is None else end
-        self._every += [(n, time, done) for n in nodes] or [(None, time, done)]
+    def add(self, nodes: set[str], time: int) -> None:
+        self._every += [(n, time) for n in nodes] or [(None, time)]
         if not nodes:  # an op naming no node: assume the worst
             self.most = _MAX_NODES
             return
@@ -539,16 +551,25 @@ class _Destroyed:
         self.most = max(self.most, len(self._since))
 
     def led(self) -> bool:
-        """Whether the metadata log shows a node whose data was destroyed lead once the
-        fault was done (by :data:`CLOCK_MARGIN_NS`) and before it rejoined the ISR: a
-        leader elected (or kept) with what it lost. Any node may have, for an op naming none."""
-        for node, lost_at, done in self._every:
+        """Whether the metadata log shows a node whose data was destroyed lead with what it
+        lost: after the fault began (by :data:`CLOCK_MARGIN_NS`) and before it rejoined the
+        ISR, elected (a state naming it leader where the one before named another leader,
+        none, or another leader epoch), or never deposed (leader then, and every state to
+        that end names it). A record naming it leader from before the fault that a later
+        one replaces is no leadership: it stands until the controller fences the node,
+        seconds after a kill, and the node serves nothing meanwhile. Any node may have, for
+        an op naming none."""
+        states = self._states or ()
+        for node, lost_at in self._every:
             if node is None:
                 return True
             back = self._rejoined_at(node, lost_at)
-            led = leaders_between(self._states or (), done + CLOCK_MARGIN_NS,
-                                  2**62 if back is None else back)
-            if node in {str(n) for n in led}:
+            start, end = lost_at + CLOCK_MARGIN_NS, 2**62 if back is None else back
+            if node in {str(n) for n in elected_between(states, start, end)}:
+                return True
+            then = [s for s in states if s.time <= start][-1:]
+            if then and str(then[0].leader) == node and all(
+                    str(s.leader) == node for s in states if start < s.time <= end):
                 return True
         return False
 

@@ -151,6 +151,29 @@ def test_a_committed_loss_needs_the_unclean_election_the_log_shows() -> None:
     assert (excuse["how"], excuse["from"], excuse["to"]) == ("unclean", None, 1)
 
 
+def test_a_destroyed_leaders_record_from_before_its_fence_is_no_leadership() -> None:
+    """Found by review: n1, the leader, alone in the ISR from 6 s to 8 s, its data lost
+    (lose-unflushed) at 15 s with the ISR whole again. The log names n1 leader until the
+    controller fences it at 21 s and elects n2, which holds every committed record: that
+    record is no leadership of n1 with what it lost, and the loss is a violation. Where the
+    fence at 21 s leaves no leader (n1 the ISR alone) and n1 is elected again at 23 s, it
+    led with what it lost: permitted."""
+    h = H()
+    h.send(0, 10, offset=0)
+    at(h, 15)
+    h.fault("lose-unflushed", [1], leaders={f"{TOPIC}/0": 1})
+    at(h, 90)
+    h.drain([])
+    spec = dataclasses.replace(make_spec(acks="all", min_insync=1), kafka=KafkaSpec(version="3.9.1"))
+    shrunk = [state(-1, 1), state(6, 1, frozenset({1})), state(8, 1)]
+    deposed = {P0: [*shrunk, state(21, 2, frozenset({2, 3})), state(40, 2)]}
+    reelected = {P0: [state(-1, 1), state(6, 1, frozenset({1})), state(21, None, frozenset({1})),
+                      state(23, 1, frozenset({1})), state(40, 1)]}
+    assert check(spec, h.ops, timeline=deposed).violations == ["lost-write"]
+    r = check(spec, h.ops, timeline=reelected)
+    assert r.valid is True and lost(r)
+
+
 def test_destroyed_data_excuses_a_committed_loss_only_where_the_log_shows_it_lead() -> None:
     """Kafka 3.9 (no eligible leader replicas): n2 and n3 killed at 5 s, the ISR down to
     the leader n1, whose data is wiped at 10 s. Where the log shows n1 still leading
