@@ -535,11 +535,12 @@ def group_permitted(config: GuaranteeConfig, faults: PartitionFaults) -> dict[st
 
 def offsets_config(spec: TestSpec) -> GuaranteeConfig:
     """The guarantees of a group's commits, as its ``__consumer_offsets`` partition keeps
-    them: the coordinator appends a commit with acks=all and answers once it is below the
-    partition's HW (docs/design.md, "Consumer groups"), on ``offsets.topic.replication.factor``
-    replicas, at the broker-wide ``min.insync.replicas`` and ``unclean.leader.election.enable``
-    (the topic sets neither: 1 and false unless ``kafka.broker_config`` does; a value Kafka
-    would refuse to start with counts as unset)."""
+    them: the coordinator answers a commit once it is below the partition's HW, so on every
+    ISR member, as an acks=all write (docs/design.md, "Consumer groups"), on
+    ``offsets.topic.replication.factor`` replicas, at the broker-wide
+    ``min.insync.replicas`` and ``unclean.leader.election.enable`` (the topic sets neither:
+    1 and false unless ``kafka.broker_config`` does; a value Kafka would refuse to start
+    with counts as unset)."""
     b = spec.kafka.broker_config
     return GuaranteeConfig(
         acks="all", min_insync_replicas=_setting(b, "min.insync.replicas", 1),
