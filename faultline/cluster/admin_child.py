@@ -36,6 +36,8 @@ T = TypeVar("T")
 
 #: How often a child looks whether its parent is gone (then it exits).
 PARENT_CHECK_S = 0.2
+#: The child process's name (``multiprocessing.active_children()`` lists it).
+CHILD_NAME = "faultline-admin"
 
 _SPAWN = multiprocessing.get_context("spawn")
 _log = logging.getLogger(__name__)
@@ -94,7 +96,7 @@ class AdminChild:
         if self._child is None or self._conn is None:
             mine, theirs = _SPAWN.Pipe()
             child = _SPAWN.Process(target=_serve, args=(theirs, self._bootstrap, self._timeout, os.getpid()),
-                                   name="faultline-admin", daemon=True)
+                                   name=CHILD_NAME, daemon=True)
             child.start()
             theirs.close()
             self._child, self._conn = child, mine

@@ -47,19 +47,3 @@ def test_a_group_recipe_shows_its_anomalies_and_the_rule_permits_them(
     assert group["violations"] == [] and set(recipe.anomalies) <= set(group["permitted"]), group
     assert results["valid"] is True, (results["violations"], results["unknown"])
 
-
-def test_the_processed_twice_recipe_shows_it_and_the_rule_permits_it(tmp_path: Path) -> None:
-    """``txn-processed-twice``: the rpw group's offsets partition, on one replica, loses what
-    its coordinator had not flushed; the group's next owners read again records committed
-    transactions had read, which that partition's lost data permits."""
-    (recipe,) = [r for r in RECIPES if r.name == "txn-processed-twice"]
-    outcome = run_test(recipe.spec, results=tmp_path, console=Console(file=io.StringIO()))
-    assert outcome.error is None, outcome.error
-    ops = read_history(outcome.run_dir)
-    waits = [op.value for op in ops if op.f == "wait" and "result" in op.value]
-    assert len(waits) == 2 and all(w["result"].startswith("met") for w in waits), waits
-    [cut] = [op.value for op in ops if op.f == "lose-unflushed" and "result" in op.value]
-    results = json.loads((outcome.run_dir / "results.json").read_text())
-    assert results["anomaly_counts"]["processed-twice"] > 0, (cut, results["stats"])
-    assert results["violations"] == [] and "processed-twice" in results["permitted"], results["violations"]
-    assert results["valid"] is True, results["unknown"]
