@@ -384,7 +384,9 @@ def jumps(g: Group) -> list[Jump]:
 # -- the verdict ----------------------------------------------------------------------------
 
 
-#: The guarantees of a ``__consumer_offsets`` partition with the harness's settings on 3 nodes.
+#: The guarantees of a ``__consumer_offsets`` partition where none are given: 3 replicas,
+#: min.insync.replicas=1, no unclean election, eligible leader replicas on (Kafka 4.1 and
+#: later); a stored run's come from its spec (:func:`~faultline.checkers.guarantees.offsets_config`).
 OFFSETS_DEFAULT = GuaranteeConfig(acks="all", min_insync_replicas=1)
 
 
@@ -434,8 +436,11 @@ class FaultWindows:
         node holding a replica of the group's offsets partition, completed with no error;
         one that names no node, failed, never completed, or acted while those nodes are not
         known may have, an assumption; one whose own record says it cut nothing of that
-        partition (:func:`cut_nothing`) did not. ``replicas_kept``: what the offsets
-        partition's replicas say of the commit lost
+        partition (:func:`cut_nothing`) did not. And only where that partition's own faults
+        from ``since`` permit losing a committed record
+        (:func:`~faultline.checkers.guarantees.committed_loss_reason` of its config, over its
+        metadata states): None where no reading does, assumed where only the permissive one
+        does. ``replicas_kept``: what the offsets partition's replicas say of the commit lost
         (:func:`~faultline.checkers.group_end.stored_before`): True, every one kept it, so
         nothing lost it; None, they disagree, so only assumed; False, none says so."""
         witnessed: set[str] = set()

@@ -166,16 +166,16 @@ def check_txn(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     history, files, topic = txn_history(run.spec, run.rows, run.source), run.files(), run.spec.topic
     placed = offsets_timeline(files.metadata)
     offsets = group_partition(run.spec.rpw_group_id, placed)
-    group = offsets_partition(run.spec, offsets, partition_nodes(offsets, placed), placed)
+    rpw_offsets = offsets_partition_of(run.spec, offsets, partition_nodes(offsets, placed), placed)
     return Checked(check_transactions(run.spec, history, TransactionConfig.from_spec(run.spec),
                                       truncated=run.read.truncated, timeline=run.timeline(),
-                                      offsets=group,
+                                      offsets=rpw_offsets,
                                       logs=partition_logs(files.replicas or (), topic.name,
                                                           topic.replication_factor),
                                       stable=final_stable_offsets(files.observations or (), topic.name)))
 
 
-def offsets_partition(spec: TestSpec, partition: int | None, nodes: frozenset[str] | None,
+def offsets_partition_of(spec: TestSpec, partition: int | None, nodes: frozenset[str] | None,
                       placed: Timeline | None) -> groups.OffsetsPartition:
     """A group's ``__consumer_offsets`` partition (None: not known) and the ``nodes`` holding
     it, with its states in the :func:`offsets_timeline` ``placed`` (none where the spec
@@ -183,9 +183,8 @@ def offsets_partition(spec: TestSpec, partition: int | None, nodes: frozenset[st
     at the replication factor the log gives it where it does (the broker's own record)."""
     logged = None if placed is None or partition is None else placed.get((OFFSETS_TOPIC, partition))
     config = offsets_config(spec)
-    replicas = {n for s in logged or () for n in s.replicas}
-    if replicas:
-        config = replace(config, replication_factor=len(replicas))
+    if logged and logged[-1].replicas:
+        config = replace(config, replication_factor=len(logged[-1].replicas))
     return groups.OffsetsPartition(partition, nodes, None if spec.nemesis.skews_clocks else logged, config)
 
 
@@ -212,7 +211,7 @@ def check_group(run: StoredRun, earlier: Sequence[Checked]) -> Checked:
     end = group_end(run.run_dir, run.spec.group_id, topic)
     metadata = run.files().metadata
     placed = offsets_timeline(metadata)
-    windows = groups.FaultWindows(g.actions, topic, run.timeline(), offsets_partition(
+    windows = groups.FaultWindows(g.actions, topic, run.timeline(), offsets_partition_of(
         run.spec, end.offsets_partition, offsets_nodes(end, placed), placed))
     table = next((c.table for c in earlier if c.table is not None), None)
     result = groups.judge(g, facts.config, windows, run.spec.consumer.commit != "sync", end=end.offsets,

@@ -71,14 +71,25 @@ class AdminChild:
 
     def call(self, fn: Callable[Concatenate[AdminClient, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(admin, *args, **kwargs)`` in the child; ``fn`` must be a module-level
-        function (it is sent by name). AdminDied when the child dies first."""
-        with self._lock:
+        function (it is sent by name). AdminDied when the child dies first; KafkaException
+        (``_TIMED_OUT``) when another request holds the child past :meth:`_busy_s`. A
+        request left unanswered (an exception, Ctrl-C, in this process) ends its child,
+        so that no later request reads its answer."""
+        if not self._lock.acquire(timeout=self._busy_s):
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "the admin client is busy with another "
+                                                                   "request"))
+        try:
             conn = self._started()
             try:
                 conn.send((fn, args, kwargs))
                 kind, value = conn.recv()
             except (EOFError, OSError):
                 raise self._died(fn) from None
+            except BaseException:
+                self._end(kill=True)
+                raise
+        finally:
+            self._lock.release()
         if kind == "ok":
             result: T = value
             return result
@@ -87,10 +98,23 @@ class AdminChild:
             raise KafkaException(KafkaError(code, text))
         raise value
 
+    @property
+    def _busy_s(self) -> float:
+        """How long a request waits for the one before it: two of its timeouts and a margin."""
+        return 2 * self._timeout + 5
+
     def close(self) -> None:
-        """End the child (it is waited for); idempotent. A later :meth:`call` starts a new one."""
-        with self._lock:
+        """End the child (it is waited for); idempotent. A later :meth:`call` starts a new
+        one. A request in flight past :meth:`_busy_s` has its child killed (it gets AdminDied)."""
+        if not self._lock.acquire(timeout=self._busy_s):
+            child = self._child
+            if child is not None:
+                child.kill()
+            self._lock.acquire()
+        try:
             self._end()
+        finally:
+            self._lock.release()
 
     def _started(self) -> Connection:
         if self._child is None or self._conn is None:
@@ -113,10 +137,12 @@ class AdminChild:
                      how, fn.__name__)
         return AdminDied(KafkaError(KafkaError._FAIL, f"the admin client's process died ({how})"))
 
-    def _end(self) -> None:
+    def _end(self, kill: bool = False) -> None:
         if self._conn is not None:
             self._conn.close()
         if self._child is not None:
+            if kill:
+                self._child.kill()
             self._child.join(self._timeout + 5)
             if self._child.is_alive():
                 self._child.kill()
@@ -133,8 +159,11 @@ def _serve(conn: Connection, bootstrap: str, timeout_s: float, parent: int) -> N
         while True:
             try:
                 fn, args, kwargs = conn.recv()
-            except EOFError:
+            except (EOFError, OSError):  # the parent closed its end, or is gone
                 return
+            except Exception as e:  # a request that cannot be read here: the caller's bug
+                _send(conn, ("raise", RuntimeError(f"the admin child could not read a request: {e!r}")))
+                continue
             try:
                 if admin is None:
                     admin = stack.enter_context(kafka_client.new_admin(bootstrap, timeout_s))
@@ -145,7 +174,19 @@ def _serve(conn: Connection, bootstrap: str, timeout_s: float, parent: int) -> N
                           else ("kafka", (KafkaError._FAIL, str(e))))
             except Exception as e:
                 answer = ("raise", e if _picklable(e) else RuntimeError(f"{type(e).__name__}: {e}"))
-            conn.send(answer)
+            if not _send(conn, answer):
+                return
+
+
+def _send(conn: Connection, answer: tuple[str, Any]) -> bool:
+    """Send ``answer``, or, where it cannot be pickled, a RuntimeError saying so; False
+    once the parent's end is closed."""
+    try:
+        conn.send(answer if _picklable(answer) else
+                  ("raise", RuntimeError(f"the admin child's answer could not be sent: {answer[1]!r:.200}")))
+    except OSError:
+        return False
+    return True
 
 
 def _exit_when_orphaned(parent: int) -> None:
@@ -154,9 +195,10 @@ def _exit_when_orphaned(parent: int) -> None:
     os._exit(0)
 
 
-def _picklable(e: Exception) -> bool:
+def _picklable(value: object) -> bool:
+    """Whether ``value`` survives its way to the parent (pickled and read back)."""
     try:
-        pickle.dumps(e)
+        pickle.loads(pickle.dumps(value))
     except Exception:
         return False
     return True

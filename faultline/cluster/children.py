@@ -1,5 +1,8 @@
-"""What every child process the harness starts shares: it dies with the thread that
-started it (``prctl(PR_SET_PDEATHSIG)``), so a run killed outright leaves none behind."""
+"""How a child process the harness starts dies with it: ``prctl(PR_SET_PDEATHSIG)``, so a
+run killed outright leaves none behind. The kernel sends the signal when the *thread*
+that started the child ends, so a child that threads share and outlive
+(:class:`~faultline.cluster.admin_child.AdminChild`'s) watches its parent process
+instead."""
 
 from __future__ import annotations
 

@@ -286,8 +286,9 @@ class ScriptedPackage:
         (:func:`~faultline.targeted.condition_met`); NemesisError when its leader does not
         answer."""
         try:
-            answer = self._admin_child().call(kafka_client.high_watermarks, self.topic.name, [partition],
-                                                  METADATA_TIMEOUT_S)[partition]
+            answers = self._admin_child().call(kafka_client.high_watermarks, self.topic.name, [partition],
+                                               METADATA_TIMEOUT_S)
+            answer = answers[partition]
         except KafkaException as e:
             answer = str(e)
         if isinstance(answer, str):

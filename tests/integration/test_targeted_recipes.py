@@ -46,4 +46,3 @@ def test_a_group_recipe_shows_its_anomalies_and_the_rule_permits_them(
     assert set(recipe.anomalies) <= seen, group["anomaly_counts"]
     assert group["violations"] == [] and set(recipe.anomalies) <= set(group["permitted"]), group
     assert results["valid"] is True, (results["violations"], results["unknown"])
-

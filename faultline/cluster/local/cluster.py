@@ -301,7 +301,10 @@ class LocalCluster:
             lambda: f"brokers {sorted(want)} never all registered and unfenced within {timeout:.0f} s "
             f"(last seen: {sorted(self._last_seen)}); {self._reachability()}",
         )
-        self.admin().call(kafka_client.create_health_topic, self.node_ids)
+        try:
+            self.admin().call(kafka_client.create_health_topic, self.node_ids)
+        except KafkaException as e:  # no answer: the admin child died, or was busy
+            raise ClusterError(f"cannot create topic {kafka_client.HEALTH_TOPIC}: {e}") from None
         poll_until(
             lambda: self._all_led(kafka_client.HEALTH_TOPIC, len(self.node_ids)), deadline,
             lambda: f"{kafka_client.HEALTH_TOPIC} never had a leader on every partition",
@@ -358,7 +361,10 @@ class LocalCluster:
 
     def create_topic(self, topic: TopicSpec | None = None, timeout: float = 60.0) -> None:
         topic = topic or self._spec.topic
-        self.admin().call(kafka_client.create_topic, topic, timeout)
+        try:
+            self.admin().call(kafka_client.create_topic, topic, timeout)
+        except KafkaException as e:  # no answer: the admin child died, or was busy
+            raise ClusterError(f"cannot create topic {topic.name}: {e}") from None
         self.wait_full_isr(topic.name, timeout)
 
     def wait_full_isr(self, topic: str, timeout: float = 60.0) -> None:

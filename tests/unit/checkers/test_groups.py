@@ -849,6 +849,27 @@ def test_data_destroyed_on_one_replica_of_three_loses_commits_only_where_the_isr
         assert unlogged["unknown"] == ["group-permitted-on-assumption"], anomaly
 
 
+def test_a_destroyed_offsets_leader_loses_commits_only_where_it_is_elected_again_after_its_fence() -> None:
+    """The offsets partition on nodes 1 to 3; after the commits its ISR shrinks to node 1 at
+    1 s, whose data is lost at 3 s; the controller fences node 1 at 5 s. Where the ISR stayed
+    node 1 alone, the fence leaves no leader and node 1 is elected again at 6 s with what it
+    lost: the commit lost is permitted. Where the ISR was whole again at 1.5 s, the fence
+    elects node 2, which holds the commit: node 1's leader record from before its fence is
+    no leadership (found by review), and the loss is a violation."""
+    three = GuaranteeConfig(acks="all", min_insync_replicas=1, replication_factor=3)
+    every, alone = frozenset({1, 2, 3}), frozenset({1})
+    shrunk = [MetadataState(-10 * S, 1, every, every), MetadataState(S, 1, alone, every)]
+    again = [*shrunk, MetadataState(5 * S, None, alone, every), MetadataState(6 * S, 1, alone, every)]
+    healed = [*shrunk, MetadataState(3 * S // 2, 1, every, every),
+              MetadataState(5 * S, 2, frozenset({2, 3}), every)]
+    h, end = committed(fault="lose-unflushed", fault_at=3), {0: 3}
+    nodes = frozenset({"1", "2", "3"})
+    out = judged(h, end=end, offsets=nodes, offsets_config=three, offsets_states=again)
+    assert out["permitted"] == ["commit-lost"] and out["valid"] is True
+    assert judged(h, end=end, offsets=nodes, offsets_config=three, offsets_states=healed)["violations"] == [
+        "commit-lost"]
+
+
 @pytest.mark.parametrize("how", ["no node", "failed", "never completed"])
 def test_data_destroyed_by_a_fault_without_a_witness_permits_losing_commits_only_on_assumption(
         how: str) -> None:

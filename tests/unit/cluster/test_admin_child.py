@@ -4,6 +4,7 @@ caller's, and no child outliving the process that started it."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -81,3 +82,39 @@ def _alive(pid: int) -> bool:
             return fh.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def slow(admin: AdminClient) -> str:
+    time.sleep(1)
+    return "slow"
+
+
+def unpicklable(admin: AdminClient) -> object:
+    return lambda: None  # no answer pickle can carry
+
+
+def test_an_answer_that_cannot_be_sent_is_an_error_of_the_harness_not_a_silent_broker() -> None:
+    with AdminChild(NOBODY, timeout_s=1.0) as admin:
+        first = admin.call(pid)
+        with pytest.raises(RuntimeError, match="could not be sent"):
+            admin.call(unpicklable)
+        assert admin.call(pid) == first, "the child serves on"
+
+
+def test_a_request_its_caller_gave_up_on_ends_its_child_and_no_later_request_reads_its_answer() -> None:
+    with AdminChild(NOBODY, timeout_s=1.0) as admin:
+        first = admin.call(pid)
+
+        def interrupted(*_: object) -> None:
+            raise KeyboardInterrupt
+
+        old = signal.signal(signal.SIGALRM, interrupted)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.3)
+            with pytest.raises(KeyboardInterrupt):
+                admin.call(slow)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+        answer = admin.call(pid)
+        assert isinstance(answer, int) and answer != first, f"{answer!r}: not a new child's own answer"
