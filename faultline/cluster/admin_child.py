@@ -179,11 +179,15 @@ def _serve(conn: Connection, bootstrap: str, timeout_s: float, parent: int) -> N
 
 
 def _send(conn: Connection, answer: tuple[str, Any]) -> bool:
-    """Send ``answer``, or, where it cannot be pickled, a RuntimeError saying so; False
-    once the parent's end is closed."""
+    """Send ``answer`` (pickled once), or, where it cannot be pickled, a RuntimeError
+    saying so; False once the parent's end is closed."""
     try:
-        conn.send(answer if _picklable(answer) else
-                  ("raise", RuntimeError(f"the admin child's answer could not be sent: {answer[1]!r:.200}")))
+        data = pickle.dumps(answer)
+    except Exception:
+        data = pickle.dumps(("raise", RuntimeError(f"the admin child's answer could not be sent: "
+                                                   f"{answer[1]!r:.200}")))
+    try:
+        conn.send_bytes(data)
     except OSError:
         return False
     return True

@@ -63,12 +63,12 @@ class TargetedRecipe:
         config = GuaranteeConfig.from_spec(spec)
         if self.kind == "group":
             return group_permitted(config, self.faults)
-        lost = None if self.offsets_faults is None else committed_loss_reason(offsets_config(spec),
-                                                                               self.offsets_faults)
+        offsets = self.offsets_faults
+        lost = None if offsets is None else committed_loss_reason(offsets_config(spec), offsets)
+        rewound = (None if offsets is None or lost is None
+                   else offsets_destroyed(sorted(offsets.families), lost))
         return transaction_rules(TransactionConfig.from_spec(spec), self.faults.families,
-                                 committed_loss_reason(config, self.faults),
-                                 None if self.offsets_faults is None or lost is None
-                                 else offsets_destroyed(sorted(self.offsets_faults.families), lost))
+                                 committed_loss_reason(config, self.faults), rewound)
 
 
 def _held_leader_schedule(start_s: int, fault: str, *then: str) -> tuple[str, ...]:
