@@ -209,11 +209,10 @@ class NemesisSpec:
 
     @property
     def crashes_clients(self) -> bool:
-        """Whether the schedule crashes or pauses clients (the ``clients`` family), so that
-        the workload runs each producer (and each group consumer) in a child process that
-        can be killed or stopped."""
-        return "clients" in self.faults or any(
-            isinstance(s, Action) and s.on_clients for s in parse_schedule(self.schedule))
+        """Whether the schedule crashes or pauses clients (the ``clients`` family) or waits
+        on their partitions, so that the workload runs each producer (and each group
+        consumer) in a child process that can be killed or stopped."""
+        return "clients" in self.faults or any(s.on_clients for s in parse_schedule(self.schedule))
 
     @property
     def skews_clocks(self) -> bool:
@@ -546,10 +545,10 @@ def _validate(spec: TestSpec) -> None:
     for step in parse_schedule(n.schedule, t.partitions, k.nodes):
         if isinstance(step, Action) and step.clients and max(step.clients) >= w.producers:
             raise SpecError(f"nemesis.schedule {step.text!r}: the producers are 0 to {w.producers - 1}")
-        if isinstance(step, Action) and step.consumers and w.name != "group":
-            raise SpecError(f"nemesis.schedule {step.text!r}: consumers crash and pause in the group "
-                            f"workload only, not the {w.name} workload")
-        if isinstance(step, Action) and step.consumers and max(step.consumers) >= w.consumers:
+        if step.consumers is not None and w.name != "group":
+            raise SpecError(f"nemesis.schedule {step.text!r}: consumers crash, pause and hold "
+                            f"partitions in the group workload only, not the {w.name} workload")
+        if step.consumers and max(step.consumers) >= w.consumers:
             raise SpecError(f"nemesis.schedule {step.text!r}: the consumers are 0 to {w.consumers - 1}")
 
 

@@ -79,6 +79,11 @@ bound with ``as NAME``::
                                                  watermark P had when the wait began)
                P has passed group G             (P's high watermark above G's committed
                                                  offset of P)
+               consumer N holds partitions      (group consumer N's live member holds a
+                                                 partition: assigned, by its own journal,
+                                                 and not since revoked or lost)
+               consumers hold partitions        (every group consumer's does: never with
+                                                 more consumers than partitions)
 
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
@@ -98,6 +103,11 @@ offset of P: a member that starts from that offset finds records there (after a
 truncation below it, new ones). It never holds while G has no offset of P, and holds at
 once while G's members read behind the log's end: it means something once they are
 stopped.
+``consumers hold partitions`` is the members' own word, not the coordinator's: a member
+holds what its client was given (the ``assign`` it journaled) until it journals the
+``revoke`` or ``lost`` of it, or is retired; a crashed or stopped consumer holds nothing,
+a paused one what it held. So a step after it finds each member with partitions to give
+up, to lose, or to leave with.
 Every wait is bounded; a wait that is not met in time ends the schedule.
 
 Words are case-insensitive; ``the`` and ``a`` are ignored (``crash the leader of 0``).
@@ -136,7 +146,8 @@ _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "l
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
                        "second", "s", "coordinator", "group", "committed", "client", "clients",
-                       "transaction", "by", "ms", "undelay", "consumer", "consumers", "stop", "start"})
+                       "transaction", "by", "ms", "undelay", "consumer", "consumers", "stop", "start",
+                       "holds", "partitions"})
 #: The steps that take nothing and undo every fault of a kind, and what each removes.
 _UNDOES: Mapping[str, str] = {"heal": "partition and hold", "restore": "degradation of links",
                               "undelay": "delay"}
@@ -150,7 +161,8 @@ OFFSETS_TOPIC = "__consumer_offsets"
 #: The topic that holds the transactions' states; a transactional id's coordinator leads its
 #: partition of it.
 TRANSACTIONS_TOPIC = "__transaction_state"
-WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced", "committed", "passed"]
+WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced", "committed", "passed",
+                   "holds"]
 #: A group's committed offsets: (topic, partition) -> the offset committed.
 Committed = Mapping[tuple[str, int], int]
 
@@ -241,7 +253,8 @@ class Wait:
     (for ``registered`` and ``fenced``) whose nodes must be listed, or not; ``group``
     (for ``committed`` and ``passed``) the group whose commits are awaited or passed, and
     ``partition`` (for ``committed past P`` and ``passed``) the partition whose high
-    watermark they must pass or that must pass them.
+    watermark they must pass or that must pass them; ``consumers`` (for ``holds``) the
+    group consumers that must hold partitions (empty: every one).
     """
 
     kind: WaitKind
@@ -251,6 +264,12 @@ class Wait:
     members: tuple[int | str, ...] = ()
     target: Target | None = None
     group: str | None = None
+    consumers: tuple[int, ...] | None = None
+
+    @property
+    def on_clients(self) -> bool:
+        """Whether the wait reads clients under test (their members' partitions), not nodes."""
+        return self.consumers is not None
 
 
 Step = Action | Wait
@@ -273,8 +292,10 @@ class View:
     brokers registered and unfenced (None: not read), groups' coordinators (group ->
     the leader of its offsets partition, None: it has none; a group not read is absent),
     groups' committed offsets (a group not read is absent), transactional ids'
-    coordinators (id -> the leader of its transaction state partition, likewise) and the
-    test topic's high watermarks (partition -> offset; a partition not read is absent)."""
+    coordinators (id -> the leader of its transaction state partition, likewise), the
+    test topic's high watermarks (partition -> offset; a partition not read is absent) and
+    the group consumers' holdings (index -> how many partitions its live member holds,
+    None: none runs; None: not read)."""
 
     partitions: Mapping[int, PartitionLike]
     controller: int | None = None
@@ -283,6 +304,7 @@ class View:
     committed: Mapping[str, Committed] = field(default_factory=dict)
     transaction_coordinators: Mapping[str, int | None] = field(default_factory=dict)
     high_watermarks: Mapping[int, int] = field(default_factory=dict)
+    holdings: Mapping[int, int | None] | None = None
 
 
 def parse_schedule(lines: Sequence[str], partitions: int | None = None,
@@ -462,11 +484,16 @@ def _parse_wait(words: Sequence[str], text: str) -> Wait:
         return Wait("committed", bound, text, _int(cond[5], "partition"), group=cond[1])
     if len(cond) == 5 and cond[1:4] == ["has", "passed", "group"]:
         return Wait("passed", bound, text, _int(cond[0], "partition"), group=cond[4])
+    if len(cond) == 4 and cond[0] == "consumer" and cond[2:] == ["holds", "partitions"]:
+        return Wait("holds", bound, text, consumers=(_int(cond[1], "consumer index"),))
+    if cond == ["consumers", "hold", "partitions"]:
+        return Wait("holds", bound, text, consumers=())
     if len(cond) >= 2 and cond[-1] in ("registered", "fenced"):
         return Wait(cond[-1], bound, text, target=_parse_target(cond[:-1]))  # type: ignore[arg-type]
     raise ValueError(f"unknown condition {' '.join(cond) or '(none)'!r}; conditions: isr of P is {{...}}, "
                      "P has a new leader, P caught up, caught up, TARGET registered, TARGET fenced, "
-                     "group G has committed, group G has committed past P, P has passed group G")
+                     "group G has committed, group G has committed past P, P has passed group G, "
+                     "consumer N holds partitions, consumers hold partitions")
 
 
 def _members(word: str) -> tuple[int | str, ...]:
@@ -610,6 +637,8 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
         moved = sum(1 for tp, offset in offsets.items() if before.get(tp) != offset)
         return moved > 0, (f"group {wait.group}: {len(offsets)} partition(s) committed, "
                            f"{moved} since the wait began")
+    if wait.kind == "holds":
+        return _held(wait, view)
     if wait.kind in ("registered", "fenced"):
         assert wait.target is not None
         if view.registered is None:
@@ -642,6 +671,17 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
         else:
             want.update(bindings.get(m, ()))
     return set(state.isr) == want, seen
+
+
+def _held(wait: Wait, view: View) -> tuple[bool, str]:
+    """Whether each consumer ``wait`` names (every one, if none) holds a partition in ``view``."""
+    if view.holdings is None:
+        return False, "the consumers' partitions not read"
+    consumers = wait.consumers or sorted(view.holdings)
+    counts = {c: view.holdings.get(c) for c in consumers}
+    seen = "; ".join(f"consumer {c}: " + ("not running" if n is None else f"{n} partition(s)")
+                     for c, n in counts.items())
+    return bool(counts) and all(counts.values()), seen
 
 
 def _full(state: PartitionLike | None) -> bool:

@@ -37,13 +37,16 @@ ROLES = ("clients", "consumers")
 
 class ClientChild(Protocol):
     """One client in a child process (:class:`faultline.workloads.crashable.CrashableChild`);
-    each call returns the fields the history journals."""
+    each call but ``held`` returns the fields the history journals. ``held``: how many
+    partitions its live member holds by its own journal, None when none runs;
+    FaultlineError for a client that is no group member."""
 
     def crash(self) -> dict[str, Any]: ...
     def restart(self) -> dict[str, Any]: ...
     def pause(self) -> dict[str, Any]: ...
     def resume(self) -> dict[str, Any]: ...
     def stop(self) -> dict[str, Any]: ...
+    def held(self) -> int | None: ...
 
 
 @runtime_checkable
@@ -164,6 +167,16 @@ class ClientsNemesis:
         """The clients of ``role`` this nemesis stopped and has not started."""
         with self._lock:
             return sorted(self._stopped[role])
+
+    def holdings(self) -> dict[int, int | None]:
+        """Consumer index -> how many partitions its live member holds, by the member's own
+        journal (None: none runs, it is crashed or stopped); what ``wait until consumers
+        hold partitions`` reads. NemesisError without consumers in child processes."""
+        clients = self._child_clients()
+        try:
+            return {i: clients.child("consumers", i).held() for i in range(clients.children("consumers"))}
+        except FaultlineError as e:
+            raise NemesisError(str(e)) from e
 
     def _child(self, role: str, index: int) -> ClientChild:
         return self._child_clients().child(role, index)

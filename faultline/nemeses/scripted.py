@@ -8,7 +8,8 @@ from live metadata when its step runs, and waiting on what the metadata shows
 one that another leaves out of the registered brokers (:func:`trusted`); a group's
 committed offsets are its coordinator's answer (``until group G has committed``), and a
 partition's high watermark its leader's (read when ``committed past P`` begins, and at
-every look of ``P has passed group G``). It
+every look of ``P has passed group G``); the partitions a consumer holds are its member's
+own journal (``until consumers hold partitions``), read from the workload. It
 drives the same family nemeses (kill, pause, stop, wipe, lose-unflushed, partition,
 links, toxics, clients, clock), so it heals the same way, and keeps the runner's contract
 (:class:`faultline.run.runner.NemesisSchedule`). Each step and wait is journaled as
@@ -160,7 +161,7 @@ class ScriptedPackage:
             need.append(self.links)
         if verbs & {"delay", "undelay"}:
             need.append(self.toxics)
-        if any(isinstance(s, Action) and s.on_clients for s in self.steps):
+        if any(s.on_clients for s in self.steps):
             need.append(self.clients)
         if verbs & CLOCK_VERBS:
             need.append(self.clock)
@@ -531,10 +532,11 @@ class ScriptedPackage:
         seen = "nothing yet"
         while True:
             try:
-                view = self._view(registered=wait.kind in ("registered", "fenced"),
-                                  target=wait.target,
-                                  committed=wait.group,
-                                  high_watermark=wait.partition if wait.kind == "passed" else None)
+                view = (View({}, holdings=self.clients.holdings()) if wait.kind == "holds" else
+                        self._view(registered=wait.kind in ("registered", "fenced"),
+                                   target=wait.target,
+                                   committed=wait.group,
+                                   high_watermark=wait.partition if wait.kind == "passed" else None))
                 if not known and wait.partition is not None:
                     state = view.partitions.get(wait.partition)
                     previous, known = (state.leader if state is not None else None), True

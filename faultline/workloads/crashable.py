@@ -208,6 +208,11 @@ class CrashableChild:
         """Journal every op the killed child left open, ``info`` with :data:`.outcomes.CRASH_ERROR`."""
         raise NotImplementedError
 
+    def held(self) -> int | None:
+        """How many partitions the live child's group member holds; None when no child
+        runs. FaultlineError for a client that is no group member."""
+        raise FaultlineError(f"{self.name} is no group member: it holds no partitions")
+
     def run(self, stop: threading.Event) -> None:
         """Run a child until ``stop`` is set (then it completes its ops); a crashed one
         is replaced only by :meth:`restart`. FaultlineError if a child dies uncrashed."""

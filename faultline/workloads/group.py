@@ -57,6 +57,19 @@ REFUSED = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PR
 _NO_OFFSET = "_NO_OFFSET"
 
 
+def held_after(held: frozenset[tuple[str, int]], type: str, f: str,
+               value: Any) -> frozenset[tuple[str, int]]:
+    """The partitions a member holds after one of its ops, given ``held`` before it: an
+    ``ok`` ``assign`` adds its partitions, an ``ok`` ``revoke`` or ``lost`` takes them away,
+    and an ``info`` retires the member, which then holds none (docs/history.md)."""
+    if type == "info":
+        return frozenset()
+    if type != "ok" or f not in ("assign", "revoke", "lost"):
+        return held
+    partitions = frozenset((topic, partition) for topic, partition in value["partitions"])
+    return held | partitions if f == "assign" else held - partitions
+
+
 def generation(metadata: bytes) -> int:
     """The generation (classic) or member epoch (KIP-848) in librdkafka's serialized
     consumer group metadata (``CGMDv2:`` then a native int32; rd_kafka_consumer_group_metadata_write)."""

@@ -29,7 +29,7 @@ from faultline.workloads.crashable import (
     PipeJournal,
     child_started,
 )
-from faultline.workloads.group import GroupConsumer
+from faultline.workloads.group import GroupConsumer, held_after
 from faultline.workloads.outcomes import CRASH_ERROR
 from faultline.workloads.queue import ConsumerClient
 
@@ -57,13 +57,26 @@ class CrashableConsumer(CrashableChild):
         self.records = 0
         #: process -> its open op's ``f`` and invoke value
         self._open: dict[Process, tuple[str, Any]] = {}
+        #: the last process that journaled an op, and the partitions it holds
+        self._held: tuple[Process | None, frozenset[tuple[str, int]]] = (None, frozenset())
 
     def _target(self, conn: Connection, stop: Connection, first_process: int) -> tuple[Any, tuple[Any, ...]]:
         return _child_main, (conn, stop, self.spec, self.bootstrap, first_process, self.processes,
                              self.slot, time.monotonic_ns() - self.history.now())
 
+    def held(self) -> int | None:
+        """How many partitions the live child's member holds, by its own journal
+        (:func:`.group.held_after`); None when no child runs (crashed or stopped)."""
+        with self._lock:
+            if self._child is None or self._killed or self._left:
+                return None
+            holder, held = self._held
+            return len(held) if holder == self._processes[-1] else 0
+
     def _count(self, ns: int, op: list[Any]) -> TimedOp:
         process, type, f, value, error = op
+        holder, held = self._held
+        self._held = (process, held_after(held if holder == process else frozenset(), type, f, value))
         if type == "invoke":
             self._open[process] = (f, value)
         else:

@@ -151,6 +151,8 @@ class JavaProgram:
         #: a group member's process -> its open op's ``f`` and invoke value (kept by
         #: :mod:`.java_group`'s crashable workload, for a crash)
         self.member_ops: dict[Process, tuple[str, Any]] = {}
+        #: the partitions its group member holds (kept likewise, :func:`.group.held_after`)
+        self.held: frozenset[tuple[str, int]] = frozenset()
         self.killed = False  # by a crash: a line its kill cut short is dropped
         self.paused = False  # by a pause, until its resume or a crash
         self.left = False  # told to leave (a stop): it exits of itself

@@ -238,6 +238,19 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
             self._programs.append(program)
             return {"processes": list(program.processes)}
 
+    def held(self, index: int, role: str = "consumers") -> int | None:
+        """How many partitions member ``index``'s live JVM holds, by its own journal
+        (:attr:`JavaProgram.held`); None when it is not running (crashed or stopped).
+        FaultlineError for a producer, which is no group member."""
+        if role != "consumers":
+            raise FaultlineError(f"{_NAMES[role]} {index} is no group member: it holds no partitions")
+        with self._lock:
+            try:
+                program, _ = self._running(role, index)
+            except FaultlineError:
+                return None
+            return len(program.held)
+
     def pause_client(self, index: int, role: str = "clients") -> dict[str, Any]:
         """Stop the JVM of ``role``'s client ``index`` (SIGSTOP) until
         :meth:`resume_client`, once the kernel shows it stopped, holding no lock of the
@@ -327,3 +340,6 @@ class JavaChild:
 
     def stop(self) -> dict[str, Any]:
         return self.workload.stop_client(self.index, self.role)
+
+    def held(self) -> int | None:
+        return self.workload.held(self.index, self.role)

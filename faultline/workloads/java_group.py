@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from faultline.history import PendingOp, TimedOp
-from faultline.workloads.group import COMMIT_INTERVAL_S, SETTLE_S, group_config
+from faultline.workloads.group import COMMIT_INTERVAL_S, SETTLE_S, group_config, held_after
 from faultline.workloads.group import REFUSED as RDKAFKA_REFUSED
 from faultline.workloads.java_client import JavaProgram, JavaQueueWorkload
 from faultline.workloads.java_crashable import CrashableJavaQueueWorkload
@@ -69,13 +69,15 @@ class CrashableJavaGroupWorkload(CrashableJavaQueueWorkload, JavaGroupWorkload):
 
     def _op(self, d: dict[str, Any], read_ns: int, program: JavaProgram) -> TimedOp | None:
         """As :class:`JavaGroupWorkload`'s, each member's open op kept for a crash
-        (:attr:`JavaProgram.member_ops`; sends and transactions are kept as producers')."""
+        (:attr:`JavaProgram.member_ops`; sends and transactions are kept as producers') and
+        the partitions it holds (:attr:`JavaProgram.held`)."""
         op = super()._op(d, read_ns, program)
         if op is None:
             return None
         _, (process, typ, f, value, _) = op
         if f in ("send", "txn"):
             return op
+        program.held = held_after(program.held, typ, f, value)
         if typ == "invoke":
             program.member_ops[process] = (f, value)
         else:

@@ -1,13 +1,15 @@
 """Group consumers killed and paused on a real 3-node cluster, with each rebalance protocol
 (sessions of 6 s either way, static membership: each member keeps its slot's
-group.instance.id): once the group has committed, consumer 2 is stopped (it leaves) and
-started again, consumer 0 is killed (SIGKILL of its child process), consumer 1 is paused
+group.instance.id): once the group has committed and every member holds partitions,
+consumer 2 is stopped (it leaves) and started again, and once every member holds
+partitions again, consumer 0 is killed (SIGKILL of its child process), consumer 1 is paused
 (SIGSTOP) for 8 s, past the session timeout, and continued, and consumer 0 restarted. The
-stopped member's partitions are revoked before its process ends, and the member started in
-its slot is a new process given partitions; the killed member's open op ends ``info``, its
-replacement is a new process; the group rebalances the killed and the paused member's
-partitions to the others, the paused member finds its assignment lost and rejoins; and
-the run is judged valid, the group checker's own verdict included."""
+stopped member's partitions are revoked before its process ends (unless a timed-out op
+retired it first), and the member started in its slot is a new process given partitions;
+the killed member's open op ends ``info``, its replacement is a new process; the group
+rebalances the killed and the paused member's partitions to the others, the paused member
+finds its assignment lost and rejoins; and the run is judged valid, the group checker's
+own verdict included."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from rich.console import Console
 from faultline.history import Op, read_history
 from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import ConsumerSpec, KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
+from faultline.workloads.group import held_after
 from faultline.workloads.outcomes import CRASH_ERROR
 from tests.integration.test_group import assert_kafka_and_the_group_kept_their_promises
 from tests.schemas import validate_run_dir
@@ -31,17 +34,17 @@ pytestmark = pytest.mark.integration
 def outcome(local_backend: None, tmp_path_factory: pytest.TempPathFactory,
             request: pytest.FixtureRequest) -> RunOutcome:
     name = f"it-group-consumer-faults-{request.param}"
-    # a KIP-848 group hands out its partitions a heartbeat (1 s) at a time after its first
-    # member's commit: it gets 3 s more before the faults, and so in the run
-    assigning_s = 3.0 if request.param == "consumer" else 0.0
+    # a fault on a member waits until every member holds partitions: one holding none has
+    # nothing to revoke as it leaves, nor to lose in its pause (a KIP-848 group hands them
+    # out a heartbeat at a time after its first member's commit)
+    holding = "wait until consumers hold partitions within 15 s"
     spec = TestSpec(
-        name=name, time_limit_s=15.0 + assigning_s, kafka=KafkaSpec(heap_mb=384),
+        name=name, time_limit_s=18.0, kafka=KafkaSpec(heap_mb=384),
         consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol=request.param, static=True),
         workload=WorkloadSpec(name="group", producers=1, consumers=3, rate=200),
         nemesis=NemesisSpec(schedule=(f"wait until group faultline-{name} has committed within 15 s",
-                                      *((f"wait for {assigning_s:g} s",) if assigning_s else ()),
-                                      "stop consumer 2", "start consumer 2", "crash consumer 0",
-                                      "pause consumer 1 for 8 s", "restart consumer 0")))
+                                      holding, "stop consumer 2", "start consumer 2", holding,
+                                      "crash consumer 0", "pause consumer 1 for 8 s", "restart consumer 0")))
     return run_test(spec, results=tmp_path_factory.mktemp("results"), console=Console(file=io.StringIO()))
 
 
@@ -113,14 +116,22 @@ def test_a_stopped_consumer_leaves_and_a_new_member_takes_its_slot(ops: list[Op]
 
 
 def assert_stopped_and_started(ops: list[Op], consumer: int) -> None:
-    """Consumer ``consumer`` was stopped and started: its last op was the revocation of
-    its partitions as it left, and the member started in its slot, a new process, was given
-    partitions."""
+    """Consumer ``consumer`` was stopped and started: it left holding nothing, its last op
+    the revocation of its partitions, or, where an op of its member ended ``info`` after the
+    stop began (a commit to a coordinator gone), retiring it, a successor that had none to
+    revoke; and the member started in its slot, a new process, was given partitions."""
     stop, start = done(ops, "stop-client"), done(ops, "start-client")
     assert stop.value["consumers"] == [consumer] == start.value["consumers"]
     left, [new] = stop.value["processes"], start.value["processes"]
-    last = [o for o in ops if o.process in left][-1]
-    assert (last.type, last.f) == ("ok", "revoke") and last.value["partitions"], last
+    mine = [o for o in ops if o.process in left]
+    held: frozenset[tuple[str, int]] = frozenset()
+    last = mine[-1]
+    for o in mine:
+        held = held_after(held if o.process == last.process else frozenset(), o.type, o.f, o.value)
+    assert not held, f"it left holding {sorted(held)}"
+    began = next(o.time for o in ops if o.f == "stop-client" and "result" not in o.value)
+    retired = [o for o in mine if o.type == "info" and o.time > began]
+    assert ((last.type, last.f) == ("ok", "revoke") and last.value["partitions"]) or retired, last
     assert new not in left
     assert any(o.process == new and o.f == "assign" and o.value["partitions"] for o in ops)
 

@@ -6,7 +6,7 @@ import pytest
 
 from faultline.cluster.protocol import PartitionState
 from faultline.errors import SpecError
-from faultline.spec import NemesisSpec, TestSpec
+from faultline.spec import ConsumerSpec, NemesisSpec, TestSpec, WorkloadSpec
 from faultline.targeted import (
     Action,
     ClockChange,
@@ -371,3 +371,28 @@ def test_a_spec_skews_clocks_with_the_clock_family_or_a_clock_step() -> None:
     assert NemesisSpec(schedule=("crash node 1", "reset clocks")).skews_clocks
     assert not NemesisSpec(faults=("kill",), schedule=()).skews_clocks
     assert not NemesisSpec(schedule=("crash node 1", "restart node 1")).skews_clocks
+
+
+def test_consumers_hold_partitions_once_each_named_members_own_journal_says_so() -> None:
+    """``consumer N holds partitions`` and ``consumers hold partitions`` parse; each is met
+    by the consumers' holdings, not by a member with none or none running, nor unread."""
+    one, every = parse_step("wait until consumer 1 holds partitions within 9 s"), \
+        parse_step("wait until consumers hold partitions")
+    assert one == Wait("holds", 9.0, "wait until consumer 1 holds partitions within 9 s", consumers=(1,))
+    assert every == Wait("holds", 30.0, "wait until consumers hold partitions", consumers=())
+    assert one.on_clients and every.on_clients and not parse_step("wait until caught up").on_clients
+
+    def met(step: Wait, holdings: dict[int, int | None] | None) -> tuple[bool, str]:
+        return condition_met(step, View({}, holdings=holdings), {}, None)
+
+    assert met(one, {0: 0, 1: 2}) == (True, "consumer 1: 2 partition(s)")
+    assert met(one, {0: 2, 1: 0}) == (False, "consumer 1: 0 partition(s)")
+    assert met(every, {0: 1, 1: 2}) == (True, "consumer 0: 1 partition(s); consumer 1: 2 partition(s)")
+    assert met(every, {0: 1, 1: None}) == (False, "consumer 0: 1 partition(s); consumer 1: not running")
+    assert not met(every, {})[0], "no consumer at all"
+    assert met(one, None) == (False, "the consumers' partitions not read")
+    group = TestSpec(nemesis=NemesisSpec(schedule=("wait until consumers hold partitions",)),
+                     workload=WorkloadSpec(name="group"), consumer=ConsumerSpec(mode="subscribe"))
+    assert group.nemesis.crashes_clients, "its members must run in child processes"
+    with pytest.raises(ValueError, match="expected a consumer index"):
+        parse_step("wait until consumer x holds partitions")

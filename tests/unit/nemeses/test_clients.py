@@ -54,8 +54,9 @@ class FakeClients:
 
 
 class FakeChild:
-    def __init__(self, calls: list[tuple[str, str, int]], role: str, index: int) -> None:
-        self.calls, self.role, self.index = calls, role, index
+    def __init__(self, calls: list[tuple[str, str, int]], role: str, index: int,
+                 held: list[int | None] | None = None) -> None:
+        self.calls, self.role, self.index, self._held = calls, role, index, held
 
     def _call(self, what: str) -> dict[str, Any]:
         self.calls.append((what, self.role, self.index))
@@ -77,6 +78,12 @@ class FakeChild:
     def stop(self) -> dict[str, Any]:
         return self._call("stop")
 
+    def held(self) -> int | None:
+        """The next of its answers (the last one stays); FaultlineError for a producer."""
+        if self.role == "clients" or self._held is None:
+            raise FaultlineError(f"producer {self.index} is no group member")
+        return self._held.pop(0) if len(self._held) > 1 else self._held[0]
+
 
 class FakeChildren(FakeClients):
     """Clients in child processes: producers and group consumers."""
@@ -84,9 +91,12 @@ class FakeChildren(FakeClients):
     def __init__(self) -> None:
         super().__init__()
         self.child_calls: list[tuple[str, str, int]] = []
+        #: consumer index -> its answers to ``held``, one per look
+        self.holding: dict[int, list[int | None]] = {0: [1], 1: [1]}
 
     def child(self, role: str, index: int) -> FakeChild:
-        return FakeChild(self.child_calls, role, index)
+        held = self.holding.get(index) if role == "consumers" else None
+        return FakeChild(self.child_calls, role, index, held)
 
     def children(self, role: str) -> int:
         return self.clients if role == "clients" else 2
@@ -279,6 +289,9 @@ def test_a_stopped_consumer_is_started_by_its_start_or_at_the_heal(tmp_path: Pat
     (WorkloadSpec(name="group", consumers=2), ["crash consumer 2"], "the consumers are 0 to 1"),
     (WorkloadSpec(), ["crash consumer 0"], "in the group workload only, not the queue workload"),
     (WorkloadSpec(), ["start consumer 0"], "in the group workload only, not the queue workload"),
+    (WorkloadSpec(), ["wait until consumers hold partitions"], "in the group workload only"),
+    (WorkloadSpec(name="group", consumers=2), ["wait until consumer 2 holds partitions"],
+     "the consumers are 0 to 1"),
 ])
 def test_bad_consumer_steps_are_one_line(workload: WorkloadSpec, lines: list[str], message: str) -> None:
     mode = "subscribe" if workload.name == "group" else "assign"
@@ -381,3 +394,37 @@ def test_a_random_producer_pause_is_journaled_as_the_targeted_one_and_healed(tmp
                                        [ScheduledFault(0.0, "clients", "pause-producer", 0.05, pick=5)])
     assert [f for f, _ in ops] == ["pause-client", "pause-client", "resume-client", "resume-client"]
     assert clients.child_calls == [("pause", "clients", 2), ("resume", "clients", 2)]
+
+
+def _holds_wait(tmp_path: Path, wait: str, holding: dict[int, list[int | None]]) -> Op:
+    """Run ``wait`` against consumers whose members hold what ``holding`` says, look by
+    look (met after 0.1 s or not: within 2 s); the wait's completion."""
+    spec = TestSpec(consumer=ConsumerSpec(mode="subscribe"), workload=WorkloadSpec(name="group", consumers=2),
+                    nemesis=NemesisSpec(schedule=(wait,)))
+    scripted = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    clients = FakeChildren()
+    clients.holding = holding
+    scripted.bind_clients(clients)
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        scripted.run(time.monotonic() + 5, history)
+        scripted.heal_all(history)
+    return [op for op in read_history(tmp_path / "history.jsonl") if op.f == "wait"][-1]
+
+
+def test_a_holds_wait_is_met_once_each_consumer_it_names_holds_a_partition(tmp_path: Path) -> None:
+    """``consumers hold partitions`` looks until every member holds one by its own journal
+    (a crashed one, None, holds nothing); ``consumer N holds partitions`` reads N alone."""
+    wait = _holds_wait(tmp_path, "wait until consumers hold partitions within 5 s",
+                       {0: [None, 2, 2, 2], 1: [0, 0, 0, 1]})
+    assert wait.value["result"].startswith("met after") and wait.error is None
+    assert wait.value["seen"] == "consumer 0: 2 partition(s); consumer 1: 1 partition(s)"
+    (tmp_path / "one").mkdir()
+    wait = _holds_wait(tmp_path / "one", "wait until consumer 1 holds partitions within 5 s",
+                       {0: [None], 1: [1]})
+    assert wait.value["result"].startswith("met after") and wait.value["seen"] == "consumer 1: 1 partition(s)"
+
+
+def test_a_holds_wait_not_met_ends_the_schedule_saying_what_each_held(tmp_path: Path) -> None:
+    wait = _holds_wait(tmp_path, "wait until consumers hold partitions within 1 s", {0: [3], 1: [None]})
+    assert wait.error == "not met within 1 s"
+    assert wait.value["seen"] == "consumer 0: 3 partition(s); consumer 1: not running"

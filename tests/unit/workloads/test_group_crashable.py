@@ -40,6 +40,28 @@ def test_a_killed_members_open_op_ends_info_and_its_completed_ones_are_counted(t
     assert member.polls == 1 and member.records == 1 and member.retired == 0
 
 
+def test_a_member_holds_what_it_was_assigned_less_what_it_gave_up_until_it_is_retired(
+        tmp_path: Path) -> None:
+    """``held`` counts the live member's partitions by its journal: assigned, less revoked
+    and lost; a retired member's replacement (a new process) starts with none; no child
+    running, none."""
+    def rebalance(process: int, f: str, *partitions: int) -> list[list[Any]]:
+        value = {"partitions": [["fl-queue", p] for p in partitions], "member": "m", "generation": 1}
+        return [[process, "invoke", f, value, None], [process, "ok", f, value, None]]
+
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        member = CrashableConsumer(SPEC, "x:9092", history, 3, ProcessIds(5), slot=1)
+        assert member.held() is None  # no child runs
+        member._child = object()  # as if one ran
+        seen = []
+        for ops in (rebalance(3, "assign", 0, 1, 2), rebalance(3, "revoke", 1), rebalance(3, "lost", 0),
+                    [[3, "invoke", "poll", None, None], [3, "info", "poll", None, "_FATAL"]],
+                    rebalance(4, "assign", 1)):
+            history.append_at([member._timed(history.now(), op) for op in ops])
+            seen.append(member.held())
+    assert seen == [3, 2, 1, 0, 1]
+
+
 def test_each_consumer_keeps_its_slot(tmp_path: Path) -> None:
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         workload = CrashableGroupWorkload(SPEC, "x:9092", history)

@@ -336,7 +336,11 @@ def test_a_members_crash_ends_its_open_op_info_and_its_replacement_joins_in_its_
     commit = {"offsets": [["fl-queue", 0, 5, 0]]}
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         w = CrashableJavaGroupWorkload(GROUP, "x:9092", history)
+        given = {"partitions": [["fl-queue", 0], ["fl-queue", 1]], "member": "m", "generation": 1}
+        taken = {**given, "partitions": [["fl-queue", 0]]}
         printed = b"\n".join([
+            *(_line({"process": 2, "type": t, "f": f, "value": v})
+              for f, v in (("assign", given), ("revoke", taken)) for t in ("invoke", "ok")),
             _line({"process": 2, "type": "invoke", "f": "poll", "value": None}),
             _line({"process": 2, "type": "ok", "f": "poll", "value": {"records": []}}),
             _line({"process": 2, "type": "invoke", "f": "commit", "value": commit}), b""])
@@ -345,10 +349,17 @@ def test_a_members_crash_ends_its_open_op_info_and_its_replacement_joins_in_its_
         try:
             member = w.child("consumers", 1)
             assert w.children("consumers") == 2
+            deadline = time.monotonic() + 30
+            while member.held() != 1 and time.monotonic() < deadline:  # two, less the revoked one
+                time.sleep(0.01)
+            assert member.held() == 1 and w.child("consumers", 0).held() == 0
+            with pytest.raises(FaultlineError, match="producer 0 is no group member"):
+                w.child("clients", 0).held()
             pid = member.pause()["pid"]
             assert _state(pid) == "T"
             assert member.resume() == {"pid": pid}
             crash = member.crash()
+            assert member.held() is None  # crashed: no member runs
             restart = member.restart()
             replacement = w._slots["consumers"][1].proc
             assert replacement is not None
@@ -363,8 +374,8 @@ def test_a_members_crash_ends_its_open_op_info_and_its_replacement_joins_in_its_
             w.stop(timeout=0.5)
     ops = [(o.process, o.type, o.f, o.error) for o in read_history(tmp_path / "history.jsonl")
            if o.process == 2]
-    assert ops == [(2, "invoke", "poll", None), (2, "ok", "poll", None), (2, "invoke", "commit", None),
-                   (2, "info", "commit", CRASH_ERROR)]
+    assert ops[4:] == [(2, "invoke", "poll", None), (2, "ok", "poll", None), (2, "invoke", "commit", None),
+                       (2, "info", "commit", CRASH_ERROR)]
     assert crash == {"processes": [2], "pid": pid}  # no "sends": a member's
     assert restart == {"processes": [3]}  # producer 0, members 1 and 2 first
     assert {"role=consumer", "index=1", "first_process=3"} <= set(replacement.args)  # type: ignore[arg-type]
