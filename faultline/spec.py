@@ -22,7 +22,7 @@ import orjson
 
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
-from faultline.targeted import Action, is_clock_step, parse_schedule
+from faultline.targeted import Wait, is_clock_step, parse_schedule
 from faultline.yamlfile import read_yaml_mapping
 
 Acks = Literal["0", "1", "all"]
@@ -543,7 +543,10 @@ def _validate(spec: TestSpec) -> None:
         if not ok:
             raise SpecError(message)
     for step in parse_schedule(n.schedule, t.partitions, k.nodes):
-        if isinstance(step, Action) and step.clients and max(step.clients) >= w.producers:
+        if isinstance(step, Wait) and step.clients is not None and w.name != "txn":
+            raise SpecError(f"nemesis.schedule {step.text!r}: producers commit transactions in the txn "
+                            f"workload only, not the {w.name} workload")
+        if step.clients and max(step.clients) >= w.producers:
             raise SpecError(f"nemesis.schedule {step.text!r}: the producers are 0 to {w.producers - 1}")
         if step.consumers is not None and w.name != "group":
             raise SpecError(f"nemesis.schedule {step.text!r}: consumers crash, pause and hold "

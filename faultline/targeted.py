@@ -59,6 +59,9 @@ bound with ``as NAME``::
     reset clocks                    set every node's clock true again (ends any strobe)
     wait for SECONDS s
     wait until CONDITION [within SECONDS s]     (default bound: 30 s)
+    end                             end the main phase now (the last step only): the
+                                    workload stops and settles and every fault heals, as
+                                    at the time limit, which still bounds the phase
 
     TARGET     leader of P | followers of P | follower of P | controller | node N | N | NAME
                | first of NAME | second of NAME  (the lowest, the next node id NAME bound)
@@ -84,6 +87,9 @@ bound with ``as NAME``::
                                                  and not since revoked or lost)
                consumers hold partitions        (every group consumer's does: never with
                                                  more consumers than partitions)
+               client N has committed           (txn producer N, or its replacement,
+                                                 committed a transaction since the wait
+                                                 began: a txn it journaled ok)
 
 Roles are resolved from live state when their step runs: ``leader of P`` is P's
 current leader, ``followers of P`` every other replica of P, ``follower of P`` the
@@ -147,7 +153,7 @@ _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "l
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
                        "second", "s", "coordinator", "group", "committed", "client", "clients",
                        "transaction", "by", "ms", "undelay", "consumer", "consumers", "stop", "start",
-                       "holds", "partitions"})
+                       "holds", "partitions", "end"})
 #: The steps that take nothing and undo every fault of a kind, and what each removes.
 _UNDOES: Mapping[str, str] = {"heal": "partition and hold", "restore": "degradation of links",
                               "undelay": "delay"}
@@ -162,7 +168,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 #: partition of it.
 TRANSACTIONS_TOPIC = "__transaction_state"
 WaitKind = Literal["for", "isr", "new-leader", "caught-up", "registered", "fenced", "committed", "passed",
-                   "holds"]
+                   "holds", "client-committed"]
 #: A group's committed offsets: (topic, partition) -> the offset committed.
 Committed = Mapping[tuple[str, int], int]
 
@@ -198,7 +204,7 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class Action:
     """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
-    :data:`VERBS`, ``heal``, ``restore``, ``undelay`` or ``reset`` (which have no target); a
+    :data:`VERBS`, ``heal``, ``restore``, ``undelay``, ``reset`` or ``end`` (which have no target); a
     ``degrade`` has its ``loss`` (a probability) or its ``rate_kbit``, a ``bump`` or ``strobe``
     its ``clock``, a ``delay`` its ``delay_ms``; a ``crash``, ``restart`` or ``pause`` of
     clients has no target but ``clients``, the producers' indexes (empty: every one), or
@@ -254,7 +260,8 @@ class Wait:
     (for ``committed`` and ``passed``) the group whose commits are awaited or passed, and
     ``partition`` (for ``committed past P`` and ``passed``) the partition whose high
     watermark they must pass or that must pass them; ``consumers`` (for ``holds``) the
-    group consumers that must hold partitions (empty: every one).
+    group consumers that must hold partitions (empty: every one); ``clients`` (for
+    ``client-committed``) the producer that must commit.
     """
 
     kind: WaitKind
@@ -265,11 +272,13 @@ class Wait:
     target: Target | None = None
     group: str | None = None
     consumers: tuple[int, ...] | None = None
+    clients: tuple[int, ...] | None = None
 
     @property
     def on_clients(self) -> bool:
-        """Whether the wait reads clients under test (their members' partitions), not nodes."""
-        return self.consumers is not None
+        """Whether the wait reads clients under test (members' partitions, producers'
+        commits), not nodes."""
+        return self.consumers is not None or self.clients is not None
 
 
 Step = Action | Wait
@@ -295,7 +304,8 @@ class View:
     coordinators (id -> the leader of its transaction state partition, likewise), the
     test topic's high watermarks (partition -> offset; a partition not read is absent) and
     the group consumers' holdings (index -> how many partitions its live member holds,
-    None: none runs; None: not read)."""
+    None: none runs; None: not read) and the producers' commits (index -> how many
+    transactions it and its replacements committed since the wait began; None: not read)."""
 
     partitions: Mapping[int, PartitionLike]
     controller: int | None = None
@@ -305,6 +315,7 @@ class View:
     transaction_coordinators: Mapping[str, int | None] = field(default_factory=dict)
     high_watermarks: Mapping[int, int] = field(default_factory=dict)
     holdings: Mapping[int, int | None] | None = None
+    commits: Mapping[int, int] | None = None
 
 
 def parse_schedule(lines: Sequence[str], partitions: int | None = None,
@@ -325,6 +336,8 @@ def parse_schedule(lines: Sequence[str], partitions: int | None = None,
             raise SpecError(f"{where}: {e}") from None
         if isinstance(step, Action) and step.bind is not None:
             bound.add(step.bind)
+        if steps and isinstance(steps[-1], Action) and steps[-1].verb == "end":
+            raise SpecError(f"{where}: end must be the last step: nothing after it would run")
         steps.append(step)
     return tuple(steps)
 
@@ -335,6 +348,10 @@ def parse_step(text: str) -> Step:
     if not words:
         raise ValueError("empty step")
     verb, rest = words[0], words[1:]
+    if verb == "end":
+        if rest:
+            raise ValueError("end takes nothing after it (it ends the main phase)")
+        return Action(verb, None, text)
     if verb in _UNDOES:
         if rest:
             raise ValueError(f"{verb} takes nothing after it (it removes every {_UNDOES[verb]})")
@@ -488,12 +505,14 @@ def _parse_wait(words: Sequence[str], text: str) -> Wait:
         return Wait("holds", bound, text, consumers=(_int(cond[1], "consumer index"),))
     if cond == ["consumers", "hold", "partitions"]:
         return Wait("holds", bound, text, consumers=())
+    if len(cond) == 4 and cond[0] == "client" and cond[2:] == ["has", "committed"]:
+        return Wait("client-committed", bound, text, clients=(_int(cond[1], "producer index"),))
     if len(cond) >= 2 and cond[-1] in ("registered", "fenced"):
         return Wait(cond[-1], bound, text, target=_parse_target(cond[:-1]))  # type: ignore[arg-type]
     raise ValueError(f"unknown condition {' '.join(cond) or '(none)'!r}; conditions: isr of P is {{...}}, "
                      "P has a new leader, P caught up, caught up, TARGET registered, TARGET fenced, "
                      "group G has committed, group G has committed past P, P has passed group G, "
-                     "consumer N holds partitions, consumers hold partitions")
+                     "consumer N holds partitions, consumers hold partitions, client N has committed")
 
 
 def _members(word: str) -> tuple[int | str, ...]:
@@ -639,6 +658,13 @@ def condition_met(wait: Wait, view: View, bindings: Mapping[str, tuple[int, ...]
                            f"{moved} since the wait began")
     if wait.kind == "holds":
         return _held(wait, view)
+    if wait.kind == "client-committed":
+        assert wait.clients is not None
+        [client] = wait.clients
+        if view.commits is None:
+            return False, "the producers' commits not read"
+        commits = view.commits.get(client, 0)
+        return commits > 0, f"client {client}: {commits} transaction(s) committed since the wait began"
     if wait.kind in ("registered", "fenced"):
         assert wait.target is not None
         if view.registered is None:

@@ -37,9 +37,11 @@ ROLES = ("clients", "consumers")
 
 class ClientChild(Protocol):
     """One client in a child process (:class:`faultline.workloads.crashable.CrashableChild`);
-    each call but ``held`` returns the fields the history journals. ``held``: how many
-    partitions its live member holds by its own journal, None when none runs;
-    FaultlineError for a client that is no group member."""
+    each call but ``held`` and ``committed`` returns the fields the history journals.
+    ``held``: how many partitions its live member holds by its own journal, None when
+    none runs; FaultlineError for a client that is no group member. ``committed``: how
+    many transactions it and its replacements committed; FaultlineError for a client that
+    is no transactional producer."""
 
     def crash(self) -> dict[str, Any]: ...
     def restart(self) -> dict[str, Any]: ...
@@ -47,6 +49,7 @@ class ClientChild(Protocol):
     def resume(self) -> dict[str, Any]: ...
     def stop(self) -> dict[str, Any]: ...
     def held(self) -> int | None: ...
+    def committed(self) -> int: ...
 
 
 @runtime_checkable
@@ -175,6 +178,16 @@ class ClientsNemesis:
         clients = self._child_clients()
         try:
             return {i: clients.child("consumers", i).held() for i in range(clients.children("consumers"))}
+        except FaultlineError as e:
+            raise NemesisError(str(e)) from e
+
+    def commits(self) -> dict[int, int]:
+        """Producer index -> how many transactions it and its replacements committed, by
+        their journals; what ``wait until client N has committed`` reads. NemesisError
+        without transactional producers in child processes."""
+        clients = self._child_clients()
+        try:
+            return {i: clients.child("clients", i).committed() for i in range(clients.children("clients"))}
         except FaultlineError as e:
             raise NemesisError(str(e)) from e
 

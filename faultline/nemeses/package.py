@@ -124,6 +124,11 @@ class NemesisPackage:
             nemesis.bind(clients)
 
     @property
+    def main_phase_over(self) -> bool:
+        """Never: a random schedule runs to the time limit."""
+        return False
+
+    @property
     def active(self) -> list[ScheduledFault]:
         """Steps applied (or possibly applied) and not yet healed. Never waits for an
         action in progress (a progress display reads it while a node is stopping)."""

@@ -132,6 +132,7 @@ class ScriptedPackage:
         self._last_leader: dict[int, int | None] = {}
         self._lock = threading.RLock()
         self._halt = threading.Event()
+        self._main_phase_over = threading.Event()  # set by the schedule's ``end``
         self._set_up = False
         self._completions: list[Op] = []  # of the step run_step runs
         #: the waits' admin requests (committed offsets, HWs), made on the first; its
@@ -176,6 +177,11 @@ class ScriptedPackage:
         for nemesis in self._needed():
             nemesis.setup(self.cluster)
         self._set_up = True
+
+    @property
+    def main_phase_over(self) -> bool:
+        """Whether the schedule's ``end`` ran: the runner ends the main phase."""
+        return self._main_phase_over.is_set()
 
     @property
     def active(self) -> list[ScheduledFault]:
@@ -363,6 +369,12 @@ class ScriptedPackage:
 
     def _act(self, step: Action, history: HistoryWriter) -> None:
         value: dict[str, Any] = {"step": step.text}
+        if step.verb == "end":
+            history.append("nemesis", "info", "end", value)
+            self._main_phase_over.set()
+            self._completions.append(history.append("nemesis", "info", "end",
+                                                    {**value, "result": "main phase ended"}))
+            return
         if step.verb == "heal":
             self._journaled(history, "heal", {**value, "kind": "isolate", "nodes": self._network_nodes()},
                             self.partition.invoke)
@@ -529,14 +541,21 @@ class ScriptedPackage:
         previous = self._last_leader.get(wait.partition) if wait.partition is not None else None
         known = wait.partition in self._last_leader
         before: Committed | None = None  # the group's offsets at the first read
+        commits_before: dict[int, int] | None = None  # the producers' commits at the first read
         seen = "nothing yet"
         while True:
             try:
-                view = (View({}, holdings=self.clients.holdings()) if wait.kind == "holds" else
-                        self._view(registered=wait.kind in ("registered", "fenced"),
-                                   target=wait.target,
-                                   committed=wait.group,
-                                   high_watermark=wait.partition if wait.kind == "passed" else None))
+                if wait.kind == "holds":
+                    view = View({}, holdings=self.clients.holdings())
+                elif wait.kind == "client-committed":
+                    commits = self.clients.commits()
+                    commits_before = commits if commits_before is None else commits_before
+                    view = View({}, commits={i: n - commits_before.get(i, 0) for i, n in commits.items()})
+                else:
+                    view = self._view(registered=wait.kind in ("registered", "fenced"),
+                                      target=wait.target,
+                                      committed=wait.group,
+                                      high_watermark=wait.partition if wait.kind == "passed" else None)
                 if not known and wait.partition is not None:
                     state = view.partitions.get(wait.partition)
                     previous, known = (state.leader if state is not None else None), True
@@ -695,6 +714,8 @@ class HandPackage(ScriptedPackage):
             raise SpecError(f"{other!r} is not the topic these steps act on ({self.topic.name}): "
                             "every step names the same topic")
         text = _TOPIC_PARTITION.sub(r"\2", text.strip())
+        if text.lower() == "end":
+            raise SpecError("a session's main phase ends with 'faultline cluster down', not 'end'")
         lines = [*self._texts, text]
         try:
             return parse_schedule(lines, self.topic.partitions, self.cluster.spec.kafka.nodes)[-1]

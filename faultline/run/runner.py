@@ -70,7 +70,8 @@ class NemesisSchedule(Protocol):
 
     ``run`` applies faults until the ``time.monotonic()`` deadline ``until``,
     journaling each as ``nemesis`` ops; ``heal_all`` stops ``run`` and undoes every
-    fault, also when called from another thread; ``active`` lists the faults held now.
+    fault, also when called from another thread; ``active`` lists the faults held now;
+    ``main_phase_over`` says the schedule ended the main phase (a targeted ``end``).
     """
 
     def setup(self) -> None: ...
@@ -81,6 +82,9 @@ class NemesisSchedule(Protocol):
 
     @property
     def active(self) -> Sequence[ScheduledFault]: ...
+
+    @property
+    def main_phase_over(self) -> bool: ...
 
 
 ClusterFactory = Callable[[TestSpec], Cluster]
@@ -228,7 +232,8 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
                           history: _TrackingHistory, progress: _Progress, outcome: RunOutcome,
                           make_workload: WorkloadFactory, nemesis_factory: NemesisFactory,
                           end_main_phase: threading.Event, drained: Callable[[], None]) -> None:
-    """Workload and nemesis for ``time_limit_s`` (or until ``end_main_phase`` is set), heal,
+    """Workload and nemesis for ``time_limit_s`` (or until ``end_main_phase`` is set or the
+    schedule ends the main phase), heal,
     recover, drain; fills ``outcome``. ``drained`` is called once the drain is done (not
     after an error or Ctrl-C, when no verdict is waited for)."""
     topic = spec.topic.name
@@ -248,7 +253,8 @@ def _main_phase_and_drain(spec: TestSpec, cluster: Cluster, bootstrap: str,
                                           name="faultline-nemesis", daemon=True)
         progress.main_phase(deadline)
         nemesis_thread.start()
-        while time.monotonic() < deadline and workload.running and not end_main_phase.is_set():
+        while (time.monotonic() < deadline and workload.running and not end_main_phase.is_set()
+               and not nemesis.main_phase_over):
             end_main_phase.wait(min(0.25, max(0.0, deadline - time.monotonic())))
         workload.request_stop()
         progress.phase("healing")

@@ -213,6 +213,11 @@ class CrashableChild:
         runs. FaultlineError for a client that is no group member."""
         raise FaultlineError(f"{self.name} is no group member: it holds no partitions")
 
+    def committed(self) -> int:
+        """How many transactions the client, and each child that replaced it, committed
+        (``txn`` ops journaled ``ok``); FaultlineError for a client that commits none."""
+        raise FaultlineError(f"{self.name} is no transactional producer: it commits nothing")
+
     def run(self, stop: threading.Event) -> None:
         """Run a child until ``stop`` is set (then it completes its ops); a crashed one
         is replaced only by :meth:`restart`. FaultlineError if a child dies uncrashed."""
@@ -421,6 +426,7 @@ class CrashableProducer(CrashableChild):
         self.client_log_path = client_log.path if client_log is not None else None
         self.invoked = 0
         self.counts = SendCounts()
+        self.commits = 0  # transactions journaled ok
         #: (process, the send's value; None: a transaction) -> (its op's f, value, invoke's
         #: history time), for every op invoked and not complete
         self._open: dict[tuple[Process, Any], tuple[str, Any, int]] = {}
@@ -448,7 +454,12 @@ class CrashableProducer(CrashableChild):
         else:
             self._open.pop(key, None)
             setattr(self.counts, type, getattr(self.counts, type) + 1)
+            if f == "txn" and type == "ok":
+                self.commits += 1
         return ns, (process, type, f, value, error)
+
+    def committed(self) -> int:
+        return self.commits
 
     def _end_open(self) -> None:
         """Journal every send and transaction the killed child left open

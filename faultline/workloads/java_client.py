@@ -153,6 +153,9 @@ class JavaProgram:
         self.member_ops: dict[Process, tuple[str, Any]] = {}
         #: the partitions its group member holds (kept likewise, :func:`.group.held_after`)
         self.held: frozenset[tuple[str, int]] = frozenset()
+        #: transactions its slot's producers committed, its own and its predecessors' (kept
+        #: by :mod:`.java_txn`'s workload)
+        self.commits = 0
         self.killed = False  # by a crash: a line its kill cut short is dropped
         self.paused = False  # by a pause, until its resume or a crash
         self.left = False  # told to leave (a stop): it exits of itself

@@ -233,6 +233,7 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
             assert self._counters is not None  # a crash follows start()
             first = self._counters.take_process()
             program = JavaProgram((first,), first, acks=old.acks)
+            program.commits = old.commits  # the slot's count goes on
             self._start_slot(role, index, program)  # then listed: running never sees it unstarted
             self._slots[role][index] = program
             self._programs.append(program)
@@ -250,6 +251,14 @@ class CrashableJavaQueueWorkload(JavaQueueWorkload):
             except FaultlineError:
                 return None
             return len(program.held)
+
+    def committed(self, index: int, role: str = "clients") -> int:
+        """How many transactions producer ``index`` and the JVMs it replaced committed
+        (:attr:`JavaProgram.commits`); FaultlineError for a member, which commits none."""
+        if role != "clients":
+            raise FaultlineError(f"{_NAMES[role]} {index} is no transactional producer: it commits nothing")
+        with self._lock:
+            return self._slots[role][index].commits
 
     def pause_client(self, index: int, role: str = "clients") -> dict[str, Any]:
         """Stop the JVM of ``role``'s client ``index`` (SIGSTOP) until
@@ -343,3 +352,6 @@ class JavaChild:
 
     def held(self) -> int | None:
         return self.workload.held(self.index, self.role)
+
+    def committed(self) -> int:
+        return self.workload.committed(self.index, self.role)

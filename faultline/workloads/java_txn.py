@@ -40,7 +40,7 @@ class JavaTxnWorkload(JavaQueueWorkload):
     def _op(self, d: dict[str, Any], read_ns: int, program: JavaProgram) -> TimedOp | None:
         """The op of a printed line, as :class:`JavaQueueWorkload`'s, a transaction's
         ``committing`` (printed as the program's ``ns``) put on the history's clock, each
-        open one in ``program.txns``."""
+        open one in ``program.txns``, each committed one counted in ``program.commits``."""
         op = super()._op(d, read_ns, program)
         if op is not None and op[1][2] == "txn":
             s, (ns, (process, typ, _, value, _)) = program.stats, op
@@ -52,6 +52,8 @@ class JavaTxnWorkload(JavaQueueWorkload):
             else:
                 program.txns.pop(process, None)
                 s.ended(typ)
+                if typ == "ok":
+                    program.commits += 1
             if typ == "info":  # its producer is retired
                 s.retired += 1
         return op

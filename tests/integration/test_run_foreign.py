@@ -46,6 +46,8 @@ class ForeignProducer:
     def active(self) -> Sequence[ScheduledFault]:
         return ()
 
+    main_phase_over = False
+
     def setup(self) -> None:
         pass
 

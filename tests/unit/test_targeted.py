@@ -396,3 +396,33 @@ def test_consumers_hold_partitions_once_each_named_members_own_journal_says_so()
     assert group.nemesis.crashes_clients, "its members must run in child processes"
     with pytest.raises(ValueError, match="expected a consumer index"):
         parse_step("wait until consumer x holds partitions")
+
+
+def test_a_producer_has_committed_once_it_or_its_replacement_committed_since_the_wait_began() -> None:
+    """``client N has committed`` parses and is met by N's commits since the wait began
+    (the view's counts), not by another producer's, nor unread; the txn workload's only."""
+    step = parse_step("wait until client 1 has committed within 20 s")
+    assert step == Wait("client-committed", 20.0, "wait until client 1 has committed within 20 s", clients=(1,))
+    assert step.on_clients
+
+    def met(commits: dict[int, int] | None) -> tuple[bool, str]:
+        return condition_met(step, View({}, commits=commits), {}, None)
+
+    assert met({0: 0, 1: 2}) == (True, "client 1: 2 transaction(s) committed since the wait began")
+    assert met({0: 5, 1: 0}) == (False, "client 1: 0 transaction(s) committed since the wait began")
+    assert met(None) == (False, "the producers' commits not read")
+    txn = WorkloadSpec(name="txn", producers=2)
+    TestSpec(nemesis=NemesisSpec(schedule=("wait until client 1 has committed",)), workload=txn)
+    with pytest.raises(SpecError, match="the producers are 0 to 1"):
+        TestSpec(nemesis=NemesisSpec(schedule=("wait until client 2 has committed",)), workload=txn)
+    with pytest.raises(SpecError, match="in the txn workload only, not the queue workload"):
+        TestSpec(nemesis=NemesisSpec(schedule=("wait until client 0 has committed",)))
+
+
+def test_end_is_the_last_step_and_takes_nothing() -> None:
+    assert parse_step("end") == Action("end", None, "end")
+    assert parse_schedule(["crash leader of 0", "end"])[-1] == Action("end", None, "end")
+    with pytest.raises(SpecError, match=r"schedule\[1\] 'crash leader of 0': end must be the last step"):
+        parse_schedule(["end", "crash leader of 0"])
+    with pytest.raises(SpecError, match="end takes nothing after it"):
+        parse_schedule(["end now"])

@@ -55,8 +55,9 @@ class FakeClients:
 
 class FakeChild:
     def __init__(self, calls: list[tuple[str, str, int]], role: str, index: int,
-                 held: list[int | None] | None = None) -> None:
+                 held: list[int | None] | None = None, looks: list[int] | None = None) -> None:
         self.calls, self.role, self.index, self._held = calls, role, index, held
+        self.looks = looks if looks is not None else [0]
 
     def _call(self, what: str) -> dict[str, Any]:
         self.calls.append((what, self.role, self.index))
@@ -84,6 +85,13 @@ class FakeChild:
             raise FaultlineError(f"producer {self.index} is no group member")
         return self._held.pop(0) if len(self._held) > 1 else self._held[0]
 
+    def committed(self) -> int:
+        """Producer 1 commits one more transaction at each look; the others none."""
+        if self.role != "clients":
+            raise FaultlineError(f"consumer {self.index} is no transactional producer")
+        self.looks[0] += self.index == 1
+        return 40 + self.looks[0] if self.index == 1 else 7
+
 
 class FakeChildren(FakeClients):
     """Clients in child processes: producers and group consumers."""
@@ -93,10 +101,11 @@ class FakeChildren(FakeClients):
         self.child_calls: list[tuple[str, str, int]] = []
         #: consumer index -> its answers to ``held``, one per look
         self.holding: dict[int, list[int | None]] = {0: [1], 1: [1]}
+        self.looks = [0]  # how often producer 1's commits were read
 
     def child(self, role: str, index: int) -> FakeChild:
         held = self.holding.get(index) if role == "consumers" else None
-        return FakeChild(self.child_calls, role, index, held)
+        return FakeChild(self.child_calls, role, index, held, self.looks)
 
     def children(self, role: str) -> int:
         return self.clients if role == "clients" else 2
@@ -428,3 +437,24 @@ def test_a_holds_wait_not_met_ends_the_schedule_saying_what_each_held(tmp_path: 
     wait = _holds_wait(tmp_path, "wait until consumers hold partitions within 1 s", {0: [3], 1: [None]})
     assert wait.error == "not met within 1 s"
     assert wait.value["seen"] == "consumer 0: 3 partition(s); consumer 1: not running"
+
+
+def test_a_committed_wait_counts_a_producers_commits_from_its_first_look_and_end_ends_the_main_phase(
+        tmp_path: Path) -> None:
+    """``client 1 has committed`` is met by a commit after its first look (the fake's
+    producer 1 commits one per look), not by those before; ``end`` is journaled and says
+    the main phase is over."""
+    spec = TestSpec(workload=WorkloadSpec(name="txn", producers=2),
+                    nemesis=NemesisSpec(schedule=("wait until client 1 has committed within 5 s", "end")))
+    scripted = ScriptedPackage.from_spec(spec, FakeCluster(spec, tmp_path))  # type: ignore[arg-type]
+    scripted.bind_clients(FakeChildren())
+    assert not scripted.main_phase_over
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        scripted.run(time.monotonic() + 5, history)
+        assert scripted.main_phase_over
+        scripted.heal_all(history)
+    ops = [op for op in read_history(tmp_path / "history.jsonl") if op.f in ("wait", "end")]
+    assert ops[1].value["result"].startswith("met after") and ops[1].error is None
+    assert ops[1].value["seen"] == "client 1: 1 transaction(s) committed since the wait began"
+    assert [(op.f, op.value) for op in ops[2:]] == [("end", {"step": "end"}),
+                                                   ("end", {"step": "end", "result": "main phase ended"})]

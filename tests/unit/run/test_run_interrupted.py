@@ -6,6 +6,7 @@ drain and the broker state were both done; else it is at most unknown."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 from types import SimpleNamespace
@@ -66,6 +67,7 @@ class Cluster:
 
 class Nemesis:
     active = ()
+    main_phase_over = False
 
     def __init__(self, stages: Stages) -> None:
         self.stages = stages
@@ -198,3 +200,31 @@ def test_ctrl_c_after_the_main_phase(tmp_path: Path, stages: Stages) -> None:
     if stages.stage not in ("quiescence", "drain of 1"):  # there the drain says it is incomplete
         assert any("the run ended before collecting it" in w or "the collection did not finish" in w
                    for w in why), why
+
+
+class Endless(Workload):
+    """Sends as :class:`Workload`, and keeps running until asked to stop."""
+
+    def start(self) -> None:
+        super().start()
+        self.running = True
+
+
+class Ending(Nemesis):
+    """A schedule whose ``end`` has run."""
+
+    main_phase_over = True
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("stages", [("never", False)], indirect=True, ids=["valid"])
+def test_a_schedule_that_ran_its_end_ends_the_main_phase_before_the_time_limit(
+        tmp_path: Path, stages: Stages, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workload runs on and the time limit is an hour: the main phase ends, and the
+    run is judged, only because the nemesis says its schedule ended it."""
+    monkeypatch.setattr(runner, "workload_for", lambda spec: Endless)
+    spec = dataclasses.replace(make_spec(partitions=len(PARTITIONS)), time_limit_s=3600.0)
+    outcome = runner.run_test(spec, console=Console(file=io.StringIO()),
+                              cluster_factory=lambda spec: Cluster(stages),
+                              nemesis_factory=lambda spec, cluster: Ending(stages), run_dir=tmp_path / "run")
+    assert outcome.valid is True and stages.done[:1] == ["healed"]

@@ -60,6 +60,16 @@ def test_a_crash_ends_each_open_transaction_info_and_one_meant_to_commit_may_hav
     assert producer.counts.info == 2
 
 
+def test_a_producer_counts_the_transactions_it_committed_not_those_aborted_or_unknown(tmp_path: Path) -> None:
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        producer = CrashableProducer(TestSpec(), "bootstrap", history, 0, ProcessIds(2), Values(), rate=0.0,
+                                     index=0, client_log=None, make=txn_producer)
+        value = {"topic": "fl-queue", "abort": False, "sends": []}
+        for type in ("invoke", "ok", "invoke", "fail", "invoke", "info", "invoke", "ok"):
+            producer._count(time.monotonic_ns(), [0, type, "txn", value, None])
+    assert producer.committed() == 2
+
+
 def test_start_returns_once_each_child_has_journaled_an_op(tmp_path: Path) -> None:
     """A child takes a second or more to start, and the run's time limit counts from its
     first op, not from the spawn: its invokes need no broker, so each comes at once."""
