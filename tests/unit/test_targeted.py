@@ -401,8 +401,9 @@ def test_consumers_hold_partitions_once_each_named_members_own_journal_says_so()
 def test_a_producer_has_committed_once_it_or_its_replacement_committed_since_the_wait_began() -> None:
     """``client N has committed`` parses and is met by N's commits since the wait began
     (the view's counts), not by another producer's, nor unread; the txn workload's only."""
-    step = parse_step("wait until client 1 has committed within 20 s")
-    assert step == Wait("client-committed", 20.0, "wait until client 1 has committed within 20 s", clients=(1,))
+    text = "wait until client 1 has committed within 20 s"
+    step = parse_step(text)
+    assert step == Wait("client-committed", 20.0, text, clients=(1,))
     assert step.on_clients
 
     def met(commits: dict[int, int] | None) -> tuple[bool, str]:
