@@ -23,8 +23,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check faultline tests benchmarks
 	$(BIN)/mypy
 
+# The unit tests (pure, a fake at most) run on both cores; the rest, whose clusters would
+# contend for them, one at a time.
 unit: $(STAMP)
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q -n 2 tests/unit
 
 # FAULTLINE_REQUIRE_ALL=1: the set-up just ran, so a skipped test (a missing
 # prerequisite) fails the run with the reason (tests/conftest.py).
@@ -35,8 +37,9 @@ unit: $(STAMP)
 # --durations lists the slowest tests, to keep the suite inside CI's limit.
 test: setup lint
 	$(BIN)/faultline setup --backend docker
-	FAULTLINE_REQUIRE_ALL=1 $(BIN)/pytest -q --timeout=900 --durations=30 tests; rc=$$?; \
-		$(BIN)/faultline setup --stop-engine; exit $$rc
+	FAULTLINE_REQUIRE_ALL=1 $(BIN)/pytest -q -n 2 --timeout=900 tests/unit && \
+		FAULTLINE_REQUIRE_ALL=1 $(BIN)/pytest -q --timeout=900 --durations=30 tests --ignore=tests/unit; \
+		rc=$$?; $(BIN)/faultline setup --stop-engine; exit $$rc
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

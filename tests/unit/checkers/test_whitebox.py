@@ -26,7 +26,7 @@ from faultline.checkers.whitebox import (
     leader_changes,
     replicas_at,
 )
-from faultline.commands.check import check
+from faultline.cli import main
 from faultline.spec import TestSpec, TopicSpec
 from tests.e2e.report_runs import Scenario, make_run
 from tests.unit.test_schemas import RESULTS
@@ -234,7 +234,7 @@ def test_a_broken_metadata_file_is_one_line(tmp_path: Path, damage: str) -> None
     run = make_run(tmp_path / "r")
     with (run.path / "metadata.jsonl").open("a") as fh:
         fh.write(damage)
-    out = CliRunner().invoke(check, [str(run.path)])
+    out = CliRunner().invoke(main, ["check", str(run.path)])
     assert out.exception is None or isinstance(out.exception, SystemExit), out.exception
     (line,) = [x for x in out.output.splitlines() if "white-box input unreadable" in x]
     assert "metadata.jsonl:" in line
@@ -253,7 +253,7 @@ def test_a_broken_observations_file_is_one_line(tmp_path: Path, damage: dict[str
     with (run.path / "observations.jsonl").open("a") as fh:
         for t in (10**12, 10**12 + 1):  # two samples: hw-le-leo reads the pair
             fh.write(json.dumps({**obs(t, 1, {"1": 5}, {"1": 5}), **damage}) + "\n")
-    out = CliRunner().invoke(check, [str(run.path)])
+    out = CliRunner().invoke(main, ["check", str(run.path)])
     assert out.exception is None or isinstance(out.exception, SystemExit), out.exception
     (line,) = [x for x in out.output.splitlines() if "white-box input unreadable" in x]
     assert "observations.jsonl:" in line
@@ -325,7 +325,7 @@ def test_a_bad_observation_line_before_the_last_is_one_line_and_no_prefix(tmp_pa
     path = run.path / "observations.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join([*lines[:5], lines[5][:20] + "\n", *lines[6:]]))
-    out = CliRunner().invoke(check, [str(run.path)])
+    out = CliRunner().invoke(main, ["check", str(run.path)])
     assert out.exception is None or isinstance(out.exception, SystemExit), out.exception
     (line,) = [x for x in out.output.splitlines() if "white-box input unreadable" in x]
     assert "observations.jsonl:6: not valid JSON" in line

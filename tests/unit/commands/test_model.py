@@ -10,27 +10,27 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from faultline.commands.model import model
+from faultline.cli import main
 
 
 def test_list_names_every_scenario() -> None:
-    res = CliRunner().invoke(model, ["--list"])
+    res = CliRunner().invoke(main, ["model", "--list"])
     assert res.exit_code == 0
     assert "kip101-loss-hw" in res.output and "unclean-election-loss" in res.output
 
 
 def test_scenario_table_and_json() -> None:
-    res = CliRunner().invoke(model, ["kip101-loss-hw"])
+    res = CliRunner().invoke(main, ["model", "kip101-loss-hw"])
     assert res.exit_code == 0
     assert "lost-write" in res.output and "restart(2)" in res.output
-    data = json.loads(CliRunner().invoke(model, ["kip101-loss-epoch", "--json"]).output)
+    data = json.loads(CliRunner().invoke(main, ["model", "kip101-loss-epoch", "--json"]).output)
     assert data["anomalies"] == {}
     assert data["steps"][0]["phase"] == "start"
     assert set(data["steps"][1]["replicas"]["1"]) >= {"log", "leo", "hw", "role"}
 
 
 def test_explore_one_cell() -> None:
-    res = CliRunner().invoke(model, ["--explore", "--acks", "1", "--faults", "kill,leader-fault",
+    res = CliRunner().invoke(main, ["model", "--explore", "--acks", "1", "--faults", "kill,leader-fault",
                                      "--depth", "3", "--walks", "0", "--json"])
     assert res.exit_code == 0, res.output
     cells = json.loads(res.output)["cells"]
@@ -40,22 +40,22 @@ def test_explore_one_cell() -> None:
 
 def test_bad_input_is_one_line_and_nonzero() -> None:
     for args in (["nope"], [], ["--explore", "--acks", "1", "--faults", "meteor"], ["--list", "--explore"]):
-        res = CliRunner().invoke(model, args)
+        res = CliRunner().invoke(main, ["model", *args])
         assert res.exit_code == 2, args
         assert "Traceback" not in res.output
         assert res.exception is None or isinstance(res.exception, SystemExit)
 
 
 def test_elr_scenario_shows_the_elr_column_and_explore_takes_elr() -> None:
-    res = CliRunner().invoke(model, ["elr-wipe-leader"])
+    res = CliRunner().invoke(main, ["model", "elr-wipe-leader"])
     assert res.exit_code == 0
     head = next(line for line in res.output.splitlines() if line.startswith("#"))
     assert " ELR " in head and "elr=true" in res.output
-    assert " ELR " not in CliRunner().invoke(model, ["no-elr-wipe-leader"]).output
+    assert " ELR " not in CliRunner().invoke(main, ["model", "no-elr-wipe-leader"]).output
     args = ["--explore", "--acks", "all", "--min-insync", "2", "--faults", "kill,wipe,leader-fault",
             "--depth", "0", "--walks", "0", "--json"]
     for flag, suffix in (("--elr", " elr=true"), ("--no-elr", "")):
-        out = CliRunner().invoke(model, [*args, flag])
+        out = CliRunner().invoke(main, ["model", *args, flag])
         assert out.exit_code == 0, out.output
         (key,) = json.loads(out.output)["cells"]
         assert key.endswith("faults=kill+leader-fault+wipe" + suffix)
@@ -72,7 +72,7 @@ def test_options_the_command_would_ignore_or_cannot_model_are_refused(args: list
     """Found in use: --min-insync 3 with --rf 1 explored a config Kafka refuses and found
     nothing; config options without --acks, and explore options with a scenario, were
     silently ignored (the default matrix took minutes; the scenario ran its own config)."""
-    res = CliRunner().invoke(model, args)
+    res = CliRunner().invoke(main, ["model", *args])
     assert res.exit_code == 2, res.output
     assert says in res.output
 
@@ -82,7 +82,7 @@ def test_options_the_command_would_ignore_or_cannot_model_are_refused(args: list
 def test_an_empty_or_unknown_fault_list_is_refused(faults: str, says: str) -> None:
     """Found by review: ``--faults ""`` explored the default faults (kill, leader-fault)
     as if the option had not been given, and said so nowhere."""
-    res = CliRunner().invoke(model, ["--explore", "--acks", "1", "--faults", faults, "--depth", "0",
+    res = CliRunner().invoke(main, ["model", "--explore", "--acks", "1", "--faults", faults, "--depth", "0",
                                      "--walks", "0"])
     assert res.exit_code == 2, res.output
     assert says in res.output and "kill+leader-fault" not in res.output
