@@ -52,7 +52,8 @@ class AdminChild:
     process started on first use. :meth:`call` runs ``fn(admin, *args)`` there, one
     request at a time, and returns its value or raises its exception (a
     ``KafkaException`` keeps its code and text). Safe across threads. The child exits
-    once :meth:`close` is called or the process that started it is gone.
+    once :meth:`close` is called or the process that started it is gone; after
+    :meth:`close` no child starts again.
     """
 
     def __init__(self, bootstrap: str, timeout_s: float = 5.0) -> None:
@@ -61,6 +62,7 @@ class AdminChild:
         self._lock = threading.Lock()
         self._child: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
+        self._closed = False
 
     def __enter__(self) -> Self:
         return self
@@ -72,13 +74,17 @@ class AdminChild:
     def call(self, fn: Callable[Concatenate[AdminClient, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(admin, *args, **kwargs)`` in the child; ``fn`` must be a module-level
         function (it is sent by name). AdminDied when the child dies first; KafkaException
-        (``_TIMED_OUT``) when another request holds the child past :meth:`_busy_s`. A
-        request left unanswered (an exception, Ctrl-C, in this process) ends its child,
-        so that no later request reads its answer."""
+        (``_TIMED_OUT``) when another request holds the child past :meth:`_busy_s`, and
+        (``_DESTROY``) after :meth:`close`, which a request from a thread that outlived its
+        owner's end gets instead of a child nobody would end. A request left unanswered
+        (an exception, Ctrl-C, in this process) ends its child, so that no later request
+        reads its answer."""
         if not self._lock.acquire(timeout=self._busy_s):
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "the admin client is busy with another "
                                                                    "request"))
         try:
+            if self._closed:
+                raise KafkaException(KafkaError(KafkaError._DESTROY, "the admin client was closed"))
             conn = self._started()
             try:
                 conn.send((fn, args, kwargs))
@@ -104,14 +110,15 @@ class AdminChild:
         return 2 * self._timeout + 5
 
     def close(self) -> None:
-        """End the child (it is waited for); idempotent. A later :meth:`call` starts a new
-        one. A request in flight past :meth:`_busy_s` has its child killed (it gets AdminDied)."""
+        """End the child (it is waited for) for good; idempotent. A request in flight past
+        :meth:`_busy_s` has its child killed (it gets AdminDied)."""
         if not self._lock.acquire(timeout=self._busy_s):
             child = self._child
             if child is not None:
                 child.kill()
             self._lock.acquire()
         try:
+            self._closed = True
             self._end()
         finally:
             self._lock.release()

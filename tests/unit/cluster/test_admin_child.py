@@ -3,6 +3,7 @@ caller's, and no child outliving the process that started it."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from faultline.cluster import kafka_client
-from faultline.cluster.admin_child import AdminChild, AdminDied
+from faultline.cluster.admin_child import CHILD_NAME, AdminChild, AdminDied
 
 NOBODY = "127.0.0.1:1"  # nothing listens on port 1
 
@@ -118,3 +119,16 @@ def test_a_request_its_caller_gave_up_on_ends_its_child_and_no_later_request_rea
             signal.signal(signal.SIGALRM, old)
         answer = admin.call(pid)
         assert isinstance(answer, int) and answer != first, f"{answer!r}: not a new child's own answer"
+
+
+def test_a_request_after_close_starts_no_child_and_is_answered_destroyed() -> None:
+    """Found by review: a scripted wait that outlived the heal's close started a new child
+    that nobody would end (it lived as long as the run's process)."""
+    admin = AdminChild(NOBODY, timeout_s=1.0)
+    admin.call(pid)
+    admin.close()
+    with pytest.raises(KafkaException) as raised:
+        admin.call(pid)
+    assert raised.value.args[0].code() == KafkaError._DESTROY
+    assert not [c for c in multiprocessing.active_children() if c.name == CHILD_NAME]
+    admin.close()  # idempotent
