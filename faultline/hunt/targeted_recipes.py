@@ -91,7 +91,9 @@ _TRUNCATED = PartitionFaults(frozenset({"partition", "kill"}), leader_fault=True
 
 def _group_spec(name: str, *schedule: str) -> TestSpec:
     """The group recipes' test: two members of a KIP-848 group committing in sync beside an
-    acks=1 producer, on a topic with min.insync.replicas=1 and unclean election on."""
+    acks=1 producer, on a topic with min.insync.replicas=1 and unclean election on. Their
+    schedules ``end`` the main phase once the group committed after the truncation (the
+    members then settle, committing on): 45 s only bounds it."""
     return TestSpec(
         name=name, time_limit_s=45.0, kafka=KafkaSpec(broker_config=dict(UNCLEAN_BROKER_CONFIG)),
         topic=TopicSpec(min_insync_replicas=1, unclean_leader_election_enable=True),
@@ -111,7 +113,7 @@ RECIPES: tuple[TargetedRecipe, ...] = (
                 "crash client 0"),
             "wait until 0 has a new leader within 20 s", "release held", "restart old",
             "restart client 0",
-            f"wait until group faultline-{_GROUP} has committed within 15 s"),
+            f"wait until group faultline-{_GROUP} has committed within 15 s", "end"),
         "group", ("reset-without-cause", "commit-backwards"), _TRUNCATED,
         "the members commit past the high watermark the leader had once alone in the ISR, so past "
         "what the held followers have; with the producer down, an unclean election makes one of "
@@ -128,7 +130,7 @@ RECIPES: tuple[TargetedRecipe, ...] = (
             "wait until 0 has a new leader within 20 s", "release held", "restart old",
             f"wait until 0 has passed group faultline-{_NEW_OWNER} within 20 s",
             "start consumer 0", "start consumer 1",
-            f"wait until group faultline-{_NEW_OWNER} has committed within 15 s"),
+            f"wait until group faultline-{_NEW_OWNER} has committed within 15 s", "end"),
         "group", ("lost-to-group",), _TRUNCATED,
         "the members commit past what the held followers have and leave; an unclean election "
         "truncates the log below the committed position and the producer's backlog refills it "
