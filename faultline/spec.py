@@ -210,8 +210,9 @@ class NemesisSpec:
     @property
     def crashes_clients(self) -> bool:
         """Whether the schedule crashes or pauses clients (the ``clients`` family) or waits
-        on their partitions, so that the workload runs each producer (and each group
-        consumer) in a child process that can be killed or stopped."""
+        on what they did (a member's partitions, a producer's commits), so that the
+        workload runs each producer (and each group consumer) in a child process that can
+        be killed, stopped and read."""
         return "clients" in self.faults or any(s.on_clients for s in parse_schedule(self.schedule))
 
     @property

@@ -21,14 +21,16 @@ as a crash's), and its ``start-client`` starts a new member in its slot (as a re
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Collection
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from faultline.cluster.protocol import Cluster
 from faultline.errors import FaultlineError, NemesisError
 from faultline.history import Op
 from faultline.nemeses.base import choose, completed
 from faultline.nemeses.schedule import ScheduledFault
+
+T = TypeVar("T")
 
 #: The keys of a nemesis value that name clients: ``clients`` the producers, ``consumers``
 #: the group consumers, each by index from 0.
@@ -175,19 +177,20 @@ class ClientsNemesis:
         """Consumer index -> how many partitions its live member holds, by the member's own
         journal (None: none runs, it is crashed or stopped); what ``wait until consumers
         hold partitions`` reads. NemesisError without consumers in child processes."""
-        clients = self._child_clients()
-        try:
-            return {i: clients.child("consumers", i).held() for i in range(clients.children("consumers"))}
-        except FaultlineError as e:
-            raise NemesisError(str(e)) from e
+        return self._each("consumers", lambda child: child.held())
 
     def commits(self) -> dict[int, int]:
         """Producer index -> how many transactions it and its replacements committed, by
         their journals; what ``wait until client N has committed`` reads. NemesisError
         without transactional producers in child processes."""
+        return self._each("clients", lambda child: child.committed())
+
+    def _each(self, role: str, read: Callable[[ClientChild], T]) -> dict[int, T]:
+        """Index -> ``read`` of each client of ``role`` in a child process; NemesisError
+        where one cannot be read so."""
         clients = self._child_clients()
         try:
-            return {i: clients.child("clients", i).committed() for i in range(clients.children("clients"))}
+            return {i: read(clients.child(role, i)) for i in range(clients.children(role))}
         except FaultlineError as e:
             raise NemesisError(str(e)) from e
 

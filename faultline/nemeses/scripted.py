@@ -549,7 +549,8 @@ class ScriptedPackage:
                     view = View({}, holdings=self.clients.holdings())
                 elif wait.kind == "client-committed":
                     commits = self.clients.commits()
-                    commits_before = commits if commits_before is None else commits_before
+                    if commits_before is None:
+                        commits_before = commits
                     view = View({}, commits={i: n - commits_before.get(i, 0) for i, n in commits.items()})
                 else:
                     view = self._view(registered=wait.kind in ("registered", "fenced"),

@@ -57,6 +57,10 @@ REFUSED = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PR
 _NO_OFFSET = "_NO_OFFSET"
 
 
+#: The ops by which a member's partitions change hands (:func:`held_after`).
+REBALANCES = frozenset({"assign", "revoke", "lost"})
+
+
 def held_after(held: frozenset[tuple[str, int]], type: str, f: str,
                value: Any) -> frozenset[tuple[str, int]]:
     """The partitions a member holds after one of its ops, given ``held`` before it: an
@@ -64,7 +68,7 @@ def held_after(held: frozenset[tuple[str, int]], type: str, f: str,
     and an ``info`` retires the member, which then holds none (docs/history.md)."""
     if type == "info":
         return frozenset()
-    if type != "ok" or f not in ("assign", "revoke", "lost"):
+    if type != "ok" or f not in REBALANCES:
         return held
     partitions = frozenset((topic, partition) for topic, partition in value["partitions"])
     return held | partitions if f == "assign" else held - partitions

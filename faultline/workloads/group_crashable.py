@@ -29,7 +29,7 @@ from faultline.workloads.crashable import (
     PipeJournal,
     child_started,
 )
-from faultline.workloads.group import GroupConsumer, held_after
+from faultline.workloads.group import REBALANCES, GroupConsumer, held_after
 from faultline.workloads.outcomes import CRASH_ERROR
 from faultline.workloads.queue import ConsumerClient
 
@@ -57,7 +57,7 @@ class CrashableConsumer(CrashableChild):
         self.records = 0
         #: process -> its open op's ``f`` and invoke value
         self._open: dict[Process, tuple[str, Any]] = {}
-        #: the last process that journaled an op, and the partitions it holds
+        #: the last process that journaled a rebalance or was retired, and the partitions it holds
         self._held: tuple[Process | None, frozenset[tuple[str, int]]] = (None, frozenset())
 
     def _target(self, conn: Connection, stop: Connection, first_process: int) -> tuple[Any, tuple[Any, ...]]:
@@ -75,8 +75,9 @@ class CrashableConsumer(CrashableChild):
 
     def _count(self, ns: int, op: list[Any]) -> TimedOp:
         process, type, f, value, error = op
-        holder, held = self._held
-        self._held = (process, held_after(held if holder == process else frozenset(), type, f, value))
+        if type == "info" or f in REBALANCES:  # what held_after reads: not each poll
+            holder, held = self._held
+            self._held = (process, held_after(held if holder == process else frozenset(), type, f, value))
         if type == "invoke":
             self._open[process] = (f, value)
         else:
