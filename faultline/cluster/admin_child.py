@@ -8,13 +8,16 @@ history's verdict. An :class:`AdminChild` holds the admin client in a spawned ch
 request whose child dies raises :class:`AdminDied`, which callers take as they take any
 unanswered request (it is a ``KafkaException``), and the next request starts a new child.
 Nothing is retried: the death is the request's answer, logged and, where the caller keeps
-its errors (the observer's lines, a nemesis op), kept.
+its errors (the observer's lines, a nemesis op), kept. The child's log records (librdkafka's
+lines, at the level this process logs them) come back through a pipe of their own and
+are logged here under their own logger's name, so they reach the run's ``faultline.log``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import logging.handlers
 import multiprocessing
 import os
 import pickle
@@ -62,6 +65,7 @@ class AdminChild:
         self._lock = threading.Lock()
         self._child: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
+        self._relay: threading.Thread | None = None
         self._closed = False
 
     def __enter__(self) -> Self:
@@ -126,10 +130,16 @@ class AdminChild:
     def _started(self) -> Connection:
         if self._child is None or self._conn is None:
             mine, theirs = _SPAWN.Pipe()
-            child = _SPAWN.Process(target=_serve, args=(theirs, self._bootstrap, self._timeout, os.getpid()),
+            logs, their_logs = _SPAWN.Pipe(duplex=False)
+            level = kafka_client.CLIENT_LOG.getEffectiveLevel()
+            child = _SPAWN.Process(target=_serve, args=(theirs, their_logs, level, self._bootstrap,
+                                                        self._timeout, os.getpid()),
                                    name=CHILD_NAME, daemon=True)
             child.start()
             theirs.close()
+            their_logs.close()
+            self._relay = threading.Thread(target=_relay, args=(logs,), name=f"{CHILD_NAME}-log", daemon=True)
+            self._relay.start()
             self._child, self._conn = child, mine
         return self._conn
 
@@ -154,12 +164,43 @@ class AdminChild:
             if self._child.is_alive():
                 self._child.kill()
                 self._child.join()
-        self._child = self._conn = None
+        if self._relay is not None:
+            self._relay.join()  # the child's end is closed: what it logged is logged first
+        self._child = self._conn = self._relay = None
 
 
-def _serve(conn: Connection, bootstrap: str, timeout_s: float, parent: int) -> None:
-    """The child's main: answer each request on ``conn`` until it closes or ``parent`` is gone."""
+def _relay(logs: Connection) -> None:
+    """Log each record the child sends on ``logs`` here, under its own logger's name, until
+    the child's end is closed (a record cut short by its death ends it too)."""
+    with logs:
+        while True:
+            try:
+                record = logs.recv()
+            except Exception:
+                return
+            logging.getLogger(record.name).handle(record)
+
+
+class _Sender:
+    """The queue a child's QueueHandler puts its records in: ``conn``, one record at a time."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+
+    def put_nowait(self, record: logging.LogRecord) -> None:
+        with self._lock, contextlib.suppress(OSError):
+            self._conn.send(record)
+
+
+def _serve(conn: Connection, logs: Connection, level: int, bootstrap: str, timeout_s: float,
+           parent: int) -> None:
+    """The child's main: answer each request on ``conn`` until it closes or ``parent`` is
+    gone; log records of ``level`` and above go to ``logs``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
+    root = logging.getLogger()
+    root.addHandler(logging.handlers.QueueHandler(_Sender(logs)))  # type: ignore[arg-type]
+    root.setLevel(level)
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
     with contextlib.ExitStack() as stack:
         admin: AdminClient | None = None  # made by the first request, which gets its errors
@@ -181,6 +222,8 @@ def _serve(conn: Connection, bootstrap: str, timeout_s: float, parent: int) -> N
                           else ("kafka", (KafkaError._FAIL, str(e))))
             except Exception as e:
                 answer = ("raise", e if _picklable(e) else RuntimeError(f"{type(e).__name__}: {e}"))
+            if admin is not None:
+                admin.poll(0)  # an admin client's log lines are served by its poll alone
             if not _send(conn, answer):
                 return
 

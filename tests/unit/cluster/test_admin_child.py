@@ -132,3 +132,17 @@ def test_a_request_after_close_starts_no_child_and_is_answered_destroyed() -> No
     assert raised.value.args[0].code() == KafkaError._DESTROY
     assert not [c for c in multiprocessing.active_children() if c.name == CHILD_NAME]
     admin.close()  # idempotent
+
+
+def test_what_the_childs_client_logs_is_logged_here_under_its_own_name(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """librdkafka's lines from the child (here: its refused connections) reach this
+    process's handlers, the run's faultline.log among them, as the child's records."""
+    with (caplog.at_level("INFO", logger=kafka_client.CLIENT_LOG.name),
+          AdminChild(NOBODY, timeout_s=1.0) as admin):
+        child = admin.call(pid)
+        with pytest.raises(KafkaException):
+            admin.call(kafka_client.registered_brokers, 1.0)
+    refused = [r for r in caplog.records if r.name == kafka_client.CLIENT_LOG.name and "Connection refused" in
+               r.getMessage()]
+    assert refused and all(r.process == child for r in refused), caplog.text
