@@ -2,24 +2,26 @@
 protocol (sessions of 6 s either way, static membership: each member keeps its slot's
 group.instance.id, sync commits; one JVM per member). Once the group has committed and
 every member holds partitions, the broker that coordinates it (``coordinator of group G``)
-is killed while members commit and restarted 5 s later; once every member holds
-partitions again, consumer 2 is stopped (its consumer closes, its partitions revoked) and
-started again, and once every member holds partitions, consumer 0 is killed (SIGKILL of
-its JVM), consumer 1 is paused (SIGSTOP) for 9 s, past its session, and continued, and
-consumer 0 restarted. The
-group went on committing after the coordinator's kill, with leader epochs; the stopped
-member leaves holding nothing (its last op the revocation, unless a commit timed out on
-the killed coordinator retired it first) and the member started in its slot is a new
-process given partitions; the killed member's open op ends ``info`` and its replacement is given
-partitions; the paused member finds its assignment lost on resuming and rejoins, or, where
-the pause caught it mid-commit, its commit ends ``info`` on resuming and it is retired for
-a new member (its overlap with the member given its partition in the pause permitted by
-the pause); and the run is judged valid, the group checker's own verdict included. The
-members settle for 12 s, not :data:`~faultline.workloads.group.SETTLE_S`: the group
-checker judges the group settled once its members polled
-:data:`~faultline.checkers.groups.QUIET_NS` (10 s) past the last replacement's first op,
-which comes a JVM's start (1 to 5 s) after the restart, the schedule's last step, at
-least 5 s before the time limit (the waits for the members' partitions take 0 to 8 s)."""
+is cut off from the other brokers until fenced, for 6 s more, and healed, and the group
+commits again; once every member
+holds partitions again, that role's broker is killed while members commit and restarted 5 s
+later; once every member holds partitions again, consumer 2 is stopped (its consumer
+closes, its partitions revoked) and started again, and once every member holds
+partitions, consumer 0 is killed (SIGKILL of its JVM), consumer 1 is paused (SIGSTOP) for
+9 s, past its session, and continued, and consumer 0 restarted; once every member holds
+partitions, the main phase ends. The group committed again once the isolation healed,
+and went on committing after the coordinator's kill, with leader
+epochs; the stopped member leaves holding nothing (its last op the revocation, unless a
+commit timed out on the killed coordinator retired it first) and the member started in
+its slot is a new process given partitions; the killed member's open op ends ``info`` and
+its replacement is given partitions; the paused member finds its assignment lost on
+resuming and rejoins, or, where the pause caught it mid-commit, its commit ends ``info``
+on resuming and it is retired for a new member (its overlap with the member given its
+partition in the pause permitted by the pause); and the run is judged valid, the group
+checker's own verdict included. The members settle for 12 s, not
+:data:`~faultline.workloads.group.SETTLE_S`: the group checker judges the group settled
+once its members polled :data:`~faultline.checkers.groups.QUIET_NS` (10 s) past the last
+replacement's first op, which came before the last wait was met."""
 
 from __future__ import annotations
 
@@ -36,8 +38,10 @@ from faultline.run.runner import RunOutcome, run_test
 from faultline.spec import ConsumerSpec, KafkaSpec, NemesisSpec, TestSpec, WorkloadSpec
 from faultline.workloads import java_group
 from tests.integration.test_group import (
+    assert_coordinator_isolated_while_members_commit,
     assert_coordinator_killed_while_members_commit,
     assert_kafka_and_the_group_kept_their_promises,
+    isolating,
 )
 from tests.integration.test_group_consumer_faults import (
     assert_expelled_and_rejoined,
@@ -58,14 +62,15 @@ def spec(protocol: str) -> TestSpec:
     # hands them out a heartbeat at a time; a classic one may be mid-rebalance)
     holding = "wait until consumers hold partitions within 20 s"
     return TestSpec(
-        name=name, time_limit_s=33.0, kafka=KafkaSpec(heap_mb=384),
+        name=name, time_limit_s=75.0, kafka=KafkaSpec(heap_mb=384),
         consumer=replace(ConsumerSpec(), mode="subscribe", group_protocol=protocol, static=True),  # type: ignore[arg-type]
         workload=WorkloadSpec(name="group", client="java", producers=1, consumers=3, rate=200),
         nemesis=NemesisSpec(schedule=(
             f"wait until group {group} has committed within 15 s", holding,
+            *isolating(group), holding,
             f"crash coordinator of group {group} as coord", "wait for 5 s", "restart coord", holding,
             "stop consumer 2", "start consumer 2", holding, "crash consumer 0",
-            "pause consumer 1 for 9 s", "restart consumer 0")))
+            "pause consumer 1 for 9 s", "restart consumer 0", holding, "end")))
 
 
 @pytest.fixture(scope="module", params=["classic", "consumer"])
@@ -100,6 +105,11 @@ def retired_on_resume(ops: list[Op]) -> Op | None:
 def test_the_coordinators_broker_killed_while_members_commit(outcome: RunOutcome, ops: list[Op]) -> None:
     group = f"faultline-{outcome.run_dir.parent.name}"
     assert_coordinator_killed_while_members_commit(ops, f"coordinator of group {group}")
+
+
+def test_the_coordinator_isolated_while_members_commit(outcome: RunOutcome, ops: list[Op]) -> None:
+    group = f"faultline-{outcome.run_dir.parent.name}"
+    assert_coordinator_isolated_while_members_commit(ops, f"coordinator of group {group}")
 
 
 def test_a_stopped_member_leaves_and_a_new_member_takes_its_slot(ops: list[Op]) -> None:
