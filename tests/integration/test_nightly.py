@@ -1,5 +1,5 @@
-"""``faultline nightly`` for real (and so ``faultline sweep``, which it runs): a 2 x 2 matrix
-(acks 1 / all x Kafka 4.3.1 / 3.9.1, the second version of a nightly sweep) of short runs
+"""``faultline nightly`` for real (and so ``faultline sweep``, which it runs): a matrix of
+two cells (acks=1 on Kafka 4.3.1 and on 3.9.1, the second version of a nightly sweep) of short runs
 on real clusters, each cell a complete run directory, broker state included; then the
 Spark pipeline, comparison.html and junit.xml; a rerun of the same night runs no cell
 again and analyzes the same runs."""
@@ -24,10 +24,12 @@ NIGHT = "2026-11-23"
 VERSIONS = [DEFAULT_KAFKA_VERSION, "3.9.1"]
 MATRIX = {
     "name": "it-nightly",
-    # a modest rate: the test validates every history line against its schema
-    "defaults": {"time_limit_s": 10, "kafka": {"heap_mb": 384}, "workload": {"rate": 300},
-                 "nemesis": {"faults": ["kill"], "interval_s": 4}},
-    "axes": {"acks": ["1", "all"], "version": VERSIONS},
+    # short cells at a modest rate: the test validates every history line against its schema,
+    # and asserts what a night makes of its cells, not what the kills did
+    "defaults": {"time_limit_s": 5, "kafka": {"heap_mb": 384}, "workload": {"rate": 300},
+                 "producer": {"acks": "1"},
+                 "nemesis": {"faults": ["kill"], "interval_s": 2.5}},
+    "axes": {"version": VERSIONS},
 }
 
 
@@ -56,7 +58,7 @@ def test_every_cell_is_a_run_directory_with_what_its_cluster_was(night: tuple[Pa
     cells = manifest(sweep)["cells"]
     assert isinstance(cells, list)
     assert sorted((c["id"], c["status"], c["error"]) for c in cells) == sorted(
-        (f"acks={a},version={v}", "done", None) for a in ("1", "all") for v in VERSIONS), result.output
+        (f"version={v}", "done", None) for v in VERSIONS), result.output
     for cell in cells:
         run_dir = sweep / cell["run_dir"]
         found = validate_run_dir(run_dir)
@@ -88,7 +90,7 @@ def test_the_analysis_has_the_tables_the_page_and_a_test_case_per_cell(
     page = (analysis / "comparison.html").read_text()
     assert all(f"cells/{c}/report.html" in page for c in cells)
     cases = ET.parse(analysis / "junit.xml").getroot().findall(".//testcase")
-    assert len(cases) == 4
+    assert len(cases) == len(VERSIONS)
     failed = [c for c in cases if c.find("failure") is not None]
     errors = [c for c in cases if c.find("error") is not None]
     expected = 1 if failed else 2 if errors else 0
@@ -103,7 +105,7 @@ def test_a_rerun_of_the_night_runs_no_cell_again(night: tuple[Path, Path, Result
     stamps = {p: p.stat().st_mtime_ns for p in sweep.glob("cells/*/results.json")}
     again = nightly(config, results)
     assert again.exit_code == first.exit_code, again.output
-    assert "4 cells, 0 to run" in again.output, again.output
+    assert f"{len(VERSIONS)} cells, 0 to run" in again.output, again.output
     assert manifest(sweep) == before
     assert {p: p.stat().st_mtime_ns for p in sweep.glob("cells/*/results.json")} == stamps
-    assert len(stamps) == 4
+    assert len(stamps) == len(VERSIONS)
