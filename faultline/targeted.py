@@ -40,7 +40,7 @@ bound with ``as NAME``::
     restart client N | restart clients   start a crashed producer (or every crashed one)
                                     again, under a new process number
     crash consumer N                SIGKILL consumer N (from 0) of the group workload; its
-                                    open poll or commit ends info; it stays down
+                                    open poll or commit, if any, ends info; it stays down
     restart consumer N              start a crashed consumer again: a new member under a
                                     new process number (the same group.instance.id with
                                     consumer.static)

@@ -100,8 +100,10 @@ class Group:
     offsets; each consumer process's first and last op time, and when its last poll ended;
     the retired ones (-> when their first ``info`` op ended), and those of them retired by
     their client's fatal error (:data:`FATAL`: fenced for good); those that left the group
-    (-> when the ``stop-client`` that names them ended); the nemesis actions; and when the
-    last nemesis op ended (0: none)."""
+    (-> when the ``stop-client`` that names them ended); those killed (-> when the
+    ``crash-client`` that names them as a consumer's processes ended: a kill between two ops
+    leaves no ``info`` op); the nemesis actions; and when the last nemesis op ended (0:
+    none)."""
 
     partitions: int
     commits: list[Commit] = field(default_factory=list)
@@ -117,6 +119,7 @@ class Group:
     retired: dict[int, int] = field(default_factory=dict)
     fenced: set[int] = field(default_factory=set)
     left: dict[int, int] = field(default_factory=dict)
+    killed: dict[int, int] = field(default_factory=dict)
     actions: list[NemesisAction] = field(default_factory=list)
     quiet_since: int = 0
 
@@ -184,6 +187,9 @@ class GroupReader:
             if f == "stop-client" and "result" in v:
                 for process in v.get("processes", ()):
                     g.left.setdefault(process, t)
+            if f == "crash-client" and "result" in v and "consumers" in v:
+                for process in v.get("processes", ()):
+                    g.killed.setdefault(process, t)
             self._nemesis.append(Op.from_dict(dict(d)))
             return
         if f == "send":

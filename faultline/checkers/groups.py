@@ -253,12 +253,18 @@ class Unassigned(NamedTuple):
     unowned: list[int]
 
 
+def gone_members(g: Group) -> dict[int, int]:
+    """The processes no longer in the group -> since when: retired, left or killed (a
+    process's stop over its retirement, its retirement over its kill)."""
+    return {**g.killed, **g.retired, **g.left}
+
+
 def settled_at(g: Group) -> int | None:
     """When the group is judged settled: the first last poll of a member that was neither
-    retired nor left (before any closes), if it ended :data:`QUIET_NS` or more after the
-    last fault ended, the last member retired or left and the last member began (each of
-    which rebalances the group); else None."""
-    gone = {**g.retired, **g.left}
+    retired, left nor killed (before any closes), if it ended :data:`QUIET_NS` or more
+    after the last fault ended, the last member retired, left or was killed and the last
+    member began (each of which rebalances the group); else None."""
+    gone = gone_members(g)
     ends = [t for p, t in g.last_poll.items() if p not in gone]
     members = list(g.last_poll)
     quiet = max([g.quiet_since, *(g.first_op[p] for p in members),
@@ -282,8 +288,9 @@ def unassigned_members(g: Group) -> list[Unassigned]:
     unowned = [p for p in range(g.partitions) if p not in owned]
     if not unowned:
         return []
+    gone = gone_members(g)
     return [Unassigned(p, t, unowned) for p in sorted(g.last_poll)
-            if p not in g.retired and p not in g.left and not held.get(p) and g.first_op[p] <= t - QUIET_NS]
+            if p not in gone and not held.get(p) and g.first_op[p] <= t - QUIET_NS]
 
 
 class Lost(NamedTuple):

@@ -596,6 +596,30 @@ def test_a_member_that_left_is_neither_the_last_to_poll_nor_unassigned() -> None
     assert out["valid"] is True and out["settled"] is True and out["anomaly_counts"]["unassigned-member"] == 0
 
 
+def test_a_member_killed_between_two_ops_is_gone_though_no_op_of_it_ended_info() -> None:
+    """A consumer killed after one op ended and before the next began leaves no ``info``
+    op: the ``crash-client`` that names its process says it is gone, so its early last poll
+    is not the group's, which settles on the others. Without that op, the same history's
+    early last poll leaves the group unsettled."""
+
+    def history(crash: bool) -> G:
+        h = G()
+        for process, partition in ((1, 0), (2, 1), (3, 2)):
+            h.rebalance(process, "assign", [partition])
+        h.at(2).poll(3, [])
+        if crash:
+            h.op("nemesis", "info", "crash-client", {"kind": "crash", "consumers": [2], "processes": [3],
+                                                     "pid": 9, "result": "killed consumer 2"})
+        h.at(20)
+        h.poll(1, [])
+        h.poll(2, [])
+        return h
+
+    killed, silent = judged(history(True), partitions=3), judged(history(False), partitions=3)
+    assert killed["valid"] is True and killed["settled"] is True, killed
+    assert silent["valid"] is True and silent["settled"] is False, silent
+
+
 # -- composed on a stored run --------------------------------------------------------------------
 
 
