@@ -182,14 +182,14 @@ def _relay(logs: Connection) -> None:
 
 
 class _Sender:
-    """The queue a child's QueueHandler puts its records in: ``conn``, one record at a time."""
+    """The queue a child's QueueHandler puts its records in: ``conn`` (the handler's own lock
+    sends one record at a time)."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
-        self._lock = threading.Lock()
 
     def put_nowait(self, record: logging.LogRecord) -> None:
-        with self._lock, contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):
             self._conn.send(record)
 
 

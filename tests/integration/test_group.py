@@ -2,10 +2,10 @@
 has committed (``wait until group G has committed``), the broker that coordinates it
 (``coordinator of group G``) is cut off from the other brokers until fenced, healed, then
 killed while members commit, and restarted. The run directory holds to its schemas, the
-group committed again once its coordinator's isolation healed, the kill hit
-the group's coordinator after a commit and commits went on after it, and the run is
-judged valid, the group checker's own
-verdict included (acks=all: nothing the guarantees forbid may show). A random schedule
+group committed again once its coordinator's isolation healed, the kill hit the group's
+coordinator after a commit and commits went on after it, and the run is judged valid,
+the group checker's own verdict included (acks=all: nothing the guarantees forbid may
+show). A random schedule
 of the group workload isolates, then kills, the group's coordinator, and crashes and pauses
 consumers, and is judged valid too."""
 

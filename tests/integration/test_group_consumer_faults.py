@@ -6,7 +6,7 @@ partitions again, consumer 0 is killed (SIGKILL of its child process), consumer 
 (SIGSTOP) for 8 s, past the session timeout, and continued, and consumer 0 restarted. The
 stopped member's partitions are revoked before its process ends (unless a timed-out op
 retired it first), and the member started in its slot is a new process given partitions;
-the killed member's open op ends ``info``, its replacement is a new process; the group
+the killed member's open op, if any, ends ``info``, its replacement is a new process; the group
 rebalances the killed and the paused member's partitions to the others, the paused member
 finds its assignment lost and rejoins; and the run is judged valid, the group checker's
 own verdict included."""

@@ -3,17 +3,16 @@ protocol (sessions of 6 s either way, static membership: each member keeps its s
 group.instance.id, sync commits; one JVM per member). Once the group has committed and
 every member holds partitions, the broker that coordinates it (``coordinator of group G``)
 is cut off from the other brokers until fenced, for 6 s more, and healed, and the group
-commits again; once every member
-holds partitions again, that role's broker is killed while members commit and restarted 5 s
-later; once every member holds partitions again, consumer 2 is stopped (its consumer
-closes, its partitions revoked) and started again, and once every member holds
-partitions, consumer 0 is killed (SIGKILL of its JVM), consumer 1 is paused (SIGSTOP) for
-9 s, past its session, and continued, and consumer 0 restarted; once every member holds
-partitions, the main phase ends. The group committed again once the isolation healed,
-and went on committing after the coordinator's kill, with leader
+commits again; once every member holds partitions again, that role's broker is killed
+while members commit and restarted 5 s later; once every member holds partitions again,
+consumer 2 is stopped (its consumer closes, its partitions revoked) and started again, and
+once every member holds partitions, consumer 0 is killed (SIGKILL of its JVM), consumer 1
+is paused (SIGSTOP) for 9 s, past its session, and continued, and consumer 0 restarted;
+once every member holds partitions, the main phase ends. The group committed again once
+the isolation healed, and went on committing after the coordinator's kill, with leader
 epochs; the stopped member leaves holding nothing (its last op the revocation, unless a
 commit timed out on the killed coordinator retired it first) and the member started in
-its slot is a new process given partitions; the killed member's open op ends ``info`` and
+its slot is a new process given partitions; the killed member's open op, if any, ends ``info`` and
 its replacement is given partitions; the paused member finds its assignment lost on
 resuming and rejoins, or, where the pause caught it mid-commit, its commit ends ``info``
 on resuming and it is retired for a new member (its overlap with the member given its
