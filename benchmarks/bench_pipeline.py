@@ -12,7 +12,8 @@ history lines each, two cells: acks=all and acks=1, one run per seed; see
   other, in this process (what ``faultline check`` does per run);
 - pipeline: :func:`faultline.analysis.pipeline.analyze` on a Spark session of each
   ``--master`` (default ``local[1]`` and ``local[2]``), the whole of it, ``--repeat``
-  times, and each of its steps.
+  times, and each of its steps (``check``: the check and, from its pass, the ``ops``
+  table written; ``ingest``: the observations).
 
 Each figure is history lines per second: wall clock (``l/s``), and over the CPU time of
 this process and all it started, the JVM and Spark's Python workers included (``l/cpu-s``,
@@ -171,7 +172,8 @@ def main() -> None:
                                           statistics.median(c for _, c in v)) for k, v in took.items()}
             for k, (w, c) in mine.items():
                 print(f"  {k:<32} {w:6.2f} s {rate(lines, w)} l/s {rate(lines, c)} l/cpu-s", flush=True)
-            print(f"  the check's l/cpu-s: {in_process / mine['check'][1]:.2f} of the in-process check's")
+            share = in_process / mine["check"][1]
+            print(f"  the check step's l/cpu-s (ops written too): {share:.2f} of the in-process check's")
         if len(medians) > 1:
             first = next(iter(medians.values()))
             for step in first:

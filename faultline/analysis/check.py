@@ -17,7 +17,7 @@ and the latency of every ok send (its ok's time minus its invoke's).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +55,9 @@ def valid_text(valid: object) -> str:
     return "true" if valid is True else "false" if valid is False else "unknown"
 
 
-def check_run(r: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
-    """A run's (sweep, run, run_dir) -> its :data:`CHECK_SCHEMA` row, on an executor, which
-    must be able to read the run directory."""
+def check_run(r: Mapping[str, str]) -> dict[str, Any]:
+    """A run's (sweep, run, run_dir) -> its :data:`CHECK_SCHEMA` row (a dict), on an executor,
+    which must be able to read the run directory."""
     row: dict[str, Any] = {"sweep": r["sweep"], "run": r["run"], "valid": "unknown"}
     try:
         result, table = check_stored_table(Path(r["run_dir"]))
@@ -72,7 +72,7 @@ def check_run(r: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
             row.update(lines=table.ops, truncated=table.truncated, first_send=table.first_send,
                        last_send=table.last_send if len(table.sends) else None, p50_ms=p50,
                        p99_ms=p99, latency_ns=pack(latency))
-    yield pa.RecordBatch.from_pylist([row], schema=CHECK_SCHEMA)
+    return row
 
 
 def _latencies(table: HistoryDigest) -> npt.NDArray[np.int64]:

@@ -3,18 +3,18 @@
 :func:`analyze` runs it on a SparkSession (:mod:`faultline.analysis.spark`), a task per
 run where the work is per run (``mapInArrow``):
 
-1. the check: every done cell's run checked on an executor by
-   :func:`faultline.checkers.stored.check_stored_table` (:mod:`faultline.analysis.check`),
+1. the check and ``ops``, in one task a run: every done cell's run checked on an executor
+   by :func:`faultline.checkers.stored.check_stored_table` (:mod:`faultline.analysis.check`),
    which also gives its history's lines, the span of its sends and the latency of every
-   ok send;
-2. ``ops``: every done cell's history, read on an executor by
+   ok send; then its history read again on that executor, by
    :func:`faultline.analysis.rows.ops_batches` when the check read it whole, else by
    :func:`faultline.analysis.rows.history_batches` (which gives nothing for a history
    :func:`faultline.history.iter_rows` refuses), and written by that executor (pyarrow)
    as its run's partition: no history line's row passes through the JVM;
+2. ``observations`` from the runs' files;
 3. ``runs``, ``faults``, ``anomalies`` from the verdicts (:mod:`faultline.analysis.tables`),
-   ``observations`` from the runs' files, and ``cells``, the per-cell aggregates
-   (:func:`faultline.analysis.aggregate.cells`), all Parquet.
+   and ``cells``, the per-cell aggregates (:func:`faultline.analysis.aggregate.cells`),
+   all Parquet.
 
 Tables go to ``<out>/tables/<name>/`` (``out`` a directory every executor writes at that
 path: a local or shared filesystem); each is partitioned by ``sweep`` (and ``run`` where a
@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from faultline.analysis import aggregate, tables
-from faultline.analysis.check import CHECK_DDL, check_run
+from faultline.analysis.check import CHECK_DDL, CHECK_SCHEMA, check_run
 from faultline.analysis.rows import RUN_OPS_SCHEMA, history_batches, ops_batches
 from faultline.analysis.sweepdir import Cell, Sweep, read_sweeps
 from faultline.errors import FaultlineError, HistoryError
@@ -93,12 +93,10 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         return progress.step(what) if progress is not None else nullcontext()
 
     runs_done = [{"sweep": c.sweep, "run": c.id, "run_dir": str(c.run_dir)} for c in done]
-    with step(f"check: {len(done)} runs on the executors"):
-        checked_df = _each_run(spark, runs_done, check_run, CHECK_DDL).persist()
+    with step(f"check: {len(done)} runs on the executors, their histories -> ops"):
+        checked_df = _each_run(spark, runs_done, _check_and_ingest(where["ops"]), _CHECKED_DDL).persist()
         checked = {(r["sweep"], r["run"]): r for r in checked_df.drop("latency_ns").collect()}
-    with step(f"ingest: {len(done)} runs' histories -> ops"):
-        todo = [{**r, "truncated": checked[(r["sweep"], r["run"])]["truncated"]} for r in runs_done]
-        written = _each_run(spark, todo, _ingest_ops(where["ops"]), _INGESTED_DDL).collect()
+    with step(f"ingest: {len(done)} runs' observations"):
         (_each_run(spark, runs_done, _ingest_observations, from_arrow_schema(tables.OBSERVATIONS_SCHEMA))
          .write.partitionBy("sweep", "run").mode("overwrite").parquet(where["observations"]))
     with step("runs, faults, anomalies"):
@@ -126,7 +124,7 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         cell_rows = [r.asDict(recursive=True) for r in spark.read.schema(cells_df.schema).parquet(
             where["cells"]).where(F.col("sweep").isin(ids)).orderBy("created", "cell").collect()]
     checked_df.unpersist()
-    return Analysis(sweeps, where, runs, cell_rows, results, sum(r["rows"] for r in written))
+    return Analysis(sweeps, where, runs, cell_rows, results, sum(r["ops_rows"] for r in checked.values()))
 
 
 def _history_size(cell: Cell) -> int:
@@ -176,30 +174,36 @@ def _run(cell: Cell, checked: Any) -> tuple[dict[str, Any], dict[str, Any] | Non
     return row, result
 
 
-#: What :func:`_ingest_ops` returns per run: the rows it wrote.
-_INGESTED = pa.schema([("sweep", pa.string()), ("run", pa.string()), ("rows", pa.int64())])
-_INGESTED_DDL = "sweep string, run string, rows long"
+#: What :func:`_check_and_ingest` returns per run: the check's row and the ``ops`` rows written.
+_CHECKED = pa.schema([*CHECK_SCHEMA, pa.field("ops_rows", pa.int64())])
+_CHECKED_DDL = f"{CHECK_DDL}, ops_rows long"
 
 
-def _ingest_ops(table: str) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
-    """A run's (sweep, run, run_dir, truncated: the check's, null when it did not read the
-    history whole) -> its ``ops`` partition of the table at ``table``, written, and (sweep,
-    run, rows written). A history :func:`faultline.history.iter_rows` refuses gives none."""
+def _check_and_ingest(table: str) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
+    """A run's (sweep, run, run_dir) -> its check's row (:func:`check_run`) and its ``ops``
+    partition of the table at ``table``, written, with the rows written: one task, so that a
+    run's two pieces of work never wait for every other run's first."""
 
-    def ingest(r: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        run_dir = Path(r["run_dir"])
-        try:
-            history = find_history(run_dir)
-            batches = (history_batches(history) if r["truncated"] is None else
-                       ops_batches(history, TestSpec.load(run_dir / TEST_FILE).topic.name, r["truncated"]))
-            rows = write_partition(Path(table), {"sweep": r["sweep"], "run": r["run"]}, batches,
-                                   RUN_OPS_SCHEMA)
-        except FaultlineError:
-            rows = 0
-        yield pa.RecordBatch.from_pylist([{"sweep": r["sweep"], "run": r["run"], "rows": rows}],
-                                         schema=_INGESTED)
+    def work(r: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        row = check_run(r)
+        rows = _ingest_ops(table, r, row.get("truncated"))  # null unless the check read it whole
+        yield pa.RecordBatch.from_pylist([{**row, "ops_rows": rows}], schema=_CHECKED)
 
-    return ingest
+    return work
+
+
+def _ingest_ops(table: str, r: dict[str, Any], truncated: bool | None) -> int:
+    """Write a run's (sweep, run, run_dir) ``ops`` partition of the table at ``table`` from its
+    history (``truncated``: the check's, None when it did not read the history whole); the
+    rows written. A history :func:`faultline.history.iter_rows` refuses gives none."""
+    run_dir = Path(r["run_dir"])
+    try:
+        history = find_history(run_dir)
+        batches = (history_batches(history) if truncated is None else
+                   ops_batches(history, TestSpec.load(run_dir / TEST_FILE).topic.name, truncated))
+        return write_partition(Path(table), {"sweep": r["sweep"], "run": r["run"]}, batches, RUN_OPS_SCHEMA)
+    except FaultlineError:
+        return 0
 
 
 def _ingest_observations(r: dict[str, Any]) -> Iterator[pa.RecordBatch]:
@@ -233,11 +237,14 @@ def write_partition(table: Path, keys: Mapping[str, str], batches: Iterable[pa.R
     directory = partition_dir(table, keys)
     directory.mkdir(parents=True, exist_ok=True)
     rows = 0
-    # dictionaries only for strings: most other columns hold a distinct value a row
+    # dictionaries only for strings: most other columns hold a distinct value a row;
+    # statistics (a row group's min and max, for a reader's filter) only for scalars
     strings = [f.name for f in schema if pa.types.is_string(f.type) or (
         pa.types.is_list(f.type) and pa.types.is_string(f.type.value_type))]
+    scalars = [f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_boolean(f.type)]
     with (atomic_file(directory / "part-00000.parquet") as fh,
-          pq.ParquetWriter(fh, schema, use_dictionary=strings) as w):
+          pq.ParquetWriter(fh, schema, use_dictionary=strings, compression="zstd",
+                           write_statistics=scalars) as w):
         held, size = [first], first.num_rows
         for batch in itertools.chain(pending, [None]):
             if batch is None or size >= ROW_GROUP:

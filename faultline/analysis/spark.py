@@ -42,11 +42,16 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 #: SQL settings every session gets, Spark Connect's included: Arrow for Python<->JVM data,
-#: partition values read as strings (a run id is not a number), UTC.
+#: partition values read as strings (a run id is not a number), UTC; and for the pipeline's
+#: queries, over tables of a row a run, few shuffle partitions and no whole-stage code
+#: generation, whose planning and compiling cost more CPU than such small tables save
+#: (docs/design.md, "The pipeline's JVM").
 CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.codegen.wholeStage": "false",
 }
 #: What an embedded or cluster session (not Spark Connect's) also gets: no console
 #: progress bar (:class:`Progress` shows ours), no web UI.

@@ -15,6 +15,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from faultline.analysis.aggregate import wilson
+from faultline.analysis.rows import to_history_row
 from faultline.checkers.stored import check_stored
 from faultline.history import iter_rows
 from tests.e2e.conftest import Analyzed
@@ -54,10 +55,7 @@ def test_ops_holds_every_history_line_typed(analyzed: Analyzed) -> None:
         mine = sorted((o for o in ops if o["sweep"] == r["sweep"] and o["run"] == r["run"]),
                       key=lambda o: o["index"])
         rows = list(iter_rows(Path(r["run_dir"]) / "history.jsonl"))
-        assert len(mine) == len(rows)
-        sends = [(o["value"], o["offset"]) for o in mine if o["f"] == "send" and o["type"] == "ok"]
-        assert sends == [(x["value"]["value"], x["value"].get("offset")) for x in rows
-                         if x["f"] == "send" and x["type"] == "ok"]
+        assert [to_history_row(o) for o in mine] == rows
 
 
 def test_runs_faults_anomalies_observations(analyzed: Analyzed) -> None:

@@ -1,18 +1,24 @@
 """The pipeline's own writing of a table's partition (faultline/analysis/pipeline.py): the
-directory named as Spark names it, the file written whole in row groups."""
+directory named as Spark names it, the file written whole in row groups; a run's check and
+its ``ops`` partition in one task."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from faultline.analysis import pipeline
 from faultline.analysis.pipeline import partition_dir, write_partition
+from faultline.analysis.rows import history_batches
+from faultline.checkers.synthetic import Shape, generate
 from faultline.errors import HistoryError
+from faultline.spec import TestSpec
 
 #: The directory Spark 4 writes for the partition p of every ASCII character but NUL, and "é".
 SPARK_NAMED = ("p=%01%02%03%04%05%06%07%08%09%0A%0B%0C%0D%0E%0F%10%11%12%13%14%15%16%17%18%19%1A%1B"
@@ -47,6 +53,16 @@ def test_a_partition_is_one_file_of_row_groups_replaced_whole(
         [20, 21]]
 
 
+def test_a_partition_is_zstd_with_statistics_for_its_scalars_alone(tmp_path: Path) -> None:
+    write_partition(tmp_path, {"sweep": "s"}, [batch(range(3))], SCHEMA)
+    (path,) = (tmp_path / "sweep=s").iterdir()
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    x, s = group.column(0), group.column(1)
+    assert (x.compression, s.compression) == ("ZSTD", "ZSTD")
+    assert x.is_stats_set and (x.statistics.min, x.statistics.max) == (0, 2)
+    assert not s.is_stats_set
+
+
 def test_no_rows_write_no_partition(tmp_path: Path) -> None:
     assert write_partition(tmp_path, {"sweep": "s"}, [batch(range(0))], SCHEMA) == 0
     assert list(tmp_path.iterdir()) == []
@@ -63,3 +79,40 @@ def test_a_failure_midway_leaves_the_partition_as_it_was(tmp_path: Path) -> None
         write_partition(tmp_path, {"sweep": "s"}, failing(), SCHEMA)
     (path,) = (tmp_path / "sweep=s").iterdir()
     assert pq.read_table(path).column("x").to_pylist() == [0, 1]
+
+
+def stored_run(path: Path, data: bytes) -> dict[str, str]:
+    """A run directory of the default spec and the history ``data``, as a task's run."""
+    path.mkdir()
+    (path / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
+    (path / "history.jsonl").write_bytes(data)
+    return {"sweep": "s", "run": "r", "run_dir": str(path)}
+
+
+def check_and_ingest(table: Path, r: dict[str, str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The check's row of a run and its ``ops`` partition's rows, as the pipeline's task makes them."""
+    (batch,) = pipeline._check_and_ingest(str(table))(r)
+    (row,) = batch.to_pylist()
+    part = table / "sweep=s" / "run=r"
+    return row, pq.read_table(part).to_pylist() if part.exists() else []
+
+
+JOURNAL = b"".join(orjson.dumps(r) + b"\n"
+                   for r in generate(Shape(seed=2, values=500, fail=0.1, info=0.1, faults=3)))
+
+
+@pytest.mark.parametrize("tail", [b"", b'{"index":', b'{"index": 9}\n'], ids=["whole", "cut", "refused"])
+def test_one_task_checks_a_run_and_writes_its_ops_partition(tmp_path: Path, tail: bytes) -> None:
+    """Whole, its last line cut (every row's history_truncated), or a line the check and
+    the history's reader refuse (the check's error, no rows)."""
+    data = JOURNAL + tail
+    r = stored_run(tmp_path / "run", data)
+    row, ops = check_and_ingest(tmp_path / "ops", r)
+    if tail.endswith(b"\n"):
+        assert row["error"] and row["ops_rows"] == 0 and ops == []
+        return
+    assert row["valid"] != "unknown" or tail
+    assert row["ops_rows"] == row["lines"] == len(ops) == data.count(b"\n")
+    history = Path(r["run_dir"]) / "history.jsonl"
+    assert ops == pa.Table.from_batches(list(history_batches(history))).to_pylist()
+    assert all(o["history_truncated"] for o in ops) is bool(tail)
