@@ -69,18 +69,20 @@ from faultline.yamlfile import read_yaml_mapping
 RUN_BYTES_PER_S = 110_000
 HISTORY_BYTES_PER_SEND = 24
 #: Sends per second a full-speed workload (``rate`` 0) reaches on this project's 2-core
-#: machine, at most: 84,000/s measured in the same sweep (acks=1, lose-unflushed).
-FULL_SPEED_SENDS_PER_S = 85_000
+#: machine, at most: 110,671/s measured in examples/smoke.yaml's night of 2026-11-30
+#: (acks=1, lose-unflushed, min.insync.replicas=1).
+FULL_SPEED_SENDS_PER_S = 115_000
 #: History lines a send costs, about (its invoke and completion; polls read records in
 #: batches), and the lines per second per core the analysis (``faultline analyze``, the
-#: Spark pipeline) gets through: benchmarks/bench_pipeline.py measured 333,000 per CPU
-#: second (4 runs x 4 M lines).
+#: Spark pipeline) gets through: that night's analysis checked and wrote 79.4 M lines in
+#: 99 s on 2 cores (401,000 a core), benchmarks/bench_pipeline.py 423,000 to 464,000 per
+#: CPU second (8 runs x 1 M lines).
 HISTORY_LINES_PER_SEND = 2
-ANALYSIS_LINES_PER_CORE_S = 300_000
+ANALYSIS_LINES_PER_CORE_S = 400_000
 #: Bytes of analysis tables (``SWEEP_DIR/analysis/tables``, the same disk) per history
-#: line, at most: 19.1 B measured on examples/clients.yaml's 7 cells (25.4 MB of tables,
-#: 23.8 MB of them the ops table, for 1,241,372 lines).
-ANALYSIS_BYTES_PER_LINE = 20
+#: line, at most: 4.9 B measured on that night (385 MB, 379 MB of them the ops table, for
+#: 79.4 M lines; the ops table is zstd).
+ANALYSIS_BYTES_PER_LINE = 10
 #: Seconds a cell takes beyond its main phase (cluster start, heal, drain, check,
 #: report) before one has been measured.
 CELL_OVERHEAD_S = 40.0
