@@ -1,7 +1,7 @@
 """The checker on Spark's executors: each run's directory -> :func:`check_stored_table`.
 
-The pipeline hands each run to :func:`check_run` (``mapInArrow``, a task per run),
-which calls :func:`faultline.checkers.stored.check_stored_table` on its
+The pipeline's task for a run (``mapInArrow``, :func:`faultline.analysis.pipeline.analyze`)
+calls :func:`check_run`, which calls :func:`faultline.checkers.stored.check_stored_table` on its
 directory: the one check of a stored run that ``faultline check`` runs, reading the
 history file as it does (the compiled scanner, :mod:`faultline.checkers.scan`) and the
 run's other files (``test.json``, the broker's state) beside it. So both give the same
@@ -31,8 +31,8 @@ from faultline.checkers.stored import check_stored_table
 from faultline.checkers.table import HistoryDigest
 from faultline.errors import FaultlineError
 
-#: What :func:`check_run` returns per run: the verdict (``true`` / ``false`` /
-#: ``unknown``), the whole results.json object as JSON, or the error that stopped the
+#: The row :func:`check_run` returns per run (a dict, null columns absent): the verdict
+#: (``true`` / ``false`` / ``unknown``), the whole results.json object as JSON, or the error that stopped the
 #: check; and, when the check read the whole history, its lines, whether its last one was
 #: cut (``truncated``), the first send invoke and the last send op (ns; null without
 #: sends), the p50 and p99 latency of its ok sends (ms) and every one of those latencies

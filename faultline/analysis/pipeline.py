@@ -94,6 +94,7 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
 
     runs_done = [{"sweep": c.sweep, "run": c.id, "run_dir": str(c.run_dir)} for c in done]
     with step(f"check: {len(done)} runs on the executors, their histories -> ops"):
+        # cached for the aggregates; recomputing it (a cache lost) writes the same ops again
         checked_df = _each_run(spark, runs_done, _check_and_ingest(where["ops"]), _CHECKED_DDL).persist()
         checked = {(r["sweep"], r["run"]): r for r in checked_df.drop("latency_ns").collect()}
     with step(f"ingest: {len(done)} runs' observations"):

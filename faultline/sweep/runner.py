@@ -142,8 +142,8 @@ def duration_s(cells: Sequence[Cell], overhead_s: float = CELL_OVERHEAD_S) -> fl
 
 
 def analysis_s(cells: Sequence[Cell], cores: int) -> float:
-    """Seconds the analysis of ``cells``' runs takes on ``cores`` cores, at most: their
-    :func:`history_lines` at :data:`ANALYSIS_LINES_PER_CORE_S` each core."""
+    """Seconds the analysis of ``cells``' runs takes on ``cores`` cores, about: their
+    :func:`history_lines` (at most) at :data:`ANALYSIS_LINES_PER_CORE_S` each core."""
     return history_lines(cells) / (ANALYSIS_LINES_PER_CORE_S * max(1, cores))
 
 

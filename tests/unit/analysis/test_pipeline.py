@@ -102,15 +102,20 @@ JOURNAL = b"".join(orjson.dumps(r) + b"\n"
 
 
 @pytest.mark.parametrize("tail", [b"", b'{"index":', b'{"index": 9}\n'], ids=["whole", "cut", "refused"])
-def test_one_task_checks_a_run_and_writes_its_ops_partition(tmp_path: Path, tail: bytes) -> None:
-    """Whole, its last line cut (every row's history_truncated), or a line the check and
-    the history's reader refuse (the check's error, no rows)."""
+def test_one_task_checks_a_run_and_writes_its_ops_partition(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail: bytes) -> None:
+    """Whole or its last line cut (every row's history_truncated): read again by the
+    compiled reader, as the check read it whole; or a line the check and the history's
+    reader refuse (the check's error, no rows)."""
     data = JOURNAL + tail
     r = stored_run(tmp_path / "run", data)
-    row, ops = check_and_ingest(tmp_path / "ops", r)
     if tail.endswith(b"\n"):
+        row, ops = check_and_ingest(tmp_path / "ops", r)
         assert row["error"] and row["ops_rows"] == 0 and ops == []
         return
+    with monkeypatch.context() as patch:
+        patch.setattr(pipeline, "history_batches", None)  # the row reader: not for these
+        row, ops = check_and_ingest(tmp_path / "ops", r)
     assert row["valid"] != "unknown" or tail
     assert row["ops_rows"] == row["lines"] == len(ops) == data.count(b"\n")
     history = Path(r["run_dir"]) / "history.jsonl"
