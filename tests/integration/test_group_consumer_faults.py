@@ -5,8 +5,8 @@ consumer 2 is stopped (it leaves) and started again, and once every member holds
 partitions again, consumer 0 is killed (SIGKILL of its child process), consumer 1 is paused
 (SIGSTOP) for 8 s, past the session timeout, and continued, and consumer 0 restarted. The
 stopped member's partitions are revoked before its process ends (unless a timed-out op
-retired it first), and the member started in its slot is a new process given partitions;
-the killed member's open op, if any, ends ``info``, its replacement is a new process; the group
+retired it first), and the member started in its slot holds partitions once every member
+does; the killed member's open op, if any, ends ``info``, its replacement is a new process; the group
 rebalances the killed and the paused member's partitions to the others, the paused member
 finds its assignment lost and rejoins; and the run is judged valid, the group checker's
 own verdict included."""

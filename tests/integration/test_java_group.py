@@ -12,8 +12,9 @@ once every member holds partitions, the main phase ends. The group committed aga
 the isolation healed, and went on committing after the coordinator's kill, with leader
 epochs; the stopped member leaves holding nothing (its last op the revocation, unless a
 commit timed out on the killed coordinator retired it first) and the member started in
-its slot is a new process given partitions; the killed member's open op, if any, ends ``info`` and
-its replacement is given partitions; the paused member finds its assignment lost on
+its slot holds partitions once every member does (a later process of the slot where the
+old member's instance id was still taken); the killed member's open op, if any, ends
+``info`` and its replacement is given partitions; the paused member finds its assignment lost on
 resuming and rejoins, or, where the pause caught it mid-commit, its commit ends ``info``
 on resuming and it is retired for a new member (its overlap with the member given its
 partition in the pause permitted by the pause); and the run is judged valid, the group
