@@ -243,6 +243,39 @@ class ClockChange:
 CLOCK_VERBS = frozenset({"bump", "strobe", "reset"})
 
 
+#: The fault family (:data:`faultline.faults.FAMILIES`) of each verb that applies a fault to
+#: nodes: a restart of a running node stops it (an unclean one kills it), a hold cuts links
+#: as a partition does, a delay is a Toxiproxy latency toxic.
+_FAMILY_OF_VERB: Mapping[str, str] = {
+    "crash": "kill", "restart": "stop", "pause": "pause", "wipe": "wipe", "lose-unflushed": "lose-unflushed",
+    "isolate": "partition", "hold": "partition", "degrade": "links", "delay": "toxics", "bump": "clock",
+    "strobe": "clock"}
+#: The verbs that leave their target down.
+_DOWNS = frozenset({"crash", "wipe", "lose-unflushed"})
+
+
+def families(steps: Sequence[Step]) -> frozenset[str]:
+    """The fault families whose faults ``steps`` may apply: each fault step's, but a
+    restart of a name that an earlier step took down and nothing restarted since, which
+    only starts it; a crash, pause or stop of clients (producers or consumers) is
+    ``clients``'."""
+    out: set[str] = set()
+    down: set[str] = set()  # the names bound by a step that took their nodes down
+    for s in steps:
+        if not isinstance(s, Action):
+            continue
+        name = s.target.name if s.target is not None and s.target.role == "name" else None
+        if s.on_clients:
+            out |= {"clients"} if s.verb in ("crash", "pause", "stop") else set()
+        elif s.verb == "restart" and name in down:
+            down.discard(name)
+        elif s.verb in _FAMILY_OF_VERB:
+            out.add("kill" if s.verb == "restart" and s.unclean else _FAMILY_OF_VERB[s.verb])
+        if s.verb in _DOWNS and s.bind is not None:
+            down.add(s.bind)
+    return frozenset(out)
+
+
 def is_clock_step(text: str) -> bool:
     """Whether step ``text`` is a clock step (False for a step that does not parse)."""
     try:
@@ -437,6 +470,7 @@ def _parse_delay(words: Sequence[str], text: str) -> Action:
 
 
 def _parse_clock(verb: str, words: Sequence[str], text: str) -> Action:
+    words = [w for w in words if w != "s"]  # "+5 s" as "+5s"
     seconds = r"([+-]?\d+)s?"
     if verb == "bump" and len(words) >= 3 and words[-2] == "clock":
         m = re.fullmatch(seconds, words[-1])

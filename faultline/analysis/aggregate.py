@@ -58,16 +58,18 @@ def wilson(k: N, n: N, sqrt: Callable[[Any], Any] = math.sqrt, z: float = Z95) -
 
 def worst_case_faults(spec: TestSpec) -> PartitionFaults:
     """The faults (:mod:`faultline.checkers.faults_seen`) a partition may see in a run of
-    ``spec``: its families; for node faults, a fault on its leader and every replica
-    faulted, and for those that may fence, every replica fenced (over a run, one after
-    another); for faults that destroy data, as many replicas at once as the nemesis may hit."""
-    fams = [FAMILIES[f] for f in spec.nemesis.faults if f in FAMILIES]
+    ``spec``: its families (a targeted schedule's steps', :attr:`~faultline.spec.NemesisSpec.families`); for
+    node faults, a fault on its leader and every replica faulted, and for those that may
+    fence, every replica fenced (over a run, one after another); for faults that destroy
+    data, as many replicas at once as the nemesis may hit (a schedule's steps: any)."""
+    fams = [FAMILIES[f] for f in sorted(spec.nemesis.families)]
     rf = spec.topic.replication_factor
     on_nodes = any(f.on_nodes for f in fams)
+    at_once = rf if spec.nemesis.schedule else min(spec.nemesis.max_concurrent, rf)
     return PartitionFaults(
         frozenset(f.name for f in fams), leader_fault=on_nodes, faulted=rf if on_nodes else 0,
         fenced=rf if any(fences(f.name, {}) for f in fams) else 0,
-        data_loss=min(spec.nemesis.max_concurrent, rf) if any(f.destroys_data for f in fams) else 0)
+        data_loss=at_once if any(f.destroys_data for f in fams) else 0)
 
 
 def expected_loss(spec: TestSpec) -> tuple[bool, str]:

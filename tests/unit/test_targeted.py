@@ -69,6 +69,11 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
      Action("bump", Target("leader", partition=0), "bump leader of 0 clock -60", clock=ClockChange(-60))),
     ("strobe node 2 clock 5s for 10s",
      Action("strobe", Target("node", node=2), "strobe node 2 clock 5s for 10s", clock=ClockChange(5, 10.0))),
+    ("strobe node 2 clock 5 s for 10 s",  # as the module's docstring writes it
+     Action("strobe", Target("node", node=2), "strobe node 2 clock 5 s for 10 s",
+            clock=ClockChange(5, 10.0))),
+    ("bump node 2 clock -30 s", Action("bump", Target("node", node=2), "bump node 2 clock -30 s",
+                                       clock=ClockChange(-30))),
     ("reset clocks", Action("reset", None, "reset clocks")),
     ("delay leader of 0 by 3000 ms",
      Action("delay", Target("leader", partition=0), "delay leader of 0 by 3000 ms", delay_ms=3000)),
@@ -371,6 +376,27 @@ def test_a_spec_skews_clocks_with_the_clock_family_or_a_clock_step() -> None:
     assert NemesisSpec(schedule=("crash node 1", "reset clocks")).skews_clocks
     assert not NemesisSpec(faults=("kill",), schedule=()).skews_clocks
     assert not NemesisSpec(schedule=("crash node 1", "restart node 1")).skews_clocks
+
+
+@pytest.mark.parametrize(("schedule", "fams"), [
+    (("crash leader of 0 as old", "restart old"), {"kill"}),  # a down node's restart is its start
+    (("crash leader of 0 as old", "restart old", "restart old"), {"kill", "stop"}),
+    (("wipe leader of 0 as old", "restart first of old"), {"wipe", "stop"}),
+    (("restart node 1",), {"stop"}),
+    (("restart node 1 unclean",), {"kill"}),
+    (("pause node 1", "resume node 1", "wipe node 2", "lose-unflushed node 3"),
+     {"pause", "wipe", "lose-unflushed"}),
+    (("isolate node 1", "hold followers of 0", "release node 1", "heal"), {"partition"}),
+    (("degrade node 1 loss 5%", "delay node 2 by 100 ms", "restore", "undelay"), {"links", "toxics"}),
+    (("bump node 1 clock +5s", "strobe node 2 clock 3 s for 10 s", "reset clocks"), {"clock"}),
+    (("crash client 0", "restart client 0"), {"clients"}),
+    (("restart client 0", "start consumer 1", "wait for 1 s"), set()),
+    (("stop consumer 1",), {"clients"}),
+])
+def test_a_schedules_families_are_those_of_its_fault_steps(schedule: tuple[str, ...], fams: set[str]) -> None:
+    from faultline.faults import FAMILIES
+
+    assert NemesisSpec(schedule=schedule).families == fams <= set(FAMILIES)
 
 
 def test_consumers_hold_partitions_once_each_named_members_own_journal_says_so() -> None:

@@ -14,8 +14,10 @@ from faultline.spec import NemesisSpec, TestSpec
 from tests.unit.checkers.queue_hist import make_spec as _spec
 
 
-def make_spec(acks: str, min_insync: int, unclean: bool = False, faults: tuple[str, ...] = ()) -> TestSpec:
-    return dataclasses.replace(_spec(acks, min_insync, unclean), nemesis=NemesisSpec(faults=faults))
+def make_spec(acks: str, min_insync: int, unclean: bool = False, faults: tuple[str, ...] = (),
+              schedule: tuple[str, ...] = ()) -> TestSpec:
+    return dataclasses.replace(_spec(acks, min_insync, unclean),
+                               nemesis=NemesisSpec(faults=faults, schedule=schedule))
 
 
 @pytest.mark.parametrize(("k", "n", "lo", "hi"), [
@@ -50,6 +52,23 @@ def test_expected_loss_follows_the_guarantee_table() -> None:
     assert expected_loss(make_spec("1", 1, faults=()))[0] is False  # no fault, no leader change
     assert expected_loss(make_spec("all", 2, unclean=True, faults=("kill",)))[0] is True
     assert expected_loss(make_spec("all", 2, faults=("toxics",)))[0] is False
+
+
+#: A targeted run's schedule (the model's leader-crash-followers-held recipe): no seeded faults.
+HELD_CRASH = ("pause followers of 0 as held", "wait for 1 s", "crash leader of 0 as old", "resume held",
+              "wait until 0 has a new leader within 30 s", "restart old")
+
+
+def test_a_targeted_schedule_is_expected_by_its_own_faults() -> None:
+    """A targeted run has no seeded faults: its schedule's steps decide what it may lose."""
+    assert expected_loss(make_spec("1", 1, schedule=HELD_CRASH))[0] is True
+    assert expected_loss(make_spec("1", 1, schedule=("delay node 1 by 100 ms",)))[0] is False  # no new leader
+    assert expected_loss(make_spec("1", 1, schedule=("crash node 1",)))[0] is True
+    assert expected_loss(make_spec("all", 2, schedule=HELD_CRASH))[0] is False
+    assert worst_case_faults(make_spec("all", 2, schedule=HELD_CRASH)).families == {"pause", "kill"}
+    # a schedule may destroy every replica's data, whatever max_concurrent says
+    assert worst_case_faults(make_spec("all", 2, schedule=("wipe followers of 0",))).data_loss == 3
+    assert worst_case_faults(make_spec("all", 2, faults=("wipe",))).data_loss == 1
 
 
 def test_worst_case_faults() -> None:
