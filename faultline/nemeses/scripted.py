@@ -451,7 +451,7 @@ class ScriptedPackage:
         elif step.verb == "delay":
             self._delayed.update(nodes)  # possibly delayed from here on, failed or not
             toxic = {"kind": "latency", "streams": ["upstream"],
-                     "attributes": {"latency": step.delay_ms, "jitter": 0}}
+                     "attributes": {"latency": step.delay_ms, "jitter": step.jitter_ms or 0}}
             self._journaled(history, "toxic", {**value, "kind": "latency", "nodes": nodes, "toxic": toxic},
                             self.toxics.invoke)
         elif step.verb in ("bump", "strobe"):
