@@ -13,7 +13,7 @@ history lines each, two cells: acks=all and acks=1, one run per seed; see
 - pipeline: :func:`faultline.analysis.pipeline.analyze` on a Spark session of each
   ``--master`` (default ``local[1]`` and ``local[2]``), the whole of it, ``--repeat``
   times, and each of its steps (``check``: each run's check and, in the same task, its
-  history read again into its ``ops`` partition; ``ingest``: the observations).
+  history read again into its ``ops`` partition and its observations into theirs).
 
 Each figure is history lines per second: wall clock (``l/s``), and over the CPU time of
 this process and all it started, the JVM and Spark's Python workers included (``l/cpu-s``,

@@ -3,16 +3,17 @@
 :func:`analyze` runs it on a SparkSession (:mod:`faultline.analysis.spark`), a task per
 run where the work is per run (``mapInArrow``):
 
-1. the check and ``ops``, in one task a run: every done cell's run checked on an executor
-   by :func:`faultline.checkers.stored.check_stored_table` (:mod:`faultline.analysis.check`),
-   which also gives its history's lines, the span of its sends and the latency of every
-   ok send; then its history read again on that executor, by
-   :func:`faultline.analysis.rows.ops_batches` when the check read it whole, else by
-   :func:`faultline.analysis.rows.history_batches` (which gives nothing for a history
-   :func:`faultline.history.iter_rows` refuses), and written by that executor (pyarrow)
-   as its run's partition: no history line's row passes through the JVM;
-2. ``observations`` from the runs' files;
-3. ``runs``, ``faults``, ``anomalies`` from the verdicts (:mod:`faultline.analysis.tables`),
+1. the check, ``ops`` and ``observations``, in one task a run: every done cell's run
+   checked on an executor by :func:`faultline.checkers.stored.check_stored_table`
+   (:mod:`faultline.analysis.check`), which also gives its history's lines, the span of
+   its sends and the latency of every ok send; then its history read again on that
+   executor, by :func:`faultline.analysis.rows.ops_batches` when the check read it whole,
+   else by :func:`faultline.analysis.rows.history_batches` (which gives nothing for a
+   history :func:`faultline.history.iter_rows` refuses), and written by that executor
+   (pyarrow) as its run's ``ops`` partition: no history line's row passes through the
+   JVM; then its ``observations.jsonl`` (none for a file that cannot be read), written so
+   too;
+2. ``runs``, ``faults``, ``anomalies`` from the verdicts (:mod:`faultline.analysis.tables`),
    and ``cells``, the per-cell aggregates (:func:`faultline.analysis.aggregate.cells`),
    all Parquet.
 
@@ -93,13 +94,10 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         return progress.step(what) if progress is not None else nullcontext()
 
     runs_done = [{"sweep": c.sweep, "run": c.id, "run_dir": str(c.run_dir)} for c in done]
-    with step(f"check: {len(done)} runs on the executors, their histories -> ops"):
-        # cached for the aggregates; recomputing it (a cache lost) writes the same ops again
-        checked_df = _each_run(spark, runs_done, _check_and_ingest(where["ops"]), _CHECKED_DDL).persist()
+    with step(f"check: {len(done)} runs on the executors, their histories -> ops, observations"):
+        # cached for the aggregates; recomputing it (a cache lost) writes the same partitions again
+        checked_df = _each_run(spark, runs_done, _check_and_ingest(where), _CHECKED_DDL).persist()
         checked = {(r["sweep"], r["run"]): r for r in checked_df.drop("latency_ns").collect()}
-    with step(f"ingest: {len(done)} runs' observations"):
-        (_each_run(spark, runs_done, _ingest_observations, from_arrow_schema(tables.OBSERVATIONS_SCHEMA))
-         .write.partitionBy("sweep", "run").mode("overwrite").parquet(where["observations"]))
     with step("runs, faults, anomalies"):
         runs, faults, anomalies = [], [], []
         results: dict[tuple[str, str], dict[str, Any]] = {}
@@ -180,14 +178,16 @@ _CHECKED = pa.schema([*CHECK_SCHEMA, pa.field("ops_rows", pa.int64())])
 _CHECKED_DDL = f"{CHECK_DDL}, ops_rows long"
 
 
-def _check_and_ingest(table: str) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
-    """A run's (sweep, run, run_dir) -> its check's row (:func:`check_run`) and its ``ops``
-    partition of the table at ``table``, written, with the rows written: one task, so that a
-    run's two pieces of work never wait for every other run's first."""
+def _check_and_ingest(where: Mapping[str, str]) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
+    """A run's (sweep, run, run_dir) -> its check's row (:func:`check_run`) with the ``ops``
+    rows written, its ``ops`` and ``observations`` partitions written to the tables
+    ``where`` says: one task, so that no piece of a run's work waits for every other run's
+    piece before it."""
 
     def work(r: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         row = check_run(r)
-        rows = _ingest_ops(table, r, row.get("truncated"))  # null unless the check read it whole
+        rows = _ingest_ops(where["ops"], r, row.get("truncated"))  # null unless the check read it whole
+        _ingest_observations(where["observations"], r)
         yield pa.RecordBatch.from_pylist([{**row, "ops_rows": rows}], schema=_CHECKED)
 
     return work
@@ -207,10 +207,12 @@ def _ingest_ops(table: str, r: dict[str, Any], truncated: bool | None) -> int:
         return 0
 
 
-def _ingest_observations(r: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-    """A run's (sweep, run, run_dir) -> its ``observations`` rows (an unreadable file gives none)."""
+def _ingest_observations(table: str, r: dict[str, Any]) -> None:
+    """Write a run's (sweep, run, run_dir) ``observations`` partition of the table at
+    ``table`` (none for a file that cannot be read)."""
     try:
-        yield from tables.observation_batches(Path(r["run_dir"]), r["sweep"], r["run"])
+        write_partition(Path(table), {"sweep": r["sweep"], "run": r["run"]},
+                        tables.observation_batches(Path(r["run_dir"])), tables.RUN_OBSERVATIONS_SCHEMA)
     except FaultlineError:
         return
 
@@ -239,13 +241,16 @@ def write_partition(table: Path, keys: Mapping[str, str], batches: Iterable[pa.R
     directory.mkdir(parents=True, exist_ok=True)
     rows = 0
     # dictionaries only for strings: most other columns hold a distinct value a row;
-    # statistics (a row group's min and max, for a reader's filter) only for scalars
+    # integers delta-coded: most rise (index, time) or stay near the row before's, which
+    # leaves zstd less to compress; statistics (a row group's min and max, for a reader's
+    # filter) only for scalars
     strings = [f.name for f in schema if pa.types.is_string(f.type) or (
         pa.types.is_list(f.type) and pa.types.is_string(f.type.value_type))]
-    scalars = [f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_boolean(f.type)]
+    ints = [f.name for f in schema if pa.types.is_integer(f.type)]
+    scalars = [*ints, *(f.name for f in schema if pa.types.is_boolean(f.type))]
     with (atomic_file(directory / "part-00000.parquet") as fh,
-          pq.ParquetWriter(fh, schema, use_dictionary=strings, compression="zstd",
-                           write_statistics=scalars) as w):
+          pq.ParquetWriter(fh, schema, use_dictionary=strings, compression="zstd", write_statistics=scalars,
+                           column_encoding=dict.fromkeys(ints, "DELTA_BINARY_PACKED")) as w):
         held, size = [first], first.num_rows
         for batch in itertools.chain(pending, [None]):
             if batch is None or size >= ROW_GROUP:

@@ -210,16 +210,19 @@ def anomaly_rows(cell: Cell, result: Mapping[str, Any] | None) -> list[dict[str,
     return out
 
 
-OBSERVATIONS_SCHEMA = pa.schema([*KEYS,
+#: A run's ``observations`` rows as its partition's file holds them (``sweep`` and ``run``
+#: are the path).
+RUN_OBSERVATIONS_SCHEMA = pa.schema([
     pa.field("time", pa.int64()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
     pa.field("leader", pa.int64()), pa.field("isr", pa.list_(pa.int64())),
     pa.field("replicas", pa.list_(pa.int64())), pa.field("hw", pa.int64()), pa.field("json", pa.string()),
 ])
 
 
-def observation_batches(run_dir: Path, sweep: str, run: str) -> Iterator[pa.RecordBatch]:
+def observation_batches(run_dir: Path) -> Iterator[pa.RecordBatch]:
     """A run's ``observations.jsonl`` (none when it has none; up to a cut last line) as
-    ``observations`` record batches: the common fields typed, each whole sample as JSON."""
+    batches of :data:`RUN_OBSERVATIONS_SCHEMA`: the common fields typed, each whole sample
+    as JSON."""
     path = Path(run_dir) / OBSERVATIONS_FILE
     if not path.exists():
         return
@@ -227,8 +230,7 @@ def observation_batches(run_dir: Path, sweep: str, run: str) -> Iterator[pa.Reco
     def ints(x: Any) -> list[int] | None:
         return [int(i) for i in x if isinstance(i, int)] if isinstance(x, list) else None
 
-    rows = [{"sweep": sweep, "run": run,
-             "time": o.get("time") if isinstance(o.get("time"), int) else None,
+    rows = [{"time": o.get("time") if isinstance(o.get("time"), int) else None,
              "topic": o.get("topic") if isinstance(o.get("topic"), str) else None,
              "partition": o.get("partition") if isinstance(o.get("partition"), int) else None,
              "leader": o.get("leader") if isinstance(o.get("leader"), int) else None,
@@ -236,4 +238,4 @@ def observation_batches(run_dir: Path, sweep: str, run: str) -> Iterator[pa.Reco
              "hw": o.get("hw") if isinstance(o.get("hw"), int) else None,
              "json": orjson.dumps(o).decode()} for o in read_jsonl_prefix(path).objects]
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=OBSERVATIONS_SCHEMA)
+        yield pa.RecordBatch.from_pylist(rows, schema=RUN_OBSERVATIONS_SCHEMA)

@@ -16,6 +16,7 @@ import pytest
 from faultline.analysis import pipeline
 from faultline.analysis.pipeline import partition_dir, write_partition
 from faultline.analysis.rows import history_batches
+from faultline.analysis.tables import observation_batches
 from faultline.checkers.synthetic import Shape, generate
 from faultline.errors import HistoryError
 from faultline.spec import TestSpec
@@ -81,20 +82,25 @@ def test_a_failure_midway_leaves_the_partition_as_it_was(tmp_path: Path) -> None
     assert pq.read_table(path).column("x").to_pylist() == [0, 1]
 
 
-def stored_run(path: Path, data: bytes) -> dict[str, str]:
-    """A run directory of the default spec and the history ``data``, as a task's run."""
+def stored_run(path: Path, data: bytes, observations: bytes | None = None) -> dict[str, str]:
+    """A run directory of the default spec, the history ``data`` and the observations.jsonl
+    ``observations`` (None: none), as a task's run."""
     path.mkdir()
     (path / "test.json").write_bytes(orjson.dumps(TestSpec().to_json()))
     (path / "history.jsonl").write_bytes(data)
+    if observations is not None:
+        (path / "observations.jsonl").write_bytes(observations)
     return {"sweep": "s", "run": "r", "run_dir": str(path)}
 
 
-def check_and_ingest(table: Path, r: dict[str, str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The check's row of a run and its ``ops`` partition's rows, as the pipeline's task makes them."""
-    (batch,) = pipeline._check_and_ingest(str(table))(r)
+def check_and_ingest(out: Path, r: dict[str, str]) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                                           list[dict[str, Any]]]:
+    """The check's row of a run and its ``ops`` and ``observations`` partitions' rows, as the
+    pipeline's task makes them."""
+    (batch,) = pipeline._check_and_ingest({t: str(out / t) for t in ("ops", "observations")})(r)
     (row,) = batch.to_pylist()
-    part = table / "sweep=s" / "run=r"
-    return row, pq.read_table(part).to_pylist() if part.exists() else []
+    ops, observations = (out / t / "sweep=s" / "run=r" for t in ("ops", "observations"))
+    return row, *(pq.read_table(p).to_pylist() if p.exists() else [] for p in (ops, observations))
 
 
 JOURNAL = b"".join(orjson.dumps(r) + b"\n"
@@ -110,14 +116,34 @@ def test_one_task_checks_a_run_and_writes_its_ops_partition(
     data = JOURNAL + tail
     r = stored_run(tmp_path / "run", data)
     if tail.endswith(b"\n"):
-        row, ops = check_and_ingest(tmp_path / "ops", r)
+        row, ops, _ = check_and_ingest(tmp_path, r)
         assert row["error"] and row["ops_rows"] == 0 and ops == []
         return
     with monkeypatch.context() as patch:
         patch.setattr(pipeline, "history_batches", None)  # the row reader: not for these
-        row, ops = check_and_ingest(tmp_path / "ops", r)
+        row, ops, _ = check_and_ingest(tmp_path, r)
     assert row["valid"] != "unknown" or tail
     assert row["ops_rows"] == row["lines"] == len(ops) == data.count(b"\n")
     history = Path(r["run_dir"]) / "history.jsonl"
     assert ops == pa.Table.from_batches(list(history_batches(history))).to_pylist()
     assert all(o["history_truncated"] for o in ops) is bool(tail)
+
+
+#: A run's observations.jsonl: two samples of the white box.
+OBSERVATIONS = (b'{"time": 1, "topic": "fl-queue", "partition": 0, "leader": 1, "isr": [1, 2], "hw": 5}\n'
+                b'{"time": 2, "topic": "fl-queue", "partition": 1, "replicas": [2, 3], "leo": {"2": 7}}\n')
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_the_task_writes_a_runs_observations_partition(tmp_path: Path, bad: bool) -> None:
+    """Its rows are the file's, as :func:`observation_batches` reads them; a file that
+    cannot be read has none, and the run is checked and ingested all the same."""
+    r = stored_run(tmp_path / "run", JOURNAL, b"{\n" + OBSERVATIONS if bad else OBSERVATIONS)
+    row, ops, observations = check_and_ingest(tmp_path, r)
+    assert row["ops_rows"] == len(ops) == JOURNAL.count(b"\n")
+    if bad:
+        assert observations == []
+        return
+    assert observations == pa.Table.from_batches(list(observation_batches(Path(r["run_dir"])))).to_pylist()
+    assert [(o["partition"], o["hw"], o["replicas"]) for o in observations] == [
+        (0, 5, None), (1, None, [2, 3])]

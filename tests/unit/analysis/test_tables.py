@@ -32,8 +32,8 @@ def test_the_observations_of_a_run_that_died_writing_them_are_its_readable_prefi
     was an error that refused the whole run; a bad line before the last still is."""
     whole = b'{"time": 1, "topic": "t", "partition": 0, "hw": 5}\n'
     (tmp_path / "observations.jsonl").write_bytes(whole + whole[:20])
-    [batch] = tables.observation_batches(tmp_path, "s", "r")
+    [batch] = tables.observation_batches(tmp_path)
     assert batch.column("hw").to_pylist() == [5]
     (tmp_path / "observations.jsonl").write_bytes(whole[:20] + b"\n" + whole)
     with pytest.raises(HistoryError, match=r"observations\.jsonl:1: not valid JSON"):
-        list(tables.observation_batches(tmp_path, "s", "r"))
+        list(tables.observation_batches(tmp_path))
