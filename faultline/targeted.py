@@ -33,10 +33,10 @@ bound with ``as NAME``::
                                     milliseconds in their proxies (a Toxiproxy latency
                                     toxic, upstream: the replies come back at once), so a
                                     request can land after its client gave up on it
-    delay   TARGET by MS ms jitter J ms   the same, each request held MS ms give or take up
-                                    to J (Toxiproxy's jitter, drawn per chunk of a
-                                    connection), so a request on a connection the client
-                                    opened later (a retry) can land before an earlier one
+    delay   TARGET by MS ms on P% of connections   the same on each new connection to
+                                    the target's proxies with probability P% (Toxiproxy's
+                                    toxicity), so a client's retry on a new connection may
+                                    land at once while the request it retries is held
     undelay                         remove every delay
     crash client N | crash clients  SIGKILL producer N (from 0), or every producer, of the
                                     workload (client crashes, the ``clients`` family);
@@ -156,7 +156,7 @@ _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "l
                        "as", "of", "leader", "followers", "follower", "controller", "node", "isr", "is",
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
                        "second", "s", "coordinator", "group", "committed", "client", "clients",
-                       "transaction", "by", "ms", "jitter", "undelay", "consumer", "consumers", "stop",
+                       "transaction", "by", "ms", "connections", "undelay", "consumer", "consumers", "stop",
                        "start", "holds", "partitions", "end"})
 #: The steps that take nothing and undo every fault of a kind, and what each removes.
 _UNDOES: Mapping[str, str] = {"heal": "partition and hold", "restore": "degradation of links",
@@ -210,7 +210,7 @@ class Action:
     """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
     :data:`VERBS`, ``heal``, ``restore``, ``undelay``, ``reset`` or ``end`` (which have no target); a
     ``degrade`` has its ``loss`` (a probability) or its ``rate_kbit``, a ``bump`` or ``strobe``
-    its ``clock``, a ``delay`` its ``delay_ms`` and ``jitter_ms`` (None: none); a ``crash``,
+    its ``clock``, a ``delay`` its ``delay_ms`` and ``connections`` (a share; None: all); a ``crash``,
     ``restart`` or ``pause`` of clients has no target but ``clients``, the producers' indexes
     (empty: every one), or ``consumers``, the group consumers'; a ``pause`` of a client lasts
     ``for_s`` seconds; a ``stop`` or ``start`` (of a consumer only) has its ``consumers``."""
@@ -225,7 +225,7 @@ class Action:
     clients: tuple[int, ...] | None = None
     clock: ClockChange | None = None
     delay_ms: int | None = None
-    jitter_ms: int | None = None
+    connections: float | None = None
     consumers: tuple[int, ...] | None = None
     for_s: float | None = None
 
@@ -467,13 +467,13 @@ def _parse_degrade(words: Sequence[str], text: str) -> Action:
 def _parse_delay(words: Sequence[str], text: str) -> Action:
     if "by" in words:
         at = len(words) - 1 - words[::-1].index("by")
-        m = re.fullmatch(r"(\d+)ms(?:jitter(\d+)ms)?", "".join(words[at + 1:]))
-        if m and 0 < int(m.group(1)) <= MAX_DELAY_MS and (m.group(2) is None or 0 < int(m.group(2))
-                                                            <= int(m.group(1))):
+        m = re.fullmatch(r"(\d+)ms(?:on(\d+(?:\.\d+)?)%ofconnections)?", "".join(words[at + 1:]))
+        share = None if m is None or m.group(2) is None else float(m.group(2)) / 100
+        if m and 0 < int(m.group(1)) <= MAX_DELAY_MS and (share is None or 0 < share <= 1):
             return Action("delay", _parse_target(words[:at]), text, delay_ms=int(m.group(1)),
-                          jitter_ms=None if m.group(2) is None else int(m.group(2)))
-    raise ValueError(f"delay needs 'TARGET by MS ms' or 'TARGET by MS ms jitter J ms' (whole "
-                     f"milliseconds, MS above 0 and at most {MAX_DELAY_MS}, J above 0 and at most MS)")
+                          connections=share)
+    raise ValueError(f"delay needs 'TARGET by MS ms' or 'TARGET by MS ms on P% of connections' (MS whole "
+                     f"milliseconds, above 0, at most {MAX_DELAY_MS}; P above 0, at most 100)")
 
 
 def _parse_clock(verb: str, words: Sequence[str], text: str) -> Action:

@@ -451,7 +451,8 @@ class ScriptedPackage:
         elif step.verb == "delay":
             self._delayed.update(nodes)  # possibly delayed from here on, failed or not
             toxic = {"kind": "latency", "streams": ["upstream"],
-                     "attributes": {"latency": step.delay_ms, "jitter": step.jitter_ms or 0}}
+                     "attributes": {"latency": step.delay_ms, "jitter": 0},
+                     "toxicity": 1.0 if step.connections is None else step.connections}
             self._journaled(history, "toxic", {**value, "kind": "latency", "nodes": nodes, "toxic": toxic},
                             self.toxics.invoke)
         elif step.verb in ("bump", "strobe"):

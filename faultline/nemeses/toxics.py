@@ -74,7 +74,8 @@ class ToxicsNemesis(Bound):
             names = []
             for node in value["nodes"]:
                 for stream in spec["streams"]:
-                    names.append(tox.add_toxic(int(node), spec["kind"], spec["attributes"], stream=stream))
+                    names.append(tox.add_toxic(int(node), spec["kind"], spec["attributes"], stream=stream,
+                                               toxicity=spec.get("toxicity", 1.0)))
             return completed(op, result=f"added {len(names)} toxic(s)", names=names)
         if op.f == "clear-toxics":
             tox.clear_toxics()

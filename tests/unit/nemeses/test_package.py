@@ -50,6 +50,7 @@ class FakeCluster:
         self.grudge: Mapping[int, Collection[int]] = {}
         self.replication: Mapping[int, Collection[int]] = {}
         self.toxics: list[str] = []
+        self.toxicities: list[float] = []  # each toxic's, as added
         self.degraded: dict[int, dict[str, int]] = {}
         self.clocks: dict[int, int] = {}  # node -> its clock's offset, where not 0
         self.fail: set[str] = set()
@@ -106,6 +107,7 @@ class FakeCluster:
     def add_toxic(self, node: int, kind: str, attributes: Mapping[str, int | float],
                   stream: str = "downstream", toxicity: float = 1.0) -> str:
         self._call("add_toxic", (node, kind, stream))
+        self.toxicities.append(toxicity)
         name = f"{kind}_{stream}_{len(self.toxics)}"
         self.toxics.append(name)
         return name

@@ -598,12 +598,13 @@ def test_clock_steps_are_journaled_with_what_each_clock_was_told_and_reset_at_th
 def test_delays_hold_client_requests_upstream_are_journaled_as_toxics_and_lifted_at_the_end(
         tmp_path: Path) -> None:
     cluster, nemesis, ops = _run(tmp_path, ("delay leader of 0 by 3000 ms", "undelay",
-                                            "delay node 3 by 50 ms jitter 20 ms"), Live())
+                                            "delay node 3 by 50 ms on 40% of connections"), Live())
     assert nemesis.ended is None
     assert _done(ops) == [("toxic", [1]), ("clear-toxics", [1]), ("toxic", [3]), ("clear-toxics", [3])]
     toxics = [op.value["toxic"] for op in ops if op.f == "toxic" and "result" in op.value]
-    assert toxics == [{"kind": "latency", "streams": ["upstream"], "attributes": {"latency": ms, "jitter": j}}
-                      for ms, j in ((3000, 0), (50, 20))]
+    assert toxics == [{"kind": "latency", "streams": ["upstream"], "attributes": {"latency": ms, "jitter": 0},
+                       "toxicity": share} for ms, share in ((3000, 1.0), (50, 0.4))]
+    assert cluster.toxicities == [1.0, 0.4]
     assert [c for c in cluster.calls if c[0] in ("add_toxic", "clear_toxics")] == [
         ("add_toxic", (1, "latency", "upstream")), ("clear_toxics", None),
         ("add_toxic", (3, "latency", "upstream")), ("clear_toxics", None), ("clear_toxics", None)]
