@@ -22,7 +22,7 @@ import orjson
 
 from faultline.errors import SpecError
 from faultline.faults import FAMILIES
-from faultline.targeted import Wait, families, is_clock_step, parse_schedule
+from faultline.targeted import Wait, is_clock_step, parse_schedule
 from faultline.yamlfile import read_yaml_mapping
 
 Acks = Literal["0", "1", "all"]
@@ -206,12 +206,6 @@ class NemesisSpec:
     schedule: tuple[str, ...] = ()
     link_loss_percent: float | None = None
     link_rate_kbit: int | None = None
-
-    @property
-    def families(self) -> frozenset[str]:
-        """The fault families a run may apply: ``faults``, or its schedule's steps'
-        (:func:`faultline.targeted.families`)."""
-        return frozenset(self.faults) | families(parse_schedule(self.schedule))
 
     @property
     def crashes_clients(self) -> bool:

@@ -33,10 +33,13 @@ bound with ``as NAME``::
                                     milliseconds in their proxies (a Toxiproxy latency
                                     toxic, upstream: the replies come back at once), so a
                                     request can land after its client gave up on it
-    delay   TARGET by MS ms on P% of connections   the same on each new connection to
-                                    the target's proxies with probability P% (Toxiproxy's
-                                    toxicity), so a client's retry on a new connection may
-                                    land at once while the request it retries is held
+    delay   TARGET by MS ms on P% of connections   the same on each connection to the
+                                    target's proxies with probability P% (Toxiproxy's
+                                    toxicity, drawn for each connection open when the toxic
+                                    is added and each opened later; again when another toxic
+                                    of that proxy is added or removed), so a client's retry
+                                    on a new connection may land at once while the request
+                                    it retries is held
     undelay                         remove every delay
     crash client N | crash clients  SIGKILL producer N (from 0), or every producer, of the
                                     workload (client crashes, the ``clients`` family);
@@ -210,7 +213,7 @@ class Action:
     """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
     :data:`VERBS`, ``heal``, ``restore``, ``undelay``, ``reset`` or ``end`` (which have no target); a
     ``degrade`` has its ``loss`` (a probability) or its ``rate_kbit``, a ``bump`` or ``strobe``
-    its ``clock``, a ``delay`` its ``delay_ms`` and ``connections`` (a share; None: all); a ``crash``,
+    its ``clock``, a ``delay`` its ``delay_ms`` and ``share`` of connections (None: all); a ``crash``,
     ``restart`` or ``pause`` of clients has no target but ``clients``, the producers' indexes
     (empty: every one), or ``consumers``, the group consumers'; a ``pause`` of a client lasts
     ``for_s`` seconds; a ``stop`` or ``start`` (of a consumer only) has its ``consumers``."""
@@ -225,7 +228,7 @@ class Action:
     clients: tuple[int, ...] | None = None
     clock: ClockChange | None = None
     delay_ms: int | None = None
-    connections: float | None = None
+    share: float | None = None
     consumers: tuple[int, ...] | None = None
     for_s: float | None = None
 
@@ -259,26 +262,45 @@ _FAMILY_OF_VERB: Mapping[str, str] = {
 _DOWNS = frozenset({"crash", "wipe", "lose-unflushed"})
 
 
-def families(steps: Sequence[Step]) -> frozenset[str]:
-    """The fault families whose faults ``steps`` may apply: each fault step's, but a
-    restart of a name that an earlier step took down and nothing restarted since, which
-    only starts it; a crash, pause or stop of clients (producers or consumers) is
-    ``clients``'."""
-    out: set[str] = set()
+@dataclass(frozen=True, slots=True)
+class FaultStep:
+    """A step of a schedule that applies a fault: its family, the step, and the most nodes
+    of one partition's replicas it may touch (``followers of P``: all but one; a bound
+    name: as many as the step that bound it; a step on clients: none; any other: one)."""
+
+    family: str
+    step: Action
+    nodes: int
+
+
+def fault_steps(steps: Sequence[Step], replicas: int) -> tuple[FaultStep, ...]:
+    """The steps of ``steps`` that may apply a fault, with a partition of ``replicas``
+    replicas: each fault step, but a restart of a name (or its first or second node) that
+    an earlier crash, wipe or lose-unflushed bound, not restarted nor bound again since,
+    which only starts it; a crash, pause or stop of clients (producers or consumers) is of
+    ``clients``."""
+    out: list[FaultStep] = []
     down: set[str] = set()  # the names bound by a step that took their nodes down
+    reach: dict[str, int] = {}  # the nodes each name may stand for
     for s in steps:
         if not isinstance(s, Action):
             continue
-        name = s.target.name if s.target is not None and s.target.role == "name" else None
+        t = s.target
+        name = t.name if t is not None and t.role in ("name", "first", "second") else None
+        nodes = (0 if t is None else replicas - 1 if t.role == "followers" else
+                 reach.get(t.name or "", 1) if t.role == "name" else 1)
         if s.on_clients:
-            out |= {"clients"} if s.verb in ("crash", "pause", "stop") else set()
+            if s.verb in ("crash", "pause", "stop"):
+                out.append(FaultStep("clients", s, 0))
         elif s.verb == "restart" and name in down:
             down.discard(name)
         elif s.verb in _FAMILY_OF_VERB:
-            out.add("kill" if s.verb == "restart" and s.unclean else _FAMILY_OF_VERB[s.verb])
-        if s.verb in _DOWNS and s.bind is not None:
-            down.add(s.bind)
-    return frozenset(out)
+            family = "kill" if s.verb == "restart" and s.unclean else _FAMILY_OF_VERB[s.verb]
+            out.append(FaultStep(family, s, nodes))
+        if s.bind is not None:
+            (down.add if s.verb in _DOWNS else down.discard)(s.bind)
+            reach[s.bind] = nodes
+    return tuple(out)
 
 
 def is_clock_step(text: str) -> bool:
@@ -470,14 +492,17 @@ def _parse_delay(words: Sequence[str], text: str) -> Action:
         m = re.fullmatch(r"(\d+)ms(?:on(\d+(?:\.\d+)?)%ofconnections)?", "".join(words[at + 1:]))
         share = None if m is None or m.group(2) is None else float(m.group(2)) / 100
         if m and 0 < int(m.group(1)) <= MAX_DELAY_MS and (share is None or 0 < share <= 1):
-            return Action("delay", _parse_target(words[:at]), text, delay_ms=int(m.group(1)),
-                          connections=share)
+            return Action("delay", _parse_target(words[:at]), text, delay_ms=int(m.group(1)), share=share)
     raise ValueError(f"delay needs 'TARGET by MS ms' or 'TARGET by MS ms on P% of connections' (MS whole "
                      f"milliseconds, above 0, at most {MAX_DELAY_MS}; P above 0, at most 100)")
 
 
 def _parse_clock(verb: str, words: Sequence[str], text: str) -> Action:
-    words = [w for w in words if w != "s"]  # "+5 s" as "+5s"
+    words = list(words)  # "+5 s" and "5 s for 10 s" as "+5s" and "5s for 10s"
+    if words[-1:] == ["s"]:
+        words.pop()
+    if "for" in words and words.index("for") > 0 and words[words.index("for") - 1] == "s":
+        del words[words.index("for") - 1]
     seconds = r"([+-]?\d+)s?"
     if verb == "bump" and len(words) >= 3 and words[-2] == "clock":
         m = re.fullmatch(seconds, words[-1])

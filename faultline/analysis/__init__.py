@@ -9,5 +9,5 @@ trends (:mod:`.aggregate`), the comparison page (:mod:`.comparison`), the JUnit 
 (:mod:`.outputs`).
 docs/analysis.md describes the tables.
 
-May import: errors, faults, spec, history, rundir, checkers, report, compiled.
+May import: errors, faults, targeted, spec, history, rundir, checkers, report, compiled.
 """

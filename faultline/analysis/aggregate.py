@@ -32,6 +32,7 @@ from faultline.checkers.guarantees import GuaranteeConfig, forbidden, permitted
 from faultline.checkers.partition_faults import PartitionFaults
 from faultline.faults import FAMILIES
 from faultline.spec import TestSpec
+from faultline.targeted import fault_steps, parse_schedule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -58,18 +59,24 @@ def wilson(k: N, n: N, sqrt: Callable[[Any], Any] = math.sqrt, z: float = Z95) -
 
 def worst_case_faults(spec: TestSpec) -> PartitionFaults:
     """The faults (:mod:`faultline.checkers.faults_seen`) a partition may see in a run of
-    ``spec``: its families (a targeted schedule's steps', :attr:`~faultline.spec.NemesisSpec.families`); for
-    node faults, a fault on its leader and every replica faulted, and for those that may
-    fence, every replica fenced (over a run, one after another); for faults that destroy
-    data, as many replicas at once as the nemesis may hit (a schedule's steps: any)."""
-    fams = [FAMILIES[f] for f in sorted(spec.nemesis.families)]
+    ``spec``: its families (a targeted schedule's steps', :func:`faultline.targeted.fault_steps`);
+    for node faults, a fault on its leader and every replica faulted, and for those that
+    may fence, every replica fenced (over a run, one after another); for faults that
+    destroy data, as many replicas at once as the nemesis may hit (a schedule: the nodes
+    its destroying steps may touch, together)."""
     rf = spec.topic.replication_factor
+    if spec.nemesis.schedule:
+        steps = fault_steps(parse_schedule(spec.nemesis.schedule), rf)
+        fams = [FAMILIES[f] for f in sorted({s.family for s in steps})]
+        fence = any(fences(s.family, {"kind": s.step.verb}) for s in steps)
+        destroyed = min(rf, sum(s.nodes for s in steps if FAMILIES[s.family].destroys_data))
+    else:
+        fams = [FAMILIES[f] for f in spec.nemesis.faults]
+        fence = any(fences(f.name, {}) for f in fams)
+        destroyed = min(spec.nemesis.max_concurrent, rf) if any(f.destroys_data for f in fams) else 0
     on_nodes = any(f.on_nodes for f in fams)
-    at_once = rf if spec.nemesis.schedule else min(spec.nemesis.max_concurrent, rf)
-    return PartitionFaults(
-        frozenset(f.name for f in fams), leader_fault=on_nodes, faulted=rf if on_nodes else 0,
-        fenced=rf if any(fences(f.name, {}) for f in fams) else 0,
-        data_loss=at_once if any(f.destroys_data for f in fams) else 0)
+    return PartitionFaults(frozenset(f.name for f in fams), leader_fault=on_nodes,
+                           faulted=rf if on_nodes else 0, fenced=rf if fence else 0, data_loss=destroyed)
 
 
 def expected_loss(spec: TestSpec) -> tuple[bool, str]:

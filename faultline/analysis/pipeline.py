@@ -241,7 +241,7 @@ def write_partition(table: Path, keys: Mapping[str, str], batches: Iterable[pa.R
     directory.mkdir(parents=True, exist_ok=True)
     rows = 0
     # dictionaries only for strings: most other columns hold a distinct value a row;
-    # integers delta-coded: most rise (index, time) or stay near the row before's, which
+    # scalar integers delta-coded: most rise (index, time) or stay near the row before's, which
     # leaves zstd less to compress; statistics (a row group's min and max, for a reader's
     # filter) only for scalars
     strings = [f.name for f in schema if pa.types.is_string(f.type) or (

@@ -227,15 +227,17 @@ def observation_batches(run_dir: Path) -> Iterator[pa.RecordBatch]:
     if not path.exists():
         return
 
-    def ints(x: Any) -> list[int] | None:
-        return [int(i) for i in x if isinstance(i, int)] if isinstance(x, list) else None
+    def num(x: Any, bits: int = 64) -> int | None:
+        """``x`` if it is an integer (not a boolean) its column's type holds, else None."""
+        return x if x.__class__ is int and -(1 << bits - 1) <= x < 1 << bits - 1 else None
 
-    rows = [{"time": o.get("time") if isinstance(o.get("time"), int) else None,
+    def nums(x: Any) -> list[int] | None:
+        return [i for i in x if num(i) is not None] if isinstance(x, list) else None
+
+    rows = [{"time": num(o.get("time")),
              "topic": o.get("topic") if isinstance(o.get("topic"), str) else None,
-             "partition": o.get("partition") if isinstance(o.get("partition"), int) else None,
-             "leader": o.get("leader") if isinstance(o.get("leader"), int) else None,
-             "isr": ints(o.get("isr")), "replicas": ints(o.get("replicas")),
-             "hw": o.get("hw") if isinstance(o.get("hw"), int) else None,
+             "partition": num(o.get("partition"), 32), "leader": num(o.get("leader")),
+             "isr": nums(o.get("isr")), "replicas": nums(o.get("replicas")), "hw": num(o.get("hw")),
              "json": orjson.dumps(o).decode()} for o in read_jsonl_prefix(path).objects]
     if rows:
         yield pa.RecordBatch.from_pylist(rows, schema=RUN_OBSERVATIONS_SCHEMA)

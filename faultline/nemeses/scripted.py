@@ -452,7 +452,7 @@ class ScriptedPackage:
             self._delayed.update(nodes)  # possibly delayed from here on, failed or not
             toxic = {"kind": "latency", "streams": ["upstream"],
                      "attributes": {"latency": step.delay_ms, "jitter": 0},
-                     "toxicity": 1.0 if step.connections is None else step.connections}
+                     "toxicity": 1.0 if step.share is None else step.share}
             self._journaled(history, "toxic", {**value, "kind": "latency", "nodes": nodes, "toxic": toxic},
                             self.toxics.invoke)
         elif step.verb in ("bump", "strobe"):

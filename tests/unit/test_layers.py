@@ -31,7 +31,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "workloads": frozenset({"errors", "faults", "spec", "history", "cluster"}),
     "nemeses": frozenset({"errors", "faults", "targeted", "spec", "history", "cluster", "brokerstate"}),
     "report": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers"}),
-    "analysis": frozenset({"errors", "faults", "spec", "history", "rundir", "checkers", "report",
+    "analysis": frozenset({"errors", "faults", "targeted", "spec", "history", "rundir", "checkers", "report",
                            "compiled"}),
     "hunt": frozenset({"errors", "spec", "history", "rundir", "checkers"}),
     "run": frozenset({"errors", "faults", "targeted", "spec", "history", "rundir", "checkers", "cluster",

@@ -83,7 +83,7 @@ VIEW = View({0: PartitionState(1, (1, 3), (1, 2, 3)),
     ("delay coordinator of transaction t-0 by 5000 ms on 50% of connections",
      Action("delay", Target("coordinator", transaction="t-0"),
             "delay coordinator of transaction t-0 by 5000 ms on 50% of connections", delay_ms=5000,
-            connections=0.5)),
+            share=0.5)),
     ("undelay", Action("undelay", None, "undelay")),
     ("crash consumer 1", Action("crash", None, "crash consumer 1", consumers=(1,))),
     ("restart consumer 0", Action("restart", None, "restart consumer 0", consumers=(0,))),
@@ -124,6 +124,7 @@ def test_steps_parse(text: str, step: Action | Wait) -> None:
     (["degrade node 9 loss 10%"], "nodes are 1 to 3, not 9"),
     (["restore links"], "restore takes nothing"),
     (["bump node 2 clock +0s"], "bump needs 'TARGET clock +S s'"),
+    (["bump node 2 s clock 5"], "no target 'node 2 s'"),
     (["bump node 2 clock +3601s"], "at most 3600"),
     (["strobe node 2 clock 5s"], "strobe 'TARGET clock S s for D s'"),
     (["bump node 9 clock +5s"], "nodes are 1 to 3, not 9"),
@@ -385,25 +386,35 @@ def test_a_spec_skews_clocks_with_the_clock_family_or_a_clock_step() -> None:
     assert not NemesisSpec(schedule=("crash node 1", "restart node 1")).skews_clocks
 
 
-@pytest.mark.parametrize(("schedule", "fams"), [
-    (("crash leader of 0 as old", "restart old"), {"kill"}),  # a down node's restart is its start
-    (("crash leader of 0 as old", "restart old", "restart old"), {"kill", "stop"}),
-    (("wipe leader of 0 as old", "restart first of old"), {"wipe", "stop"}),
-    (("restart node 1",), {"stop"}),
-    (("restart node 1 unclean",), {"kill"}),
-    (("pause node 1", "resume node 1", "wipe node 2", "lose-unflushed node 3"),
-     {"pause", "wipe", "lose-unflushed"}),
-    (("isolate node 1", "hold followers of 0", "release node 1", "heal"), {"partition"}),
-    (("degrade node 1 loss 5%", "delay node 2 by 100 ms", "restore", "undelay"), {"links", "toxics"}),
-    (("bump node 1 clock +5s", "strobe node 2 clock 3 s for 10 s", "reset clocks"), {"clock"}),
-    (("crash client 0", "restart client 0"), {"clients"}),
-    (("restart client 0", "start consumer 1", "wait for 1 s"), set()),
-    (("stop consumer 1",), {"clients"}),
+@pytest.mark.parametrize(("schedule", "steps"), [
+    (("crash leader of 0 as old", "restart old"), [("kill", 1)]),  # a down node's restart is its start
+    (("crash leader of 0 as old", "restart old", "restart old"), [("kill", 1), ("stop", 1)]),
+    (("wipe followers of 0 as old", "restart first of old", "wipe old"), [("wipe", 2), ("wipe", 2)]),
+    (("wipe node 1 as x", "pause node 2 as x", "restart x unclean"),
+     [("wipe", 1), ("pause", 1), ("kill", 1)]),
+    (("restart node 1",), [("stop", 1)]),
+    (("crash node 1", "restart node 1"), [("kill", 1), ("stop", 1)]),  # no name: not known down
+    (("restart node 1 unclean",), [("kill", 1)]),
+    (("pause node 1", "resume node 1", "wipe node 2", "lose-unflushed controller"),
+     [("pause", 1), ("wipe", 1), ("lose-unflushed", 1)]),
+    (("isolate node 1", "hold followers of 0", "release node 1", "heal"),
+     [("partition", 1), ("partition", 2)]),
+    (("degrade node 1 loss 5%", "delay node 2 by 100 ms", "restore", "undelay"),
+     [("links", 1), ("toxics", 1)]),
+    (("bump node 1 clock +5s", "strobe node 2 clock 3 s for 10 s", "reset clocks"),
+     [("clock", 1), ("clock", 1)]),
+    (("crash client 0", "restart client 0"), [("clients", 0)]),
+    (("restart client 0", "start consumer 1", "wait for 1 s"), []),
+    (("stop consumer 1",), [("clients", 0)]),
 ])
-def test_a_schedules_families_are_those_of_its_fault_steps(schedule: tuple[str, ...], fams: set[str]) -> None:
+def test_a_schedules_fault_steps_are_its_steps_that_may_apply_a_fault(
+        schedule: tuple[str, ...], steps: list[tuple[str, int]]) -> None:
     from faultline.faults import FAMILIES
+    from faultline.targeted import fault_steps
 
-    assert NemesisSpec(schedule=schedule).families == fams <= set(FAMILIES)
+    found = fault_steps(parse_schedule(schedule), 3)
+    assert [(f.family, f.nodes) for f in found] == steps
+    assert {f.family for f in found} <= set(FAMILIES)
 
 
 def test_consumers_hold_partitions_once_each_named_members_own_journal_says_so() -> None:

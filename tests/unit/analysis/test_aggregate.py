@@ -66,9 +66,15 @@ def test_a_targeted_schedule_is_expected_by_its_own_faults() -> None:
     assert expected_loss(make_spec("1", 1, schedule=("crash node 1",)))[0] is True
     assert expected_loss(make_spec("all", 2, schedule=HELD_CRASH))[0] is False
     assert worst_case_faults(make_spec("all", 2, schedule=HELD_CRASH)).families == {"pause", "kill"}
-    # a schedule may destroy every replica's data, whatever max_concurrent says
-    assert worst_case_faults(make_spec("all", 2, schedule=("wipe followers of 0",))).data_loss == 3
+    # data destroyed on as many replicas as the destroying steps may touch, not max_concurrent's
+    assert expected_loss(make_spec("all", 2, schedule=("wipe follower of 0",)))[0] is False
+    assert expected_loss(make_spec("all", 2, schedule=("wipe followers of 0",)))[0] is True
+    two = ("wipe node 1", "lose-unflushed node 2")
+    assert worst_case_faults(make_spec("all", 2, schedule=two)).data_loss == 2
     assert worst_case_faults(make_spec("all", 2, faults=("wipe",))).data_loss == 1
+    # a hold cuts replication only: its nodes stay unfenced, so no unclean election follows it
+    assert expected_loss(make_spec("all", 2, unclean=True, schedule=("hold followers of 0",)))[0] is False
+    assert expected_loss(make_spec("all", 2, unclean=True, schedule=("isolate followers of 0",)))[0] is True
 
 
 def test_worst_case_faults() -> None:

@@ -37,3 +37,13 @@ def test_the_observations_of_a_run_that_died_writing_them_are_its_readable_prefi
     (tmp_path / "observations.jsonl").write_bytes(whole[:20] + b"\n" + whole)
     with pytest.raises(HistoryError, match=r"observations\.jsonl:1: not valid JSON"):
         list(tables.observation_batches(tmp_path))
+
+
+def test_observations_of_a_type_their_column_cannot_hold_are_null(tmp_path: Path) -> None:
+    """Found by review: a boolean, or an integer past its column's type, stopped the run's task."""
+    (tmp_path / "observations.jsonl").write_bytes(
+        b'{"time": true, "partition": 2147483648, "hw": 18446744073709551615, "isr": [1, false, 2]}\n'
+        b'{"time": 9223372036854775807, "partition": -2147483648, "leader": -1, "isr": [1]}\n')
+    [batch] = tables.observation_batches(tmp_path)
+    assert [(r["time"], r["partition"], r["hw"], r["leader"], r["isr"]) for r in batch.to_pylist()] == [
+        (None, None, None, None, [1, 2]), (2**63 - 1, -2**31, None, -1, [1])]
