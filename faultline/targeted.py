@@ -137,6 +137,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from faultline.errors import SpecError
+from faultline.faults import family_of_fault
 
 #: Verbs that take a target, and whether they may bind a name with ``as``.
 VERBS: Mapping[str, bool] = {"crash": True, "restart": False, "pause": True, "resume": False,
@@ -251,13 +252,13 @@ class ClockChange:
 CLOCK_VERBS = frozenset({"bump", "strobe", "reset"})
 
 
-#: The fault family (:data:`faultline.faults.FAMILIES`) of each verb that applies a fault to
-#: nodes: a restart of a running node stops it (an unclean one kills it), a hold cuts links
-#: as a partition does, a delay is a Toxiproxy latency toxic.
-_FAMILY_OF_VERB: Mapping[str, str] = {
-    "crash": "kill", "restart": "stop", "pause": "pause", "wipe": "wipe", "lose-unflushed": "lose-unflushed",
-    "isolate": "partition", "hold": "partition", "degrade": "links", "delay": "toxics", "bump": "clock",
-    "strobe": "clock"}
+#: A verb that takes a target -> the history action its step is journaled as, when it has
+#: no target too (:mod:`faultline.nemeses.scripted`); a fault's action names its family
+#: (:func:`faultline.faults.family_of_fault`).
+ACTIONS: Mapping[str, str] = {
+    "crash": "kill", "restart": "start", "pause": "pause", "resume": "resume", "wipe": "wipe",
+    "lose-unflushed": "lose-unflushed", "isolate": "partition", "hold": "partition", "release": "heal",
+    "degrade": "degrade", "bump": "clock", "strobe": "clock", "delay": "toxic"}
 #: The verbs that leave their target down.
 _DOWNS = frozenset({"crash", "wipe", "lose-unflushed"})
 
@@ -292,11 +293,13 @@ def fault_steps(steps: Sequence[Step], replicas: int) -> tuple[FaultStep, ...]:
         if s.on_clients:
             if s.verb in ("crash", "pause", "stop"):
                 out.append(FaultStep("clients", s, 0))
-        elif s.verb == "restart" and name in down:
-            down.discard(name)
-        elif s.verb in _FAMILY_OF_VERB:
-            family = "kill" if s.verb == "restart" and s.unclean else _FAMILY_OF_VERB[s.verb]
-            out.append(FaultStep(family, s, nodes))
+        elif s.verb == "restart":  # a running node's: stopped, or killed when unclean
+            if name in down:
+                down.discard(name)
+            else:
+                out.append(FaultStep("kill" if s.unclean else "stop", s, nodes))
+        elif (family := family_of_fault(ACTIONS.get(s.verb, ""))) is not None:
+            out.append(FaultStep(family.name, s, nodes))
         if s.bind is not None:
             (down.add if s.verb in _DOWNS else down.discard)(s.bind)
             reach[s.bind] = nodes
@@ -501,8 +504,9 @@ def _parse_clock(verb: str, words: Sequence[str], text: str) -> Action:
     words = list(words)  # "+5 s" and "5 s for 10 s" as "+5s" and "5s for 10s"
     if words[-1:] == ["s"]:
         words.pop()
-    if "for" in words and words.index("for") > 0 and words[words.index("for") - 1] == "s":
-        del words[words.index("for") - 1]
+    at = words.index("for") if "for" in words else 0
+    if at and words[at - 1] == "s":
+        del words[at - 1]
     seconds = r"([+-]?\d+)s?"
     if verb == "bump" and len(words) >= 3 and words[-2] == "clock":
         m = re.fullmatch(seconds, words[-1])

@@ -60,6 +60,7 @@ from faultline.nemeses.toxics import ToxicsNemesis
 from faultline.nemeses.wipe import WipeNemesis
 from faultline.spec import TestSpec, TopicSpec
 from faultline.targeted import (
+    ACTIONS,
     CLOCK_VERBS,
     OFFSETS_TOPIC,
     TRANSACTIONS_TOPIC,
@@ -405,8 +406,8 @@ class ScriptedPackage:
                               target=step.target) if live else self._courtesy()
             targets = resolve(step.target, view, self._bindings)
         except (NemesisError, ValueError) as e:
-            history.append("nemesis", "info", _ACTION[step.verb], {**value, "role": str(step.target)})
-            history.append("nemesis", "info", _ACTION[step.verb],
+            history.append("nemesis", "info", ACTIONS[step.verb], {**value, "role": str(step.target)})
+            history.append("nemesis", "info", ACTIONS[step.verb],
                            {**value, "role": str(step.target), "nodes": [], "result": "skipped"},
                            error=f"no target: {e}")
             raise ScheduleEnded(f"{step.text!r}: no target: {e}") from None
@@ -423,7 +424,7 @@ class ScriptedPackage:
             "lose-unflushed": ("lose-unflushed", self.lose_unflushed)}
         if step.verb in node_faults:
             kind, nemesis = node_faults[step.verb]
-            self._journaled(history, _ACTION[step.verb], {**value, "kind": kind, "nodes": nodes},
+            self._journaled(history, ACTIONS[step.verb], {**value, "kind": kind, "nodes": nodes},
                             nemesis.invoke)
             if nemesis.leaves_down:
                 self.pause.forget(nodes)  # the backend killed them, paused or not
@@ -674,13 +675,6 @@ def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
             return answer
     raise NemesisError("the brokers disagree on who is registered, so none's metadata is trusted: "
                        + "; ".join(f"broker {a.broker} lists {sorted(a.brokers)}" for a in answers))
-
-
-#: A targeted verb -> the history action its invoke op is journaled as when it has no target.
-_ACTION = {"crash": "kill", "restart": "start", "pause": "pause", "resume": "resume",
-           "wipe": "wipe", "lose-unflushed": "lose-unflushed", "isolate": "partition", "hold": "partition",
-           "release": "heal", "degrade": "degrade", "bump": "clock", "strobe": "clock",
-           "delay": "toxic"}
 
 
 class HandPackage(ScriptedPackage):

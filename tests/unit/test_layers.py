@@ -21,7 +21,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "compiled": frozenset(),
     "faults": frozenset(),
     "yamlfile": frozenset({"errors"}),
-    "targeted": frozenset({"errors"}),
+    "targeted": frozenset({"errors", "faults"}),
     "spec": frozenset({"errors", "faults", "targeted", "yamlfile"}),
     "history": frozenset({"errors", "rundir"}),
     "rundir": frozenset({"errors"}),
