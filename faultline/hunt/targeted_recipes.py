@@ -143,14 +143,16 @@ RECIPES: tuple[TargetedRecipe, ...] = (
             name=_TXN, time_limit_s=40.0, topic=TopicSpec(min_insync_replicas=1),
             consumer=replace(ConsumerSpec(), isolation_level="read_committed"),
             workload=WorkloadSpec(name="txn", client="java", producers=2, consumers=1),
-            transactions=TransactionSpec(sends=4, abort_probability=0.2),
+            transactions=TransactionSpec(sends=4, abort_probability=0.2, reads=4),
             nemesis=NemesisSpec(schedule=(*_held_leader_schedule(10, "lose-unflushed", "wait for 1 s"),
                                           "restart old", "release held"))),
-        "transaction", ("lost-write", "torn-transaction"),
+        "transaction", ("lost-write", "torn-transaction", "G1c"),
         PartitionFaults(frozenset({"partition", "lose-unflushed"}), leader_fault=True, faulted=3,
                         fenced=1, data_loss=1),
         "the leader, alone in the ISR, acknowledges commits and loses what it had not flushed; "
-        "it is re-elected as the ISR's last member with a shorter log"),
+        "it is re-elected as the ISR's last member with a shorter log, where later transactions' "
+        "records take the lost ones' offsets: behind records of transactions that read the lost "
+        "ones' transactions, a write-read edge against the log's order (G1c)"),
     TargetedRecipe(
         TestSpec(
             name=_TWICE, time_limit_s=30.0,
