@@ -3,8 +3,9 @@ expects of a cell.
 
 A *cell* is a run's config without its seed (:attr:`faultline.analysis.sweepdir.Cell.key`);
 one night's cell gathers that sweep's runs of the config, one per seed. :func:`cells`
-computes, per sweep and cell, on Spark: the runs, how many lost acknowledged writes,
-the lost writes (sum, median, max), the probability of loss with its 95 % Wilson interval
+computes, per sweep and cell (from a row a run, so on the driver; the latency percentiles,
+over every ok send, on Spark: :func:`cell_latencies`): the runs, how many lost
+acknowledged writes, the lost writes (sum, median, max), the probability of loss with its 95 % Wilson interval
 (:func:`wilson`), the runs with a violation and which, acknowledged throughput, p50 / p99
 latency over every ok send of the cell's runs, unavailability, and how long after the
 first fault the first lost write was acknowledged. The trend is the same rows ordered by
@@ -20,13 +21,16 @@ whose loss the table forbids and that lost writes anyway shows a violation.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 import pyarrow as pa
 
+from faultline.analysis.tables import PER_RUN
 from faultline.checkers.faults_seen import fences
 from faultline.checkers.guarantees import GuaranteeConfig, forbidden, permitted
 from faultline.checkers.partition_faults import PartitionFaults
@@ -35,12 +39,10 @@ from faultline.spec import TestSpec
 from faultline.targeted import fault_steps, parse_schedule
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 #: z for a 95 % interval.
 Z95 = 1.959963984540054
-#: Config columns that differ between the seeds of one cell, so are not the cell's.
-PER_RUN = frozenset(("seed", "name", "start_wall_ms"))
 
 N = TypeVar("N")
 
@@ -89,92 +91,130 @@ def expected_loss(spec: TestSpec) -> tuple[bool, str]:
     return False, forbidden(config, faults)["lost-write"]
 
 
-def cells(runs: DataFrame, latencies: DataFrame, config: Sequence[str]) -> DataFrame:
-    """One row per (sweep, cell, config): the aggregates the module doc lists, the cell's
-    config columns, and its runs (id, verdict, report) for the page.
+#: A cells row's key: (sweep, cell key, config: JSON of the config columns; "" for runs whose
+#: config is not known and not that of their key's other runs).
+CellKey = tuple[str, str, str]
+#: What :func:`cells` keeps of each run in ``run_list``.
+RUN_LIST = ("run", "seed", "status", "valid", "n_lost_write", "violations", "report", "error")
+
+
+#: The runs of each cells row.
+Groups = Mapping[CellKey, Sequence[Mapping[str, Any]]]
+
+
+def cell_runs(runs: Sequence[Mapping[str, Any]], config: Sequence[str]) -> Groups:
+    """The ``runs`` rows of each cells row, in their order.
 
     The runs of one cell key in one sweep ran one config, unless the sweep was resumed
     after what its matrix expands to changed (a default of faultline's): runs of another
     config are another row, never merged. A run with no config of its own (no
     ``test.json``, whose ``name`` column only test.json fills: failed before it, or not
     run) counts under its key's config when the key has one in the sweep, else under none.
+    ``config`` names the runs' config columns (those but :data:`PER_RUN` are compared)."""
+    columns = [c for c in config if c not in PER_RUN]
 
-    ``runs`` is the ``runs`` table; ``latencies`` has (sweep, run, latency_ns), the latter
-    every ok send's latency in the run (:func:`pack`); ``config`` names the runs' config
-    columns (those but :data:`PER_RUN` are kept).
+    def own(r: Mapping[str, Any]) -> str | None:
+        return None if r.get("name") is None else orjson.dumps([r.get(c) for c in columns]).decode()
+
+    configs: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for r in runs:
+        if (o := own(r)) is not None:
+            configs[(r["sweep"], r["cell"])].add(o)
+    out: dict[CellKey, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in runs:
+        known = configs[(r["sweep"], r["cell"])]
+        key = own(r) or (next(iter(known)) if len(known) == 1 else "")
+        out[(r["sweep"], r["cell"], key)].append(r)
+    return dict(out)
+
+
+def cells(groups: Groups, latencies: Mapping[CellKey, tuple[float | None, float | None]],
+          config: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per cells row of ``groups`` (:func:`cell_runs`), in the order of ``created``
+    and cell: the aggregates the module doc lists, the cell's config columns (``config``
+    but :data:`PER_RUN`), and its runs (:data:`RUN_LIST`) for the page; ``latencies`` its
+    p50 and p99 (ms) over every ok send of its runs (:func:`cell_latencies`; absent: none).
+
     Only runs that were checked (``status`` done) count in the loss figures;
     ``runs_failed`` counts those that were not. The probability of loss is over the runs
     whose loss is decided: a run whose verdict is unknown and that lost no write
     (``runs_undecided``) may have lost one the check could not decide, so it is no
     evidence either way. A run is violating when its verdict is false, not when it lists
     violations: one whose broker state could not be read is unknown, whatever its history
-    showed.
+    showed. Means, the minimum and the first config values are over the runs that have one.
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    config = [c for c in config if c not in PER_RUN]
-    own = F.when(F.col("name").isNotNull(), F.to_json(F.struct(*config)))
-    confs = F.collect_set(own).over(Window.partitionBy("sweep", "cell"))
-    # "" (no JSON object): a run whose config is not known, and not that of its key's other runs
-    runs = runs.withColumn(_CONFIG, F.coalesce(own, F.when(F.size(confs) == 1, confs[0]), F.lit("")))
-    done = F.col("status") == "done"
-    false = done & (F.col("valid") == "false")
-    lost = F.col("n_lost_write")
-    grouped = runs.groupBy("sweep", "night", "created", "cell", _CONFIG).agg(
-        F.count("*").alias("runs_total"),
-        F.sum(F.when(done, 1).otherwise(0)).alias("runs"),
-        F.sum(F.when(~done, 1).otherwise(0)).alias("runs_failed"),
-        F.sum(F.when(done & (lost > 0), 1).otherwise(0)).alias("runs_lost"),
-        F.sum(F.when(done & (F.col("valid") == "unknown"), 1).otherwise(0)).alias("runs_unknown"),
-        # as the run's report says: an unknown run with no lost write has its loss undecided
-        F.sum(F.when(done & (F.col("valid") == "unknown") & (lost == 0), 1).otherwise(0))
-        .alias("runs_undecided"),
-        # a run made unknown by its broker state keeps the violations its history showed
-        F.sum(F.when(false, 1).otherwise(0)).alias("runs_violating"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(false, F.col("violations"))))))
-        .alias("violations"),
-        F.sum(F.when(done, lost)).alias("lost_sum"),
-        F.median(F.when(done, lost)).alias("lost_median"),
-        F.max(F.when(done, lost)).alias("lost_max"),
-        F.avg("acked_per_s").alias("acked_per_s"),
-        F.avg("unavailability").alias("unavailability"),
-        F.min("fault_to_first_loss_s").alias("fault_to_first_loss_s"),
-        # a run that never wrote test.json (failed, pending) has none of these
-        F.first("expected_loss", ignorenulls=True).alias("expected_loss"),
-        F.first("expected_reason", ignorenulls=True).alias("expected_reason"),
-        *[F.first(c, ignorenulls=True).alias(c) for c in config],
-        F.sort_array(F.collect_list(F.struct("run", "seed", "status", "valid", "n_lost_write",
-                                             "violations", "report", "error"))).alias("run_list"),
-    )
-    lat = latencies.join(runs.select("sweep", "run", "cell", _CONFIG), ["sweep", "run"]).groupBy(
-        "sweep", "cell", _CONFIG).applyInArrow(_percentiles, _PERCENTILES_DDL)
-    n = F.col("runs") - F.col("runs_undecided")
-    lo, hi = wilson(F.col("runs_lost"), n, F.sqrt)
-    return (grouped.join(lat, ["sweep", "cell", _CONFIG], "left").drop(_CONFIG)
-            .withColumn("p_loss", F.when(n > 0, F.col("runs_lost") / n))
-            .withColumn("p_loss_low", F.when(n > 0, F.greatest(F.lit(0.0), lo)))
-            .withColumn("p_loss_high", F.when(n > 0, F.least(F.lit(1.0), hi))))
+    columns = [c for c in config if c not in PER_RUN]
+    out = []
+    for key, runs in groups.items():
+        done = [r for r in runs if r["status"] == "done"]
+        lost = [r["n_lost_write"] for r in done if r.get("n_lost_write") is not None]
+        false = [r for r in done if r.get("valid") == "false"]
+        unknown = [r for r in done if r.get("valid") == "unknown"]
+        undecided = sum(1 for r in unknown if r.get("n_lost_write") == 0)
+        runs_lost = sum(1 for n in lost if n > 0)
+        decided = len(done) - undecided
+        low, high = wilson(runs_lost, decided) if decided else (None, None)
+        p50, p99 = latencies.get(key, (None, None))
+        out.append({
+            "sweep": key[0], "night": runs[0]["night"], "created": runs[0]["created"], "cell": key[1],
+            **{c: _first(runs, c) for c in columns},
+            "runs_total": len(runs), "runs": len(done), "runs_failed": len(runs) - len(done),
+            "runs_lost": runs_lost, "runs_unknown": len(unknown), "runs_undecided": undecided,
+            "runs_violating": len(false),
+            "violations": sorted({v for r in false for v in r.get("violations") or ()}),
+            "lost_sum": sum(lost) if lost else None,
+            "lost_median": percentile(np.array(lost), 0.5) if lost else None,
+            "lost_max": max(lost, default=None),
+            "p_loss": runs_lost / decided if decided else None,
+            "p_loss_low": None if low is None else max(0.0, low),
+            "p_loss_high": None if high is None else min(1.0, high),
+            "acked_per_s": _mean(runs, "acked_per_s"), "unavailability": _mean(runs, "unavailability"),
+            "p50_ms": p50, "p99_ms": p99,
+            "fault_to_first_loss_s": min((r["fault_to_first_loss_s"] for r in runs
+                                          if r.get("fault_to_first_loss_s") is not None), default=None),
+            "expected_loss": _first(runs, "expected_loss"),
+            "expected_reason": _first(runs, "expected_reason"),
+            "run_list": sorted(({k: r.get(k) for k in RUN_LIST} for r in runs), key=lambda r: str(r["run"])),
+        })
+    return sorted(out, key=lambda c: (c["created"], c["cell"]))
 
 
-#: The column :func:`cells` groups a cell's runs by config with (JSON of its config columns).
-_CONFIG = "_config"
+def _first(runs: Sequence[Mapping[str, Any]], column: str) -> Any:
+    return next((r[column] for r in runs if r.get(column) is not None), None)
 
 
-#: What :func:`_percentiles` gives per (sweep, cell, config).
-_PERCENTILES = pa.schema([("sweep", pa.string()), ("cell", pa.string()), (_CONFIG, pa.string()),
-                          ("p50_ms", pa.float64()), ("p99_ms", pa.float64())])
-_PERCENTILES_DDL = f"sweep string, cell string, {_CONFIG} string, p50_ms double, p99_ms double"
+def _mean(runs: Sequence[Mapping[str, Any]], column: str) -> float | None:
+    values = [r[column] for r in runs if r.get(column) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def cell_latencies(spark: SparkSession, latencies: DataFrame,
+                   groups: Groups) -> dict[CellKey, tuple[float, float]]:
+    """The p50 and p99 (ms) over every ok send of each cells row's runs that has any, on
+    Spark: ``latencies`` has (sweep, run, latency_ns), the latter every ok send's latency
+    in the run (:func:`pack`), and its rows are brought together a cells row at a time."""
+    keys = list(groups)
+    member = pa.table({"sweep": [r["sweep"] for rs in groups.values() for r in rs],
+                       "run": [r["run"] for rs in groups.values() for r in rs],
+                       "group": [i for i, rs in enumerate(groups.values()) for _ in rs]})
+    if not member.num_rows:
+        return {}
+    rows = (latencies.join(spark.createDataFrame(member), ["sweep", "run"]).groupBy("group")
+            .applyInArrow(_percentiles, "group long, p50_ms double, p99_ms double").collect())
+    return {keys[r["group"]]: (r["p50_ms"], r["p99_ms"]) for r in rows if r["p50_ms"] is not None}
+
+
+#: What :func:`_percentiles` gives per cells row.
+_PERCENTILES = pa.schema([("group", pa.int64()), ("p50_ms", pa.float64()), ("p99_ms", pa.float64())])
 
 
 def _percentiles(table: pa.Table) -> pa.Table:
-    """applyInArrow: one cell's runs' (sweep, cell, config, latency_ns) -> the p50 and p99 (ms)
-    of every latency of theirs (null without any)."""
+    """applyInArrow: one cells row's runs' (group, latency_ns) -> the p50 and p99 (ms) of
+    every latency of theirs (null without any)."""
     packed = [b for b in table.column("latency_ns").to_pylist() if b]
     p50, p99 = latency_ms(np.concatenate([unpack(b) for b in packed]) if packed else unpack(b""))
-    row = {"sweep": table.column("sweep")[0].as_py(), "cell": table.column("cell")[0].as_py(),
-           _CONFIG: table.column(_CONFIG)[0].as_py(), "p50_ms": p50, "p99_ms": p99}
-    return pa.Table.from_pylist([row], schema=_PERCENTILES)
+    return pa.Table.from_pylist([{"group": table.column("group")[0].as_py(), "p50_ms": p50, "p99_ms": p99}],
+                                schema=_PERCENTILES)
 
 
 def latency_ms(latencies: npt.NDArray[np.int64]) -> tuple[float | None, float | None]:

@@ -38,9 +38,8 @@ from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 from bokeh.resources import Resources
 
-from faultline.analysis.aggregate import PER_RUN
 from faultline.analysis.evidence import STATES, Evidence, evidence, model_loses, run_status, status
-from faultline.analysis.tables import config_columns
+from faultline.analysis.tables import PER_RUN, config_columns
 from faultline.rundir import write_atomic
 from faultline.spec import TestSpec
 

@@ -14,8 +14,8 @@ run where the work is per run (``mapInArrow``):
    JVM; then its ``observations.jsonl`` (none for a file that cannot be read), written so
    too;
 2. ``runs``, ``faults``, ``anomalies`` from the verdicts (:mod:`faultline.analysis.tables`),
-   and ``cells``, the per-cell aggregates (:func:`faultline.analysis.aggregate.cells`),
-   all Parquet.
+   and ``cells``, the per-cell aggregates (:func:`faultline.analysis.aggregate.cells`), on
+   the driver (:func:`write_rows`), but for each cell's latency percentiles, all Parquet.
 
 Tables go to ``<out>/tables/<name>/`` (``out`` a directory every executor writes at that
 path: a local or shared filesystem); each is partitioned by ``sweep`` (and ``run`` where a
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -76,9 +77,6 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
             progress: Progress | None = None) -> Analysis:
     """Run the pipeline over ``sweep_dirs`` into ``out`` (see the module doc); HistoryError for a
     directory that is not a sweep directory."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     sweeps = read_sweeps(sweep_dirs)
     every = [c for s in sweeps for c in s.cells]
     if not every:
@@ -86,8 +84,7 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
     done = sorted((c for c in every if c.status == "done"), key=_history_size, reverse=True)
     where = {t: f"{out.rstrip('/')}/tables/{t}" for t in TABLES}
     ids = [s.id for s in sweeps]
-    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
-    for t in ("ops", "observations", "faults", "anomalies"):
+    for t in TABLES:
         forget_sweeps(where[t], ids)
 
     def step(what: str) -> Any:
@@ -108,20 +105,17 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
                 results[(c.sweep, c.id)] = result
             faults += tables.fault_rows(c, result)
             anomalies += tables.anomaly_rows(c, result)
-        _write(spark, runs, where["runs"], ("sweep",), tables.RUNS_SCHEMA)
-        _write(spark, faults, where["faults"], ("sweep", "run"), tables.FAULTS_SCHEMA)
-        _write(spark, anomalies, where["anomalies"], ("sweep", "run"), tables.ANOMALIES_SCHEMA)
+        write_rows(runs, where["runs"], ("sweep",), tables.RUNS_SCHEMA)
+        write_rows(faults, where["faults"], ("sweep", "run"), tables.FAULTS_SCHEMA)
+        write_rows(anomalies, where["anomalies"], ("sweep", "run"), tables.ANOMALIES_SCHEMA)
     with step("per-cell aggregates"):
-        # read back with the schema written: another night's partitions, written by an
-        # older faultline, may lack a column or hold it as another type
-        runs_df = (spark.read.schema(from_arrow_schema(tables.RUNS_SCHEMA)).parquet(where["runs"])
-                   .where(F.col("sweep").isin(ids)))
         # the random-seed runs: a targeted run is judged beside its cell (analysis.evidence)
-        cells_df = aggregate.cells(runs_df.where(F.col("recipe").isNull()),
-                                   checked_df.select("sweep", "run", "latency_ns"), tables.CONFIG_COLUMNS)
-        cells_df.write.partitionBy("sweep").mode("overwrite").parquet(where["cells"])
-        cell_rows = [r.asDict(recursive=True) for r in spark.read.schema(cells_df.schema).parquet(
-            where["cells"]).where(F.col("sweep").isin(ids)).orderBy("created", "cell").collect()]
+        groups = aggregate.cell_runs([r for r in runs if r.get("recipe") is None], tables.CONFIG_COLUMNS)
+        latencies = aggregate.cell_latencies(spark, checked_df.select("sweep", "run", "latency_ns"), groups)
+        # typed as the table holds them (a config's rate of 2000 is 2000.0 there)
+        cell_rows = pa.Table.from_pylist(aggregate.cells(groups, latencies, tables.CONFIG_COLUMNS),
+                                         schema=tables.CELLS_SCHEMA).to_pylist()
+        write_rows(cell_rows, where["cells"], ("sweep",), tables.CELLS_SCHEMA)
     checked_df.unpersist()
     return Analysis(sweeps, where, runs, cell_rows, results, sum(r["ops_rows"] for r in checked.values()))
 
@@ -277,11 +271,17 @@ def forget_sweeps(path: str, ids: Collection[str]) -> None:
             shutil.rmtree(part)
 
 
-def _write(spark: SparkSession, rows: list[dict[str, Any]], path: str,
-           partition_by: Sequence[str], schema: pa.Schema) -> None:
+def write_rows(rows: Iterable[Mapping[str, Any]], path: str, partition_by: Sequence[str],
+               schema: pa.Schema) -> None:
     """Write ``rows`` (dicts) as Parquet of ``schema`` (a key it lacks is null; a key it does
-    not name is left out), partitioned by ``partition_by``. Nothing is written for no rows."""
-    if not rows:
-        return
-    df: DataFrame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema))
-    df.write.partitionBy(*partition_by).mode("overwrite").parquet(path)
+    not name is left out) to the table at ``path``, a partition (:func:`write_partition`) per
+    value of ``partition_by`` (columns of ``schema``, whose values are the partitions' paths,
+    not their files' columns, as Spark writes them); nothing for no rows. Small tables, so
+    on the driver: Spark's own write planned and ran a job per table."""
+    parts: dict[tuple[str, ...], list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        parts[tuple(r[k] for k in partition_by)].append(r)
+    columns = pa.schema([f for f in schema if f.name not in partition_by])
+    for values, part in parts.items():
+        write_partition(Path(path), dict(zip(partition_by, values, strict=True)),
+                        [pa.RecordBatch.from_pylist(part, schema=columns)], columns)

@@ -80,6 +80,8 @@ def _config_fields(cls: type, prefix: str = "") -> list[pa.Field]:
 #: The config columns of a ``runs`` row, typed by the fields of ``test.json`` they hold.
 CONFIG_FIELDS: list[pa.Field] = _config_fields(TestSpec)
 CONFIG_COLUMNS: list[str] = [f.name for f in CONFIG_FIELDS]
+#: Config columns that differ between the seeds of one cell, so are not the cell's.
+PER_RUN = frozenset(("seed", "name", "start_wall_ms"))
 
 
 def axes_columns(axes: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,6 +163,17 @@ RUNS_SCHEMA = pa.schema([
     *_fields("sends_ok:l sends_fail:l sends_info:l acked_per_s:d p50_ms:d p99_ms:d unavailability:d "
              "longest_outage_s:d first_fault_ns:l first_loss_ns:l fault_to_first_loss_s:d "
              "expected_loss:s expected_reason:s results_json:s"),
+])
+#: The ``cells`` table's columns (:func:`faultline.analysis.aggregate.cells`).
+CELLS_SCHEMA = pa.schema([
+    KEYS[0], *_fields("night:s created:s cell:s"),
+    *[f for f in CONFIG_FIELDS if f.name not in PER_RUN],
+    *_fields("runs_total:l runs:l runs_failed:l runs_lost:l runs_unknown:l runs_undecided:l "
+             "runs_violating:l violations:S lost_sum:l lost_median:d lost_max:l p_loss:d p_loss_low:d "
+             "p_loss_high:d acked_per_s:d unavailability:d p50_ms:d p99_ms:d fault_to_first_loss_s:d "
+             "expected_loss:s expected_reason:s"),
+    pa.field("run_list", pa.list_(pa.struct(_fields("run:s seed:l status:s valid:s n_lost_write:l "
+                                                    "violations:S report:s error:s")))),
 ])
 #: The ``faults`` table's columns (:func:`fault_rows`).
 FAULTS_SCHEMA = pa.schema([*KEYS, *_fields("fault:l f:s kind:s start_ns:l end_ns:l nodes:S detail:s")])

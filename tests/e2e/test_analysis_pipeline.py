@@ -103,6 +103,9 @@ def test_cells_aggregate_across_seeds_and_nights(analyzed: Analyzed) -> None:
     real = now["nemesis.faults=kill+partition,producer.acks=all"]
     assert (real["runs"], real["runs_failed"], real["runs_lost"]) == (1, 1, 0)
     assert real["p99_ms"] > real["p50_ms"] > 0 and real["acked_per_s"] > 0
+    (run,) = [r for r in table(analyzed, "runs") if r["sweep"] == real["sweep"] and r["cell"] == real["cell"]
+              and r["status"] == "done"]
+    assert (real["p50_ms"], real["p99_ms"]) == (run["p50_ms"], run["p99_ms"]), "one run's sends: its figures"
     assert before["nemesis.faults=kill,producer.acks=all"]["runs"] == 1
     assert set(before) == {"nemesis.faults=kill,producer.acks=all", "nemesis.faults=kill,producer.acks=1"}
 
