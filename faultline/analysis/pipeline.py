@@ -84,7 +84,7 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
     done = sorted((c for c in every if c.status == "done"), key=_history_size, reverse=True)
     where = {t: f"{out.rstrip('/')}/tables/{t}" for t in TABLES}
     ids = [s.id for s in sweeps]
-    for t in TABLES:
+    for t in ("ops", "observations"):  # the run's task writes them; the others once made
         forget_sweeps(where[t], ids)
 
     def step(what: str) -> Any:
@@ -105,9 +105,9 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
                 results[(c.sweep, c.id)] = result
             faults += tables.fault_rows(c, result)
             anomalies += tables.anomaly_rows(c, result)
-        write_rows(runs, where["runs"], ("sweep",), tables.RUNS_SCHEMA)
-        write_rows(faults, where["faults"], ("sweep", "run"), tables.FAULTS_SCHEMA)
-        write_rows(anomalies, where["anomalies"], ("sweep", "run"), tables.ANOMALIES_SCHEMA)
+        write_rows(runs, where["runs"], ids, ("sweep",), tables.RUNS_SCHEMA)
+        write_rows(faults, where["faults"], ids, ("sweep", "run"), tables.FAULTS_SCHEMA)
+        write_rows(anomalies, where["anomalies"], ids, ("sweep", "run"), tables.ANOMALIES_SCHEMA)
     with step("per-cell aggregates"):
         # the random-seed runs: a targeted run is judged beside its cell (analysis.evidence)
         groups = aggregate.cell_runs([r for r in runs if r.get("recipe") is None], tables.CONFIG_COLUMNS)
@@ -115,7 +115,7 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         # typed as the table holds them (a config's rate of 2000 is 2000.0 there)
         cell_rows = pa.Table.from_pylist(aggregate.cells(groups, latencies, tables.CONFIG_COLUMNS),
                                          schema=tables.CELLS_SCHEMA).to_pylist()
-        write_rows(cell_rows, where["cells"], ("sweep",), tables.CELLS_SCHEMA)
+        write_rows(cell_rows, where["cells"], ids, ("sweep",), tables.CELLS_SCHEMA)
     checked_df.unpersist()
     return Analysis(sweeps, where, runs, cell_rows, results, sum(r["ops_rows"] for r in checked.values()))
 
@@ -271,17 +271,20 @@ def forget_sweeps(path: str, ids: Collection[str]) -> None:
             shutil.rmtree(part)
 
 
-def write_rows(rows: Iterable[Mapping[str, Any]], path: str, partition_by: Sequence[str],
-               schema: pa.Schema) -> None:
-    """Write ``rows`` (dicts) as Parquet of ``schema`` (a key it lacks is null; a key it does
-    not name is left out) to the table at ``path``, a partition (:func:`write_partition`) per
-    value of ``partition_by`` (columns of ``schema``, whose values are the partitions' paths,
-    not their files' columns, as Spark writes them); nothing for no rows. Small tables, so
-    on the driver: Spark's own write planned and ran a job per table."""
+def write_rows(rows: Iterable[Mapping[str, Any]], path: str, sweeps: Collection[str],
+               partition_by: Sequence[str], schema: pa.Schema) -> None:
+    """Replace the partitions of ``sweeps`` of the table at ``path`` with ``rows`` (dicts), as
+    Parquet of ``schema`` (a key it lacks is null; a key it does not name is left out): a
+    partition (:func:`write_partition`) per value of ``partition_by``, columns of ``schema``
+    every row has (non-empty strings: sweep and cell ids), which are the partitions' paths,
+    not their files' columns, as Spark writes them. Every row is converted before anything
+    is deleted or written. Small tables, so on the driver: Spark's own write planned and
+    ran a job per table."""
     parts: dict[tuple[str, ...], list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
         parts[tuple(r[k] for k in partition_by)].append(r)
     columns = pa.schema([f for f in schema if f.name not in partition_by])
-    for values, part in parts.items():
-        write_partition(Path(path), dict(zip(partition_by, values, strict=True)),
-                        [pa.RecordBatch.from_pylist(part, schema=columns)], columns)
+    batches = {values: pa.RecordBatch.from_pylist(part, schema=columns) for values, part in parts.items()}
+    forget_sweeps(path, sweeps)
+    for values, batch in batches.items():
+        write_partition(Path(path), dict(zip(partition_by, values, strict=True)), [batch], columns)

@@ -117,6 +117,10 @@ def read_sweep(path: Path) -> Sweep:
         raise HistoryError(str(manifest), None, f"\"night\" is not a date YYYY-MM-DD: {night!r}")
     sid = f"{name}-{''.join(ch for ch in created if ch.isalnum())}"
     out = tuple(_cell(manifest, i, c, sid, created, night) for i, c in enumerate(cells))
+    ids = [c.id for c in out]
+    if len(set(ids)) < len(ids):
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        raise HistoryError(str(manifest), None, f"cell id {twice[0]!r} is given to more than one cell")
     axes = sorted({k for c in out for k in c.axes})
     return Sweep(sid, path, name, created, night, tuple(axes), out)
 
@@ -134,9 +138,9 @@ def _cell(manifest: Path, i: int, c: Any, sweep: str, created: str, night: str) 
     if not isinstance(c, dict):
         raise HistoryError(str(manifest), None, f"{where} is not an object")
     cid, axes, status, run_dir = c.get("id"), c.get("axes"), c.get("status"), c.get("run_dir")
-    if not isinstance(cid, str) or not isinstance(axes, dict) or not isinstance(run_dir, str):
-        raise HistoryError(str(manifest), None, f"{where} needs a string \"id\", an object \"axes\" "
-                                                "and a string \"run_dir\"")
+    if not isinstance(cid, str) or not cid or not isinstance(axes, dict) or not isinstance(run_dir, str):
+        raise HistoryError(str(manifest), None, f"{where} needs a non-empty string \"id\", an object "
+                                                "\"axes\" and a string \"run_dir\"")
     if status not in STATUSES:
         raise HistoryError(str(manifest), None, f"{where} ({cid}): status {status!r} is not one of "
                                                 f"{', '.join(sorted(STATUSES))}")

@@ -164,16 +164,20 @@ RUNS_SCHEMA = pa.schema([
              "longest_outage_s:d first_fault_ns:l first_loss_ns:l fault_to_first_loss_s:d "
              "expected_loss:s expected_reason:s results_json:s"),
 ])
-#: The ``cells`` table's columns (:func:`faultline.analysis.aggregate.cells`).
+#: The ``cells`` table's columns (:func:`faultline.analysis.aggregate.cells`), in the order,
+#: and with the nullability, Spark gave them when it computed the table.
 CELLS_SCHEMA = pa.schema([
-    KEYS[0], *_fields("night:s created:s cell:s"),
-    *[f for f in CONFIG_FIELDS if f.name not in PER_RUN],
-    *_fields("runs_total:l runs:l runs_failed:l runs_lost:l runs_unknown:l runs_undecided:l "
-             "runs_violating:l violations:S lost_sum:l lost_median:d lost_max:l p_loss:d p_loss_low:d "
-             "p_loss_high:d acked_per_s:d unavailability:d p50_ms:d p99_ms:d fault_to_first_loss_s:d "
+    KEYS[0], *_fields("cell:s night:s created:s"),
+    pa.field("runs_total", pa.int64(), nullable=False),
+    *_fields("runs:l runs_failed:l runs_lost:l runs_unknown:l runs_undecided:l runs_violating:l"),
+    pa.field("violations", pa.list_(pa.string()), nullable=False),
+    *_fields("lost_sum:l lost_median:d lost_max:l acked_per_s:d unavailability:d fault_to_first_loss_s:d "
              "expected_loss:s expected_reason:s"),
-    pa.field("run_list", pa.list_(pa.struct(_fields("run:s seed:l status:s valid:s n_lost_write:l "
-                                                    "violations:S report:s error:s")))),
+    *[f for f in CONFIG_FIELDS if f.name not in PER_RUN],
+    pa.field("run_list", pa.list_(pa.field("element", pa.struct(_fields(
+        "run:s seed:l status:s valid:s n_lost_write:l violations:S report:s error:s")), nullable=False)),
+        nullable=False),
+    *_fields("p50_ms:d p99_ms:d p_loss:d p_loss_low:d p_loss_high:d"),
 ])
 #: The ``faults`` table's columns (:func:`fault_rows`).
 FAULTS_SCHEMA = pa.schema([*KEYS, *_fields("fault:l f:s kind:s start_ns:l end_ns:l nodes:S detail:s")])

@@ -150,9 +150,10 @@ RECIPES: tuple[TargetedRecipe, ...] = (
         PartitionFaults(frozenset({"partition", "lose-unflushed"}), leader_fault=True, faulted=3,
                         fenced=1, data_loss=1),
         "the leader, alone in the ISR, acknowledges commits and loses what it had not flushed; "
-        "it is re-elected as the ISR's last member with a shorter log, where later transactions' "
-        "records take the lost ones' offsets: behind records of transactions that read the lost "
-        "ones' transactions, a write-read edge against the log's order (G1c)"),
+        "it is re-elected as the ISR's last member with a shorter log. A transaction that read "
+        "records of one whose records there were lost, and appended its own there after the loss, "
+        "took offsets strictly below the lost ones': it precedes, in the log's order, the "
+        "transaction it read from (G1c)"),
     TargetedRecipe(
         TestSpec(
             name=_TWICE, time_limit_s=30.0,

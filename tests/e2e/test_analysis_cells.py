@@ -58,7 +58,7 @@ def test_nights_analyzed_apart_read_as_one_table(spark: Any, tmp_path: Path) -> 
         if t == "runs":
             assert table.schema.field("seed").type == pa.int64()
     write_rows([{"sweep": "s", "run": "r", "fault": 0, "f": "kill", "start_ns": 1, "nodes": []}],
-               str(tmp_path / "faults"), ("sweep", "run"), tables.FAULTS_SCHEMA)
+               str(tmp_path / "faults"), ["s"], ("sweep", "run"), tables.FAULTS_SCHEMA)
     faults = spark.read.parquet(str(tmp_path / "faults"))
     assert dict(faults.dtypes)["end_ns"] == "bigint", "a fault never healed: no end, still a time"
 

@@ -55,6 +55,8 @@ def test_a_targeted_run_keeps_its_recipe_and_cell_key(tmp_path: Path) -> None:
     (manifest(created="yesterday"), "not an ISO 8601 time"),
     (manifest(status="lost"), "status 'lost' is not one of"),
     (manifest(axes=None), 'an object "axes"'),
+    (manifest(id=""), 'a non-empty string "id"'),  # a partition directory Spark refuses
+    ({**manifest(), "cells": manifest()["cells"] * 2}, "cell id 'acks=1,seed=1' is given to more than one"),
     ({**manifest(), "night": "2026-1-5"}, '"night" is not a date YYYY-MM-DD'),
     ({**manifest(), "night": 20261105}, '"night" is not a date YYYY-MM-DD'),
 ])

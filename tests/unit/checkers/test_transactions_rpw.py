@@ -208,3 +208,28 @@ def test_a_txn_op_with_malformed_reads_is_refused_naming_its_line(reads: Any) ->
                           "reads": reads})
     with pytest.raises(HistoryError, match=r"history:2: a txn op's reads are not as docs/history.md says"):
         verdict(h)
+
+
+@pytest.mark.parametrize("read", [False, True])
+def test_a_g1c_set_is_permitted_only_where_each_of_its_cycles_has_an_excused_write(read: bool) -> None:
+    """Found by review: a set of transactions joined by cycles was permitted whole where any
+    ww edge in it was excused. Here transaction 1 read transaction 0's record of partition 1
+    and wrote below it there, where node 2 (partition 1's only replica) was wiped while 0
+    ran: that cycle is permitted. Transaction 2 writing below 0's record of partition 0 is a
+    ww edge no fault excuses; reading 0's record closes a second cycle through it alone,
+    forbidden, in the same set."""
+    h = H()
+    h.wait(SECOND)
+    h.begin(0, (0, 1), (1, 2))
+    h.fault("wipe", (2,))
+    h.fault("start", (2,))
+    h.end(0, "ok", (0, 1, 1), (1, 2, 1))
+    rpw(h, 1, "ok", [(1, 3, 0)], [(1, 1, 2)])
+    rpw(h, 2, "ok", [(0, 4, 0)], [(0, 1, 1)] if read else [])
+    h.drain(10, 0, (0, 4), (1, 1))
+    h.drain(11, 1, (0, 3), (1, 2))
+    r = verdict(h, spec(replication_factor=1), protocol=2, timeline=lone_replicas())
+    (e,) = r["anomalies"][G1C]
+    assert len(e["txn_indexes"]) == (3 if read else 2)
+    assert e["permitted"] is not read
+    assert r["violations"] == ([G1C] if read else [])

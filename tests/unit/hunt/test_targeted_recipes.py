@@ -63,3 +63,12 @@ def test_the_processed_twice_recipe_is_permitted_by_the_groups_offsets_destroyed
     three = replace(recipe.spec, kafka=replace(recipe.spec.kafka, broker_config={}))
     assert "processed-twice" not in recipe.permitted(three)
     assert "processed-twice" not in replace(recipe, offsets_faults=None).permitted()
+
+
+def test_a_recipe_that_claims_an_anomaly_of_reads_reads() -> None:
+    """Found by review: the rule permits G1c and processed-twice by the faults alone, but
+    only a run whose transactions read (read-process-write) can show them: the checker
+    infers a write-read edge, and a record processed twice, from a transaction's reads."""
+    for recipe in RECIPES:
+        if {"G1c", "processed-twice"} & set(recipe.anomalies):
+            assert recipe.spec.transactions.reads > 0, recipe.name
