@@ -185,11 +185,15 @@ class TransactionSpec:
     """The ``txn`` workload's transactions: ``sends`` per transaction, spread over the
     partitions, and the probability that the workload aborts one rather than commits it;
     ``reads``: with more than 0, each producer is a read-process-write processor that reads up
-    to that many records per transaction in one group (:mod:`faultline.workloads.rpw`)."""
+    to that many records per transaction in one group (:mod:`faultline.workloads.rpw`);
+    ``gap_ms``: the pause between one send of a transaction and its next (0: they go out at
+    once, and the client adds their partitions to the transaction in one request; with a
+    gap, each partition as the transaction first sends to it)."""
 
     sends: int = 4
     abort_probability: float = 0.1
     reads: int = 0
+    gap_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -570,6 +574,7 @@ def _transaction_checks(spec: TestSpec) -> list[tuple[bool, str]]:
         (0.0 <= x.abort_probability <= 1.0,
          f"transactions.abort_probability must be between 0 and 1, not {x.abort_probability}"),
         (x.reads >= 0, f"transactions.reads must be 0 (off) or more, not {x.reads}"),
+        (0 <= x.gap_ms <= 10_000, f"transactions.gap_ms must be between 0 and 10000, not {x.gap_ms}"),
         (x.reads == 0 or spec.workload.name != "txn" or not spec.nemesis.crashes_clients,
          "transactions.reads (read-process-write) cannot run with client crashes: a crashed "
          "transaction's reads would be unknown; drop the clients faults or set transactions.reads 0"),

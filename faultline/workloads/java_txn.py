@@ -33,7 +33,7 @@ class JavaTxnWorkload(JavaQueueWorkload):
             "transactional_ids": ",".join(s.transactional_id(i) for i in range(s.workload.producers)),
             "sends": x.sends, "abort_probability": x.abort_probability, "seed": s.seed,
             "transaction_timeout_ms": transaction_timeout_ms(s),
-            "reads": x.reads, "rpw_group": s.rpw_group_id,
+            "reads": x.reads, "rpw_group": s.rpw_group_id, "gap_ms": x.gap_ms,
         }
         return [*super()._args(), *(f"{k}={v}" for k, v in settings.items())]
 

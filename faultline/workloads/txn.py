@@ -158,7 +158,9 @@ class TxnProducer:
         try:
             producer.begin_transaction()
             txn.reads = processor.read()
-            for partition, value in txn.sends:
+            for i, (partition, value) in enumerate(txn.sends):
+                if i and self.spec.transactions.gap_ms:
+                    time.sleep(self.spec.transactions.gap_ms / 1000)
                 try:
                     producer.produce(topic, str(value).encode("ascii"), partition=partition,
                                      on_delivery=txn.delivered)

@@ -15,9 +15,10 @@ def spec(**sections: Any) -> TestSpec:
 
 
 def test_a_txn_spec_reads_and_writes_its_transaction_settings() -> None:
-    s = spec(kafka={"transaction_version": 2}, transactions={"sends": 3, "abort_probability": 0.5})
+    s = spec(kafka={"transaction_version": 2},
+             transactions={"sends": 3, "abort_probability": 0.5, "gap_ms": 200})
     x = s.transactions
-    assert (s.kafka.transaction_version, x.sends, x.abort_probability) == (2, 3, 0.5)
+    assert (s.kafka.transaction_version, x.sends, x.abort_probability, x.gap_ms) == (2, 3, 0.5, 200)
     assert TestSpec.from_mapping(s.to_json()) == s
 
 
@@ -29,6 +30,8 @@ def test_a_txn_spec_reads_and_writes_its_transaction_settings() -> None:
      "kafka.transaction_version needs Kafka 4.0 or later"),
     ({"transactions": {"sends": 0}}, "transactions.sends must be between 1"),
     ({"transactions": {"abort_probability": 1.5}}, "transactions.abort_probability must be between 0 and 1"),
+    ({"transactions": {"gap_ms": -1}}, "transactions.gap_ms must be between 0 and 10000"),
+    ({"transactions": {"gap_ms": 20_000}}, "transactions.gap_ms must be between 0 and 10000"),
     ({"producer": {"acks": "1"}}, "the txn workload's transactional producers need idempotence"),
 ])
 def test_a_transaction_setting_that_cannot_run_is_refused_in_one_line(

@@ -12,7 +12,8 @@
 // (transactional_ids[index]) and a new process number takes over, and its
 // initTransactions fences the old one and ends the transaction it left open. Settings
 // beside the queue's: transactional_ids (comma-separated, by producer), sends,
-// abort_probability, transaction_timeout_ms, seed; "rate" is this producer's sends per
+// abort_probability, transaction_timeout_ms, seed, gap_ms (the pause between one send of a
+// transaction and its next); "rate" is this producer's sends per
 // second (0: as fast as it goes). The Java client speaks transaction protocol version 2
 // (KIP-890) where the cluster's finalized transaction.version is 2, else version 1.
 //
@@ -69,6 +70,7 @@ final class TxnProducer implements Runnable {
     final double abortProbability = Double.parseDouble(FaultlineClient.conf.get("abort_probability"));
     final double rate = Double.parseDouble(FaultlineClient.conf.get("rate"));
     final int maxReads = Integer.parseInt(FaultlineClient.conf.get("reads"));
+    final long gapNanos = Long.parseLong(FaultlineClient.conf.get("gap_ms")) * 1_000_000L;
     final SplittableRandom rng;
 
     TxnProducer(int index, int first) {
@@ -295,6 +297,7 @@ final class TxnProducer implements Runnable {
             }
             List<Future<RecordMetadata>> futures = new ArrayList<>();
             for (int i = 0; i < sends; i++) {
+                if (i > 0 && gapNanos > 0) FaultlineClient.sleepNanos(gapNanos);
                 try {
                     futures.add(producer.send(new ProducerRecord<>(topic, txn.partition[i], null,
                             Long.toString(txn.value[i]).getBytes(StandardCharsets.US_ASCII))));

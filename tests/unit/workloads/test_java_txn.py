@@ -41,10 +41,11 @@ def test_the_program_is_told_the_transactions_settings(tmp_path: Path) -> None:
 
 
 def test_the_program_is_told_how_many_records_a_transaction_reads_and_in_which_group(tmp_path: Path) -> None:
-    rpw = dataclasses.replace(SPEC, transactions=TransactionSpec(sends=2, reads=3))
+    rpw = dataclasses.replace(SPEC, transactions=TransactionSpec(sends=2, reads=3, gap_ms=150))
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         args = dict(a.split("=", 1) for a in JavaTxnWorkload(rpw, "x:9092", history)._args())
     assert (args["reads"], args["rpw_group"]) == ("3", rpw.rpw_group_id) == ("3", "faultline-jt-rpw")
+    assert args["gap_ms"] == "150"
 
 
 def test_printed_transactions_become_txn_ops_counted_as_transactions(tmp_path: Path) -> None:

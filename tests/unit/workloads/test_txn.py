@@ -105,6 +105,24 @@ def test_an_acknowledged_commit_is_ok_with_every_offset(tmp_path: Path,
                                      {"partition": 1, "value": 1, "offset": 1}]
 
 
+@pytest.mark.parametrize("gap_ms", [0, 250])
+def test_a_transactions_sends_go_out_the_gap_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   gap_ms: int) -> None:
+    """transactions.gap_ms: a pause before each send of a transaction but its first, so that
+    the client adds each partition to the transaction as it first sends to it."""
+    events: list[Any] = []
+    monkeypatch.setattr(txn.time, "sleep", lambda s: events.append(s))
+
+    class Watched(FakeProducer):
+        def produce(self, topic: str, value: bytes, partition: int, on_delivery: Callable[..., None]) -> None:
+            events.append(partition)
+            super().produce(topic, value, partition, on_delivery)
+
+    gapped = replace(SPEC, transactions=replace(SPEC.transactions, gap_ms=gap_ms))
+    run(tmp_path, [None], monkeypatch, gapped, Watched)
+    assert events == ([0, 0.25, 1] if gap_ms else [0, 1])
+
+
 def test_a_commit_that_requires_an_abort_ends_fail_once_the_abort_is_acknowledged(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ops = run(tmp_path, [error(KafkaError.INVALID_TXN_STATE, txn_requires_abort=True)], monkeypatch)
