@@ -13,7 +13,9 @@ history lines each, two cells: acks=all and acks=1, one run per seed; see
 - pipeline: :func:`faultline.analysis.pipeline.analyze` on a Spark session of each
   ``--master`` (default ``local[1]`` and ``local[2]``), the whole of it, ``--repeat``
   times, and each of its steps (``check``: each run's check and, in the same task, its
-  history read again into its ``ops`` partition and its observations into theirs).
+  history read again into its ``ops`` partition and its observations into theirs), and
+  the check alone in those tasks (the executors' CPU in ``check_run``,
+  :attr:`~faultline.analysis.pipeline.Analysis.check_cpu_s`).
 
 Each figure is history lines per second: wall clock (``l/s``), and over the CPU time of
 this process and all it started, the JVM and Spark's Python workers included (``l/cpu-s``,
@@ -158,12 +160,14 @@ def main() -> None:
             spark = session(master)
             analyze(spark, [Path(tmp) / "warm"], str(Path(tmp) / "out-warm"))
             took: dict[str, list[tuple[float, float]]] = {}
+            checks: list[float] = []
             for _ in range(args.repeat):
                 steps = Steps()
                 wall, cpu = time.perf_counter(), cpu_seconds()
                 done = analyze(spark, [root], str(Path(tmp) / "out"), steps)  # type: ignore[arg-type]
                 steps.took["pipeline"] = (time.perf_counter() - wall, cpu_seconds() - cpu)
                 assert done.history_lines == lines, (done.history_lines, lines)
+                checks.append(done.check_cpu_s)
                 for k, v in steps.took.items():
                     took.setdefault(k, []).append(v)
             spark.stop()
@@ -174,6 +178,8 @@ def main() -> None:
                 print(f"  {k:<32} {w:6.2f} s {rate(lines, w)} l/s {rate(lines, c)} l/cpu-s", flush=True)
             share = in_process / mine["check"][1]
             print(f"  the check step's l/cpu-s (ops written too): {share:.2f} of the in-process check's")
+            print(f"  the check itself, in its tasks: {rate(lines, statistics.median(checks))} l/cpu-s "
+                  "(the executors' CPU in check_run alone)")
         if len(medians) > 1:
             first = next(iter(medians.values()))
             for step in first:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
@@ -63,7 +64,9 @@ class Analysis:
     """What :func:`analyze` made: the sweeps read, where each table is, the ``runs`` and
     ``cells`` rows (small: one per run, one per cell and night) for the page and JUnit, each
     run's results.json object as the check on the executors gave it (by (sweep, run); absent
-    for a run not checked) and how many history lines were read."""
+    for a run not checked), how many history lines were read, and the CPU seconds the
+    executors spent in the check itself (the rest of a run's task reads and writes its ops
+    and observations)."""
 
     sweeps: list[Sweep]
     tables: dict[str, str]
@@ -71,6 +74,7 @@ class Analysis:
     cells: list[dict[str, Any]] = field(default_factory=list)
     results: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     history_lines: int = 0
+    check_cpu_s: float = 0.0
 
 
 def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
@@ -117,7 +121,8 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
                                          schema=tables.CELLS_SCHEMA).to_pylist()
         write_rows(cell_rows, where["cells"], ids, ("sweep",), tables.CELLS_SCHEMA)
     checked_df.unpersist()
-    return Analysis(sweeps, where, runs, cell_rows, results, sum(r["ops_rows"] for r in checked.values()))
+    return Analysis(sweeps, where, runs, cell_rows, results, sum(r["ops_rows"] for r in checked.values()),
+                    sum(r["check_cpu_s"] for r in checked.values()))
 
 
 def _history_size(cell: Cell) -> int:
@@ -167,9 +172,10 @@ def _run(cell: Cell, checked: Any) -> tuple[dict[str, Any], dict[str, Any] | Non
     return row, result
 
 
-#: What :func:`_check_and_ingest` returns per run: the check's row and the ``ops`` rows written.
-_CHECKED = pa.schema([*CHECK_SCHEMA, pa.field("ops_rows", pa.int64())])
-_CHECKED_DDL = f"{CHECK_DDL}, ops_rows long"
+#: What :func:`_check_and_ingest` returns per run: the check's row, the ``ops`` rows written
+#: and the CPU seconds of the check.
+_CHECKED = pa.schema([*CHECK_SCHEMA, pa.field("ops_rows", pa.int64()), pa.field("check_cpu_s", pa.float64())])
+_CHECKED_DDL = f"{CHECK_DDL}, ops_rows long, check_cpu_s double"
 
 
 def _check_and_ingest(where: Mapping[str, str]) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
@@ -179,10 +185,12 @@ def _check_and_ingest(where: Mapping[str, str]) -> Callable[[dict[str, Any]], It
     piece before it."""
 
     def work(r: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        cpu = time.process_time()
         row = check_run(r)
+        cpu = time.process_time() - cpu
         rows = _ingest_ops(where["ops"], r, row.get("truncated"))  # null unless the check read it whole
         _ingest_observations(where["observations"], r)
-        yield pa.RecordBatch.from_pylist([{**row, "ops_rows": rows}], schema=_CHECKED)
+        yield pa.RecordBatch.from_pylist([{**row, "ops_rows": rows, "check_cpu_s": cpu}], schema=_CHECKED)
 
     return work
 

@@ -32,7 +32,8 @@ def analyze_command(sweep_dirs: tuple[Path, ...], out: Path | None, master: str 
     a = o.analysis
     checked = len(a.results)
     click.echo(f"{checked} runs checked ({len(a.runs) - checked} not), {a.history_lines} history lines "
-               f"in {o.seconds:.1f} s ({a.history_lines / max(o.seconds, 1e-9):.0f} lines/s)")
+               f"in {o.seconds:.1f} s ({a.history_lines / max(o.seconds, 1e-9):.0f} lines/s); "
+               f"the check itself {a.check_cpu_s:.1f} CPU-s on the executors")
     click.echo(f"tables: {Path(a.tables['runs']).parent}")
     click.echo(f"comparison: {o.comparison}")
     click.echo(f"junit: {o.junit}")

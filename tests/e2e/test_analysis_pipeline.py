@@ -6,6 +6,7 @@ JUnit XML and the exit code."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ def table(a: Analyzed, name: str) -> list[dict[str, Any]]:
 def test_the_command_ran_and_says_a_cell_violates(analyzed: Analyzed) -> None:
     assert analyzed.exit_code == 1, analyzed.output
     assert "comparison:" in analyzed.output
+    spent = re.search(r"the check itself ([0-9.]+) CPU-s on the executors", analyzed.output)
+    assert spent is not None and float(spent.group(1)) > 0, analyzed.output
 
 
 def test_the_spark_check_gives_what_faultline_check_gives(analyzed: Analyzed) -> None:
