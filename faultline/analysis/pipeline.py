@@ -15,7 +15,8 @@ run where the work is per run (``mapInArrow``):
    too;
 2. ``runs``, ``faults``, ``anomalies`` from the verdicts (:mod:`faultline.analysis.tables`),
    and ``cells``, the per-cell aggregates (:func:`faultline.analysis.aggregate.cells`), on
-   the driver (:func:`write_rows`), but for each cell's latency percentiles, all Parquet.
+   the driver (:func:`partitions`, :func:`replace_partitions`), but for each cell's latency
+   percentiles, all Parquet.
 
 Tables go to ``<out>/tables/<name>/`` (``out`` a directory every executor writes at that
 path: a local or shared filesystem); each is partitioned by ``sweep`` (and ``run`` where a
@@ -109,9 +110,6 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
                 results[(c.sweep, c.id)] = result
             faults += tables.fault_rows(c, result)
             anomalies += tables.anomaly_rows(c, result)
-        write_rows(runs, where["runs"], ids, ("sweep",), tables.RUNS_SCHEMA)
-        write_rows(faults, where["faults"], ids, ("sweep", "run"), tables.FAULTS_SCHEMA)
-        write_rows(anomalies, where["anomalies"], ids, ("sweep", "run"), tables.ANOMALIES_SCHEMA)
     with step("per-cell aggregates"):
         # the random-seed runs: a targeted run is judged beside its cell (analysis.evidence)
         groups = aggregate.cell_runs([r for r in runs if r.get("recipe") is None], tables.CONFIG_COLUMNS)
@@ -119,7 +117,15 @@ def analyze(spark: SparkSession, sweep_dirs: Sequence[Path], out: str,
         # typed as the table holds them (a config's rate of 2000 is 2000.0 there)
         cell_rows = pa.Table.from_pylist(aggregate.cells(groups, latencies, tables.CONFIG_COLUMNS),
                                          schema=tables.CELLS_SCHEMA).to_pylist()
-        write_rows(cell_rows, where["cells"], ids, ("sweep",), tables.CELLS_SCHEMA)
+        # written once every row of them is made: an analysis that fails before then leaves
+        # the last one's tables whole
+        made = [(table, keys, partitions(rows, keys, schema)) for rows, table, keys, schema in (
+            (runs, "runs", ("sweep",), tables.RUNS_SCHEMA),
+            (faults, "faults", ("sweep", "run"), tables.FAULTS_SCHEMA),
+            (anomalies, "anomalies", ("sweep", "run"), tables.ANOMALIES_SCHEMA),
+            (cell_rows, "cells", ("sweep",), tables.CELLS_SCHEMA))]
+        for table, keys, batches in made:
+            replace_partitions(where[table], ids, keys, batches)
     checked_df.unpersist()
     return Analysis(sweeps, where, runs, cell_rows, results, sum(r["ops_rows"] for r in checked.values()),
                     sum(r["check_cpu_s"] for r in checked.values()))
@@ -279,20 +285,24 @@ def forget_sweeps(path: str, ids: Collection[str]) -> None:
             shutil.rmtree(part)
 
 
-def write_rows(rows: Iterable[Mapping[str, Any]], path: str, sweeps: Collection[str],
-               partition_by: Sequence[str], schema: pa.Schema) -> None:
-    """Replace the partitions of ``sweeps`` of the table at ``path`` with ``rows`` (dicts), as
-    Parquet of ``schema`` (a key it lacks is null; a key it does not name is left out): a
-    partition (:func:`write_partition`) per value of ``partition_by``, columns of ``schema``
+def partitions(rows: Iterable[Mapping[str, Any]], partition_by: Sequence[str],
+               schema: pa.Schema) -> dict[tuple[str, ...], pa.RecordBatch]:
+    """``rows`` (dicts) as Parquet rows of ``schema`` (a key it lacks is null; a key it does
+    not name is left out), a batch per value of ``partition_by``: columns of ``schema``
     every row has (non-empty strings: sweep and cell ids), which are the partitions' paths,
-    not their files' columns, as Spark writes them. Every row is converted before anything
-    is deleted or written. Small tables, so on the driver: Spark's own write planned and
-    ran a job per table."""
+    not their files' columns, as Spark writes them."""
     parts: dict[tuple[str, ...], list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
         parts[tuple(r[k] for k in partition_by)].append(r)
     columns = pa.schema([f for f in schema if f.name not in partition_by])
-    batches = {values: pa.RecordBatch.from_pylist(part, schema=columns) for values, part in parts.items()}
+    return {values: pa.RecordBatch.from_pylist(part, schema=columns) for values, part in parts.items()}
+
+
+def replace_partitions(path: str, sweeps: Collection[str], partition_by: Sequence[str],
+                       batches: Mapping[tuple[str, ...], pa.RecordBatch]) -> None:
+    """Replace the partitions of ``sweeps`` of the table at ``path`` with ``batches``
+    (:func:`partitions`), a file each (:func:`write_partition`). Small tables, so on the
+    driver: Spark's own write planned and ran a job per table."""
     forget_sweeps(path, sweeps)
     for values, batch in batches.items():
-        write_partition(Path(path), dict(zip(partition_by, values, strict=True)), [batch], columns)
+        write_partition(Path(path), dict(zip(partition_by, values, strict=True)), [batch], batch.schema)

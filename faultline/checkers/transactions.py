@@ -12,7 +12,7 @@ queue history lets one infer of transactions, and what not: docs/design.md, "Tra
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
@@ -267,45 +267,116 @@ def out_of_order_writes(h: TxnHistory) -> list[tuple[Txn, TxnSend, Txn, TxnSend]
     return out
 
 
-def write_cycles(h: TxnHistory) -> list[list[tuple[Txn, Txn, int]]]:
-    """G0: committed transactions whose write-write order (:func:`_ww_edges`) has a cycle.
-    One instance per strongly connected set of transactions, as its edges ``(before,
-    after, partition)``."""
-    edges = _ww_edges(h)
-    by_index = {t.index: t for t in h.txns}
-    cycles = []
-    for component in _strongly_connected(edges):
-        members = set(component)
-        cycles.append([(by_index[a], by_index[b], p) for a in sorted(members)
-                       for b, p in sorted(edges[a].items()) if b in members])
-    return cycles
+#: An edge between two committed transactions: ``(before, after, partition, kind)``, kind
+#: ``ww`` (write-write) or ``wr`` (write-read).
+Edge = tuple[Txn, Txn, int, str]
 
 
-def read_cycles(h: TxnHistory) -> list[list[tuple[Txn, Txn, int, str]]]:
-    """G1c: committed transactions whose write-write (``ww``, :func:`_ww_edges`) and
+def write_orders(h: TxnHistory) -> dict[int, list[Txn]]:
+    """Per partition, the committed transactions of its records (those with an offset) in
+    the order of their offsets, a transaction once for each run of its records."""
+    records: dict[int, list[tuple[int, int, Txn]]] = defaultdict(list)
+    for t in h.txns:
+        if t.committed:
+            for s in t.sends:
+                if s.offset is not None:
+                    records[s.partition].append((s.offset, t.index, t))
+    out: dict[int, list[Txn]] = {}
+    for partition, rs in records.items():
+        rs.sort(key=lambda r: (r[0], r[1]))
+        order: list[Txn] = []
+        for *_, t in rs:
+            if not order or order[-1] is not t:
+                order.append(t)
+        out[partition] = order
+    return out
+
+
+def ww_edges(orders: Mapping[int, Sequence[Txn]],
+             skip: Callable[[Txn, int], bool] | None = None) -> list[Edge]:
+    """Write-write edges (:func:`write_orders`): in each partition, each transaction before
+    the next one, an edge per partition; ``skip``: records (a transaction, a partition) to
+    leave out, their neighbours joined instead, so that the order of the others is kept."""
+    seen: set[tuple[int, int, int]] = set()
+    out: list[Edge] = []
+    for partition, order in orders.items():
+        kept = [t for t in order if skip is None or not skip(t, partition)]
+        for a, b in pairwise(kept):
+            if a is not b and (a.index, b.index, partition) not in seen:
+                seen.add((a.index, b.index, partition))
+                out.append((a, b, partition, "ww"))
+    return out
+
+
+def write_cycles(h: TxnHistory) -> list[list[Edge]]:
+    """G0: committed transactions whose write-write order (:func:`ww_edges`) has a cycle.
+    One instance per strongly connected set of transactions, as its edges."""
+    return components(ww_edges(write_orders(h)))
+
+
+def read_cycles(h: TxnHistory) -> list[list[Edge]]:
+    """G1c: committed transactions whose write-write (``ww``, :func:`ww_edges`) and
     write-read order (``wr``, :func:`wr_edges`) together have a cycle with a ``wr`` edge. One
     instance per strongly connected set of transactions joined by a ``wr`` edge, as its
-    edges ``(before, after, partition, kind)``: every edge between its members, two of one
-    pair where both orders join it."""
-    by_index = {t.index: t for t in h.txns}
-    edges = [(by_index[a], by_index[b], p, "ww") for a, after in _ww_edges(h).items()
-             for b, p in after.items()]
-    return wr_components([*edges, *((w, t, r.partition, "wr") for w, t, r in wr_edges(h))])
+    edges: every edge between its members (a pair may be joined by several)."""
+    seen: set[tuple[int, int, int]] = set()
+    wr: list[Edge] = []
+    for w, t, r in wr_edges(h):
+        if (w.index, t.index, r.partition) not in seen:
+            seen.add((w.index, t.index, r.partition))
+            wr.append((w, t, r.partition, "wr"))
+    return components([*ww_edges(write_orders(h)), *wr], reads=True) if wr else []
 
 
-def wr_components(edges: Sequence[tuple[Txn, Txn, int, str]]) -> list[list[tuple[Txn, Txn, int, str]]]:
-    """The strongly connected sets of transactions ``edges`` make that a ``wr`` edge joins,
-    each as its edges (``(before, after, partition, kind)``), in the order of their members."""
+def components(edges: Sequence[Edge], reads: bool = False) -> list[list[Edge]]:
+    """The strongly connected sets of transactions ``edges`` make (with ``reads``, those a
+    ``wr`` edge joins), each as its edges, sorted."""
     graph: dict[int, dict[int, None]] = defaultdict(dict)
     for a, b, *_ in edges:
         graph[a.index][b.index] = None
+    found = _strongly_connected(graph)
+    which = {n: i for i, c in enumerate(found) for n in c}
+    inside: list[list[Edge]] = [[] for _ in found]
+    for e in edges:
+        i = which.get(e[0].index)
+        if i is not None and which.get(e[1].index) == i:
+            inside[i].append(e)
+    return [sorted(es, key=lambda e: (e[0].index, e[1].index, e[2], e[3])) for es in inside
+            if not reads or any(e[3] == "wr" for e in es)]
+
+
+def shares(orders: Mapping[int, Sequence[Txn]],
+           sets: Sequence[Collection[int]]) -> list[dict[int, list[Txn]]]:
+    """Each of ``sets`` (transaction indexes, no two sharing one)'s share of ``orders``
+    (:func:`write_orders`): its members' records alone, in order."""
+    which = {n: i for i, members in enumerate(sets) for n in members}
+    out: list[dict[int, list[Txn]]] = [defaultdict(list) for _ in sets]
+    for partition, order in orders.items():
+        for t in order:
+            i = which.get(t.index)
+            if i is not None:
+                out[i][partition].append(t)
+    return out
+
+
+def against_real_time(orders: Mapping[int, Sequence[Txn]],
+                      skip: Callable[[Txn, int], bool] | None = None) -> list[tuple[Txn, Txn, int]]:
+    """Pairs ``(first, second, partition)`` where, in the partition's order
+    (:func:`write_orders`), a record of ``first`` comes before one of ``second`` though
+    ``second`` ended before ``first`` began (so that ``second``'s record landed late, or took
+    a lost record's offset), the records ``skip`` names left out: at most one pair per
+    partition, ``first`` the transaction that began last of those before ``second``."""
     out = []
-    for component in _strongly_connected(graph):
-        members = set(component)
-        inside = sorted((e for e in edges if e[0].index in members and e[1].index in members),
-                        key=lambda e: (e[0].index, e[1].index, e[2], e[3]))
-        if any(kind == "wr" for *_, kind in inside):
-            out.append(inside)
+    for partition, order in orders.items():
+        latest: Txn | None = None  # of the records so far, the transaction that began last
+        for t in order:
+            if skip is not None and skip(t, partition):
+                continue
+            if latest is not None and latest is not t and t.precedes(latest):
+                out.append((latest, t, partition))
+                break
+            if latest is None or t.invoked > latest.invoked:
+                latest = t
     return out
 
 
@@ -331,25 +402,6 @@ def processed_twice(h: TxnHistory) -> list[tuple[Txn, Txn, TxnRead]]:
                     out.append((first[key], t, r))
                 first.setdefault(key, t)
     return out
-
-
-def _ww_edges(h: TxnHistory) -> dict[int, dict[int, int]]:
-    """Write-write edges between committed transactions, txn index -> txn index ->
-    partition: in each partition, the transaction of a lower offset before that of the
-    next higher one."""
-    edges: dict[int, dict[int, int]] = defaultdict(dict)
-    per_partition: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for t in h.txns:
-        if t.committed:
-            for s in t.sends:
-                if s.offset is not None:
-                    per_partition[s.partition].append((s.offset, t.index))
-    for partition, order in per_partition.items():
-        order.sort()
-        for (_, a), (_, b) in pairwise(order):
-            if a != b:
-                edges[a].setdefault(b, partition)
-    return edges
 
 
 def _strongly_connected(edges: Mapping[int, Mapping[int, object]]) -> list[list[int]]:
@@ -507,9 +559,11 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
     instance found, each permitted or not by
     :func:`~faultline.checkers.guarantees.transaction_rules` for the faults whose windows
     bear on it (:meth:`_Judge.excuse`; ``timeline``: the topic's partitions' states from
-    the metadata log, where the run has one; a G0 cycle always is where none of its edges
-    orders a transaction before one that ended before it began; a G1c only where one of its
-    ww edges may have landed late or been lost, none without one; processed-twice by the
+    the metadata log, where the run has one; a G0 set of transactions always is where none
+    of its records comes before one of a transaction that ended before the first began,
+    else where each such pair has a record that may have landed late or taken a lost one's
+    offset; a G1c set only where, those records left out, no cycle with a wr edge remains;
+    processed-twice by the
     faults that could send the group's position back from its first reader's invoke to the
     later reader's end, :meth:`_Judge.rewound`, given ``offsets``: the read-process-write
     group's ``__consumer_offsets`` partition as the run's records know it, None where they
@@ -563,30 +617,50 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                                     **_log_marker(logs, s.partition, s.offset),
                                     **judge.excuse("lost-write", spans[t.index][0], t.ended,
                                                    t.invoked, [s.partition])})
-    for cycle in write_cycles(h):
-        # an edge against real time puts the later one's record first: the earlier one's
-        # landed late, or was lost and its offset taken again
-        late = [judge.excuse(G0, b.invoked, spans[b.index][1], b.invoked, [p])
-                for a, b, p in cycle if b.precedes(a)]
-        excuse = ({"reason": CONCURRENT_WRITE_CYCLE, "permitted": True} if not late else
-                  next((e for e in late if not e["permitted"]), late[0]))
-        found[G0].append({"topic": topic, "txn_indexes": sorted({a.index for a, _, _ in cycle}),
-                          "edges": [[a.index, b.index, p] for a, b, p in cycle], **excuse})
-    for read_cycle in read_cycles(h):
+    orders = write_orders(h)
+    excuses: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+    def excused(name: str) -> Callable[[Txn, int], bool]:
+        """Whether ``name`` is permitted of a transaction's record of a partition landing
+        late or taking a lost record's offset (one excuse a record, asked once)."""
+        def ask(t: Txn, partition: int) -> bool:
+            key = (name, t.index, partition)
+            if key not in excuses:
+                excuses[key] = judge.excuse(name, t.invoked, spans[t.index][1], t.invoked, [partition])
+            return bool(excuses[key]["permitted"])
+        return ask
+
+    cycles = write_cycles(h)
+    for cycle, theirs in zip(cycles, shares(orders, [{a.index for a, *_ in c} for c in cycles]), strict=True):
+        # a cycle is no anomaly where none of its records goes against real time; one that
+        # does (a record before another's that ended before it began) needs the later one
+        # late or its offset reused: permitted where every such pair has a record that may
+        # be so, forbidden where one remains among the records that may not
+        members = {a.index for a, *_ in cycle}
+        if not against_real_time(theirs):
+            excuse = {"reason": CONCURRENT_WRITE_CYCLE, "permitted": True}
+        else:
+            late = against_real_time(theirs, excused(G0))
+            excuse = (excuses[(G0, late[0][1].index, late[0][2])] if late
+                      else _first_permitted(excuses, G0, members))
+        found[G0].append({"topic": topic, "txn_indexes": sorted(members),
+                          "edges": [[a.index, b.index, p] for a, b, p, _ in cycle], **excuse})
+    read_sets = read_cycles(h)
+    for read_cycle, theirs in zip(read_sets, shares(orders, [{a.index for a, *_ in c} for c in read_sets]),
+                                  strict=True):
         # no cycle with a wr edge is possible without a late or lost write (docs/design.md,
-        # "Transactions"): only a ww edge can come of one, the later transaction's record
-        # landed late or took a lost one's offset. A cycle is permitted where one of its ww
-        # edges may have come so; the set's cycles through none of those are forbidden
-        ww_excuse = {(a.index, b.index, q): judge.excuse(G1C, b.invoked, spans[b.index][1], b.invoked, [q])
-                     for a, b, q, kind in read_cycle if kind == "ww"}
-        bare = wr_components([(a, b, q, kind) for a, b, q, kind in read_cycle
-                              if kind == "wr" or not ww_excuse[(a.index, b.index, q)]["permitted"]])
+        # "Transactions"): only a record that landed late or took a lost one's offset puts a
+        # reader's record before its writer's. Leaving out every record that may be so (and
+        # keeping the order of the others), a cycle with a wr edge that remains is forbidden
+        members = {a.index for a, *_ in read_cycle}
+        bare = components([*ww_edges(theirs, excused(G1C)), *(e for e in read_cycle if e[3] == "wr")],
+                          reads=True)
         if bare:
-            excuse = next((ww_excuse[(a.index, b.index, q)] for a, b, q, kind in bare[0] if kind == "ww"),
+            excuse = next((excuses[(G1C, b.index, q)] for _, b, q, kind in bare[0] if kind == "ww"),
                           judge.forbid(G1C))
         else:
-            excuse = next(e for e in ww_excuse.values() if e["permitted"])
-        found[G1C].append({"topic": topic, "txn_indexes": sorted({a.index for a, *_ in read_cycle}),
+            excuse = _first_permitted(excuses, G1C, members)
+        found[G1C].append({"topic": topic, "txn_indexes": sorted(members),
                            "edges": [[a.index, b.index, p, kind] for a, b, p, kind in read_cycle],
                            **excuse})
     for once, again, r in processed_twice(h):
@@ -640,6 +714,12 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                "transaction_protocol": config.protocol,
                "faults_seen": sorted(h.families)},
     )
+
+
+def _first_permitted(excuses: Mapping[tuple[str, int, int], dict[str, Any]], name: str,
+                     members: Collection[int]) -> dict[str, Any]:
+    """The first permitting excuse of ``name`` asked of a record of ``members``."""
+    return next(e for (n, t, _), e in excuses.items() if n == name and t in members and e["permitted"])
 
 
 def _log_marker(logs: Mapping[int, PartitionLog], partition: int, offset: int | None) -> dict[str, Any]:

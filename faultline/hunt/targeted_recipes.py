@@ -151,8 +151,8 @@ RECIPES: tuple[TargetedRecipe, ...] = (
                         fenced=1, data_loss=1),
         "the leader, alone in the ISR, acknowledges commits and loses what it had not flushed; "
         "it is re-elected as the ISR's last member with a shorter log. A transaction that read "
-        "records of one whose records there were lost, and appended its own there after the loss, "
-        "took offsets strictly below the lost ones': it precedes, in the log's order, the "
+        "records of one whose records there were lost, and appended its own there after the loss "
+        "at an offset strictly below one of the lost ones', precedes in the log's order the "
         "transaction it read from (G1c)"),
     TargetedRecipe(
         TestSpec(

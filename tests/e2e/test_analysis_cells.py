@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.dataset as ds
+import pytest
 
 from faultline.analysis import aggregate, tables
-from faultline.analysis.pipeline import analyze, write_rows
+from faultline.analysis.pipeline import analyze, partitions, replace_partitions
 from tests.analysis_sweeps import CellRun, make_sweep
 
 
@@ -43,7 +45,6 @@ def test_nights_analyzed_apart_read_as_one_table(spark: Any, tmp_path: Path) -> 
     the tables of an OUT collecting many nights could not be read as one (Spark: a
     Parquet column cannot be converted) or read their numbers as text (pyarrow)."""
     import pyarrow as pa
-    import pyarrow.dataset as ds
 
     failed, lossy = _two_nights(tmp_path)
     out = str(tmp_path / "out")
@@ -57,8 +58,9 @@ def test_nights_analyzed_apart_read_as_one_table(spark: Any, tmp_path: Path) -> 
         assert table.schema.field("fault_to_first_loss_s").type == pa.float64()
         if t == "runs":
             assert table.schema.field("seed").type == pa.int64()
-    write_rows([{"sweep": "s", "run": "r", "fault": 0, "f": "kill", "start_ns": 1, "nodes": []}],
-               str(tmp_path / "faults"), ["s"], ("sweep", "run"), tables.FAULTS_SCHEMA)
+    fault = {"sweep": "s", "run": "r", "fault": 0, "f": "kill", "start_ns": 1, "nodes": []}
+    replace_partitions(str(tmp_path / "faults"), ["s"], ("sweep", "run"),
+                       partitions([fault], ("sweep", "run"), tables.FAULTS_SCHEMA))
     faults = spark.read.parquet(str(tmp_path / "faults"))
     assert dict(faults.dtypes)["end_ns"] == "bigint", "a fault never healed: no end, still a time"
 
@@ -94,3 +96,29 @@ def test_a_cells_latencies_are_over_every_ok_send_of_its_runs(spark: Any) -> Non
     got = aggregate.cell_latencies(spark, latencies, groups)
     assert got == {("s", "k1", "x"): aggregate.latency_ms(np.concatenate([a, b])),
                    ("s", "k2", "x"): aggregate.latency_ms(c)}
+
+
+def test_an_analysis_that_fails_leaves_the_last_ones_tables_whole(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: a sweep's runs, faults and anomalies were replaced before its cells
+    were made, so an analysis that failed there left new runs beside the last one's cells
+    (and, before, deleted both up front)."""
+    _, lossy = _two_nights(tmp_path)
+    out = str(tmp_path / "out")
+    analyze(spark, [lossy], out)
+
+    def files() -> dict[Path, int]:
+        """Every file of the four driver-written tables, with when it was written."""
+        return {f: f.stat().st_mtime_ns for t in ("runs", "faults", "anomalies", "cells")
+                for f in Path(out, "tables", t).rglob("*") if f.is_file()}
+
+    before = files()
+    assert any("cells" in f.parts for f in before)
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("the latency query failed")
+
+    monkeypatch.setattr(aggregate, "cell_latencies", broken)
+    with pytest.raises(RuntimeError):
+        analyze(spark, [lossy], out)
+    assert files() == before

@@ -15,7 +15,7 @@ import pytest
 from faultline.analysis import aggregate, tables
 from faultline.analysis.comparison import config, grids, names
 from faultline.analysis.evidence import status
-from faultline.analysis.pipeline import write_rows
+from faultline.analysis.pipeline import partitions, replace_partitions
 from faultline.analysis.tables import config_columns
 from faultline.spec import NemesisSpec, TestSpec
 
@@ -36,6 +36,11 @@ def cells(rows: Sequence[dict[str, Any]],
     """The cells rows of the runs rows ``rows``, with ``latencies`` by cells row (none by default)."""
     return aggregate.cells(aggregate.cell_runs(rows, tables.CONFIG_COLUMNS), latencies or {},
                            tables.CONFIG_COLUMNS)
+
+
+def write_rows(rows: Sequence[dict[str, Any]], path: str, sweeps: Sequence[str], keys: tuple[str, ...],
+               schema: pa.Schema) -> None:
+    replace_partitions(path, sweeps, keys, partitions(rows, keys, schema))
 
 
 def test_a_seed_without_test_json_does_not_move_its_cell_out_of_its_config(tmp_path: Path) -> None:

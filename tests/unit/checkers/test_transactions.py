@@ -228,6 +228,32 @@ def test_a_write_cycle_of_concurrent_transactions_is_permitted_and_of_sequential
         assert r["permitted_reasons"].get(G0) == (CONCURRENT_WRITE_CYCLE if concurrent else None)
 
 
+@pytest.mark.parametrize("overlap", [True, False])
+def test_a_write_cycle_goes_against_real_time_where_any_two_of_its_records_do(overlap: bool) -> None:
+    """Found by review: only neighbouring records were compared. In partition 0, A's record
+    comes before B's and B's before C's, and B runs throughout, so neither neighbour pair
+    goes against real time; but C ended before A began, so A's record before C's says C's
+    landed late (or took a lost record's offset), which no fault here permits. Partition 1
+    closes the cycle (C before A)."""
+    h = H()
+    h.begin(0, (0, 10))  # B
+    h.begin(1, (0, 30), (1, 31))  # C
+    if overlap:
+        h.begin(2, (0, 20), (1, 21))  # A
+    h.end(1, "ok", (0, 30, 2), (1, 31, 0))
+    if not overlap:
+        h.begin(2, (0, 20), (1, 21))
+    h.end(2, "ok", (0, 20, 0), (1, 21, 1))
+    h.end(0, "ok", (0, 10, 1))
+    h.drain(10, 0, (0, 20), (1, 10), (2, 30))
+    h.drain(11, 1, (0, 31), (1, 21))
+    r = verdict(h)
+    (e,) = r["anomalies"][G0]
+    assert len(e["txn_indexes"]) == 3
+    assert e["permitted"] is overlap
+    assert r["violations"] == ([] if overlap else [G0])
+
+
 def test_no_cycle_where_two_transactions_keep_one_order_everywhere() -> None:
     h = H()
     h.txn(0, "ok", (0, 1, 0), (1, 2, 0))

@@ -233,3 +233,63 @@ def test_a_g1c_set_is_permitted_only_where_each_of_its_cycles_has_an_excused_wri
     assert len(e["txn_indexes"]) == (3 if read else 2)
     assert e["permitted"] is not read
     assert r["violations"] == ([G1C] if read else [])
+
+
+@pytest.mark.parametrize("p0_first", [True, False])
+def test_a_g1c_cycle_is_judged_by_each_partition_its_order_comes_from(p0_first: bool) -> None:
+    """Found by review: a pair of transactions kept one write-write edge, of whichever
+    partition came first, so an excused edge (partition 1, its one replica wiped while
+    transaction 0 ran) hid an unexcused one (partition 0): the verdict hung on the order of
+    transaction 0's sends. Transaction 1 read 0's record of partition 1 and wrote below 0's
+    records in both partitions: forbidden either way."""
+    h = H()
+    h.wait(SECOND)
+    sends = [(0, 1, 1), (1, 2, 1)] if p0_first else [(1, 2, 1), (0, 1, 1)]
+    h.begin(0, *((q, v) for q, v, _ in sends))
+    h.fault("wipe", (2,))
+    h.fault("start", (2,))
+    h.end(0, "ok", *sends)
+    rpw(h, 1, "ok", [(1, 3, 0), (0, 4, 0)], [(1, 1, 2)])
+    h.drain(10, 0, (0, 4), (1, 1))
+    h.drain(11, 1, (0, 3), (1, 2))
+    r = verdict(h, spec(replication_factor=1), protocol=2, timeline=lone_replicas())
+    (e,) = r["anomalies"][G1C]
+    assert (e["permitted"], r["violations"]) == (False, [G1C])
+
+
+@pytest.mark.parametrize("between", [False, True])
+def test_a_record_left_out_as_maybe_lost_keeps_the_order_of_those_around_it(between: bool) -> None:
+    """Found by review: leaving out an excused write-write edge A -> B also left out A's
+    order before C, the record after B, which does not depend on B's. Transaction B (begun
+    before partition 1's one replica was wiped) may have lost its record there; C wrote
+    after the partition was whole again, and A read C's record and wrote below it: a
+    cycle no fault permits, with B between A and C or not."""
+    h = H()
+    h.wait(SECOND)
+    if between:
+        h.begin(0, (1, 1))
+        h.fault("wipe", (2,))
+        h.fault("start", (2,))
+        h.end(0, "ok", (1, 1, 1))
+    h.wait(SECOND)
+    whole_again = h.now()
+    h.wait(SECOND)
+    h.txn(1, "ok", (1, 2, 2))
+    rpw(h, 2, "ok", [(1, 3, 0)], [(1, 2, 2)])
+    h.drain(10, 0)
+    h.drain(11, 1, (0, 3), *([(1, 1)] if between else []), (2, 2))
+    r = verdict(h, spec(replication_factor=1), protocol=2, timeline=lone_replicas(whole_again))
+    (e,) = r["anomalies"][G1C]
+    assert (e["permitted"], r["violations"]) == (False, [G1C])
+
+
+def test_a_pair_of_transactions_joined_both_ways_keeps_both_edges() -> None:
+    """Found by review: where one transaction read another's record and also wrote after it
+    in that partition, the pair kept the ww edge alone, and the cycle it closes with the
+    other partition's order read as G0 only."""
+    h = H()
+    h.txn(0, "ok", (0, 1, 0), (1, 5, 1))
+    rpw(h, 1, "ok", [(0, 2, 1), (1, 6, 0)], [(0, 0, 1)])
+    r = verdict(h)
+    assert r["anomaly_counts"][G1C] == 1 and G1C in r["violations"]
+    assert [0, 2, 0, "wr"] in r["anomalies"][G1C][0]["edges"]
