@@ -297,35 +297,30 @@ def ww_edges(orders: Mapping[int, Sequence[Txn]],
     """Write-write edges (:func:`write_orders`): in each partition, each transaction before
     the next one, an edge per partition; ``skip``: records (a transaction, a partition) to
     leave out, their neighbours joined instead, so that the order of the others is kept."""
-    seen: set[tuple[int, int, int]] = set()
-    out: list[Edge] = []
-    for partition, order in orders.items():
-        kept = [t for t in order if skip is None or not skip(t, partition)]
-        for a, b in pairwise(kept):
-            if a is not b and (a.index, b.index, partition) not in seen:
-                seen.add((a.index, b.index, partition))
-                out.append((a, b, partition, "ww"))
-    return out
+    kept = {p: [t for t in order if skip is None or not skip(t, p)] for p, order in orders.items()}
+    return _distinct((a, b, p, "ww") for p, order in kept.items() for a, b in pairwise(order) if a is not b)
 
 
-def write_cycles(h: TxnHistory) -> list[list[Edge]]:
-    """G0: committed transactions whose write-write order (:func:`ww_edges`) has a cycle.
-    One instance per strongly connected set of transactions, as its edges."""
-    return components(ww_edges(write_orders(h)))
+def _distinct(edges: Iterable[Edge]) -> list[Edge]:
+    """``edges`` without repeats, in their order (a pair of transactions, a partition and a kind)."""
+    return list({(a.index, b.index, p, kind): (a, b, p, kind) for a, b, p, kind in edges}.values())
 
 
-def read_cycles(h: TxnHistory) -> list[list[Edge]]:
-    """G1c: committed transactions whose write-write (``ww``, :func:`ww_edges`) and
-    write-read order (``wr``, :func:`wr_edges`) together have a cycle with a ``wr`` edge. One
-    instance per strongly connected set of transactions joined by a ``wr`` edge, as its
-    edges: every edge between its members (a pair may be joined by several)."""
-    seen: set[tuple[int, int, int]] = set()
-    wr: list[Edge] = []
-    for w, t, r in wr_edges(h):
-        if (w.index, t.index, r.partition) not in seen:
-            seen.add((w.index, t.index, r.partition))
-            wr.append((w, t, r.partition, "wr"))
-    return components([*ww_edges(write_orders(h)), *wr], reads=True) if wr else []
+def write_cycles(orders: Mapping[int, Sequence[Txn]]) -> list[list[Edge]]:
+    """G0: committed transactions whose write-write order (:func:`ww_edges` of ``orders``,
+    :func:`write_orders`) has a cycle. One instance per strongly connected set of
+    transactions, as its edges."""
+    return components(ww_edges(orders))
+
+
+def read_cycles(h: TxnHistory, orders: Mapping[int, Sequence[Txn]]) -> list[list[Edge]]:
+    """G1c: committed transactions whose write-write (``ww``, :func:`ww_edges` of ``orders``,
+    :func:`write_orders`) and write-read order (``wr``, :func:`wr_edges`) together have a
+    cycle with a ``wr`` edge. One instance per strongly connected set of transactions joined
+    by a ``wr`` edge, as its edges: every edge between its members (a pair may be joined by
+    several)."""
+    wr = _distinct((w, t, r.partition, "wr") for w, t, r in wr_edges(h))
+    return components([*ww_edges(orders), *wr], reads=True) if wr else []
 
 
 def components(edges: Sequence[Edge], reads: bool = False) -> list[list[Edge]]:
@@ -630,13 +625,13 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
             return bool(excuses[key]["permitted"])
         return ask
 
-    cycles = write_cycles(h)
-    for cycle, theirs in zip(cycles, shares(orders, [{a.index for a, *_ in c} for c in cycles]), strict=True):
+    cycles = write_cycles(orders)
+    sets = [{a.index for a, *_ in c} for c in cycles]
+    for cycle, members, theirs in zip(cycles, sets, shares(orders, sets), strict=True):
         # a cycle is no anomaly where none of its records goes against real time; one that
         # does (a record before another's that ended before it began) needs the later one
         # late or its offset reused: permitted where every such pair has a record that may
         # be so, forbidden where one remains among the records that may not
-        members = {a.index for a, *_ in cycle}
         if not against_real_time(theirs):
             excuse = {"reason": CONCURRENT_WRITE_CYCLE, "permitted": True}
         else:
@@ -645,14 +640,13 @@ def check_transactions(spec: TestSpec, h: TxnHistory, config: TransactionConfig,
                       else _first_permitted(excuses, G0, members))
         found[G0].append({"topic": topic, "txn_indexes": sorted(members),
                           "edges": [[a.index, b.index, p] for a, b, p, _ in cycle], **excuse})
-    read_sets = read_cycles(h)
-    for read_cycle, theirs in zip(read_sets, shares(orders, [{a.index for a, *_ in c} for c in read_sets]),
-                                  strict=True):
+    read_sets = read_cycles(h, orders)
+    sets = [{a.index for a, *_ in c} for c in read_sets]
+    for read_cycle, members, theirs in zip(read_sets, sets, shares(orders, sets), strict=True):
         # no cycle with a wr edge is possible without a late or lost write (docs/design.md,
         # "Transactions"): only a record that landed late or took a lost one's offset puts a
         # reader's record before its writer's. Leaving out every record that may be so (and
         # keeping the order of the others), a cycle with a wr edge that remains is forbidden
-        members = {a.index for a, *_ in read_cycle}
         bare = components([*ww_edges(theirs, excused(G1C)), *(e for e in read_cycle if e[3] == "wr")],
                           reads=True)
         if bare:
