@@ -40,7 +40,21 @@ bound with ``as NAME``::
                                     of that proxy is added or removed), so a client's retry
                                     on a new connection may land at once while the request
                                     it retries is held
-    undelay                         remove every delay
+    delay ends at TARGET by MS ms   hold each client connection to the target's nodes
+                                    that carries a transaction's end (an EndTxn request)
+                                    in the step's first 0.8 of the producers' request
+                                    timeout (at most MS milliseconds): its
+                                    packets are dropped until MS milliseconds after the
+                                    step began (the step lasts that long), so the request
+                                    lands at its next retransmission after that, while a
+                                    client's retry on a new connection goes through at
+                                    once (:mod:`faultline.cluster.host.ends`). With MS
+                                    above the producers' request timeout, a commit or abort
+                                    can land in the producer's next transaction
+                                    (KAFKA-17754)
+    undelay                         remove every delay; after a ``delay ends``, once
+                                    the held requests have landed (MS * 2 + 1 s after
+                                    it began: TCP's backoff doubles from 200 ms)
     crash client N | crash clients  SIGKILL producer N (from 0), or every producer, of the
                                     workload (client crashes, the ``clients`` family);
                                     its open sends end info; it stays down
@@ -154,6 +168,10 @@ MAX_WAIT_S = 600.0
 MAX_CLOCK_OFFSET_S = 3600
 #: The longest a ``delay`` may hold a request, in milliseconds: the longest wait.
 MAX_DELAY_MS = int(MAX_WAIT_S * 1000)
+#: How long a ``delay ends`` marks the connections that carry a transaction's end, from its
+#: start, as a share of the producers' request timeout (at most the hold): a client's retry
+#: comes a request timeout after the request it retries, so it comes after the window.
+ENDS_WINDOW = 0.8
 
 _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "loss", "rate", "kbit",
                        "wait", "for", "until", "within",
@@ -161,7 +179,7 @@ _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "l
                        "has", "new", "caught", "up", "unclean", "clean", "registered", "fenced", "first",
                        "second", "s", "coordinator", "group", "committed", "client", "clients",
                        "transaction", "by", "ms", "connections", "undelay", "consumer", "consumers", "stop",
-                       "start", "holds", "partitions", "end"})
+                       "start", "holds", "partitions", "end", "ends", "at"})
 #: The steps that take nothing and undo every fault of a kind, and what each removes.
 _UNDOES: Mapping[str, str] = {"heal": "partition and hold", "restore": "degradation of links",
                               "undelay": "delay"}
@@ -214,7 +232,8 @@ class Action:
     """A fault or heal step; ``text`` is the step as written. ``verb`` is one of
     :data:`VERBS`, ``heal``, ``restore``, ``undelay``, ``reset`` or ``end`` (which have no target); a
     ``degrade`` has its ``loss`` (a probability) or its ``rate_kbit``, a ``bump`` or ``strobe``
-    its ``clock``, a ``delay`` its ``delay_ms`` and ``share`` of connections (None: all); a ``crash``,
+    its ``clock``, a ``delay`` its ``delay_ms`` and ``share`` of connections (None: all), or, of
+    transactions' ends only (``ends``), its ``delay_ms``; a ``crash``,
     ``restart`` or ``pause`` of clients has no target but ``clients``, the producers' indexes
     (empty: every one), or ``consumers``, the group consumers'; a ``pause`` of a client lasts
     ``for_s`` seconds; a ``stop`` or ``start`` (of a consumer only) has its ``consumers``."""
@@ -232,6 +251,7 @@ class Action:
     share: float | None = None
     consumers: tuple[int, ...] | None = None
     for_s: float | None = None
+    ends: bool = False
 
     @property
     def on_clients(self) -> bool:
@@ -490,6 +510,13 @@ def _parse_degrade(words: Sequence[str], text: str) -> Action:
 
 
 def _parse_delay(words: Sequence[str], text: str) -> Action:
+    if words[:2] == ["ends", "at"]:
+        at = words.index("by") if "by" in words else len(words)
+        m = re.fullmatch(r"(\d+)ms", "".join(words[at + 1:]))
+        if m and 0 < int(m.group(1)) <= MAX_DELAY_MS:
+            return Action("delay", _parse_target(words[2:at]), text, delay_ms=int(m.group(1)), ends=True)
+        raise ValueError(f"delay ends needs 'at TARGET by MS ms' (MS whole milliseconds, above 0, at most "
+                         f"{MAX_DELAY_MS})")
     if "by" in words:
         at = len(words) - 1 - words[::-1].index("by")
         m = re.fullmatch(r"(\d+)ms(?:on(\d+(?:\.\d+)?)%ofconnections)?", "".join(words[at + 1:]))

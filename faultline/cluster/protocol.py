@@ -239,7 +239,8 @@ class Skewable(Protocol):
 
 @runtime_checkable
 class Toxifiable(Protocol):
-    """Toxiproxy toxics on the client link of a node."""
+    """Toxiproxy toxics on the client link of a node, and held transaction ends on it
+    (:mod:`.host.ends`)."""
 
     def add_toxic(
         self,
@@ -256,7 +257,14 @@ class Toxifiable(Protocol):
     def remove_toxic(self, node: int, name: str) -> None: ...
 
     def clear_toxics(self) -> None:
-        """Remove every toxic from every proxy; idempotent."""
+        """Remove every toxic from every proxy, and let every held end go; idempotent."""
+        ...
+
+    def hold_ends(self, nodes: Collection[int], window_s: float, hold_s: float) -> dict[int, dict[str, int]]:
+        """On each of ``nodes``, hold every client connection that carries a transaction's
+        end (an EndTxn request) in the next ``window_s`` seconds until ``hold_s`` seconds
+        from now, then let them go; blocks until then. Per node, ``held`` connections and
+        ``dropped`` packets."""
         ...
 
 

@@ -84,6 +84,10 @@ _GROUP = "group-truncation-under-commit"
 _NEW_OWNER = "group-truncation-new-owner"
 _TXN = "txn-lost-committed-write"
 _TWICE = "txn-processed-twice"
+_LATE = "txn-late-end"
+#: The late-end recipe's schedule: six holds of producer 0's transaction ends at its
+#: coordinator, each 2 s (twice its request timeout), a second apart.
+_LATE_ENDS = (f"delay ends at coordinator of transaction faultline-{_LATE}-t0 by 2000 ms", "wait for 1 s")
 #: What the group recipes' schedules do to partition 0, kept by hand beside them (the
 #: producer's crash and the members' stops are no fault of the partition).
 _TRUNCATED = PartitionFaults(frozenset({"partition", "kill"}), leader_fault=True, faulted=3, fenced=1)
@@ -173,4 +177,23 @@ RECIPES: tuple[TargetedRecipe, ...] = (
         "next owner hands records an earlier committed transaction read to a later one",
         offsets_faults=PartitionFaults(frozenset({"lose-unflushed"}), leader_fault=True, faulted=1,
                                        fenced=1, data_loss=1)),
+    TargetedRecipe(
+        TestSpec(
+            name=_LATE, time_limit_s=45.0, kafka=KafkaSpec(transaction_version=1),
+            producer=ProducerSpec(request_timeout_ms=1000, delivery_timeout_ms=20000),
+            consumer=replace(ConsumerSpec(), isolation_level="read_committed"),
+            workload=WorkloadSpec(name="txn", client="java", producers=2, consumers=1),
+            transactions=TransactionSpec(sends=3, abort_probability=0.5, gap_ms=300),
+            nemesis=NemesisSpec(schedule=(
+                "wait until client 0 has committed within 20 s", *_LATE_ENDS * 5, _LATE_ENDS[0], "undelay",
+                "wait until caught up within 30 s"))),
+        "transaction", ("aborted-read", "lost-write", "torn-transaction"),
+        PartitionFaults(frozenset({"toxics"})),
+        "producer 0's commit or abort is held at its coordinator past its request timeout while "
+        "its retry, on a new connection, goes through; the producer begins its next transaction "
+        "under the same epoch (transaction protocol version 1) and the held request lands in it "
+        "when a partition or two are added: the coordinator ends it half-written, the rest opens "
+        "a new transaction under the same epoch, and the producer ends that one the other way "
+        "(KAFKA-17754). Version 2 bumps the epoch with each transaction and fences the held "
+        "request"),
 )

@@ -62,6 +62,7 @@ from faultline.spec import TestSpec, TopicSpec
 from faultline.targeted import (
     ACTIONS,
     CLOCK_VERBS,
+    ENDS_WINDOW,
     OFFSETS_TOPIC,
     TRANSACTIONS_TOPIC,
     Action,
@@ -449,6 +450,13 @@ class ScriptedPackage:
             peers = sorted({n.id for n in self.cluster.nodes} - set(nodes))
             self._journaled(history, "degrade", {**value, "kind": kind, "nodes": nodes, "peers": peers,
                                                  **amount}, self.links.invoke)
+        elif step.verb == "delay" and step.ends:
+            assert step.delay_ms is not None
+            self._delayed.update(nodes)  # possibly held from here on, failed or not
+            window_ms = min(step.delay_ms, int(ENDS_WINDOW * self.cluster.spec.producer.request_timeout_ms))
+            self._journaled(history, "toxic", {**value, "kind": "late-end", "nodes": nodes,
+                                               "window_ms": window_ms, "hold_ms": step.delay_ms},
+                            self.toxics.invoke)
         elif step.verb == "delay":
             self._delayed.update(nodes)  # possibly delayed from here on, failed or not
             toxic = {"kind": "latency", "streams": ["upstream"],

@@ -17,11 +17,16 @@ slicer        downstream                  ``average_size`` 16-128 bytes, ``size_
 
 The toxic goes on one node's proxy or on every proxy (drawn from ``pick``, half the
 time each). The value records ``toxic`` (kind, streams, attributes) and ``nodes``.
+
+A targeted schedule's ``delay ends`` is kind ``late-end``, not a toxic: the nodes hold
+each client connection that carries a transaction's end, its packets dropped
+(:mod:`faultline.cluster.host.ends`), so the request lands after its client retried it.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Collection
 from typing import Any
 
@@ -30,6 +35,14 @@ from faultline.faults import TOXIC_KINDS
 from faultline.history import Op
 from faultline.nemeses.base import Bound, choose, completed, leaders_snapshot, toxifiable
 from faultline.nemeses.schedule import ScheduledFault
+
+
+def landed_after(hold_s: float) -> float:
+    """Seconds from the start of a hold of ``hold_s`` seconds by which every request it held
+    has landed: its sender's TCP sends it again at 0.2, 0.6, 1.4 ... s (the backoff doubles
+    from Linux's least retransmission timeout, 200 ms), so the first time after the hold
+    comes before twice the hold and 0.2 s; a second more for the broker to read it."""
+    return 2 * hold_s + 1.2
 
 
 def toxic_for(kind: str, pick: int) -> tuple[tuple[str, ...], dict[str, int]]:
@@ -52,9 +65,16 @@ def toxic_for(kind: str, pick: int) -> tuple[tuple[str, ...], dict[str, int]]:
 
 
 class ToxicsNemesis(Bound):
-    """``toxic`` adds one toxic to one or every client proxy; ``clear-toxics`` removes all."""
+    """``toxic`` adds one toxic to one or every client proxy, or (``kind`` ``late-end``, a
+    targeted step's) holds the transactions' ends on the nodes' client links for ``hold_ms``
+    and returns once it let them go; ``clear-toxics`` removes all, after a ``late-end``
+    once its held requests have landed (:func:`landed_after`)."""
 
     family = "toxics"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._landed_by = 0.0  # time.monotonic() by which every held request has landed
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         nodes = sorted(n.id for n in self.cluster.nodes)
@@ -69,6 +89,13 @@ class ToxicsNemesis(Bound):
     def invoke(self, op: Op) -> Op:
         tox = toxifiable(self.cluster, self.family)
         value = op.value or {}
+        if op.f == "toxic" and value.get("kind") == "late-end":
+            start, hold_s = time.monotonic(), value["hold_ms"] / 1000
+            self._landed_by = max(self._landed_by, start + landed_after(hold_s))
+            counters = tox.hold_ends(value["nodes"], value["window_ms"] / 1000, hold_s)
+            held = sum(c["held"] for c in counters.values())
+            return completed(op, result=f"held {held} connection(s)",
+                             held={str(n): c for n, c in counters.items()})
         if op.f == "toxic":
             spec = value["toxic"]
             names = []
@@ -78,6 +105,7 @@ class ToxicsNemesis(Bound):
                                                toxicity=spec.get("toxicity", 1.0)))
             return completed(op, result=f"added {len(names)} toxic(s)", names=names)
         if op.f == "clear-toxics":
+            time.sleep(max(0.0, self._landed_by - time.monotonic()))
             tox.clear_toxics()
             return completed(op, result="toxics cleared")
         raise NemesisError(f"the 'toxics' nemesis cannot {op.f!r}")

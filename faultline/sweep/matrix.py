@@ -26,7 +26,10 @@ producer's default, as every spec does (:func:`faultline.spec.idempotence_allowe
 
 A cell's id is its axis values, ``short-or-dotted-name=value`` joined by ``,``, in the
 axes' order (a list value joined by ``+``, ``none`` when empty); characters other than
-letters, digits and ``._+=,-`` become ``_``, so the id is a directory name. Every
+letters, digits and ``._+=,-`` become ``_``, so the id is a directory name; an id longer
+than :data:`MAX_ID` characters (a long schedule's) keeps its first ones and ends with
+``-`` and 12 hex digits of its whole text's SHA-1, so it stays a name a file system takes
+and stays unique. Every
 cell is built and validated before anything runs: a mistake is one SpecError line
 naming the file, the cell and the field.
 
@@ -38,6 +41,7 @@ the config's with the recipe's schedule.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +71,9 @@ SHORT_NAMES: dict[str, str] = {
     "client": "workload.client",
     "transaction_version": "kafka.transaction_version",
 }
+#: The longest cell id, in characters: a directory name, below the 255 bytes of a file
+#: system's name with room for what a run adds beside it.
+MAX_ID = 200
 #: The name a cell id uses for a field (the short name where there is one).
 _ID_NAME: dict[str, str] = {path: short for short, path in SHORT_NAMES.items() if short != "seeds"}
 _TOP_KEYS = ("name", "defaults", "axes", "cells", "schedules")
@@ -229,8 +236,10 @@ def _cell(name: str, defaults: Mapping[str, Any], point: Mapping[str, Any], sour
 def cell_id(axes: Mapping[str, Any]) -> str:
     """The cell's id (see the module docstring); ``defaults`` for a cell without axes."""
     parts = [f"{_ID_NAME.get(path, path)}={_id_value(value)}" for path, value in axes.items()]
-    text = ",".join(parts) or "defaults"
-    return "".join(c if c in _ID_CHARS else "_" for c in text)
+    text = "".join(c if c in _ID_CHARS else "_" for c in ",".join(parts) or "defaults")
+    if len(text) <= MAX_ID:
+        return text
+    return f"{text[:MAX_ID - 13]}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
 
 
 def _id_value(value: Any) -> str:

@@ -41,6 +41,8 @@ SUPERNET = ipaddress.IPv4Network("10.241.0.0/16")
 CHAIN = "FAULTLINE"
 #: The iptables chain holding a node's degraded-link rules (:mod:`.links`).
 LINKS_CHAIN = "FAULTLINE-LINKS"
+#: The iptables chain holding a node's held transaction ends (:mod:`.ends`).
+ENDS_CHAIN = "FAULTLINE-ENDS"
 # -n<i> node namespaces, -br the bridge's namespace, h the host's veth
 _OWNED_NAME = re.compile(rf"fl({RUN_ID.pattern})(?:-n\d+|-br|h)")
 #: A link's alias that marks it, or its namespace, as a run's (module docstring).
@@ -135,10 +137,12 @@ def setup_commands(layout: Layout) -> list[list[str]]:
 
 def chain_rules() -> list[list[str]]:
     """iptables arguments that create the (empty) grudge chain and jump to it from INPUT,
-    and the (empty) degraded-link chain, jumped to from INPUT and OUTPUT."""
+    the (empty) degraded-link chain, jumped to from INPUT and OUTPUT, and the (empty)
+    held-ends chain, jumped to from INPUT."""
     return [["-N", CHAIN], ["-I", "INPUT", "1", "-j", CHAIN],
             ["-N", LINKS_CHAIN], ["-I", "INPUT", "1", "-j", LINKS_CHAIN],
-            ["-I", "OUTPUT", "1", "-j", LINKS_CHAIN]]
+            ["-I", "OUTPUT", "1", "-j", LINKS_CHAIN],
+            ["-N", ENDS_CHAIN], ["-I", "INPUT", "1", "-j", ENDS_CHAIN]]
 
 
 def chain_commands(namespace: str) -> list[list[str]]:

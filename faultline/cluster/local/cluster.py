@@ -41,7 +41,7 @@ from confluent_kafka import KafkaException
 
 from faultline.cluster import kafka_client, kafka_config, kafka_dist
 from faultline.cluster.admin_child import AdminChild
-from faultline.cluster.host import clocks, links, netns, runstate, signals
+from faultline.cluster.host import clocks, ends, links, netns, runstate, signals
 from faultline.cluster.host.runstate import ENV_RUN, ProcId, RunState
 from faultline.cluster.local.jvm import Jvms, tail_file
 from faultline.cluster.local.node import LocalNode
@@ -76,6 +76,7 @@ class LocalCluster:
         self._lock = threading.RLock()
         self._admin: AdminChild | None = None  # closed at stop
         self._toxic_seq = 0
+        self._end_holds = 0  # the holds of transaction ends so far: each marks with its number
         self._restore_signals: Callable[[], None] = lambda: None
         self._last_seen: set[int] = set()  # brokers registered at the last look
         #: Seconds each step of the last start() took (network, toxiproxy, format, ready, ...).
@@ -585,6 +586,40 @@ class LocalCluster:
 
     def clear_toxics(self) -> None:
         self.toxiproxy.reset()
+        with self._lock:
+            for node in self.node_ids:
+                enter = self._enter(node)
+                if enter is not None:  # else its namespace went with its rules
+                    for cmd in ends.release_commands():
+                        netns.run([*enter, *cmd])
+
+    def hold_ends(self, nodes: Collection[int], window_s: float, hold_s: float) -> dict[int, dict[str, int]]:
+        start = time.monotonic()
+        with self._lock:
+            self._end_holds += 1
+            mark = self._end_holds
+            entered = {node: self._enter(node) for node in nodes}
+        down = sorted(node for node, enter in entered.items() if enter is None)
+        if down:
+            raise ClusterError(f"node(s) {down} have no network namespace now (not running)")
+        live = {node: enter for node, enter in entered.items() if enter is not None}
+
+        def run_all(commands: list[list[str]]) -> dict[int, str]:
+            with self._lock:
+                return {node: "".join(netns.run([*enter, *cmd]) for cmd in commands)
+                        for node, enter in live.items()}
+
+        try:
+            run_all(ends.hold_commands(mark))
+            time.sleep(max(0.0, start + window_s - time.monotonic()))
+            marked = run_all(ends.counters_commands())
+            run_all(ends.stop_marking_commands(mark))
+            time.sleep(max(0.0, start + hold_s - time.monotonic()))
+            dropped = run_all(ends.counters_commands())
+        finally:
+            run_all(ends.release_commands())
+        return {node: {"held": ends.parse_counters(marked[node])["held"],
+                       "dropped": ends.parse_counters(dropped[node])["dropped"]} for node in live}
 
     # -- Wipeable -------------------------------------------------------------------
 

@@ -72,3 +72,14 @@ def test_a_recipe_that_claims_an_anomaly_of_reads_reads() -> None:
     for recipe in RECIPES:
         if {"G1c", "processed-twice"} & set(recipe.anomalies):
             assert recipe.spec.transactions.reads > 0, recipe.name
+
+
+def test_the_late_end_recipe_is_permitted_by_protocol_version_1_alone() -> None:
+    """Its delaying fault (the held ends, family toxics) permits its anomalies under
+    transaction protocol version 1 only (KAFKA-17754); on version 2 the same faults permit
+    none of them, and no fault of the partition's own data does either way."""
+    (recipe,) = [r for r in RECIPES if r.name == "txn-late-end"]
+    for anomaly in recipe.anomalies:
+        assert recipe.permitted()[anomaly].startswith("transaction protocol version 1 and toxics")
+    v2 = replace(recipe.spec, kafka=replace(recipe.spec.kafka, transaction_version=2))
+    assert not set(recipe.anomalies) & set(recipe.permitted(v2))

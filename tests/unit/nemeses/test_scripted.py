@@ -23,6 +23,7 @@ from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op, read_history
 from faultline.nemeses.scripted import HandPackage, ScriptedPackage
+from faultline.nemeses.toxics import landed_after
 from faultline.spec import NemesisSpec, TestSpec, TopicSpec
 from tests.unit.nemeses.test_package import FakeCluster
 
@@ -610,3 +611,29 @@ def test_delays_hold_client_requests_upstream_are_journaled_as_toxics_and_lifted
         ("add_toxic", (3, "latency", "upstream")), ("clear_toxics", None), ("clear_toxics", None)]
     assert "toxics" in faults_of(ops).families & DELAYING_FAULTS  # a delay permits the KAFKA-17754 shape
     assert cluster.clean()
+
+
+def test_a_delay_of_transaction_ends_holds_them_and_its_undelay_waits_until_the_held_ones_landed(
+        tmp_path: Path) -> None:
+    cluster, nemesis, ops = _run(tmp_path, ("delay ends at node 2 by 100 ms", "undelay"), Live())
+    assert nemesis.ended is None
+    assert _done(ops) == [("toxic", [2]), ("clear-toxics", [2])]
+    [step, undelay] = [op for op in ops if op.f in ("toxic", "clear-toxics") and "result" in op.value]
+    # the window is 0.8 of the producers' request timeout, at most the hold
+    assert {k: step.value[k] for k in ("kind", "window_ms", "hold_ms", "held")} == {
+        "kind": "late-end", "window_ms": 100, "hold_ms": 100, "held": {"2": {"held": 1, "dropped": 4}}}
+    assert ("hold_ends", ((2,), 0.1, 0.1)) in cluster.calls
+    [began] = [op.time for op in ops if op.f == "toxic" and "result" not in op.value]
+    assert undelay.time - began >= landed_after(0.1) * 1e9  # the held requests have landed by then
+    assert "toxics" in faults_of(ops).families & DELAYING_FAULTS
+    assert cluster.clean()
+
+
+@pytest.mark.parametrize("hold_s", [0.1, 0.9, 2.0, 7.5])
+def test_a_held_request_lands_before_landed_after(hold_s: float) -> None:
+    # TCP sends a segment again 0.2, 0.6, 1.4 ... s after its first send (Linux's least
+    # retransmission timeout, doubled each time); the first after the hold passes
+    for sent in [i * hold_s / 50 for i in range(50)]:
+        tries = [sent + 0.2 * (2 ** k - 1) for k in range(1, 20)]
+        lands = next(t for t in tries if t >= hold_s)
+        assert lands + 1.0 <= landed_after(hold_s)

@@ -3,6 +3,7 @@ specs, and one clear line for every mistake."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 from faultline.cli import main
 from faultline.errors import SpecError
 from faultline.spec import build_spec
-from faultline.sweep.matrix import Cell, cell_id, load_matrix, parse_matrix
+from faultline.sweep.matrix import MAX_ID, Cell, cell_id, load_matrix, parse_matrix
 from faultline.sweep.runner import analysis_s, duration_s
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -84,6 +85,17 @@ def test_ids_are_directory_names() -> None:
         "version=4.3.1_.._x_y,faults=none"
     assert cell_id({"nemesis.interval_s": 10.0, "nemesis.max_concurrent": 2}) == \
         "interval=10,nemesis.max_concurrent=2"
+
+
+def test_a_long_id_is_cut_to_a_name_a_file_system_takes_and_stays_unique() -> None:
+    """Found making the KAFKA-17754 cells: a schedule of 14 steps made a 900-character id,
+    which no file system takes as a directory name."""
+    steps = [f"delay ends at node 1 by {ms} ms" for ms in range(1000, 1014)]
+    ids = {cell_id({"nemesis.schedule": [*steps, last]}) for last in ("undelay", "heal")}
+    assert len(ids) == 2
+    for i in ids:
+        assert len(i) == MAX_ID
+        assert re.fullmatch(r"nemesis\.schedule=delay_ends_at_node_1_by_1000_ms\+[a-z0-9_+]+-[0-9a-f]{12}", i)
 
 
 @pytest.mark.parametrize(("data", "message"), [
@@ -182,7 +194,7 @@ def test_the_examples_are_valid_matrices() -> None:
     assert seeds_and_recipes(load_matrix(EXAMPLES / "clock.yaml").cells) == (4, 0)
     assert seeds_and_recipes(load_matrix(EXAMPLES / "groups.yaml").cells) == (6, 0)
     versions = load_matrix(EXAMPLES / "txn-versions.yaml").cells
-    assert seeds_and_recipes(versions) == (15, 0)
+    assert seeds_and_recipes(versions) == (18, 0)
     assert {(c.spec.kafka.version, c.spec.kafka.transaction_version) for c in versions} == {
         ("4.3.1", 1), ("4.3.1", 2), ("3.9.1", None)}
     assert all(c.spec.workload.client == "java" for c in versions)
