@@ -45,16 +45,19 @@ bound with ``as NAME``::
                                     in the step's first 0.8 of the producers' request
                                     timeout (at most MS milliseconds): its
                                     packets are dropped until MS milliseconds after the
-                                    step began (the step lasts that long), so the request
-                                    lands at its next retransmission after that, while a
-                                    client's retry on a new connection goes through at
-                                    once (:mod:`faultline.cluster.host.ends`). With MS
-                                    above the producers' request timeout, a commit or abort
-                                    can land in the producer's next transaction
+                                    step began (the step lasts that long; MS at most
+                                    10000), so the request lands at its next
+                                    retransmission after that, while a client's retry on
+                                    a new connection goes through at once
+                                    (:mod:`faultline.cluster.host.ends`). Every client's
+                                    EndTxn to the target's nodes, not one producer's. With
+                                    MS above the producers' request timeout, a commit or
+                                    abort can land in the producer's next transaction
                                     (KAFKA-17754)
-    undelay                         remove every delay; after a ``delay ends``, once
-                                    the held requests have landed (MS * 2 + 1 s after
-                                    it began: TCP's backoff doubles from 200 ms)
+    undelay                         remove every delay; after a ``delay ends``, complete
+                                    once every request it held has landed (twice the
+                                    time from its start to its release, and 2 s more:
+                                    :func:`faultline.nemeses.toxics.landed_by`)
     crash client N | crash clients  SIGKILL producer N (from 0), or every producer, of the
                                     workload (client crashes, the ``clients`` family);
                                     its open sends end info; it stays down
@@ -172,6 +175,10 @@ MAX_DELAY_MS = int(MAX_WAIT_S * 1000)
 #: start, as a share of the producers' request timeout (at most the hold): a client's retry
 #: comes a request timeout after the request it retries, so it comes after the window.
 ENDS_WINDOW = 0.8
+#: The longest a ``delay ends`` may hold, in milliseconds: past a request timeout is all it
+#: needs, and the step (and a heal after it, until the held requests landed) blocks the
+#: schedule that long.
+MAX_ENDS_MS = 10_000
 
 _RESERVED = frozenset({*VERBS, "heal", "restore", "reset", "clock", "clocks", "loss", "rate", "kbit",
                        "wait", "for", "until", "within",
@@ -513,10 +520,10 @@ def _parse_delay(words: Sequence[str], text: str) -> Action:
     if words[:2] == ["ends", "at"]:
         at = words.index("by") if "by" in words else len(words)
         m = re.fullmatch(r"(\d+)ms", "".join(words[at + 1:]))
-        if m and 0 < int(m.group(1)) <= MAX_DELAY_MS:
+        if m and 0 < int(m.group(1)) <= MAX_ENDS_MS:
             return Action("delay", _parse_target(words[2:at]), text, delay_ms=int(m.group(1)), ends=True)
         raise ValueError(f"delay ends needs 'at TARGET by MS ms' (MS whole milliseconds, above 0, at most "
-                         f"{MAX_DELAY_MS})")
+                         f"{MAX_ENDS_MS})")
     if "by" in words:
         at = len(words) - 1 - words[::-1].index("by")
         m = re.fullmatch(r"(\d+)ms(?:on(\d+(?:\.\d+)?)%ofconnections)?", "".join(words[at + 1:]))

@@ -453,7 +453,8 @@ class ScriptedPackage:
         elif step.verb == "delay" and step.ends:
             assert step.delay_ms is not None
             self._delayed.update(nodes)  # possibly held from here on, failed or not
-            window_ms = min(step.delay_ms, int(ENDS_WINDOW * self.cluster.spec.producer.request_timeout_ms))
+            timeout_ms = self.cluster.spec.producer.request_timeout_ms
+            window_ms = max(1, min(step.delay_ms, int(ENDS_WINDOW * timeout_ms)))
             self._journaled(history, "toxic", {**value, "kind": "late-end", "nodes": nodes,
                                                "window_ms": window_ms, "hold_ms": step.delay_ms},
                             self.toxics.invoke)
@@ -610,9 +611,6 @@ class ScriptedPackage:
                 if self._degraded:
                     heals.append(("restore", {"kind": "links", "nodes": sorted(self._degraded)},
                                   self.links.invoke))
-                if self._delayed:
-                    heals.append(("clear-toxics", {"kind": "latency", "nodes": sorted(self._delayed)},
-                                  self.toxics.invoke))
                 if self._skewed:
                     heals.append(("reset-clock", {"kind": "clock", "nodes": sorted(self._skewed)},
                                   self.clock.invoke))
@@ -628,6 +626,9 @@ class ScriptedPackage:
                                           ("start-client", "stop", self.clients.stopped_of(role))):
                         if held:
                             heals.append((f, {"kind": kind, role: held}, self.clients.invoke))
+                if self._delayed:  # last: it waits until what a delay of ends held has landed
+                    heals.append(("clear-toxics", {"kind": "latency", "nodes": sorted(self._delayed)},
+                                  self.toxics.invoke))
                 for f, value, invoke in heals:
                     try:
                         self._journaled(history, f, value, invoke)

@@ -36,13 +36,19 @@ from faultline.history import Op
 from faultline.nemeses.base import Bound, choose, completed, leaders_snapshot, toxifiable
 from faultline.nemeses.schedule import ScheduledFault
 
+#: Seconds a held request may take to land past twice its hold's length: TCP sends it again
+#: after a retransmission timeout that doubles each time (at most 1 s for the first: Linux's
+#: before the connection has a round trip measured, 200 ms after), so the first time after
+#: the release comes before 2 * release - start + 1 s; a second more for the broker to read it.
+LANDING_S = 2.0
 
-def landed_after(hold_s: float) -> float:
-    """Seconds from the start of a hold of ``hold_s`` seconds by which every request it held
-    has landed: its sender's TCP sends it again at 0.2, 0.6, 1.4 ... s (the backoff doubles
-    from Linux's least retransmission timeout, 200 ms), so the first time after the hold
-    comes before twice the hold and 0.2 s; a second more for the broker to read it."""
-    return 2 * hold_s + 1.2
+
+def landed_by(start: float, released: float) -> float:
+    """The time by which every request a hold that began at ``start`` and let go at
+    ``released`` held has landed: a request first sent at ``s`` >= ``start``, sent again at
+    ``s + r * (2**k - 1)``, is sent again after ``released`` before
+    ``s + 2 * (released - s) + r`` (the time before that one came before ``released``)."""
+    return 2 * released - start + LANDING_S
 
 
 def toxic_for(kind: str, pick: int) -> tuple[tuple[str, ...], dict[str, int]]:
@@ -67,14 +73,15 @@ def toxic_for(kind: str, pick: int) -> tuple[tuple[str, ...], dict[str, int]]:
 class ToxicsNemesis(Bound):
     """``toxic`` adds one toxic to one or every client proxy, or (``kind`` ``late-end``, a
     targeted step's) holds the transactions' ends on the nodes' client links for ``hold_ms``
-    and returns once it let them go; ``clear-toxics`` removes all, after a ``late-end``
-    once its held requests have landed (:func:`landed_after`)."""
+    and returns once it let them go; ``clear-toxics`` removes all, and completes once every
+    request a ``late-end`` held has landed (:func:`landed_by`)."""
 
     family = "toxics"
 
     def __init__(self) -> None:
         super().__init__()
-        self._landed_by = 0.0  # time.monotonic() by which every held request has landed
+        self._landed_by = 0.0  # time.monotonic() by which every request held so far has landed
+        self._unreleased: list[float] = []  # when each hold began whose release failed
 
     def plan(self, step: ScheduledFault, busy: Collection[int]) -> dict[str, Any]:
         nodes = sorted(n.id for n in self.cluster.nodes)
@@ -90,10 +97,14 @@ class ToxicsNemesis(Bound):
         tox = toxifiable(self.cluster, self.family)
         value = op.value or {}
         if op.f == "toxic" and value.get("kind") == "late-end":
-            start, hold_s = time.monotonic(), value["hold_ms"] / 1000
-            self._landed_by = max(self._landed_by, start + landed_after(hold_s))
-            counters = tox.hold_ends(value["nodes"], value["window_ms"] / 1000, hold_s)
-            held = sum(c["held"] for c in counters.values())
+            start = time.monotonic()
+            try:
+                counters = tox.hold_ends(value["nodes"], value["window_ms"] / 1000, value["hold_ms"] / 1000)
+            except BaseException:
+                self._unreleased.append(start)  # clear-toxics lets them go, and waits from then
+                raise
+            self._landed_by = max(self._landed_by, landed_by(start, time.monotonic()))
+            held = sum(c["connections"] for c in counters.values())
             return completed(op, result=f"held {held} connection(s)",
                              held={str(n): c for n, c in counters.items()})
         if op.f == "toxic":
@@ -105,8 +116,13 @@ class ToxicsNemesis(Bound):
                                                toxicity=spec.get("toxicity", 1.0)))
             return completed(op, result=f"added {len(names)} toxic(s)", names=names)
         if op.f == "clear-toxics":
-            time.sleep(max(0.0, self._landed_by - time.monotonic()))
-            tox.clear_toxics()
+            try:
+                tox.clear_toxics()
+            finally:  # the window stays open until every held request has landed, cleared or not
+                released = time.monotonic()
+                self._landed_by = max([self._landed_by, *(landed_by(s, released) for s in self._unreleased)])
+                self._unreleased.clear()
+                time.sleep(max(0.0, self._landed_by - time.monotonic()))
             return completed(op, result="toxics cleared")
         raise NemesisError(f"the 'toxics' nemesis cannot {op.f!r}")
 

@@ -5,9 +5,9 @@ began its next transaction. Version 2 bumps the producer's epoch with every tran
 so the held request is fenced: no transaction is lost, torn or read aborted, and the run is
 valid with nothing permitted by the fault (version 2 permits nothing for it).
 
-Each hold must have held a connection (the EndTxn seen in its window): the schedule waits
-for producer 0's first commit, and with its request timeout of 1 s the window (0.8 s) and
-its transactions (3 sends 300 ms apart, about 0.7 s) overlap. examples/txn-late-end.yaml
+Each hold must have held a connection (an EndTxn seen in its window): the schedule waits
+for producer 0's first commit, and the window (0.8 of the request timeout of 2 s: 1.6 s)
+spans two of its transactions (3 sends 300 ms apart, about 0.7 s each). examples/txn-late-end.yaml
 is the same on version 1, where the held end tears transactions (docs/design.md)."""
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from faultline.spec import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-HOLD = "delay ends at coordinator of transaction faultline-it-late-ends-t0 by 2000 ms"
+HOLD = "delay ends at coordinator of transaction faultline-it-late-ends-t0 by 3000 ms"
 SPEC = TestSpec(
     name="it-late-ends", time_limit_s=40.0,
     kafka=KafkaSpec(heap_mb=384, transaction_version=2),
-    producer=ProducerSpec(request_timeout_ms=1000, delivery_timeout_ms=20000),
+    producer=ProducerSpec(request_timeout_ms=2000, delivery_timeout_ms=20000),
     consumer=ConsumerSpec(isolation_level="read_committed"),
     workload=WorkloadSpec(name="txn", client="java", producers=2, consumers=1),
     transactions=TransactionSpec(sends=3, abort_probability=0.5, gap_ms=300),
@@ -59,13 +59,13 @@ def test_each_hold_held_a_transaction_end_past_the_request_timeout(outcome: RunO
     print([h.value["held"] for h in holds])
     assert len(holds) == 3
     for hold in holds:
-        assert hold.value["kind"] == "late-end" and hold.value["hold_ms"] == 2000
-        assert hold.value["window_ms"] == 800  # 0.8 of the request timeout
-        assert sum(c["held"] for c in hold.value["held"].values()) >= 1
+        assert hold.value["kind"] == "late-end" and hold.value["hold_ms"] == 3000
+        assert hold.value["window_ms"] == 1600  # 0.8 of the request timeout
+        assert sum(c["connections"] for c in hold.value["held"].values()) >= 1
     [undelay] = [op for op in ops if op.f == "clear-toxics" and "result" in op.value]
-    # the undelay waits until the last hold's requests have landed: 2 * 2 s + 1.2 s after it began
+    # the undelay waits until the last hold's requests have landed: twice its 3 s, and 2 s more
     [last] = [op for op in ops if op.f == "toxic" and "result" not in op.value][-1:]
-    assert undelay.time - last.time >= 5_200_000_000
+    assert undelay.time - last.time >= 8_000_000_000
 
 
 def test_version_2_fences_every_held_end(outcome: RunOutcome) -> None:

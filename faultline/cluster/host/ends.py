@@ -48,10 +48,11 @@ def hold_commands(mark: int) -> list[list[str]]:
     return [[*_IPTABLES, "-A", ENDS_CHAIN, *rule] for rule in (_drop(mark), _mark(mark), _drop(mark))]
 
 
-def stop_marking_commands(mark: int) -> list[list[str]]:
-    """Commands that end the window of the hold ``mark``: no connection is marked from now
-    on; those marked stay held."""
-    return [[*_IPTABLES, "-D", ENDS_CHAIN, *_mark(mark)]]
+def stop_marking_commands() -> list[list[str]]:
+    """Commands that end a hold's window: an unmarked connection returns from the chain
+    before the marking rule, so none is marked from now on; those marked stay held, and the
+    marking rule keeps its count."""
+    return [[*_IPTABLES, "-I", ENDS_CHAIN, "1", *_TCP, "-m", "connmark", "--mark", "0", "-j", "RETURN"]]
 
 
 def counters_commands() -> list[list[str]]:
@@ -60,11 +61,11 @@ def counters_commands() -> list[list[str]]:
 
 
 def parse_counters(chain: str) -> dict[str, int]:
-    """What holding did on one node, from :func:`counters_commands`' output: ``held``
-    connections (marked) and ``dropped`` packets."""
+    """What a hold did on one node, from :func:`counters_commands`' output: ``connections``
+    it marked and packets it ``dropped``."""
     rules = [line.split() for line in chain.splitlines()]
     counted = [(int(f[0]), f[2]) for f in rules if len(f) > 2 and f[0].isdigit()]
-    return {"held": sum(n for n, target in counted if target == "CONNMARK"),
+    return {"connections": sum(n for n, target in counted if target == "CONNMARK"),
             "dropped": sum(n for n, target in counted if target == "DROP")}
 
 

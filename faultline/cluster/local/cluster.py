@@ -585,41 +585,60 @@ class LocalCluster:
         self.toxiproxy.remove_toxic(f"n{self.node(node).id}", name)
 
     def clear_toxics(self) -> None:
-        self.toxiproxy.reset()
-        with self._lock:
-            for node in self.node_ids:
-                enter = self._enter(node)
-                if enter is not None:  # else its namespace went with its rules
-                    for cmd in ends.release_commands():
-                        netns.run([*enter, *cmd])
+        errors: list[str] = []
+        try:
+            self._release_ends(self.node_ids)
+        except ClusterError as e:
+            errors.append(str(e))
+        try:
+            self.toxiproxy.reset()
+        except ClusterError as e:
+            errors.append(str(e))
+        if errors:
+            raise ClusterError("; ".join(errors))
 
     def hold_ends(self, nodes: Collection[int], window_s: float, hold_s: float) -> dict[int, dict[str, int]]:
         start = time.monotonic()
         with self._lock:
             self._end_holds += 1
             mark = self._end_holds
-            entered = {node: self._enter(node) for node in nodes}
-        down = sorted(node for node, enter in entered.items() if enter is None)
+            down = sorted(node for node in nodes if self._enter(node) is None)
         if down:
             raise ClusterError(f"node(s) {down} have no network namespace now (not running)")
-        live = {node: enter for node, enter in entered.items() if enter is not None}
-
-        def run_all(commands: list[list[str]]) -> dict[int, str]:
-            with self._lock:
-                return {node: "".join(netns.run([*enter, *cmd]) for cmd in commands)
-                        for node, enter in live.items()}
-
         try:
-            run_all(ends.hold_commands(mark))
+            self._in_namespaces(nodes, ends.hold_commands(mark))
             time.sleep(max(0.0, start + window_s - time.monotonic()))
-            marked = run_all(ends.counters_commands())
-            run_all(ends.stop_marking_commands(mark))
+            self._in_namespaces(nodes, ends.stop_marking_commands())
             time.sleep(max(0.0, start + hold_s - time.monotonic()))
-            dropped = run_all(ends.counters_commands())
+            read = self._in_namespaces(nodes, ends.counters_commands())
         finally:
-            run_all(ends.release_commands())
-        return {node: {"held": ends.parse_counters(marked[node])["held"],
-                       "dropped": ends.parse_counters(dropped[node])["dropped"]} for node in live}
+            self._release_ends(nodes)
+        return {node: ends.parse_counters(out) for node, out in read.items()}
+
+    def _release_ends(self, nodes: Collection[int]) -> None:
+        """Let every connection a hold of transaction ends holds on ``nodes`` go; every
+        node's, even when another's fails (ClusterError naming each, once all have run)."""
+        self._in_namespaces(nodes, ends.release_commands())
+
+    def _in_namespaces(self, nodes: Collection[int], commands: list[list[str]]) -> dict[int, str]:
+        """Run ``commands`` in order in the network namespace of each of ``nodes`` that has
+        one now (a node without has no rules either), entered afresh for each node;
+        their outputs joined, by node. Every node's run, even when another's fail
+        (ClusterError naming each, once all have run)."""
+        out: dict[int, str] = {}
+        errors: list[str] = []
+        with self._lock:
+            for node in nodes:
+                enter = self._enter(node)
+                if enter is None:
+                    continue
+                try:
+                    out[node] = "".join(netns.run([*enter, *cmd]) for cmd in commands)
+                except ClusterError as e:
+                    errors.append(f"node {node}: {e}")
+        if errors:
+            raise ClusterError("; ".join(errors))
+        return out
 
     # -- Wipeable -------------------------------------------------------------------
 

@@ -121,7 +121,7 @@ class FakeCluster:
 
     def hold_ends(self, nodes: Collection[int], window_s: float, hold_s: float) -> dict[int, dict[str, int]]:
         self._call("hold_ends", (tuple(nodes), window_s, hold_s))
-        return {n: {"held": 1, "dropped": 4} for n in nodes}
+        return {n: {"connections": 1, "dropped": 4} for n in nodes}
 
     def drop_on_links(self, node: int, peers: Collection[int], probability: float) -> None:
         self._call("drop_on_links", (node, tuple(peers), probability))

@@ -32,8 +32,11 @@ def test_a_hold_drops_its_own_marked_connections_and_marks_only_unmarked_ones() 
                                   "-j", "DROP"]
     assert mark[mark.index("connmark") + 1:mark.index("connmark") + 3] == ["--mark", "0"]  # no earlier hold's
     assert mark[-3:] == ["CONNMARK", "--set-mark", "3"]
-    # the window's end removes exactly the marking rule
-    assert ends.stop_marking_commands(3) == [[*rules[1][:3], "-D", *rules[1][4:]]]
+    # the window's end sends every unmarked connection back before the marking rule, which
+    # keeps its count
+    assert ends.stop_marking_commands() == [[
+        "iptables", "-w", "5", "-I", ENDS_CHAIN, "1", "-p", "tcp", "--dport", str(CLIENT_PORT),
+        "-m", "connmark", "--mark", "0", "-j", "RETURN"]]
     assert ends.release_commands() == [["iptables", "-w", "5", "-F", ENDS_CHAIN]]
 
 
@@ -45,11 +48,13 @@ def test_the_chain_is_made_and_jumped_to_from_input() -> None:
 def test_counters_say_connections_held_and_packets_dropped() -> None:
     chain = (f"Chain {ENDS_CHAIN} (1 references)\n"
              "    pkts      bytes target     prot opt in     out     source               destination\n"
+             "      30     4000 RETURN     6    --  *      *       0.0.0.0/0  0.0.0.0/0  tcp dpt:9094 "
+             "connmark match  0x0\n"
              "       4      468 DROP       6    --  *      *       0.0.0.0/0  0.0.0.0/0  tcp dpt:9094 "
              "connmark match  0x3\n"
              "       2      234 CONNMARK   6    --  *      *       0.0.0.0/0  0.0.0.0/0  tcp dpt:9094 "
              "connmark match  0x0 u32 ... CONNMARK set 0x3\n"
              "       2      234 DROP       6    --  *      *       0.0.0.0/0  0.0.0.0/0  tcp dpt:9094 "
              "connmark match  0x3\n")
-    assert ends.parse_counters(chain) == {"held": 2, "dropped": 6}
-    assert ends.parse_counters(f"Chain {ENDS_CHAIN} (1 references)\n") == {"held": 0, "dropped": 0}
+    assert ends.parse_counters(chain) == {"connections": 2, "dropped": 6}
+    assert ends.parse_counters(f"Chain {ENDS_CHAIN} (1 references)\n") == {"connections": 0, "dropped": 0}
