@@ -8,16 +8,18 @@ Kafka jars (mvn), Toxiproxy (go install), and a class-data-sharing archive of th
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from faultline.cluster import kafka_dist
 from faultline.cluster.docker import engine, image
-from faultline.cluster.host import clocks, links, netns, runstate
+from faultline.cluster.host import clocks, ends, links, netns, runstate
 from faultline.cluster.kafka_dist import Report
 from faultline.errors import ClusterError, FaultlineError, SetupError
 from faultline.spec import DEFAULT_KAFKA_VERSION, KafkaSpec, TestSpec, TopicSpec
@@ -154,7 +156,7 @@ def doctor(version: str = DEFAULT_KAFKA_VERSION, home: str | None = None,
         checks.append(Check("subnets", bool(free), f"{len(free)} free /24s in {netns.SUPERNET}",
                             "faultline cluster down --all (or free addresses in 10.241.0.0/16)"))  # fmt: skip
         if free and kafka_dist.which("iptables"):
-            checks.append(network_check())
+            checks += [network_check(), ends_check()]
         if free and kafka_dist.which("tc"):
             checks.append(latency_check())
     return checks
@@ -220,10 +222,10 @@ def network_check() -> Check:
     )  # fmt: skip
 
 
-def latency_check() -> Check:
-    """Whether a node's namespace (built like a run's, then removed) takes a netem delay.
-    Always ok: latency between brokers is no kind of the ``links`` family either way, and
-    the line says why plainly (:data:`~faultline.cluster.host.links.NO_LATENCY`)."""
+@contextlib.contextmanager
+def _scratch_node() -> Iterator[list[str]]:
+    """A node's namespace built like a run's (its chains too), removed afterwards: the
+    command prefix that runs a command in it."""
     spec = TestSpec(name="doctor", kafka=KafkaSpec(nodes=1),
                     topic=TopicSpec(name="doctor", partitions=1, replication_factor=1,
                                     min_insync_replicas=1))  # fmt: skip
@@ -231,7 +233,16 @@ def latency_check() -> Check:
         state = runstate.claim(spec, [1], None)
     try:
         netns.build(state.layout, [1])
-        enter = ["ip", "netns", "exec", state.layout.namespace(1)]
+        yield ["ip", "netns", "exec", state.layout.namespace(1)]
+    finally:
+        runstate.destroy(state.run_id, state)
+
+
+def latency_check() -> Check:
+    """Whether a node's namespace (built like a run's, then removed) takes a netem delay.
+    Always ok: latency between brokers is no kind of the ``links`` family either way, and
+    the line says why plainly (:data:`~faultline.cluster.host.links.NO_LATENCY`)."""
+    with _scratch_node() as enter:
         add, remove = links.netem_probe()
         try:
             netns.run([*enter, *add])
@@ -239,8 +250,19 @@ def latency_check() -> Check:
             return Check("broker latency", True, links.NO_LATENCY)
         netns.run([*enter, *remove])
         return Check("broker latency", True, links.NETEM_UNUSED)
-    finally:
-        runstate.destroy(state.run_id, state)
+
+
+def ends_check() -> Check:
+    """Whether a node's namespace (built like a run's, then removed) takes the rules that
+    hold transaction ends (``delay ends``: iptables' ``u32`` and ``connmark`` matches)."""
+    with _scratch_node() as enter:
+        try:
+            for cmd in [*ends.hold_commands(1), *ends.stop_marking_commands(), *ends.release_commands()]:
+                netns.run([*enter, *cmd])
+        except ClusterError as e:
+            return Check("held transaction ends", False, f"iptables refuses the rules of delay ends: {e}",
+                         "modprobe xt_u32 xt_connmark (a kernel with iptables' u32 and connmark matches)")
+        return Check("held transaction ends", True, "iptables takes the u32 and connmark rules of delay ends")
 
 
 #: The discard port: nobody listens on it in a fresh namespace.

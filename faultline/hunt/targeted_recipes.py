@@ -187,7 +187,7 @@ RECIPES: tuple[TargetedRecipe, ...] = (
             nemesis=NemesisSpec(schedule=(
                 "wait until client 0 has committed within 20 s", *_LATE_ENDS * 5, _LATE_ENDS[0], "undelay",
                 "wait until caught up within 30 s"))),
-        "transaction", ("aborted-read", "lost-write", "torn-transaction"),
+        "transaction", ("aborted-read", "lost-write", "torn-transaction", "precommitted-read"),
         PartitionFaults(frozenset({"toxics"})),
         "producer 0's commit or abort is held at its coordinator past its request timeout while "
         "its retry, on a new connection, goes through; the producer begins its next transaction "

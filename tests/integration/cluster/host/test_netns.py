@@ -15,7 +15,7 @@ from faultline.cluster import kafka_client
 from faultline.cluster.host import links, netns, runstate
 from faultline.cluster.host.netns import Layout
 from faultline.cluster.local.cluster import LocalCluster
-from faultline.cluster.setup import latency_check, network_check
+from faultline.cluster.setup import ends_check, latency_check, network_check
 from faultline.errors import ClusterError
 from faultline.spec import KafkaSpec, TestSpec, TopicSpec
 from tests.integration.conftest import INTEGRATION_SPEC
@@ -108,5 +108,14 @@ def test_the_doctor_says_whether_the_kernel_has_netem_and_leaves_nothing() -> No
     check = latency_check()
     assert check.ok and check.detail == (links.NETEM_UNUSED if netem else links.NO_LATENCY)
     # other runs may come and go meanwhile: what is new belongs to a run still there
+    live = runstate.load_all()
+    assert [ns for ns in set(netns.list_namespaces()) - before if netns.owner_run_id(ns) not in live] == []
+
+
+def test_the_doctor_says_whether_iptables_takes_the_held_ends_rules_and_leaves_nothing() -> None:
+    """The u32 and connmark matches of ``delay ends``, tried in a throwaway node namespace."""
+    before = set(netns.list_namespaces())
+    check = ends_check()
+    assert check.ok, check.detail
     live = runstate.load_all()
     assert [ns for ns in set(netns.list_namespaces()) - before if netns.owner_run_id(ns) not in live] == []
