@@ -263,8 +263,8 @@ class Toxifiable(Protocol):
     def hold_ends(self, nodes: Collection[int], window_s: float, hold_s: float) -> dict[int, dict[str, int]]:
         """On each of ``nodes``, hold every client connection that carries a transaction's
         end (an EndTxn request) in the next ``window_s`` seconds until ``hold_s`` seconds
-        from now, then let them go; blocks until then. Per node, ``held`` connections and
-        ``dropped`` packets."""
+        from now, then let them go; blocks until then. Per node, the ``connections`` held
+        and the packets ``dropped``."""
         ...
 
 

@@ -426,17 +426,19 @@ def free_subnets(
     return [s for s in supernet.subnets(new_prefix=24) if not any(s.overlaps(b) for b in blocked)]
 
 
-def run_per_node(plan: Iterable[Sequence[Sequence[str]]]) -> None:
+def run_per_node(plan: Iterable[Sequence[Sequence[str]]]) -> list[str]:
     """Run each node's commands in order, every node's even when another node's fail:
     one namespace whose iptables fails (the xtables lock not had in time, a chain gone)
     must not leave the rules of the nodes after it as they were, partitioned after a heal
-    or under the last grudge. ClusterError naming every failure, once all have run."""
+    or under the last grudge. Each node's outputs joined, in the plan's order; ClusterError
+    naming every failure, once all have run."""
     errors: list[str] = []
+    out: list[str] = []
     for cmds in plan:
         try:
-            for cmd in cmds:
-                run(cmd)
+            out.append("".join(run(cmd) for cmd in cmds))
         except ClusterError as e:  # the node's later commands depend on this one; next node
             errors.append(str(e))
     if errors:
         raise ClusterError("; ".join(errors))
+    return out

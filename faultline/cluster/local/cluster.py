@@ -587,7 +587,7 @@ class LocalCluster:
     def clear_toxics(self) -> None:
         errors: list[str] = []
         try:
-            self._release_ends(self.node_ids)
+            self._in_namespaces(self.node_ids, ends.release_commands())
         except ClusterError as e:
             errors.append(str(e))
         try:
@@ -612,33 +612,18 @@ class LocalCluster:
             time.sleep(max(0.0, start + hold_s - time.monotonic()))
             read = self._in_namespaces(nodes, ends.counters_commands())
         finally:
-            self._release_ends(nodes)
+            self._in_namespaces(nodes, ends.release_commands())
         return {node: ends.parse_counters(out) for node, out in read.items()}
-
-    def _release_ends(self, nodes: Collection[int]) -> None:
-        """Let every connection a hold of transaction ends holds on ``nodes`` go; every
-        node's, even when another's fails (ClusterError naming each, once all have run)."""
-        self._in_namespaces(nodes, ends.release_commands())
 
     def _in_namespaces(self, nodes: Collection[int], commands: list[list[str]]) -> dict[int, str]:
         """Run ``commands`` in order in the network namespace of each of ``nodes`` that has
-        one now (a node without has no rules either), entered afresh for each node;
-        their outputs joined, by node. Every node's run, even when another's fail
-        (ClusterError naming each, once all have run)."""
-        out: dict[int, str] = {}
-        errors: list[str] = []
+        one now (a node without has no rules either), entered afresh; their outputs joined,
+        by node (:func:`~faultline.cluster.host.netns.run_per_node`: every node's run, even
+        when another's fail)."""
         with self._lock:
-            for node in nodes:
-                enter = self._enter(node)
-                if enter is None:
-                    continue
-                try:
-                    out[node] = "".join(netns.run([*enter, *cmd]) for cmd in commands)
-                except ClusterError as e:
-                    errors.append(f"node {node}: {e}")
-        if errors:
-            raise ClusterError("; ".join(errors))
-        return out
+            entered = {node: enter for node in nodes if (enter := self._enter(node)) is not None}
+            outs = netns.run_per_node([[*enter, *cmd] for cmd in commands] for enter in entered.values())
+        return dict(zip(entered, outs, strict=True))
 
     # -- Wipeable -------------------------------------------------------------------
 
