@@ -101,7 +101,9 @@ bound with ``as NAME``::
                                                  never registered)
                group G has committed            (G's committed offsets, as its coordinator
                                                  answers, changed since the wait first read
-                                                 them: one appeared or moved)
+                                                 them: one appeared or moved; read
+                                                 while every broker names one
+                                                 coordinator of G)
                group G has committed past P     (G's committed offset of P above the high
                                                  watermark P had when the wait began)
                P has passed group G             (P's high watermark above G's committed
@@ -120,7 +122,8 @@ current leader, ``followers of P`` every other replica of P, ``follower of P`` t
 lowest-numbered follower in P's ISR, ``controller`` the active KRaft controller,
 ``coordinator of group G`` the leader of G's ``__consumer_offsets`` partition,
 ``coordinator of transaction T`` the leader of T's ``__transaction_state`` partition
-(both :func:`coordinator_partition`).
+(both :func:`coordinator_partition`), each as every broker that answers names it (none
+while one that was replaced names itself still).
 ``P has a new leader`` holds once P is led by a node other than the leader that the
 schedule last resolved for P (or, before any, the one P had when the wait began).
 ``group G has committed`` cannot see a commit of the offsets G had committed already.

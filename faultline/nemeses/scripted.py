@@ -6,7 +6,8 @@ main phase, resolving each role (``leader of 0``, ``followers of 0``, ``controll
 from live metadata when its step runs, and waiting on what the metadata shows
 (``until isr of 0 is {leader}``); live metadata is that of the brokers that answer, but
 one that another leaves out of the registered brokers (:func:`trusted`); a group's
-committed offsets are its coordinator's answer (``until group G has committed``), and a
+committed offsets are its coordinator's answer (``until group G has committed``), of the
+one every node names (:func:`agreed_coordinator`), asked through its proxy; and a
 partition's high watermark its leader's (read when ``committed past P`` begins, and at
 every look of ``P has passed group G``); the partitions a consumer holds are its member's
 own journal (``until consumers hold partitions``), read from the workload. It
@@ -28,7 +29,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -42,7 +43,6 @@ from faultline.nemeses.base import (
     LIVE_STATE_TIMEOUT_S,
     NodeFault,
     completed,
-    coordinator,
     error_text,
     leaders_json,
     with_timeout,
@@ -72,6 +72,7 @@ from faultline.targeted import (
     View,
     Wait,
     condition_met,
+    coordinator_partition,
     parse_schedule,
     resolve,
 )
@@ -80,6 +81,8 @@ log = logging.getLogger(__name__)
 
 #: How often a ``wait until`` looks at the metadata, in seconds.
 POLL_S = 0.5
+#: Seconds a coordinator's resolution asks every node again until each has answered itself.
+COORDINATOR_ROUNDS_S = 5.0
 #: How long one broker may take to answer a Metadata request of the schedule, in seconds.
 METADATA_TIMEOUT_S = 2.0
 
@@ -137,9 +140,9 @@ class ScriptedPackage:
         self._main_phase_over = threading.Event()  # set by the schedule's ``end``
         self._set_up = False
         self._completions: list[Op] = []  # of the step run_step runs
-        #: the waits' admin requests (committed offsets, HWs), made on the first; its
-        #: child ends at heal_all
-        self._admin: AdminChild | None = None
+        #: the waits' admin clients, each made on first use and ended at heal_all: of every
+        #: proxy (None; high watermarks) and of one node's (a coordinator's offsets)
+        self._admins: dict[int | None, AdminChild] = {}
 
     @classmethod
     def from_spec(cls, spec: TestSpec, cluster: Cluster) -> ScriptedPackage:
@@ -268,26 +271,57 @@ class ScriptedPackage:
         brokers = frozenset(self._read_registered()) if registered else None
         group = target.group if target is not None else None
         transaction = target.transaction if target is not None else None
-        coordinators = {} if group is None else {
-            group: coordinator(self.cluster, OFFSETS_TOPIC, group, METADATA_TIMEOUT_S)}
+        coordinators = {} if group is None else {group: self._coordinator(OFFSETS_TOPIC, group)}
         transactions = {} if transaction is None else {
-            transaction: coordinator(self.cluster, TRANSACTIONS_TOPIC, transaction, METADATA_TIMEOUT_S)}
+            transaction: self._coordinator(TRANSACTIONS_TOPIC, transaction)}
         offsets = {} if committed is None else {committed: self._read_committed(committed)}
         hws = {} if high_watermark is None else {
             high_watermark: self._high_watermark(high_watermark)[self.topic.name, high_watermark]}
         return View(self._read_states(), active, brokers, coordinators, offsets, transactions, hws)
 
-    def _admin_child(self) -> AdminChild:
-        if self._admin is None:
-            self._admin = AdminChild(self.cluster.bootstrap_servers(), METADATA_TIMEOUT_S)
-        return self._admin
+    def _admin_child(self, node: int | None = None) -> AdminChild:
+        """The admin client bootstrapped on every proxy, or on ``node``'s alone."""
+        if node not in self._admins:
+            bootstrap = self.cluster.bootstrap_servers()
+            if node is not None:
+                bootstrap = dict(self._proxies())[node]
+            self._admins[node] = AdminChild(bootstrap, METADATA_TIMEOUT_S)
+        return self._admins[node]
+
+    def _coordinator(self, topic: str, key: str) -> int | None:
+        """The broker coordinating ``key``, as every node that answers names it
+        (:func:`agreed_coordinator`). A client sends its request to any broker it has
+        learned of, so a node's proxy is often answered by another broker: the nodes are
+        asked again, for :data:`COORDINATOR_ROUNDS_S` at most, until each whose proxy
+        answered at all has given its own answer (the latest of each kept) and they agree."""
+        views: dict[int, kafka_client.Metadata] = {}
+        deadline = time.monotonic() + COORDINATOR_ROUNDS_S
+        while True:
+            answers = self._answers(topic)
+            views.update((answer.broker, answer) for _, answer in answers)
+            try:
+                return agreed_coordinator(views, {node for node, _ in answers} - views.keys(), topic, key)
+            except NemesisError:
+                if time.monotonic() >= deadline or self._halt.wait(POLL_S):
+                    raise
 
     def _committed(self, group: str) -> Committed:
-        """``group``'s committed offsets, as its coordinator answers; NemesisError when none does."""
+        """``group``'s committed offsets as the coordinator every broker names answers them,
+        asked through a client of its proxy alone (a client of all may have cached the old
+        coordinator, which answers from what it held until it unloads the group), and kept
+        only if all name it again after; NemesisError otherwise, or when none answers."""
+        node = self._coordinator(OFFSETS_TOPIC, group)
+        if node is None:
+            raise NemesisError(f"group {group}'s partition of {OFFSETS_TOPIC} has no leader")
         try:
-            return self._admin_child().call(kafka_client.committed_offsets, group, METADATA_TIMEOUT_S)
+            offsets = self._admin_child(node).call(kafka_client.committed_offsets, group, METADATA_TIMEOUT_S)
         except (KafkaException, TimeoutError) as e:
             raise NemesisError(f"no committed offsets of group {group}: {e}") from None
+        after = self._coordinator(OFFSETS_TOPIC, group)
+        if after != node:
+            raise NemesisError(f"group {group}'s coordinator was {node} when its offsets were asked "
+                               f"and {after} once they came")
+        return offsets
 
     def _high_watermark(self, partition: int) -> Committed:
         """The test topic's ``partition`` -> its high watermark, the floor of a ``committed
@@ -323,51 +357,59 @@ class ScriptedPackage:
 
     def _metadata(self) -> kafka_client.Metadata:
         """The test topic's metadata from the brokers that answer, the stale left out
-        (:func:`trusted`).
+        (:func:`trusted`)."""
+        return trusted([answer for _, answer in self._answers(self.topic.name)])
+
+    def _proxies(self) -> list[tuple[int, str]]:
+        """Each node's id and proxy, in node order (:meth:`Cluster.bootstrap_servers`)."""
+        proxies = self.cluster.bootstrap_servers().split(",")
+        return [(node.id, proxy) for node, proxy in zip(self.cluster.nodes, proxies, strict=True)]
+
+    def _answers(self, topic: str) -> list[tuple[int, kafka_client.Metadata]]:
+        """The Metadata answers for ``topic`` through each node's proxy, in the order they
+        came, each with the node asked: that node's own, or another broker's that the
+        client had learned of and sent it to (the answer's ``broker``).
 
         A schedule pauses and isolates brokers on purpose, and a client that knows every
         broker may send its request to one that will never answer; so each proxy gets a
         short-lived client of its own, all at once, but for the nodes known not to answer
         (down, or paused by this nemesis). Every
         answer is awaited, for :data:`METADATA_TIMEOUT_S` and a second at most, as the
-        first may be a stale one. NemesisError with every broker's reason when none
-        answers in time.
+        first may be a stale one; a node that gives none by then is not heard.
+        NemesisError with every broker's reason when none answers in time.
         """
-        topic = self.topic.name
-        answers: queue.Queue[tuple[str, kafka_client.Metadata | Exception]] = queue.Queue()
+        answers: queue.Queue[tuple[int, str, kafka_client.Metadata | Exception]] = queue.Queue()
 
         def ask(node: int, proxy: str) -> None:
             try:
                 with kafka_client.new_admin(proxy, METADATA_TIMEOUT_S) as admin:
                     answer = kafka_client.topic_metadata(admin, topic, METADATA_TIMEOUT_S)
-                    # the client may ask a broker it learned of (by id) as well as its bootstrap
-                    # one; answered before the client is closed, which may take a while
-                    answers.put((proxy, answer if answer.broker >= 0 else answer._replace(broker=node)))
+                    # -1: the bootstrap broker, whose id the client had not learned; answered
+                    # before the client is closed, which may take a while
+                    answers.put((node, proxy, answer if answer.broker >= 0 else answer._replace(broker=node)))
             except Exception as e:  # no answer from this broker: another may give one
-                answers.put((proxy, e))
+                answers.put((node, proxy, e))
 
-        # one proxy per node, in node order (Cluster.bootstrap_servers)
-        every = zip(self.cluster.nodes, self.cluster.bootstrap_servers().split(","), strict=True)
-        proxies = [(node.id, proxy) for node, proxy in every
-                   if node.is_alive() and node.id not in self.pause.faulted]
+        live = {n.id for n in self.cluster.nodes if n.is_alive() and n.id not in self.pause.faulted}
+        proxies = [(node, proxy) for node, proxy in self._proxies() if node in live]
         for node, proxy in proxies:
             threading.Thread(target=ask, args=(node, proxy), name="nemesis-metadata", daemon=True).start()
         deadline = time.monotonic() + METADATA_TIMEOUT_S + 1.0
-        got: list[kafka_client.Metadata] = []
+        got: list[tuple[int, kafka_client.Metadata]] = []
         errors: list[str] = []
         for _ in proxies:
             try:
-                proxy, answer = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+                node, proxy, answer = answers.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
             if isinstance(answer, Exception):
                 errors.append(f"{proxy}: {answer}")
             else:
-                got.append(answer)
+                got.append((node, answer))
         if not got:
-            raise NemesisError(f"no broker answered for {topic}'s metadata within "
-                               f"{METADATA_TIMEOUT_S:.0f} s ({'; '.join(errors) or 'no answer'})")
-        return trusted(got)
+            raise NemesisError(f"no broker gave {topic}'s metadata within {METADATA_TIMEOUT_S:.0f} s "
+                               f"({'; '.join(errors) or 'no answer'})")
+        return got
 
     def _act(self, step: Action, history: HistoryWriter) -> None:
         value: dict[str, Any] = {"step": step.text}
@@ -599,8 +641,8 @@ class ScriptedPackage:
         Raises NemesisError only if a teardown could not heal, after trying all; ends the
         waits' admin child."""
         self._halt.set()
-        if self._admin is not None:
-            self._admin.close()
+        for admin in self._admins.values():
+            admin.close()
         errors: list[str] = []
         with self._lock:
             if history is not None:
@@ -684,6 +726,33 @@ def trusted(answers: Sequence[kafka_client.Metadata]) -> kafka_client.Metadata:
             return answer
     raise NemesisError("the brokers disagree on who is registered, so none's metadata is trusted: "
                        + "; ".join(f"broker {a.broker} lists {sorted(a.brokers)}" for a in answers))
+
+
+def agreed_coordinator(views: Mapping[int, kafka_client.Metadata], unheard: Collection[int],
+                       topic: str, key: str) -> int | None:
+    """The broker coordinating ``key`` (a group's id with the offsets topic for ``topic``,
+    a transactional id's with the transaction state topic), the leader of its partition
+    of ``topic`` (:func:`~faultline.targeted.coordinator_partition`), as each broker's
+    own Metadata answer in ``views`` names it; None when all say it has none. A broker
+    that has not yet learned it was replaced (cut off from the controller, or healed and
+    not yet caught up) names itself, so answers a client's FindCoordinator, and an
+    OffsetFetch with the offsets it held then. NemesisError saying who names whom when
+    they do not all name one, or naming the nodes ``unheard`` (reached, their own
+    answer not given)."""
+    if unheard:
+        raise NemesisError(f"no answer of node(s) {sorted(unheard)}'s own (another broker answered "
+                           f"through each proxy), so none on who coordinates {key} in {topic}")
+    named = {broker: view.states.get(coordinator_partition(key, len(view.states)), _LEADERLESS).leader
+             for broker, view in views.items()}
+    if len(set(named.values())) == 1:
+        return next(iter(named.values()))
+    raise NemesisError(f"the brokers do not all name one coordinator of {key} in {topic}: "
+                       + "; ".join(f"broker {b} names {c if c is not None else 'none'}"
+                                   for b, c in sorted(named.items())))
+
+
+#: A partition no answer lists: no leader.
+_LEADERLESS = PartitionState(None, (), ())
 
 
 class HandPackage(ScriptedPackage):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,6 +22,7 @@ from faultline.cluster import kafka_client
 from faultline.cluster.protocol import PartitionState
 from faultline.errors import NemesisError, SpecError
 from faultline.history import HistoryWriter, Op, read_history
+from faultline.nemeses import scripted
 from faultline.nemeses.scripted import HandPackage, ScriptedPackage
 from faultline.nemeses.toxics import LANDING_S, landed_by
 from faultline.spec import NemesisSpec, TestSpec, TopicSpec
@@ -230,14 +231,12 @@ def test_a_transactions_coordinator_is_read_from_the_transaction_state_topic_whe
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each step naming ``coordinator of transaction T`` reads the leader of T's partition
     of __transaction_state then (and a group's of __consumer_offsets); the op names the role."""
-    from faultline.nemeses import scripted
-
     leaders = {("__transaction_state", "faultline-x-t0"): [3, 2], ("__consumer_offsets", "g"): [1]}
 
-    def coordinator(cluster: Any, topic: str, key: str, timeout: float) -> int | None:
+    def coordinator(self: ScriptedPackage, topic: str, key: str) -> int:
         return leaders[topic, key].pop(0)
 
-    monkeypatch.setattr(scripted, "coordinator", coordinator)
+    monkeypatch.setattr(ScriptedPackage, "_coordinator", coordinator)
     _, nemesis, ops = _run(tmp_path, ("pause coordinator of transaction faultline-x-t0 as c", "resume c",
                                       "crash coordinator of transaction faultline-x-t0",
                                       "crash coordinator of group g"), Live())
@@ -474,12 +473,15 @@ def _cut_off_old_leader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                          brokers, tmp_path)
 
 
-def _run_schedule(cluster: FakeCluster, proxies: Iterable[str],
-                  tmp_path: Path) -> tuple[ScriptedPackage, list[Op]]:
-    """Run ``cluster``'s spec's schedule against ``proxies`` (one a node, in node order)
-    and heal; the nemesis and the ops it journaled."""
+def _run_schedule(cluster: FakeCluster, proxies: Iterable[str], tmp_path: Path,
+                  admin: Callable[[int | None], object] | None = None) -> tuple[ScriptedPackage, list[Op]]:
+    """Run ``cluster``'s spec's schedule against ``proxies`` (one a node, in node order),
+    its waits' admin clients made by ``admin`` (of a node, or None: of all) if given, and
+    heal; the nemesis and the ops it journaled."""
     cluster.bootstrap_servers = lambda: ",".join(proxies)  # type: ignore[attr-defined]
     nemesis = ScriptedPackage.from_spec(cluster.spec, cluster)  # type: ignore[arg-type]
+    if admin is not None:
+        nemesis._admin_child = admin  # type: ignore[assignment]
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         nemesis.run(time.monotonic() + 10, history)
         nemesis.heal_all(history)
@@ -509,6 +511,101 @@ def test_a_wait_is_not_met_by_a_broker_cut_off_from_the_controller(
         nemesis, ops = _cut_off_old_leader(monkeypatch, tmp_path / str(i), (wait,))
         [done] = [op for op in ops if op.f == "wait" and "result" in op.value]
         assert done.value["result"] == "not met" and nemesis.ended is not None, wait
+
+
+class _CatchingUp(_Broker):
+    """A healed old coordinator, registered again: its metadata cache names it leader of
+    every partition (of every topic) for its first ``stale`` answers, as it did when cut
+    off; then the new leader, ``leader``."""
+
+    def __init__(self, leader: int, stale: int) -> None:
+        super().__init__(-1, 3 if stale else leader, [1, 2, 3], [1, 2, 3], 0.0)
+        self.caught_up_leader, self.stale = leader, stale
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        answer = super().list_topics(topic, timeout)
+        self.stale -= 1
+        if self.stale == 0:
+            self.leader = self.caught_up_leader
+        return answer
+
+
+@pytest.mark.parametrize("stale", [2, 0])
+def test_a_groups_offsets_are_read_from_the_coordinator_every_broker_names(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stale: int) -> None:
+    """Seen in CI: healed, the group's old coordinator (node 3) was registered again before
+    it applied its replacement, named itself coordinator until then, and answered an
+    OffsetFetch with what it held until it unloaded the group; the wait took its offsets
+    as its first read and the new coordinator's as a move: met with no commit. Read only
+    once every broker names node 2, and through a client of node 2's proxy alone (a client
+    of all may have cached node 3), the offsets never move: the wait is not met. With no
+    broker behind (``stale`` 0) the same reads are made from the start."""
+    reads: list[tuple[int | None, int]] = []
+    stale_reads = [269]  # a client of every proxy: node 3's answer, once (then node 2's)
+
+    class Admin:
+        def __init__(self, node: int | None) -> None:
+            self.node = node
+
+        def call(self, fn: Any, group: str, timeout: float) -> dict[tuple[str, int], int]:
+            reads.append((self.node, 311 if self.node == 2 or not stale_reads else stale_reads.pop()))
+            return {("fl-queue", 0): reads[-1][1]}
+
+    brokers = {"proxy-1": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0),
+               "proxy-2": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0), "proxy-3": _CatchingUp(2, stale)}
+    monkeypatch.setattr(kafka_client, "new_admin",
+                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
+    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(
+        schedule=("wait until group g has committed within 2 s",))), tmp_path)
+    nemesis, ops = _run_schedule(cluster, brokers, tmp_path, Admin)
+    [done] = [op for op in ops if op.f == "wait" and "result" in op.value]
+    assert done.value["result"] == "not met" and nemesis.ended is not None, done.value
+    assert set(reads) == {(2, 311)} and len(reads) > 1, reads
+
+
+_DISAGREE = ("the brokers do not all name one coordinator of g in __consumer_offsets: "
+             "broker 1 names 2; broker 2 names 2; broker 3 names 3")
+
+
+@pytest.mark.parametrize(("third", "error"), [
+    (_CatchingUp(2, 99), _DISAGREE),  # never caught up
+    (_Broker(2, 2, [1, 2, 3], [1, 2, 3], 0.0),  # node 3's proxy always answered by broker 2
+     "no answer of node(s) [3]'s own (another broker answered through each proxy), so none on who "
+     "coordinates g in __consumer_offsets"),
+    (_CatchingUp(2, 2), None),  # caught up after its first two answers
+    (_CatchingUp(2, 0), None)])
+def test_a_coordinator_role_is_resolved_only_where_every_broker_names_one(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, third: _Broker, error: str | None) -> None:
+    """``coordinator of group G`` is the node every broker names, each in its own answer,
+    asked again for a while: while node 3 still names itself, or its own answer is never
+    heard (its proxy answered by another broker), the step has no target and ends the
+    schedule, where it would have crashed whichever node one broker named; once all name
+    node 2, node 2."""
+    monkeypatch.setattr(scripted, "COORDINATOR_ROUNDS_S", 3.0)
+    brokers = {"proxy-1": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0),
+               "proxy-2": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0), "proxy-3": third}
+    monkeypatch.setattr(kafka_client, "new_admin",
+                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
+    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=("crash coordinator of group g",))), tmp_path)
+    nemesis, ops = _run_schedule(cluster, brokers, tmp_path)
+    [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
+    if error is None:
+        assert crash.value["nodes"] == [2] and nemesis.ended is None
+    else:
+        assert crash.value["result"] == "skipped" and nemesis.ended is not None
+        assert crash.error == f"no target: {error}"
+
+
+def test_a_coordinator_no_broker_names_is_no_target(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every broker says the group's partition has no leader (its only replica down): the
+    step has no target, and says so."""
+    brokers = {f"proxy-{n}": _Broker(-1, -1, [], [1, 2, 3], 0.0) for n in (1, 2, 3)}
+    monkeypatch.setattr(kafka_client, "new_admin",
+                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
+    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=("crash coordinator of group g",))), tmp_path)
+    _, ops = _run_schedule(cluster, brokers, tmp_path)
+    [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
+    assert crash.error == "no target: group 'g''s partition of __consumer_offsets has no leader"
 
 
 def test_roles_are_read_from_the_brokers_that_answer_as_their_bootstrap_one(
