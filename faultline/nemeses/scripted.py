@@ -143,6 +143,9 @@ class ScriptedPackage:
         #: the waits' admin clients, each made on first use and ended at heal_all: of every
         #: proxy (None; high watermarks) and of one node's (a coordinator's offsets)
         self._admins: dict[int | None, AdminChild] = {}
+        self._admins_lock = threading.Lock()  # heal_all closes them from another thread
+        #: the time (monotonic) the look of the wait in progress must end by, if one is
+        self._look_by: float | None = None
 
     @classmethod
     def from_spec(cls, spec: TestSpec, cluster: Cluster) -> ScriptedPackage:
@@ -280,36 +283,50 @@ class ScriptedPackage:
         return View(self._read_states(), active, brokers, coordinators, offsets, transactions, hws)
 
     def _admin_child(self, node: int | None = None) -> AdminChild:
-        """The admin client bootstrapped on every proxy, or on ``node``'s alone."""
-        if node not in self._admins:
-            bootstrap = self.cluster.bootstrap_servers()
-            if node is not None:
-                bootstrap = dict(self._proxies())[node]
-            self._admins[node] = AdminChild(bootstrap, METADATA_TIMEOUT_S)
-        return self._admins[node]
+        """The admin client bootstrapped on every proxy, or on ``node``'s alone;
+        NemesisError once ``heal_all`` has begun."""
+        with self._admins_lock:
+            if self._halt.is_set():
+                raise NemesisError("healing: no admin request now")
+            if node not in self._admins:
+                bootstrap = self.cluster.bootstrap_servers()
+                if node is not None:
+                    bootstrap = dict(self._proxies())[node]
+                self._admins[node] = AdminChild(bootstrap, METADATA_TIMEOUT_S)
+            return self._admins[node]
 
     def _coordinator(self, topic: str, key: str) -> int | None:
         """The broker coordinating ``key``, as every node that answers names it
         (:func:`agreed_coordinator`). A client sends its request to any broker it has
         learned of, so a node's proxy is often answered by another broker: the nodes are
-        asked again, for :data:`COORDINATOR_ROUNDS_S` at most, until each whose proxy
-        answered at all has given its own answer (the latest of each kept) and they agree."""
-        views: dict[int, kafka_client.Metadata] = {}
-        deadline = time.monotonic() + COORDINATOR_ROUNDS_S
+        asked again, for :data:`COORDINATOR_ROUNDS_S` at most (and not past the look of
+        the wait in progress), until each node any round reached has given its own answer
+        in this round or the one before, and they agree."""
+        end = time.monotonic() + COORDINATOR_ROUNDS_S
+        if self._look_by is not None:
+            end = min(end, self._look_by)
+        before: dict[int, kafka_client.Metadata] = {}
+        reached: set[int] = set()
         while True:
             answers = self._answers(topic)
-            views.update((answer.broker, answer) for _, answer in answers)
+            now = {answer.broker: answer for _, answer in answers}
+            reached |= {node for node, _ in answers}
+            views = {**before, **now}
             try:
-                return agreed_coordinator(views, {node for node, _ in answers} - views.keys(), topic, key)
+                return agreed_coordinator(views, reached - views.keys(), topic, key)
             except NemesisError:
-                if time.monotonic() >= deadline or self._halt.wait(POLL_S):
+                if time.monotonic() >= end or self._halt.wait(POLL_S):
                     raise
+            before = now
 
     def _committed(self, group: str) -> Committed:
-        """``group``'s committed offsets as the coordinator every broker names answers them,
-        asked through a client of its proxy alone (a client of all may have cached the old
-        coordinator, which answers from what it held until it unloads the group), and kept
-        only if all name it again after; NemesisError otherwise, or when none answers."""
+        """``group``'s committed offsets, asked once every broker names one coordinator and
+        kept only if all name it again after: no broker can then have named another in
+        between (a broker catches up, it does not fall behind again unfaulted). Asked
+        through a client made for that coordinator (bootstrapped on its proxy), which can
+        have cached no other (a client of all may have cached the old one, which answers
+        from what it held until it unloads the group). NemesisError otherwise, or when
+        none answers."""
         node = self._coordinator(OFFSETS_TOPIC, group)
         if node is None:
             raise NemesisError(f"group {group}'s partition of {OFFSETS_TOPIC} has no leader")
@@ -597,6 +614,7 @@ class ScriptedPackage:
         commits_before: dict[int, int] | None = None  # the producers' commits at the first read
         seen = "nothing yet"
         while True:
+            self._look_by = deadline  # a look's coordinator rounds end there
             try:
                 if wait.kind == "holds":
                     view = View({}, holdings=self.clients.holdings())
@@ -619,6 +637,8 @@ class ScriptedPackage:
                 met, seen = condition_met(wait, view, self._bindings, previous, before)
             except NemesisError as e:
                 met, seen = False, f"no metadata: {e}"
+            finally:
+                self._look_by = None
             if met:
                 self._completions.append(history.append("nemesis", "info", "wait", {
                     **value, "result": f"met after {time.monotonic() - started:.1f} s", "seen": seen}))
@@ -641,7 +661,9 @@ class ScriptedPackage:
         Raises NemesisError only if a teardown could not heal, after trying all; ends the
         waits' admin child."""
         self._halt.set()
-        for admin in self._admins.values():
+        with self._admins_lock:  # _halt is set: no admin client is made after
+            admins, self._admins = list(self._admins.values()), {}
+        for admin in admins:
             admin.close()
         errors: list[str] = []
         with self._lock:

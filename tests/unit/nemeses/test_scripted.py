@@ -568,14 +568,15 @@ _DISAGREE = ("the brokers do not all name one coordinator of g in __consumer_off
 
 
 @pytest.mark.parametrize(("third", "error"), [
-    (_CatchingUp(2, 99), _DISAGREE),  # never caught up
-    (_Broker(2, 2, [1, 2, 3], [1, 2, 3], 0.0),  # node 3's proxy always answered by broker 2
+    (lambda: _CatchingUp(2, 99), _DISAGREE),  # never caught up
+    (lambda: _Broker(2, 2, [1, 2, 3], [1, 2, 3], 0.0),  # node 3's proxy always answered by broker 2
      "no answer of node(s) [3]'s own (another broker answered through each proxy), so none on who "
      "coordinates g in __consumer_offsets"),
-    (_CatchingUp(2, 2), None),  # caught up after its first two answers
-    (_CatchingUp(2, 0), None)])
+    (lambda: _CatchingUp(2, 2), None),  # caught up after its first two answers
+    (lambda: _CatchingUp(2, 0), None)])
 def test_a_coordinator_role_is_resolved_only_where_every_broker_names_one(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, third: _Broker, error: str | None) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, third: Callable[[], _Broker],
+        error: str | None) -> None:
     """``coordinator of group G`` is the node every broker names, each in its own answer,
     asked again for a while: while node 3 still names itself, or its own answer is never
     heard (its proxy answered by another broker), the step has no target and ends the
@@ -583,7 +584,7 @@ def test_a_coordinator_role_is_resolved_only_where_every_broker_names_one(
     node 2, node 2."""
     monkeypatch.setattr(scripted, "COORDINATOR_ROUNDS_S", 3.0)
     brokers = {"proxy-1": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0),
-               "proxy-2": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0), "proxy-3": third}
+               "proxy-2": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0), "proxy-3": third()}
     monkeypatch.setattr(kafka_client, "new_admin",
                         lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
     cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=("crash coordinator of group g",))), tmp_path)
@@ -606,6 +607,75 @@ def test_a_coordinator_no_broker_names_is_no_target(monkeypatch: pytest.MonkeyPa
     _, ops = _run_schedule(cluster, brokers, tmp_path)
     [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
     assert crash.error == "no target: group 'g''s partition of __consumer_offsets has no leader"
+
+
+def test_offsets_read_while_the_coordinator_moved_are_not_kept(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The coordinator every broker names moves (2 to 3 and back) while each read of the
+    offsets is made, and each read has new offsets: none is kept, so the wait has no first
+    read and is not met, where keeping them would have met it with no commit."""
+    brokers = {f"proxy-{n}": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0) for n in (1, 2, 3)}
+    reads: list[int | None] = []
+
+    class Admin:
+        def __init__(self, node: int | None) -> None:
+            self.node = node
+
+        def call(self, fn: Any, group: str, timeout: float) -> dict[tuple[str, int], int]:
+            reads.append(self.node)
+            for broker in brokers.values():
+                broker.leader = 5 - broker.leader  # 2 <-> 3
+            return {("fl-queue", 0): len(reads)}
+
+    monkeypatch.setattr(kafka_client, "new_admin",
+                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
+    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(
+        schedule=("wait until group g has committed within 2 s",))), tmp_path)
+    _, ops = _run_schedule(cluster, brokers, tmp_path, Admin)
+    [done] = [op for op in ops if op.f == "wait" and "result" in op.value]
+    assert done.value["result"] == "not met", done.value
+    moves = ("was 2 when its offsets were asked and 3 once they came",
+             "was 3 when its offsets were asked and 2 once they came")
+    assert any(m in done.value["seen"] for m in moves), done.value
+    assert set(reads) == {2, 3} and len(reads) > 2, reads
+
+
+def test_a_coordinators_rounds_end_with_the_look_of_its_wait(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Brokers that never agree on the group's coordinator are asked again for
+    COORDINATOR_ROUNDS_S at most, but not past the wait's own bound: a wait within 1 s
+    ends long before the rounds' 60 s would."""
+    monkeypatch.setattr(scripted, "COORDINATOR_ROUNDS_S", 60.0)
+    brokers = {"proxy-1": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0),
+               "proxy-2": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0), "proxy-3": _CatchingUp(2, 10**6)}
+    monkeypatch.setattr(kafka_client, "new_admin",
+                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
+    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(
+        schedule=("wait until group g has committed within 1 s",))), tmp_path)
+    started = time.monotonic()
+    _, ops = _run_schedule(cluster, brokers, tmp_path)
+    assert time.monotonic() - started < 30
+    [done] = [op for op in ops if op.f == "wait" and "result" in op.value]
+    assert done.value["result"] == "not met" and _DISAGREE in done.value["seen"], done.value
+
+
+def test_no_admin_client_is_made_once_the_heal_began_and_every_one_is_closed(tmp_path: Path) -> None:
+    """heal_all closes the waits' admin clients from another thread than the schedule's:
+    it takes them under a lock, and none is made after (it would never be closed)."""
+    class Admin:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    cluster = FakeCluster(TestSpec(), tmp_path)
+    nemesis = ScriptedPackage.from_spec(cluster.spec, cluster)  # type: ignore[arg-type]
+    admins = {None: Admin(), 2: Admin()}
+    nemesis._admins = dict(admins)  # type: ignore[arg-type]
+    nemesis.heal_all()
+    assert all(a.closed for a in admins.values()) and not nemesis._admins
+    with pytest.raises(NemesisError, match="healing"):
+        nemesis._admin_child(3)
 
 
 def test_roles_are_read_from_the_brokers_that_answer_as_their_bootstrap_one(
