@@ -467,10 +467,18 @@ def _cut_off_old_leader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     brokers = {"proxy-1": _Broker(-1, 1, [1, 2, 3], [1, 2, 3], 0.0),
                "proxy-2": _Broker(-1, 2, [2, 3], [2, 3], 0.2),
                "proxy-3": _Broker(2, 2, [2, 3], [2, 3], 0.2)}  # answered by broker 2
+    return _on_brokers(monkeypatch, tmp_path, brokers, schedule)
+
+
+def _on_brokers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, brokers: dict[str, _Broker],
+                schedule: tuple[str, ...], admin: Callable[[int | None], object] | None = None,
+                ) -> tuple[ScriptedPackage, list[Op]]:
+    """``schedule`` run as :func:`_run_schedule` runs it, each proxy answered by its broker
+    in ``brokers`` (in node order)."""
     monkeypatch.setattr(kafka_client, "new_admin",
                         lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
     return _run_schedule(FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=schedule)), tmp_path),
-                         brokers, tmp_path)
+                         brokers, tmp_path, admin)
 
 
 def _run_schedule(cluster: FakeCluster, proxies: Iterable[str], tmp_path: Path,
@@ -513,6 +521,11 @@ def test_a_wait_is_not_met_by_a_broker_cut_off_from_the_controller(
         assert done.value["result"] == "not met" and nemesis.ended is not None, wait
 
 
+_COMMITTED_IN_2_S = "wait until group g has committed within 2 s"
+_DISAGREE = ("the brokers do not all name one coordinator of g in __consumer_offsets: "
+             "broker 1 names 2; broker 2 names 2; broker 3 names 3")
+
+
 class _CatchingUp(_Broker):
     """A healed old coordinator, registered again: its metadata cache names it leader of
     every partition (of every topic) for its first ``stale`` answers, as it did when cut
@@ -553,18 +566,10 @@ def test_a_groups_offsets_are_read_from_the_coordinator_every_broker_names(
 
     brokers = {"proxy-1": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0),
                "proxy-2": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0), "proxy-3": _CatchingUp(2, stale)}
-    monkeypatch.setattr(kafka_client, "new_admin",
-                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
-    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(
-        schedule=("wait until group g has committed within 2 s",))), tmp_path)
-    nemesis, ops = _run_schedule(cluster, brokers, tmp_path, Admin)
+    nemesis, ops = _on_brokers(monkeypatch, tmp_path, brokers, (_COMMITTED_IN_2_S,), Admin)
     [done] = [op for op in ops if op.f == "wait" and "result" in op.value]
     assert done.value["result"] == "not met" and nemesis.ended is not None, done.value
     assert set(reads) == {(2, 311)} and len(reads) > 1, reads
-
-
-_DISAGREE = ("the brokers do not all name one coordinator of g in __consumer_offsets: "
-             "broker 1 names 2; broker 2 names 2; broker 3 names 3")
 
 
 @pytest.mark.parametrize(("third", "error"), [
@@ -585,10 +590,7 @@ def test_a_coordinator_role_is_resolved_only_where_every_broker_names_one(
     monkeypatch.setattr(scripted, "COORDINATOR_ROUNDS_S", 3.0)
     brokers = {"proxy-1": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0),
                "proxy-2": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0), "proxy-3": third()}
-    monkeypatch.setattr(kafka_client, "new_admin",
-                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
-    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=("crash coordinator of group g",))), tmp_path)
-    nemesis, ops = _run_schedule(cluster, brokers, tmp_path)
+    nemesis, ops = _on_brokers(monkeypatch, tmp_path, brokers, ("crash coordinator of group g",))
     [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
     if error is None:
         assert crash.value["nodes"] == [2] and nemesis.ended is None
@@ -601,10 +603,7 @@ def test_a_coordinator_no_broker_names_is_no_target(monkeypatch: pytest.MonkeyPa
     """Every broker says the group's partition has no leader (its only replica down): the
     step has no target, and says so."""
     brokers = {f"proxy-{n}": _Broker(-1, -1, [], [1, 2, 3], 0.0) for n in (1, 2, 3)}
-    monkeypatch.setattr(kafka_client, "new_admin",
-                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
-    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(schedule=("crash coordinator of group g",))), tmp_path)
-    _, ops = _run_schedule(cluster, brokers, tmp_path)
+    _, ops = _on_brokers(monkeypatch, tmp_path, brokers, ("crash coordinator of group g",))
     [crash] = [op for op in ops if op.f == "kill" and "result" in op.value]
     assert crash.error == "no target: group 'g''s partition of __consumer_offsets has no leader"
 
@@ -627,11 +626,7 @@ def test_offsets_read_while_the_coordinator_moved_are_not_kept(
                 broker.leader = 5 - broker.leader  # 2 <-> 3
             return {("fl-queue", 0): len(reads)}
 
-    monkeypatch.setattr(kafka_client, "new_admin",
-                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
-    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(
-        schedule=("wait until group g has committed within 2 s",))), tmp_path)
-    _, ops = _run_schedule(cluster, brokers, tmp_path, Admin)
+    _, ops = _on_brokers(monkeypatch, tmp_path, brokers, (_COMMITTED_IN_2_S,), Admin)
     [done] = [op for op in ops if op.f == "wait" and "result" in op.value]
     assert done.value["result"] == "not met", done.value
     moves = ("was 2 when its offsets were asked and 3 once they came",
@@ -648,12 +643,8 @@ def test_a_coordinators_rounds_end_with_the_look_of_its_wait(
     monkeypatch.setattr(scripted, "COORDINATOR_ROUNDS_S", 60.0)
     brokers = {"proxy-1": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0),
                "proxy-2": _Broker(-1, 2, [1, 2, 3], [1, 2, 3], 0.0), "proxy-3": _CatchingUp(2, 10**6)}
-    monkeypatch.setattr(kafka_client, "new_admin",
-                        lambda proxy, timeout_s=5.0: contextlib.nullcontext(brokers[proxy]))
-    cluster = FakeCluster(TestSpec(nemesis=NemesisSpec(
-        schedule=("wait until group g has committed within 1 s",))), tmp_path)
     started = time.monotonic()
-    _, ops = _run_schedule(cluster, brokers, tmp_path)
+    _, ops = _on_brokers(monkeypatch, tmp_path, brokers, ("wait until group g has committed within 1 s",))
     assert time.monotonic() - started < 30
     [done] = [op for op in ops if op.f == "wait" and "result" in op.value]
     assert done.value["result"] == "not met" and _DISAGREE in done.value["seen"], done.value
