@@ -659,7 +659,7 @@ class ScriptedPackage:
         """Stop ``run`` and undo every fault in effect: journaled heals first (network,
         paused nodes, nodes down), then every family nemesis's teardown regardless.
         Raises NemesisError only if a teardown could not heal, after trying all; ends the
-        waits' admin child."""
+        waits' admin clients."""
         self._halt.set()
         with self._admins_lock:  # _halt is set: no admin client is made after
             admins, self._admins = list(self._admins.values()), {}
