@@ -271,12 +271,6 @@ def test_without_consumers_no_consumers_jvm_runs_and_the_workload_keeps_running(
             w.stop(timeout=5)
 
 
-
-
-def _state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-
-
 def test_a_pause_stops_the_producers_jvm_until_its_resume_and_a_crash_kills_it_paused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each "JVM" is a shell that prints an op and waits; the nemesis addresses it as a child
@@ -431,7 +425,8 @@ def test_every_jvm_dies_with_a_killed_run_the_paused_one_and_one_restarted_by_a_
                            stdout=subprocess.PIPE, cwd=Path(faultline.__file__).parents[1])
     assert run.stdout is not None
     paused, restarted = map(int, run.stdout.readline().split())
-    assert _state(paused) == "T" and _state(restarted) in ("S", "R")
+    # alive and not stopped: sleeping, running, or in a disk wait (D) as it starts up
+    assert _state(paused) == "T" and _state(restarted) not in ("", "T")
     run.kill()
     run.wait()
     deadline = time.monotonic() + 10
