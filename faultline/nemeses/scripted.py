@@ -764,17 +764,13 @@ def agreed_coordinator(views: Mapping[int, kafka_client.Metadata], unheard: Coll
     if unheard:
         raise NemesisError(f"no answer of node(s) {sorted(unheard)}'s own (another broker answered "
                            f"through each proxy), so none on who coordinates {key} in {topic}")
-    named = {broker: view.states.get(coordinator_partition(key, len(view.states)), _LEADERLESS).leader
-             for broker, view in views.items()}
+    named = {broker: state.leader if (state := view.states.get(coordinator_partition(key, len(view.states))))
+             else None for broker, view in views.items()}
     if len(set(named.values())) == 1:
         return next(iter(named.values()))
     raise NemesisError(f"the brokers do not all name one coordinator of {key} in {topic}: "
                        + "; ".join(f"broker {b} names {c if c is not None else 'none'}"
                                    for b, c in sorted(named.items())))
-
-
-#: A partition no answer lists: no leader.
-_LEADERLESS = PartitionState(None, (), ())
 
 
 class HandPackage(ScriptedPackage):
